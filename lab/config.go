@@ -1,0 +1,434 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Lab kinds.
+const (
+	KindLocal   = "local"
+	KindStatic  = "static"
+	KindVSphere = "vsphere"
+	KindProxmox = "proxmox"
+)
+
+// Timer profiles.
+const (
+	ProfileKubernetesDefaults = "kubernetes-defaults"
+	ProfileFast               = "fast"
+)
+
+// Config is a lab file (testdata/labs/*.yaml): the topology of a lab, its
+// hosts and networks, and how its backend reaches them.
+type Config struct {
+	// Name identifies the lab in reports and run records.
+	Name string `json:"name"`
+	// Kind selects the backend: local, static, vsphere or proxmox.
+	Kind string `json:"kind"`
+	// Lab must be true for any destructive scenario to run: it says this
+	// config describes a disposable lab, not someone's cluster.
+	Lab bool `json:"lab"`
+	// StateDir holds the lab's state and the heal ledger. Default:
+	// $FAULTLINE_STATE_DIR/<name>, else /var/lib/faultline/<name>.
+	StateDir string `json:"stateDir,omitempty"`
+	// Kubeconfig is an admin kubeconfig for labs that do not make their
+	// own (static, vsphere, proxmox).
+	Kubeconfig string             `json:"kubeconfig,omitempty"`
+	Kubernetes KubernetesSettings `json:"kubernetes,omitempty"`
+	Network    Network            `json:"network"`
+	Hosts      []HostConfig       `json:"hosts"`
+	SSH        *SSHConfig         `json:"ssh,omitempty"`
+	VSphere    *VSphereConfig     `json:"vsphere,omitempty"`
+	Proxmox    *ProxmoxConfig     `json:"proxmox,omitempty"`
+
+	// path is the file the config was read from.
+	path string
+}
+
+// KubernetesSettings pins versions and the timer profile.
+type KubernetesSettings struct {
+	Version      string `json:"version,omitempty"`
+	EtcdVersion  string `json:"etcdVersion,omitempty"`
+	TimerProfile string `json:"timerProfile,omitempty"`
+}
+
+// Network is the lab's address plan.
+type Network struct {
+	// Management is the CIDR of the network every host's management
+	// address lies in.
+	Management string `json:"management"`
+	// Pods is the pod network CIDR (per-node /24s are carved from it).
+	Pods string `json:"pods,omitempty"`
+	// Services is the service CIDR.
+	Services string `json:"services,omitempty"`
+	// VirtualIP is the address in front of the API servers (keepalived).
+	VirtualIP string `json:"virtualIP,omitempty"`
+	// APIServerPort is the port every API server and the virtual address
+	// listen on. Default 6443.
+	APIServerPort int `json:"apiServerPort,omitempty"`
+}
+
+// HostConfig is one host of the lab.
+type HostConfig struct {
+	Name    string `json:"name"`
+	Roles   []Role `json:"roles"`
+	Address string `json:"address"`
+	// Rack groups hosts for rack-level faults.
+	Rack string `json:"rack,omitempty"`
+	// VM is the vSphere inventory path or name of the host's VM.
+	VM string `json:"vm,omitempty"`
+	// VMID is the Proxmox vmid of the host's VM (0: resolve from the
+	// address's last octet, as the drill does).
+	VMID int `json:"vmid,omitempty"`
+}
+
+// SSHConfig says how hosts are reached over SSH.
+type SSHConfig struct {
+	User string `json:"user"`
+	Port int    `json:"port,omitempty"`
+	// IdentityFile is a private key file; with UseAgent the SSH agent at
+	// $SSH_AUTH_SOCK is tried as well.
+	IdentityFile string `json:"identityFile,omitempty"`
+	UseAgent     bool   `json:"useAgent,omitempty"`
+	// KnownHosts is the known_hosts file host keys are verified against.
+	KnownHosts string `json:"knownHosts"`
+	// AcceptNewHostKeys adds keys of hosts not yet in KnownHosts (never
+	// accepts a changed key).
+	AcceptNewHostKeys bool `json:"acceptNewHostKeys,omitempty"`
+	// Jump is a jump host, user@host:port (ProxyJump).
+	Jump string `json:"jump,omitempty"`
+	// Sudo runs privileged commands through sudo -n.
+	Sudo bool `json:"sudo,omitempty"`
+	// CommandTimeout bounds every command. Default 60s.
+	CommandTimeout Duration `json:"commandTimeout,omitempty"`
+}
+
+// VSphereConfig says how to reach vCenter.
+type VSphereConfig struct {
+	URL        string `json:"url"`
+	Insecure   bool   `json:"insecure,omitempty"`
+	Datacenter string `json:"datacenter,omitempty"`
+	// ColdSnapshot is the name of the snapshot taken with the whole fleet
+	// powered off; Reset reverts every VM to it.
+	ColdSnapshot string `json:"coldSnapshot"`
+	// CredentialsFile holds "username" and "password" (YAML). Without it
+	// FAULTLINE_VSPHERE_USERNAME and FAULTLINE_VSPHERE_PASSWORD are used.
+	CredentialsFile string `json:"credentialsFile,omitempty"`
+}
+
+// ProxmoxConfig says how to reach the hypervisor that runs `qm`.
+type ProxmoxConfig struct {
+	// Host is the hypervisor's address (host or host:port), reached over
+	// SSH with the lab's SSH settings.
+	Host string `json:"host"`
+	User string `json:"user,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration struct{ time.Duration }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Path is the file the config was read from, if any.
+func (c *Config) Path() string { return c.path }
+
+// LoadConfig reads and validates a lab file. Unknown fields are errors.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading lab file: %w", err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("lab file %s: %w", path, err)
+	}
+	c.path = path
+	return c, nil
+}
+
+// ParseConfig parses and validates a lab file's content.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("malformed: %w", err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Network.APIServerPort == 0 {
+		c.Network.APIServerPort = 6443
+	}
+	if c.Kubernetes.TimerProfile == "" {
+		c.Kubernetes.TimerProfile = ProfileKubernetesDefaults
+	}
+	if c.SSH != nil {
+		if c.SSH.Port == 0 {
+			c.SSH.Port = 22
+		}
+		if c.SSH.CommandTimeout.Duration == 0 {
+			c.SSH.CommandTimeout.Duration = 60 * time.Second
+		}
+	}
+	if c.StateDir == "" && c.Name != "" {
+		base := os.Getenv("FAULTLINE_STATE_DIR")
+		if base == "" {
+			base = "/var/lib/faultline"
+		}
+		c.StateDir = filepath.Join(base, c.Name)
+	}
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// Validate checks the config and returns every problem, each naming the
+// field it is about.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Name == "" {
+		bad("name", "is required")
+	} else if !dnsLabel.MatchString(c.Name) {
+		bad("name", "%q must be a lower-case DNS label", c.Name)
+	}
+	switch c.Kind {
+	case KindLocal, KindStatic, KindVSphere, KindProxmox:
+	case "":
+		bad("kind", "is required (one of local, static, vsphere, proxmox)")
+	default:
+		bad("kind", "%q is not a lab kind (one of local, static, vsphere, proxmox)", c.Kind)
+	}
+	switch c.Kubernetes.TimerProfile {
+	case ProfileKubernetesDefaults, ProfileFast:
+	default:
+		bad("kubernetes.timerProfile", "%q is not a timer profile (kubernetes-defaults or fast)", c.Kubernetes.TimerProfile)
+	}
+
+	var mgmt netip.Prefix
+	var mgmtOK bool
+	if c.Network.Management == "" {
+		bad("network.management", "is required (a CIDR such as 10.66.0.0/24)")
+	} else if p, err := netip.ParsePrefix(c.Network.Management); err != nil {
+		bad("network.management", "%q is not a CIDR: %v", c.Network.Management, err)
+	} else {
+		mgmt, mgmtOK = p.Masked(), true
+	}
+	for _, f := range []struct{ name, val string }{{"network.pods", c.Network.Pods}, {"network.services", c.Network.Services}} {
+		if f.val == "" {
+			if c.Kind == KindLocal {
+				bad(f.name, "is required for a local lab")
+			}
+			continue
+		}
+		if _, err := netip.ParsePrefix(f.val); err != nil {
+			bad(f.name, "%q is not a CIDR: %v", f.val, err)
+		}
+	}
+	if c.Network.APIServerPort < 1 || c.Network.APIServerPort > 65535 {
+		bad("network.apiServerPort", "%d is not a port", c.Network.APIServerPort)
+	}
+	addrs := map[netip.Addr]string{}
+	if c.Network.VirtualIP != "" {
+		if a, err := netip.ParseAddr(c.Network.VirtualIP); err != nil {
+			bad("network.virtualIP", "%q is not an IP address", c.Network.VirtualIP)
+		} else {
+			if mgmtOK && c.Kind == KindLocal && !mgmt.Contains(a) {
+				bad("network.virtualIP", "%s is outside network.management %s", a, mgmt)
+			}
+			addrs[a] = "network.virtualIP"
+		}
+	}
+
+	if len(c.Hosts) == 0 {
+		bad("hosts", "at least one host is required")
+	}
+	names := map[string]int{}
+	roles := map[Role]int{}
+	for i, h := range c.Hosts {
+		f := fmt.Sprintf("hosts[%d]", i)
+		if h.Name == "" {
+			bad(f+".name", "is required")
+		} else if !dnsLabel.MatchString(h.Name) {
+			bad(f+".name", "%q must be a lower-case DNS label", h.Name)
+		} else if j, dup := names[h.Name]; dup {
+			bad(f+".name", "%q is already the name of hosts[%d]", h.Name, j)
+		} else {
+			names[h.Name] = i
+			if c.Kind == KindLocal && len(h.Name) > 11 {
+				bad(f+".name", "%q is longer than 11 characters (local hosts name network interfaces)", h.Name)
+			}
+		}
+		if len(h.Roles) == 0 {
+			bad(f+".roles", "at least one of etcd, control-plane, worker is required")
+		}
+		seen := map[Role]bool{}
+		for k, r := range h.Roles {
+			switch r {
+			case RoleEtcd, RoleControlPlane, RoleWorker:
+			default:
+				bad(fmt.Sprintf("%s.roles[%d]", f, k), "%q is not a role (etcd, control-plane, worker)", r)
+				continue
+			}
+			if seen[r] {
+				bad(fmt.Sprintf("%s.roles[%d]", f, k), "%q is listed twice", r)
+			}
+			seen[r] = true
+			roles[r]++
+		}
+		if h.Address == "" {
+			bad(f+".address", "is required")
+		} else if a, err := netip.ParseAddr(h.Address); err != nil {
+			if c.Kind == KindLocal {
+				bad(f+".address", "%q is not an IP address", h.Address)
+			}
+			// Remote labs may name hosts by DNS name.
+		} else {
+			if other, dup := addrs[a]; dup {
+				bad(f+".address", "%s is already used by %s", a, other)
+			}
+			addrs[a] = f + ".address"
+			if mgmtOK && c.Kind == KindLocal && !mgmt.Contains(a) {
+				bad(f+".address", "%s is outside network.management %s", a, mgmt)
+			}
+		}
+		if c.Kind == KindVSphere && h.VM == "" {
+			bad(f+".vm", "is required for a vsphere lab (the VM's inventory path or name)")
+		}
+		if h.VMID < 0 {
+			bad(f+".vmid", "%d is not a vmid", h.VMID)
+		}
+	}
+	if roles[RoleControlPlane] == 0 && len(c.Hosts) > 0 {
+		bad("hosts", "no host has the control-plane role")
+	}
+	if c.Kind == KindLocal {
+		if roles[RoleEtcd] == 0 && len(c.Hosts) > 0 {
+			bad("hosts", "no host has the etcd role")
+		}
+		if roles[RoleControlPlane] > 1 && c.Network.VirtualIP == "" {
+			bad("network.virtualIP", "is required when there is more than one control-plane host")
+		}
+	}
+
+	if c.Kind != KindLocal && c.Kind != "" {
+		if c.SSH == nil {
+			bad("ssh", "is required for a %s lab", c.Kind)
+		}
+		if c.Kubeconfig == "" {
+			bad("kubeconfig", "is required for a %s lab", c.Kind)
+		}
+	}
+	if c.SSH != nil {
+		if c.SSH.User == "" {
+			bad("ssh.user", "is required")
+		}
+		if c.SSH.KnownHosts == "" {
+			bad("ssh.knownHosts", "is required (host keys are always verified)")
+		}
+		if c.SSH.IdentityFile == "" && !c.SSH.UseAgent {
+			bad("ssh.identityFile", "is required unless ssh.useAgent is true")
+		}
+		if c.SSH.Port < 1 || c.SSH.Port > 65535 {
+			bad("ssh.port", "%d is not a port", c.SSH.Port)
+		}
+		if c.SSH.Jump != "" && !strings.Contains(c.SSH.Jump, "@") {
+			bad("ssh.jump", "%q must be user@host[:port]", c.SSH.Jump)
+		}
+	}
+	switch c.Kind {
+	case KindVSphere:
+		if c.VSphere == nil {
+			bad("vsphere", "is required for a vsphere lab")
+		} else {
+			if c.VSphere.URL == "" {
+				bad("vsphere.url", "is required")
+			}
+			if c.VSphere.ColdSnapshot == "" {
+				bad("vsphere.coldSnapshot", "is required (the snapshot taken with the fleet powered off)")
+			}
+		}
+	case KindProxmox:
+		if c.Proxmox == nil {
+			bad("proxmox", "is required for a proxmox lab")
+		} else if c.Proxmox.Host == "" {
+			bad("proxmox.host", "is required (the hypervisor that runs qm)")
+		}
+	}
+	if c.Kind != KindVSphere && c.VSphere != nil {
+		bad("vsphere", "is only for a vsphere lab")
+	}
+	if c.Kind != KindProxmox && c.Proxmox != nil {
+		bad("proxmox", "is only for a proxmox lab")
+	}
+	return errors.Join(errs...)
+}
+
+// HostConfig returns the named host's config.
+func (c *Config) HostConfig(name string) (HostConfig, bool) {
+	for _, h := range c.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return HostConfig{}, false
+}
+
+// ResolveConfigPath turns a --lab argument into a file: an existing path is
+// used as it is; a bare name such as "lab11" is looked up as
+// testdata/labs/<name>.yaml in the current directory and its parents.
+func ResolveConfigPath(arg string) (string, error) {
+	if arg == "" {
+		return "", errors.New("no lab given (a lab file, or a topology name such as lab11)")
+	}
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return arg, nil
+	}
+	if strings.ContainsAny(arg, "/.") {
+		return "", fmt.Errorf("lab file %q does not exist", arg)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "testdata", "labs", arg+".yaml")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", fmt.Errorf("unknown lab %q: no file testdata/labs/%s.yaml here or in a parent directory", arg, arg)
+}
