@@ -1,0 +1,98 @@
+package verdict
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWilsonKnownValues(t *testing.T) {
+	// Reference values found independently of the closed form: by
+	// bisection for the p at which the score statistic |p̂-p|/sqrt(p(1-p)/n)
+	// equals z, which is what the Wilson interval inverts.
+	cases := []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 10, 0.0, 0.2775328},
+		{10, 10, 0.7224672, 1.0},
+		{5, 10, 0.2365931, 0.7634069},
+		{1, 20, 0.0088814, 0.2361312},
+		{81, 263, 0.2552885, 0.3662096},
+		{0, 1, 0.0, 0.7934507},
+	}
+	for _, c := range cases {
+		lo, hi, ok := WilsonInterval(c.k, c.n, z95)
+		if !ok {
+			t.Fatalf("%d/%d: no interval", c.k, c.n)
+		}
+		if math.Abs(lo-c.lo) > 1e-6 || math.Abs(hi-c.hi) > 1e-6 {
+			t.Errorf("%d/%d: got [%.7f, %.7f], want [%.7f, %.7f]", c.k, c.n, lo, hi, c.lo, c.hi)
+		}
+	}
+	if _, _, ok := WilsonInterval(0, 0, z95); ok {
+		t.Error("0/0 must have no interval")
+	}
+	if _, _, ok := WilsonInterval(3, 2, z95); ok {
+		t.Error("k > n must have no interval")
+	}
+}
+
+func TestRateCountsOnlyPreservedAndViolated(t *testing.T) {
+	var r Rate
+	for _, v := range []Verdict{Preserved, Violated, Violated, InsufficientData, NotApplicable, DetectorInvalid, Preserved} {
+		r.Add(v)
+	}
+	if r.N() != 4 || r.Violated != 2 {
+		t.Fatalf("counted %d (violated %d), want 4 (2)", r.N(), r.Violated)
+	}
+	if got, _ := r.Value(); got != 0.5 {
+		t.Errorf("rate %v, want 0.5", got)
+	}
+	if r.Other[InsufficientData] != 1 || r.Other[NotApplicable] != 1 || r.Other[DetectorInvalid] != 1 {
+		t.Errorf("other counts %v", r.Other)
+	}
+	if !strings.HasPrefix(r.String(), "2/4 = 50.0% [") {
+		t.Errorf("string %q", r.String())
+	}
+	var empty Rate
+	if _, ok := empty.Value(); ok || !strings.Contains(empty.String(), "no counted") {
+		t.Errorf("empty rate: %q", empty.String())
+	}
+}
+
+func TestRunJSONRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	in := Run{
+		RunID: "r1", Suite: "disagree", Scenario: "worker-power-off", Arm: "fault",
+		Started: at, Ended: at.Add(time.Minute), RunVerdict: FaultIneffective, RunReason: "probe saw nothing",
+		Judgements: []Judgement{{Invariant: "single-copy", Phase: Safety, Verdict: Violated, Reason: "two", Sources: []string{"cri/worker1"}, At: at}},
+		Lab:        LabInfo{Name: "lab11", Kind: "local", TimerProfile: "fast"},
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Run
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := json.Marshal(out)
+	if string(b) != string(b2) {
+		t.Errorf("round trip changed the record:\n%s\n%s", b, b2)
+	}
+	if out.Counted() {
+		t.Error("a FAULT_INEFFECTIVE run must not count")
+	}
+	if err := json.Unmarshal([]byte(`"MAYBE"`), new(Verdict)); err == nil {
+		t.Error("an unknown verdict must not decode")
+	}
+	if _, err := json.Marshal(Verdict("")); err == nil {
+		t.Error("an empty verdict must not encode")
+	}
+	if err := json.Unmarshal([]byte(`"FINE"`), new(RunVerdict)); err == nil {
+		t.Error("an unknown run verdict must not decode")
+	}
+}
