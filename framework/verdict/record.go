@@ -64,3 +64,12 @@ type Run struct {
 
 // Counted reports whether the run's verdicts count towards rates.
 func (r Run) Counted() bool { return r.RunVerdict == RunJudged }
+
+// Inapplicable is one row of the applicability table: a fault class that
+// cannot reach what an invariant reads, and why. Every report prints the
+// table it was judged with.
+type Inapplicable struct {
+	FaultClass string `json:"faultClass"`
+	Invariant  string `json:"invariant"`
+	Reason     string `json:"reason"`
+}
