@@ -1,0 +1,331 @@
+// Package aggregate turns the run records of any number of run folders into
+// rate tables: violated / (preserved + violated) per group, with counts, the
+// 95% Wilson interval and every verdict that did not count beside it.
+package aggregate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// Dimensions that are fields of a run record or judgement. Any other name
+// is a label prefix: "class" groups by the value of each "class:<value>"
+// label.
+const (
+	ByInvariant = "invariant"
+	ByScenario  = "scenario"
+	ByArm       = "arm"
+	BySuite     = "suite"
+	ByLab       = "lab"
+	ByProfile   = "profile"
+)
+
+var fieldDimensions = []string{ByInvariant, ByScenario, ByArm, BySuite, ByLab, ByProfile}
+
+// None is the group of runs that have no label with the prefix asked for.
+const None = "(none)"
+
+// DefaultGroupings are the tables a report shows when none are asked for.
+var DefaultGroupings = [][]string{{ByInvariant}, {ByScenario}}
+
+// ParseGrouping reads one --by value: dimensions separated by commas, one
+// table keyed by all of them.
+func ParseGrouping(s string) ([]string, error) {
+	var dims []string
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		d := strings.TrimSuffix(strings.TrimSpace(part), ":")
+		if d == "" {
+			return nil, fmt.Errorf("--by %q: empty dimension (give names such as invariant, scenario, class, or invariant,scenario)", s)
+		}
+		if strings.ContainsAny(d, ": \t") {
+			return nil, fmt.Errorf("--by %q: %q is not a dimension name (a label prefix is given without its value: class, not class:gray)", s, d)
+		}
+		if seen[d] {
+			return nil, fmt.Errorf("--by %q: %q is given twice", s, d)
+		}
+		seen[d] = true
+		dims = append(dims, d)
+	}
+	return dims, nil
+}
+
+// Row is one group's counts.
+type Row struct {
+	// Key holds the arm and then one value per dimension of the table.
+	Key  []string
+	Rate verdict.Rate
+	// Excluded counts the verdicts of this group that were set aside
+	// because their run was FAULT_INEFFECTIVE or ABORTED.
+	Excluded int
+	// Runs counts the judged runs that gave this group a verdict.
+	Runs int
+}
+
+// Table is the rows of one grouping.
+type Table struct {
+	// Columns are the key columns: always "arm" first, since null-arm
+	// verdicts measure the detector and must never pool with fault-arm ones.
+	Columns []string
+	Rows    []Row
+	// Notes say how to read the table where pooling could mislead.
+	Notes []string
+}
+
+// Title is "By invariant, scenario".
+func (t Table) Title() string {
+	if len(t.Columns) == 1 {
+		return "By arm"
+	}
+	return "By " + strings.Join(t.Columns[1:], ", ")
+}
+
+// Report is the aggregate of a set of run records.
+type Report struct {
+	Sources  []string
+	Records  int
+	Judged   int
+	Excluded []Record
+	Tables   []Table
+	// What the runs ran on; more than one value in any is worth a warning.
+	Labs, Profiles, KubernetesVersions, EtcdVersions, Commits []string
+	// Warnings say where the rates pool runs that differ in what they ran on.
+	Warnings []string
+}
+
+// Build aggregates recs into one table per grouping.
+func Build(recs []Record, groupings [][]string) (*Report, error) {
+	if len(groupings) == 0 {
+		groupings = DefaultGroupings
+	}
+	rep := &Report{Records: len(recs)}
+	labs, profiles, kube, etcd, commits, sources := set{}, set{}, set{}, set{}, set{}, set{}
+	labelPrefixes := set{}
+	for _, r := range recs {
+		sources.add(r.File)
+		if r.Lab.Name != "" {
+			labs.add(r.Lab.Name + " (" + r.Lab.Kind + ")")
+		}
+		profiles.add(r.Lab.TimerProfile)
+		kube.add(r.Lab.KubernetesVersion)
+		etcd.add(r.Lab.EtcdVersion)
+		commits.add(r.GitCommit)
+		for _, l := range r.Labels {
+			if p, _, ok := strings.Cut(l, ":"); ok {
+				labelPrefixes.add(p)
+			}
+		}
+		if r.Counted() {
+			rep.Judged++
+		} else {
+			rep.Excluded = append(rep.Excluded, r)
+		}
+	}
+	rep.Sources = sources.sorted()
+	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()
+	for _, w := range []struct {
+		what string
+		vals []string
+		by   string
+	}{
+		{"timer profiles", rep.Profiles, ByProfile},
+		{"labs", rep.Labs, ByLab},
+		{"Kubernetes versions", rep.KubernetesVersions, ""},
+		{"etcd versions", rep.EtcdVersions, ""},
+	} {
+		if len(w.vals) > 1 {
+			msg := fmt.Sprintf("these runs span %d %s (%s) and the rates below pool them", len(w.vals), w.what, strings.Join(w.vals, ", "))
+			if w.by != "" {
+				msg += fmt.Sprintf("; add --by %s to split them", w.by)
+			}
+			rep.Warnings = append(rep.Warnings, msg)
+		}
+	}
+
+	for _, dims := range groupings {
+		for _, d := range dims {
+			if !isField(d) && !labelPrefixes.has(d) {
+				return nil, fmt.Errorf("--by %s: no run has a %s:<value> label, and it is not one of %s (label prefixes in these runs: %s)",
+					d, d, strings.Join(fieldDimensions, ", "), orNone(labelPrefixes.sorted()))
+			}
+		}
+		rep.Tables = append(rep.Tables, buildTable(recs, dims))
+	}
+	return rep, nil
+}
+
+func buildTable(recs []Record, dims []string) Table {
+	cols := []string{ByArm}
+	for _, d := range dims {
+		if d != ByArm {
+			cols = append(cols, d)
+		}
+	}
+	rows := map[string]*Row{}
+	runsOf := map[string]map[int]bool{}
+	multiLabel := map[string]bool{}
+	invariants := set{}
+	for i, r := range recs {
+		for _, j := range r.Judgements {
+			invariants.add(j.Invariant)
+			keys := [][]string{{}}
+			for _, c := range cols {
+				vals := dimensionValues(r.Run, j, c)
+				if len(vals) > 1 {
+					multiLabel[c] = true
+				}
+				keys = cross(keys, vals)
+			}
+			for _, k := range keys {
+				id := strings.Join(k, "\x00")
+				row := rows[id]
+				if row == nil {
+					row = &Row{Key: k}
+					rows[id] = row
+					runsOf[id] = map[int]bool{}
+				}
+				if !r.Counted() {
+					row.Excluded++
+					continue
+				}
+				row.Rate.Add(j.Verdict)
+				runsOf[id][i] = true
+			}
+		}
+	}
+	t := Table{Columns: cols}
+	for id, row := range rows {
+		row.Runs = len(runsOf[id])
+		t.Rows = append(t.Rows, *row)
+	}
+	sort.Slice(t.Rows, func(a, b int) bool { return keyLess(t.Rows[a].Key, t.Rows[b].Key) })
+
+	hasInvariant := false
+	for _, c := range cols {
+		hasInvariant = hasInvariant || c == ByInvariant
+	}
+	if !hasInvariant && len(invariants) > 1 {
+		t.Notes = append(t.Notes, "Each row pools the verdicts of several invariants: counts are verdicts, not runs, and the interval treats them as independent, which verdicts of one run need not be.")
+	}
+	for _, c := range cols {
+		if multiLabel[c] {
+			t.Notes = append(t.Notes, fmt.Sprintf("Some runs carry more than one %s: label; such a run counts in the row of each.", c))
+		}
+	}
+	return t
+}
+
+func isField(d string) bool {
+	for _, f := range fieldDimensions {
+		if d == f {
+			return true
+		}
+	}
+	return false
+}
+
+// dimensionValues is the value(s) of one dimension for one verdict.
+func dimensionValues(r verdict.Run, j verdict.Judgement, d string) []string {
+	switch d {
+	case ByInvariant:
+		return []string{j.Invariant}
+	case ByScenario:
+		return []string{r.Scenario}
+	case ByArm:
+		return []string{r.Arm}
+	case BySuite:
+		return []string{orNone1(r.Suite)}
+	case ByLab:
+		return []string{orNone1(r.Lab.Name)}
+	case ByProfile:
+		return []string{orNone1(r.Lab.TimerProfile)}
+	}
+	var vals []string
+	seen := set{}
+	for _, l := range r.Labels {
+		if p, v, ok := strings.Cut(l, ":"); ok && p == d && !seen.has(v) {
+			seen.add(v)
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return []string{None}
+	}
+	sort.Strings(vals)
+	return vals
+}
+
+func cross(keys [][]string, vals []string) [][]string {
+	out := make([][]string, 0, len(keys)*len(vals))
+	for _, k := range keys {
+		for _, v := range vals {
+			nk := append(append([]string(nil), k...), v)
+			out = append(out, nk)
+		}
+	}
+	return out
+}
+
+// keyLess orders rows by arm (fault, then null, then any other) and then
+// by each key value, with (none) last.
+func keyLess(a, b []string) bool {
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		if i == 0 {
+			if ra, rb := armRank(a[0]), armRank(b[0]); ra != rb {
+				return ra < rb
+			}
+		}
+		if a[i] == None || b[i] == None {
+			return b[i] == None
+		}
+		return a[i] < b[i]
+	}
+	return false
+}
+
+func armRank(arm string) int {
+	switch arm {
+	case "fault":
+		return 0
+	case "null":
+		return 1
+	}
+	return 2
+}
+
+type set map[string]bool
+
+func (s set) add(v string) {
+	if v != "" {
+		s[v] = true
+	}
+}
+func (s set) has(v string) bool { return s[v] }
+func (s set) sorted() []string {
+	out := make([]string, 0, len(s))
+	for v := range s {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orNone(vals []string) string {
+	if len(vals) == 0 {
+		return "none"
+	}
+	return strings.Join(vals, ", ")
+}
+
+func orNone1(v string) string {
+	if v == "" {
+		return None
+	}
+	return v
+}

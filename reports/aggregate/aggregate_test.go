@@ -1,0 +1,434 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// line writes one run record as a suite would, by hand rather than through
+// verdict.Run, so the test also pins the file format.
+func line(runID, scenario, arm, runVerdict, reason string, labels []string, profile string, judgements ...string) string {
+	return fmt.Sprintf(`{"runID":%q,"suite":"disagree","scenario":%q,"arm":%q,"labels":[%s],"started":"2026-11-01T10:00:00Z","ended":"2026-11-01T10:05:00Z","runVerdict":%q,"runReason":%q,"judgements":[%s],"lab":{"name":"lab11","kind":"local","timerProfile":%q,"kubernetesVersion":"v1.36.3","etcdVersion":"v3.6.8"},"gitCommit":"abc123"}`,
+		runID, scenario, arm, quoteAll(labels), runVerdict, reason, strings.Join(judgements, ","), profile)
+}
+
+func judge(invariant, v string) string {
+	return fmt.Sprintf(`{"invariant":%q,"phase":"safety","verdict":%q,"reason":"hand-made"}`, invariant, v)
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ",")
+}
+
+var (
+	crashLabels = []string{"paper:disagree", "class:crash-stop", "fault:power-off", "component:kubelet", "arm:fault"}
+	grayLabels  = []string{"paper:disagree", "class:gray", "fault:slow-etcd", "component:etcd", "component:apiserver", "arm:fault"}
+	nullLabels  = []string{"paper:disagree", "class:crash-stop", "fault:power-off", "component:kubelet", "arm:null"}
+)
+
+// writeRuns lays out two run folders with known counts:
+//
+//	folder A: 10 judged fault runs of worker-power-off: single-copy 1 violated
+//	          + 9 preserved; endpoints 5 violated + 5 preserved.
+//	          3 judged null runs: single-copy 2 preserved + 1 detector
+//	          invalid; endpoints 3 not applicable.
+//	folder B: 10 judged fault runs of etcd-slow: single-copy 10 preserved;
+//	          endpoints 10 insufficient data. 2 FAULT_INEFFECTIVE runs that
+//	          each claim both invariants violated, and 1 ABORTED run with no
+//	          judgements: none of these may count.
+func writeRuns(t *testing.T) (a, b string) {
+	t.Helper()
+	root := t.TempDir()
+	a, b = filepath.Join(root, "20261101T100000Z-disagree"), filepath.Join(root, "20261102T100000Z-disagree")
+	var la, lb []string
+	for i := 0; i < 10; i++ {
+		sc, ep := "PRESERVED", "PRESERVED"
+		if i == 0 {
+			sc = "VIOLATED"
+		}
+		if i < 5 {
+			ep = "VIOLATED"
+		}
+		la = append(la, line(fmt.Sprintf("a-%d", i), "worker-power-off", "fault", "JUDGED", "", crashLabels, "fast",
+			judge("single-copy", sc), judge("endpoints-converge", ep)))
+	}
+	for i := 0; i < 3; i++ {
+		sc := "PRESERVED"
+		if i == 2 {
+			sc = "DETECTOR_INVALID"
+		}
+		la = append(la, line(fmt.Sprintf("a-null-%d", i), "worker-power-off", "null", "JUDGED", "", nullLabels, "fast",
+			judge("single-copy", sc), judge("endpoints-converge", "NOT_APPLICABLE")))
+	}
+	for i := 0; i < 10; i++ {
+		lb = append(lb, line(fmt.Sprintf("b-%d", i), "etcd-slow", "fault", "JUDGED", "", grayLabels, "fast",
+			judge("single-copy", "PRESERVED"), judge("endpoints-converge", "INSUFFICIENT_DATA")))
+	}
+	for i := 0; i < 2; i++ {
+		lb = append(lb, line(fmt.Sprintf("b-fi-%d", i), "etcd-slow", "fault", "FAULT_INEFFECTIVE", "effect probe saw no slow write", grayLabels, "fast",
+			judge("single-copy", "VIOLATED"), judge("endpoints-converge", "VIOLATED")))
+	}
+	lb = append(lb, "", line("b-ab", "etcd-slow", "fault", "ABORTED", "reset failed: etcd2 did not start", grayLabels, "fast"))
+	writeFile(t, filepath.Join(a, VerdictsFile), strings.Join(la, "\n")+"\n")
+	writeFile(t, filepath.Join(b, VerdictsFile), strings.Join(lb, "\n")+"\n")
+	return a, b
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func build(t *testing.T, groupings [][]string, dirs ...string) *Report {
+	t.Helper()
+	recs, err := ReadRunFolders(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Build(recs, groupings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func row(t *testing.T, tab Table, key ...string) Row {
+	t.Helper()
+	for _, r := range tab.Rows {
+		if strings.Join(r.Key, "/") == strings.Join(key, "/") {
+			return r
+		}
+	}
+	var keys []string
+	for _, r := range tab.Rows {
+		keys = append(keys, strings.Join(r.Key, "/"))
+	}
+	t.Fatalf("%s: no row %v (rows: %v)", tab.Title(), key, keys)
+	return Row{}
+}
+
+func TestByInvariantCountsAndIntervals(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, nil, a, b)
+	if rep.Records != 26 || rep.Judged != 23 || len(rep.Excluded) != 3 {
+		t.Fatalf("records %d judged %d excluded %d, want 26 23 3", rep.Records, rep.Judged, len(rep.Excluded))
+	}
+	if len(rep.Tables) != 2 || rep.Tables[0].Title() != "By invariant" || rep.Tables[1].Title() != "By scenario" {
+		t.Fatalf("default tables: %+v", rep.Tables)
+	}
+	byInv := rep.Tables[0]
+
+	sc := row(t, byInv, "fault", "single-copy")
+	if sc.Rate.Violated != 1 || sc.Rate.Preserved != 19 || sc.Excluded != 2 || sc.Runs != 20 {
+		t.Errorf("fault/single-copy: %+v, want 1 violated, 19 preserved, 2 excluded, 20 runs", sc)
+	}
+	// 1/20: bounds found independently of the closed form (see the
+	// verdict package's reference values).
+	lo, hi, ok := sc.Rate.Wilson()
+	if !ok || math.Abs(lo-0.0088814) > 1e-6 || math.Abs(hi-0.2361312) > 1e-6 {
+		t.Errorf("fault/single-copy interval [%f, %f], want [0.0088814, 0.2361312]", lo, hi)
+	}
+
+	ep := row(t, byInv, "fault", "endpoints-converge")
+	if ep.Rate.Violated != 5 || ep.Rate.Preserved != 5 || ep.Rate.Other[verdict.InsufficientData] != 10 || ep.Excluded != 2 {
+		t.Errorf("fault/endpoints-converge: %+v, want 5/10 with 10 insufficient data and 2 excluded", ep)
+	}
+	lo, hi, _ = ep.Rate.Wilson()
+	if math.Abs(lo-0.2365931) > 1e-6 || math.Abs(hi-0.7634069) > 1e-6 {
+		t.Errorf("fault/endpoints-converge interval [%f, %f], want [0.2365931, 0.7634069]", lo, hi)
+	}
+
+	// The null arm is its own row, never pooled with the fault arm.
+	nsc := row(t, byInv, "null", "single-copy")
+	if nsc.Rate.Violated != 0 || nsc.Rate.Preserved != 2 || nsc.Rate.Other[verdict.DetectorInvalid] != 1 || nsc.Runs != 3 {
+		t.Errorf("null/single-copy: %+v", nsc)
+	}
+	nep := row(t, byInv, "null", "endpoints-converge")
+	if nep.Rate.N() != 0 || nep.Rate.Other[verdict.NotApplicable] != 3 {
+		t.Errorf("null/endpoints-converge: %+v", nep)
+	}
+	if _, ok := nep.Rate.Value(); ok {
+		t.Error("a row with nothing counted must have no rate")
+	}
+	if len(byInv.Rows) != 4 {
+		t.Errorf("by invariant has %d rows, want 4", len(byInv.Rows))
+	}
+	// fault rows come before null rows.
+	if byInv.Rows[0].Key[0] != "fault" || byInv.Rows[3].Key[0] != "null" {
+		t.Errorf("row order: %v ... %v", byInv.Rows[0].Key, byInv.Rows[3].Key)
+	}
+	if len(byInv.Notes) != 0 {
+		t.Errorf("by invariant needs no pooling note: %v", byInv.Notes)
+	}
+	if len(rep.Tables[1].Notes) == 0 || !strings.Contains(rep.Tables[1].Notes[0], "several invariants") {
+		t.Errorf("by scenario must say it pools invariants: %v", rep.Tables[1].Notes)
+	}
+}
+
+func TestExcludedRunsAreListedWithWhy(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, nil, a, b)
+	got := map[string]string{}
+	for _, r := range rep.Excluded {
+		got[r.RunID] = string(r.RunVerdict) + ": " + r.RunReason + " @" + filepath.Base(r.File) + fmt.Sprint(":", r.Line)
+	}
+	want := map[string]string{
+		"b-fi-0": "FAULT_INEFFECTIVE: effect probe saw no slow write @verdicts.jsonl:11",
+		"b-fi-1": "FAULT_INEFFECTIVE: effect probe saw no slow write @verdicts.jsonl:12",
+		"b-ab":   "ABORTED: reset failed: etcd2 did not start @verdicts.jsonl:14",
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("excluded %s: got %q, want %q", id, got[id], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("excluded %v", got)
+	}
+}
+
+func TestByLabelPrefix(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, [][]string{{"class"}, {"component"}, {"invariant", "scenario"}}, a, b)
+
+	byClass := rep.Tables[0]
+	if byClass.Title() != "By class" {
+		t.Fatalf("title %q", byClass.Title())
+	}
+	crash := row(t, byClass, "fault", "crash-stop")
+	if crash.Rate.Violated != 6 || crash.Rate.Preserved != 14 || crash.Runs != 10 {
+		t.Errorf("fault/crash-stop: %+v, want 6/20 over 10 runs", crash)
+	}
+	gray := row(t, byClass, "fault", "gray")
+	if gray.Rate.Violated != 0 || gray.Rate.Preserved != 10 || gray.Rate.Other[verdict.InsufficientData] != 10 || gray.Excluded != 4 {
+		t.Errorf("fault/gray: %+v, want 0/10, 10 insufficient, 4 excluded", gray)
+	}
+	row(t, byClass, "null", "crash-stop")
+
+	byComp := rep.Tables[1]
+	for _, c := range []string{"etcd", "apiserver"} {
+		r := row(t, byComp, "fault", c)
+		if r.Rate.Preserved != 10 || r.Runs != 10 {
+			t.Errorf("fault/%s: %+v: a run with two component labels counts in both rows", c, r)
+		}
+	}
+	if !strings.Contains(strings.Join(byComp.Notes, " "), "more than one component: label") {
+		t.Errorf("by component must say runs count in several rows: %v", byComp.Notes)
+	}
+
+	cross := rep.Tables[2]
+	if strings.Join(cross.Columns, ",") != "arm,invariant,scenario" {
+		t.Fatalf("columns %v", cross.Columns)
+	}
+	r := row(t, cross, "fault", "endpoints-converge", "worker-power-off")
+	if r.Rate.Violated != 5 || r.Rate.Preserved != 5 {
+		t.Errorf("fault/endpoints-converge/worker-power-off: %+v", r)
+	}
+	if len(cross.Rows) != 6 {
+		t.Errorf("cross table has %d rows, want 6", len(cross.Rows))
+	}
+}
+
+func TestRunsWithoutTheLabelGoToNone(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, VerdictsFile), line("x", "s", "fault", "JUDGED", "", []string{"class:gray"}, "fast", judge("i", "VIOLATED"))+"\n"+
+		line("y", "s", "fault", "JUDGED", "", []string{"fault:kill"}, "fast", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, [][]string{{"class"}}, dir)
+	if r := row(t, rep.Tables[0], "fault", None); r.Rate.Preserved != 1 {
+		t.Errorf("unlabelled run: %+v", r)
+	}
+	if rep.Tables[0].Rows[len(rep.Tables[0].Rows)-1].Key[1] != None {
+		t.Error("(none) must sort last")
+	}
+}
+
+func TestUnknownDimensionIsAnError(t *testing.T) {
+	a, _ := writeRuns(t)
+	recs, err := ReadRunFolders([]string{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(recs, [][]string{{"clas"}})
+	if err == nil || !strings.Contains(err.Error(), "no run has a clas:<value> label") || !strings.Contains(err.Error(), "class, component, fault") {
+		t.Fatalf("unknown dimension: %v", err)
+	}
+}
+
+func TestMixedProfilesWarn(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, VerdictsFile), line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED"))+"\n"+
+		line("y", "s", "fault", "JUDGED", "", nil, "kubernetes-defaults", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, nil, dir)
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "2 timer profiles (fast, kubernetes-defaults)") || !strings.Contains(rep.Warnings[0], "--by profile") {
+		t.Fatalf("warnings %v", rep.Warnings)
+	}
+	rep = build(t, [][]string{{"invariant", "profile"}}, dir)
+	if r := row(t, rep.Tables[0], "fault", "i", "fast"); r.Rate.Violated != 1 || r.Rate.N() != 1 {
+		t.Errorf("split by profile: %+v", r)
+	}
+}
+
+func TestMalformedInputNamesFileAndLine(t *testing.T) {
+	good := line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"))
+	cases := []struct {
+		name, content, want string
+	}{
+		{"truncated json", good + "\n\n" + `{"runID": "y", "scenario":`, ":3: malformed run record"},
+		{"unknown verdict", strings.Replace(good, "PRESERVED", "MAYBE", 1), `:1: malformed run record: verdict: "MAYBE" is not a verdict`},
+		{"unknown run verdict", strings.Replace(good, `"JUDGED"`, `"FINE"`, 1), `:1: malformed run record: run verdict: "FINE"`},
+		{"missing run verdict", strings.Replace(good, `"runVerdict":"JUDGED",`, "", 1), ":1: incomplete run record: runVerdict is missing"},
+		{"missing verdict", strings.Replace(good, `"verdict":"PRESERVED",`, "", 1), ":1: incomplete run record: judgements[0].verdict is missing"},
+		{"missing scenario", strings.Replace(good, `"scenario":"s",`, "", 1), ":1: incomplete run record: scenario is missing"},
+		{"invariant judged twice", line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"), judge("i", "VIOLATED")),
+			`:1: incomplete run record: judgements[1].invariant "i" was already judged in judgements[0]`},
+		{"not json at all", "hello\n", ":1: malformed run record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, VerdictsFile)
+			writeFile(t, file, c.content)
+			_, err := ReadRunFolders([]string{dir})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), file+c.want) {
+				t.Errorf("error %q does not contain %q", err, file+c.want)
+			}
+		})
+	}
+}
+
+func TestFoldersMustExistAndBeGivenOnce(t *testing.T) {
+	a, _ := writeRuns(t)
+	if _, err := ReadRunFolders(nil); err == nil || !strings.Contains(err.Error(), "no run folders") {
+		t.Errorf("no folders: %v", err)
+	}
+	empty := t.TempDir()
+	if _, err := ReadRunFolders([]string{empty}); err == nil || !strings.Contains(err.Error(), "has no verdicts.jsonl") {
+		t.Errorf("folder without records: %v", err)
+	}
+	if _, err := ReadRunFolders([]string{filepath.Join(empty, "nope")}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("missing folder: %v", err)
+	}
+	_, err := ReadRunFolders([]string{a, a})
+	if err == nil || !strings.Contains(err.Error(), "was already read at") {
+		t.Errorf("folder given twice: %v", err)
+	}
+	// A verdicts file may be given directly.
+	recs, err := ReadRunFolders([]string{filepath.Join(a, VerdictsFile)})
+	if err != nil || len(recs) != 13 {
+		t.Errorf("verdicts file given directly: %d records, %v", len(recs), err)
+	}
+}
+
+func TestParseGrouping(t *testing.T) {
+	for in, want := range map[string]string{
+		"invariant":           "invariant",
+		"invariant,scenario":  "invariant|scenario",
+		" class: , fault ":    "class|fault",
+		"component":           "component",
+		"arm,invariant,suite": "arm|invariant|suite",
+	} {
+		got, err := ParseGrouping(in)
+		if err != nil || strings.Join(got, "|") != want {
+			t.Errorf("ParseGrouping(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"":                    "empty dimension",
+		"invariant,":          "empty dimension",
+		"class:gray":          "not a dimension name",
+		"invariant,invariant": "given twice",
+	} {
+		if _, err := ParseGrouping(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseGrouping(%q) error %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, nil, a, b)
+	var out bytes.Buffer
+	if err := WriteMarkdown(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	md := out.String()
+	for _, want := range []string{
+		"26 run records from 2 run folders: 23 judged, 3 excluded",
+		"- Timer profiles: fast",
+		"- Kubernetes: v1.36.3",
+		"## By invariant",
+		"| arm | invariant | violated | preserved | rate | 95% CI | insufficient data | not applicable | detector invalid | excluded | runs |",
+		"| fault | single-copy | 1 | 19 | 5.0% | [0.9%, 23.6%] | 0 | 0 | 0 | 2 | 20 |",
+		"| fault | endpoints-converge | 5 | 5 | 50.0% | [23.7%, 76.3%] | 10 | 0 | 0 | 2 | 20 |",
+		"| null | endpoints-converge | 0 | 0 | – | – | 0 | 3 | 0 | 0 | 3 |",
+		"| null | single-copy | 0 | 2 | 0.0% | [0.0%, 65.8%] | 0 | 0 | 1 | 0 | 3 |",
+		"## By scenario",
+		"## Excluded runs",
+		"| b-ab | etcd-slow | fault | ABORTED | reset failed: etcd2 did not start |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n%s", want, md)
+		}
+	}
+}
+
+func TestCSV(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, [][]string{{"invariant"}, {"class"}}, a, b)
+	var out bytes.Buffer
+	if err := WriteCSV(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Join(recs[0], ",")
+	if head != "by,arm,invariant,class,violated,preserved,counted,rate,ci95_low,ci95_high,insufficient_data,not_applicable,detector_invalid,excluded,runs" {
+		t.Fatalf("header %s", head)
+	}
+	found := map[string]bool{}
+	for _, r := range recs[1:] {
+		found[strings.Join(r, ",")] = true
+	}
+	for _, want := range []string{
+		"invariant,fault,single-copy,,1,19,20,0.050000,0.008881,0.236131,0,0,0,2,20",
+		"invariant,null,endpoints-converge,,0,0,0,,,,0,3,0,0,3",
+		// 6/20: bounds by bisection of the score statistic, as in the verdict package.
+		"class,fault,,crash-stop,6,14,20,0.300000,0.145477,0.518973,0,0,0,0,10",
+	} {
+		if !found[want] {
+			t.Errorf("csv lacks row %s\n%v", want, recs)
+		}
+	}
+	if len(recs) != 1+4+3 {
+		t.Errorf("csv has %d rows, want 8", len(recs))
+	}
+	var ex bytes.Buffer
+	if err := WriteExcludedSummary(&ex, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ex.String(), "3 of 26 run records excluded") || !strings.Contains(ex.String(), "FAULT_INEFFECTIVE: effect probe saw no slow write") {
+		t.Errorf("excluded summary:\n%s", ex.String())
+	}
+}

@@ -1,0 +1,157 @@
+package aggregate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// VerdictsFile is the name of the run record file in a run folder.
+const VerdictsFile = "verdicts.jsonl"
+
+// Record is one run record together with where it was read from, so that an
+// excluded run or a duplicate can be traced back to its line.
+type Record struct {
+	verdict.Run
+	File string
+	Line int
+}
+
+// Where is "file:line".
+func (r Record) Where() string { return fmt.Sprintf("%s:%d", r.File, r.Line) }
+
+// maxLine bounds one record; a run with many judgements and long reasons
+// still fits easily, a corrupt file without newlines does not hang us.
+const maxLine = 16 << 20
+
+// ReadRunFolders reads the verdicts.jsonl of every folder (a path that is a
+// file is read as a verdicts file itself). Any malformed or incomplete
+// record is an error naming its file and line: a figure computed while
+// silently skipping records would not be one a paper can quote.
+func ReadRunFolders(paths []string) ([]Record, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no run folders given")
+	}
+	var all []Record
+	seen := map[string]string{}
+	for _, p := range paths {
+		file, err := verdictsFileOf(p)
+		if err != nil {
+			return nil, err
+		}
+		recs, err := ReadVerdictsFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			// The same run read twice (a folder given twice, a copied
+			// folder) would double its weight in every rate.
+			key := r.RunID + "\x00" + r.Scenario + "\x00" + r.Arm + "\x00" + r.Started.String()
+			if prev, dup := seen[key]; dup {
+				return nil, fmt.Errorf("%s: run %q (scenario %s, arm %s) was already read at %s; give each run folder once", r.Where(), r.RunID, r.Scenario, r.Arm, prev)
+			}
+			seen[key] = r.Where()
+			all = append(all, r)
+		}
+	}
+	return all, nil
+}
+
+func verdictsFileOf(p string) (string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("run folder %s: %w", p, err)
+	}
+	if !st.IsDir() {
+		return p, nil
+	}
+	file := filepath.Join(p, VerdictsFile)
+	if _, err := os.Stat(file); err != nil {
+		return "", fmt.Errorf("run folder %s has no %s (give folders such as reports/runs/<time>-<suite>): %w", p, VerdictsFile, err)
+	}
+	return file, nil
+}
+
+// ReadVerdictsFile reads one verdicts.jsonl. Blank lines are allowed.
+func ReadVerdictsFile(file string) ([]Record, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading run records: %w", err)
+	}
+	defer f.Close()
+	recs, err := decodeRecords(f, file)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+func decodeRecords(r io.Reader, file string) ([]Record, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var out []Record
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var run verdict.Run
+		if err := json.Unmarshal(b, &run); err != nil {
+			return nil, fmt.Errorf("%s:%d: malformed run record: %w", file, line, err)
+		}
+		if err := checkRecord(run); err != nil {
+			return nil, fmt.Errorf("%s:%d: incomplete run record: %w", file, line, err)
+		}
+		out = append(out, Record{Run: run, File: file, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: after line %d: %w", file, line, err)
+	}
+	return out, nil
+}
+
+// checkRecord rejects records whose missing fields would otherwise decode
+// as zero values and be counted as something they are not.
+func checkRecord(r verdict.Run) error {
+	var problems []string
+	if r.RunID == "" {
+		problems = append(problems, "runID is missing")
+	}
+	if r.Scenario == "" {
+		problems = append(problems, "scenario is missing")
+	}
+	if r.Arm == "" {
+		problems = append(problems, "arm is missing")
+	}
+	if !r.RunVerdict.Valid() {
+		problems = append(problems, "runVerdict is missing")
+	}
+	judged := map[string]int{}
+	for i, j := range r.Judgements {
+		if j.Invariant == "" {
+			problems = append(problems, fmt.Sprintf("judgements[%d].invariant is missing", i))
+		} else if k, dup := judged[j.Invariant]; dup {
+			// Two verdicts for one invariant in one run would count twice.
+			problems = append(problems, fmt.Sprintf("judgements[%d].invariant %q was already judged in judgements[%d]", i, j.Invariant, k))
+		} else {
+			judged[j.Invariant] = i
+		}
+		if !j.Verdict.Valid() {
+			problems = append(problems, fmt.Sprintf("judgements[%d].verdict is missing", i))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
