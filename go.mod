@@ -3,6 +3,12 @@ module github.com/faultline/faultline
 go 1.26
 
 require (
+	github.com/spf13/cobra v1.10.2
+	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )

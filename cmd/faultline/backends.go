@@ -1,0 +1,9 @@
+package main
+
+// The lab backends this program can open, each registering its kind with
+// lab.Register from its init function. A kind with no import here is
+// reported as "no backend for kind ..." when a lab of that kind is opened.
+//
+// Backends are linked here, and only here, with blank imports such as
+//
+//	_ "github.com/faultline/faultline/lab/local"

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// binary is the faultline program built once for the tests that run it as
+// a user would.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faultline-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "faultline")
+	build := exec.Command("go", "build", "-o", binary, "-ldflags", "-X main.gitCommit=0123456789abcdef -X main.version=v0.0.0-test", ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building faultline:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// faultline runs the built binary in dir (the package directory if empty).
+func faultline(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FAULTLINE_LAB=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running faultline %v: %v", args, err)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+func (r result) expect(t *testing.T, code int, stderrHas ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range stderrHas {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"bogus"}, []string{`unknown command "bogus" for "faultline"`, "commands: lab, report, version", "Run 'faultline --help' for usage."}},
+		{[]string{"labb"}, []string{`unknown command "labb"`, "did you mean lab?"}},
+		{[]string{"lab", "stat"}, []string{`unknown command "stat" for "faultline lab"`, "did you mean status?", "Run 'faultline lab --help'"}},
+		{[]string{"--bogus"}, []string{"unknown flag: --bogus"}},
+		{[]string{"lab", "status", "--bogus"}, []string{"unknown flag: --bogus", "Run 'faultline lab status --help'"}},
+		{[]string{"lab", "status", "extra"}, []string{`unknown command "extra" for "faultline lab status"`}},
+		{[]string{"lab", "up", "--profile", "slow"}, []string{`--profile "slow" is not a timer profile`}},
+		{[]string{"lab", "status", "--lab", "lab11", "--topology", "pair"}, []string{`--lab "lab11" and --topology "pair" name different labs`}},
+		{[]string{"report"}, []string{"no run folders given"}},
+		{[]string{"report", "--format", "html", "x"}, []string{`--format "html": give markdown or csv`}},
+		{[]string{"report", "--by", "class:gray", "x"}, []string{"not a dimension name"}},
+		{[]string{"version", "now"}, []string{`unknown command "now"`}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := faultline(t, "", c.args...)
+			r.expect(t, exitUsage, c.want...)
+			if r.stdout != "" {
+				t.Errorf("a usage error printed to stdout: %q", r.stdout)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"help"}, {"lab"}, {"lab", "--help"}, {"report", "--help"}} {
+		r := faultline(t, "", args...)
+		r.expect(t, exitOK)
+		if !strings.Contains(r.stdout, "Usage:") {
+			t.Errorf("faultline %v: no usage on stdout:\n%s", args, r.stdout)
+		}
+	}
+	r := faultline(t, "", "report", "--help")
+	for _, want := range []string{"--by", "--format", "Wilson", "FAULT_INEFFECTIVE"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report --help lacks %q", want)
+		}
+	}
+}
+
+func TestLabFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	writeTestFile(t, bad, `name: broken
+kind: local
+lab: true
+network: {management: 10.231.99.0/24, pods: 10.240.0.0/16, services: 10.250.99.0/24}
+hosts:
+  - {name: etcd1, roles: [etcd], address: 10.231.99.11}
+  - {name: cp1, roles: [master], address: 10.231.99.21}
+`)
+	unknownField := filepath.Join(dir, "typo.yaml")
+	writeTestFile(t, unknownField, "name: typo\nkind: local\nlab: true\nhostz: []\n")
+
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing file", []string{"lab", "status", "--lab", filepath.Join(dir, "missing.yaml")}, []string{"missing.yaml", "does not exist"}},
+		{"unknown topology", []string{"lab", "status", "--lab", "nosuchlab"}, []string{`unknown lab "nosuchlab"`, "testdata/labs/nosuchlab.yaml"}},
+		{"malformed field", []string{"lab", "status", "--lab", bad}, []string{bad, `hosts[1].roles[0]: "master" is not a role`}},
+		{"unknown field", []string{"lab", "up", "--lab", unknownField}, []string{unknownField, "hostz"}},
+		{"reset malformed", []string{"lab", "reset", "--topology", bad}, []string{`hosts[1].roles[0]`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			faultline(t, "", c.args...).expect(t, exitError, c.want...)
+		})
+	}
+}
+
+// TestUnlinkedBackendIsNamed opens a valid lab of a kind no backend in
+// backends.go registers, and expects the error to say so.
+func TestUnlinkedBackendIsNamed(t *testing.T) {
+	linked := linkedKinds(t)
+	dir := t.TempDir()
+	common := "lab: true\nkubeconfig: /nonexistent/admin.conf\nnetwork: {management: 10.231.98.0/24}\nssh: {user: root, knownHosts: /nonexistent/known_hosts, identityFile: /nonexistent/id}\n"
+	configs := map[string]string{
+		lab.KindLocal: "", // testdata/labs/lab11.yaml
+		lab.KindStatic: "name: unlinked\nkind: static\n" + common +
+			"hosts: [{name: cp1, roles: [control-plane], address: 10.231.98.21}]\n",
+		lab.KindVSphere: "name: unlinked\nkind: vsphere\n" + common +
+			"vsphere: {url: https://127.0.0.1/sdk, coldSnapshot: cold}\nhosts: [{name: cp1, roles: [control-plane], address: 10.231.98.21, vm: cp1}]\n",
+		lab.KindProxmox: "name: unlinked\nkind: proxmox\n" + common +
+			"proxmox: {host: 127.0.0.1}\nhosts: [{name: cp1, roles: [control-plane], address: 10.231.98.21}]\n",
+	}
+	tested := 0
+	for _, kind := range []string{lab.KindLocal, lab.KindStatic, lab.KindVSphere, lab.KindProxmox} {
+		if linked[kind] {
+			continue
+		}
+		arg := "lab11"
+		if configs[kind] != "" {
+			arg = filepath.Join(dir, kind+".yaml")
+			writeTestFile(t, arg, configs[kind])
+		}
+		t.Run(kind, func(t *testing.T) {
+			faultline(t, "", "lab", "status", "--lab", arg).expect(t, exitError, fmt.Sprintf("no backend for kind %q", kind))
+		})
+		tested++
+	}
+	if tested == 0 {
+		t.Skip("every lab kind has a backend linked")
+	}
+}
+
+// linkedKinds reads backends.go's blank imports.
+func linkedKinds(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "backends.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		switch {
+		case strings.HasSuffix(p, "/lab/local"):
+			kinds[lab.KindLocal] = true
+		case strings.HasSuffix(p, "/lab/static"), strings.HasSuffix(p, "/lab/ssh"):
+			kinds[lab.KindStatic] = true
+		case strings.HasSuffix(p, "/lab/vsphere"):
+			kinds[lab.KindVSphere] = true
+		case strings.HasSuffix(p, "/lab/proxmox"):
+			kinds[lab.KindProxmox] = true
+		}
+	}
+	return kinds
+}
+
+func TestVersion(t *testing.T) {
+	r := faultline(t, "", "version")
+	r.expect(t, exitOK)
+	for _, want := range []string{"faultline v0.0.0-test", "commit:     0123456789abcdef", "kubernetes: " + pinnedKubernetesVersion, "etcd:       " + pinnedEtcdVersion, "module:     github.com/faultline/faultline"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("version lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestPinnedVersionsMatchTopologies keeps `faultline version` honest about
+// what the shipped topologies run.
+func TestPinnedVersionsMatchTopologies(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/labs/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no topologies found: %v", err)
+	}
+	for _, f := range files {
+		c, err := lab.LoadConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Kubernetes.Version != pinnedKubernetesVersion || c.Kubernetes.EtcdVersion != pinnedEtcdVersion {
+			t.Errorf("%s pins Kubernetes %s and etcd %s; faultline version says %s and %s",
+				f, c.Kubernetes.Version, c.Kubernetes.EtcdVersion, pinnedKubernetesVersion, pinnedEtcdVersion)
+		}
+	}
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

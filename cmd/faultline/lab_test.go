@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// recordingLab is a lab double for the CLI's own tests: it records what the
+// commands asked of it. It is linked only into this test binary.
+type recordingLab struct {
+	info     lab.Info
+	calls    []string
+	failWith error
+	closed   bool
+}
+
+func (l *recordingLab) Info() lab.Info                           { return l.info }
+func (l *recordingLab) Config() *lab.Config                      { return nil }
+func (l *recordingLab) Hosts() []lab.Host                        { return nil }
+func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
+func (l *recordingLab) Kubeconfig(target string) (string, error) { return "", nil }
+func (l *recordingLab) StateDir() string                         { return "" }
+func (l *recordingLab) Close() error                             { l.closed = true; return nil }
+
+func (l *recordingLab) Reset(ctx context.Context) error {
+	l.calls = append(l.calls, "reset")
+	return l.failWith
+}
+
+func (l *recordingLab) Status(ctx context.Context) (lab.Status, error) {
+	l.calls = append(l.calls, "status")
+	return lab.Status{Info: l.info, Up: true, Hosts: []lab.HostStatus{
+		{Name: "cp1", Roles: []lab.Role{lab.RoleControlPlane, lab.RoleEtcd}, Address: "10.231.11.21", Power: "on",
+			Services: []lab.ServiceState{{Name: "kube-apiserver", State: "running", PID: 42}, {Name: "etcd", State: "frozen"}}},
+		{Name: "worker1", Roles: []lab.Role{lab.RoleWorker}, Address: "10.231.11.31", Power: "off", Detail: "powered off by a fault"},
+	}}, l.failWith
+}
+
+type recordingProvisioner struct{ recordingLab }
+
+func (p *recordingProvisioner) Up(ctx context.Context) error {
+	p.calls = append(p.calls, "up")
+	return p.failWith
+}
+
+func (p *recordingProvisioner) Down(ctx context.Context) error {
+	p.calls = append(p.calls, "down")
+	return p.failWith
+}
+
+var _ lab.Provisioner = (*recordingProvisioner)(nil)
+
+// useLab makes the commands open l, recording the --lab argument and profile.
+func useLab(t *testing.T, l lab.Lab) *[]string {
+	t.Helper()
+	var opened []string
+	prev := openLab
+	openLab = func(arg, profile string) (lab.Lab, error) {
+		opened = append(opened, arg+"|"+profile)
+		return l, nil
+	}
+	t.Cleanup(func() { openLab = prev })
+	return &opened
+}
+
+func runInProcess(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	t.Setenv("FAULTLINE_LAB", "")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestLabUpNeedsAProvisioner(t *testing.T) {
+	l := &recordingLab{info: lab.Info{Name: "fleet", Kind: lab.KindVSphere}}
+	useLab(t, l)
+	for _, op := range []string{"up", "down"} {
+		code, _, errs := runInProcess(t, "lab", op, "--lab", "fleet.yaml")
+		if code != exitError || !strings.Contains(errs, "lab fleet: a vsphere lab is not provisioned by faultline, so it cannot be brought "+op) {
+			t.Errorf("lab %s on a vsphere lab: exit %d, %q", op, code, errs)
+		}
+	}
+	if len(l.calls) != 0 {
+		t.Errorf("nothing may be done to a lab faultline does not provision: %v", l.calls)
+	}
+	if !l.closed {
+		t.Error("the lab was not closed")
+	}
+}
+
+func TestLabUpDownResetDriveTheLab(t *testing.T) {
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal, TimerProfile: "kubernetes-defaults", ResetKind: lab.ResetColdSnapshot}}}
+	opened := useLab(t, p)
+
+	code, out, errs := runInProcess(t, "lab", "up", "--topology", "lab11", "--profile", "kubernetes-defaults")
+	if code != exitOK || out != "lab lab11 is up (timer profile kubernetes-defaults)\n" {
+		t.Errorf("up: exit %d, out %q, err %q", code, out, errs)
+	}
+	code, out, _ = runInProcess(t, "lab", "reset")
+	if code != exitOK || out != "lab lab11 is reset (cold-snapshot)\n" {
+		t.Errorf("reset: exit %d, out %q", code, out)
+	}
+	code, out, _ = runInProcess(t, "lab", "down", "--lab", "lab11")
+	if code != exitOK || out != "lab lab11 is down\n" {
+		t.Errorf("down: exit %d, out %q", code, out)
+	}
+	if strings.Join(p.calls, ",") != "up,reset,down" {
+		t.Errorf("calls %v, want up,reset,down", p.calls)
+	}
+	// --topology is --lab; with neither the default lab is used; only up
+	// takes a profile.
+	if strings.Join(*opened, ",") != "lab11|kubernetes-defaults,lab11|,lab11|" {
+		t.Errorf("opened %v", *opened)
+	}
+
+	p.calls, p.failWith = nil, errors.New("etcd3 did not start")
+	code, _, errs = runInProcess(t, "lab", "up")
+	if code != exitError || !strings.Contains(errs, "bringing lab lab11 up: etcd3 did not start") {
+		t.Errorf("failing up: exit %d, %q", code, errs)
+	}
+}
+
+func TestLabStatus(t *testing.T) {
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal, Topology: "lab11", TimerProfile: "fast",
+		ResetKind: lab.ResetColdSnapshot, KubernetesVersion: "v1.36.3", EtcdVersion: "v3.6.8"}}}
+	useLab(t, p)
+
+	code, out, errs := runInProcess(t, "lab", "status")
+	if code != exitOK {
+		t.Fatalf("status: exit %d, %s", code, errs)
+	}
+	for _, want := range []string{
+		"lab lab11: up",
+		"kind local, topology lab11, reset cold-snapshot, timer profile fast",
+		"Kubernetes v1.36.3, etcd v3.6.8",
+		"cp1      control-plane,etcd  10.231.11.21  on     kube-apiserver=running etcd=frozen",
+		"worker1  worker              10.231.11.31  off    -",
+		"powered off by a fault",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = runInProcess(t, "lab", "status", "--json")
+	var st lab.Status
+	if code != exitOK {
+		t.Fatalf("status --json: exit %d", code)
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json is not JSON: %v\n%s", err, out)
+	}
+	if st.Info.Name != "lab11" || !st.Up || len(st.Hosts) != 2 || st.Hosts[0].Services[0].PID != 42 || st.Hosts[1].Power != "off" {
+		t.Errorf("status --json: %+v", st)
+	}
+
+	p.failWith = errors.New("ssh to cp1: connection refused")
+	code, _, errs = runInProcess(t, "lab", "status")
+	if code != exitError || !strings.Contains(errs, "reading the status of lab lab11: ssh to cp1: connection refused") {
+		t.Errorf("failing status: exit %d, %q", code, errs)
+	}
+}
+
+func TestInterruptedContextReachesTheLab(t *testing.T) {
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal}}}
+	var seen error
+	prev := openLab
+	openLab = func(string, string) (lab.Lab, error) { return &contextCheckingLab{p, &seen}, nil }
+	t.Cleanup(func() { openLab = prev })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"lab", "up"}, &out, &errb); code != exitError {
+		t.Errorf("exit %d", code)
+	}
+	if !errors.Is(seen, context.Canceled) {
+		t.Errorf("the lab saw context error %v, want canceled", seen)
+	}
+}
+
+// contextCheckingLab reports the context its Up was given.
+type contextCheckingLab struct {
+	*recordingProvisioner
+	seen *error
+}
+
+func (l *contextCheckingLab) Up(ctx context.Context) error {
+	*l.seen = ctx.Err()
+	return ctx.Err()
+}

@@ -1,0 +1,19 @@
+// Command faultline manages fault-experiment labs and turns their run
+// records into rate tables.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	// An interrupt cancels the context, so a lab operation in progress
+	// stops at its next step instead of being killed half-way.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reports/aggregate"
+)
+
+func newReportCommand() *cobra.Command {
+	var (
+		by     []string
+		format string
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "report RUNDIR...",
+		Short: "Aggregate run folders into violation-rate tables with 95% Wilson intervals",
+		Long: `Aggregate the verdicts.jsonl of any number of run folders into rate tables.
+
+Rate = violated / (preserved + violated): only PRESERVED and VIOLATED count.
+Every row shows those counts, the rate and its 95% Wilson score interval, and
+beside them the verdicts that do not count (INSUFFICIENT_DATA, NOT_APPLICABLE,
+DETECTOR_INVALID). Runs whose fault was ineffective (FAULT_INEFFECTIVE) or
+that did not reach a judgement (ABORTED) count nowhere; they are listed with
+why. Every table is split by arm: null-arm verdicts measure the detector and
+never pool with fault-arm ones.
+
+--by picks the tables; give it several times for several tables. A value is
+one or more dimensions separated by commas, each one of invariant, scenario,
+arm, suite, lab, profile, or a label prefix (class groups by class:<value>).
+Without --by: one table by invariant and one by scenario.
+
+A malformed or incomplete record is an error that names its file and line.`,
+		Example: `  faultline report reports/runs/*
+  faultline report --by class --by fault reports/runs/20261101T100000Z-disagree
+  faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*`,
+		Args: checkArgs(func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("no run folders given (such as reports/runs/<time>-<suite>)")
+			}
+			return nil
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "markdown" && format != "csv" {
+				return usagef("--format %q: give markdown or csv", format)
+			}
+			var groupings [][]string
+			for _, b := range by {
+				dims, err := aggregate.ParseGrouping(b)
+				if err != nil {
+					return usageError{err}
+				}
+				groupings = append(groupings, dims)
+			}
+			recs, err := aggregate.ReadRunFolders(args)
+			if err != nil {
+				return err
+			}
+			rep, err := aggregate.Build(recs, groupings)
+			if err != nil {
+				return err
+			}
+			return writeReport(cmd, rep, format, output)
+		},
+	}
+	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
+	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown or csv")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
+	return cmd
+}
+
+func writeReport(cmd *cobra.Command, rep *aggregate.Report, format, output string) (err error) {
+	var w io.Writer = cmd.OutOrStdout()
+	if output != "" {
+		f, err := os.Create(output)
+		if err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("writing report %s: %w", output, cerr)
+			}
+		}()
+		w = f
+	}
+	switch format {
+	case "csv":
+		if err := aggregate.WriteCSV(w, rep); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		// A CSV stream holds only the rate table; the runs it leaves out
+		// must still be seen.
+		return aggregate.WriteExcludedSummary(cmd.ErrOrStderr(), rep)
+	default:
+		if err := aggregate.WriteMarkdown(w, rep); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runRecord(runID, scenario, arm, runVerdict, reason string, verdicts ...string) string {
+	var js []string
+	for i, v := range verdicts {
+		js = append(js, fmt.Sprintf(`{"invariant":"inv-%d","phase":"safety","verdict":%q,"reason":"hand-made"}`, i+1, v))
+	}
+	return fmt.Sprintf(`{"runID":%q,"suite":"disagree","scenario":%q,"arm":%q,"labels":["class:gray","arm:%s"],"started":"2026-11-01T10:00:00Z","ended":"2026-11-01T10:01:00Z","runVerdict":%q,"runReason":%q,"judgements":[%s],"lab":{"name":"lab11","kind":"local","timerProfile":"fast"}}`,
+		runID, scenario, arm, arm, runVerdict, reason, strings.Join(js, ","))
+}
+
+// twoRunFolders holds, over two folders, inv-1: 3 violated and 1 preserved
+// in judged fault runs, plus one FAULT_INEFFECTIVE run.
+func twoRunFolders(t *testing.T) (string, string, string) {
+	root := t.TempDir()
+	a := filepath.Join(root, "runs", "20261101T100000Z-disagree")
+	b := filepath.Join(root, "runs", "20261101T120000Z-disagree")
+	writeTestFile(t, filepath.Join(a, "verdicts.jsonl"),
+		runRecord("a1", "s1", "fault", "JUDGED", "", "VIOLATED", "PRESERVED")+"\n"+
+			runRecord("a2", "s1", "fault", "JUDGED", "", "VIOLATED", "INSUFFICIENT_DATA")+"\n")
+	writeTestFile(t, filepath.Join(b, "verdicts.jsonl"),
+		runRecord("b1", "s2", "fault", "JUDGED", "", "VIOLATED", "NOT_APPLICABLE")+"\n"+
+			runRecord("b2", "s2", "fault", "JUDGED", "", "PRESERVED", "PRESERVED")+"\n"+
+			runRecord("b3", "s2", "fault", "FAULT_INEFFECTIVE", "partition left every link up", "VIOLATED", "VIOLATED")+"\n")
+	return root, a, b
+}
+
+func TestReportMarkdown(t *testing.T) {
+	root, a, b := twoRunFolders(t)
+	r := faultline(t, root, "report", a, b)
+	r.expect(t, exitOK)
+	for _, want := range []string{
+		"5 run records from 2 run folders: 4 judged, 1 excluded",
+		"## By invariant",
+		// 3/4: 75.0% [30.1%, 95.4%]
+		"| fault | inv-1 | 3 | 1 | 75.0% | [30.1%, 95.4%] | 0 | 0 | 0 | 1 | 4 |",
+		"| fault | inv-2 | 0 | 2 | 0.0% | [0.0%, 65.8%] | 1 | 1 | 0 | 1 | 4 |",
+		"## By scenario",
+		"| b3 | s2 | fault | FAULT_INEFFECTIVE | partition left every link up |",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestReportCSVToFile(t *testing.T) {
+	root, a, b := twoRunFolders(t)
+	out := filepath.Join(root, "rates.csv")
+	r := faultline(t, root, "report", "--format", "csv", "--by", "invariant", "--by", "class", "-o", out, a, b)
+	r.expect(t, exitOK, "1 of 5 run records excluded", "FAULT_INEFFECTIVE: partition left every link up")
+	if r.stdout != "" {
+		t.Errorf("with -o, stdout should be empty: %q", r.stdout)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, rec := range recs {
+		rows[strings.Join(rec, ",")] = true
+	}
+	for _, want := range []string{
+		"by,arm,invariant,class,violated,preserved,counted,rate,ci95_low,ci95_high,insufficient_data,not_applicable,detector_invalid,excluded,runs",
+		// Bounds by bisection of the score statistic, independent of the closed form.
+		"invariant,fault,inv-1,,3,1,4,0.750000,0.300642,0.954413,0,0,0,1,4",
+		"class,fault,,gray,3,3,6,0.500000,0.187616,0.812384,1,1,0,2,4",
+	} {
+		if !rows[want] {
+			t.Errorf("csv lacks %s:\n%v", want, recs)
+		}
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	root, a, _ := twoRunFolders(t)
+	broken := filepath.Join(root, "runs", "broken")
+	writeTestFile(t, filepath.Join(broken, "verdicts.jsonl"), runRecord("x", "s", "fault", "JUDGED", "", "PRESERVED")+"\n{\"runID\":\n")
+
+	faultline(t, root, "report", a, broken).expect(t, exitError, filepath.Join(broken, "verdicts.jsonl")+":2: malformed run record")
+	faultline(t, root, "report", "--by", "component", a).expect(t, exitError, "no run has a component:<value> label", "label prefixes in these runs: arm, class")
+	faultline(t, root, "report", a, a).expect(t, exitError, "was already read at")
+	faultline(t, root, "report", filepath.Join(root, "nope")).expect(t, exitError, "nope")
+	out := filepath.Join(root, "no", "such", "dir", "r.md")
+	faultline(t, root, "report", "-o", out, a).expect(t, exitError, "writing report")
+}
