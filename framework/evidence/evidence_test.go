@@ -1,0 +1,97 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRecordJSONLRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	ready, err := ValueAnswer(map[string]string{"status": "True"}, t0.Add(3*time.Millisecond), "1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := NewSnapshot(t0)
+	base.Set("apiserver/cp1", "worker1/ready", ready)
+	base.Set("apiserver/cp2", "worker1/ready", UnreadableAnswer("connection refused", t0.Add(time.Second)))
+	base.Set("dns", "service/answer", NotAskedAnswer())
+	win := NewSnapshot(t0.Add(2 * time.Second))
+	win.Set("apiserver/cp1", "worker1/ready", ready)
+	final := NewSnapshot(t0.Add(10 * time.Second))
+	final.Set("apiserver/cp1", "worker1/ready", ready)
+	in := Record{
+		Baseline: &base,
+		Window:   []Snapshot{win, win},
+		Final:    &final,
+		Timeline: Timeline{{At: t0.Add(time.Second), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Detail: "NodeStatusUnknown"}},
+	}
+	var buf bytes.Buffer
+	if err := in.WriteJSONL(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(buf.String(), "\n"); lines != 5 {
+		t.Fatalf("%d lines, want 5 (baseline, 2 window, final, 1 event):\n%s", lines, buf.String())
+	}
+	out, err := ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(in)
+	b, _ := json.Marshal(out)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("round trip changed the record:\n%s\n%s", a, b)
+	}
+	got := out.Baseline.Get("apiserver/cp2", "worker1/ready")
+	if got.Readable() || got.Reason != "connection refused" {
+		t.Errorf("unreadable answer came back as %+v", got)
+	}
+	var v map[string]string
+	if err := out.Window[1].Get("apiserver/cp1", "worker1/ready").Decode(&v); err != nil || v["status"] != "True" {
+		t.Errorf("decoded %v, %v", v, err)
+	}
+	if err := got.Decode(&v); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("decoding an unreadable answer: %v", err)
+	}
+	if a := out.Final.Get("nowhere", "nothing"); a.State != NotAsked {
+		t.Errorf("a pair never asked reads as %q, want not-asked", a.State)
+	}
+	if !reflect.DeepEqual(out.Baseline.Sources(), []Source{"apiserver/cp1", "apiserver/cp2", "dns"}) {
+		t.Errorf("sources %v", out.Baseline.Sources())
+	}
+}
+
+func TestReadJSONLRejectsBadEvidence(t *testing.T) {
+	for name, text := range map[string]string{
+		"unknown kind":              `{"kind":"guess"}`,
+		"unknown field":             `{"kind":"event","event":{"at":"2026-11-01T10:00:00Z"},"extra":1}`,
+		"value without read time":   `{"kind":"window","snapshot":{"taken":"2026-11-01T10:00:00Z","answers":{"a":{"q":{"state":"value","value":true}}}}}`,
+		"unreadable without reason": `{"kind":"window","snapshot":{"taken":"2026-11-01T10:00:00Z","answers":{"a":{"q":{"state":"unreadable"}}}}}`,
+		"unknown answer state":      `{"kind":"final","snapshot":{"taken":"2026-11-01T10:00:00Z","answers":{"a":{"q":{"state":"maybe"}}}}}`,
+		"two baselines":             `{"kind":"baseline","snapshot":{"taken":"2026-11-01T10:00:00Z"}}` + "\n" + `{"kind":"baseline","snapshot":{"taken":"2026-11-01T10:00:00Z"}}`,
+		"not json":                  `{"kind":`,
+		"empty":                     ``,
+	} {
+		if _, err := ReadJSONL(strings.NewReader(text)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestRecorderOrdersEvents(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	var r Recorder
+	r.Add(Event{At: t0.Add(2 * time.Second), Kind: "b"})
+	r.Add(Event{At: t0, Kind: "a"})
+	r.Add(Event{At: t0.Add(2 * time.Second), Kind: "c"})
+	tl := r.Timeline()
+	if tl[0].Kind != "a" || tl[1].Kind != "b" || tl[2].Kind != "c" {
+		t.Errorf("order %v", tl)
+	}
+	if n := len(tl.OfKind("b")); n != 1 {
+		t.Errorf("OfKind found %d", n)
+	}
+}

@@ -1,0 +1,94 @@
+// Package fault defines what a scenario does to a lab: a Fault injects,
+// heals and probes for its own effect, written only against lab.Lab and
+// lab.Host. The registry turns a heal-ledger entry back into a Fault in a
+// process other than the one that injected it.
+package fault
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Class is a family of faults (partition, slow-etcd, clock-skew,
+// process-freeze, ...); the applicability table is keyed by it.
+type Class string
+
+// Effect is what one probe saw.
+type Effect struct {
+	// Observed is true when the probe saw the fault's effect in the lab.
+	Observed bool `json:"observed"`
+	// Detail says what was seen, or what was looked at and found normal.
+	Detail string `json:"detail"`
+}
+
+// Fault is one thing a scenario does to a lab.
+type Fault interface {
+	// Kind names the fault ("worker-power-off"); it is the key Decode
+	// looks up, so it must be the kind the fault was registered under.
+	Kind() string
+	Class() Class
+	// Params are the fault's parameters; Decode(Kind(), Params()) must
+	// give back an equal fault.
+	Params() json.RawMessage
+	Inject(ctx context.Context, l lab.Lab) error
+	// Heal removes the fault. It must be idempotent: healing a fault that
+	// was never injected, or was already healed, succeeds and does nothing.
+	Heal(ctx context.Context, l lab.Lab) error
+	// Probe looks for the fault's effect in the lab. An error means the
+	// probe could not look; it is not an effect.
+	Probe(ctx context.Context, l lab.Lab) (Effect, error)
+}
+
+// Decoder builds a fault of one kind from its parameters.
+type Decoder func(params json.RawMessage) (Fault, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Decoder{}
+)
+
+// Register makes a fault kind decodable. Fault packages call it from init.
+func Register(kind string, decode Decoder) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if kind == "" || decode == nil {
+		panic("fault: Register needs a kind and a decoder")
+	}
+	if _, dup := registry[kind]; dup {
+		panic("fault: kind registered twice: " + kind)
+	}
+	registry[kind] = decode
+}
+
+// Decode turns a kind and its parameters back into a Fault.
+func Decode(kind string, params json.RawMessage) (Fault, error) {
+	registryMu.Lock()
+	d, ok := registry[kind]
+	var kinds []string
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	registryMu.Unlock()
+	if !ok {
+		sort.Strings(kinds)
+		return nil, fmt.Errorf("fault kind %q is not known to this program (known: %v)", kind, kinds)
+	}
+	f, err := d(params)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s fault parameters %s: %w", kind, params, err)
+	}
+	if f.Kind() != kind {
+		return nil, fmt.Errorf("decoding %s fault: decoder returned a %s fault", kind, f.Kind())
+	}
+	return f, nil
+}
+
+// Describe renders a fault as "kind {params}" for messages.
+func Describe(f Fault) string {
+	return fmt.Sprintf("%s %s", f.Kind(), f.Params())
+}

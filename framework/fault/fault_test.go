@@ -1,0 +1,114 @@
+package fault
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// counting is a fault that only counts what was done to it.
+type counting struct {
+	P        countingParams
+	injected *int
+	healed   *int
+	probed   *int
+}
+
+type countingParams struct {
+	Target string `json:"target"`
+}
+
+func (c counting) Kind() string { return "counting" }
+func (c counting) Class() Class { return "test-class" }
+func (c counting) Params() json.RawMessage {
+	b, _ := json.Marshal(c.P)
+	return b
+}
+func (c counting) Inject(context.Context, lab.Lab) error { *c.injected++; return nil }
+func (c counting) Heal(context.Context, lab.Lab) error   { *c.healed++; return nil }
+func (c counting) Probe(context.Context, lab.Lab) (Effect, error) {
+	*c.probed++
+	return Effect{Observed: *c.injected > 0, Detail: "looked at " + c.P.Target}, nil
+}
+
+var counts struct{ injected, healed, probed int }
+
+func newCounting(target string) counting {
+	return counting{P: countingParams{Target: target}, injected: &counts.injected, healed: &counts.healed, probed: &counts.probed}
+}
+
+func init() {
+	Register("counting", func(p json.RawMessage) (Fault, error) {
+		var cp countingParams
+		if err := json.Unmarshal(p, &cp); err != nil {
+			return nil, err
+		}
+		return newCounting(cp.Target), nil
+	})
+}
+
+func TestDecodeRoundTrip(t *testing.T) {
+	f := newCounting("worker1")
+	g, err := Decode(f.Kind(), f.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Kind() != "counting" || !bytes.Equal(g.Params(), f.Params()) {
+		t.Errorf("decoded %s, want %s", Describe(g), Describe(f))
+	}
+	if _, err := Decode("no-such-fault", nil); err == nil || !strings.Contains(err.Error(), "no-such-fault") || !strings.Contains(err.Error(), "counting") {
+		t.Errorf("unknown kind: %v", err)
+	}
+	if _, err := Decode("counting", json.RawMessage(`{"target":`)); err == nil || !strings.Contains(err.Error(), "counting") {
+		t.Errorf("bad params: %v", err)
+	}
+}
+
+func TestNullInjectsNothingAndProbesAsItsFault(t *testing.T) {
+	counts = struct{ injected, healed, probed int }{}
+	real := newCounting("worker1")
+	n := Null(real)
+	ctx := context.Background()
+	if err := n.Inject(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Heal(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	e, err := n.Probe(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.injected != 0 || counts.healed != 0 {
+		t.Errorf("null arm touched the lab: %+v", counts)
+	}
+	if counts.probed != 1 || e.Observed || e.Detail != "looked at worker1" {
+		t.Errorf("null arm did not probe as its fault does: %+v, %+v", counts, e)
+	}
+	if n.Kind() != NullKind || n.Class() != real.Class() {
+		t.Errorf("null arm is %s of class %s", n.Kind(), n.Class())
+	}
+	if s, ok := StandsFor(n); !ok || s.Kind() != "counting" {
+		t.Errorf("StandsFor: %v %v", s, ok)
+	}
+	if _, ok := StandsFor(real); ok {
+		t.Error("a real fault is not a null arm")
+	}
+
+	// A ledger entry of a null arm decodes into a null arm again: healing it
+	// on replay must not heal (touch) the real fault's target.
+	back, err := Decode(n.Kind(), n.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := StandsFor(back); !ok || !bytes.Equal(s.Params(), real.Params()) {
+		t.Fatalf("decoded null arm %s", Describe(back))
+	}
+	if err := back.Heal(ctx, nil); err != nil || counts.healed != 0 {
+		t.Errorf("healing a decoded null arm healed the real fault (%d) or failed: %v", counts.healed, err)
+	}
+}

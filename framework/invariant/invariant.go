@@ -1,0 +1,128 @@
+// Package invariant defines the guarantees faultline judges, what evidence
+// each reads, and the applicability table of fault classes that cannot reach
+// what an invariant reads.
+package invariant
+
+import (
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// Moment says which part of a run an invariant is judged over.
+type Moment string
+
+const (
+	// PreFault: the baseline, before anything was injected. A VIOLATED
+	// judgement here makes the run's verdict DETECTOR_INVALID.
+	PreFault Moment = "pre-fault"
+	// Window: the snapshots sampled while the fault was in place.
+	Window Moment = "window"
+	// Final: the snapshot taken after heal and settle.
+	Final Moment = "final"
+)
+
+// Reading is evidence an invariant reads: a question asked of the sources
+// whose names match a glob (path.Match syntax, e.g. "cri/*").
+type Reading struct {
+	Sources  string            `json:"sources"`
+	Question evidence.Question `json:"question"`
+}
+
+// Input is what an invariant is judged over.
+type Input struct {
+	Moment Moment
+	// Snapshots are the ones being judged: [baseline] before the fault, the
+	// window's samples, or [final].
+	Snapshots []evidence.Snapshot
+	Timeline  evidence.Timeline
+	// Baseline is the pre-fault snapshot, for invariants that compare
+	// against where the lab started.
+	Baseline *evidence.Snapshot
+}
+
+// Span is the time the input's snapshots cover.
+func (in Input) Span() (from, to time.Time) {
+	for i, s := range in.Snapshots {
+		if i == 0 || s.Taken.Before(from) {
+			from = s.Taken
+		}
+		if s.Taken.After(to) {
+			to = s.Taken
+		}
+	}
+	return from, to
+}
+
+// Readable returns the sources that gave a value for r somewhere in the
+// input, in the order first seen.
+func (in Input) Readable(r Reading) []string {
+	seen := map[evidence.Source]bool{}
+	var out []string
+	for _, s := range in.Snapshots {
+		for _, src := range s.Sources() {
+			if seen[src] {
+				continue
+			}
+			if ok, _ := path.Match(r.Sources, string(src)); !ok {
+				continue
+			}
+			if s.Get(src, r.Question).Readable() {
+				seen[src] = true
+				out = append(out, string(src))
+			}
+		}
+	}
+	return out
+}
+
+// Invariant is one guarantee Kubernetes gives, judged from evidence.
+type Invariant interface {
+	Name() string
+	Phase() verdict.Phase
+	// Reads declares all the evidence the invariant judges from.
+	Reads() []Reading
+	// Judge returns PRESERVED, VIOLATED or INSUFFICIENT_DATA with a reason,
+	// the sources that decided it and the moment of the deciding evidence.
+	Judge(in Input) verdict.Judgement
+}
+
+// Judge judges inv over in and holds the judgement to the rules every
+// verdict must meet, whatever the invariant's code does:
+//   - its Invariant and Phase are the invariant's own;
+//   - only PRESERVED, VIOLATED or INSUFFICIENT_DATA come from an invariant
+//     (NOT_APPLICABLE and DETECTOR_INVALID are the engine's to give);
+//   - PRESERVED or VIOLATED with no readable answer to anything the
+//     invariant declares it reads is not supported by evidence, and
+//     becomes INSUFFICIENT_DATA.
+func Judge(inv Invariant, in Input) verdict.Judgement {
+	j := inv.Judge(in)
+	j.Invariant, j.Phase = inv.Name(), inv.Phase()
+	switch j.Verdict {
+	case verdict.Preserved, verdict.Violated:
+	case verdict.InsufficientData:
+		return j
+	default:
+		return verdict.Judgement{
+			Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("the invariant returned %q, which an invariant may not give (its reason: %s)", j.Verdict, j.Reason),
+		}
+	}
+	var readable []string
+	for _, r := range inv.Reads() {
+		readable = append(readable, in.Readable(r)...)
+	}
+	if len(readable) == 0 {
+		return verdict.Judgement{
+			Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("no source gave a readable answer to what the invariant reads over the %s (%d snapshots), so its %s is not supported (its reason: %s)", in.Moment, len(in.Snapshots), j.Verdict, j.Reason),
+		}
+	}
+	if len(j.Sources) == 0 {
+		j.Sources = readable
+	}
+	return j
+}
