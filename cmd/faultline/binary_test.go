@@ -77,7 +77,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"bogus"}, []string{`unknown command "bogus" for "faultline"`, "commands: lab, report, version", "Run 'faultline --help' for usage."}},
+		{[]string{"bogus"}, []string{`unknown command "bogus" for "faultline"`, "commands: heal, lab, report, version", "Run 'faultline --help' for usage."}},
 		{[]string{"labb"}, []string{`unknown command "labb"`, "did you mean lab?"}},
 		{[]string{"lab", "stat"}, []string{`unknown command "stat" for "faultline lab"`, "did you mean status?", "Run 'faultline lab --help'"}},
 		{[]string{"--bogus"}, []string{"unknown flag: --bogus"}},
@@ -89,6 +89,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", "--format", "html", "x"}, []string{`--format "html": give markdown or csv`}},
 		{[]string{"report", "--by", "class:gray", "x"}, []string{"not a dimension name"}},
 		{[]string{"version", "now"}, []string{`unknown command "now"`}},
+		{[]string{"heal", "now"}, []string{`unknown command "now" for "faultline heal"`}},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -141,6 +142,7 @@ hosts:
 		{"malformed field", []string{"lab", "status", "--lab", bad}, []string{bad, `hosts[1].roles[0]: "master" is not a role`}},
 		{"unknown field", []string{"lab", "up", "--lab", unknownField}, []string{unknownField, "hostz"}},
 		{"reset malformed", []string{"lab", "reset", "--topology", bad}, []string{`hosts[1].roles[0]`}},
+		{"heal malformed", []string{"heal", "--lab", bad}, []string{`hosts[1].roles[0]`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // commands asked of it. It is linked only into this test binary.
 type recordingLab struct {
 	info     lab.Info
+	stateDir string
 	calls    []string
 	failWith error
 	closed   bool
@@ -25,7 +26,7 @@ func (l *recordingLab) Config() *lab.Config                      { return nil }
 func (l *recordingLab) Hosts() []lab.Host                        { return nil }
 func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
 func (l *recordingLab) Kubeconfig(target string) (string, error) { return "", nil }
-func (l *recordingLab) StateDir() string                         { return "" }
+func (l *recordingLab) StateDir() string                         { return l.stateDir }
 func (l *recordingLab) Close() error                             { l.closed = true; return nil }
 
 func (l *recordingLab) Reset(ctx context.Context) error {

@@ -69,7 +69,7 @@ manages the labs they run on and turns their run records into rate tables.`,
 	// Shell completion stays available but out of the command list.
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newLabCommand(), newReportCommand(), newVersionCommand())
+	root.AddCommand(newLabCommand(), newHealCommand(), newReportCommand(), newVersionCommand())
 	return root
 }
 

@@ -1,0 +1,8 @@
+package main
+
+// The fault kinds `faultline heal` can decode from a heal ledger, each
+// registering itself with fault.Register from its init function. The null
+// arm's fault comes with the fault package itself. A ledger entry of a kind
+// not linked here stays in the ledger and is reported as not known.
+//
+// Fault packages are linked here, and only here, with blank imports.

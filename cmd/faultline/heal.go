@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/framework/ledger"
+	"github.com/faultline/faultline/lab"
+)
+
+func newHealCommand() *cobra.Command {
+	var flags labFlags
+	cmd := &cobra.Command{
+		Use:   "heal",
+		Short: "Heal every fault the lab's heal ledger still holds",
+		Long: `Heal every fault left in the lab's heal ledger.
+
+A fault is written to the ledger (in the lab's state directory) before it is
+injected and removed once it is healed, so a run that was interrupted,
+crashed or was killed leaves it behind. Every suite heals the ledger when it
+starts; this command does the same by hand. A fault still held by a running
+suite is left to that suite. Exits non-zero if any fault could not be healed
+or is still held.`,
+		Example: "  faultline heal --lab lab11",
+		Args:    checkArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withLab(cmd, &flags, "", func(l lab.Lab) error {
+				rep, err := ledger.HealAll(cmd.Context(), l)
+				fmt.Fprintln(cmd.OutOrStdout(), rep.String())
+				if err != nil {
+					return fmt.Errorf("healing lab %s: %w", l.Info().Name, err)
+				}
+				if n := len(rep.Busy); n > 0 {
+					return fmt.Errorf("healing lab %s: %d fault(s) still held by a running process were left to it", l.Info().Name, n)
+				}
+				return nil
+			})
+		},
+	}
+	flags.register(cmd)
+	return cmd
+}
