@@ -1,0 +1,72 @@
+# faultline: see README.md. `make test` is what CI runs.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO      ?= go
+# The lab every lab target acts on: a lab file, or a name in testdata/labs.
+LAB     ?= lab11
+# Timer profile for lab-up: kubernetes-defaults or fast (empty: the lab file's).
+PROFILE ?=
+# The suite `make suite` runs, a folder under suites/.
+SUITE   ?= disagree
+# Extra ginkgo flags, e.g. GINKGO_FLAGS="--focus=worker-power-off".
+GINKGO_FLAGS ?=
+# Run folders `make report` aggregates.
+RUNS    ?= $(wildcard reports/runs/*)
+
+BIN     := bin
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
+
+.PHONY: help test lint vet fmt-check bins lab-up lab-down heal suite report run
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
+
+test: lint ## go vet, gofmt check, then every test
+	$(GO) test ./...
+
+lint: vet fmt-check ## go vet and gofmt check
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
+
+bins: ## build bin/faultline
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/faultline ./cmd/faultline
+
+lab-up: bins ## bring LAB up (the local lab by default; needs root)
+	$(BIN)/faultline lab up --lab $(LAB) $(if $(PROFILE),--profile $(PROFILE))
+
+lab-down: bins ## bring LAB down
+	$(BIN)/faultline lab down --lab $(LAB)
+
+heal: bins ## heal whatever LAB's heal ledger holds
+	$(BIN)/faultline heal --lab $(LAB)
+
+suite: ## run one suite (SUITE) against LAB with ginkgo
+	@if [ ! -d suites/$(SUITE) ]; then \
+		echo "make suite: there is no suite suites/$(SUITE) in this tree yet"; exit 1; fi
+	@command -v ginkgo >/dev/null || { \
+		echo "make suite: the ginkgo CLI is not installed (go install github.com/onsi/ginkgo/v2/ginkgo@<the version in go.mod>)"; exit 1; }
+	FAULTLINE_LAB=$(LAB) ginkgo $(GINKGO_FLAGS) ./suites/$(SUITE)
+
+report: bins ## aggregate every run folder under reports/runs into reports/report.md
+	@if [ -z "$(strip $(RUNS))" ]; then \
+		echo "make report: no run folders under reports/runs (run a suite first)"; exit 1; fi
+	$(BIN)/faultline report -o reports/report.md $(RUNS)
+	@echo "wrote reports/report.md"
+
+run: ## the main job: bring the local lab up, run every suite, report
+	@if [ ! -d suites ] || [ -z "$$(ls suites)" ]; then \
+		echo "make run: not built yet: the main job needs the paper suites under suites/, which this tree does not have"; exit 1; fi
+	$(MAKE) lab-up
+	$(MAKE) heal
+	for s in suites/*/; do $(MAKE) suite SUITE="$$(basename "$$s")"; done
+	$(MAKE) report
