@@ -120,6 +120,9 @@ func Build(recs []Record, groupings [][]string) (*Report, error) {
 		}
 		if r.Counted() {
 			rep.Judged++
+			if len(r.Judgements) == 0 {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("run %s (scenario %s, %s) is JUDGED but records no verdicts, so it is in no row", r.RunID, r.Scenario, r.Where()))
+			}
 		} else {
 			rep.Excluded = append(rep.Excluded, r)
 		}

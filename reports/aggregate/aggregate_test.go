@@ -432,3 +432,37 @@ func TestCSV(t *testing.T) {
 		t.Errorf("excluded summary:\n%s", ex.String())
 	}
 }
+
+func TestParentOfRunFoldersIsNotARunFolder(t *testing.T) {
+	a, _ := writeRuns(t)
+	parent := filepath.Dir(a)
+	_, err := ReadRunFolders([]string{parent})
+	if err == nil || !strings.Contains(err.Error(), "is not a run folder but holds 2 of them") {
+		t.Fatalf("parent folder: %v", err)
+	}
+}
+
+func TestJudgedRunWithoutVerdictsWarns(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, VerdictsFile), line("x", "s", "fault", "JUDGED", "", nil, "fast")+"\n")
+	rep := build(t, nil, dir)
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "run x (scenario s, ") || !strings.Contains(rep.Warnings[0], "records no verdicts") {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+}
+
+func TestByArmAlone(t *testing.T) {
+	a, b := writeRuns(t)
+	rep := build(t, [][]string{{"arm"}}, a, b)
+	tab := rep.Tables[0]
+	if tab.Title() != "By arm" || len(tab.Columns) != 1 {
+		t.Fatalf("by arm: %q %v", tab.Title(), tab.Columns)
+	}
+	// fault: 6 violated of 20 (A) + 0 of 10 (B); null: 0 of 2.
+	if r := row(t, tab, "fault"); r.Rate.Violated != 6 || r.Rate.Preserved != 24 || r.Runs != 20 {
+		t.Errorf("fault: %+v", r)
+	}
+	if r := row(t, tab, "null"); r.Rate.Preserved != 2 || r.Rate.Other[verdict.NotApplicable] != 3 {
+		t.Errorf("null: %+v", r)
+	}
+}

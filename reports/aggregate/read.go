@@ -75,6 +75,11 @@ func verdictsFileOf(p string) (string, error) {
 	}
 	file := filepath.Join(p, VerdictsFile)
 	if _, err := os.Stat(file); err != nil {
+		// A parent of run folders given by mistake must not read as a
+		// folder with no runs.
+		if inner, _ := filepath.Glob(filepath.Join(p, "*", VerdictsFile)); len(inner) > 0 {
+			return "", fmt.Errorf("%s is not a run folder but holds %d of them: give them one by one, such as %s/*", p, len(inner), strings.TrimSuffix(p, "/"))
+		}
 		return "", fmt.Errorf("run folder %s has no %s (give folders such as reports/runs/<time>-<suite>): %w", p, VerdictsFile, err)
 	}
 	return file, nil
