@@ -24,8 +24,8 @@ var otherColumns = []struct {
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	b.WriteString("# faultline report\n\n")
-	fmt.Fprintf(&b, "%d run records from %d run folders: %d judged, %d excluded (FAULT_INEFFECTIVE or ABORTED, listed at the end).\n\n",
-		rep.Records, len(rep.Sources), rep.Judged, len(rep.Excluded))
+	fmt.Fprintf(&b, "%s from %s: %d judged, %d excluded (FAULT_INEFFECTIVE or ABORTED, listed at the end).\n\n",
+		count(rep.Records, "run record"), count(len(rep.Sources), "run folder"), rep.Judged, len(rep.Excluded))
 	for _, l := range []struct {
 		what string
 		vals []string
@@ -185,6 +185,13 @@ func WriteExcludedSummary(w io.Writer, rep *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func frac(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
