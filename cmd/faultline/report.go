@@ -56,11 +56,11 @@ A malformed or incomplete record is an error that names its file and line.`,
 				}
 				groupings = append(groupings, dims)
 			}
-			recs, err := aggregate.ReadRunFolders(args)
+			in, err := aggregate.ReadRunFolders(args)
 			if err != nil {
 				return err
 			}
-			rep, err := aggregate.Build(recs, groupings)
+			rep, err := aggregate.Build(in, groupings)
 			if err != nil {
 				return err
 			}

@@ -89,6 +89,8 @@ type Report struct {
 	Records  int
 	Judged   int
 	Excluded []Record
+	// CutShort are records a crash cut short ("file:line"), left out.
+	CutShort []string
 	Tables   []Table
 	// What the runs ran on; more than one value in any is worth a warning.
 	Labs, Profiles, KubernetesVersions, EtcdVersions, Commits []string
@@ -96,12 +98,13 @@ type Report struct {
 	Warnings []string
 }
 
-// Build aggregates recs into one table per grouping.
-func Build(recs []Record, groupings [][]string) (*Report, error) {
+// Build aggregates what was read into one table per grouping.
+func Build(in *Input, groupings [][]string) (*Report, error) {
 	if len(groupings) == 0 {
 		groupings = DefaultGroupings
 	}
-	rep := &Report{Records: len(recs)}
+	recs := in.Records
+	rep := &Report{Records: len(recs), CutShort: in.CutShort}
 	labs, profiles, kube, etcd, commits, sources := set{}, set{}, set{}, set{}, set{}, set{}
 	labelPrefixes := set{}
 	for _, r := range recs {
@@ -126,6 +129,10 @@ func Build(recs []Record, groupings [][]string) (*Report, error) {
 		} else {
 			rep.Excluded = append(rep.Excluded, r)
 		}
+	}
+	for _, c := range in.CutShort {
+		file, _, _ := strings.Cut(c, ":")
+		sources.add(file)
 	}
 	rep.Sources = sources.sorted()
 	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()

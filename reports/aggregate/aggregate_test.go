@@ -98,11 +98,11 @@ func writeFile(t *testing.T, path, content string) {
 
 func build(t *testing.T, groupings [][]string, dirs ...string) *Report {
 	t.Helper()
-	recs, err := ReadRunFolders(dirs)
+	in, err := ReadRunFolders(dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Build(recs, groupings)
+	rep, err := Build(in, groupings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,11 +261,11 @@ func TestRunsWithoutTheLabelGoToNone(t *testing.T) {
 
 func TestUnknownDimensionIsAnError(t *testing.T) {
 	a, _ := writeRuns(t)
-	recs, err := ReadRunFolders([]string{a})
+	in, err := ReadRunFolders([]string{a})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Build(recs, [][]string{{"clas"}})
+	_, err = Build(in, [][]string{{"clas"}})
 	if err == nil || !strings.Contains(err.Error(), "no run has a clas:<value> label") || !strings.Contains(err.Error(), "class, component, fault") {
 		t.Fatalf("unknown dimension: %v", err)
 	}
@@ -290,7 +290,9 @@ func TestMalformedInputNamesFileAndLine(t *testing.T) {
 	cases := []struct {
 		name, content, want string
 	}{
-		{"truncated json", good + "\n\n" + `{"runID": "y", "scenario":`, ":3: malformed run record"},
+		{"truncated json", good + "\n\n" + `{"runID": "y", "scenario":` + "\n" + good + "\n", ":3: malformed run record"},
+		{"unknown field", strings.Replace(good, `"arm"`, `"armm":"x","arm"`, 1), `:1: malformed run record: json: unknown field "armm"`},
+		{"two values", good + " " + good + "\n", ":1: malformed run record: more than one JSON value"},
 		{"unknown verdict", strings.Replace(good, "PRESERVED", "MAYBE", 1), `:1: malformed run record: verdict: "MAYBE" is not a verdict`},
 		{"unknown run verdict", strings.Replace(good, `"JUDGED"`, `"FINE"`, 1), `:1: malformed run record: run verdict: "FINE"`},
 		{"missing run verdict", strings.Replace(good, `"runVerdict":"JUDGED",`, "", 1), ":1: incomplete run record: runVerdict is missing"},
@@ -304,7 +306,9 @@ func TestMalformedInputNamesFileAndLine(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			file := filepath.Join(dir, VerdictsFile)
-			writeFile(t, file, c.content)
+			// Every line ends in a newline: an unterminated last line is a
+			// record cut short, tested on its own.
+			writeFile(t, file, c.content+"\n")
 			_, err := ReadRunFolders([]string{dir})
 			if err == nil {
 				t.Fatal("no error")
@@ -333,9 +337,9 @@ func TestFoldersMustExistAndBeGivenOnce(t *testing.T) {
 		t.Errorf("folder given twice: %v", err)
 	}
 	// A verdicts file may be given directly.
-	recs, err := ReadRunFolders([]string{filepath.Join(a, VerdictsFile)})
-	if err != nil || len(recs) != 13 {
-		t.Errorf("verdicts file given directly: %d records, %v", len(recs), err)
+	in, err := ReadRunFolders([]string{filepath.Join(a, VerdictsFile)})
+	if err != nil || len(in.Records) != 13 {
+		t.Errorf("verdicts file given directly: %+v, %v", in, err)
 	}
 }
 
@@ -464,5 +468,29 @@ func TestByArmAlone(t *testing.T) {
 	}
 	if r := row(t, tab, "null"); r.Rate.Preserved != 2 || r.Rate.Other[verdict.NotApplicable] != 3 {
 		t.Errorf("null: %+v", r)
+	}
+}
+
+func TestCutShortLastLineIsLeftOutAndReported(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, VerdictsFile)
+	good := line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED"))
+	writeFile(t, file, good+"\n\n"+`{"runID":"y","scenario":"s","arm":"fault","runVerd`)
+	rep := build(t, nil, dir)
+	if rep.Records != 1 || len(rep.CutShort) != 1 || rep.CutShort[0] != file+":3" {
+		t.Fatalf("records %d, cut short %v", rep.Records, rep.CutShort)
+	}
+	var md, ex bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "1 last line cut short by a crash (no final newline) and left out: "+file+":3") {
+		t.Errorf("markdown does not report the cut-short line:\n%s", md.String())
+	}
+	if err := WriteExcludedSummary(&ex, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ex.String(), "left out: "+file+":3") {
+		t.Errorf("summary: %s", ex.String())
 	}
 }

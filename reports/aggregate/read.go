@@ -28,28 +28,41 @@ type Record struct {
 // Where is "file:line".
 func (r Record) Where() string { return fmt.Sprintf("%s:%d", r.File, r.Line) }
 
-// maxLine bounds one record; a run with many judgements and long reasons
-// still fits easily, a corrupt file without newlines does not hang us.
-const maxLine = 16 << 20
+// Input is what was read from a set of run folders.
+type Input struct {
+	Records []Record
+	// CutShort are the "file:line"s of last lines a crash cut short
+	// (no final newline): those runs never finished writing their record,
+	// so they are left out, and the report says so.
+	CutShort []string
+}
 
 // ReadRunFolders reads the verdicts.jsonl of every folder (a path that is a
 // file is read as a verdicts file itself). Any malformed or incomplete
 // record is an error naming its file and line: a figure computed while
 // silently skipping records would not be one a paper can quote.
-func ReadRunFolders(paths []string) ([]Record, error) {
+//
+// It reads records as the reports package writes them, with the same rules
+// as reports.ReadRuns (unknown fields are errors; an unterminated last line
+// is a record cut short), and checks more: every verdict present, no
+// invariant judged twice, no run read twice. It keeps each record's line.
+func ReadRunFolders(paths []string) (*Input, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no run folders given")
 	}
-	var all []Record
+	in := &Input{}
 	seen := map[string]string{}
 	for _, p := range paths {
 		file, err := verdictsFileOf(p)
 		if err != nil {
 			return nil, err
 		}
-		recs, err := ReadVerdictsFile(file)
+		recs, cut, err := ReadVerdictsFile(file)
 		if err != nil {
 			return nil, err
+		}
+		if cut != "" {
+			in.CutShort = append(in.CutShort, cut)
 		}
 		for _, r := range recs {
 			// The same run read twice (a folder given twice, a copied
@@ -59,10 +72,10 @@ func ReadRunFolders(paths []string) ([]Record, error) {
 				return nil, fmt.Errorf("%s: run %q (scenario %s, arm %s) was already read at %s; give each run folder once", r.Where(), r.RunID, r.Scenario, r.Arm, prev)
 			}
 			seen[key] = r.Where()
-			all = append(all, r)
+			in.Records = append(in.Records, r)
 		}
 	}
-	return all, nil
+	return in, nil
 }
 
 func verdictsFileOf(p string) (string, error) {
@@ -85,44 +98,49 @@ func verdictsFileOf(p string) (string, error) {
 	return file, nil
 }
 
-// ReadVerdictsFile reads one verdicts.jsonl. Blank lines are allowed.
-func ReadVerdictsFile(file string) ([]Record, error) {
+// ReadVerdictsFile reads one verdicts.jsonl. Blank lines are allowed. cut
+// is the "file:line" of an unterminated last line, which is left out.
+func ReadVerdictsFile(file string) (recs []Record, cut string, err error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading run records: %w", err)
+		return nil, "", fmt.Errorf("reading run records: %w", err)
 	}
 	defer f.Close()
-	recs, err := decodeRecords(f, file)
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return decodeRecords(f, file)
 }
 
-func decodeRecords(r io.Reader, file string) ([]Record, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+func decodeRecords(rd io.Reader, file string) ([]Record, string, error) {
+	br := bufio.NewReaderSize(rd, 1<<20)
 	var out []Record
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(bytes.TrimSpace(b)) > 0 {
+				return out, fmt.Sprintf("%s:%d", file, line), nil
+			}
+			return out, "", nil
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("reading %s after line %d: %w", file, line-1, err)
+		}
+		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			continue
 		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
 		var run verdict.Run
-		if err := json.Unmarshal(b, &run); err != nil {
-			return nil, fmt.Errorf("%s:%d: malformed run record: %w", file, line, err)
+		if err := dec.Decode(&run); err != nil {
+			return nil, "", fmt.Errorf("%s:%d: malformed run record: %w", file, line, err)
+		}
+		if dec.More() {
+			return nil, "", fmt.Errorf("%s:%d: malformed run record: more than one JSON value on the line", file, line)
 		}
 		if err := checkRecord(run); err != nil {
-			return nil, fmt.Errorf("%s:%d: incomplete run record: %w", file, line, err)
+			return nil, "", fmt.Errorf("%s:%d: incomplete run record: %w", file, line, err)
 		}
 		out = append(out, Record{Run: run, File: file, Line: line})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: after line %d: %w", file, line, err)
-	}
-	return out, nil
 }
 
 // checkRecord rejects records whose missing fields would otherwise decode

@@ -91,9 +91,13 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 
 	b.WriteString("\n## Excluded runs\n\n")
-	if len(rep.Excluded) == 0 {
+	if len(rep.Excluded) == 0 && len(rep.CutShort) == 0 {
 		b.WriteString("None.\n")
-	} else {
+	}
+	if len(rep.CutShort) > 0 {
+		fmt.Fprintf(&b, "%s cut short by a crash (no final newline) and left out: %s\n\n", count(len(rep.CutShort), "last line"), mdEscape(strings.Join(rep.CutShort, ", ")))
+	}
+	if len(rep.Excluded) > 0 {
 		b.WriteString("| run | scenario | arm | run verdict | why | record |\n|---|---|---|---|---|---|\n")
 		for _, r := range rep.Excluded {
 			why := r.RunReason
@@ -173,6 +177,9 @@ func WriteCSV(w io.Writer, rep *Report) error {
 func WriteExcludedSummary(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d run records excluded from every rate\n", len(rep.Excluded), rep.Records)
+	for _, c := range rep.CutShort {
+		fmt.Fprintf(&b, "  left out: %s: a last line cut short by a crash (no final newline)\n", c)
+	}
 	for _, r := range rep.Excluded {
 		why := r.RunReason
 		if why == "" {
