@@ -114,8 +114,8 @@ func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
 	for _, want := range []string{
 		"3 runs, 2 of them counted",
 		"| sc-c | fault | FAULT_INEFFECTIVE: probe saw nothing |",
-		"| x | 1/2 = 50.0% [",
-		"| y | 0/0 (no counted verdicts) | NOT_APPLICABLE 1 |",
+		"| x | fault | 1/2 = 50.0% [",
+		"| y | fault | 0/0 (no counted verdicts) | NOT_APPLICABLE 1 |",
 		`| clock-skew | y | clocks \| never reach y |`,
 	} {
 		if !strings.Contains(s, want) {

@@ -48,30 +48,39 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 	}
 
-	rates := map[string]*verdict.Rate{}
+	// Arms are never pooled: the null arm is the control the fault arm is
+	// read against.
+	type rateKey struct{ invariant, arm string }
+	rates := map[rateKey]*verdict.Rate{}
 	for _, r := range runs {
 		if !r.Counted() {
 			continue
 		}
 		for _, j := range r.Judgements {
-			if rates[j.Invariant] == nil {
-				rates[j.Invariant] = &verdict.Rate{}
+			k := rateKey{j.Invariant, r.Arm}
+			if rates[k] == nil {
+				rates[k] = &verdict.Rate{}
 			}
-			rates[j.Invariant].Add(j.Verdict)
+			rates[k].Add(j.Verdict)
 		}
 	}
-	b.WriteString("\n## Violation rates (counted runs; 95% Wilson interval)\n\n")
+	b.WriteString("\n## Violation rates (counted runs, by arm; 95% Wilson interval)\n\n")
 	if len(rates) == 0 {
 		b.WriteString("No run counted.\n")
 	} else {
-		b.WriteString("| invariant | violated / counted | not counted |\n|---|---|---|\n")
-		names := make([]string, 0, len(rates))
-		for n := range rates {
-			names = append(names, n)
+		b.WriteString("| invariant | arm | violated / counted | not counted |\n|---|---|---|---|\n")
+		keys := make([]rateKey, 0, len(rates))
+		for k := range rates {
+			keys = append(keys, k)
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(n), rates[n].String(), otherCounts(rates[n].Other))
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].invariant != keys[j].invariant {
+				return keys[i].invariant < keys[j].invariant
+			}
+			return keys[i].arm < keys[j].arm
+		})
+		for _, k := range keys {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(k.invariant), k.arm, rates[k].String(), otherCounts(rates[k].Other))
 		}
 	}
 
