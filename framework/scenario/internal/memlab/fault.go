@@ -1,0 +1,91 @@
+package memlab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// FlagKind is the memlab fault: it sets a flag in the lab's state.
+const FlagKind = "memlab-flag"
+
+// FlagClass is the memlab fault's class.
+const FlagClass fault.Class = "memlab-flag"
+
+// Flag sets Name while injected. With Hidden its probe never sees it, as
+// with a fault whose effect cannot be observed.
+type Flag struct {
+	Name   string `json:"name"`
+	Hidden bool   `json:"hidden,omitempty"`
+}
+
+func (f Flag) Kind() string       { return FlagKind }
+func (f Flag) Class() fault.Class { return FlagClass }
+func (f Flag) Params() json.RawMessage {
+	b, _ := json.Marshal(f)
+	return b
+}
+
+func asMemlab(l lab.Lab) (*Lab, error) {
+	m, ok := l.(*Lab)
+	if !ok {
+		return nil, lab.Unsupported(l.Info().Kind, "memlab-flag fault", "only memlab has flags")
+	}
+	return m, nil
+}
+
+func (f Flag) Inject(ctx context.Context, l lab.Lab) error {
+	m, err := asMemlab(l)
+	if err != nil {
+		return err
+	}
+	return m.Update(func(s *State) {
+		s.Flags[f.Name] = true
+		s.Log = append(s.Log, "inject "+f.Name)
+	})
+}
+
+func (f Flag) Heal(ctx context.Context, l lab.Lab) error {
+	m, err := asMemlab(l)
+	if err != nil {
+		return err
+	}
+	return m.Update(func(s *State) {
+		delete(s.Flags, f.Name)
+		s.Log = append(s.Log, "heal "+f.Name)
+	})
+}
+
+func (f Flag) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	m, err := asMemlab(l)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	s, err := m.Load()
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	if f.Hidden {
+		return fault.Effect{Detail: fmt.Sprintf("flag %s cannot be seen from outside", f.Name)}, nil
+	}
+	if s.Flags[f.Name] {
+		return fault.Effect{Observed: true, Detail: "flag " + f.Name + " is set"}, nil
+	}
+	return fault.Effect{Detail: "flag " + f.Name + " is not set"}, nil
+}
+
+func init() {
+	fault.Register(FlagKind, func(p json.RawMessage) (fault.Fault, error) {
+		var f Flag
+		if err := json.Unmarshal(p, &f); err != nil {
+			return nil, err
+		}
+		if f.Name == "" {
+			return nil, fmt.Errorf("memlab-flag needs a name")
+		}
+		return f, nil
+	})
+}

@@ -1,0 +1,153 @@
+// Package memlab is a lab that lives in one JSON file: a test double for
+// the scenario engine's own tests. It is never registered as a lab kind, so
+// no user can pick it. Its state is a file so that it survives the process
+// that changed it (the kill -9 test needs that).
+package memlab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Name is the lab's name in configs and ledger entries.
+const Name = "memlab"
+
+// PreexistingFlag is set by every Reset: lab state that is wrong before any
+// fault, for the DETECTOR_INVALID scenario.
+const PreexistingFlag = "preexisting"
+
+// State is everything the lab is.
+type State struct {
+	Resets int             `json:"resets"`
+	Flags  map[string]bool `json:"flags"`
+	// Log is every change in order: "reset", "inject <flag>", "heal <flag>".
+	Log []string `json:"log"`
+}
+
+// Lab is the in-file lab.
+type Lab struct {
+	dir string
+	cfg *lab.Config
+}
+
+// Open opens the lab whose state lives in dir. isLab is what its config
+// says in `lab:`; Open itself writes nothing.
+func Open(dir string, isLab bool) *Lab {
+	return &Lab{dir: dir, cfg: &lab.Config{Name: Name, Kind: "memlab", Lab: isLab, StateDir: dir}}
+}
+
+func (l *Lab) statePath() string { return filepath.Join(l.dir, "memlab.json") }
+
+// Load reads the state (empty if the lab was never touched).
+func (l *Lab) Load() (State, error) {
+	s := State{Flags: map[string]bool{}}
+	b, err := os.ReadFile(l.statePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("reading memlab state: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("reading memlab state: %w", err)
+	}
+	if s.Flags == nil {
+		s.Flags = map[string]bool{}
+	}
+	return s, nil
+}
+
+// Touched reports whether anything ever changed the lab.
+func (l *Lab) Touched() bool {
+	_, err := os.Stat(l.statePath())
+	return err == nil
+}
+
+// Update changes the state under an exclusive lock and writes it through a
+// synced rename.
+func (l *Lab) Update(change func(*State)) error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(l.dir, "memlab.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	s, err := l.Load()
+	if err != nil {
+		return err
+	}
+	change(&s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	tmp := l.statePath() + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	return os.Rename(tmp, l.statePath())
+}
+
+// ActiveFlags lists the flags set, sorted.
+func (s State) ActiveFlags() []string {
+	var out []string
+	for f, on := range s.Flags {
+		if on {
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (l *Lab) Info() lab.Info {
+	return lab.Info{Name: Name, Kind: "memlab", Topology: "memlab", ResetKind: lab.ResetCleanup, TimerProfile: "none"}
+}
+func (l *Lab) Config() *lab.Config { return l.cfg }
+func (l *Lab) Hosts() []lab.Host   { return nil }
+func (l *Lab) Host(name string) (lab.Host, error) {
+	return nil, fmt.Errorf("memlab has no host %q (it has no hosts)", name)
+}
+func (l *Lab) Kubeconfig(string) (string, error) {
+	return "", lab.Unsupported("memlab", "kubeconfig", "it runs no cluster")
+}
+func (l *Lab) StateDir() string { return l.dir }
+
+// Reset counts, and sets the preexisting flag. It does not clear fault
+// flags: a fault left behind must be healed through the ledger, which is
+// what the engine's tests check.
+func (l *Lab) Reset(ctx context.Context) error {
+	return l.Update(func(s *State) {
+		s.Resets++
+		s.Flags[PreexistingFlag] = true
+		s.Log = append(s.Log, "reset")
+	})
+}
+
+func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
+	return lab.Status{Info: l.Info(), Up: true}, nil
+}
+func (l *Lab) Close() error { return nil }

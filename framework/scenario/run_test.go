@@ -1,0 +1,80 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario/internal/memlab"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+func TestRunVerdictRule(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	nothing := []probe{{At: at, Effect: fault.Effect{Detail: "all normal"}}}
+	seen := []probe{{At: at, Effect: fault.Effect{Detail: "all normal"}}, {At: at.Add(time.Second), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}}
+	failing := []probe{{At: at, Err: errors.New("ssh: refused")}}
+	cases := []struct {
+		name                 string
+		arm                  Arm
+		aborted, interrupted string
+		probes               []probe
+		want                 verdict.RunVerdict
+		reason               string
+	}{
+		{"fault arm, effect seen", FaultArm, "", "", seen, verdict.RunJudged, ""},
+		{"fault arm, no effect", FaultArm, "", "", nothing, verdict.FaultIneffective, "saw no effect in 1 probes during the window; last: all normal"},
+		{"fault arm, probe could not look", FaultArm, "", "", failing, verdict.FaultIneffective, "(1 of them could not look)"},
+		{"fault arm, no probe at all", FaultArm, "", "", nil, verdict.FaultIneffective, "in 0 probes"},
+		{"null arm, no effect: the control works", NullArm, "", "", nothing, verdict.RunJudged, ""},
+		{"null arm, no probe: still not ineffective", NullArm, "", "", nil, verdict.RunJudged, ""},
+		{"null arm, effect seen: contaminated", NullArm, "", "", seen, verdict.RunAborted, "with nothing injected (worker1 unreachable)"},
+		{"aborted wins", FaultArm, "inject failed: x", "", seen, verdict.RunAborted, "inject failed: x"},
+		{"interrupted", NullArm, "", "the window was cut short", nothing, verdict.RunAborted, "cut short"},
+	}
+	for _, c := range cases {
+		got, reason := runVerdict(c.arm, c.aborted, c.interrupted, c.probes)
+		if got != c.want || !strings.Contains(reason, c.reason) || (c.reason == "" && reason != "") {
+			t.Errorf("%s: got %s (%q), want %s containing %q", c.name, got, reason, c.want, c.reason)
+		}
+	}
+}
+
+type inv struct {
+	name  string
+	phase verdict.Phase
+}
+
+func (i inv) Name() string                            { return i.name }
+func (i inv) Phase() verdict.Phase                    { return i.phase }
+func (i inv) Reads() []invariant.Reading              { return nil }
+func (i inv) Judge(invariant.Input) verdict.Judgement { return verdict.Judgement{} }
+
+func TestValidateTable(t *testing.T) {
+	good := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}}}
+	if err := ValidateTable(WithNullArms(good)); err != nil {
+		t.Fatal(err)
+	}
+	bad := good
+	bad.Invariants = []invariant.Invariant{inv{"x", verdict.Safety}, inv{"x", "sometime"}}
+	bad.Labels = []string{"a/b"}
+	bad.Window = 0
+	bad.Fault = fault.Null(good.Fault)
+	err := ValidateTable([]Scenario{good, good, bad})
+	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	if err := ValidateTable(nil); err == nil {
+		t.Error("an empty table must be refused")
+	}
+	labels := good.AutoLabels()
+	if strings.Join(labels, " ") != "arm:fault fault:memlab-flag class:memlab-flag" {
+		t.Errorf("labels %v", labels)
+	}
+}

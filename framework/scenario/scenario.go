@@ -1,0 +1,163 @@
+// Package scenario turns a table of scenarios, declared as data, into
+// Ginkgo specs of one shape: reset, inject, watch, heal, judge.
+//
+// A suite file calls Register once, at the top level, with its Suite
+// settings and its table; Register adds the suite-level nodes too (heal the
+// ledger on start, refuse a config that is not a lab, write the run folder).
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// Arm says whether a run injects its fault or the fault's null stand-in.
+type Arm string
+
+const (
+	FaultArm Arm = "fault"
+	NullArm  Arm = "null"
+)
+
+// Scenario is one experiment, as data.
+type Scenario struct {
+	// ID names the scenario in run records, reports and --focus.
+	ID    string
+	Title string
+	// Labels are added to the automatic arm:, fault:, class: and topology:
+	// labels (paper:, component:, ci, ...).
+	Labels []string
+	// Topology is the lab topology the scenario needs; empty means any.
+	// Against another topology the spec is skipped and says why.
+	Topology string
+	Fault    fault.Fault
+	// Arm defaults to FaultArm.
+	Arm Arm
+	// Window is how long the fault stays in place while evidence is sampled.
+	Window time.Duration
+	// Settle bounds how long the cluster may take to converge after heal.
+	Settle     time.Duration
+	Invariants []invariant.Invariant
+}
+
+// WithNullArms returns each scenario as its fault arm followed by its null
+// arm: the same scenario with a fault that does nothing.
+func WithNullArms(table ...Scenario) []Scenario {
+	var out []Scenario
+	for _, s := range table {
+		f, n := s, s
+		f.Arm, n.Arm = FaultArm, NullArm
+		out = append(out, f, n)
+	}
+	return out
+}
+
+func (s Scenario) arm() Arm {
+	if s.Arm == "" {
+		return FaultArm
+	}
+	return s.Arm
+}
+
+// injected is what the run really injects: the fault, or its null arm.
+func (s Scenario) injected() fault.Fault {
+	if s.arm() == NullArm {
+		return fault.Null(s.Fault)
+	}
+	return s.Fault
+}
+
+// labelText is what Ginkgo accepts in a label.
+var labelText = regexp.MustCompile(`^[^&|!,()/]+$`)
+
+// AutoLabels are the labels every scenario gets from its data.
+func (s Scenario) AutoLabels() []string {
+	ls := []string{"arm:" + string(s.arm())}
+	if s.Fault != nil {
+		ls = append(ls, "fault:"+s.Fault.Kind(), "class:"+string(s.Fault.Class()))
+	}
+	if s.Topology != "" {
+		ls = append(ls, "topology:"+s.Topology)
+	}
+	return ls
+}
+
+// Validate checks one scenario.
+func (s Scenario) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.ID == "" {
+		bad("no ID")
+	}
+	if s.Title == "" {
+		bad("no title")
+	}
+	if s.Fault == nil {
+		bad("no fault")
+	} else if _, isNull := fault.StandsFor(s.Fault); isNull {
+		bad("Fault is a null fault: give the real fault and set Arm to null")
+	}
+	switch s.Arm {
+	case "", FaultArm, NullArm:
+	default:
+		bad("arm %q is not fault or null", s.Arm)
+	}
+	if s.Window <= 0 {
+		bad("window must be positive")
+	}
+	if s.Settle <= 0 {
+		bad("settle timeout must be positive")
+	}
+	if len(s.Invariants) == 0 {
+		bad("no invariants")
+	}
+	names := map[string]bool{}
+	for _, inv := range s.Invariants {
+		switch inv.Phase() {
+		case verdict.Safety, verdict.Convergence:
+		default:
+			bad("invariant %s has phase %q (safety or convergence)", inv.Name(), inv.Phase())
+		}
+		if names[inv.Name()] {
+			bad("invariant %s is listed twice", inv.Name())
+		}
+		names[inv.Name()] = true
+	}
+	if s.Fault != nil {
+		for _, l := range append(s.AutoLabels(), s.Labels...) {
+			if !labelText.MatchString(l) {
+				bad("label %q has a character Ginkgo does not allow in labels (&|!,()/)", l)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("scenario %q [%s]: %w", s.ID, s.arm(), err)
+	}
+	return nil
+}
+
+// ValidateTable checks every scenario and that no ID and arm repeat.
+func ValidateTable(table []Scenario) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, s := range table {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		key := s.ID + "\x00" + string(s.arm())
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("scenario %q [%s] is in the table twice", s.ID, s.arm()))
+		}
+		seen[key] = true
+	}
+	if len(table) == 0 {
+		errs = append(errs, errors.New("the scenario table is empty"))
+	}
+	return errors.Join(errs...)
+}

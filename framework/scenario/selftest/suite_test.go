@@ -1,0 +1,93 @@
+package selftest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/framework/scenario/internal/memlab"
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
+)
+
+// Environment the driver sets.
+const (
+	envState    = "FAULTLINE_SELFTEST_STATE"
+	envNotALab  = "FAULTLINE_SELFTEST_NOT_A_LAB"
+	envLongWait = "FAULTLINE_SELFTEST_LONG_WINDOW"
+)
+
+func TestSelftest(t *testing.T) {
+	if os.Getenv(envState) == "" {
+		t.Skip("the self-test suite is run by the scenario package's tests, which set " + envState)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "faultline engine self-test")
+}
+
+var applicability = invariant.Table{
+	{FaultClass: string(memlab.FlagClass), Invariant: "unreachable", Reason: "memlab flags never reach flag z (engineered for the self-test)"},
+}
+
+func invariants(flag string) []invariant.Invariant {
+	return []invariant.Invariant{
+		noFlag{name: "no-flag-" + flag, flag: flag, phase: verdict.Safety},
+		noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety},
+		darkSource{},
+		noFlag{name: "unreachable", flag: "z", phase: verdict.Safety},
+		noFlag{name: "no-preexisting", flag: memlab.PreexistingFlag, phase: verdict.Safety},
+		noFlag{name: "healed-" + flag, flag: flag, phase: verdict.Convergence},
+	}
+}
+
+func longWindow() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(envLongWait)); err == nil {
+		return d
+	}
+	return 2 * time.Minute
+}
+
+var table = append(scenario.WithNullArms(scenario.Scenario{
+	ID:         "selftest-verdicts",
+	Title:      "judges every invariant, one of them violated",
+	Labels:     []string{"paper:selftest", "ci"},
+	Fault:      memlab.Flag{Name: "a"},
+	Window:     400 * time.Millisecond,
+	Settle:     3 * time.Second,
+	Invariants: invariants("a"),
+}),
+	scenario.Scenario{
+		ID:         "selftest-ineffective",
+		Title:      "a fault whose effect no probe can see",
+		Labels:     []string{"paper:selftest"},
+		Fault:      memlab.Flag{Name: "c", Hidden: true},
+		Window:     300 * time.Millisecond,
+		Settle:     3 * time.Second,
+		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-c", flag: "c", phase: verdict.Convergence}},
+	},
+	scenario.Scenario{
+		ID:         "selftest-long-window",
+		Title:      "holds its fault for a long window",
+		Labels:     []string{"slow"},
+		Fault:      memlab.Flag{Name: "w"},
+		Window:     longWindow(),
+		Settle:     3 * time.Second,
+		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-w", flag: "w", phase: verdict.Convergence}},
+	},
+)
+
+var _ = scenario.Register(scenario.Suite{
+	Name: "selftest",
+	OpenLab: func(context.Context) (lab.Lab, error) {
+		return memlab.Open(os.Getenv(envState), os.Getenv(envNotALab) == ""), nil
+	},
+	Sampler:       memlab.Sampler{},
+	SampleEvery:   100 * time.Millisecond,
+	Applicability: applicability,
+}, table)

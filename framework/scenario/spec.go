@@ -1,0 +1,339 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/ledger"
+	"github.com/faultline/faultline/framework/matchers"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// registerScenario builds one scenario's spec in the shape DESIGN.md gives:
+// BeforeEach reset/baseline/pre-fault judgement, JustBeforeEach
+// ledger-then-inject, It the window and the safety invariants, AfterEach
+// heal/settle/final and the convergence invariants, ReportAfterEach the run
+// record.
+func registerScenario(st *suiteState, sc Scenario) {
+	labels := append(sc.AutoLabels(), sc.Labels...)
+	Describe(fmt.Sprintf("%s [%s]", sc.ID, sc.arm()), Serial, Label(labels...), func() {
+		var r *run
+
+		BeforeEach(func(ctx SpecContext) {
+			r = nil
+			l := st.lab
+			if sc.Topology != "" && l.Info().Topology != sc.Topology {
+				Skip(fmt.Sprintf("scenario %s needs topology %s; lab %s is %s", sc.ID, sc.Topology, l.Info().Name, l.Info().Topology))
+			}
+			r = newRun(sc, st, time.Now())
+			start := time.Now()
+			defer r.timed("reset", start)
+			if err := l.Reset(ctx); err != nil {
+				Fail(r.abort("reset", err))
+			}
+			r.event("lab-reset", "")
+			if err := checkClean(ctx, st); err != nil {
+				Fail(r.abort("clean-start check", err))
+			}
+			if st.cfg.Prepare != nil {
+				if err := st.cfg.Prepare(ctx, l); err != nil {
+					Fail(r.abort("prepare", err))
+				}
+			}
+			baseline, events, err := st.cfg.Sampler.Sample(ctx, l)
+			if err != nil {
+				Fail(r.abort("baseline snapshot", err))
+			}
+			r.addEvents(events)
+			r.record.Baseline = &baseline
+			r.judgePreFault(st.cfg.Applicability, baseline)
+			fmt.Fprintf(GinkgoWriter, "%s: reset, baseline taken at %s\n", r.id, baseline.Taken.UTC().Format(time.RFC3339Nano))
+		})
+
+		JustBeforeEach(func(ctx SpecContext) {
+			l := st.lab
+			f := sc.injected()
+			led, err := ledger.Open(l.StateDir())
+			if err != nil {
+				Fail(r.abort("heal ledger", err))
+			}
+			// Written and synced before inject: a crash from here on
+			// leaves the entry for the next start to heal.
+			active, err := led.Record(f, l.Info().Name, r.id)
+			if err != nil {
+				Fail(r.abort("heal ledger", err))
+			}
+			r.mu.Lock()
+			r.active = active
+			r.mu.Unlock()
+			// Registered before inject so a partial inject is healed too.
+			// AfterEach heals first in the normal course; this is the net
+			// for when it cannot (its heal is done at most once).
+			this := r
+			DeferCleanup(func(ctx SpecContext) {
+				if err := this.heal(ctx, l); err != nil {
+					Fail(this.abort("heal", err))
+				}
+			})
+			start := time.Now()
+			err = f.Inject(ctx, l)
+			r.timed("inject", start)
+			if err != nil {
+				Fail(r.abort("inject", fmt.Errorf("%s: %w", fault.Describe(f), err)))
+			}
+			r.event("fault-injected", fault.Describe(f))
+		})
+
+		It(sc.Title, func(ctx SpecContext) {
+			l := st.lab
+			f := sc.injected()
+			start := time.Now()
+			deadline := start.Add(sc.Window)
+			for {
+				snap, events, err := st.cfg.Sampler.Sample(ctx, l)
+				if ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					r.event("sample-failed", err.Error())
+				} else {
+					r.addEvents(events)
+					r.mu.Lock()
+					r.record.Window = append(r.record.Window, snap)
+					r.mu.Unlock()
+				}
+				eff, err := f.Probe(ctx, l)
+				if ctx.Err() != nil {
+					break
+				}
+				r.addProbe(probe{At: time.Now(), Effect: eff, Err: err})
+				if !time.Now().Before(deadline) {
+					break
+				}
+				if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
+					break
+				}
+			}
+			r.timed("window", start)
+			if ctx.Err() != nil {
+				r.mu.Lock()
+				r.interrupted = fmt.Sprintf("the window was cut short after %s (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Lock()
+			window := r.record.Window
+			baseline := r.record.Baseline
+			r.mu.Unlock()
+			in := invariant.Input{Moment: invariant.Window, Snapshots: window, Timeline: r.timeline.Timeline(), Baseline: baseline}
+			if failures := r.assert(verdict.Safety, in); len(failures) > 0 {
+				Fail(violations("safety", failures))
+			}
+		})
+
+		AfterEach(func(ctx SpecContext) {
+			if r == nil {
+				return
+			}
+			l := st.lab
+			if CurrentSpecReport().State.Is(types.SpecStateInterrupted | types.SpecStateTimedout | types.SpecStateAborted) {
+				r.mu.Lock()
+				if r.interrupted == "" {
+					r.interrupted = "the run was " + CurrentSpecReport().State.String()
+				}
+				r.mu.Unlock()
+			}
+			healErr := r.heal(ctx, l)
+			if healErr != nil {
+				r.abort("heal", healErr)
+			}
+			var failures []string
+			r.mu.Lock()
+			settle := r.aborted == "" && r.interrupted == "" && r.active != nil
+			r.mu.Unlock()
+			if settle {
+				failures = r.settleAndJudge(ctx)
+			}
+			r.mu.Lock()
+			r.ended = time.Now()
+			r.mu.Unlock()
+			out := r.finish(CurrentSpecReport().State.String())
+			for _, j := range out.Judgements {
+				AddReportEntry("verdict "+j.Invariant, string(j.Verdict), ReportEntryVisibilityNever)
+			}
+			AddReportEntry("run verdict", string(out.RunVerdict), ReportEntryVisibilityNever)
+			if err := st.folder.WriteEvidence(r.id, r.record); err != nil {
+				fmt.Fprintf(GinkgoWriter, "%v\n", err)
+			}
+			fmt.Fprintf(GinkgoWriter, "%s: %s %s\n", r.id, out.RunVerdict, out.RunReason)
+			if healErr != nil {
+				failures = append(failures, healErr.Error())
+			}
+			if len(failures) > 0 {
+				Fail(violations("convergence", failures))
+			}
+		})
+
+		ReportAfterEach(func(report SpecReport) {
+			if r == nil {
+				return
+			}
+			out := r.finish(report.State.String())
+			if err := st.folder.AppendRun(out); err != nil {
+				fmt.Fprintf(GinkgoWriter, "%v\n", err)
+				// The run is lost from verdicts.jsonl; say so loudly.
+				AbortSuite(fmt.Sprintf("could not record run %s: %v", out.RunID, err))
+			}
+			r = nil
+		})
+	})
+}
+
+// settleAndJudge samples until every convergence invariant is no longer
+// violated or the settle timeout ends, takes the last sample as the final
+// snapshot, and judges the convergence invariants over it with their
+// matchers. It returns the failure messages.
+func (r *run) settleAndJudge(ctx context.Context) []string {
+	st := r.suite
+	l := st.lab
+	start := time.Now()
+	deadline := start.Add(r.sc.Settle)
+	var final *evidence.Snapshot
+	var lastErr error
+	for {
+		snap, events, err := st.cfg.Sampler.Sample(ctx, l)
+		if err == nil {
+			r.addEvents(events)
+			final = &snap
+			if r.converged(snap) {
+				r.event("settled", fmt.Sprintf("after %s", time.Since(start).Round(time.Millisecond)))
+				break
+			}
+		} else {
+			lastErr = err
+		}
+		if !time.Now().Before(deadline) {
+			r.event("settle-timeout", fmt.Sprintf("not converged within %s", r.sc.Settle))
+			break
+		}
+		if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
+			break
+		}
+	}
+	r.timed("settle", start)
+	if final == nil {
+		r.abort("final snapshot", fmt.Errorf("no snapshot could be taken while settling: %v", lastErr))
+		return nil
+	}
+	r.mu.Lock()
+	r.record.Final = final
+	baseline := r.record.Baseline
+	r.mu.Unlock()
+	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*final}, Timeline: r.timeline.Timeline(), Baseline: baseline}
+	return r.assert(verdict.Convergence, in)
+}
+
+// converged reports whether no convergence invariant still to be judged is
+// violated by snap.
+func (r *run) converged(snap evidence.Snapshot) bool {
+	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
+	for _, inv := range r.sc.Invariants {
+		if inv.Phase() != verdict.Convergence || r.isDecided(inv.Name()) {
+			continue
+		}
+		if invariant.Judge(inv, in).Verdict == verdict.Violated {
+			return false
+		}
+	}
+	return true
+}
+
+// assert judges every invariant of the phase not yet decided with its
+// Preserve matcher and records each verdict. It collects the failure
+// messages instead of failing at the first, so one violation never hides
+// the verdicts of the others.
+func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
+	var failures []string
+	g := gomega.NewGomega(func(message string, _ ...int) { failures = append(failures, message) })
+	for _, inv := range r.sc.Invariants {
+		if inv.Phase() != phase || r.isDecided(inv.Name()) {
+			continue
+		}
+		m := matchers.Preserve(inv)
+		g.Expect(in).To(m)
+		if j, ok := m.Judgement(); ok {
+			r.decide(j)
+		}
+	}
+	return failures
+}
+
+func (r *run) addEvents(events []evidence.Event) {
+	for _, e := range events {
+		r.timeline.Add(e)
+	}
+}
+
+func (r *run) addProbe(p probe) {
+	r.mu.Lock()
+	r.probes = append(r.probes, p)
+	r.mu.Unlock()
+	detail := p.Effect.Detail
+	kind := "probe-no-effect"
+	switch {
+	case p.Err != nil:
+		kind, detail = "probe-failed", p.Err.Error()
+	case p.Effect.Observed:
+		kind = "probe-effect"
+	}
+	r.timeline.Add(evidence.Event{At: p.At.UTC(), Source: "faultline", Subject: "fault/" + r.sc.Fault.Kind(), Kind: kind, Detail: detail})
+}
+
+// checkClean refuses to start a run on a lab that still holds a fault in
+// its ledger, or that says it is not up.
+func checkClean(ctx context.Context, st *suiteState) error {
+	led, err := ledger.Open(st.lab.StateDir())
+	if err != nil {
+		return err
+	}
+	entries, err := led.Entries()
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		b, _ := json.Marshal(entries)
+		return fmt.Errorf("the heal ledger still holds %d entries after reset: %s", len(entries), b)
+	}
+	status, err := st.lab.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("asking the lab's status: %w", err)
+	}
+	if !status.Up {
+		return fmt.Errorf("lab %s is not up after reset", status.Info.Name)
+	}
+	return nil
+}
+
+// sleepCtx sleeps for d or until ctx ends; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,167 @@
+package reports
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
+)
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+func run(id string, rv verdict.RunVerdict, js ...verdict.Judgement) verdict.Run {
+	return verdict.Run{RunID: id, Suite: "s", Scenario: "sc-" + id, Arm: "fault", Started: t0, Ended: t0.Add(2 * time.Second),
+		RunVerdict: rv, RunReason: map[bool]string{true: "", false: "probe saw nothing"}[rv == verdict.RunJudged], Judgements: js,
+		Lab: verdict.LabInfo{Name: "pair", Kind: "local"}, GitCommit: "abc", ConfigHash: "sha256:00"}
+}
+
+func j(inv string, v verdict.Verdict) verdict.Judgement {
+	return verdict.Judgement{Invariant: inv, Phase: verdict.Safety, Verdict: v, Reason: "because " + strings.ToLower(string(v))}
+}
+
+func TestAppendAndReadRuns(t *testing.T) {
+	f, err := NewFolder(t.TempDir(), "self test", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(f.Dir, "20261101T100000Z-self_test") {
+		t.Errorf("folder %s", f.Dir)
+	}
+	in := []verdict.Run{run("a", verdict.RunJudged, j("x", verdict.Violated)), run("b", verdict.FaultIneffective, j("x", verdict.Preserved))}
+	for _, r := range in {
+		if err := f.AppendRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A crash in the middle of a third append leaves an unterminated line.
+	file, _ := os.OpenFile(f.Path(VerdictsFile), os.O_WRONLY|os.O_APPEND, 0)
+	file.WriteString(`{"runID":"c","sce`)
+	file.Close()
+	out, err := ReadRuns(f.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0].RunID != "a" || out[1].RunVerdict != verdict.FaultIneffective || out[0].Judgements[0].Verdict != verdict.Violated {
+		t.Fatalf("read %+v", out)
+	}
+	// A malformed line that is not the last is an error naming the line.
+	os.WriteFile(f.Path(VerdictsFile), []byte("{\"runID\":\"a\",\"scenario\":\"x\"}\nnot json\n{}\n"), 0o644)
+	if _, err := ReadRuns(f.Dir); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed line: %v", err)
+	}
+	if _, err := ReadRuns(filepath.Join(f.Dir, "nope")); err == nil {
+		t.Error("a missing folder must be an error")
+	}
+	if g, _ := NewFolder(filepath.Dir(f.Dir), "self test", t0); g == nil || g.Dir == f.Dir {
+		t.Error("a second folder with the same start must get its own name")
+	}
+}
+
+func TestVerdictJUnitMapsEveryVerdict(t *testing.T) {
+	runs := []verdict.Run{
+		run("a", verdict.RunJudged, j("p", verdict.Preserved), j("v", verdict.Violated), j("i", verdict.InsufficientData), j("n", verdict.NotApplicable), j("d", verdict.DetectorInvalid)),
+		run("b", verdict.FaultIneffective, j("v", verdict.Violated)),
+	}
+	f, _ := NewFolder(t.TempDir(), "s", t0)
+	if err := f.WriteVerdictJUnit("s", runs); err != nil {
+		t.Fatal(err)
+	}
+	suites, err := ReadVerdictJUnit(f.Path(VerdictJUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := suites.TestSuites[0]
+	if ts.Tests != 6 || ts.Failures != 1 || ts.Skipped != 4 {
+		t.Fatalf("tests %d failures %d skipped %d", ts.Tests, ts.Failures, ts.Skipped)
+	}
+	want := map[string]string{"a/p": "passed", "a/v": "failed", "a/i": "skipped", "a/n": "skipped", "a/d": "skipped", "b/v": "skipped"}
+	for _, tc := range ts.TestCases {
+		key := tc.Properties.WithName(PropRunID) + "/" + tc.Properties.WithName(PropInvariant)
+		if tc.Status != want[key] {
+			t.Errorf("%s: status %s, want %s", key, tc.Status, want[key])
+		}
+		switch key {
+		case "a/v":
+			if tc.Failure == nil || tc.Failure.Message != "because violated" {
+				t.Errorf("violated case %+v", tc.Failure)
+			}
+		case "a/i":
+			if tc.Skipped == nil || tc.Skipped.Message != "INSUFFICIENT_DATA: because insufficient_data" {
+				t.Errorf("skipped case %+v", tc.Skipped)
+			}
+		case "b/v":
+			if tc.Skipped == nil || !strings.HasPrefix(tc.Skipped.Message, "FAULT_INEFFECTIVE: probe saw nothing") || tc.Properties.WithName(PropVerdict) != "VIOLATED" {
+				t.Errorf("ineffective run's case %+v", tc.Skipped)
+			}
+		}
+	}
+}
+
+func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
+	runs := []verdict.Run{
+		run("a", verdict.RunJudged, j("x", verdict.Violated), j("y", verdict.NotApplicable)),
+		run("b", verdict.RunJudged, j("x", verdict.Preserved)),
+		run("c", verdict.FaultIneffective, j("x", verdict.Violated)),
+	}
+	table := []verdict.Inapplicable{{FaultClass: "clock-skew", Invariant: "y", Reason: "clocks | never reach y"}}
+	s := Summary("s", runs, table)
+	for _, want := range []string{
+		"3 runs, 2 of them counted",
+		"| sc-c | fault | FAULT_INEFFECTIVE: probe saw nothing |",
+		"| x | fault | 1/2 = 50.0% [",
+		"| y | fault | 0/0 (no counted verdicts) | NOT_APPLICABLE 1 |",
+		`| clock-skew | y | clocks \| never reach y |`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if !strings.Contains(Summary("s", nil, nil), "Empty: every invariant was judged") {
+		t.Error("an empty table must be said to be empty")
+	}
+}
+
+func TestEvidenceAndProvenance(t *testing.T) {
+	f, _ := NewFolder(t.TempDir(), "s", t0)
+	b := evidence.NewSnapshot(t0)
+	if err := f.WriteEvidence("run/1", evidence.Record{Baseline: &b}); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.Open(f.EvidencePath("run/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if rec, err := evidence.ReadJSONL(file); err != nil || rec.Baseline == nil {
+		t.Errorf("evidence read back: %+v %v", rec, err)
+	}
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pair.yaml")
+	os.WriteFile(p, []byte("name: pair\nkind: static\nlab: true\nkubeconfig: k\nnetwork: {management: 10.0.0.0/24}\nssh: {user: u, knownHosts: k, identityFile: i}\nhosts: [{name: a, roles: [control-plane], address: 10.0.0.1}]\n"), 0o644)
+	c, err := lab.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ConfigHash(c)
+	// sha256 of the exact bytes above.
+	if err != nil || !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 {
+		t.Errorf("hash %q %v", h, err)
+	}
+	os.WriteFile(p, []byte("name: pair\nkind: static\nlab: true\nkubeconfig: k\nnetwork: {management: 10.0.0.0/24}\nssh: {user: u, knownHosts: k, identityFile: j}\nhosts: [{name: a, roles: [control-plane], address: 10.0.0.1}]\n"), 0o644)
+	if h2, _ := ConfigHash(c); h2 == h {
+		t.Error("a changed lab file must change the hash")
+	}
+	if h, _ := ConfigHash(&lab.Config{Name: "mem"}); !strings.HasPrefix(h, "sha256-json:") {
+		t.Errorf("in-memory config hash %q", h)
+	}
+	if c := GitCommit(context.Background()); c == "" {
+		t.Error("git commit must be a commit or unknown")
+	}
+}
