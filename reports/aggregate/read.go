@@ -12,10 +12,11 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
 )
 
 // VerdictsFile is the name of the run record file in a run folder.
-const VerdictsFile = "verdicts.jsonl"
+const VerdictsFile = reports.VerdictsFile
 
 // Record is one run record together with where it was read from, so that an
 // excluded run or a duplicate can be traced back to its line.

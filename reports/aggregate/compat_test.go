@@ -1,0 +1,72 @@
+package aggregate
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
+)
+
+// TestReadsWhatTheReportersWrite writes run records with the reporters'
+// own writer and checks that this package reads exactly the runs that
+// reports.ReadRuns reads, and counts them as expected.
+func TestReadsWhatTheReportersWrite(t *testing.T) {
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	folder, err := reports.NewFolder(t.TempDir(), "disagree", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := []verdict.Verdict{verdict.Violated, verdict.Preserved, verdict.Preserved, verdict.InsufficientData}
+	for i, v := range verdicts {
+		run := verdict.Run{
+			RunID: fmt.Sprintf("run-%d", i), Suite: "disagree", Scenario: "worker-power-off", Arm: "fault",
+			FaultClass: "power", FaultKind: "power-off", Labels: []string{"class:crash-stop", "arm:fault"},
+			Started: start.Add(time.Duration(i) * time.Minute), Ended: start.Add(time.Duration(i)*time.Minute + 30*time.Second),
+			RunVerdict: verdict.RunJudged,
+			Judgements: []verdict.Judgement{{Invariant: "single-copy", Phase: verdict.Safety, Verdict: v, Reason: "written by the reporter", Sources: []string{"cri/worker1"}, At: start}},
+			Timings:    map[string]float64{"window": 30},
+			Lab:        verdict.LabInfo{Name: "lab11", Kind: "local", TimerProfile: "fast"},
+			GitCommit:  "abc", ConfigHash: "sha256:00", SpecState: "passed",
+		}
+		if err := folder.AppendRun(run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := folder.AppendRun(verdict.Run{RunID: "ineffective", Suite: "disagree", Scenario: "worker-power-off", Arm: "fault",
+		Started: start.Add(time.Hour), RunVerdict: verdict.FaultIneffective, RunReason: "probe saw nothing",
+		Judgements: []verdict.Judgement{{Invariant: "single-copy", Phase: verdict.Safety, Verdict: verdict.Violated}},
+		Lab:        verdict.LabInfo{Name: "lab11", Kind: "local"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	theirs, err := reports.ReadRuns(folder.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := ReadRunFolders([]string{folder.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Records) != len(theirs) || len(in.CutShort) != 0 {
+		t.Fatalf("read %d records (%v cut short), reports.ReadRuns read %d", len(in.Records), in.CutShort, len(theirs))
+	}
+	for i := range theirs {
+		if !reflect.DeepEqual(in.Records[i].Run, theirs[i]) {
+			t.Errorf("record %d differs:\n ours   %+v\n theirs %+v", i, in.Records[i].Run, theirs[i])
+		}
+		if in.Records[i].Line != i+1 {
+			t.Errorf("record %d: line %d", i, in.Records[i].Line)
+		}
+	}
+	rep, err := Build(in, [][]string{{ByInvariant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep.Tables[0], "fault", "single-copy")
+	if r.Rate.Violated != 1 || r.Rate.Preserved != 2 || r.Rate.Other[verdict.InsufficientData] != 1 || r.Excluded != 1 || r.Runs != 4 {
+		t.Errorf("row %+v, want 1/3 with 1 insufficient data, 1 excluded, 4 runs", r)
+	}
+}
