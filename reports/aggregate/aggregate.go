@@ -5,6 +5,7 @@ package aggregate
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -91,7 +92,12 @@ type Report struct {
 	Excluded []Record
 	// CutShort are records a crash cut short ("file:line"), left out.
 	CutShort []string
-	Tables   []Table
+	// Applicability is the union of the run folders' applicability
+	// tables (the source of every NOT_APPLICABLE), sorted; NoApplicability
+	// lists the folders that had none.
+	Applicability   []verdict.Inapplicable
+	NoApplicability []string
+	Tables          []Table
 	// What the runs ran on; more than one value in any is worth a warning.
 	Labs, Profiles, KubernetesVersions, EtcdVersions, Commits []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
@@ -135,6 +141,7 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		sources.add(file)
 	}
 	rep.Sources = sources.sorted()
+	rep.mergeApplicability(in.Applicability)
 	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()
 	for _, w := range []struct {
 		what string
@@ -165,6 +172,55 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		rep.Tables = append(rep.Tables, buildTable(recs, dims))
 	}
 	return rep, nil
+}
+
+// mergeApplicability unions the folders' tables. Folders that disagree on
+// a row's reason, or that hold different rows, are judged by different
+// tables: the report says so.
+func (rep *Report) mergeApplicability(byFolder map[string][]verdict.Inapplicable) {
+	folders := make([]string, 0, len(byFolder))
+	for f := range byFolder {
+		folders = append(folders, f)
+	}
+	sort.Strings(folders)
+	rows := map[[2]string]verdict.Inapplicable{}
+	from := map[[2]string]string{}
+	shapes := set{}
+	for _, f := range folders {
+		var keys []string
+		for _, r := range byFolder[f] {
+			k := [2]string{r.FaultClass, r.Invariant}
+			keys = append(keys, k[0]+"\x00"+k[1])
+			if prev, ok := rows[k]; ok && prev.Reason != r.Reason {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the applicability tables of %s and %s give different reasons for fault class %s × invariant %s", from[k], f, r.FaultClass, r.Invariant))
+				continue
+			}
+			if _, ok := rows[k]; !ok {
+				rows[k], from[k] = r, f
+			}
+		}
+		sort.Strings(keys)
+		shapes.add("\x01" + strings.Join(keys, "\x01"))
+	}
+	if len(shapes) > 1 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the %d run folders were judged with %d different applicability tables; the table below is their union", len(folders), len(shapes)))
+	}
+	for _, r := range rows {
+		rep.Applicability = append(rep.Applicability, r)
+	}
+	sort.Slice(rep.Applicability, func(i, j int) bool {
+		a, b := rep.Applicability[i], rep.Applicability[j]
+		if a.FaultClass != b.FaultClass {
+			return a.FaultClass < b.FaultClass
+		}
+		return a.Invariant < b.Invariant
+	})
+	for _, src := range rep.Sources {
+		dir := filepath.Dir(src)
+		if _, ok := byFolder[dir]; !ok {
+			rep.NoApplicability = append(rep.NoApplicability, dir)
+		}
+	}
 }
 
 func buildTable(recs []Record, dims []string) Table {

@@ -494,3 +494,47 @@ func TestCutShortLastLineIsLeftOutAndReported(t *testing.T) {
 		t.Errorf("summary: %s", ex.String())
 	}
 }
+
+func TestApplicabilityTablesAreReported(t *testing.T) {
+	a, b := writeRuns(t)
+	row1 := `{"faultClass":"partition","invariant":"clock-monotonic","reason":"a partition does not touch clocks"}`
+	row2 := `{"faultClass":"clock-skew","invariant":"single-copy","reason":"engineered"}`
+	writeFile(t, filepath.Join(a, "applicability.json"), "["+row1+"]")
+	writeFile(t, filepath.Join(b, "applicability.json"), "["+row1+","+row2+"]")
+
+	rep := build(t, nil, a, b)
+	if len(rep.Applicability) != 2 || rep.Applicability[0].FaultClass != "clock-skew" || rep.Applicability[1].Reason != "a partition does not touch clocks" {
+		t.Errorf("union %+v", rep.Applicability)
+	}
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "2 different applicability tables") {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| partition | clock-monotonic | a partition does not touch clocks |") {
+		t.Errorf("markdown lacks the applicability row:\n%s", md.String())
+	}
+
+	// One table, a different reason for the same row, and a folder with none.
+	writeFile(t, filepath.Join(b, "applicability.json"), `[{"faultClass":"partition","invariant":"clock-monotonic","reason":"other"}]`)
+	c := filepath.Join(filepath.Dir(a), "third")
+	writeFile(t, filepath.Join(c, VerdictsFile), line("c1", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"))+"\n")
+	rep = build(t, nil, a, b, c)
+	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "give different reasons for fault class partition × invariant clock-monotonic") {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+	if len(rep.NoApplicability) != 1 || rep.NoApplicability[0] != c {
+		t.Errorf("folders without a table: %v", rep.NoApplicability)
+	}
+
+	writeFile(t, filepath.Join(b, "applicability.json"), `[{"faultClass":"partition"}]`)
+	if _, err := ReadRunFolders([]string{b}); err == nil || !strings.Contains(err.Error(), "applicability.json: applicability row 0 needs faultClass and invariant") {
+		t.Errorf("incomplete row: %v", err)
+	}
+	writeFile(t, filepath.Join(b, "applicability.json"), `{`)
+	if _, err := ReadRunFolders([]string{b}); err == nil || !strings.Contains(err.Error(), "applicability.json: malformed applicability table") {
+		t.Errorf("malformed table: %v", err)
+	}
+}

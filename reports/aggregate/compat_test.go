@@ -46,6 +46,10 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	table := []verdict.Inapplicable{{FaultClass: "power", Invariant: "clock-monotonic", Reason: "power-off does not touch clocks"}}
+	if err := folder.WriteSummary("disagree", theirs, table); err != nil {
+		t.Fatal(err)
+	}
 	in, err := ReadRunFolders([]string{folder.Dir})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +64,9 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 		if in.Records[i].Line != i+1 {
 			t.Errorf("record %d: line %d", i, in.Records[i].Line)
 		}
+	}
+	if got := in.Applicability[folder.Dir]; !reflect.DeepEqual(got, table) {
+		t.Errorf("applicability table read back as %+v", got)
 	}
 	rep, err := Build(in, [][]string{{ByInvariant}})
 	if err != nil {

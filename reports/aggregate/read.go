@@ -36,6 +36,9 @@ type Input struct {
 	// (no final newline): those runs never finished writing their record,
 	// so they are left out, and the report says so.
 	CutShort []string
+	// Applicability is each run folder's applicability table, by folder,
+	// for the folders that have one.
+	Applicability map[string][]verdict.Inapplicable
 }
 
 // ReadRunFolders reads the verdicts.jsonl of every folder (a path that is a
@@ -51,12 +54,19 @@ func ReadRunFolders(paths []string) (*Input, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no run folders given")
 	}
-	in := &Input{}
+	in := &Input{Applicability: map[string][]verdict.Inapplicable{}}
 	seen := map[string]string{}
 	for _, p := range paths {
 		file, err := verdictsFileOf(p)
 		if err != nil {
 			return nil, err
+		}
+		table, ok, err := readApplicability(filepath.Dir(file))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			in.Applicability[filepath.Dir(file)] = table
 		}
 		recs, cut, err := ReadVerdictsFile(file)
 		if err != nil {
@@ -97,6 +107,30 @@ func verdictsFileOf(p string) (string, error) {
 		return "", fmt.Errorf("run folder %s has no %s (give folders such as reports/runs/<time>-<suite>): %w", p, VerdictsFile, err)
 	}
 	return file, nil
+}
+
+// readApplicability reads a run folder's applicability table; ok is false
+// when the folder has none.
+func readApplicability(dir string) (table []verdict.Inapplicable, ok bool, err error) {
+	path := filepath.Join(dir, reports.ApplicabilityFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the applicability table: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&table); err != nil {
+		return nil, false, fmt.Errorf("%s: malformed applicability table: %w", path, err)
+	}
+	for i, row := range table {
+		if row.FaultClass == "" || row.Invariant == "" {
+			return nil, false, fmt.Errorf("%s: applicability row %d needs faultClass and invariant", path, i)
+		}
+	}
+	return table, true, nil
 }
 
 // ReadVerdictsFile reads one verdicts.jsonl. Blank lines are allowed. cut

@@ -90,6 +90,20 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		}
 	}
 
+	b.WriteString("\n## Applicability table\n\n" +
+		"A fault class that cannot reach what an invariant reads makes that invariant NOT_APPLICABLE.\n\n")
+	if len(rep.Applicability) == 0 {
+		b.WriteString("No rows.\n")
+	} else {
+		b.WriteString("| fault class | invariant | why not applicable |\n|---|---|---|\n")
+		for _, r := range rep.Applicability {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(r.FaultClass), mdEscape(r.Invariant), mdEscape(r.Reason))
+		}
+	}
+	if len(rep.NoApplicability) > 0 {
+		fmt.Fprintf(&b, "\nNo applicability table recorded for: %s.\n", mdEscape(strings.Join(rep.NoApplicability, ", ")))
+	}
+
 	b.WriteString("\n## Excluded runs\n\n")
 	if len(rep.Excluded) == 0 && len(rep.CutShort) == 0 {
 		b.WriteString("None.\n")
