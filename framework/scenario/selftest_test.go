@@ -172,7 +172,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 
 	// verdicts.jsonl
 	runs := s.runs(t)
-	if got := scenarioArms(runs); !slices.Equal(got, []string{"selftest-ineffective/fault", "selftest-verdicts/fault", "selftest-verdicts/null"}) {
+	if got := scenarioArms(runs); !slices.Equal(got, []string{"selftest-ineffective/fault", "selftest-inject-fails/fault", "selftest-verdicts/fault", "selftest-verdicts/null"}) {
 		t.Fatalf("runs %v", got)
 	}
 	seen := map[string]bool{}
@@ -213,6 +213,15 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	if ir := byRun["selftest-ineffective/fault"]; ir.RunVerdict != verdict.FaultIneffective || ir.Counted() {
 		t.Errorf("ineffective run %+v", ir)
 	}
+	ar := byRun["selftest-inject-fails/fault"]
+	if ar.RunVerdict != verdict.RunAborted || !strings.Contains(ar.RunReason, "inject failed") || ar.SpecState != "failed" {
+		t.Errorf("failed inject: run %s (%s), spec %s", ar.RunVerdict, ar.RunReason, ar.SpecState)
+	}
+	for _, j := range ar.Judgements {
+		if j.Verdict != verdict.InsufficientData {
+			t.Errorf("a run whose inject failed must not claim %s for %s", j.Verdict, j.Invariant)
+		}
+	}
 
 	// verdicts-junit.xml: one case per run × invariant.
 	vj, err := reports.ReadVerdictJUnit(filepath.Join(dir, reports.VerdictJUnitFile))
@@ -232,8 +241,8 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 			}
 		}
 	}
-	if cases != 6+6+2 || failures != 1 {
-		t.Errorf("verdict JUnit: %d cases, %d failures; want 14, 1", cases, failures)
+	if cases != 6+6+2+2 || failures != 1 {
+		t.Errorf("verdict JUnit: %d cases, %d failures; want 16, 1", cases, failures)
 	}
 	if m := missingKinds(seen); len(m) > 0 {
 		t.Errorf("verdicts-junit.xml lacks %v", m)
@@ -261,8 +270,8 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 			}
 		}
 	}
-	if specs != 3 || gj.TestSuites[0].Failures != 1 {
-		t.Errorf("Ginkgo JUnit: %d specs with verdicts, %d failures; want 3, 1", specs, gj.TestSuites[0].Failures)
+	if specs != 4 || gj.TestSuites[0].Failures != 2 {
+		t.Errorf("Ginkgo JUnit: %d specs with verdicts, %d failures; want 4, 2", specs, gj.TestSuites[0].Failures)
 	}
 	if m := missingKinds(seen); len(m) > 0 {
 		t.Errorf("junit.xml lacks %v", m)
@@ -270,11 +279,14 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 
 	// The It of the fault arm failed; heal still ran and the ledger is empty.
 	st := memState(t, s.state)
-	if st.Flags["a"] || st.Flags["c"] {
+	if st.Flags["a"] || st.Flags["c"] || st.Flags["f"] {
 		t.Errorf("faults left in the lab: %v", st.Flags)
 	}
 	if i, j := slices.Index(st.Log, "inject a"), slices.Index(st.Log, "heal a"); i < 0 || j < i {
 		t.Errorf("heal after the failed It did not run: %v", st.Log)
+	}
+	if i, j := slices.Index(st.Log, "inject f"), slices.Index(st.Log, "heal f"); i < 0 || j < i {
+		t.Errorf("heal after the failed inject did not run: %v", st.Log)
 	}
 	if es := ledgerEntries(t, s.state); len(es) != 0 {
 		t.Errorf("ledger not empty: %v", es)
@@ -288,7 +300,8 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 		}
 		rec, err := evidence.ReadJSONL(f)
 		f.Close()
-		if err != nil || rec.Baseline == nil || len(rec.Window) == 0 || rec.Final == nil || len(rec.Timeline.OfKind("fault-healed")) != 1 {
+		judged := r.RunVerdict != verdict.RunAborted
+		if err != nil || rec.Baseline == nil || judged != (len(rec.Window) > 0) || judged != (rec.Final != nil) || len(rec.Timeline.OfKind("fault-healed")) != 1 {
 			t.Errorf("evidence of %s: %v (baseline %v, %d window, final %v, %d heal events)", r.RunID, err, rec.Baseline != nil, len(rec.Window), rec.Final != nil, len(rec.Timeline.OfKind("fault-healed")))
 		}
 	}
@@ -315,7 +328,7 @@ func TestSelftestLabelFilterSelectsTheRightSet(t *testing.T) {
 		"arm:null":                    {"selftest-verdicts/null"},
 		"paper:selftest && arm:fault": {"selftest-ineffective/fault", "selftest-verdicts/fault"},
 		"ci":                          {"selftest-verdicts/fault", "selftest-verdicts/null"},
-		"fault:memlab-flag && !slow":  {"selftest-ineffective/fault", "selftest-verdicts/fault", "selftest-verdicts/null"},
+		"fault:memlab-flag && !slow":  {"selftest-ineffective/fault", "selftest-inject-fails/fault", "selftest-verdicts/fault", "selftest-verdicts/null"},
 	} {
 		s := newSelftest(t, t.TempDir(), nil, "-ginkgo.label-filter="+filter)
 		s.run(t)

@@ -135,7 +135,11 @@ func registerScenario(st *suiteState, sc Scenario) {
 			baseline := r.record.Baseline
 			r.mu.Unlock()
 			in := invariant.Input{Moment: invariant.Window, Snapshots: window, Timeline: r.timeline.Timeline(), Baseline: baseline}
-			if failures := r.assert(verdict.Safety, in); len(failures) > 0 {
+			failures := r.assert(verdict.Safety, in)
+			r.mu.Lock()
+			r.watched = true
+			r.mu.Unlock()
+			if len(failures) > 0 {
 				Fail(violations("safety", failures))
 			}
 		})
@@ -151,6 +155,14 @@ func registerScenario(st *suiteState, sc Scenario) {
 					r.interrupted = "the run was " + CurrentSpecReport().State.String()
 				}
 				r.mu.Unlock()
+			}
+			// Injected, not interrupted, yet the It never reached its
+			// judgement: something in the window failed or panicked.
+			r.mu.Lock()
+			brokenWindow := r.active != nil && r.aborted == "" && r.interrupted == "" && !r.watched
+			r.mu.Unlock()
+			if brokenWindow {
+				r.abort("window", fmt.Errorf("the It ended without judging (%s: %s)", CurrentSpecReport().State, CurrentSpecReport().Failure.Message))
 			}
 			healErr := r.heal(ctx, l)
 			if healErr != nil {

@@ -72,6 +72,15 @@ var table = append(scenario.WithNullArms(scenario.Scenario{
 		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-c", flag: "c", phase: verdict.Convergence}},
 	},
 	scenario.Scenario{
+		ID:         "selftest-inject-fails",
+		Title:      "a fault whose inject fails halfway",
+		Labels:     []string{"broken"},
+		Fault:      memlab.Flag{Name: "f", FailInject: true},
+		Window:     300 * time.Millisecond,
+		Settle:     3 * time.Second,
+		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-f", flag: "f", phase: verdict.Convergence}},
+	},
+	scenario.Scenario{
 		ID:         "selftest-long-window",
 		Title:      "holds its fault for a long window",
 		Labels:     []string{"slow"},
