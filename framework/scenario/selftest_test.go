@@ -190,7 +190,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	if m := missingKinds(seen); len(m) > 0 {
 		t.Errorf("verdicts.jsonl lacks %v", m)
 	}
-	want := map[string]verdict.Verdict{"no-flag-a": verdict.Violated, "no-flag-b": verdict.Preserved, "dark-source": verdict.InsufficientData,
+	want := map[string]verdict.Verdict{"no-flag-a": verdict.Violated, "also-no-flag-a": verdict.Violated, "no-flag-b": verdict.Preserved, "dark-source": verdict.InsufficientData,
 		"unreachable": verdict.NotApplicable, "no-preexisting": verdict.DetectorInvalid, "healed-a": verdict.Preserved}
 	fr := byRun["selftest-verdicts/fault"]
 	if fr.RunVerdict != verdict.RunJudged || fr.SpecState != "failed" || len(fr.Judgements) != len(want) {
@@ -203,7 +203,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	}
 	nr := byRun["selftest-verdicts/null"]
 	for _, j := range nr.Judgements {
-		if j.Invariant == "no-flag-a" && j.Verdict != verdict.Preserved {
+		if strings.HasSuffix(j.Invariant, "no-flag-a") && j.Verdict != verdict.Preserved {
 			t.Errorf("null arm must preserve no-flag-a: %+v", j)
 		}
 	}
@@ -236,13 +236,13 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 		seen[tc.Properties.WithName(reports.PropRunVerdict)] = true
 		if tc.Failure != nil {
 			failures++
-			if tc.Properties.WithName(reports.PropInvariant) != "no-flag-a" || tc.Properties.WithName(reports.PropArm) != "fault" {
+			if !strings.HasSuffix(tc.Properties.WithName(reports.PropInvariant), "no-flag-a") || tc.Properties.WithName(reports.PropArm) != "fault" {
 				t.Errorf("unexpected failure %s", tc.Name)
 			}
 		}
 	}
-	if cases != 6+6+2+2 || failures != 1 {
-		t.Errorf("verdict JUnit: %d cases, %d failures; want 16, 1", cases, failures)
+	if cases != 7+7+2+2 || failures != 2 {
+		t.Errorf("verdict JUnit: %d cases, %d failures; want 18, 2", cases, failures)
 	}
 	if m := missingKinds(seen); len(m) > 0 {
 		t.Errorf("verdicts-junit.xml lacks %v", m)
@@ -254,12 +254,21 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen = map[string]bool{}
-	specs := 0
+	specs, listed := 0, false
 	for _, tc := range gj.TestSuites[0].TestCases {
 		if tc.Properties == nil {
 			continue
 		}
 		specs++
+		// One violation must not hide another: the spec fails once,
+		// naming both.
+		if strings.Contains(tc.Name, "selftest-verdicts [fault]") {
+			listed = true
+			if tc.Failure == nil || !strings.Contains(tc.Failure.Message, "2 safety invariant(s) VIOLATED") ||
+				!strings.Contains(tc.Failure.Message, "invariant no-flag-a (safety)") || !strings.Contains(tc.Failure.Message, "invariant also-no-flag-a (safety)") {
+				t.Errorf("the failing spec must list every violation: %+v", tc.Failure)
+			}
+		}
 		for _, p := range tc.Properties.Properties {
 			if strings.HasPrefix(p.Name, "verdict ") || p.Name == "run verdict" {
 				var v string
@@ -269,6 +278,9 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 				seen[v] = true
 			}
 		}
+	}
+	if !listed {
+		t.Error("Ginkgo JUnit has no case for selftest-verdicts [fault]")
 	}
 	if specs != 4 || gj.TestSuites[0].Failures != 2 {
 		t.Errorf("Ginkgo JUnit: %d specs with verdicts, %d failures; want 4, 2", specs, gj.TestSuites[0].Failures)

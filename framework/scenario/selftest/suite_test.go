@@ -38,6 +38,7 @@ var applicability = invariant.Table{
 func invariants(flag string) []invariant.Invariant {
 	return []invariant.Invariant{
 		noFlag{name: "no-flag-" + flag, flag: flag, phase: verdict.Safety},
+		noFlag{name: "also-no-flag-" + flag, flag: flag, phase: verdict.Safety},
 		noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety},
 		darkSource{},
 		noFlag{name: "unreachable", flag: "z", phase: verdict.Safety},
