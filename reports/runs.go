@@ -82,10 +82,10 @@ func readRuns(rd io.Reader, name string) ([]verdict.Run, error) {
 		if len(line) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
+		// Unknown fields are allowed: records written by a newer faultline
+		// stay readable. Verdicts are still checked as they decode.
 		var r verdict.Run
-		if err := dec.Decode(&r); err != nil {
+		if err := json.Unmarshal(line, &r); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
 		}
 		if r.RunID == "" || r.Scenario == "" {

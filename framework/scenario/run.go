@@ -42,10 +42,12 @@ type run struct {
 	// aborted names the phase that failed and why; empty if none did.
 	aborted     string
 	interrupted string
-	active      *ledger.Active
-	healed      bool
-	healErr     error
-	finished    *verdict.Run
+	// watched is set when the It judged the safety invariants.
+	watched  bool
+	active   *ledger.Active
+	healed   bool
+	healErr  error
+	finished *verdict.Run
 }
 
 func newRun(sc Scenario, st *suiteState, now time.Time) *run {

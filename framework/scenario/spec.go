@@ -135,7 +135,11 @@ func registerScenario(st *suiteState, sc Scenario) {
 			baseline := r.record.Baseline
 			r.mu.Unlock()
 			in := invariant.Input{Moment: invariant.Window, Snapshots: window, Timeline: r.timeline.Timeline(), Baseline: baseline}
-			if failures := r.assert(verdict.Safety, in); len(failures) > 0 {
+			failures := r.assert(verdict.Safety, in)
+			r.mu.Lock()
+			r.watched = true
+			r.mu.Unlock()
+			if len(failures) > 0 {
 				Fail(violations("safety", failures))
 			}
 		})
@@ -151,6 +155,14 @@ func registerScenario(st *suiteState, sc Scenario) {
 					r.interrupted = "the run was " + CurrentSpecReport().State.String()
 				}
 				r.mu.Unlock()
+			}
+			// Injected, not interrupted, yet the It never reached its
+			// judgement: something in the window failed or panicked.
+			r.mu.Lock()
+			brokenWindow := r.active != nil && r.aborted == "" && r.interrupted == "" && !r.watched
+			r.mu.Unlock()
+			if brokenWindow {
+				r.abort("window", fmt.Errorf("the It ended without judging (%s: %s)", CurrentSpecReport().State, CurrentSpecReport().Failure.Message))
 			}
 			healErr := r.heal(ctx, l)
 			if healErr != nil {
@@ -175,10 +187,10 @@ func registerScenario(st *suiteState, sc Scenario) {
 				fmt.Fprintf(GinkgoWriter, "%v\n", err)
 			}
 			fmt.Fprintf(GinkgoWriter, "%s: %s %s\n", r.id, out.RunVerdict, out.RunReason)
-			if healErr != nil {
-				failures = append(failures, healErr.Error())
-			}
-			if len(failures) > 0 {
+			switch {
+			case healErr != nil:
+				Fail(fmt.Sprintf("heal failed: %v", healErr))
+			case len(failures) > 0:
 				Fail(violations("convergence", failures))
 			}
 		})
@@ -186,6 +198,13 @@ func registerScenario(st *suiteState, sc Scenario) {
 		ReportAfterEach(func(report SpecReport) {
 			if r == nil {
 				return
+			}
+			r.mu.Lock()
+			cut := r.finished == nil
+			r.mu.Unlock()
+			if cut {
+				// AfterEach did not get to the end: its judgement is incomplete.
+				r.abort("heal and settle", fmt.Errorf("AfterEach ended early (%s: %s)", report.State, report.Failure.Message))
 			}
 			out := r.finish(report.State.String())
 			if err := st.folder.AppendRun(out); err != nil {
@@ -239,7 +258,16 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	baseline := r.record.Baseline
 	r.mu.Unlock()
 	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*final}, Timeline: r.timeline.Timeline(), Baseline: baseline}
-	return r.assert(verdict.Convergence, in)
+	failures := r.assert(verdict.Convergence, in)
+	r.mu.Lock()
+	for name, j := range r.decided {
+		if j.Phase == verdict.Convergence && j.Verdict == verdict.Violated {
+			j.Reason += fmt.Sprintf(" (still so when the settle timeout of %s ran out after heal)", r.sc.Settle)
+			r.decided[name] = j
+		}
+	}
+	r.mu.Unlock()
+	return failures
 }
 
 // converged reports whether no convergence invariant still to be judged is

@@ -38,6 +38,7 @@ var applicability = invariant.Table{
 func invariants(flag string) []invariant.Invariant {
 	return []invariant.Invariant{
 		noFlag{name: "no-flag-" + flag, flag: flag, phase: verdict.Safety},
+		noFlag{name: "also-no-flag-" + flag, flag: flag, phase: verdict.Safety},
 		noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety},
 		darkSource{},
 		noFlag{name: "unreachable", flag: "z", phase: verdict.Safety},
@@ -70,6 +71,15 @@ var table = append(scenario.WithNullArms(scenario.Scenario{
 		Window:     300 * time.Millisecond,
 		Settle:     3 * time.Second,
 		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-c", flag: "c", phase: verdict.Convergence}},
+	},
+	scenario.Scenario{
+		ID:         "selftest-inject-fails",
+		Title:      "a fault whose inject fails halfway",
+		Labels:     []string{"broken"},
+		Fault:      memlab.Flag{Name: "f", FailInject: true},
+		Window:     300 * time.Millisecond,
+		Settle:     3 * time.Second,
+		Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-f", flag: "f", phase: verdict.Convergence}},
 	},
 	scenario.Scenario{
 		ID:         "selftest-long-window",

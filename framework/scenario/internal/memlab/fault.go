@@ -16,10 +16,12 @@ const FlagKind = "memlab-flag"
 const FlagClass fault.Class = "memlab-flag"
 
 // Flag sets Name while injected. With Hidden its probe never sees it, as
-// with a fault whose effect cannot be observed.
+// with a fault whose effect cannot be observed. With FailInject its inject
+// sets the flag and then fails, as a fault that took hold halfway.
 type Flag struct {
-	Name   string `json:"name"`
-	Hidden bool   `json:"hidden,omitempty"`
+	Name       string `json:"name"`
+	Hidden     bool   `json:"hidden,omitempty"`
+	FailInject bool   `json:"failInject,omitempty"`
 }
 
 func (f Flag) Kind() string       { return FlagKind }
@@ -42,10 +44,14 @@ func (f Flag) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return err
 	}
-	return m.Update(func(s *State) {
+	err = m.Update(func(s *State) {
 		s.Flags[f.Name] = true
 		s.Log = append(s.Log, "inject "+f.Name)
 	})
+	if err == nil && f.FailInject {
+		err = fmt.Errorf("flag %s set, then the inject broke off", f.Name)
+	}
+	return err
 }
 
 func (f Flag) Heal(ctx context.Context, l lab.Lab) error {

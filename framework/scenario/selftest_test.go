@@ -1,0 +1,511 @@
+package scenario_test
+
+// These tests run the self-test suite (./selftest) as a subprocess against
+// memlab and assert on what it leaves behind: the run folder's JUnit and
+// JSONL files, memlab's state file and the heal ledger. Never on log text,
+// except where the thing under test is the error message itself.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/ledger"
+	"github.com/faultline/faultline/framework/scenario/internal/memlab"
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
+)
+
+var selftestBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faultline-selftest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	selftestBinary = filepath.Join(dir, "selftest.test")
+	build := exec.Command("go", "test", "-c", "-o", selftestBinary, "./selftest")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the self-test suite: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// selftestRun is one invocation of the self-test suite.
+type selftestRun struct {
+	state, reports string
+	cmd            *exec.Cmd
+	out            bytes.Buffer
+}
+
+func newSelftest(t *testing.T, state string, env []string, args ...string) *selftestRun {
+	t.Helper()
+	s := &selftestRun{state: state, reports: t.TempDir()}
+	s.cmd = exec.Command(selftestBinary, append([]string{"-test.v", "-ginkgo.no-color"}, args...)...)
+	s.cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+state, "FAULTLINE_REPORTS_DIR="+s.reports)
+	s.cmd.Env = append(s.cmd.Env, env...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	return s
+}
+
+// run runs the suite to the end and returns its exit code.
+func (s *selftestRun) run(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCode(t, err, s)
+	case <-ctx.Done():
+		s.cmd.Process.Kill()
+		<-done
+		t.Fatalf("self-test did not finish:\n%s", s.out.String())
+		return -1
+	}
+}
+
+func exitCode(t *testing.T, err error, s *selftestRun) int {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	default:
+		t.Fatalf("running self-test: %v\n%s", err, s.out.String())
+		return -1
+	}
+}
+
+// folder is the one run folder the invocation made.
+func (s *selftestRun) folder(t *testing.T) string {
+	t.Helper()
+	des, err := os.ReadDir(s.reports)
+	if err != nil || len(des) != 1 {
+		t.Fatalf("want one run folder in %s, got %v (%v)\n%s", s.reports, des, err, s.out.String())
+	}
+	return filepath.Join(s.reports, des[0].Name())
+}
+
+func (s *selftestRun) runs(t *testing.T) []verdict.Run {
+	t.Helper()
+	runs, err := reports.ReadRuns(s.folder(t))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.out.String())
+	}
+	return runs
+}
+
+func memState(t *testing.T, dir string) memlab.State {
+	t.Helper()
+	st, err := memlab.Open(dir, true).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func ledgerEntries(t *testing.T, dir string) []ledger.Entry {
+	t.Helper()
+	led, err := ledger.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := led.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func scenarioArms(runs []verdict.Run) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.Scenario+"/"+r.Arm)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var sixKinds = []string{"PRESERVED", "VIOLATED", "INSUFFICIENT_DATA", "NOT_APPLICABLE", "DETECTOR_INVALID", "FAULT_INEFFECTIVE"}
+
+func missingKinds(seen map[string]bool) []string {
+	var missing []string
+	for _, k := range sixKinds {
+		if !seen[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
+	t.Parallel()
+	s := newSelftest(t, t.TempDir(), nil, "-ginkgo.label-filter=!slow")
+	if code := s.run(t); code != 1 {
+		t.Fatalf("exit %d, want 1 (the VIOLATED scenario fails its spec)\n%s", code, s.out.String())
+	}
+	dir := s.folder(t)
+
+	// verdicts.jsonl
+	runs := s.runs(t)
+	if got := scenarioArms(runs); !slices.Equal(got, []string{"selftest-ineffective/fault", "selftest-inject-fails/fault", "selftest-verdicts/fault", "selftest-verdicts/null"}) {
+		t.Fatalf("runs %v", got)
+	}
+	seen := map[string]bool{}
+	byRun := map[string]verdict.Run{}
+	for _, r := range runs {
+		byRun[r.Scenario+"/"+r.Arm] = r
+		seen[string(r.RunVerdict)] = true
+		for _, j := range r.Judgements {
+			seen[string(j.Verdict)] = true
+		}
+		if r.ConfigHash == "" || r.GitCommit == "" || r.Lab.Name != memlab.Name || r.Suite != "selftest" {
+			t.Errorf("run %s lacks provenance: %+v", r.RunID, r)
+		}
+	}
+	if m := missingKinds(seen); len(m) > 0 {
+		t.Errorf("verdicts.jsonl lacks %v", m)
+	}
+	want := map[string]verdict.Verdict{"no-flag-a": verdict.Violated, "also-no-flag-a": verdict.Violated, "no-flag-b": verdict.Preserved, "dark-source": verdict.InsufficientData,
+		"unreachable": verdict.NotApplicable, "no-preexisting": verdict.DetectorInvalid, "healed-a": verdict.Preserved}
+	fr := byRun["selftest-verdicts/fault"]
+	if fr.RunVerdict != verdict.RunJudged || fr.SpecState != "failed" || len(fr.Judgements) != len(want) {
+		t.Errorf("fault arm run %+v", fr)
+	}
+	for _, j := range fr.Judgements {
+		if j.Verdict != want[j.Invariant] {
+			t.Errorf("fault arm: %s is %s, want %s (%s)", j.Invariant, j.Verdict, want[j.Invariant], j.Reason)
+		}
+	}
+	nr := byRun["selftest-verdicts/null"]
+	for _, j := range nr.Judgements {
+		if strings.HasSuffix(j.Invariant, "no-flag-a") && j.Verdict != verdict.Preserved {
+			t.Errorf("null arm must preserve no-flag-a: %+v", j)
+		}
+	}
+	if nr.RunVerdict != verdict.RunJudged || nr.SpecState != "passed" {
+		t.Errorf("null arm run %s/%s, want JUDGED/passed", nr.RunVerdict, nr.SpecState)
+	}
+	if ir := byRun["selftest-ineffective/fault"]; ir.RunVerdict != verdict.FaultIneffective || ir.Counted() {
+		t.Errorf("ineffective run %+v", ir)
+	}
+	ar := byRun["selftest-inject-fails/fault"]
+	if ar.RunVerdict != verdict.RunAborted || !strings.Contains(ar.RunReason, "inject failed") || ar.SpecState != "failed" {
+		t.Errorf("failed inject: run %s (%s), spec %s", ar.RunVerdict, ar.RunReason, ar.SpecState)
+	}
+	for _, j := range ar.Judgements {
+		if j.Verdict != verdict.InsufficientData {
+			t.Errorf("a run whose inject failed must not claim %s for %s", j.Verdict, j.Invariant)
+		}
+	}
+
+	// verdicts-junit.xml: one case per run × invariant.
+	vj, err := reports.ReadVerdictJUnit(filepath.Join(dir, reports.VerdictJUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen = map[string]bool{}
+	cases, failures := 0, 0
+	for _, tc := range vj.TestSuites[0].TestCases {
+		cases++
+		seen[tc.Properties.WithName(reports.PropVerdict)] = true
+		seen[tc.Properties.WithName(reports.PropRunVerdict)] = true
+		if tc.Failure != nil {
+			failures++
+			if !strings.HasSuffix(tc.Properties.WithName(reports.PropInvariant), "no-flag-a") || tc.Properties.WithName(reports.PropArm) != "fault" {
+				t.Errorf("unexpected failure %s", tc.Name)
+			}
+		}
+	}
+	if cases != 7+7+2+2 || failures != 2 {
+		t.Errorf("verdict JUnit: %d cases, %d failures; want 18, 2", cases, failures)
+	}
+	if m := missingKinds(seen); len(m) > 0 {
+		t.Errorf("verdicts-junit.xml lacks %v", m)
+	}
+
+	// junit.xml: Ginkgo's own, with the verdicts as spec properties.
+	gj, err := reports.ReadVerdictJUnit(filepath.Join(dir, reports.GinkgoJUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen = map[string]bool{}
+	specs, listed := 0, false
+	for _, tc := range gj.TestSuites[0].TestCases {
+		if tc.Properties == nil {
+			continue
+		}
+		specs++
+		// One violation must not hide another: the spec fails once,
+		// naming both.
+		if strings.Contains(tc.Name, "selftest-verdicts [fault]") {
+			listed = true
+			if tc.Failure == nil || !strings.Contains(tc.Failure.Message, "2 safety invariant(s) VIOLATED") ||
+				!strings.Contains(tc.Failure.Message, "invariant no-flag-a (safety)") || !strings.Contains(tc.Failure.Message, "invariant also-no-flag-a (safety)") {
+				t.Errorf("the failing spec must list every violation: %+v", tc.Failure)
+			}
+		}
+		for _, p := range tc.Properties.Properties {
+			if strings.HasPrefix(p.Name, "verdict ") || p.Name == "run verdict" {
+				var v string
+				if err := json.Unmarshal([]byte(p.Value), &v); err != nil {
+					t.Errorf("property %s=%s: %v", p.Name, p.Value, err)
+				}
+				seen[v] = true
+			}
+		}
+	}
+	if !listed {
+		t.Error("Ginkgo JUnit has no case for selftest-verdicts [fault]")
+	}
+	if specs != 4 || gj.TestSuites[0].Failures != 2 {
+		t.Errorf("Ginkgo JUnit: %d specs with verdicts, %d failures; want 4, 2", specs, gj.TestSuites[0].Failures)
+	}
+	if m := missingKinds(seen); len(m) > 0 {
+		t.Errorf("junit.xml lacks %v", m)
+	}
+
+	// The It of the fault arm failed; heal still ran and the ledger is empty.
+	st := memState(t, s.state)
+	if st.Flags["a"] || st.Flags["c"] || st.Flags["f"] {
+		t.Errorf("faults left in the lab: %v", st.Flags)
+	}
+	if i, j := slices.Index(st.Log, "inject a"), slices.Index(st.Log, "heal a"); i < 0 || j < i {
+		t.Errorf("heal after the failed It did not run: %v", st.Log)
+	}
+	if i, j := slices.Index(st.Log, "inject f"), slices.Index(st.Log, "heal f"); i < 0 || j < i {
+		t.Errorf("heal after the failed inject did not run: %v", st.Log)
+	}
+	if es := ledgerEntries(t, s.state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+
+	// Evidence of every run, readable, with baseline, window and final.
+	for _, r := range runs {
+		f, err := os.Open(filepath.Join(dir, reports.EvidenceDir, reports.SafeName(r.RunID)+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := evidence.ReadJSONL(f)
+		f.Close()
+		judged := r.RunVerdict != verdict.RunAborted
+		if err != nil || rec.Baseline == nil || judged != (len(rec.Window) > 0) || judged != (rec.Final != nil) || len(rec.Timeline.OfKind("fault-healed")) != 1 {
+			t.Errorf("evidence of %s: %v (baseline %v, %d window, final %v, %d heal events)", r.RunID, err, rec.Baseline != nil, len(rec.Window), rec.Final != nil, len(rec.Timeline.OfKind("fault-healed")))
+		}
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, reports.SummaryFile))
+	if err != nil || !bytes.Contains(summary, []byte("| memlab-flag | unreachable |")) {
+		t.Errorf("summary lacks the applicability table: %v", err)
+	}
+}
+
+func TestSelftestFocusRunsExactlyOneScenario(t *testing.T) {
+	t.Parallel()
+	s := newSelftest(t, t.TempDir(), nil, "-ginkgo.focus=selftest-ineffective")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, s.out.String())
+	}
+	if got := scenarioArms(s.runs(t)); !slices.Equal(got, []string{"selftest-ineffective/fault"}) {
+		t.Errorf("focus ran %v", got)
+	}
+}
+
+func TestSelftestLabelFilterSelectsTheRightSet(t *testing.T) {
+	t.Parallel()
+	for filter, want := range map[string][]string{
+		"arm:null":                    {"selftest-verdicts/null"},
+		"paper:selftest && arm:fault": {"selftest-ineffective/fault", "selftest-verdicts/fault"},
+		"ci":                          {"selftest-verdicts/fault", "selftest-verdicts/null"},
+		"fault:memlab-flag && !slow":  {"selftest-ineffective/fault", "selftest-inject-fails/fault", "selftest-verdicts/fault", "selftest-verdicts/null"},
+	} {
+		s := newSelftest(t, t.TempDir(), nil, "-ginkgo.label-filter="+filter)
+		s.run(t)
+		if got := scenarioArms(s.runs(t)); !slices.Equal(got, want) {
+			t.Errorf("label filter %q ran %v, want %v", filter, got, want)
+		}
+	}
+}
+
+// startLongWindow starts the long-window scenario and waits until its fault
+// is in the lab and in the ledger.
+func startLongWindow(t *testing.T, state string) *selftestRun {
+	t.Helper()
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_LONG_WINDOW=2m"}, "-ginkgo.focus=selftest-long-window")
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := memlab.Open(state, true).Load()
+		if err == nil && st.Flags["w"] && len(ledgerEntries(t, state)) == 1 {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the long-window fault never took hold\n%s", s.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSelftestHealsOnSignalDuringTheWindow(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			healsOnSignal(t, sig)
+		})
+	}
+}
+
+func healsOnSignal(t *testing.T, sig syscall.Signal) {
+	state := t.TempDir()
+	s := startLongWindow(t, state)
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCode(t, err, s); code == 0 {
+			t.Errorf("an interrupted suite must not exit 0\n%s", s.out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the suite did not stop after %s\n%s", sig, s.out.String())
+	}
+	st := memState(t, state)
+	if st.Flags["w"] || !slices.Contains(st.Log, "heal w") {
+		t.Errorf("not healed after %s: %+v", sig, st)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty after %s: %v", sig, es)
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted || !strings.Contains(runs[0].RunReason, "cut short") {
+		t.Fatalf("interrupted run record %+v", runs)
+	}
+	for _, j := range runs[0].Judgements {
+		if j.Verdict != verdict.InsufficientData {
+			t.Errorf("an interrupted run must not claim %s for %s", j.Verdict, j.Invariant)
+		}
+	}
+	if _, err := reports.ReadVerdictJUnit(filepath.Join(s.folder(t), reports.VerdictJUnitFile)); err != nil {
+		t.Errorf("no verdict JUnit after %s: %v", sig, err)
+	}
+}
+
+func TestSelftestNextStartHealsAfterKill9(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := startLongWindow(t, state)
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	st := memState(t, state)
+	es := ledgerEntries(t, state)
+	if !st.Flags["w"] || len(es) != 1 || es[0].Kind != memlab.FlagKind {
+		t.Fatalf("after kill -9 the fault and its entry must remain: flags %v, entries %v", st.Flags, es)
+	}
+	killedLog := len(st.Log)
+
+	next := newSelftest(t, state, nil, "-ginkgo.focus=selftest-ineffective")
+	if code := next.run(t); code != 0 {
+		t.Fatalf("next start exit %d\n%s", code, next.out.String())
+	}
+	st = memState(t, state)
+	after := st.Log[killedLog:]
+	if len(after) == 0 || after[0] != "heal w" {
+		t.Errorf("the next start must heal from the ledger before anything else; it did %v", after)
+	}
+	if st.Flags["w"] || st.Flags["c"] {
+		t.Errorf("faults left: %v", st.Flags)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+	if got := scenarioArms(next.runs(t)); !slices.Equal(got, []string{"selftest-ineffective/fault"}) {
+		t.Errorf("next start ran %v", got)
+	}
+}
+
+func TestSelftestRefusesAConfigThatIsNotALab(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "state")
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_NOT_A_LAB=1"}, "-ginkgo.label-filter=!slow")
+	if code := s.run(t); code == 0 {
+		t.Fatalf("a config with lab: false must fail the suite\n%s", s.out.String())
+	}
+	if !strings.Contains(s.out.String(), "does not say `lab: true`") {
+		t.Errorf("the error must say why:\n%s", s.out.String())
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lab's state dir was touched: %v", err)
+	}
+	if des, _ := os.ReadDir(s.reports); len(des) != 0 {
+		t.Errorf("a run folder was made: %v", des)
+	}
+}
+
+// TestGinkgoRunsDeferCleanupOnSIGINT checks the Ginkgo behaviour the heal
+// relies on when AfterEach cannot heal: a DeferCleanup registered in
+// JustBeforeEach runs after the first SIGINT.
+func TestGinkgoRunsDeferCleanupOnSIGINT(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "cleanupcheck.test")
+	if out, err := exec.Command("go", "test", "-c", "-o", bin, "./selftest/cleanupcheck").CombinedOutput(); err != nil {
+		t.Fatalf("building: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "-test.v")
+	cmd.Env = append(os.Environ(), "FAULTLINE_CLEANUPCHECK_DIR="+dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(time.Minute)
+	for _, err := os.Stat(filepath.Join(dir, "injected")); err != nil; _, err = os.Stat(filepath.Join(dir, "injected")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never injected\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("did not stop after SIGINT\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cleaned")); err != nil {
+		t.Errorf("DeferCleanup did not run after SIGINT\n%s", out.String())
+	}
+}
