@@ -291,7 +291,7 @@ func TestMalformedInputNamesFileAndLine(t *testing.T) {
 		name, content, want string
 	}{
 		{"truncated json", good + "\n\n" + `{"runID": "y", "scenario":` + "\n" + good + "\n", ":3: malformed run record"},
-		{"unknown field", strings.Replace(good, `"arm"`, `"armm":"x","arm"`, 1), `:1: malformed run record: json: unknown field "armm"`},
+		{"misspelt verdict field", strings.Replace(good, `"verdict":`, `"verdikt":`, 1), ":1: incomplete run record: judgements[0].verdict is missing"},
 		{"two values", good + " " + good + "\n", ":1: malformed run record: more than one JSON value"},
 		{"unknown verdict", strings.Replace(good, "PRESERVED", "MAYBE", 1), `:1: malformed run record: verdict: "MAYBE" is not a verdict`},
 		{"unknown run verdict", strings.Replace(good, `"JUDGED"`, `"FINE"`, 1), `:1: malformed run record: run verdict: "FINE"`},
@@ -536,5 +536,15 @@ func TestApplicabilityTablesAreReported(t *testing.T) {
 	writeFile(t, filepath.Join(b, "applicability.json"), `{`)
 	if _, err := ReadRunFolders([]string{b}); err == nil || !strings.Contains(err.Error(), "applicability.json: malformed applicability table") {
 		t.Errorf("malformed table: %v", err)
+	}
+}
+
+func TestUnknownFieldsAreIgnored(t *testing.T) {
+	dir := t.TempDir()
+	rec := strings.Replace(line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED")), `"arm"`, `"newerField":{"a":1},"arm"`, 1)
+	writeFile(t, filepath.Join(dir, VerdictsFile), rec+"\n")
+	rep := build(t, nil, dir)
+	if r := row(t, rep.Tables[0], "fault", "i"); r.Rate.Violated != 1 {
+		t.Errorf("row %+v", r)
 	}
 }

@@ -47,7 +47,7 @@ type Input struct {
 // silently skipping records would not be one a paper can quote.
 //
 // It reads records as the reports package writes them, with the same rules
-// as reports.ReadRuns (unknown fields are errors; an unterminated last line
+// as reports.ReadRuns (unknown fields are ignored; an unterminated last line
 // is a record cut short), and checks more: every verdict present, no
 // invariant judged twice, no run read twice. It keeps each record's line.
 func ReadRunFolders(paths []string) (*Input, error) {
@@ -162,8 +162,10 @@ func decodeRecords(rd io.Reader, file string) ([]Record, string, error) {
 		if len(b) == 0 {
 			continue
 		}
+		// Unknown fields are allowed, as reports.ReadRuns allows them: a
+		// record written by a newer faultline stays readable. What counts
+		// is checked below, so a misspelt verdict field is still an error.
 		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
 		var run verdict.Run
 		if err := dec.Decode(&run); err != nil {
 			return nil, "", fmt.Errorf("%s:%d: malformed run record: %w", file, line, err)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
+)
+
+// TestReportOverTwoSelftestRuns runs the engine's self-test suite twice
+// (engineered to produce every verdict kind and a FAULT_INEFFECTIVE run),
+// then `faultline report` over both run folders, and checks the rate table
+// against counts made independently from reports.ReadRuns.
+func TestReportOverTwoSelftestRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the self-test suite twice")
+	}
+	suite := filepath.Join(t.TempDir(), "selftest.test")
+	if out, err := exec.Command("go", "test", "-c", "-o", suite, "../../framework/scenario/selftest").CombinedOutput(); err != nil {
+		t.Fatalf("building the self-test suite: %v\n%s", err, out)
+	}
+	runsDir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		cmd := exec.CommandContext(ctx, suite, "-ginkgo.label-filter=!slow", "-ginkgo.no-color")
+		cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+t.TempDir(), "FAULTLINE_REPORTS_DIR="+runsDir)
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		// The suite fails by design (one scenario violates an invariant);
+		// only a run that did not finish is a problem here.
+		if timedOut || (err != nil && cmd.ProcessState == nil) {
+			t.Fatalf("self-test run %d did not finish: %v\n%s", i+1, err, out)
+		}
+		// Run folders are named by the second the suite started.
+		time.Sleep(1100 * time.Millisecond)
+	}
+	folders, err := filepath.Glob(filepath.Join(runsDir, "*-selftest"))
+	if err != nil || len(folders) != 2 {
+		t.Fatalf("want 2 run folders, have %v (%v)", folders, err)
+	}
+
+	// Counts made from the reporters' own reader, by arm and invariant.
+	type counts struct{ violated, preserved, other, excluded int }
+	want := map[string]*counts{}
+	excludedRuns, judged := 0, 0
+	for _, f := range folders {
+		runs, err := reports.ReadRuns(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.Counted() {
+				judged++
+			} else {
+				excludedRuns++
+			}
+			for _, j := range r.Judgements {
+				k := r.Arm + "/" + j.Invariant
+				if want[k] == nil {
+					want[k] = &counts{}
+				}
+				switch {
+				case !r.Counted():
+					want[k].excluded++
+				case j.Verdict == verdict.Violated:
+					want[k].violated++
+				case j.Verdict == verdict.Preserved:
+					want[k].preserved++
+				default:
+					want[k].other++
+				}
+			}
+		}
+	}
+	if excludedRuns == 0 || judged == 0 {
+		t.Fatalf("the self-test should give judged and excluded runs; got %d and %d", judged, excludedRuns)
+	}
+
+	res := faultline(t, "", append([]string{"report", "--format", "csv", "--by", "invariant"}, folders...)...)
+	res.expect(t, exitOK, fmt.Sprintf("%d of %d run records excluded", excludedRuns, judged+excludedRuns), "FAULT_INEFFECTIVE")
+	rows, err := csv.NewReader(strings.NewReader(res.stdout)).ReadAll()
+	if err != nil {
+		t.Fatalf("report is not CSV: %v\n%s", err, res.stdout)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	atoi := func(row []string, name string) int {
+		n, err := strconv.Atoi(row[col[name]])
+		if err != nil {
+			t.Fatalf("column %s: %v", name, err)
+		}
+		return n
+	}
+	seen := 0
+	withInterval := 0
+	for _, row := range rows[1:] {
+		k := row[col["arm"]] + "/" + row[col["invariant"]]
+		w := want[k]
+		if w == nil {
+			t.Errorf("row %s is not in the run records", k)
+			continue
+		}
+		seen++
+		got := counts{atoi(row, "violated"), atoi(row, "preserved"),
+			atoi(row, "insufficient_data") + atoi(row, "not_applicable") + atoi(row, "detector_invalid"), atoi(row, "excluded")}
+		if got != *w {
+			t.Errorf("%s: report says %+v, the records say %+v", k, got, *w)
+		}
+		if got.violated+got.preserved > 0 {
+			withInterval++
+			lo, _ := strconv.ParseFloat(row[col["ci95_low"]], 64)
+			hi, _ := strconv.ParseFloat(row[col["ci95_high"]], 64)
+			rate, _ := strconv.ParseFloat(row[col["rate"]], 64)
+			if !(lo <= rate && rate <= hi && hi > lo) {
+				t.Errorf("%s: rate %v outside its interval [%v, %v]", k, rate, lo, hi)
+			}
+		}
+	}
+	if seen != len(want) || withInterval == 0 {
+		t.Errorf("report has %d of %d arm/invariant rows, %d with an interval", seen, len(want), withInterval)
+	}
+
+	md := faultline(t, "", append([]string{"report"}, folders...)...)
+	md.expect(t, exitOK)
+	for _, s := range []string{"## By invariant", "## Applicability table", "## Excluded runs", "| FAULT_INEFFECTIVE |", "% | ["} {
+		if !strings.Contains(md.stdout, s) {
+			t.Errorf("markdown report lacks %q", s)
+		}
+	}
+}
