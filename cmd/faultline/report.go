@@ -34,7 +34,9 @@ one or more dimensions separated by commas, each one of invariant, scenario,
 arm, suite, lab, profile, or a label prefix (class groups by class:<value>).
 Without --by: one table by invariant and one by scenario.
 
-A malformed or incomplete record is an error that names its file and line.`,
+The report also prints the applicability table the runs were judged with.
+A malformed or incomplete record is an error that names its file and line; a
+last line cut short by a crash is left out, and the report names it.`,
 		Example: `  faultline report reports/runs/*
   faultline report --by class --by fault reports/runs/20261101T100000Z-disagree
   faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*`,
