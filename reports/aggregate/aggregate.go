@@ -115,13 +115,17 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	labelPrefixes := set{}
 	for _, r := range recs {
 		sources.add(r.File)
+		// A missing value is a value of its own: runs that did not record
+		// their profile must not pass for runs of the one that did.
+		lab := notRecorded
 		if r.Lab.Name != "" {
-			labs.add(r.Lab.Name + " (" + r.Lab.Kind + ")")
+			lab = r.Lab.Name + " (" + r.Lab.Kind + ")"
 		}
-		profiles.add(r.Lab.TimerProfile)
-		kube.add(r.Lab.KubernetesVersion)
-		etcd.add(r.Lab.EtcdVersion)
-		commits.add(r.GitCommit)
+		labs.add(lab)
+		profiles.add(orNotRecorded(r.Lab.TimerProfile))
+		kube.add(orNotRecorded(r.Lab.KubernetesVersion))
+		etcd.add(orNotRecorded(r.Lab.EtcdVersion))
+		commits.add(orNotRecorded(r.GitCommit))
 		for _, l := range r.Labels {
 			if p, _, ok := strings.Cut(l, ":"); ok {
 				labelPrefixes.add(p)
@@ -137,8 +141,7 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		}
 	}
 	for _, c := range in.CutShort {
-		file, _, _ := strings.Cut(c, ":")
-		sources.add(file)
+		sources.add(c[:strings.LastIndex(c, ":")])
 	}
 	rep.Sources = sources.sorted()
 	rep.mergeApplicability(in.Applicability)
@@ -387,6 +390,15 @@ func orNone(vals []string) string {
 		return "none"
 	}
 	return strings.Join(vals, ", ")
+}
+
+const notRecorded = "(not recorded)"
+
+func orNotRecorded(v string) string {
+	if v == "" {
+		return notRecorded
+	}
+	return v
 }
 
 func orNone1(v string) string {

@@ -548,3 +548,13 @@ func TestUnknownFieldsAreIgnored(t *testing.T) {
 		t.Errorf("row %+v", r)
 	}
 }
+
+func TestUnrecordedProfileIsNotPooledSilently(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, VerdictsFile), line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED"))+"\n"+
+		line("y", "s", "fault", "JUDGED", "", nil, "", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, nil, dir)
+	if strings.Join(rep.Profiles, ",") != "(not recorded),fast" || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "2 timer profiles") {
+		t.Errorf("profiles %v, warnings %v", rep.Profiles, rep.Warnings)
+	}
+}
