@@ -126,7 +126,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			r.timed("window", start)
 			if ctx.Err() != nil {
 				r.mu.Lock()
-				r.interrupted = fmt.Sprintf("the window was cut short after %s (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+				r.interrupted = fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
 				r.mu.Unlock()
 				return
 			}
