@@ -511,3 +511,35 @@ func TestGinkgoRunsDeferCleanupOnSIGINT(t *testing.T) {
 		t.Errorf("DeferCleanup did not run after SIGINT\n%s", out.String())
 	}
 }
+
+func TestSelftestFailedHealStaysInTheLedgerAndBlocksTheNextStart(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_HEAL_FAILS=1"}, "-ginkgo.focus=selftest-heal-fails")
+	if code := s.run(t); code == 0 {
+		t.Fatalf("a failed heal must fail the suite\n%s", s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted || !strings.Contains(runs[0].RunReason, "heal failed") {
+		t.Fatalf("run %+v", runs)
+	}
+	es := ledgerEntries(t, state)
+	if len(es) != 1 || !strings.Contains(string(es[0].Params), `"h"`) {
+		t.Fatalf("the unhealed fault must stay in the ledger: %v", es)
+	}
+	before := memState(t, state)
+
+	next := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_HEAL_FAILS=1"}, "-ginkgo.focus=selftest-ineffective")
+	if code := next.run(t); code == 0 {
+		t.Fatalf("a start whose ledger heal fails must not run scenarios\n%s", next.out.String())
+	}
+	if !strings.Contains(next.out.String(), "healing what the heal ledger of lab memlab holds") || !strings.Contains(next.out.String(), "flag h cannot be cleared") {
+		t.Errorf("the refusal must say what could not be healed:\n%s", next.out.String())
+	}
+	if after := memState(t, state); after.Resets != before.Resets || len(after.Log) != len(before.Log) {
+		t.Errorf("the lab was touched after the ledger heal failed: %v then %v", before.Log, after.Log)
+	}
+	if des, _ := os.ReadDir(next.reports); len(des) != 0 {
+		t.Errorf("a run folder was made: %v", des)
+	}
+}

@@ -80,6 +80,12 @@ func registerScenario(st *suiteState, sc Scenario) {
 			// for when it cannot (its heal is done at most once).
 			this := r
 			DeferCleanup(func(ctx SpecContext) {
+				this.mu.Lock()
+				done := this.healed
+				this.mu.Unlock()
+				if done {
+					return // AfterEach healed, and reported any failure
+				}
 				if err := this.heal(ctx, l); err != nil {
 					Fail(this.abort("heal", err))
 				}
