@@ -11,7 +11,8 @@
 //
 // Register also adds the suite-level nodes, so a suite defines no
 // BeforeSuite or ReportAfterSuite of its own. On start it opens the lab,
-// refuses a config without `lab: true` before touching anything, heals
+// refuses a config without `lab: true` (and, with Suite.VerifyLab, a
+// cluster without the lab's marker) before touching anything, heals
 // whatever the lab's heal ledger holds (and refuses to run if it cannot, or
 // if another live process holds a fault on the lab), and makes the run
 // folder (package reports).

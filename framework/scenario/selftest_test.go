@@ -456,21 +456,26 @@ func TestSelftestNextStartHealsAfterKill9(t *testing.T) {
 	}
 }
 
-func TestSelftestRefusesAConfigThatIsNotALab(t *testing.T) {
+func TestSelftestRefusesWhatIsNotALab(t *testing.T) {
 	t.Parallel()
-	state := filepath.Join(t.TempDir(), "state")
-	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_NOT_A_LAB=1"}, "-ginkgo.label-filter=!slow")
-	if code := s.run(t); code == 0 {
-		t.Fatalf("a config with lab: false must fail the suite\n%s", s.out.String())
-	}
-	if !strings.Contains(s.out.String(), "does not say `lab: true`") {
-		t.Errorf("the error must say why:\n%s", s.out.String())
-	}
-	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the lab's state dir was touched: %v", err)
-	}
-	if des, _ := os.ReadDir(s.reports); len(des) != 0 {
-		t.Errorf("a run folder was made: %v", des)
+	for env, why := range map[string]string{
+		"FAULTLINE_SELFTEST_NOT_A_LAB=1": "does not say `lab: true`",
+		"FAULTLINE_SELFTEST_NO_MARKER=1": "refusing to run: the cluster does not carry the lab's marker",
+	} {
+		state := filepath.Join(t.TempDir(), "state")
+		s := newSelftest(t, state, []string{env}, "-ginkgo.label-filter=!slow")
+		if code := s.run(t); code == 0 {
+			t.Fatalf("%s: the suite must fail\n%s", env, s.out.String())
+		}
+		if !strings.Contains(s.out.String(), why) {
+			t.Errorf("%s: the error must say why (%q):\n%s", env, why, s.out.String())
+		}
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the lab's state dir was touched: %v", env, err)
+		}
+		if des, _ := os.ReadDir(s.reports); len(des) != 0 {
+			t.Errorf("%s: a run folder was made: %v", env, des)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ const (
 	envNotALab   = "FAULTLINE_SELFTEST_NOT_A_LAB"
 	envLongWait  = "FAULTLINE_SELFTEST_LONG_WINDOW"
 	envHealFails = "FAULTLINE_SELFTEST_HEAL_FAILS"
+	envNoMarker  = "FAULTLINE_SELFTEST_NO_MARKER"
 )
 
 func TestSelftest(t *testing.T) {
@@ -116,6 +118,12 @@ var _ = scenario.Register(scenario.Suite{
 	Name: "selftest",
 	OpenLab: func(context.Context) (lab.Lab, error) {
 		return memlab.Open(os.Getenv(envState), os.Getenv(envNotALab) == ""), nil
+	},
+	VerifyLab: func(context.Context, lab.Lab) error {
+		if os.Getenv(envNoMarker) != "" {
+			return errors.New("the cluster does not carry the lab's marker")
+		}
+		return nil
 	},
 	Sampler:       memlab.Sampler{},
 	SampleEvery:   100 * time.Millisecond,
