@@ -75,6 +75,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			r.mu.Lock()
 			r.active = active
 			r.mu.Unlock()
+			r.event("ledger-recorded", active.ID)
 			// Registered before inject so a partial inject is healed too.
 			// AfterEach heals first in the normal course; this is the net
 			// for when it cannot (its heal is done at most once).
@@ -94,6 +95,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			err = f.Inject(ctx, l)
 			r.timed("inject", start)
 			if err != nil {
+				r.event("fault-inject-failed", err.Error())
 				Fail(r.abort("inject", fmt.Errorf("%s: %w", fault.Describe(f), err)))
 			}
 			r.event("fault-injected", fault.Describe(f))
