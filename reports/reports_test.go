@@ -163,3 +163,20 @@ func TestEvidenceAndProvenance(t *testing.T) {
 		t.Error("git commit must be a commit or unknown")
 	}
 }
+
+func TestRootIsTheEnvOrTheModuleRoot(t *testing.T) {
+	t.Setenv(EnvReportsDir, "/somewhere/else")
+	if r, err := Root(); err != nil || r != "/somewhere/else" {
+		t.Errorf("with %s: %q %v", EnvReportsDir, r, err)
+	}
+	t.Setenv(EnvReportsDir, "")
+	r, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tests run in reports/, one below the module root.
+	wd, _ := os.Getwd()
+	if want := filepath.Join(filepath.Dir(wd), "reports", "runs"); r != want {
+		t.Errorf("root %q, want %q", r, want)
+	}
+}
