@@ -548,3 +548,32 @@ func TestSelftestFailedHealStaysInTheLedgerAndBlocksTheNextStart(t *testing.T) {
 		t.Errorf("a run folder was made: %v", des)
 	}
 }
+
+// TestSelftestUnderTheGinkgoCLI runs the suite as users do, with the
+// ginkgo command (built from the module's own Ginkgo), in parallel: one run
+// folder, --focus picking both arms of one scenario, nothing left behind.
+func TestSelftestUnderTheGinkgoCLI(t *testing.T) {
+	t.Parallel()
+	cli := filepath.Join(t.TempDir(), "ginkgo")
+	if out, err := exec.Command("go", "build", "-o", cli, "github.com/onsi/ginkgo/v2/ginkgo").CombinedOutput(); err != nil {
+		t.Fatalf("building the ginkgo command: %v\n%s", err, out)
+	}
+	state, reportsDir := t.TempDir(), t.TempDir()
+	cmd := exec.Command(cli, "-p", "--procs=2", "--no-color", "--focus=selftest-verdicts", "./selftest")
+	cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+state, "FAULTLINE_REPORTS_DIR="+reportsDir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1 (the fault arm fails its spec), got %v\n%s", err, out)
+	}
+	s := &selftestRun{reports: reportsDir}
+	if got := scenarioArms(s.runs(t)); !slices.Equal(got, []string{"selftest-verdicts/fault", "selftest-verdicts/null"}) {
+		t.Errorf("ran %v", got)
+	}
+	if st := memState(t, state); st.Flags["a"] {
+		t.Errorf("fault left in the lab: %v", st.Flags)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+}
