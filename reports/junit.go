@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/xml"
 	"fmt"
+	"os"
 
 	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
@@ -110,4 +111,16 @@ func (f *Folder) WriteVerdictJUnit(suite string, runs []verdict.Run) error {
 // ReadVerdictJUnit reads a verdict JUnit file back.
 func ReadVerdictJUnit(path string) (reporters.JUnitTestSuites, error) {
 	return readJUnit(path)
+}
+
+func readJUnit(path string) (reporters.JUnitTestSuites, error) {
+	var s reporters.JUnitTestSuites
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("reading JUnit: %w", err)
+	}
+	if err := xml.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("parsing JUnit %s: %w", path, err)
+	}
+	return s, nil
 }

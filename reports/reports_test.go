@@ -133,13 +133,11 @@ func TestEvidenceAndProvenance(t *testing.T) {
 	if err := f.WriteEvidence("run/1", evidence.Record{Baseline: &b}); err != nil {
 		t.Fatal(err)
 	}
-	file, err := os.Open(f.EvidencePath("run/1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	if rec, err := evidence.ReadJSONL(file); err != nil || rec.Baseline == nil {
+	if rec, err := ReadEvidence(f.Dir, "run/1"); err != nil || rec.Baseline == nil {
 		t.Errorf("evidence read back: %+v %v", rec, err)
+	}
+	if _, err := ReadEvidence(f.Dir, "no-such-run"); err == nil || !strings.Contains(err.Error(), "no-such-run") {
+		t.Errorf("missing evidence: %v", err)
 	}
 
 	dir := t.TempDir()
@@ -163,5 +161,22 @@ func TestEvidenceAndProvenance(t *testing.T) {
 	}
 	if c := GitCommit(context.Background()); c == "" {
 		t.Error("git commit must be a commit or unknown")
+	}
+}
+
+func TestRootIsTheEnvOrTheModuleRoot(t *testing.T) {
+	t.Setenv(EnvReportsDir, "/somewhere/else")
+	if r, err := Root(); err != nil || r != "/somewhere/else" {
+		t.Errorf("with %s: %q %v", EnvReportsDir, r, err)
+	}
+	t.Setenv(EnvReportsDir, "")
+	r, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tests run in reports/, one below the module root.
+	wd, _ := os.Getwd()
+	if want := filepath.Join(filepath.Dir(wd), "reports", "runs"); r != want {
+		t.Errorf("root %q, want %q", r, want)
 	}
 }

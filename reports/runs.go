@@ -94,3 +94,18 @@ func readRuns(rd io.Reader, name string) ([]verdict.Run, error) {
 		runs = append(runs, r)
 	}
 }
+
+// ReadEvidence reads the evidence record of one run of a run folder.
+func ReadEvidence(dir, runID string) (evidence.Record, error) {
+	f := &Folder{Dir: dir}
+	file, err := os.Open(f.EvidencePath(runID))
+	if err != nil {
+		return evidence.Record{}, fmt.Errorf("reading evidence of run %s: %w", runID, err)
+	}
+	defer file.Close()
+	rec, err := evidence.ReadJSONL(file)
+	if err != nil {
+		return evidence.Record{}, fmt.Errorf("reading evidence of run %s: %w", runID, err)
+	}
+	return rec, nil
+}

@@ -2,13 +2,9 @@ package reports
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
-
-	"github.com/onsi/ginkgo/v2/reporters"
 
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -146,16 +142,4 @@ func (f *Folder) WriteSummary(suite string, runs []verdict.Run, table []verdict.
 		return fmt.Errorf("writing %s: %w", ApplicabilityFile, err)
 	}
 	return nil
-}
-
-func readJUnit(path string) (reporters.JUnitTestSuites, error) {
-	var s reporters.JUnitTestSuites
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("reading JUnit: %w", err)
-	}
-	if err := xml.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("parsing JUnit %s: %w", path, err)
-	}
-	return s, nil
 }

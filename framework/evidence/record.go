@@ -28,8 +28,8 @@ const (
 )
 
 // recordLine is one line of a record's JSONL form: a snapshot or an event,
-// tagged with what it is. One thing per line keeps a file cut short by a
-// crash readable up to the cut.
+// tagged with what it is. One thing per line lets tools read a long record
+// line by line (grep, jq) without holding it whole.
 type recordLine struct {
 	Kind     string    `json:"kind"`
 	Snapshot *Snapshot `json:"snapshot,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 type markerFault struct {
 	Path     string `json:"path"`
 	FailHeal bool   `json:"failHeal,omitempty"`
+	// HealLog, when set, gets one line per heal.
+	HealLog string `json:"healLog,omitempty"`
 }
 
 func (m markerFault) Kind() string       { return "ledger-test-marker" }
@@ -35,6 +38,17 @@ func (m markerFault) Heal(context.Context, lab.Lab) error {
 		return errors.New("the host would not answer")
 	}
 	if err := os.Remove(m.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if m.HealLog != "" {
+		f, err := os.OpenFile(m.HealLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// Slow enough that two healers overlap.
+		time.Sleep(5 * time.Millisecond)
+		_, err = f.WriteString(m.Path + "\n")
 		return err
 	}
 	return nil
@@ -176,6 +190,63 @@ func TestOpenNeedsAStateDir(t *testing.T) {
 // TestKilledHolderIsHealedByTheNextProcess runs a helper process that
 // records and injects a fault and then hangs; while it lives its entry is
 // left alone, and after kill -9 the next HealAll heals it.
+// TestConcurrentHealersHealEachEntryOnce runs two processes' HealAll over
+// the same ledger at once: every entry is healed exactly once.
+func TestConcurrentHealersHealEachEntryOnce(t *testing.T) {
+	if dir := os.Getenv("LEDGER_TEST_HEALER"); dir != "" {
+		if _, err := HealAll(context.Background(), stateLab{name: "lab-a", dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	healLog := filepath.Join(dir, "heals.log")
+	led, _ := Open(dir)
+	const n = 30
+	for i := 0; i < n; i++ {
+		f := markerFault{Path: filepath.Join(dir, fmt.Sprintf("m%02d", i)), HealLog: healLog}
+		a, err := led.Record(f, "lab-a", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Inject(context.Background(), nil)
+		a.Keep()
+	}
+	var cmds []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrentHealersHealEachEntryOnce$")
+		cmd.Env = append(os.Environ(), "LEDGER_TEST_HEALER="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("healer: %v", err)
+		}
+	}
+	b, err := os.ReadFile(healLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, line := range strings.Fields(string(b)) {
+		count[line]++
+	}
+	if len(count) != n {
+		t.Errorf("%d of %d faults healed", len(count), n)
+	}
+	for p, c := range count {
+		if c != 1 {
+			t.Errorf("%s healed %d times", filepath.Base(p), c)
+		}
+	}
+	if es, _ := led.Entries(); len(es) != 0 {
+		t.Errorf("entries left: %d", len(es))
+	}
+}
+
 func TestKilledHolderIsHealedByTheNextProcess(t *testing.T) {
 	if os.Getenv("LEDGER_TEST_HOLDER") != "" {
 		holdForever()

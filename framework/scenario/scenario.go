@@ -1,9 +1,3 @@
-// Package scenario turns a table of scenarios, declared as data, into
-// Ginkgo specs of one shape: reset, inject, watch, heal, judge.
-//
-// A suite file calls Register once, at the top level, with its Suite
-// settings and its table; Register adds the suite-level nodes too (heal the
-// ledger on start, refuse a config that is not a lab, write the run folder).
 package scenario
 
 import (

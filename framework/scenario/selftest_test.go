@@ -385,6 +385,8 @@ func TestSelftestHealsOnSignalDuringTheWindow(t *testing.T) {
 func healsOnSignal(t *testing.T, sig syscall.Signal) {
 	state := t.TempDir()
 	s := startLongWindow(t, state)
+	// The fault is in; let the window begin (it is two minutes long).
+	time.Sleep(300 * time.Millisecond)
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +408,7 @@ func healsOnSignal(t *testing.T, sig syscall.Signal) {
 		t.Errorf("ledger not empty after %s: %v", sig, es)
 	}
 	runs := s.runs(t)
-	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted || !strings.Contains(runs[0].RunReason, "cut short") {
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted || !strings.Contains(runs[0].RunReason, "interrupted") {
 		t.Fatalf("interrupted run record %+v", runs)
 	}
 	for _, j := range runs[0].Judgements {
@@ -454,21 +456,26 @@ func TestSelftestNextStartHealsAfterKill9(t *testing.T) {
 	}
 }
 
-func TestSelftestRefusesAConfigThatIsNotALab(t *testing.T) {
+func TestSelftestRefusesWhatIsNotALab(t *testing.T) {
 	t.Parallel()
-	state := filepath.Join(t.TempDir(), "state")
-	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_NOT_A_LAB=1"}, "-ginkgo.label-filter=!slow")
-	if code := s.run(t); code == 0 {
-		t.Fatalf("a config with lab: false must fail the suite\n%s", s.out.String())
-	}
-	if !strings.Contains(s.out.String(), "does not say `lab: true`") {
-		t.Errorf("the error must say why:\n%s", s.out.String())
-	}
-	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the lab's state dir was touched: %v", err)
-	}
-	if des, _ := os.ReadDir(s.reports); len(des) != 0 {
-		t.Errorf("a run folder was made: %v", des)
+	for env, why := range map[string]string{
+		"FAULTLINE_SELFTEST_NOT_A_LAB=1": "does not say `lab: true`",
+		"FAULTLINE_SELFTEST_NO_MARKER=1": "refusing to run: the cluster does not carry the lab's marker",
+	} {
+		state := filepath.Join(t.TempDir(), "state")
+		s := newSelftest(t, state, []string{env}, "-ginkgo.label-filter=!slow")
+		if code := s.run(t); code == 0 {
+			t.Fatalf("%s: the suite must fail\n%s", env, s.out.String())
+		}
+		if !strings.Contains(s.out.String(), why) {
+			t.Errorf("%s: the error must say why (%q):\n%s", env, why, s.out.String())
+		}
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the lab's state dir was touched: %v", env, err)
+		}
+		if des, _ := os.ReadDir(s.reports); len(des) != 0 {
+			t.Errorf("%s: a run folder was made: %v", env, des)
+		}
 	}
 }
 
@@ -507,5 +514,66 @@ func TestGinkgoRunsDeferCleanupOnSIGINT(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cleaned")); err != nil {
 		t.Errorf("DeferCleanup did not run after SIGINT\n%s", out.String())
+	}
+}
+
+func TestSelftestFailedHealStaysInTheLedgerAndBlocksTheNextStart(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_HEAL_FAILS=1"}, "-ginkgo.focus=selftest-heal-fails")
+	if code := s.run(t); code == 0 {
+		t.Fatalf("a failed heal must fail the suite\n%s", s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted || !strings.Contains(runs[0].RunReason, "heal failed") {
+		t.Fatalf("run %+v", runs)
+	}
+	es := ledgerEntries(t, state)
+	if len(es) != 1 || !strings.Contains(string(es[0].Params), `"h"`) {
+		t.Fatalf("the unhealed fault must stay in the ledger: %v", es)
+	}
+	before := memState(t, state)
+
+	next := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_HEAL_FAILS=1"}, "-ginkgo.focus=selftest-ineffective")
+	if code := next.run(t); code == 0 {
+		t.Fatalf("a start whose ledger heal fails must not run scenarios\n%s", next.out.String())
+	}
+	if !strings.Contains(next.out.String(), "healing what the heal ledger of lab memlab holds") || !strings.Contains(next.out.String(), "flag h cannot be cleared") {
+		t.Errorf("the refusal must say what could not be healed:\n%s", next.out.String())
+	}
+	if after := memState(t, state); after.Resets != before.Resets || len(after.Log) != len(before.Log) {
+		t.Errorf("the lab was touched after the ledger heal failed: %v then %v", before.Log, after.Log)
+	}
+	if des, _ := os.ReadDir(next.reports); len(des) != 0 {
+		t.Errorf("a run folder was made: %v", des)
+	}
+}
+
+// TestSelftestUnderTheGinkgoCLI runs the suite as users do, with the
+// ginkgo command (built from the module's own Ginkgo), in parallel: one run
+// folder, --focus picking both arms of one scenario, nothing left behind.
+func TestSelftestUnderTheGinkgoCLI(t *testing.T) {
+	t.Parallel()
+	cli := filepath.Join(t.TempDir(), "ginkgo")
+	if out, err := exec.Command("go", "build", "-o", cli, "github.com/onsi/ginkgo/v2/ginkgo").CombinedOutput(); err != nil {
+		t.Fatalf("building the ginkgo command: %v\n%s", err, out)
+	}
+	state, reportsDir := t.TempDir(), t.TempDir()
+	cmd := exec.Command(cli, "-p", "--procs=2", "--no-color", "--focus=selftest-verdicts", "./selftest")
+	cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+state, "FAULTLINE_REPORTS_DIR="+reportsDir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1 (the fault arm fails its spec), got %v\n%s", err, out)
+	}
+	s := &selftestRun{reports: reportsDir}
+	if got := scenarioArms(s.runs(t)); !slices.Equal(got, []string{"selftest-verdicts/fault", "selftest-verdicts/null"}) {
+		t.Errorf("ran %v", got)
+	}
+	if st := memState(t, state); st.Flags["a"] {
+		t.Errorf("fault left in the lab: %v", st.Flags)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
 	}
 }

@@ -75,11 +75,18 @@ func registerScenario(st *suiteState, sc Scenario) {
 			r.mu.Lock()
 			r.active = active
 			r.mu.Unlock()
+			r.event("ledger-recorded", active.ID)
 			// Registered before inject so a partial inject is healed too.
 			// AfterEach heals first in the normal course; this is the net
 			// for when it cannot (its heal is done at most once).
 			this := r
 			DeferCleanup(func(ctx SpecContext) {
+				this.mu.Lock()
+				done := this.healed
+				this.mu.Unlock()
+				if done {
+					return // AfterEach healed, and reported any failure
+				}
 				if err := this.heal(ctx, l); err != nil {
 					Fail(this.abort("heal", err))
 				}
@@ -88,6 +95,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			err = f.Inject(ctx, l)
 			r.timed("inject", start)
 			if err != nil {
+				r.event("fault-inject-failed", err.Error())
 				Fail(r.abort("inject", fmt.Errorf("%s: %w", fault.Describe(f), err)))
 			}
 			r.event("fault-injected", fault.Describe(f))
@@ -126,7 +134,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			r.timed("window", start)
 			if ctx.Err() != nil {
 				r.mu.Lock()
-				r.interrupted = fmt.Sprintf("the window was cut short after %s (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+				r.interrupted = fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
 				r.mu.Unlock()
 				return
 			}

@@ -34,6 +34,10 @@ type Suite struct {
 	// Applicability is the table NOT_APPLICABLE comes from. Default
 	// invariant.Applicability.
 	Applicability invariant.Table
+	// VerifyLab checks, before anything is touched, that the cluster
+	// behind the lab is the lab's own (it carries the lab's marker), so a
+	// config pointing at someone else's cluster is refused. Optional.
+	VerifyLab func(ctx context.Context, l lab.Lab) error
 	// Prepare runs after reset and the clean-start check, before the
 	// baseline: install fixtures and wait for them. Optional.
 	Prepare func(ctx context.Context, l lab.Lab) error
@@ -213,6 +217,12 @@ func (st *suiteState) open(ctx context.Context) lab.Lab {
 	if err := RefuseNonLab(l); err != nil {
 		l.Close()
 		Fail(err.Error())
+	}
+	if st.cfg.VerifyLab != nil {
+		if err := st.cfg.VerifyLab(ctx, l); err != nil {
+			l.Close()
+			Fail(fmt.Sprintf("lab %s: refusing to run: %v (nothing was touched)", l.Info().Name, err))
+		}
 	}
 	st.lab = l
 	info := l.Info()

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -18,9 +19,11 @@ import (
 
 // Environment the driver sets.
 const (
-	envState    = "FAULTLINE_SELFTEST_STATE"
-	envNotALab  = "FAULTLINE_SELFTEST_NOT_A_LAB"
-	envLongWait = "FAULTLINE_SELFTEST_LONG_WINDOW"
+	envState     = "FAULTLINE_SELFTEST_STATE"
+	envNotALab   = "FAULTLINE_SELFTEST_NOT_A_LAB"
+	envLongWait  = "FAULTLINE_SELFTEST_LONG_WINDOW"
+	envHealFails = "FAULTLINE_SELFTEST_HEAL_FAILS"
+	envNoMarker  = "FAULTLINE_SELFTEST_NO_MARKER"
 )
 
 func TestSelftest(t *testing.T) {
@@ -92,12 +95,37 @@ var table = append(scenario.WithNullArms(scenario.Scenario{
 	},
 )
 
+// healFails is only in the table when asked for: its fault stays in the
+// ledger and blocks the next start on the same state directory.
+var healFails = scenario.Scenario{
+	ID:         "selftest-heal-fails",
+	Title:      "a fault that cannot be healed",
+	Labels:     []string{"heal-fails"},
+	Fault:      memlab.Flag{Name: "h", FailHeal: true},
+	Window:     300 * time.Millisecond,
+	Settle:     3 * time.Second,
+	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-h", flag: "h", phase: verdict.Convergence}},
+}
+
+func fullTable() []scenario.Scenario {
+	if os.Getenv(envHealFails) != "" {
+		return append(table, healFails)
+	}
+	return table
+}
+
 var _ = scenario.Register(scenario.Suite{
 	Name: "selftest",
 	OpenLab: func(context.Context) (lab.Lab, error) {
 		return memlab.Open(os.Getenv(envState), os.Getenv(envNotALab) == ""), nil
 	},
+	VerifyLab: func(context.Context, lab.Lab) error {
+		if os.Getenv(envNoMarker) != "" {
+			return errors.New("the cluster does not carry the lab's marker")
+		}
+		return nil
+	},
 	Sampler:       memlab.Sampler{},
 	SampleEvery:   100 * time.Millisecond,
 	Applicability: applicability,
-}, table)
+}, fullTable())

@@ -17,11 +17,13 @@ const FlagClass fault.Class = "memlab-flag"
 
 // Flag sets Name while injected. With Hidden its probe never sees it, as
 // with a fault whose effect cannot be observed. With FailInject its inject
-// sets the flag and then fails, as a fault that took hold halfway.
+// sets the flag and then fails, as a fault that took hold halfway. With
+// FailHeal its heal always fails and leaves the flag set.
 type Flag struct {
 	Name       string `json:"name"`
 	Hidden     bool   `json:"hidden,omitempty"`
 	FailInject bool   `json:"failInject,omitempty"`
+	FailHeal   bool   `json:"failHeal,omitempty"`
 }
 
 func (f Flag) Kind() string       { return FlagKind }
@@ -58,6 +60,9 @@ func (f Flag) Heal(ctx context.Context, l lab.Lab) error {
 	m, err := asMemlab(l)
 	if err != nil {
 		return err
+	}
+	if f.FailHeal {
+		return fmt.Errorf("flag %s cannot be cleared", f.Name)
 	}
 	return m.Update(func(s *State) {
 		delete(s.Flags, f.Name)

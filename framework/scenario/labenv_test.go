@@ -1,0 +1,31 @@
+package scenario
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenLabFromEnvSaysWhatIsWrong(t *testing.T) {
+	t.Setenv(EnvLab, "")
+	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "set FAULTLINE_LAB") {
+		t.Errorf("unset: %v", err)
+	}
+	t.Setenv(EnvLab, "no-such-topology")
+	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), `unknown lab "no-such-topology"`) {
+		t.Errorf("unknown name: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nkind: local\nsurprise: 1\n"), 0o644)
+	t.Setenv(EnvLab, bad)
+	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "surprise") {
+		t.Errorf("malformed file: %v", err)
+	}
+	// A valid file of a kind this program links no backend for.
+	t.Setenv(EnvLab, "../../testdata/labs/pair.yaml")
+	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), `no backend for kind "local"`) {
+		t.Errorf("no backend: %v", err)
+	}
+}
