@@ -1,8 +1,11 @@
 module github.com/faultline/faultline
 
-go 1.26
+go 1.26.0
 
 require (
-	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
+	sigs.k8s.io/yaml v1.6.0
 )
+
+require go.yaml.in/yaml/v2 v2.4.2 // indirect
