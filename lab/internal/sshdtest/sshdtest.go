@@ -244,6 +244,13 @@ func (s *Server) Stop() {
 	for _, c := range inetd {
 		KillTree(c.Process.Pid)
 	}
+	// A test script may have restarted sshd as a daemon from the same
+	// config (a VM powered on again); its pid file names it.
+	if b, err := os.ReadFile(filepath.Join(s.Dir, "sshd.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && isSSHD(pid) {
+			KillTree(pid)
+		}
+	}
 	if cmd == nil {
 		return
 	}
@@ -254,6 +261,14 @@ func (s *Server) Stop() {
 		s.t.Errorf("sshd (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
 	}
 }
+
+func isSSHD(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && exe == SSHD
+}
+
+// Config is the server's sshd_config file.
+func (s *Server) ConfigFile() string { return s.conf }
 
 // Pid is the pid of the running server process (unshare's in OwnNetNS).
 func (s *Server) Pid() int {
