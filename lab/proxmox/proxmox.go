@@ -89,6 +89,13 @@ func newHypervisor(c *lab.Config) (*ssh.Host, error) {
 	if c.Proxmox.User != "" {
 		settings.User = c.Proxmox.User
 	}
+	// The hypervisor is often the jump host itself: reach it directly
+	// then, not through itself.
+	if settings.Jump != "" {
+		if j, err := ssh.ParseJump(settings.Jump); err == nil && j.Address == host && j.Port == settings.Port {
+			settings.Jump = ""
+		}
+	}
 	hc := lab.HostConfig{Name: "hypervisor " + host, Address: host}
 	h, err := ssh.NewHost(hc, &settings, ssh.WithLabKind(lab.KindProxmox))
 	if err != nil {

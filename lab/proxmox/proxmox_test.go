@@ -221,3 +221,24 @@ proxmox: {host: pve.example}
 		t.Fatalf("Open with an unresolvable vmid: %v, want an error naming hosts[1].vmid", err)
 	}
 }
+
+func TestExampleLabFile(t *testing.T) {
+	c, err := lab.LoadConfig("../../testdata/labs/proxmox-pair.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := l.(*proxmox.Lab)
+	for host, want := range map[string]int{"pair-cp": 101, "pair-worker": 102} {
+		if got, _ := p.VMID(host); got != want {
+			t.Errorf("vmid of %s = %d, want %d (its last octet)", host, got, want)
+		}
+	}
+	if l.Info().ResetKind != lab.ResetCleanup {
+		t.Errorf("Info = %+v, want a cleanup reset", l.Info())
+	}
+}

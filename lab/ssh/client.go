@@ -294,12 +294,34 @@ func (c *Client) session(ctx context.Context) (*xssh.Session, error) {
 		}
 		var refused *xssh.OpenChannelError
 		if errors.As(err, &refused) {
-			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+			// OpenSSH counts a closed session against MaxSessions until
+			// our close reaches it, so a refusal right after other
+			// sessions ended is retried: opening a session has no effect.
+			if waitErr := sleepCtx(ctx, sessionRetryDelay(attempt)); waitErr != nil {
+				return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+			}
+			continue
 		}
 		if ctx.Err() != nil || attempt > 0 {
 			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
 		}
 		c.drop(conn)
+	}
+}
+
+func sessionRetryDelay(attempt int) time.Duration {
+	d := 20 * time.Millisecond << min(attempt, 5)
+	return d
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

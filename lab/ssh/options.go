@@ -62,9 +62,9 @@ func OptionsFor(name, address string, c *lab.SSHConfig) (Options, error) {
 		Address:           address,
 		Port:              c.Port,
 		User:              c.User,
-		IdentityFile:      c.IdentityFile,
+		IdentityFile:      ExpandHome(c.IdentityFile),
 		UseAgent:          c.UseAgent,
-		KnownHosts:        c.KnownHosts,
+		KnownHosts:        ExpandHome(c.KnownHosts),
 		AcceptNewHostKeys: c.AcceptNewHostKeys,
 	}
 	if c.Jump != "" {
@@ -72,8 +72,8 @@ func OptionsFor(name, address string, c *lab.SSHConfig) (Options, error) {
 		if err != nil {
 			return Options{}, fmt.Errorf("ssh.jump: %w", err)
 		}
-		j.IdentityFile, j.UseAgent = c.IdentityFile, c.UseAgent
-		j.KnownHosts, j.AcceptNewHostKeys = c.KnownHosts, c.AcceptNewHostKeys
+		j.IdentityFile, j.UseAgent = o.IdentityFile, o.UseAgent
+		j.KnownHosts, j.AcceptNewHostKeys = o.KnownHosts, o.AcceptNewHostKeys
 		o.Jump = &j
 	}
 	return o, o.validate()

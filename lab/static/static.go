@@ -132,7 +132,7 @@ func (l *Lab) Host(name string) (lab.Host, error) {
 // alone (written to the state directory).
 func (l *Lab) Kubeconfig(target string) (string, error) {
 	if target == "" {
-		return l.cfg.Kubeconfig, nil
+		return l.kubeconfigPath(), nil
 	}
 	hc, ok := l.cfg.HostConfig(target)
 	if !ok {
@@ -142,7 +142,7 @@ func (l *Lab) Kubeconfig(target string) (string, error) {
 	if !h.HasRole(lab.RoleControlPlane) {
 		return "", fmt.Errorf("lab %s: host %s is not a control-plane host and runs no API server", l.cfg.Name, target)
 	}
-	raw, err := clientcmd.LoadFromFile(l.cfg.Kubeconfig)
+	raw, err := clientcmd.LoadFromFile(l.kubeconfigPath())
 	if err != nil {
 		return "", fmt.Errorf("lab %s: loading kubeconfig %s: %w", l.cfg.Name, l.cfg.Kubeconfig, err)
 	}
@@ -176,12 +176,14 @@ func bracketIPv6(h string) string {
 	return h
 }
 
+func (l *Lab) kubeconfigPath() string { return ssh.ExpandHome(l.cfg.Kubeconfig) }
+
 func (l *Lab) StateDir() string { return l.cfg.StateDir }
 
 // Kube is a client for the config's kubeconfig.
 func (l *Lab) Kube() (kubernetes.Interface, error) {
 	l.kubeOnce.Do(func() {
-		l.kube, l.kubeErr = guard.Client(l.cfg.Kubeconfig)
+		l.kube, l.kubeErr = guard.Client(l.kubeconfigPath())
 	})
 	if l.kubeErr != nil {
 		return nil, fmt.Errorf("lab %s: %w", l.cfg.Name, l.kubeErr)

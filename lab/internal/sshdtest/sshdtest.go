@@ -157,9 +157,19 @@ func (s *Server) writeConfig() {
 	for _, a := range s.cfg.Addresses {
 		lines = append(lines, "ListenAddress "+net.JoinHostPort(a, strconv.Itoa(s.Port)))
 	}
-	if s.cfg.PathPrefix != "" {
-		lines = append(lines, "SetEnv PATH="+s.cfg.PathPrefix+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	// Sessions get a HOME of their own, so that the machine's dotfiles
+	// (a login shell's rc file runs even for `ssh host cmd`) play no part,
+	// and a marker by which Stop finds every process of this server, those
+	// orphaned by a closed connection included.
+	home := filepath.Join(s.Dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		s.t.Fatal(err)
 	}
+	env := []string{"HOME=" + home, markerVar + "=" + s.Dir}
+	if s.cfg.PathPrefix != "" {
+		env = append(env, "PATH="+s.cfg.PathPrefix+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	lines = append(lines, "SetEnv "+strings.Join(env, " "))
 	lines = append(lines, s.cfg.Extra...)
 	s.conf = filepath.Join(s.Dir, "sshd_config")
 	if err := os.WriteFile(s.conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -251,6 +261,7 @@ func (s *Server) Stop() {
 			KillTree(pid)
 		}
 	}
+	defer killMarked(markerVar + "=" + s.Dir)
 	if cmd == nil {
 		return
 	}
@@ -259,6 +270,30 @@ func (s *Server) Stop() {
 	case <-exit:
 	case <-time.After(10 * time.Second):
 		s.t.Errorf("sshd (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
+	}
+}
+
+// markerVar is set in every session of a test server.
+const markerVar = "FAULTLINE_TEST_SSHD"
+
+// killMarked kills every process whose environment has the entry marker.
+func killMarked(marker string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == marker {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
 	}
 }
 
