@@ -227,11 +227,19 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
 			hs := lab.HostStatus{Name: h.Name(), Roles: h.Roles(), Address: h.Address(), Power: "unknown"}
-			services, err := h.Services(ctx)
-			if err != nil {
+			if res, err := h.Run(ctx, "true"); err != nil {
 				hs.Detail = "unreachable: " + err.Error()
+			} else if res.ExitCode != 0 {
+				hs.Detail = fmt.Sprintf("unusable: `true` exited %d: %s", res.ExitCode, res.Stderr)
 			} else {
-				hs.Services, hs.Power, reachable[i] = services, "on", true
+				hs.Power, reachable[i] = "on", true
+				// A host without systemd is reachable all the same; its
+				// services are then unknown, and the detail says why.
+				if services, err := h.Services(ctx); err != nil {
+					hs.Detail = "services: " + err.Error()
+				} else {
+					hs.Services = services
+				}
 			}
 			if l.opts.Power != nil {
 				if p, err := l.opts.Power(ctx, h); err != nil {
