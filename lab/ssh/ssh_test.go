@@ -325,13 +325,18 @@ func TestConcurrentRunsShareTheHost(t *testing.T) {
 	const n = 24 // more than OpenSSH allows sessions on one connection
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	conns := make([]string, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := h.Run(ctx, fmt.Sprintf("sleep 0.2; echo %d", i))
-			if err == nil && res.Stdout != fmt.Sprintf("%d\n", i) {
+			res, err := h.Run(ctx, fmt.Sprintf(`sleep 0.2; echo %d "$SSH_CONNECTION"`, i))
+			f := strings.Fields(res.Stdout)
+			if err == nil && (len(f) != 5 || f[0] != fmt.Sprint(i)) {
 				err = fmt.Errorf("stdout %q", res.Stdout)
+			}
+			if err == nil {
+				conns[i] = f[2] // the client's port
 			}
 			errs[i] = err
 		}()
@@ -340,6 +345,11 @@ func TestConcurrentRunsShareTheHost(t *testing.T) {
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("run %d: %v", i, err)
+		}
+	}
+	for i := range conns {
+		if conns[i] != conns[0] {
+			t.Fatalf("runs used connections from ports %v, want one connection", conns)
 		}
 	}
 }

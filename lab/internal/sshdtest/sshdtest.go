@@ -362,6 +362,9 @@ func KillTree(pid int) {
 	syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// Descendants lists the processes below pid.
+func Descendants(pid int) []int { return descendants(pid) }
+
 func descendants(pid int) []int {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
