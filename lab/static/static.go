@@ -84,6 +84,9 @@ type Lab struct {
 	kubeOnce sync.Once
 	kube     kubernetes.Interface
 	kubeErr  error
+
+	mu            sync.Mutex
+	serverVersion string
 }
 
 var _ lab.Lab = (*Lab)(nil)
@@ -93,15 +96,28 @@ func New(c *lab.Config, opts Options) *Lab {
 	return &Lab{cfg: c, opts: opts}
 }
 
+// Info describes the lab for run records. The cluster is not faultline's:
+// its timers are whatever its owner set, so the profile is marked as
+// declared, and the Kubernetes version is the API server's own once a
+// Reset has asked it (the lab file's until then).
 func (l *Lab) Info() lab.Info {
+	version := l.cfg.Kubernetes.Version
+	l.mu.Lock()
+	if l.serverVersion != "" {
+		version = l.serverVersion
+	}
+	l.mu.Unlock()
 	return lab.Info{
 		Name:              l.cfg.Name,
 		Kind:              l.cfg.Kind,
 		Topology:          l.cfg.Name,
 		ResetKind:         lab.ResetCleanup,
-		KubernetesVersion: l.cfg.Kubernetes.Version,
+		KubernetesVersion: version,
 		EtcdVersion:       l.cfg.Kubernetes.EtcdVersion,
 		TimerProfile:      l.cfg.Kubernetes.TimerProfile,
+		Timers: map[string]string{
+			"profileSource": "declared in the lab file; faultline neither sets nor checks this cluster's timers",
+		},
 	}
 }
 
@@ -207,6 +223,13 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err := cleanup.Reset(ctx, kube, cleanup.DefaultTimeout); err != nil {
 		return fmt.Errorf("lab %s: reset (cleanup only, no snapshot): %w", l.cfg.Name, err)
 	}
+	v, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("lab %s: asking the API server its version: %w", l.cfg.Name, err)
+	}
+	l.mu.Lock()
+	l.serverVersion = v.GitVersion
+	l.mu.Unlock()
 	return nil
 }
 

@@ -114,6 +114,13 @@ func TestRealClusterResetDeletesOnlyFaultlinesNamespaces(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, kept.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("a namespace not faultline's was touched by Reset: %v", err)
 	}
+	v, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Info().KubernetesVersion; got != v.GitVersion {
+		t.Errorf("Info().KubernetesVersion = %q after Reset, want the API server's %q", got, v.GitVersion)
+	}
 	problems, err := cleanup.Problems(ctx, kube)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("after Reset: %s, %v", strings.Join(problems, "; "), err)

@@ -56,6 +56,9 @@ func TestExampleLabSaysItHasNoSnapshot(t *testing.T) {
 	if info.Kind != lab.KindStatic || info.ResetKind != lab.ResetCleanup || info.Name != "static-example" {
 		t.Fatalf("Info = %+v", info)
 	}
+	if !strings.Contains(info.Timers["profileSource"], "declared") {
+		t.Errorf("Info does not say the timer profile is only declared: %+v", info.Timers)
+	}
 	if len(l.Hosts()) != 3 {
 		t.Fatalf("%d hosts, want 3", len(l.Hosts()))
 	}
