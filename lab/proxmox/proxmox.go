@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/ssh"
 	"github.com/faultline/faultline/lab/static"
 )
@@ -139,6 +140,38 @@ func (l *Lab) Info() lab.Info {
 	// or reverted here: the reset is a cleanup, and reports must say so.
 	info.ResetKind = lab.ResetCleanup
 	return info
+}
+
+// Reset powers on every VM that is off (a run may have ended with one
+// powered off), then does the static lab's cleanup. Only the lab file is
+// checked before the power on: the marker lives in a cluster that may be
+// down until then, and starting a stopped VM of the lab destroys nothing.
+func (l *Lab) Reset(ctx context.Context) error {
+	if err := guard.CheckConfig(l.Config()); err != nil {
+		return err
+	}
+	if err := l.PowerOnAll(ctx); err != nil {
+		return fmt.Errorf("lab %s: reset: %w", l.Config().Name, err)
+	}
+	return l.Lab.Reset(ctx)
+}
+
+// PowerOnAll starts every VM that is not running and waits until each
+// answers over SSH.
+func (l *Lab) PowerOnAll(ctx context.Context) error {
+	for _, h := range l.SSHHosts() {
+		s, err := l.status(ctx, l.vmids[h.Name()])
+		if err != nil {
+			return fmt.Errorf("power state of %s: %w", h.Name(), err)
+		}
+		if s == "running" {
+			continue
+		}
+		if err := h.PowerOn(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Lab) qm(ctx context.Context, args ...string) (string, error) {

@@ -242,3 +242,35 @@ func TestExampleLabFile(t *testing.T) {
 		t.Errorf("Info = %+v, want a cleanup reset", l.Info())
 	}
 }
+
+func TestPowerOnAllStartsOnlyStoppedVMs(t *testing.T) {
+	p := newPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	worker, _ := p.lab.Host("pair-worker")
+	if err := worker.PowerOff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.calls(t)
+	if err := p.lab.(*proxmox.Lab).PowerOnAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.calls(t); strings.Join(got, ",") != "status 111,status 205,status 205,start 205" {
+		t.Fatalf("qm calls: %q", got)
+	}
+	if _, err := worker.Run(ctx, "true"); err != nil {
+		t.Fatalf("worker after PowerOnAll: %v", err)
+	}
+}
+
+func TestResetRefusesALabFileWithoutLabTrueBeforeQm(t *testing.T) {
+	p := newPair(t)
+	p.lab.Config().Lab = false
+	err := p.lab.Reset(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "lab: true") {
+		t.Fatalf("Reset = %v, want a refusal", err)
+	}
+	if got := p.calls(t); strings.Join(got, "") != "" {
+		t.Fatalf("qm was called before the refusal: %q", got)
+	}
+}

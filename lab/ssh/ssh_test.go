@@ -26,7 +26,7 @@ type fixture struct {
 	host   lab.HostConfig
 }
 
-func newFixture(t *testing.T, cfg sshdtest.Config) *fixture {
+func newFixture(t testing.TB, cfg sshdtest.Config) *fixture {
 	t.Helper()
 	sshdtest.Require(t)
 	dir := t.TempDir()
@@ -48,7 +48,7 @@ func newFixture(t *testing.T, cfg sshdtest.Config) *fixture {
 	}
 }
 
-func (f *fixture) newHost(t *testing.T, opts ...ssh.HostOption) *ssh.Host {
+func (f *fixture) newHost(t testing.TB, opts ...ssh.HostOption) *ssh.Host {
 	t.Helper()
 	h, err := ssh.NewHost(f.host, f.ssh, opts...)
 	if err != nil {
@@ -58,7 +58,7 @@ func (f *fixture) newHost(t *testing.T, opts ...ssh.HostOption) *ssh.Host {
 	return h
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -190,7 +190,7 @@ func TestUnreadableIdentityFileIsAnErrorBeforeConnecting(t *testing.T) {
 	}
 }
 
-func mustOptions(t *testing.T, f *fixture) ssh.Options {
+func mustOptions(t testing.TB, f *fixture) ssh.Options {
 	t.Helper()
 	o, err := ssh.OptionsFor(f.host.Name, f.host.Address, f.ssh)
 	if err != nil {
