@@ -14,8 +14,8 @@ import (
 )
 
 // These check which objects Reset deletes and what Problems reports, on
-// client-go's in-memory clientset; a real cluster's namespace finalisation
-// is exercised by the static lab's tests built with the lab tag.
+// client-go's in-memory clientset; lab/static/apiserver_test.go runs a reset
+// against a real kube-apiserver and namespace controller.
 
 func node(name string, ready corev1.ConditionStatus) *corev1.Node {
 	return &corev1.Node{

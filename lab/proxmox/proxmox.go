@@ -43,12 +43,17 @@ func Open(c *lab.Config) (lab.Lab, error) {
 		}
 		vmids[hc.Name] = id
 	}
-	hypervisor, err := newHypervisor(c)
+	jump, err := ssh.NewJump(c.SSH)
 	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
+	}
+	hypervisor, err := newHypervisor(c, jump)
+	if err != nil {
+		closeJump(jump)
 		return nil, err
 	}
 	l := &Lab{hypervisor: hypervisor, vmids: vmids}
-	hosts, err := static.NewHosts(c, func(hc lab.HostConfig) ([]ssh.HostOption, error) {
+	hosts, err := static.NewHosts(c, jump, func(hc lab.HostConfig) ([]ssh.HostOption, error) {
 		vmid := vmids[hc.Name]
 		return []ssh.HostOption{ssh.WithPower(
 			func(ctx context.Context) error { return l.stop(ctx, vmid) },
@@ -57,6 +62,7 @@ func Open(c *lab.Config) (lab.Lab, error) {
 	})
 	if err != nil {
 		hypervisor.Close()
+		closeJump(jump)
 		return nil, err
 	}
 	l.Lab = static.New(c, static.Options{
@@ -68,14 +74,24 @@ func Open(c *lab.Config) (lab.Lab, error) {
 			}
 			return powerWord(s), nil
 		},
-		Close: hypervisor.Close,
+		Close: func() error {
+			err := hypervisor.Close()
+			closeJump(jump)
+			return err
+		},
 	})
 	return l, nil
 }
 
+func closeJump(j *ssh.Client) {
+	if j != nil {
+		j.Close()
+	}
+}
+
 // newHypervisor reaches proxmox.host with the lab's SSH settings (its jump
 // host included); proxmox.user and a port in proxmox.host override them.
-func newHypervisor(c *lab.Config) (*ssh.Host, error) {
+func newHypervisor(c *lab.Config, jump *ssh.Client) (*ssh.Host, error) {
 	settings := *c.SSH
 	host, portText, err := net.SplitHostPort(c.Proxmox.Host)
 	if err != nil {
@@ -97,8 +113,12 @@ func newHypervisor(c *lab.Config) (*ssh.Host, error) {
 			settings.Jump = ""
 		}
 	}
+	opts := []ssh.HostOption{ssh.WithLabKind(lab.KindProxmox)}
+	if settings.Jump != "" && jump != nil {
+		opts = append(opts, ssh.WithJump(jump))
+	}
 	hc := lab.HostConfig{Name: "hypervisor " + host, Address: host}
-	h, err := ssh.NewHost(hc, &settings, ssh.WithLabKind(lab.KindProxmox))
+	h, err := ssh.NewHost(hc, &settings, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: proxmox.host: %w", c.Name, err)
 	}

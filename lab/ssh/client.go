@@ -22,6 +22,7 @@ type Client struct {
 	target   string
 	identity xssh.Signer
 	jump     *Client
+	ownsJump bool
 	sessions chan struct{}
 
 	// mu is held while dialling, so that callers arriving during a
@@ -61,14 +62,30 @@ func New(opts Options) (*Client, error) {
 		}
 		c.identity = s
 	}
-	if o.Jump != nil {
+	switch {
+	case o.Via != nil:
+		c.jump = o.Via
+	case o.Jump != nil:
 		j, err := New(*o.Jump)
 		if err != nil {
 			return nil, err
 		}
-		c.jump = j
+		c.jump, c.ownsJump = j, true
 	}
 	return c, nil
+}
+
+// NewJump makes the client for a lab's jump host, to be shared by its
+// hosts (WithJump); nil when the lab has none. It does not connect.
+func NewJump(c *lab.SSHConfig) (*Client, error) {
+	if c == nil || c.Jump == "" {
+		return nil, nil
+	}
+	o, err := OptionsFor("jump", "unused", c)
+	if err != nil {
+		return nil, err
+	}
+	return New(*o.Jump)
 }
 
 // Dial is New followed by a connection, so that a wrong address, key or
@@ -99,7 +116,7 @@ func (c *Client) Close() error {
 	if conn != nil {
 		err = conn.client.Close()
 	}
-	if c.jump != nil {
+	if c.jump != nil && c.ownsJump {
 		c.jump.Close()
 	}
 	if errors.Is(err, net.ErrClosed) {

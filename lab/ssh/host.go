@@ -26,6 +26,7 @@ type Host struct {
 	bootTimeout    time.Duration
 	powerOff       func(context.Context) error
 	powerOn        func(context.Context) error
+	via            *Client
 }
 
 var _ lab.Host = (*Host)(nil)
@@ -57,11 +58,20 @@ func NewHost(hc lab.HostConfig, c *lab.SSHConfig, opts ...HostOption) (*Host, er
 	if err != nil {
 		return nil, err
 	}
-	client, err := New(o)
+	h := newHost(hc, nil, c, opts...)
+	o.Via = h.via
+	h.client, err = New(o)
 	if err != nil {
 		return nil, err
 	}
-	return newHost(hc, client, c, opts...), nil
+	return h, nil
+}
+
+// WithJump reaches the host through a jump client shared with other hosts
+// (see NewJump) instead of a jump connection of its own. Ignored by
+// NewHostWithClient.
+func WithJump(j *Client) HostOption {
+	return func(h *Host) { h.via = j }
 }
 
 // NewHostWithClient builds a Host on an existing Client (for a host whose

@@ -45,6 +45,10 @@ type Options struct {
 	AcceptNewHostKeys bool
 	// Jump is dialled first; the connection to Address goes through it.
 	Jump *Options
+	// Via is a client already made for the jump host, shared by the hosts
+	// of a lab so that they reach it over one connection; it takes the
+	// place of Jump and is not closed with this client.
+	Via *Client
 	// ConnectTimeout bounds the TCP connect and SSH handshake. Default 15s.
 	ConnectTimeout time.Duration
 	// KeepAlive is the interval between keepalive probes. Default 5s.
@@ -153,7 +157,7 @@ func (o *Options) validate() error {
 	if _, err := o.target(); err != nil {
 		return fmt.Errorf("ssh to %s: address %w", o.Name, err)
 	}
-	if o.Jump != nil {
+	if o.Jump != nil && o.Via == nil {
 		return o.Jump.validate()
 	}
 	return nil

@@ -239,6 +239,40 @@ func TestJumpHostReachesAHostTheClientCannot(t *testing.T) {
 	}
 }
 
+func TestHostsShareOneJumpConnection(t *testing.T) {
+	sshdtest.Require(t)
+	dir := t.TempDir()
+	client := sshdtest.NewKey(t, dir, "id_ed25519")
+	target := sshdtest.Start(t, sshdtest.Config{OwnNetNS: true, AuthorizedKeys: []sshdtest.Key{client}})
+	jump := sshdtest.StartJumpInto(t, target, sshdtest.Config{AuthorizedKeys: []sshdtest.Key{client}})
+	known := filepath.Join(dir, "known_hosts")
+	os.WriteFile(known, []byte(target.KnownHostsLine("127.0.0.1")+jump.KnownHostsLine("127.0.0.1")), 0o600)
+	cfg := &lab.SSHConfig{
+		User: "root", Port: target.Port, IdentityFile: client.Path, KnownHosts: known,
+		Jump: fmt.Sprintf("root@127.0.0.1:%d", jump.Port), CommandTimeout: lab.Duration{Duration: 20 * time.Second},
+	}
+	shared, err := ssh.NewJump(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	ctx := testContext(t)
+	for _, name := range []string{"a", "b", "c"} {
+		h, err := ssh.NewHost(lab.HostConfig{Name: name, Roles: []lab.Role{lab.RoleWorker}, Address: "127.0.0.1"}, cfg, ssh.WithJump(shared))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Run(ctx, "true"); err != nil {
+			t.Fatalf("host %s through the shared jump: %v", name, err)
+		}
+		// Closing a host leaves the shared jump open for the others.
+		h.Close()
+	}
+	if n := jump.Connections(); n != 1 {
+		t.Fatalf("the jump server accepted %d connections, want 1 shared by the hosts", n)
+	}
+}
+
 func TestCommandTimeoutEndsTheCommandNotTheConnection(t *testing.T) {
 	f := newFixture(t, sshdtest.Config{})
 	f.ssh.CommandTimeout = lab.Duration{Duration: time.Second}

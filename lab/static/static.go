@@ -28,19 +28,36 @@ func Open(c *lab.Config) (lab.Lab, error) {
 	if c.Kind != lab.KindStatic {
 		return nil, fmt.Errorf("lab %s: kind %q is not %q", c.Name, c.Kind, lab.KindStatic)
 	}
-	hosts, err := NewHosts(c)
+	jump, err := ssh.NewJump(c.SSH)
 	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
+	}
+	hosts, err := NewHosts(c, jump)
+	if err != nil {
+		closeJump(jump)
 		return nil, err
 	}
-	return New(c, Options{Hosts: hosts}), nil
+	return New(c, Options{Hosts: hosts, Close: func() error { return closeJump(jump) }}), nil
+}
+
+// closeJump closes a lab's shared jump client, if it has one.
+func closeJump(j *ssh.Client) error {
+	if j == nil {
+		return nil
+	}
+	return j.Close()
 }
 
 // NewHosts builds an SSH host for every host of the config; opts (such as
 // power operations) are chosen per host.
-func NewHosts(c *lab.Config, opts ...func(lab.HostConfig) ([]ssh.HostOption, error)) ([]*ssh.Host, error) {
+// The hosts share jump, which may be nil (see ssh.NewJump).
+func NewHosts(c *lab.Config, jump *ssh.Client, opts ...func(lab.HostConfig) ([]ssh.HostOption, error)) ([]*ssh.Host, error) {
 	var hosts []*ssh.Host
 	for i, hc := range c.Hosts {
 		hostOpts := []ssh.HostOption{ssh.WithLabKind(c.Kind)}
+		if jump != nil {
+			hostOpts = append(hostOpts, ssh.WithJump(jump))
+		}
 		for _, o := range opts {
 			more, err := o(hc)
 			if err != nil {

@@ -305,6 +305,13 @@ func isSSHD(pid int) bool {
 // Config is the server's sshd_config file.
 func (s *Server) ConfigFile() string { return s.conf }
 
+// Connections is how many connections a jump server has accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inetd)
+}
+
 // Pid is the pid of the running server process (unshare's in OwnNetNS).
 func (s *Server) Pid() int {
 	s.mu.Lock()
