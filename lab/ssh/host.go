@@ -215,24 +215,48 @@ func checkService(name string) error {
 }
 
 func (h *Host) StopService(ctx context.Context, name string) error {
-	if err := checkService(name); err != nil {
-		return err
-	}
-	_, err := h.runOK(ctx, "stopping "+name, "systemctl stop -- "+name)
-	return err
+	return h.systemctl(ctx, "stop", name)
 }
 
 func (h *Host) StartService(ctx context.Context, name string) error {
+	return h.systemctl(ctx, "start", name)
+}
+
+// Exit statuses of the service scripts.
+const (
+	exitNoMainPID = 3
+	// exitNoUnit: systemd has no unit of that name, as for the control
+	// plane of a kubeadm cluster, which runs as static pods.
+	exitNoUnit = 64
+)
+
+// unitCheck exits exitNoUnit when systemd has no unit called name.
+func unitCheck(name string) string {
+	return fmt.Sprintf(`[ "$(systemctl show -p LoadState --value -- %s)" != not-found ] || exit %d; `, name, exitNoUnit)
+}
+
+func (h *Host) noUnit(op, name string) error {
+	return lab.Unsupported(h.kind, op+" "+name+" on "+h.cfg.Name,
+		"systemd has no unit "+name+" there (a kubeadm control plane runs as static pods, not units)")
+}
+
+func (h *Host) systemctl(ctx context.Context, verb, name string) error {
 	if err := checkService(name); err != nil {
 		return err
 	}
-	_, err := h.runOK(ctx, "starting "+name, "systemctl start -- "+name)
-	return err
+	res, err := h.Run(ctx, unitCheck(name)+"systemctl "+verb+" -- "+name)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
+	}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case exitNoUnit:
+		return h.noUnit(verb, name)
+	default:
+		return fmt.Errorf("%s %s on %s: exit status %d: %s", verb, name, h.cfg.Name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
 }
-
-// exitNoMainPID is the exit status of the signal script when systemd knows
-// no main process for the service.
-const exitNoMainPID = 3
 
 // Signal sends sig to the service's main process as systemd knows it. PID
 // lookup and kill run in one command, so the window in which the service
@@ -245,7 +269,7 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	if sigName == "" {
 		return fmt.Errorf("signal %d has no name", int(sig))
 	}
-	script := fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
+	script := unitCheck(name) + fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
 		`[ -n "$pid" ] && [ "$pid" -gt 0 ] || exit %d; kill -s %s "$pid"`, name, exitNoMainPID, sigName)
 	res, err := h.Run(ctx, script)
 	if err != nil {
@@ -256,6 +280,8 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 		return nil
 	case exitNoMainPID:
 		return fmt.Errorf("signalling %s on %s with %s: the service has no main process (not running?)", name, h.cfg.Name, sigName)
+	case exitNoUnit:
+		return h.noUnit("signal", name)
 	default:
 		return fmt.Errorf("signalling %s on %s with %s: exit status %d: %s", name, h.cfg.Name, sigName, res.ExitCode, strings.TrimSpace(res.Stderr))
 	}

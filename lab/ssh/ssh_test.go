@@ -437,7 +437,10 @@ echo "$*" >> "$(dirname "$0")/systemctl.calls"
 case "$1" in
 show)
 	case "$2" in
-	-p) cat "$(dirname "$0")/mainpid" ;;
+	-p) case "$3" in
+		LoadState) cat "$(dirname "$0")/loadstate" 2>/dev/null || echo loaded ;;
+		MainPID) cat "$(dirname "$0")/mainpid" ;;
+		esac ;;
 	*) cat "$(dirname "$0")/show" ;;
 	esac ;;
 stop|start) exit 0 ;;
@@ -482,8 +485,25 @@ func TestServicesGoThroughSystemctl(t *testing.T) {
 	}
 	calls, _ := os.ReadFile(filepath.Join(bin, "systemctl.calls"))
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	if len(lines) != 3 || lines[1] != "stop -- kubelet" || lines[2] != "start -- kubelet" {
+	if len(lines) != 5 || lines[2] != "stop -- kubelet" || lines[4] != "start -- kubelet" {
 		t.Fatalf("systemctl calls %q", lines)
+	}
+
+	// No unit at all (a kubeadm control plane): the lab cannot, rather
+	// than tried and failed.
+	os.WriteFile(filepath.Join(bin, "loadstate"), []byte("not-found\n"), 0o644)
+	for op, err := range map[string]error{
+		"stop":   h.StopService(ctx, lab.ServiceAPIServer),
+		"start":  h.StartService(ctx, lab.ServiceAPIServer),
+		"signal": h.Signal(ctx, lab.ServiceAPIServer, syscall.SIGSTOP),
+	} {
+		if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "kube-apiserver") || !strings.Contains(err.Error(), "node1") {
+			t.Errorf("%s of a service without a unit: %v, want lab.ErrUnsupported naming service and host", op, err)
+		}
+	}
+	calls, _ = os.ReadFile(filepath.Join(bin, "systemctl.calls"))
+	if strings.Contains(string(calls), "stop -- kube-apiserver") || strings.Contains(string(calls), "start -- kube-apiserver") {
+		t.Errorf("systemctl was asked to act on a unit that does not exist: %s", calls)
 	}
 }
 
