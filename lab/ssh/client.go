@@ -15,6 +15,9 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
+// ErrAuth is wrapped when the server refused every credential offered.
+var ErrAuth = errors.New("authentication refused")
+
 // Client is a connection to one SSH server that is dialled on first use and
 // again after it breaks. It is safe for concurrent use.
 type Client struct {
@@ -205,8 +208,8 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 			return nil, check.refusal
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("ssh to %s (%s) as %q: authentication refused (offered: %s): %w",
-				o.Name, c.target, o.User, c.offered(), err)
+			return nil, fmt.Errorf("ssh to %s (%s) as %q: %w (offered: %s): %w",
+				o.Name, c.target, o.User, ErrAuth, c.offered(), err)
 		}
 		return nil, fmt.Errorf("ssh handshake with %s (%s): %w", o.Name, c.target, err)
 	}

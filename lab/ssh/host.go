@@ -151,7 +151,8 @@ func (h *Host) runOK(ctx context.Context, what, cmd string) (lab.Result, error) 
 }
 
 // WaitReachable returns once the host runs a command over SSH, or when ctx
-// ends. Each attempt redials if the connection is broken.
+// ends. Each attempt redials if the connection is broken; a refused host
+// key or credential ends the wait at once.
 func (h *Host) WaitReachable(ctx context.Context) error {
 	var last error
 	for {
@@ -160,6 +161,10 @@ func (h *Host) WaitReachable(ctx context.Context) error {
 		cancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
+		}
+		if errors.Is(err, ErrHostKey) || errors.Is(err, ErrAuth) {
+			// The host answers; it will not be let in by waiting.
+			return fmt.Errorf("waiting for %s to answer over SSH: %w", h.cfg.Name, err)
 		}
 		if err != nil {
 			last = err

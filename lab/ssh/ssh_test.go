@@ -94,6 +94,13 @@ func TestUnknownHostKeyIsRefused(t *testing.T) {
 	if data, _ := os.ReadFile(f.ssh.KnownHosts); len(data) != 0 {
 		t.Errorf("known_hosts was written without acceptNewHostKeys: %q", data)
 	}
+	if !errors.Is(err, ssh.ErrHostKey) {
+		t.Errorf("error %q does not wrap ssh.ErrHostKey", err)
+	}
+	// Waiting does not make an unknown key known: no retries until ctx ends.
+	if err := h.WaitReachable(testContext(t)); !errors.Is(err, ssh.ErrHostKey) {
+		t.Errorf("WaitReachable with an unknown host key: %v, want ssh.ErrHostKey at once", err)
+	}
 }
 
 func TestChangedHostKeyIsRefusedEvenWithAcceptNew(t *testing.T) {
@@ -168,7 +175,7 @@ func TestWrongKeyIsRefusedWithoutLeakingIt(t *testing.T) {
 	if err == nil {
 		t.Fatal("Dial with a key the server does not authorize succeeded")
 	}
-	if !strings.Contains(err.Error(), "authentication refused") || !strings.Contains(err.Error(), stranger.Path) {
+	if !errors.Is(err, ssh.ErrAuth) || !strings.Contains(err.Error(), stranger.Path) {
 		t.Errorf("error %q does not say authentication was refused with which key file", err)
 	}
 	secret, _ := os.ReadFile(stranger.Path)
