@@ -7,3 +7,8 @@ package main
 // Backends are linked here, and only here, with blank imports such as
 //
 //	_ "github.com/faultline/faultline/lab/local"
+
+import (
+	_ "github.com/faultline/faultline/lab/proxmox"
+	_ "github.com/faultline/faultline/lab/static"
+)
