@@ -1,0 +1,114 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// requestTimeout bounds one request to the API server while booting: a
+// server that is still starting should not stall a poll.
+const requestTimeout = 10 * time.Second
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	rc.Timeout = requestTimeout
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("client for kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cs, nil
+}
+
+// apiServerReady asks the API server behind the kubeconfig for /readyz,
+// which covers its own etcd connection.
+func apiServerReady(ctx context.Context, cs kubernetes.Interface) error {
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("API server /readyz: %w", err)
+	}
+	if strings.TrimSpace(string(body)) != "ok" {
+		return fmt.Errorf("API server /readyz answered %q", strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// nodesReady succeeds when the cluster has at least want nodes and every
+// node is Ready; otherwise it names the nodes that are not.
+func nodesReady(ctx context.Context, cs kubernetes.Interface, want int) error {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	var notReady []string
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if !ready {
+			notReady = append(notReady, n.Name)
+		}
+	}
+	sort.Strings(notReady)
+	switch {
+	case len(notReady) > 0:
+		return fmt.Errorf("nodes not Ready: %s", strings.Join(notReady, ", "))
+	case len(nodes.Items) < want:
+		return fmt.Errorf("%d nodes registered, want at least %d", len(nodes.Items), want)
+	}
+	return nil
+}
+
+// kubeClusterCheck asks the cluster, through the lab's kubeconfig, what a
+// boot group should have brought up: nothing after etcd (no API server
+// runs yet, so the SSH wait is the check), a ready API server after the
+// control plane, and every node Ready after the workers.
+func kubeClusterCheck(c *lab.Config, interval time.Duration) ClusterCheck {
+	want := 0
+	for _, h := range c.Hosts {
+		if hasRole(h.Roles, lab.RoleControlPlane) || hasRole(h.Roles, lab.RoleWorker) {
+			want++
+		}
+	}
+	return func(ctx context.Context, group lab.Role) error {
+		if group == lab.RoleEtcd {
+			return nil
+		}
+		cs, err := kubeClient(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		check := func(ctx context.Context) (bool, error) {
+			if err := apiServerReady(ctx, cs); err != nil {
+				return false, err
+			}
+			if group == lab.RoleWorker {
+				if err := nodesReady(ctx, cs, want); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			return errors.New("cluster check needs a deadline")
+		}
+		return lab.WaitFor(ctx, fmt.Sprintf("the cluster to answer with the %s hosts up", group), time.Until(deadline), interval, check)
+	}
+}
