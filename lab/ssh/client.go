@@ -1,0 +1,380 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Client is a connection to one SSH server that is dialled on first use and
+// again after it breaks. It is safe for concurrent use.
+type Client struct {
+	opts     Options
+	target   string
+	identity xssh.Signer
+	jump     *Client
+	sessions chan struct{}
+
+	// mu is held while dialling, so that callers arriving during a
+	// reconnect wait for that one dial instead of each dialling.
+	mu     sync.Mutex
+	conn   *connection
+	closed bool
+}
+
+// connection is one live SSH connection; dead is closed when it ends.
+type connection struct {
+	client *xssh.Client
+	dead   chan struct{}
+}
+
+func (c *connection) alive() bool {
+	select {
+	case <-c.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// New checks the options and reads the identity file; it does not connect.
+func New(opts Options) (*Client, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	target, _ := o.target()
+	c := &Client{opts: o, target: target, sessions: make(chan struct{}, maxSessions)}
+	if o.IdentityFile != "" {
+		s, err := loadIdentity(o.IdentityFile)
+		if err != nil {
+			return nil, fmt.Errorf("ssh to %s: %w", o.Name, err)
+		}
+		c.identity = s
+	}
+	if o.Jump != nil {
+		j, err := New(*o.Jump)
+		if err != nil {
+			return nil, err
+		}
+		c.jump = j
+	}
+	return c, nil
+}
+
+// Dial is New followed by a connection, so that a wrong address, key or
+// credential is reported at once.
+func Dial(ctx context.Context, opts Options) (*Client, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.connect(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Name is the server's name used in errors.
+func (c *Client) Name() string { return c.opts.Name }
+
+// Close ends the connection (and the jump host's); later use fails.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	var err error
+	if conn != nil {
+		err = conn.client.Close()
+	}
+	if c.jump != nil {
+		c.jump.Close()
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Disconnect drops the current connection without closing the Client: the
+// next use dials again. Backends call it after powering a host off.
+func (c *Client) Disconnect() {
+	c.mu.Lock()
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	if conn != nil {
+		conn.client.Close()
+	}
+}
+
+// connect returns the live connection, dialling when there is none.
+func (c *Client) connect(ctx context.Context) (*connection, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("ssh to %s: client is closed", c.opts.Name)
+	}
+	if c.conn != nil && c.conn.alive() {
+		return c.conn, nil
+	}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	return conn, nil
+}
+
+func (c *Client) dial(ctx context.Context) (*connection, error) {
+	o := &c.opts
+	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+
+	var nc net.Conn
+	var err error
+	if c.jump != nil {
+		nc, err = c.jump.dialThrough(ctx, c.target)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s (%s) through %s: %w", o.Name, c.target, c.jump.opts.Name, err)
+		}
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", c.target)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s (%s): %w", o.Name, c.target, err)
+		}
+	}
+
+	auth, agentConn, err := authMethod(c.identity, o.UseAgent)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("ssh to %s: %w", o.Name, err)
+	}
+	defer agentConn.Close()
+	check := &hostKeyCheck{opts: o}
+	cfg := &xssh.ClientConfig{
+		User:              o.User,
+		Auth:              []xssh.AuthMethod{auth},
+		HostKeyCallback:   check.callback,
+		HostKeyAlgorithms: knownKeyAlgorithms(o.KnownHosts, c.target),
+		Timeout:           o.ConnectTimeout,
+	}
+	// The handshake takes no context; closing the socket is what stops it
+	// (a connection through a jump host has no deadlines to set).
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	sc, chans, reqs, err := xssh.NewClientConn(nc, c.target, cfg)
+	if !stop() {
+		if err == nil {
+			sc.Close()
+		}
+		return nil, fmt.Errorf("ssh handshake with %s (%s): %w", o.Name, c.target, ctx.Err())
+	}
+	if err != nil {
+		nc.Close()
+		if check.refusal != nil {
+			return nil, check.refusal
+		}
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			return nil, fmt.Errorf("ssh to %s (%s) as %q: authentication refused (offered: %s): %w",
+				o.Name, c.target, o.User, c.offered(), err)
+		}
+		return nil, fmt.Errorf("ssh handshake with %s (%s): %w", o.Name, c.target, err)
+	}
+	conn := &connection{client: xssh.NewClient(sc, chans, reqs), dead: make(chan struct{})}
+	go func() {
+		conn.client.Wait()
+		close(conn.dead)
+	}()
+	go c.keepAlive(conn)
+	return conn, nil
+}
+
+// offered names the kinds of credential tried, never their content.
+func (c *Client) offered() string {
+	var parts []string
+	if c.opts.IdentityFile != "" {
+		parts = append(parts, "key from "+c.opts.IdentityFile)
+	}
+	if c.opts.UseAgent {
+		parts = append(parts, "keys of the SSH agent")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keepAlive closes conn when the server stops answering probes, so that a
+// host that vanished without closing its connections is redialled.
+func (c *Client) keepAlive(conn *connection) {
+	t := time.NewTicker(c.opts.KeepAlive)
+	defer t.Stop()
+	misses := 0
+	for {
+		select {
+		case <-conn.dead:
+			return
+		case <-t.C:
+		}
+		answered := make(chan error, 1)
+		go func() {
+			_, _, err := conn.client.SendRequest("keepalive@openssh.com", true, nil)
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			if err != nil {
+				conn.client.Close()
+				return
+			}
+			misses = 0
+		case <-time.After(c.opts.KeepAlive):
+			misses++
+			if misses >= keepAliveMisses {
+				conn.client.Close()
+				return
+			}
+		case <-conn.dead:
+			return
+		}
+	}
+}
+
+// dialThrough opens a TCP connection from this server to addr (ProxyJump).
+func (c *Client) dialThrough(ctx context.Context, addr string) (net.Conn, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := c.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		nc, err := conn.client.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return nc, nil
+		}
+		var refused *xssh.OpenChannelError
+		if errors.As(err, &refused) || ctx.Err() != nil || attempt > 0 {
+			return nil, err
+		}
+		// The jump connection broke since it was last used: drop it and
+		// dial once more.
+		c.drop(conn)
+	}
+}
+
+func (c *Client) drop(conn *connection) {
+	c.mu.Lock()
+	if c.conn == conn {
+		c.conn = nil
+	}
+	c.mu.Unlock()
+	conn.client.Close()
+}
+
+// session opens a session, redialling once if the connection turned out
+// to be broken.
+func (c *Client) session(ctx context.Context) (*xssh.Session, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := c.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newSession(ctx, conn)
+		if err == nil {
+			return s, nil
+		}
+		var refused *xssh.OpenChannelError
+		if errors.As(err, &refused) {
+			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+		}
+		if ctx.Err() != nil || attempt > 0 {
+			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+		}
+		c.drop(conn)
+	}
+}
+
+// newSession is NewSession bounded by ctx: on a connection whose peer has
+// vanished, opening a channel blocks until the keepalive gives up.
+func newSession(ctx context.Context, conn *connection) (*xssh.Session, error) {
+	type opened struct {
+		s   *xssh.Session
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		s, err := conn.client.NewSession()
+		ch <- opened{s, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.s, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.s != nil {
+				o.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// Run runs cmd through the server's shell until it ends or ctx does. A
+// non-zero exit is reported in the Result, not as an error.
+func (c *Client) Run(ctx context.Context, cmd string) (lab.Result, error) {
+	select {
+	case c.sessions <- struct{}{}:
+		defer func() { <-c.sessions }()
+	case <-ctx.Done():
+		return lab.Result{}, fmt.Errorf("waiting for a free session on %s: %w", c.opts.Name, ctx.Err())
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return lab.Result{}, err
+	}
+	defer s.Close()
+	var stdout, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &stdout, &stderr
+	if err := s.Start(cmd); err != nil {
+		return lab.Result{}, fmt.Errorf("starting a command on %s: %w", c.opts.Name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Not waiting for the server to confirm: if the host is gone it
+		// never will.
+		s.Signal(xssh.SIGKILL)
+		s.Close()
+		// The output buffers may still be written to: none is returned.
+		return lab.Result{ExitCode: -1}, fmt.Errorf("command on %s did not finish: %w", c.opts.Name, ctx.Err())
+	}
+	res := lab.Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *xssh.ExitError
+	var missing *xssh.ExitMissingError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitStatus()
+		if exit.Signal() != "" && exit.ExitStatus() == 0 {
+			res.ExitCode = -1
+		}
+	case errors.As(err, &missing):
+		res.ExitCode = -1
+		return res, fmt.Errorf("command on %s ended without an exit status (connection lost?): %w", c.opts.Name, err)
+	default:
+		res.ExitCode = -1
+		return res, fmt.Errorf("command on %s: %w", c.opts.Name, err)
+	}
+	return res, nil
+}

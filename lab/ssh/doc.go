@@ -1,0 +1,14 @@
+// Package ssh reaches lab hosts over SSH with golang.org/x/crypto/ssh.
+//
+// Host keys are always verified against a known_hosts file: an unknown or a
+// changed key is refused with an error naming the host and the file, unless
+// the lab opts in to accepting keys of hosts it has never seen (a changed key
+// is refused even then). A jump host is dialled first and the target is
+// reached through it, as OpenSSH's ProxyJump does. One connection per host
+// carries concurrent sessions; a connection that breaks (the host was powered
+// off, sshd restarted) is dialled again on next use.
+//
+// Host implements lab.Host on top of a Client: commands, services through
+// systemctl, signals to a service's main PID. Power operations are supplied
+// by the backend that knows how (vSphere, Proxmox) through WithPower.
+package ssh

@@ -1,0 +1,327 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Host is a lab.Host reached over SSH.
+type Host struct {
+	cfg            lab.HostConfig
+	client         *Client
+	kind           string
+	sudo           bool
+	commandTimeout time.Duration
+	bootTimeout    time.Duration
+	powerOff       func(context.Context) error
+	powerOn        func(context.Context) error
+}
+
+var _ lab.Host = (*Host)(nil)
+
+// HostOption adjusts a Host built by NewHost.
+type HostOption func(*Host)
+
+// WithPower supplies the host's power operations (a hypervisor's). Without
+// it PowerOff and PowerOn return an error wrapping lab.ErrUnsupported.
+func WithPower(off, on func(ctx context.Context) error) HostOption {
+	return func(h *Host) { h.powerOff, h.powerOn = off, on }
+}
+
+// WithLabKind names the lab kind in errors (default "ssh").
+func WithLabKind(kind string) HostOption {
+	return func(h *Host) { h.kind = kind }
+}
+
+// WithBootTimeout bounds how long PowerOn waits for SSH to answer after
+// the host was powered on (default 5m).
+func WithBootTimeout(d time.Duration) HostOption {
+	return func(h *Host) { h.bootTimeout = d }
+}
+
+// NewHost builds the Host for one host of a lab file, reached with the lab's
+// SSH settings. It reads the identity file but does not connect.
+func NewHost(hc lab.HostConfig, c *lab.SSHConfig, opts ...HostOption) (*Host, error) {
+	o, err := OptionsFor(hc.Name, hc.Address, c)
+	if err != nil {
+		return nil, err
+	}
+	client, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	return newHost(hc, client, c, opts...), nil
+}
+
+// NewHostWithClient builds a Host on an existing Client (for a host whose
+// address or user differ from the lab's, such as a hypervisor).
+func NewHostWithClient(hc lab.HostConfig, client *Client, c *lab.SSHConfig, opts ...HostOption) *Host {
+	return newHost(hc, client, c, opts...)
+}
+
+func newHost(hc lab.HostConfig, client *Client, c *lab.SSHConfig, opts ...HostOption) *Host {
+	h := &Host{
+		cfg:            hc,
+		client:         client,
+		kind:           "ssh",
+		commandTimeout: 60 * time.Second,
+		bootTimeout:    5 * time.Minute,
+	}
+	if c != nil {
+		h.sudo = c.Sudo
+		if c.CommandTimeout.Duration > 0 {
+			h.commandTimeout = c.CommandTimeout.Duration
+		}
+	}
+	for _, opt := range opts {
+		opt(h)
+	}
+	return h
+}
+
+func (h *Host) Name() string            { return h.cfg.Name }
+func (h *Host) Roles() []lab.Role       { return slices.Clone(h.cfg.Roles) }
+func (h *Host) HasRole(r lab.Role) bool { return slices.Contains(h.cfg.Roles, r) }
+func (h *Host) Address() string         { return h.cfg.Address }
+
+// Config is the host's entry in the lab file.
+func (h *Host) Config() lab.HostConfig { return h.cfg }
+
+// Client is the host's SSH connection.
+func (h *Host) Client() *Client { return h.client }
+
+// Close ends the host's SSH connection.
+func (h *Host) Close() error { return h.client.Close() }
+
+var errCommandTimeout = errors.New("ssh.commandTimeout reached")
+
+// Run runs cmd (through sudo -n when the lab says so), bounded by ctx and
+// the lab's command timeout.
+func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, h.commandTimeout, errCommandTimeout)
+	defer cancel()
+	full := cmd
+	if h.sudo {
+		full = "sudo -n sh -c " + shellQuote(cmd)
+	}
+	res, err := h.client.Run(ctx, full)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errCommandTimeout) {
+			return res, fmt.Errorf("running %q on %s: timed out after %s (ssh.commandTimeout): %w", cmd, h.cfg.Name, h.commandTimeout, err)
+		}
+		return res, fmt.Errorf("running %q on %s: %w", cmd, h.cfg.Name, err)
+	}
+	if h.sudo && res.ExitCode == 1 && strings.Contains(res.Stderr, "sudo: a password is required") {
+		return res, fmt.Errorf("running %q on %s: sudo -n needs a password for %s (configure NOPASSWD for this user)", cmd, h.cfg.Name, h.client.opts.User)
+	}
+	return res, nil
+}
+
+// runOK is Run where a non-zero exit is an error carrying stderr.
+func (h *Host) runOK(ctx context.Context, what, cmd string) (lab.Result, error) {
+	res, err := h.Run(ctx, cmd)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", what, err)
+	}
+	if res.ExitCode != 0 {
+		return res, fmt.Errorf("%s on %s: exit status %d: %s", what, h.cfg.Name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return res, nil
+}
+
+// WaitReachable returns once the host runs a command over SSH, or when ctx
+// ends. Each attempt redials if the connection is broken.
+func (h *Host) WaitReachable(ctx context.Context) error {
+	var last error
+	for {
+		attempt, cancel := context.WithTimeout(ctx, h.client.opts.ConnectTimeout)
+		res, err := h.client.Run(attempt, "true")
+		cancel()
+		if err == nil && res.ExitCode == 0 {
+			return nil
+		}
+		if err != nil {
+			last = err
+			// A failed attempt may have left a half-open connection.
+			h.client.Disconnect()
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s to answer over SSH: %w (last error: %v)", h.cfg.Name, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting for %s to answer over SSH: %w", h.cfg.Name, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// PowerOff runs the backend's power off and drops the now dead connection.
+func (h *Host) PowerOff(ctx context.Context) error {
+	if h.powerOff == nil {
+		return lab.Unsupported(h.kind, "power off "+h.cfg.Name, "the lab has no hypervisor to power hosts off")
+	}
+	if err := h.powerOff(ctx); err != nil {
+		return fmt.Errorf("powering off %s: %w", h.cfg.Name, err)
+	}
+	h.client.Disconnect()
+	return nil
+}
+
+// PowerOn runs the backend's power on and waits until the host answers
+// over SSH.
+func (h *Host) PowerOn(ctx context.Context) error {
+	if h.powerOn == nil {
+		return lab.Unsupported(h.kind, "power on "+h.cfg.Name, "the lab has no hypervisor to power hosts on")
+	}
+	if err := h.powerOn(ctx); err != nil {
+		return fmt.Errorf("powering on %s: %w", h.cfg.Name, err)
+	}
+	h.client.Disconnect()
+	ctx, cancel := context.WithTimeout(ctx, h.bootTimeout)
+	defer cancel()
+	return h.WaitReachable(ctx)
+}
+
+// unitName guards the shell: service names come from scenarios.
+var unitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@._:-]*$`)
+
+func checkService(name string) error {
+	if !unitName.MatchString(name) {
+		return fmt.Errorf("%q is not a service name", name)
+	}
+	return nil
+}
+
+func (h *Host) StopService(ctx context.Context, name string) error {
+	if err := checkService(name); err != nil {
+		return err
+	}
+	_, err := h.runOK(ctx, "stopping "+name, "systemctl stop -- "+name)
+	return err
+}
+
+func (h *Host) StartService(ctx context.Context, name string) error {
+	if err := checkService(name); err != nil {
+		return err
+	}
+	_, err := h.runOK(ctx, "starting "+name, "systemctl start -- "+name)
+	return err
+}
+
+// exitNoMainPID is the exit status of the signal script when systemd knows
+// no main process for the service.
+const exitNoMainPID = 3
+
+// Signal sends sig to the service's main process as systemd knows it. PID
+// lookup and kill run in one command, so the window in which the service
+// could restart under another PID is one shell's.
+func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) error {
+	if err := checkService(name); err != nil {
+		return err
+	}
+	sigName := strings.TrimPrefix(unix.SignalName(sig), "SIG")
+	if sigName == "" {
+		return fmt.Errorf("signal %d has no name", int(sig))
+	}
+	script := fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
+		`[ -n "$pid" ] && [ "$pid" -gt 0 ] || exit %d; kill -s %s "$pid"`, name, exitNoMainPID, sigName)
+	res, err := h.Run(ctx, script)
+	if err != nil {
+		return fmt.Errorf("signalling %s with %s: %w", name, sigName, err)
+	}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case exitNoMainPID:
+		return fmt.Errorf("signalling %s on %s with %s: the service has no main process (not running?)", name, h.cfg.Name, sigName)
+	default:
+		return fmt.Errorf("signalling %s on %s with %s: exit status %d: %s", name, h.cfg.Name, sigName, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+}
+
+// KnownServices are the services Services reports on, where installed.
+var KnownServices = []string{
+	lab.ServiceEtcd, lab.ServiceAPIServer, lab.ServiceControllerManager, lab.ServiceScheduler,
+	lab.ServiceKubelet, lab.ServiceContainerd, lab.ServiceKubeProxy, lab.ServiceKeepalived,
+}
+
+// Services reports the state of every known service systemd has a unit for.
+// On kubeadm clusters the control plane runs as static pods, not units, and
+// is therefore absent here.
+func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
+	units := make([]string, len(KnownServices))
+	for i, s := range KnownServices {
+		units[i] = s + ".service"
+	}
+	res, err := h.runOK(ctx, "listing services",
+		"systemctl show --property=Id,LoadState,ActiveState,SubState,MainPID,FreezerState -- "+strings.Join(units, " "))
+	if err != nil {
+		return nil, err
+	}
+	return parseServiceStates(res.Stdout)
+}
+
+// parseServiceStates reads `systemctl show` output: one block of key=value
+// lines per unit, blocks separated by an empty line.
+func parseServiceStates(out string) ([]lab.ServiceState, error) {
+	var states []lab.ServiceState
+	for _, block := range strings.Split(strings.TrimSpace(out), "\n\n") {
+		props := map[string]string{}
+		for _, line := range strings.Split(block, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+				props[k] = v
+			}
+		}
+		if len(props) == 0 {
+			continue
+		}
+		if props["Id"] == "" {
+			return nil, fmt.Errorf("systemctl show output without an Id: %q", block)
+		}
+		if props["LoadState"] == "not-found" {
+			continue
+		}
+		st := lab.ServiceState{Name: strings.TrimSuffix(props["Id"], ".service"), State: serviceState(props)}
+		if pid, err := strconv.Atoi(props["MainPID"]); err == nil {
+			st.PID = pid
+		}
+		states = append(states, st)
+	}
+	return states, nil
+}
+
+func serviceState(p map[string]string) string {
+	if p["FreezerState"] == "frozen" {
+		return "frozen"
+	}
+	switch p["ActiveState"] {
+	case "active", "reloading":
+		if p["SubState"] == "exited" {
+			return "exited"
+		}
+		return "running"
+	case "inactive":
+		return "stopped"
+	case "failed":
+		return "exited"
+	default:
+		return "unknown"
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
