@@ -22,6 +22,8 @@ type fleetVM struct {
 	// field is the host's vm field in the lab file, for errors.
 	field string
 	vm    *object.VirtualMachine
+	// labHost reaches the guest; set by Open.
+	labHost *host
 }
 
 func (v *fleetVM) String() string {

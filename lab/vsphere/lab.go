@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/vmware/govmomi"
@@ -37,11 +38,17 @@ type RemoteHost interface {
 
 // Power switches one host's VM.
 type Power struct {
+	// Off is a hard power off; it returns once vCenter reports the VM off.
 	Off func(context.Context) error
-	On  func(context.Context) error
+	// On returns once vCenter reports the VM on (the guest may still boot).
+	On func(context.Context) error
+	// BootTimeout bounds how long the host's PowerOn waits for it to answer.
+	BootTimeout time.Duration
 }
 
-// RemoteHostFactory builds the RemoteHost of one host of the lab.
+// RemoteHostFactory builds the RemoteHost of one host of the lab. Its
+// PowerOff and PowerOn must switch the VM with power (and may do more, such
+// as dropping a connection to a guest that is gone).
 type RemoteHostFactory func(hc lab.HostConfig, c *lab.Config, power Power) (RemoteHost, error)
 
 // ClusterCheck returns once the cluster answers as it should after the
@@ -129,6 +136,7 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 			_ = l.Close()
 			return nil, fmt.Errorf("vsphere lab %s: host %s: %w", c.Name, v.host.Name, err)
 		}
+		v.labHost = h
 		l.hosts = append(l.hosts, h)
 	}
 	return l, nil
@@ -169,6 +177,12 @@ func (l *Lab) Host(name string) (lab.Host, error) {
 
 // Close logs out of vCenter.
 func (l *Lab) Close() error {
+	for _, h := range l.hosts {
+		if c, ok := h.RemoteHost.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	l.hosts = nil
 	if l.client == nil {
 		return nil
 	}
@@ -198,6 +212,8 @@ func forEach(ctx context.Context, vms []*fleetVM, f func(context.Context, *fleet
 	return errors.Join(errs...)
 }
 
-func powerOffVM(ctx context.Context, v *fleetVM) error { return v.powerOff(ctx) }
+// powerOffHost powers a VM off hard through its host, so that the host
+// also drops its connection to the guest that is gone.
+func powerOffHost(ctx context.Context, v *fleetVM) error { return v.labHost.PowerOff(ctx) }
 
 func powerOnVM(ctx context.Context, v *fleetVM) error { return v.powerOn(ctx) }

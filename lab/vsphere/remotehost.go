@@ -2,9 +2,15 @@ package vsphere
 
 import (
 	"github.com/faultline/faultline/lab"
+	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
-// sshRemoteHost reaches a fleet host over SSH with the lab's ssh settings.
+// sshRemoteHost reaches a fleet host over SSH with the lab's ssh settings;
+// the VM's power goes through the SSH host so that it drops its connection
+// when the guest goes away.
 func sshRemoteHost(hc lab.HostConfig, c *lab.Config, power Power) (RemoteHost, error) {
-	return nil, lab.Unsupported(lab.KindVSphere, "commands on "+hc.Name, "the SSH backend is not linked in yet")
+	return labssh.NewHost(hc, c.SSH,
+		labssh.WithPower(power.Off, power.On),
+		labssh.WithLabKind(lab.KindVSphere),
+		labssh.WithBootTimeout(power.BootTimeout))
 }

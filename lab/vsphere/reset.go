@@ -72,7 +72,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
 	}
 
-	if err := forEach(ctx, l.fleet, powerOffVM); err != nil {
+	if err := forEach(ctx, l.fleet, powerOffHost); err != nil {
 		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
 	}
 	snapshotOf := make(map[*fleetVM]types.ManagedObjectReference, len(l.fleet))
@@ -143,14 +143,10 @@ func (l *Lab) boot(ctx context.Context, g bootGroup) error {
 	if err := l.waitGuests(ctx, g.vms); err != nil {
 		return fmt.Errorf("booting the %s hosts: %w", g.role, err)
 	}
-	hostOf := make(map[*fleetVM]*host, len(l.hosts))
-	for _, h := range l.hosts {
-		hostOf[h.vm] = h
-	}
 	reachCtx, cancel := context.WithTimeout(ctx, l.opts.bootTimeout)
 	defer cancel()
 	err := forEach(reachCtx, g.vms, func(ctx context.Context, v *fleetVM) error {
-		if err := hostOf[v].RemoteHost.WaitReachable(ctx); err != nil {
+		if err := v.labHost.RemoteHost.WaitReachable(ctx); err != nil {
 			return fmt.Errorf("waiting for %s to answer: %w", v, err)
 		}
 		return nil

@@ -302,6 +302,7 @@ func (f *simFleet) lastEventKey(ctx context.Context) int32 {
 // simulator. It records when the lab waited for it and refuses commands.
 type fakeRemote struct {
 	hc      lab.HostConfig
+	power   Power
 	journal *journal
 }
 
@@ -324,10 +325,16 @@ func (r *fakeRemote) Signal(context.Context, string, syscall.Signal) error {
 func (r *fakeRemote) Services(context.Context) ([]lab.ServiceState, error) {
 	return nil, fmt.Errorf("test host %s has no services", r.hc.Name)
 }
-func (r *fakeRemote) PowerOff(context.Context) error {
-	return fmt.Errorf("power must come from the VM")
+func (r *fakeRemote) PowerOff(ctx context.Context) error {
+	r.journal.add("power off " + r.hc.Name)
+	return r.power.Off(ctx)
 }
-func (r *fakeRemote) PowerOn(context.Context) error { return fmt.Errorf("power must come from the VM") }
+func (r *fakeRemote) PowerOn(ctx context.Context) error {
+	if err := r.power.On(ctx); err != nil {
+		return err
+	}
+	return r.WaitReachable(ctx)
+}
 func (r *fakeRemote) WaitReachable(ctx context.Context) error {
 	r.journal.add("reachable " + r.hc.Name)
 	return nil
@@ -361,8 +368,8 @@ func (f *simFleet) openSim(ctx context.Context, c *lab.Config) (*Lab, *journal, 
 	onAtCheck := map[lab.Role][]string{}
 	var mu sync.Mutex
 	l, err := Open(ctx, c,
-		WithRemoteHosts(func(hc lab.HostConfig, _ *lab.Config, _ Power) (RemoteHost, error) {
-			return &fakeRemote{hc: hc, journal: j}, nil
+		WithRemoteHosts(func(hc lab.HostConfig, _ *lab.Config, power Power) (RemoteHost, error) {
+			return &fakeRemote{hc: hc, power: power, journal: j}, nil
 		}),
 		WithClusterCheck(func(ctx context.Context, group lab.Role) error {
 			j.add("cluster " + string(group))

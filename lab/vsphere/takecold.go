@@ -115,19 +115,18 @@ func (l *Lab) powerDownFleet(ctx context.Context) error {
 				}
 				// A guest that refuses the shutdown is powered off hard below.
 			}
-			if err := v.powerOff(ctx); err != nil {
+			if err := v.labHost.PowerOff(ctx); err != nil {
 				return err
 			}
 		}
 		if len(shutdown) == 0 {
 			continue
 		}
-		err = l.waitOff(ctx, shutdown, l.opts.shutdownWait)
-		if err != nil {
-			// The guests had their chance; what still runs is cut.
-			if err := forEach(ctx, shutdown, powerOffVM); err != nil {
-				return err
-			}
+		// Guests that do not stop in time are cut; for the others the hard
+		// power off finds them off and only drops the host's connection.
+		_ = l.waitOff(ctx, shutdown, l.opts.shutdownWait)
+		if err := forEach(ctx, shutdown, powerOffHost); err != nil {
+			return err
 		}
 	}
 	return nil
