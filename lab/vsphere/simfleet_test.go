@@ -55,6 +55,7 @@ var fleetHosts = []struct {
 // reading what happened independently of the code under test.
 type simFleet struct {
 	t       *testing.T
+	model   *simulator.Model
 	url     *url.URL // without credentials
 	admin   *govmomi.Client
 	vms     map[string]*object.VirtualMachine // by host name
@@ -109,7 +110,7 @@ func newSimFleet(t *testing.T) *simFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &simFleet{t: t, admin: admin, vms: map[string]*object.VirtualMachine{}, hostOf: map[types.ManagedObjectReference]string{}}
+	f := &simFleet{t: t, model: m, admin: admin, vms: map[string]*object.VirtualMachine{}, hostOf: map[types.ManagedObjectReference]string{}}
 	u := *srv.URL
 	u.User = nil
 	f.url = &u
@@ -274,7 +275,7 @@ func (f *simFleet) powerEvents(ctx context.Context) []types.BaseEvent {
 	}
 	all, err := event.NewManager(f.admin.Client).QueryEvents(ctx, types.EventFilterSpec{
 		Entity:      &types.EventFilterSpecByEntity{Entity: dc.Reference(), Recursion: types.EventFilterSpecRecursionOptionAll},
-		EventTypeId: []string{"VmPoweredOnEvent", "VmPoweredOffEvent"},
+		EventTypeId: []string{"VmPoweredOnEvent", "VmPoweredOffEvent", "VmGuestShutdownEvent"},
 		MaxCount:    1000,
 	})
 	if err != nil {
