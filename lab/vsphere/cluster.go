@@ -26,6 +26,10 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
 	rc.Timeout = requestTimeout
+	// The waits poll at their own pace; client-go's client-side rate
+	// limiter would only turn a slow poll into a limiter error that hides
+	// what the API server last said.
+	rc.QPS = -1
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("client for kubeconfig %s: %w", kubeconfig, err)
@@ -95,15 +99,16 @@ func kubeClusterCheck(c *lab.Config, interval time.Duration) ClusterCheck {
 			return err
 		}
 		check := func(ctx context.Context) (bool, error) {
-			if err := apiServerReady(ctx, cs); err != nil {
-				return false, err
+			err := apiServerReady(ctx, cs)
+			if err == nil && group == lab.RoleWorker {
+				err = nodesReady(ctx, cs, want)
 			}
-			if group == lab.RoleWorker {
-				if err := nodesReady(ctx, cs, want); err != nil {
-					return false, err
-				}
+			if err != nil && ctx.Err() != nil {
+				// The deadline cut this attempt short; the previous
+				// attempt's error says more about what was wrong.
+				return false, nil
 			}
-			return true, nil
+			return err == nil, err
 		}
 		deadline, ok := ctx.Deadline()
 		if !ok {
