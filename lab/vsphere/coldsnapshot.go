@@ -63,8 +63,17 @@ func coldSnapshots(fleet []*fleetVM, props []mo.VirtualMachine, name string) ([]
 	return out, nil
 }
 
-// powerEvents are the events that change whether a guest runs.
-var powerEvents = []string{"VmPoweredOnEvent", "VmPoweredOffEvent", "VmSuspendedEvent"}
+// powerEvents are the events that change whether a guest runs. The
+// power-on subtypes are named too: an event filter names exact types.
+var powerEvents = []string{"VmPoweredOnEvent", "DrsVmPoweredOnEvent", "VmRestartedOnAlternateHostEvent", "VmPoweredOffEvent", "VmSuspendedEvent"}
+
+func isPowerOn(e types.BaseEvent) bool {
+	switch e.(type) {
+	case *types.VmPoweredOnEvent, *types.DrsVmPoweredOnEvent, *types.VmRestartedOnAlternateHostEvent:
+		return true
+	}
+	return false
+}
 
 // checkFleetWasOff looks at vCenter's event history for evidence that the
 // fleet was not all powered off while its cold snapshots were taken. A
@@ -98,12 +107,12 @@ func checkFleetWasOff(ctx context.Context, c *vim25.Client, fleet []*fleetVM, sn
 				before = e
 				continue
 			}
-			if _, on := e.(*types.VmPoweredOnEvent); on {
+			if isPowerOn(e) {
 				errs = append(errs, fmt.Errorf("%s was powered on at %s, between the first (%s) and the last (%s) %q snapshot of the fleet", v, t.UTC().Format(time.RFC3339), first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339), snaps[i].Name))
 				break
 			}
 		}
-		if _, on := before.(*types.VmPoweredOnEvent); on {
+		if before != nil && isPowerOn(before) {
 			errs = append(errs, fmt.Errorf("%s was running when the fleet's %q snapshots were taken (powered on at %s, no power off before %s)", v, snaps[i].Name, before.GetEvent().CreatedTime.UTC().Format(time.RFC3339), first.UTC().Format(time.RFC3339)))
 		}
 	}

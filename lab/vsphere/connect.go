@@ -30,8 +30,10 @@ func vcenterURL(vc *lab.VSphereConfig) (*url.URL, error) {
 		return nil, fmt.Errorf("vsphere.url is not a URL such as https://vcenter.example.org/sdk")
 	}
 	// ParseURL fills in an empty user; anything more came from the lab file.
-	if u.User != nil && (u.User.Username() != "" || u.User.String() != u.User.Username()+":") {
-		return nil, fmt.Errorf("vsphere.url must not carry a user or password; use vsphere.credentialsFile or %s/%s", EnvUsername, EnvPassword)
+	if u.User != nil {
+		if pass, _ := u.User.Password(); u.User.Username() != "" || pass != "" {
+			return nil, fmt.Errorf("vsphere.url must not carry a user or password; use vsphere.credentialsFile or %s/%s", EnvUsername, EnvPassword)
+		}
 	}
 	return u, nil
 }
