@@ -306,3 +306,39 @@ func assertUntouched(ctx context.Context, t *testing.T, f *simFleet, before map[
 
 // wantBootOrder is written out here, not taken from the code under test.
 var wantBootOrder = []lab.Role{lab.RoleEtcd, lab.RoleControlPlane, lab.RoleWorker}
+
+func TestResetRefusesSnapshotsWithAPowerOnBetweenThem(t *testing.T) {
+	ctx := testContext(t)
+	f := newSimFleet(t)
+	l, _, _ := f.openSim(ctx, f.config())
+	// Every VM is off when its own snapshot is taken, but cp1 ran for a
+	// while between the first and the last: the fleet was never off as one.
+	for i, h := range fleetHosts {
+		if i == 6 {
+			time.Sleep(10 * time.Millisecond)
+			f.powerOn(ctx, "cp1")
+			f.powerOff(ctx, "cp1")
+			time.Sleep(10 * time.Millisecond)
+		}
+		task, err := f.vms[h.name].CreateSnapshot(ctx, "cold", "", false, false)
+		if err == nil {
+			err = task.Wait(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := f.powerStates(ctx)
+	since := f.lastEventKey(ctx)
+	err := l.Reset(ctx)
+	if err == nil {
+		t.Fatal("Reset reverted to snapshots with a power-on between them")
+	}
+	if !strings.Contains(err.Error(), "cp1 (VM /DC0/vm/fleet/cp1) was powered on at") || !strings.Contains(err.Error(), "between the first") {
+		t.Errorf("error %q does not name cp1's power-on between the snapshots", err)
+	}
+	if strings.Contains(err.Error(), "etcd1") {
+		t.Errorf("error %q blames etcd1, which stayed off", err)
+	}
+	assertUntouched(ctx, t, f, before, since)
+}
