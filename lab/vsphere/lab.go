@@ -64,6 +64,9 @@ type options struct {
 	bootTimeout  time.Duration
 	shutdownWait time.Duration
 	pollInterval time.Duration
+	// checkKubeconfig is set when the cluster is asked through the lab's
+	// kubeconfig, which Reset then loads before it touches anything.
+	checkKubeconfig bool
 }
 
 // WithRemoteHosts replaces how hosts are reached for commands (SSH by default).
@@ -114,6 +117,7 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 	}
 	if o.clusterCheck == nil {
 		o.clusterCheck = kubeClusterCheck(c, o.pollInterval)
+		o.checkKubeconfig = true
 	}
 	cred, err := loadCredentials(c)
 	if err != nil {

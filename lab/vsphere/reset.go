@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/guard"
 )
 
 // bootOrder is the order the fleet is powered on in: etcd first so the API
@@ -59,6 +60,17 @@ func hasRole(roles []lab.Role, r lab.Role) bool {
 // group by group, each group waited on (guest up, hosts reachable, cluster
 // answering) before the next is powered on.
 func (l *Lab) Reset(ctx context.Context) error {
+	// Reverting every VM destroys whatever the fleet holds.
+	if err := guard.CheckConfig(l.cfg); err != nil {
+		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
+	}
+	if l.opts.checkKubeconfig {
+		// A kubeconfig that cannot be loaded would only fail after every
+		// VM was reverted; find it out before.
+		if _, err := kubeClient(l.cfg.Kubeconfig); err != nil {
+			return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
+		}
+	}
 	c := l.client.Client
 	props, err := retrieve(ctx, c, l.fleet)
 	if err != nil {

@@ -342,3 +342,47 @@ func TestResetRefusesSnapshotsWithAPowerOnBetweenThem(t *testing.T) {
 	}
 	assertUntouched(ctx, t, f, before, since)
 }
+
+func TestResetAndColdSnapshotRefuseALabFileNotMarkedLab(t *testing.T) {
+	ctx := testContext(t)
+	f := newSimFleet(t)
+	c := f.writeConfig(strings.Replace(f.configYAML("cold"), "lab: true", "lab: false", 1), simUser, simPassword)
+	l, _, _ := f.openSim(ctx, c)
+	f.powerOn(ctx, "worker3")
+	before := f.powerStates(ctx)
+	since := f.lastEventKey(ctx)
+	for name, op := range map[string]func(context.Context) error{
+		"Reset":        l.Reset,
+		"ColdSnapshot": func(ctx context.Context) error { return l.ColdSnapshot(ctx, false) },
+	} {
+		if err := op(ctx); err == nil || !strings.Contains(err.Error(), "lab: true") {
+			t.Errorf("%s on a lab file without lab: true: %v, want a refusal naming it", name, err)
+		}
+	}
+	assertUntouched(ctx, t, f, before, since)
+}
+
+func TestResetChecksTheKubeconfigBeforeTouchingVMs(t *testing.T) {
+	ctx := testContext(t)
+	f := newSimFleet(t)
+	c := f.config()
+	// The lab's own cluster check, through a kubeconfig that does not exist.
+	l, err := Open(ctx, c, WithRemoteHosts(func(hc lab.HostConfig, _ *lab.Config, power Power) (RemoteHost, error) {
+		return &fakeRemote{hc: hc, power: power, journal: &journal{}}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	if err := l.ColdSnapshot(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	f.powerOn(ctx, "etcd5")
+	before := f.powerStates(ctx)
+	since := f.lastEventKey(ctx)
+	err = l.Reset(ctx)
+	if err == nil || !strings.Contains(err.Error(), "loading kubeconfig "+c.Kubeconfig) {
+		t.Errorf("Reset with a missing kubeconfig: %v, want an error naming it", err)
+	}
+	assertUntouched(ctx, t, f, before, since)
+}

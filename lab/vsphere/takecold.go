@@ -12,6 +12,8 @@ import (
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/faultline/faultline/lab/guard"
 )
 
 // ColdSnapshot powers the whole fleet off and takes vsphere.coldSnapshot on
@@ -31,6 +33,9 @@ import (
 // replace true the old snapshot is removed once the new one is taken on
 // every VM. Nothing is snapshotted while any VM is still powered on.
 func (l *Lab) ColdSnapshot(ctx context.Context, replace bool) error {
+	if err := guard.CheckConfig(l.cfg); err != nil {
+		return fmt.Errorf("taking the cold snapshot of lab %s: %w", l.cfg.Name, err)
+	}
 	name := l.cfg.VSphere.ColdSnapshot
 	c := l.client.Client
 	props, err := retrieve(ctx, c, l.fleet)
