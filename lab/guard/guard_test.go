@@ -15,7 +15,8 @@ import (
 )
 
 // These cover the guard's decisions against client-go's in-memory
-// clientset; guard_lab_test.go runs the same against a real cluster.
+// clientset; lab/static/apiserver_test.go runs them against a real
+// kube-apiserver.
 
 func labConfig(isLab bool) *lab.Config {
 	return &lab.Config{Name: "pair", Kind: lab.KindStatic, Lab: isLab}

@@ -15,6 +15,9 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
+// ErrAuth is wrapped when the server refused every credential offered.
+var ErrAuth = errors.New("authentication refused")
+
 // Client is a connection to one SSH server that is dialled on first use and
 // again after it breaks. It is safe for concurrent use.
 type Client struct {
@@ -22,6 +25,7 @@ type Client struct {
 	target   string
 	identity xssh.Signer
 	jump     *Client
+	ownsJump bool
 	sessions chan struct{}
 
 	// mu is held while dialling, so that callers arriving during a
@@ -61,14 +65,30 @@ func New(opts Options) (*Client, error) {
 		}
 		c.identity = s
 	}
-	if o.Jump != nil {
+	switch {
+	case o.Via != nil:
+		c.jump = o.Via
+	case o.Jump != nil:
 		j, err := New(*o.Jump)
 		if err != nil {
 			return nil, err
 		}
-		c.jump = j
+		c.jump, c.ownsJump = j, true
 	}
 	return c, nil
+}
+
+// NewJump makes the client for a lab's jump host, to be shared by its
+// hosts (WithJump); nil when the lab has none. It does not connect.
+func NewJump(c *lab.SSHConfig) (*Client, error) {
+	if c == nil || c.Jump == "" {
+		return nil, nil
+	}
+	o, err := OptionsFor("jump", "unused", c)
+	if err != nil {
+		return nil, err
+	}
+	return New(*o.Jump)
 }
 
 // Dial is New followed by a connection, so that a wrong address, key or
@@ -99,7 +119,7 @@ func (c *Client) Close() error {
 	if conn != nil {
 		err = conn.client.Close()
 	}
-	if c.jump != nil {
+	if c.jump != nil && c.ownsJump {
 		c.jump.Close()
 	}
 	if errors.Is(err, net.ErrClosed) {
@@ -188,8 +208,8 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 			return nil, check.refusal
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("ssh to %s (%s) as %q: authentication refused (offered: %s): %w",
-				o.Name, c.target, o.User, c.offered(), err)
+			return nil, fmt.Errorf("ssh to %s (%s) as %q: %w (offered: %s): %w",
+				o.Name, c.target, o.User, ErrAuth, c.offered(), err)
 		}
 		return nil, fmt.Errorf("ssh handshake with %s (%s): %w", o.Name, c.target, err)
 	}
@@ -294,12 +314,34 @@ func (c *Client) session(ctx context.Context) (*xssh.Session, error) {
 		}
 		var refused *xssh.OpenChannelError
 		if errors.As(err, &refused) {
-			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+			// OpenSSH counts a closed session against MaxSessions until
+			// our close reaches it, so a refusal right after other
+			// sessions ended is retried: opening a session has no effect.
+			if waitErr := sleepCtx(ctx, sessionRetryDelay(attempt)); waitErr != nil {
+				return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
+			}
+			continue
 		}
 		if ctx.Err() != nil || attempt > 0 {
 			return nil, fmt.Errorf("opening a session on %s: %w", c.opts.Name, err)
 		}
 		c.drop(conn)
+	}
+}
+
+func sessionRetryDelay(attempt int) time.Duration {
+	d := 20 * time.Millisecond << min(attempt, 5)
+	return d
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -26,6 +26,7 @@ type Host struct {
 	bootTimeout    time.Duration
 	powerOff       func(context.Context) error
 	powerOn        func(context.Context) error
+	via            *Client
 }
 
 var _ lab.Host = (*Host)(nil)
@@ -57,11 +58,20 @@ func NewHost(hc lab.HostConfig, c *lab.SSHConfig, opts ...HostOption) (*Host, er
 	if err != nil {
 		return nil, err
 	}
-	client, err := New(o)
+	h := newHost(hc, nil, c, opts...)
+	o.Via = h.via
+	h.client, err = New(o)
 	if err != nil {
 		return nil, err
 	}
-	return newHost(hc, client, c, opts...), nil
+	return h, nil
+}
+
+// WithJump reaches the host through a jump client shared with other hosts
+// (see NewJump) instead of a jump connection of its own. Ignored by
+// NewHostWithClient.
+func WithJump(j *Client) HostOption {
+	return func(h *Host) { h.via = j }
 }
 
 // NewHostWithClient builds a Host on an existing Client (for a host whose
@@ -141,7 +151,8 @@ func (h *Host) runOK(ctx context.Context, what, cmd string) (lab.Result, error) 
 }
 
 // WaitReachable returns once the host runs a command over SSH, or when ctx
-// ends. Each attempt redials if the connection is broken.
+// ends. Each attempt redials if the connection is broken; a refused host
+// key or credential ends the wait at once.
 func (h *Host) WaitReachable(ctx context.Context) error {
 	var last error
 	for {
@@ -150,6 +161,10 @@ func (h *Host) WaitReachable(ctx context.Context) error {
 		cancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
+		}
+		if errors.Is(err, ErrHostKey) || errors.Is(err, ErrAuth) {
+			// The host answers; it will not be let in by waiting.
+			return fmt.Errorf("waiting for %s to answer over SSH: %w", h.cfg.Name, err)
 		}
 		if err != nil {
 			last = err
@@ -205,24 +220,48 @@ func checkService(name string) error {
 }
 
 func (h *Host) StopService(ctx context.Context, name string) error {
-	if err := checkService(name); err != nil {
-		return err
-	}
-	_, err := h.runOK(ctx, "stopping "+name, "systemctl stop -- "+name)
-	return err
+	return h.systemctl(ctx, "stop", name)
 }
 
 func (h *Host) StartService(ctx context.Context, name string) error {
+	return h.systemctl(ctx, "start", name)
+}
+
+// Exit statuses of the service scripts.
+const (
+	exitNoMainPID = 3
+	// exitNoUnit: systemd has no unit of that name, as for the control
+	// plane of a kubeadm cluster, which runs as static pods.
+	exitNoUnit = 64
+)
+
+// unitCheck exits exitNoUnit when systemd has no unit called name.
+func unitCheck(name string) string {
+	return fmt.Sprintf(`[ "$(systemctl show -p LoadState --value -- %s)" != not-found ] || exit %d; `, name, exitNoUnit)
+}
+
+func (h *Host) noUnit(op, name string) error {
+	return lab.Unsupported(h.kind, op+" "+name+" on "+h.cfg.Name,
+		"systemd has no unit "+name+" there (a kubeadm control plane runs as static pods, not units)")
+}
+
+func (h *Host) systemctl(ctx context.Context, verb, name string) error {
 	if err := checkService(name); err != nil {
 		return err
 	}
-	_, err := h.runOK(ctx, "starting "+name, "systemctl start -- "+name)
-	return err
+	res, err := h.Run(ctx, unitCheck(name)+"systemctl "+verb+" -- "+name)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
+	}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case exitNoUnit:
+		return h.noUnit(verb, name)
+	default:
+		return fmt.Errorf("%s %s on %s: exit status %d: %s", verb, name, h.cfg.Name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
 }
-
-// exitNoMainPID is the exit status of the signal script when systemd knows
-// no main process for the service.
-const exitNoMainPID = 3
 
 // Signal sends sig to the service's main process as systemd knows it. PID
 // lookup and kill run in one command, so the window in which the service
@@ -235,7 +274,7 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	if sigName == "" {
 		return fmt.Errorf("signal %d has no name", int(sig))
 	}
-	script := fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
+	script := unitCheck(name) + fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
 		`[ -n "$pid" ] && [ "$pid" -gt 0 ] || exit %d; kill -s %s "$pid"`, name, exitNoMainPID, sigName)
 	res, err := h.Run(ctx, script)
 	if err != nil {
@@ -246,6 +285,8 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 		return nil
 	case exitNoMainPID:
 		return fmt.Errorf("signalling %s on %s with %s: the service has no main process (not running?)", name, h.cfg.Name, sigName)
+	case exitNoUnit:
+		return h.noUnit("signal", name)
 	default:
 		return fmt.Errorf("signalling %s on %s with %s: exit status %d: %s", name, h.cfg.Name, sigName, res.ExitCode, strings.TrimSpace(res.Stderr))
 	}

@@ -13,6 +13,10 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
+// ErrHostKey is wrapped by every refusal of a server's host key (unknown,
+// changed, revoked): waiting or retrying does not help.
+var ErrHostKey = errors.New("host key refused")
+
 // knownHostsWrites serialises appends to known_hosts files: the hosts of a
 // lab are dialled concurrently and share one file.
 var knownHostsWrites sync.Mutex
@@ -27,7 +31,7 @@ type hostKeyCheck struct {
 func (h *hostKeyCheck) callback(hostname string, remote net.Addr, key xssh.PublicKey) error {
 	err := h.verify(hostname, remote, key)
 	if err != nil {
-		h.refusal = err
+		h.refusal = fmt.Errorf("%w: %w", ErrHostKey, err)
 	}
 	return err
 }

@@ -45,6 +45,10 @@ type Options struct {
 	AcceptNewHostKeys bool
 	// Jump is dialled first; the connection to Address goes through it.
 	Jump *Options
+	// Via is a client already made for the jump host, shared by the hosts
+	// of a lab so that they reach it over one connection; it takes the
+	// place of Jump and is not closed with this client.
+	Via *Client
 	// ConnectTimeout bounds the TCP connect and SSH handshake. Default 15s.
 	ConnectTimeout time.Duration
 	// KeepAlive is the interval between keepalive probes. Default 5s.
@@ -62,9 +66,9 @@ func OptionsFor(name, address string, c *lab.SSHConfig) (Options, error) {
 		Address:           address,
 		Port:              c.Port,
 		User:              c.User,
-		IdentityFile:      c.IdentityFile,
+		IdentityFile:      ExpandHome(c.IdentityFile),
 		UseAgent:          c.UseAgent,
-		KnownHosts:        c.KnownHosts,
+		KnownHosts:        ExpandHome(c.KnownHosts),
 		AcceptNewHostKeys: c.AcceptNewHostKeys,
 	}
 	if c.Jump != "" {
@@ -72,8 +76,8 @@ func OptionsFor(name, address string, c *lab.SSHConfig) (Options, error) {
 		if err != nil {
 			return Options{}, fmt.Errorf("ssh.jump: %w", err)
 		}
-		j.IdentityFile, j.UseAgent = c.IdentityFile, c.UseAgent
-		j.KnownHosts, j.AcceptNewHostKeys = c.KnownHosts, c.AcceptNewHostKeys
+		j.IdentityFile, j.UseAgent = o.IdentityFile, o.UseAgent
+		j.KnownHosts, j.AcceptNewHostKeys = o.KnownHosts, o.AcceptNewHostKeys
 		o.Jump = &j
 	}
 	return o, o.validate()
@@ -153,7 +157,7 @@ func (o *Options) validate() error {
 	if _, err := o.target(); err != nil {
 		return fmt.Errorf("ssh to %s: address %w", o.Name, err)
 	}
-	if o.Jump != nil {
+	if o.Jump != nil && o.Via == nil {
 		return o.Jump.validate()
 	}
 	return nil

@@ -26,7 +26,7 @@ type fixture struct {
 	host   lab.HostConfig
 }
 
-func newFixture(t *testing.T, cfg sshdtest.Config) *fixture {
+func newFixture(t testing.TB, cfg sshdtest.Config) *fixture {
 	t.Helper()
 	sshdtest.Require(t)
 	dir := t.TempDir()
@@ -48,7 +48,7 @@ func newFixture(t *testing.T, cfg sshdtest.Config) *fixture {
 	}
 }
 
-func (f *fixture) newHost(t *testing.T, opts ...ssh.HostOption) *ssh.Host {
+func (f *fixture) newHost(t testing.TB, opts ...ssh.HostOption) *ssh.Host {
 	t.Helper()
 	h, err := ssh.NewHost(f.host, f.ssh, opts...)
 	if err != nil {
@@ -58,7 +58,7 @@ func (f *fixture) newHost(t *testing.T, opts ...ssh.HostOption) *ssh.Host {
 	return h
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -93,6 +93,13 @@ func TestUnknownHostKeyIsRefused(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(f.ssh.KnownHosts); len(data) != 0 {
 		t.Errorf("known_hosts was written without acceptNewHostKeys: %q", data)
+	}
+	if !errors.Is(err, ssh.ErrHostKey) {
+		t.Errorf("error %q does not wrap ssh.ErrHostKey", err)
+	}
+	// Waiting does not make an unknown key known: no retries until ctx ends.
+	if err := h.WaitReachable(testContext(t)); !errors.Is(err, ssh.ErrHostKey) {
+		t.Errorf("WaitReachable with an unknown host key: %v, want ssh.ErrHostKey at once", err)
 	}
 }
 
@@ -168,7 +175,7 @@ func TestWrongKeyIsRefusedWithoutLeakingIt(t *testing.T) {
 	if err == nil {
 		t.Fatal("Dial with a key the server does not authorize succeeded")
 	}
-	if !strings.Contains(err.Error(), "authentication refused") || !strings.Contains(err.Error(), stranger.Path) {
+	if !errors.Is(err, ssh.ErrAuth) || !strings.Contains(err.Error(), stranger.Path) {
 		t.Errorf("error %q does not say authentication was refused with which key file", err)
 	}
 	secret, _ := os.ReadFile(stranger.Path)
@@ -190,7 +197,7 @@ func TestUnreadableIdentityFileIsAnErrorBeforeConnecting(t *testing.T) {
 	}
 }
 
-func mustOptions(t *testing.T, f *fixture) ssh.Options {
+func mustOptions(t testing.TB, f *fixture) ssh.Options {
 	t.Helper()
 	o, err := ssh.OptionsFor(f.host.Name, f.host.Address, f.ssh)
 	if err != nil {
@@ -236,6 +243,40 @@ func TestJumpHostReachesAHostTheClientCannot(t *testing.T) {
 	f := strings.Fields(res.Stdout)
 	if len(f) != 4 || f[3] != fmt.Sprint(target.Port) {
 		t.Fatalf("SSH_CONNECTION = %q, want the target's port %d", res.Stdout, target.Port)
+	}
+}
+
+func TestHostsShareOneJumpConnection(t *testing.T) {
+	sshdtest.Require(t)
+	dir := t.TempDir()
+	client := sshdtest.NewKey(t, dir, "id_ed25519")
+	target := sshdtest.Start(t, sshdtest.Config{OwnNetNS: true, AuthorizedKeys: []sshdtest.Key{client}})
+	jump := sshdtest.StartJumpInto(t, target, sshdtest.Config{AuthorizedKeys: []sshdtest.Key{client}})
+	known := filepath.Join(dir, "known_hosts")
+	os.WriteFile(known, []byte(target.KnownHostsLine("127.0.0.1")+jump.KnownHostsLine("127.0.0.1")), 0o600)
+	cfg := &lab.SSHConfig{
+		User: "root", Port: target.Port, IdentityFile: client.Path, KnownHosts: known,
+		Jump: fmt.Sprintf("root@127.0.0.1:%d", jump.Port), CommandTimeout: lab.Duration{Duration: 20 * time.Second},
+	}
+	shared, err := ssh.NewJump(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	ctx := testContext(t)
+	for _, name := range []string{"a", "b", "c"} {
+		h, err := ssh.NewHost(lab.HostConfig{Name: name, Roles: []lab.Role{lab.RoleWorker}, Address: "127.0.0.1"}, cfg, ssh.WithJump(shared))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Run(ctx, "true"); err != nil {
+			t.Fatalf("host %s through the shared jump: %v", name, err)
+		}
+		// Closing a host leaves the shared jump open for the others.
+		h.Close()
+	}
+	if n := jump.Connections(); n != 1 {
+		t.Fatalf("the jump server accepted %d connections, want 1 shared by the hosts", n)
 	}
 }
 
@@ -325,13 +366,18 @@ func TestConcurrentRunsShareTheHost(t *testing.T) {
 	const n = 24 // more than OpenSSH allows sessions on one connection
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	conns := make([]string, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := h.Run(ctx, fmt.Sprintf("sleep 0.2; echo %d", i))
-			if err == nil && res.Stdout != fmt.Sprintf("%d\n", i) {
+			res, err := h.Run(ctx, fmt.Sprintf(`sleep 0.2; echo %d "$SSH_CONNECTION"`, i))
+			f := strings.Fields(res.Stdout)
+			if err == nil && (len(f) != 5 || f[0] != fmt.Sprint(i)) {
 				err = fmt.Errorf("stdout %q", res.Stdout)
+			}
+			if err == nil {
+				conns[i] = f[2] // the client's port
 			}
 			errs[i] = err
 		}()
@@ -340,6 +386,11 @@ func TestConcurrentRunsShareTheHost(t *testing.T) {
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("run %d: %v", i, err)
+		}
+	}
+	for i := range conns {
+		if conns[i] != conns[0] {
+			t.Fatalf("runs used connections from ports %v, want one connection", conns)
 		}
 	}
 }
@@ -393,7 +444,10 @@ echo "$*" >> "$(dirname "$0")/systemctl.calls"
 case "$1" in
 show)
 	case "$2" in
-	-p) cat "$(dirname "$0")/mainpid" ;;
+	-p) case "$3" in
+		LoadState) cat "$(dirname "$0")/loadstate" 2>/dev/null || echo loaded ;;
+		MainPID) cat "$(dirname "$0")/mainpid" ;;
+		esac ;;
 	*) cat "$(dirname "$0")/show" ;;
 	esac ;;
 stop|start) exit 0 ;;
@@ -438,8 +492,25 @@ func TestServicesGoThroughSystemctl(t *testing.T) {
 	}
 	calls, _ := os.ReadFile(filepath.Join(bin, "systemctl.calls"))
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	if len(lines) != 3 || lines[1] != "stop -- kubelet" || lines[2] != "start -- kubelet" {
+	if len(lines) != 5 || lines[2] != "stop -- kubelet" || lines[4] != "start -- kubelet" {
 		t.Fatalf("systemctl calls %q", lines)
+	}
+
+	// No unit at all (a kubeadm control plane): the lab cannot, rather
+	// than tried and failed.
+	os.WriteFile(filepath.Join(bin, "loadstate"), []byte("not-found\n"), 0o644)
+	for op, err := range map[string]error{
+		"stop":   h.StopService(ctx, lab.ServiceAPIServer),
+		"start":  h.StartService(ctx, lab.ServiceAPIServer),
+		"signal": h.Signal(ctx, lab.ServiceAPIServer, syscall.SIGSTOP),
+	} {
+		if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "kube-apiserver") || !strings.Contains(err.Error(), "node1") {
+			t.Errorf("%s of a service without a unit: %v, want lab.ErrUnsupported naming service and host", op, err)
+		}
+	}
+	calls, _ = os.ReadFile(filepath.Join(bin, "systemctl.calls"))
+	if strings.Contains(string(calls), "stop -- kube-apiserver") || strings.Contains(string(calls), "start -- kube-apiserver") {
+		t.Errorf("systemctl was asked to act on a unit that does not exist: %s", calls)
 	}
 }
 

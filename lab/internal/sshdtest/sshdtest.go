@@ -157,9 +157,19 @@ func (s *Server) writeConfig() {
 	for _, a := range s.cfg.Addresses {
 		lines = append(lines, "ListenAddress "+net.JoinHostPort(a, strconv.Itoa(s.Port)))
 	}
-	if s.cfg.PathPrefix != "" {
-		lines = append(lines, "SetEnv PATH="+s.cfg.PathPrefix+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	// Sessions get a HOME of their own, so that the machine's dotfiles
+	// (a login shell's rc file runs even for `ssh host cmd`) play no part,
+	// and a marker by which Stop finds every process of this server, those
+	// orphaned by a closed connection included.
+	home := filepath.Join(s.Dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		s.t.Fatal(err)
 	}
+	env := []string{"HOME=" + home, markerVar + "=" + s.Dir}
+	if s.cfg.PathPrefix != "" {
+		env = append(env, "PATH="+s.cfg.PathPrefix+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	lines = append(lines, "SetEnv "+strings.Join(env, " "))
 	lines = append(lines, s.cfg.Extra...)
 	s.conf = filepath.Join(s.Dir, "sshd_config")
 	if err := os.WriteFile(s.conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -244,6 +254,14 @@ func (s *Server) Stop() {
 	for _, c := range inetd {
 		KillTree(c.Process.Pid)
 	}
+	// A test script may have restarted sshd as a daemon from the same
+	// config (a VM powered on again); its pid file names it.
+	if b, err := os.ReadFile(filepath.Join(s.Dir, "sshd.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && isSSHD(pid) {
+			KillTree(pid)
+		}
+	}
+	defer killMarked(markerVar + "=" + s.Dir)
 	if cmd == nil {
 		return
 	}
@@ -253,6 +271,45 @@ func (s *Server) Stop() {
 	case <-time.After(10 * time.Second):
 		s.t.Errorf("sshd (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
 	}
+}
+
+// markerVar is set in every session of a test server.
+const markerVar = "FAULTLINE_TEST_SSHD"
+
+// killMarked kills every process whose environment has the entry marker.
+func killMarked(marker string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == marker {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
+}
+
+func isSSHD(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && exe == SSHD
+}
+
+// Config is the server's sshd_config file.
+func (s *Server) ConfigFile() string { return s.conf }
+
+// Connections is how many connections a jump server has accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inetd)
 }
 
 // Pid is the pid of the running server process (unshare's in OwnNetNS).
@@ -311,6 +368,9 @@ func KillTree(pid int) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 }
+
+// Descendants lists the processes below pid.
+func Descendants(pid int) []int { return descendants(pid) }
 
 func descendants(pid int) []int {
 	children := map[int][]int{}
