@@ -14,11 +14,17 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/guard"
+	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
 // requestTimeout bounds one request to the API server while booting: a
 // server that is still starting should not stall a poll.
 const requestTimeout = 10 * time.Second
+
+// kubeconfigPath is the lab's kubeconfig with a leading ~/ expanded, as
+// the other lab file paths are.
+func kubeconfigPath(c *lab.Config) string { return labssh.ExpandHome(c.Kubeconfig) }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -82,7 +88,8 @@ func nodesReady(ctx context.Context, cs kubernetes.Interface, want int) error {
 // kubeClusterCheck asks the cluster, through the lab's kubeconfig, what a
 // boot group should have brought up: nothing after etcd (no API server
 // runs yet, so the SSH wait is the check), a ready API server after the
-// control plane, and every node Ready after the workers.
+// control plane, and every node Ready and faultline's lab marker after the
+// workers.
 func kubeClusterCheck(c *lab.Config, interval time.Duration) ClusterCheck {
 	want := 0
 	for _, h := range c.Hosts {
@@ -94,7 +101,7 @@ func kubeClusterCheck(c *lab.Config, interval time.Duration) ClusterCheck {
 		if group == lab.RoleEtcd {
 			return nil
 		}
-		cs, err := kubeClient(c.Kubeconfig)
+		cs, err := kubeClient(kubeconfigPath(c))
 		if err != nil {
 			return err
 		}
@@ -114,6 +121,16 @@ func kubeClusterCheck(c *lab.Config, interval time.Duration) ClusterCheck {
 		if !ok {
 			return errors.New("cluster check needs a deadline")
 		}
-		return lab.WaitFor(ctx, fmt.Sprintf("the cluster to answer with the %s hosts up", group), time.Until(deadline), interval, check)
+		if err := lab.WaitFor(ctx, fmt.Sprintf("the cluster to answer with the %s hosts up", group), time.Until(deadline), interval, check); err != nil {
+			return err
+		}
+		if group != lab.RoleWorker {
+			return nil
+		}
+		// The marker comes back only if it was in the cold snapshot.
+		if err := guard.Check(ctx, c, cs); err != nil {
+			return fmt.Errorf("the cluster booted from the cold snapshot: %w (the marker must be placed before the cold snapshot is taken)", err)
+		}
+		return nil
 	}
 }

@@ -28,6 +28,8 @@ type fakeAPIServer struct {
 	nodes   []corev1.Node
 	readyzN int
 	nodesN  int
+	// marker is the lab name in the lab marker; empty: no marker.
+	marker string
 }
 
 func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +49,22 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(corev1.NodeList{
 			TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"},
 			Items:    s.nodes,
+		})
+	case "/api/v1/namespaces/kube-system/configmaps/faultline-lab-marker":
+		w.Header().Set("Content-Type", "application/json")
+		if s.marker == "" {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound,
+				Details: &metav1.StatusDetails{Name: "faultline-lab-marker", Kind: "configmaps"},
+			})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "faultline-lab-marker", Namespace: "kube-system"},
+			Data:       map[string]string{"lab": s.marker},
 		})
 	default:
 		http.NotFound(w, r)
@@ -94,7 +112,7 @@ current-context: admin@fleet
 }
 
 func clusterConfig(kubeconfig string) *lab.Config {
-	c := &lab.Config{Name: "fleet", Kind: lab.KindVSphere, Kubeconfig: kubeconfig, Network: lab.Network{APIServerPort: 6443}}
+	c := &lab.Config{Name: "fleet", Kind: lab.KindVSphere, Lab: true, Kubeconfig: kubeconfig, Network: lab.Network{APIServerPort: 6443}}
 	for _, h := range []struct {
 		n string
 		r lab.Role
@@ -153,8 +171,17 @@ func TestClusterCheckAsksWhatEachGroupBringsUp(t *testing.T) {
 		t.Errorf("with worker1 NotReady: %v, want it named", err)
 	}
 	api.set(func(s *fakeAPIServer) { s.nodes[2] = node("worker1", true) })
+	err = check(ctx, lab.RoleWorker)
+	if err == nil || !strings.Contains(err.Error(), "carries no faultline lab marker") || !strings.Contains(err.Error(), "before the cold snapshot is taken") {
+		t.Errorf("every node Ready, no marker: %v, want the missing marker named", err)
+	}
+	api.set(func(s *fakeAPIServer) { s.marker = "another-lab" })
+	if err := check(ctx, lab.RoleWorker); err == nil || !strings.Contains(err.Error(), `says it is lab "another-lab"`) {
+		t.Errorf("another lab's marker: %v, want a refusal", err)
+	}
+	api.set(func(s *fakeAPIServer) { s.marker = "fleet" })
 	if err := check(ctx, lab.RoleWorker); err != nil {
-		t.Errorf("with every node Ready: %v", err)
+		t.Errorf("every node Ready and the marker in place: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/lab"
+	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
 // Environment variables read when the lab file names no credentials file.
@@ -48,7 +49,7 @@ func loadCredentials(c *lab.Config) (credentials, error) {
 		}
 		return credentials{Username: user, Password: pass}, nil
 	}
-	path := c.VSphere.CredentialsFile
+	path := labssh.ExpandHome(c.VSphere.CredentialsFile)
 	if !filepath.IsAbs(path) && c.Path() != "" {
 		path = filepath.Join(filepath.Dir(c.Path()), path)
 	}

@@ -17,8 +17,9 @@ import (
 // written under the state directory that points at one control-plane
 // host's API server alone.
 func (l *Lab) Kubeconfig(target string) (string, error) {
+	kubeconfig := kubeconfigPath(l.cfg)
 	if target == "" {
-		return l.cfg.Kubeconfig, nil
+		return kubeconfig, nil
 	}
 	hc, ok := l.cfg.HostConfig(target)
 	if !ok {
@@ -27,18 +28,18 @@ func (l *Lab) Kubeconfig(target string) (string, error) {
 	if !hasRole(hc.Roles, lab.RoleControlPlane) {
 		return "", fmt.Errorf("host %s of vsphere lab %s runs no API server (not control-plane)", target, l.cfg.Name)
 	}
-	raw, err := clientcmd.LoadFromFile(l.cfg.Kubeconfig)
+	raw, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
-		return "", fmt.Errorf("loading kubeconfig %s: %w", l.cfg.Kubeconfig, err)
+		return "", fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
 	ctxName := raw.CurrentContext
 	kctx, ok := raw.Contexts[ctxName]
 	if !ok {
-		return "", fmt.Errorf("kubeconfig %s: current context %q does not exist", l.cfg.Kubeconfig, ctxName)
+		return "", fmt.Errorf("kubeconfig %s: current context %q does not exist", kubeconfig, ctxName)
 	}
 	cluster, ok := raw.Clusters[kctx.Cluster]
 	if !ok {
-		return "", fmt.Errorf("kubeconfig %s: cluster %q of context %q does not exist", l.cfg.Kubeconfig, kctx.Cluster, ctxName)
+		return "", fmt.Errorf("kubeconfig %s: cluster %q of context %q does not exist", kubeconfig, kctx.Cluster, ctxName)
 	}
 	cluster.Server = "https://" + net.JoinHostPort(hc.Address, strconv.Itoa(l.cfg.Network.APIServerPort))
 	dir := filepath.Join(l.cfg.StateDir, "kubeconfig")

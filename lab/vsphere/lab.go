@@ -15,6 +15,7 @@ import (
 	"github.com/vmware/govmomi"
 
 	"github.com/faultline/faultline/lab"
+	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
 func init() {
@@ -93,8 +94,10 @@ type Lab struct {
 	cfg    *lab.Config
 	opts   options
 	client *govmomi.Client
-	fleet  []*fleetVM
-	hosts  []*host
+	// jump is the jump connection the hosts share, if the lab has one.
+	jump  *labssh.Client
+	fleet []*fleetVM
+	hosts []*host
 }
 
 var _ lab.Lab = (*Lab)(nil)
@@ -107,7 +110,6 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 		return nil, fmt.Errorf("lab %s is a %q lab, not a vsphere lab", c.Name, c.Kind)
 	}
 	o := options{
-		remoteHost:   sshRemoteHost,
 		bootTimeout:  10 * time.Minute,
 		shutdownWait: 5 * time.Minute,
 		pollInterval: 2 * time.Second,
@@ -123,11 +125,21 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	var jump *labssh.Client
+	if o.remoteHost == nil {
+		if jump, err = labssh.NewJump(c.SSH); err != nil {
+			return nil, fmt.Errorf("vsphere lab %s: jump host: %w", c.Name, err)
+		}
+		o.remoteHost = sshRemoteHosts(jump)
+	}
 	client, err := connect(ctx, c.VSphere, cred)
 	if err != nil {
+		if jump != nil {
+			_ = jump.Close()
+		}
 		return nil, fmt.Errorf("vsphere lab %s: %w", c.Name, err)
 	}
-	l := &Lab{cfg: c, opts: o, client: client}
+	l := &Lab{cfg: c, opts: o, client: client, jump: jump}
 	fleet, err := findFleet(ctx, client.Client, c)
 	if err != nil {
 		_ = l.Close()
@@ -187,6 +199,10 @@ func (l *Lab) Close() error {
 		}
 	}
 	l.hosts = nil
+	if l.jump != nil {
+		_ = l.jump.Close()
+		l.jump = nil
+	}
 	if l.client == nil {
 		return nil
 	}

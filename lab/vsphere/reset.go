@@ -67,7 +67,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if l.opts.checkKubeconfig {
 		// A kubeconfig that cannot be loaded would only fail after every
 		// VM was reverted; find it out before.
-		if _, err := kubeClient(l.cfg.Kubeconfig); err != nil {
+		if _, err := kubeClient(kubeconfigPath(l.cfg)); err != nil {
 			return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
 		}
 	}

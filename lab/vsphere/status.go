@@ -57,7 +57,7 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 		<-done
 	}
 	if allOn {
-		cs, err := kubeClient(l.cfg.Kubeconfig)
+		cs, err := kubeClient(kubeconfigPath(l.cfg))
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 			err = apiServerReady(rctx, cs)
