@@ -54,7 +54,7 @@ var fleetHosts = []struct {
 // and an administrator's own session to it for arranging faults and
 // reading what happened independently of the code under test.
 type simFleet struct {
-	t       *testing.T
+	t       testing.TB
 	model   *simulator.Model
 	url     *url.URL // without credentials
 	admin   *govmomi.Client
@@ -64,7 +64,7 @@ type simFleet struct {
 	started time.Time
 }
 
-func newSimFleet(t *testing.T) *simFleet {
+func newSimFleet(t testing.TB) *simFleet {
 	t.Helper()
 	ctx := context.Background()
 	m := simulator.VPX()
