@@ -82,6 +82,20 @@ func (l *Lab) ColdSnapshot(ctx context.Context, replace bool) error {
 			}
 		}
 	}
+
+	// What Reset will check, checked now: a snapshot it would refuse is
+	// better found while the user is at hand.
+	props, err = retrieve(ctx, c, l.fleet)
+	if err != nil {
+		return fmt.Errorf("taking the cold snapshot of lab %s: %w", l.cfg.Name, err)
+	}
+	snaps, err := coldSnapshots(l.fleet, props, name)
+	if err == nil {
+		err = checkFleetWasOff(ctx, c, l.fleet, snaps)
+	}
+	if err != nil {
+		return fmt.Errorf("taking the cold snapshot of lab %s: the new snapshot would be refused by reset: %w", l.cfg.Name, err)
+	}
 	return nil
 }
 
