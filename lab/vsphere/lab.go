@@ -20,7 +20,11 @@ import (
 
 func init() {
 	lab.Register(lab.KindVSphere, func(c *lab.Config) (lab.Lab, error) {
-		l, err := Open(context.Background(), c)
+		// lab.Open has no context; a vCenter that swallows packets must
+		// still end in an error, not a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		l, err := Open(ctx, c)
 		if err != nil {
 			// A nil *Lab must not become a non-nil lab.Lab.
 			return nil, err
@@ -28,6 +32,10 @@ func init() {
 		return l, nil
 	})
 }
+
+// openTimeout bounds logging in and finding the fleet when the lab is
+// opened through lab.Open.
+const openTimeout = 2 * time.Minute
 
 // RemoteHost is a host reached over the network for everything but power,
 // which the VM provides.
