@@ -188,3 +188,10 @@ func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		}
 	}
 }
+
+// ColdSnapshotter is a Lab that can take its own cold snapshot: the whole
+// fleet powered off, one snapshot of every host. replace allows an existing
+// snapshot of the same name to be replaced.
+type ColdSnapshotter interface {
+	ColdSnapshot(ctx context.Context, replace bool) error
+}

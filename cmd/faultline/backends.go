@@ -12,3 +12,5 @@ import (
 	_ "github.com/faultline/faultline/lab/proxmox"
 	_ "github.com/faultline/faultline/lab/static"
 )
+
+import _ "github.com/faultline/faultline/lab/vsphere"

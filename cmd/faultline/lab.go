@@ -85,7 +85,7 @@ its status.`,
 		RunE: showHelp,
 	}
 	flags.register(cmd)
-	cmd.AddCommand(newLabUpCommand(&flags), newLabDownCommand(&flags), newLabResetCommand(&flags), newLabStatusCommand(&flags))
+	cmd.AddCommand(newLabUpCommand(&flags), newLabDownCommand(&flags), newLabResetCommand(&flags), newLabStatusCommand(&flags), newLabSnapshotCommand(&flags))
 	return cmd
 }
 
@@ -151,6 +151,39 @@ host from its snapshot; a cleanup-only lab removes what faultline created.`,
 			})
 		},
 	}
+}
+
+func newLabSnapshotCommand(flags *labFlags) *cobra.Command {
+	var cold, replace bool
+	cmd := &cobra.Command{
+		Use:   "snapshot --cold",
+		Short: "Power the fleet off and take the cold snapshot every reset returns to",
+		Long: `Power the whole fleet off and take, on every host, the one cold snapshot
+that 'lab reset' reverts to (the lab file's vsphere.coldSnapshot). Place the lab
+marker in the cluster before this, so every reset comes back marked.
+Only labs that keep snapshots themselves (vsphere) can do this.`,
+		Args: checkArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cold {
+				return usageError{fmt.Errorf("lab snapshot: only --cold snapshots are taken; say --cold")}
+			}
+			return withLab(cmd, flags, "", func(l lab.Lab) error {
+				s, ok := l.(lab.ColdSnapshotter)
+				if !ok {
+					info := l.Info()
+					return fmt.Errorf("lab %s: a %s lab does not take cold snapshots with faultline", info.Name, info.Kind)
+				}
+				if err := s.ColdSnapshot(cmd.Context(), replace); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "lab %s: cold snapshot taken on every host\n", l.Info().Name)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&cold, "cold", false, "take the cold snapshot (required)")
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace an existing snapshot of the same name")
+	return cmd
 }
 
 func newLabStatusCommand(flags *labFlags) *cobra.Command {

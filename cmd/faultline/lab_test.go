@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -194,4 +195,42 @@ type contextCheckingLab struct {
 func (l *contextCheckingLab) Up(ctx context.Context) error {
 	*l.seen = ctx.Err()
 	return ctx.Err()
+}
+
+// snapshottingLab is a lab double that can take a cold snapshot.
+type snapshottingLab struct {
+	recordingLab
+}
+
+func (l *snapshottingLab) ColdSnapshot(ctx context.Context, replace bool) error {
+	l.calls = append(l.calls, fmt.Sprintf("cold-snapshot replace=%v", replace))
+	return l.failWith
+}
+
+func TestLabSnapshotCold(t *testing.T) {
+	plain := &recordingLab{info: lab.Info{Name: "pair", Kind: lab.KindStatic}}
+	useLab(t, plain)
+	if code, _, errs := runInProcess(t, "lab", "snapshot", "--cold", "--lab", "pair"); code != exitError || !strings.Contains(errs, "a static lab does not take cold snapshots") {
+		t.Errorf("snapshot of a lab without snapshots: exit %d, %q", code, errs)
+	}
+
+	s := &snapshottingLab{recordingLab{info: lab.Info{Name: "fleet", Kind: lab.KindVSphere}}}
+	useLab(t, s)
+	if code, _, errs := runInProcess(t, "lab", "snapshot", "--lab", "fleet"); code != exitUsage || !strings.Contains(errs, "say --cold") {
+		t.Errorf("snapshot without --cold: exit %d, %q", code, errs)
+	}
+	if len(s.calls) != 0 {
+		t.Fatalf("a refused snapshot command touched the lab: %v", s.calls)
+	}
+	if code, out, errs := runInProcess(t, "lab", "snapshot", "--cold", "--replace", "--lab", "fleet"); code != exitOK || !strings.Contains(out, "cold snapshot taken") {
+		t.Errorf("snapshot --cold: exit %d, %q %q", code, out, errs)
+	}
+	s.failWith = errors.New("VM etcd3 is still powered on")
+	if code, _, errs := runInProcess(t, "lab", "snapshot", "--cold", "--lab", "fleet"); code != exitError || !strings.Contains(errs, "etcd3 is still powered on") {
+		t.Errorf("failed snapshot: exit %d, %q", code, errs)
+	}
+	want := []string{"cold-snapshot replace=true", "cold-snapshot replace=false"}
+	if fmt.Sprint(s.calls) != fmt.Sprint(want) {
+		t.Errorf("calls %v, want %v", s.calls, want)
+	}
 }
