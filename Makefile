@@ -21,7 +21,7 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help test lint vet fmt-check bins lab-up lab-down heal suite report run
+.PHONY: help test lint vet fmt-check faultline bins lab-up lab-down heal suite report run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -38,16 +38,19 @@ fmt-check:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 
-bins: ## build bin/faultline
+faultline: ## build bin/faultline
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/faultline ./cmd/faultline
 
-lab-up: bins ## bring LAB up (the local lab by default; needs root)
+bins: ## build the local lab's Kubernetes, etcd, containerd and crictl binaries into the cache (a no-op when built)
+	lab/local/bins/build.sh
+
+lab-up: faultline bins ## bring LAB up (the local lab by default; needs root)
 	$(BIN)/faultline lab up --lab $(LAB) $(if $(PROFILE),--profile $(PROFILE))
 
-lab-down: bins ## bring LAB down
+lab-down: faultline ## bring LAB down
 	$(BIN)/faultline lab down --lab $(LAB)
 
-heal: bins ## heal whatever LAB's heal ledger holds
+heal: faultline ## heal whatever LAB's heal ledger holds
 	$(BIN)/faultline heal --lab $(LAB)
 
 suite: ## run one suite (SUITE) against LAB with ginkgo
@@ -57,7 +60,7 @@ suite: ## run one suite (SUITE) against LAB with ginkgo
 		echo "make suite: the ginkgo CLI is not installed (go install github.com/onsi/ginkgo/v2/ginkgo@<the version in go.mod>)"; exit 1; }
 	FAULTLINE_LAB=$(LAB) ginkgo $(GINKGO_FLAGS) ./suites/$(SUITE)
 
-report: bins ## aggregate every run folder under reports/runs into reports/report.md
+report: faultline ## aggregate every run folder under reports/runs into reports/report.md
 	@if [ -z "$(strip $(RUNS))" ]; then \
 		echo "make report: no run folders under reports/runs (run a suite first)"; exit 1; fi
 	$(BIN)/faultline report -o reports/report.md $(RUNS)
