@@ -59,7 +59,7 @@ func (h *Host) StartService(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return h.start(ctx, s)
+	return h.start(ctx, s, false)
 }
 
 func (h *Host) StopService(ctx context.Context, name string) error {
@@ -111,8 +111,15 @@ func (h *Host) PowerOn(ctx context.Context) error {
 		return err
 	}
 	for _, p := range allPhases {
-		if err := h.startServices(ctx, p); err != nil {
-			return err
+		for _, s := range h.services() {
+			if s.phase != p {
+				continue
+			}
+			// Only the runtime is waited for (kubelet needs its
+			// socket); the rest may depend on other hosts that are off.
+			if err := h.start(ctx, s, p == phaseRuntime || p == phaseSSH); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -138,14 +145,16 @@ func (h *Host) startServices(ctx context.Context, p phase) error {
 		if s.phase != p {
 			continue
 		}
-		if err := h.start(ctx, s); err != nil {
+		if err := h.start(ctx, s, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (h *Host) start(ctx context.Context, s service) error {
+// start starts a service; with waitReady it then waits until the service
+// serves, otherwise only until it has survived its first moments.
+func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	spec, err := s.spec(h)
 	if err != nil {
 		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
@@ -154,7 +163,15 @@ func (h *Host) start(ctx context.Context, s service) error {
 	if _, err := h.lab.sup.start(spec); err != nil {
 		return err
 	}
-	if s.ready == nil {
+	if s.ready == nil || !waitReady {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning && st != stateFrozen {
+			return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
+		}
 		return nil
 	}
 	if err := lab.WaitFor(ctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {

@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -29,6 +31,11 @@ type Lab struct {
 	ssh    sshFiles
 	hosts  []*Host
 	byName map[string]*Host
+	cc     *clusterCtx
+
+	httpOnce   sync.Once
+	httpClient *http.Client
+	httpErr    error
 }
 
 var _ lab.Provisioner = (*Lab)(nil)
