@@ -36,6 +36,8 @@ type Lab struct {
 	httpOnce   sync.Once
 	httpClient *http.Client
 	httpErr    error
+
+	timings UpTimings
 }
 
 var _ lab.Provisioner = (*Lab)(nil)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/binpaths"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every
@@ -18,25 +20,40 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := requireRoot("lab up"); err != nil {
 		return err
 	}
-	// Name missing binaries and bad certificates before touching anything.
-	if _, err := l.cluster(ctx); err != nil {
+	// Name missing binaries, images and a taken address plan before
+	// touching anything.
+	if _, err := binpaths.Locate(l.cfg); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	if _, err := l.images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
+	if !recordExists(l.cfg.StateDir) {
+		if err := l.net.checkFree(); err != nil {
+			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+		}
+	}
+	if _, err := l.cluster(ctx); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	t0 := time.Now()
 	if err := l.provisionHosts(ctx); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
-	if err := l.boot(ctx, time.Now()); err != nil {
+	t1 := time.Now()
+	l.timings.Provision = t1.Sub(t0)
+	if err := l.boot(ctx, t1); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
+	t2 := time.Now()
+	l.timings.ColdBoot = t2.Sub(t1)
 	if rec := l.loadOrNewRecord(); rec.Snapshot {
 		return nil
 	}
 	if err := l.takeColdSnapshot(ctx); err != nil {
 		return fmt.Errorf("lab %s up: cold snapshot: %w", l.cfg.Name, err)
 	}
+	l.timings.Snapshot = time.Since(t2)
 	return nil
 }
 
