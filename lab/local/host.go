@@ -105,9 +105,12 @@ func (h *Host) PowerOff(ctx context.Context) error {
 	return h.lab.dropVolatile(h.cfg.Name)
 }
 
-// PowerOn brings the links up and starts the host's services as at boot.
+// PowerOn boots the host: its network comes back as configured at boot
+// (the namespace is made anew, so nothing set at run time survives: no
+// virtual address, qdisc or firewall rule), then its services start in
+// boot order.
 func (h *Host) PowerOn(ctx context.Context) error {
-	if err := h.lab.net.setHostLinks(h.cfg.Name, true, h.lab.net.hostLinks(h.cfg.Name)...); err != nil {
+	if err := h.lab.rebuildHostNetwork(ctx, h); err != nil {
 		return err
 	}
 	for _, p := range allPhases {

@@ -118,6 +118,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.bareHosts = true
 	t.Cleanup(func() {
 		// Whatever happened, leave nothing behind.
 		if err := l.Down(context.Background()); err != nil {

@@ -51,7 +51,10 @@ func (l *Lab) sshSessionEnv(h *Host) []string {
 	if dirs := l.binDirs(); len(dirs) > 0 {
 		path = strings.Join(dirs, ":") + ":" + path
 	}
-	env := []string{"PATH=" + path}
+	// A home of the lab's own: root's dotfiles on this machine (shell
+	// setup of whoever uses it) are no part of a lab host, and can stall
+	// or change every command.
+	env := []string{"PATH=" + path, "HOME=" + l.ssh.home()}
 	if h.node != nil {
 		sock := "unix://" + l.containerdSocket(h.cfg.Name)
 		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,

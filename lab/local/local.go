@@ -38,6 +38,9 @@ type Lab struct {
 	httpErr    error
 
 	timings UpTimings
+	// bareHosts limits every host to its sshd: the hosts without a
+	// cluster, for testing the layer below it.
+	bareHosts bool
 }
 
 var _ lab.Provisioner = (*Lab)(nil)

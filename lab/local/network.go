@@ -152,9 +152,32 @@ func isNamespace(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
+// ensureNetnsDir makes netnsDir a shared mount point of its own, as
+// iproute2 does before its first `ip netns add`. Done first, iproute2 run
+// later by anyone finds it so and does not mount over it, which would hide
+// the lab's namespace mounts beneath a fresh directory.
+func ensureNetnsDir() error {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
+		return nil
+	}
+	if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s: %w", netnsDir, err)
+	}
+	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("sharing %s: %w", netnsDir, err)
+	}
+	return nil
+}
+
 // createNamespace makes a named namespace, leaving the caller's thread in
 // its own namespace.
 func createNamespace(name string) error {
+	if err := ensureNetnsDir(); err != nil {
+		return err
+	}
 	if isNamespace(netnsPath(name)) {
 		return nil
 	}
@@ -231,10 +254,14 @@ func (n *network) createHost(h hostNet) error {
 
 func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, nsName, bridge, what string, addr netip.Prefix) error {
 	if _, err := netlink.LinkByName(rootName); err != nil {
+		// Fixed MAC addresses: a host whose namespace is made anew
+		// (power on, reset) keeps them, so no neighbour on the bridge
+		// holds a stale entry for its address.
 		v := &netlink.Veth{
-			LinkAttrs:     netlink.LinkAttrs{Name: rootName},
-			PeerName:      nsName,
-			PeerNamespace: netlink.NsFd(int(nsh)),
+			LinkAttrs:        netlink.LinkAttrs{Name: rootName, HardwareAddr: stableMAC(n.lab, rootName, "root")},
+			PeerName:         nsName,
+			PeerHardwareAddr: stableMAC(n.lab, rootName, "host"),
+			PeerNamespace:    netlink.NsFd(int(nsh)),
 		}
 		if err := netlink.LinkAdd(v); err != nil {
 			return fmt.Errorf("creating link %s for %s: %w", rootName, what, err)
@@ -365,4 +392,37 @@ func linkUp(name string) (bool, error) {
 		return false, err
 	}
 	return l.Attrs().Flags&net.FlagUp != 0, nil
+}
+
+// stableMAC is a locally administered unicast MAC derived from names.
+func stableMAC(parts ...string) net.HardwareAddr {
+	h := shortHash(parts...) + shortHash(append(parts, "mac")...)
+	b := make(net.HardwareAddr, 6)
+	for i := range b {
+		fmt.Sscanf(h[2*i:2*i+2], "%02x", &b[i])
+	}
+	b[0] = (b[0] | 0x02) &^ 0x01
+	return b
+}
+
+// removeHost deletes a host's namespace and links. Its processes must be
+// gone: a namespace lives on while any process is in it.
+func (n *network) removeHost(host string) error {
+	ns := netnsName(n.lab, host)
+	if err := unmountAll(netnsPath(ns)); err != nil {
+		return err
+	}
+	if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("deleting network namespace %s: %w", ns, err)
+	}
+	for _, name := range n.hostLinks(host) {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			continue
+		}
+		if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("deleting link %s: %w", name, err)
+		}
+	}
+	return nil
 }

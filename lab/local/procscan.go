@@ -3,6 +3,8 @@ package local
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,12 +91,85 @@ func hostProcesses(lab, host string) []int {
 	return out
 }
 
+// shimSocketRoot is where containerd shims put their sockets whatever the
+// containerd's own state dir; it is shared by every containerd on the
+// machine.
+const shimSocketRoot = "/run/containerd/s"
+
+// shimSocket returns the socket a containerd shim process serves on,
+// derived from its command line as containerd derives it
+// (sha256 of <containerd address>/<namespace>/<id>, and of
+// <…>/<id>/debug for the debug socket).
+func shimSocket(pid int) (string, bool) {
+	s, ok := shimSocketParts(pid)
+	if !ok {
+		return "", false
+	}
+	return shimSocketPath(s[0], s[1], s[2]), true
+}
+
+// shimSocketParts returns a shim's containerd address, namespace and id.
+func shimSocketParts(pid int) ([3]string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return [3]string{}, false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+		return [3]string{}, false
+	}
+	var ns, id, addr string
+	for i := 1; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-namespace", "--namespace":
+			ns = args[i+1]
+		case "-id", "--id":
+			id = args[i+1]
+		case "-address", "--address":
+			addr = args[i+1]
+		}
+	}
+	if ns == "" || id == "" || addr == "" {
+		return [3]string{}, false
+	}
+	return [3]string{addr, ns, id}, true
+}
+
+func shimDebugSocket(pid int) (string, bool) {
+	s, ok := shimSocketParts(pid)
+	if !ok {
+		return "", false
+	}
+	return shimSocketPath(s[0], s[1], filepath.Join(s[2], "debug")), true
+}
+
+func shimSocketPath(address, ns, id string) string {
+	sum := sha256.Sum256([]byte(filepath.Join(address, ns, id)))
+	return filepath.Join(shimSocketRoot, hex.EncodeToString(sum[:]))
+}
+
 // killHostProcesses SIGKILLs every process of a host until none is left:
 // a supervisor (kubelet, containerd) may start more while it is killed.
+// The sockets of killed container shims, which live in a machine-wide
+// directory, are removed too.
 func killHostProcesses(ctx context.Context, lab, host string) error {
 	deadline := time.Now().Add(30 * time.Second)
+	sockets := map[string]bool{}
+	defer func() {
+		for s := range sockets {
+			_ = os.Remove(s)
+		}
+	}()
 	for {
 		pids := hostProcesses(lab, host)
+		for _, pid := range pids {
+			if s, ok := shimSocket(pid); ok {
+				sockets[s] = true
+			}
+			if s, ok := shimDebugSocket(pid); ok {
+				sockets[s] = true
+			}
+		}
 		alive := 0
 		for _, pid := range pids {
 			if gone(pid) {

@@ -46,6 +46,9 @@ func (s service) readyTimeout() time.Duration {
 // services lists what a host runs, in boot order.
 func (h *Host) services() []service {
 	out := []service{sshdService()}
+	if h.lab.bareHosts {
+		return out
+	}
 	return append(out, h.lab.clusterServices(h)...)
 }
 

@@ -59,6 +59,7 @@ type sshFiles struct {
 func (f sshFiles) clientKey() string      { return filepath.Join(f.dir, "id_ed25519") }
 func (f sshFiles) authorizedKeys() string { return filepath.Join(f.dir, "authorized_keys") }
 func (f sshFiles) knownHosts() string     { return filepath.Join(f.dir, "known_hosts") }
+func (f sshFiles) home() string           { return filepath.Join(f.dir, "home") }
 func (f sshFiles) hostKey(host string) string {
 	return filepath.Join(f.dir, "hosts", host, "ssh_host_ed25519_key")
 }
@@ -69,6 +70,9 @@ func (f sshFiles) sshdConfig(host string) string {
 // ensureSSHMaterial generates the client key, each host's key and the
 // known_hosts file that pins every host key to its management address.
 func ensureSSHMaterial(f sshFiles, labName string, hosts map[string]string) error {
+	if err := os.MkdirAll(f.home(), 0o700); err != nil {
+		return err
+	}
 	client, err := ensureKey(f.clientKey(), "faultline-"+labName)
 	if err != nil {
 		return err

@@ -191,7 +191,23 @@ func (s *supervisor) signal(host, service string, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("signal %v to %s on %s (pid %d): %w", sig, service, host, pid, err)
 	}
-	return nil
+	// Signals arrive asynchronously; wait until a stop or continue shows,
+	// so that a state read right after Signal returns is already true.
+	var want func(string) bool
+	switch sig {
+	case syscall.SIGSTOP, syscall.SIGTSTP:
+		want = func(st string) bool { return st == stateFrozen }
+	case syscall.SIGCONT:
+		want = func(st string) bool { return st != stateFrozen }
+	default:
+		return nil
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, st := s.lookup(host, service); want(st) {
+			return nil
+		}
+	}
+	return fmt.Errorf("signal %v to %s on %s (pid %d): its state did not change", sig, service, host, pid)
 }
 
 // stop ends a service: SIGTERM (and SIGCONT, so a frozen one sees it),

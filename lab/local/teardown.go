@@ -49,6 +49,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 			note(fmt.Errorf("deleting network namespace %s: %w", ns, err))
 		}
 	}
+	note(releaseNetnsDir())
 	note(deleteLabLinks(cfg.Name))
 	note(deleteIptablesRules(ctx, cfg.Name))
 	for _, h := range cfg.Hosts {
@@ -65,6 +66,22 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("lab %s down: %w", cfg.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// releaseNetnsDir undoes ensureNetnsDir once no namespace is left in it
+// (another lab's or anyone's keeps it as it is).
+func releaseNetnsDir() error {
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil || len(ents) > 0 {
+		return nil
+	}
+	if mps, _ := mountsUnder(netnsDir); len(mps) != 1 || mps[0] != netnsDir {
+		return nil
+	}
+	if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmounting %s: %w", netnsDir, err)
 	}
 	return nil
 }

@@ -145,6 +145,21 @@ func (l *Lab) stopFleet(ctx context.Context) error {
 	})
 }
 
+// rebuildHostNetwork makes a stopped host's namespace and links anew.
+func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
+	if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+		return err
+	}
+	if err := l.net.removeHost(h.cfg.Name); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	if err := l.net.createHost(h.hostNet()); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	h.ssh.Close()
+	return nil
+}
+
 func (l *Lab) coldDir() string { return filepath.Join(l.cfg.StateDir, "cold") }
 
 // snapshotted is what the cold snapshot holds: every host's data and the
@@ -210,9 +225,9 @@ func (l *Lab) Reset(ctx context.Context) error {
 		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 	}
 	for _, h := range l.hosts {
-		// A powered-off host is powered on by a reset, as a VM revert
-		// followed by power-on is.
-		if err := l.net.setHostLinks(h.cfg.Name, true, l.net.hostLinks(h.cfg.Name)...); err != nil {
+		// Every host's network as at boot, powered-off hosts included,
+		// as a VM revert followed by power-on gives.
+		if err := l.rebuildHostNetwork(ctx, h); err != nil {
 			return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 		}
 	}
