@@ -85,37 +85,10 @@ func crictlRunning(ctx context.Context, t *testing.T, h lab.Host, name string) [
 	return strings.Fields(r.Stdout)
 }
 
-func TestPairCluster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	c := testConfig(t, "pair")
-	l, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inodes []uint64
-	t.Cleanup(func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		if left := leftovers(t, c, inodes); len(left) > 0 {
-			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
-		}
-	})
-	start := time.Now()
-	if err := l.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("up (boot, cold snapshot, boot) took %s", time.Since(start).Round(time.Second))
-	for _, h := range c.Hosts {
-		ino, _ := netnsInode(netnsName(c.Name, h.Name))
-		inodes = append(inodes, ino)
-	}
-
-	// Every API server, asked directly, sees every node Ready.
+// checkNodesEverywhere asks every API server directly for the nodes: all
+// registered, all Ready, control-plane nodes labelled and tainted.
+func checkNodesEverywhere(ctx context.Context, t *testing.T, l *Lab) {
+	t.Helper()
 	for _, cp := range l.controlPlaneHosts() {
 		kc, err := l.kubeClient(cp.Name())
 		if err != nil {
@@ -147,6 +120,39 @@ func TestPairCluster(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestPairCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	c := testConfig(t, "pair")
+	l, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inodes []uint64
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		if left := leftovers(t, c, inodes); len(left) > 0 {
+			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	start := time.Now()
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("up (boot, cold snapshot, boot) took %s", time.Since(start).Round(time.Second))
+	for _, h := range c.Hosts {
+		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		inodes = append(inodes, ino)
+	}
+
+	checkNodesEverywhere(ctx, t, l)
 	kc, err := l.kubeClient("")
 	if err != nil {
 		t.Fatal(err)
@@ -239,4 +245,54 @@ func TestPairCluster(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestLab11Cluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	c := testConfig(t, "lab11")
+	l, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inodes []uint64
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		if left := leftovers(t, c, inodes); len(left) > 0 {
+			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	start := time.Now()
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("up took %s (cold boot to all Ready %s)", time.Since(start).Round(time.Second), l.LastUp().ColdBoot.Round(100*time.Millisecond))
+	for _, h := range c.Hosts {
+		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		inodes = append(inodes, ino)
+	}
+	checkNodesEverywhere(ctx, t, l)
+	// The user's kubeconfig goes through the virtual address.
+	kc, err := l.kubeClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("through the virtual address: %v", err)
+	}
+	if len(nodes.Items) != 6 {
+		t.Errorf("through the virtual address: %d nodes, want 6", len(nodes.Items))
+	}
+	start = time.Now()
+	if err := l.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reset took %s", time.Since(start).Round(100*time.Millisecond))
+	checkNodesEverywhere(ctx, t, l)
 }

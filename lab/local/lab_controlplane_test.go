@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/pki"
@@ -33,6 +37,11 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	}
 	_, err := os.Stat(apiserver)
 	withAPIServers := err == nil
+	cm := filepath.Join(bins, "kubernetes-"+binpaths.KubernetesVersion, "kube-controller-manager")
+	sched := filepath.Join(bins, "kubernetes-"+binpaths.KubernetesVersion, "kube-scheduler")
+	_, err1 := os.Stat(cm)
+	_, err2 := os.Stat(sched)
+	withControlPlane := withAPIServers && err1 == nil && err2 == nil
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -61,13 +70,16 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.cc = &clusterCtx{
-		bins:    binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, Keepalived: "/usr/sbin/keepalived"},
+		bins:    binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, KubeControllerManager: cm, KubeScheduler: sched, Keepalived: "/usr/sbin/keepalived"},
 		pki:     files,
 		profile: prof,
 	}
 	phases := []phase{phaseEtcd}
 	if withAPIServers {
 		phases = append(phases, phaseAPIServer)
+	}
+	if withControlPlane {
+		phases = append(phases, phaseControlPlane)
 	}
 	start := time.Now()
 	for _, p := range phases {
@@ -96,6 +108,27 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	for _, h := range l.controlPlaneHosts() {
 		if err := l.httpsOK(ctx, fmt.Sprintf("https://%s:%d/readyz", h.Address(), c.Network.APIServerPort), "ok"); err != nil {
 			t.Errorf("API server on %s: %v", h.Name(), err)
+		}
+	}
+	if withControlPlane {
+		// Leader election works through the virtual address.
+		rc, err := clientcmd.BuildConfigFromFlags("", files.AdminKubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.waitLeaders(ctx, start, time.Minute); err != nil {
+			t.Error(err)
+		}
+		for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+			ls, err := kc.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("lease %s held by %s", name, *ls.Spec.HolderIdentity)
 		}
 	}
 	vip := fmt.Sprintf("https://%s:%d/readyz", c.Network.VirtualIP, c.Network.APIServerPort)

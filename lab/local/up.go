@@ -121,11 +121,15 @@ func (l *Lab) forEachHost(f func(h *Host) error) error {
 	return errors.Join(errs...)
 }
 
-// stopFleet stops every host as a fleet powered off in order would: node
-// agents, then the control plane, API servers before etcd; then whatever
-// still runs (containers, shims) is killed and what RAM held is dropped.
-func (l *Lab) stopFleet(ctx context.Context) error {
+// stopFleet stops every host. Gracefully, as a fleet shut down in order
+// would: node agents, then the control plane, API servers before etcd;
+// otherwise at once, as pulling the power does. Then whatever still runs
+// (containers, shims) is killed and what RAM held is dropped.
+func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 	for _, name := range stopOrder {
+		if !graceful {
+			break
+		}
 		if err := l.forEachHost(func(h *Host) error {
 			s, err := h.service(name)
 			if err != nil {
@@ -139,6 +143,11 @@ func (l *Lab) stopFleet(ctx context.Context) error {
 	return l.forEachHost(func(h *Host) error {
 		if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 			return err
+		}
+		for _, s := range h.services() {
+			if err := l.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+				return err
+			}
 		}
 		h.ssh.Close()
 		return l.dropVolatile(h.cfg.Name)
@@ -183,7 +192,9 @@ func copyTree(ctx context.Context, src, dst string) error {
 // one moment, and boots again. The record says a snapshot exists only once
 // the copy is complete.
 func (l *Lab) takeColdSnapshot(ctx context.Context) error {
-	if err := l.stopFleet(ctx); err != nil {
+	// A clean shutdown, so that the copy holds what every component
+	// wrote on its way down.
+	if err := l.stopFleet(ctx, true); err != nil {
 		return err
 	}
 	tmp := l.coldDir() + ".new"
@@ -221,7 +232,9 @@ func (l *Lab) Reset(ctx context.Context) error {
 		return fmt.Errorf("lab %s reset: no cold snapshot (the lab's up did not finish; run lab down and lab up)", l.cfg.Name)
 	}
 	since := time.Now()
-	if err := l.stopFleet(ctx); err != nil {
+	// Everything running now is thrown away with its data, as a VM
+	// revert does: no need to stop it gently.
+	if err := l.stopFleet(ctx, false); err != nil {
 		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 	}
 	for _, h := range l.hosts {
