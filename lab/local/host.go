@@ -162,7 +162,10 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	if err != nil {
 		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
 	}
-	spec.host, spec.service, spec.netns = h.cfg.Name, s.name, h.netns()
+	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.utsPath(h.cfg.Name)
+	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
 	if _, err := h.lab.sup.start(spec); err != nil {
 		return err
 	}

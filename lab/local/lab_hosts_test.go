@@ -148,6 +148,9 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if !strings.Contains(r.Stdout, "eth0") || !strings.Contains(r.Stdout, worker.Address()+"/24") {
 		t.Errorf("worker's eth0 lacks its address: %s", r.Stdout)
 	}
+	if hn, err := worker.Run(ctx, "hostname"); err != nil || strings.TrimSpace(hn.Stdout) != "pair-worker" {
+		t.Errorf("the worker's hostname is %q (%v)", hn.Stdout, err)
+	}
 	if !strings.Contains(r.Stdout, "pod0") || !strings.Contains(r.Stdout, "10.241.0.2/24") {
 		t.Errorf("worker's pod transport link lacks its address: %s", r.Stdout)
 	}

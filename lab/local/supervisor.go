@@ -18,7 +18,8 @@ import (
 type processSpec struct {
 	host    string
 	service string
-	netns   string // the host's namespace, entered with nsenter --net
+	netns   string // the host's network namespace, entered with nsenter --net
+	uts     string // the file of the host's UTS namespace
 	argv    []string
 	env     []string
 	dir     string
@@ -149,7 +150,7 @@ func (s *supervisor) start(p processSpec) (int, error) {
 	// nsenter execs the service in place, so its pid is the service's.
 	// `ip netns exec` is not used: it makes a private mount namespace,
 	// hiding kubelet's volume mounts from runc.
-	argv := append([]string{"--net=" + netnsPath(p.netns), "--"}, p.argv...)
+	argv := append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
 	cmd := exec.Command("nsenter", argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = p.dir
