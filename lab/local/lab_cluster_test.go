@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,41 @@ func crictlRunning(ctx context.Context, t *testing.T, h lab.Host, name string) [
 	return strings.Fields(r.Stdout)
 }
 
+// machineSysctls reads the machine-wide sysctls the lab changes.
+func machineSysctls(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for k := range kubeletSysctls {
+		v, err := readSysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	for k := range minimumSysctls {
+		v, err := readSysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// keepLogs copies a failed test's service logs out of the state dir, which
+// down removes.
+func keepLogs(t *testing.T, c *lab.Config) {
+	if !t.Failed() {
+		return
+	}
+	dst := filepath.Join(os.TempDir(), "faultline-logs-"+c.Name)
+	_ = os.RemoveAll(dst)
+	if err := copyTree(context.Background(), filepath.Join(c.StateDir, "logs"), dst); err != nil {
+		t.Logf("keeping logs: %v", err)
+		return
+	}
+	t.Logf("service logs kept in %s", dst)
+}
+
 // checkNodesEverywhere asks every API server directly for the nodes: all
 // registered, all Ready, control-plane nodes labelled and tainted.
 func checkNodesEverywhere(ctx context.Context, t *testing.T, l *Lab) {
@@ -135,9 +171,14 @@ func TestPairCluster(t *testing.T) {
 	}
 	l.SetProgress(os.Stderr)
 	var inodes []uint64
+	sysctlsBefore := machineSysctls(t)
 	t.Cleanup(func() {
+		keepLogs(t, c)
 		if err := l.Down(context.Background()); err != nil {
 			t.Errorf("down: %v", err)
+		}
+		if after := machineSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+			t.Errorf("machine sysctls not restored: before %v, after %v", sysctlsBefore, after)
 		}
 		if left := leftovers(t, c, inodes); len(left) > 0 {
 			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
@@ -261,9 +302,14 @@ func TestLab11Cluster(t *testing.T) {
 	}
 	l.SetProgress(os.Stderr)
 	var inodes []uint64
+	sysctlsBefore := machineSysctls(t)
 	t.Cleanup(func() {
+		keepLogs(t, c)
 		if err := l.Down(context.Background()); err != nil {
 			t.Errorf("down: %v", err)
+		}
+		if after := machineSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+			t.Errorf("machine sysctls not restored: before %v, after %v", sysctlsBefore, after)
 		}
 		if left := leftovers(t, c, inodes); len(left) > 0 {
 			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,14 +27,37 @@ var kubeletSysctls = map[string]string{
 	"kernel.keys.root_maxbytes": "25000000",
 }
 
-// presetKubeletSysctls sets kubeletSysctls, recording each original value
-// in the lab record first (once: a second up keeps the first originals).
+// minimumSysctls are machine-wide limits that many kubelets, containerds
+// and kube-proxies on one machine exhaust at their defaults (each takes
+// inotify instances; 128 is Debian's default): raised, never lowered.
+var minimumSysctls = map[string]int{
+	"fs.inotify.max_user_instances": 8192,
+	"fs.inotify.max_user_watches":   524288,
+}
+
+// presetKubeletSysctls sets kubeletSysctls and raises minimumSysctls,
+// recording each original value in the lab record first (once: a second
+// up keeps the first originals).
 func (l *Lab) presetKubeletSysctls() error {
 	rec := l.loadOrNewRecord()
 	if rec.Sysctls == nil {
 		rec.Sysctls = map[string]string{}
 	}
-	for k := range kubeletSysctls {
+	want := map[string]string{}
+	for k, v := range kubeletSysctls {
+		want[k] = v
+	}
+	for k, min := range minimumSysctls {
+		cur, err := readSysctl(k)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(cur); err == nil && n >= min {
+			continue
+		}
+		want[k] = strconv.Itoa(min)
+	}
+	for k := range want {
 		if _, ok := rec.Sysctls[k]; ok {
 			continue
 		}
@@ -46,7 +70,7 @@ func (l *Lab) presetKubeletSysctls() error {
 	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
 		return err
 	}
-	for k, v := range kubeletSysctls {
+	for k, v := range want {
 		if err := writeSysctl(k, v); err != nil {
 			return err
 		}
