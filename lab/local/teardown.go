@@ -57,7 +57,11 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	}
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
+		// Records of older labs hold their own originals.
 		note(restoreSysctls(rec.Sysctls))
+	}
+	note(releaseSysctls(cfg.StateDir))
+	if rec != nil {
 		note(removeCreatedShared(cfg.Name, rec.CreatedShared))
 	}
 	if len(errs) == 0 {
@@ -240,25 +244,6 @@ func removeContainerLogLinks(stateDir string) error {
 				return fmt.Errorf("removing %s: %w", p, err)
 			}
 		}
-	}
-	return nil
-}
-
-func sysctlPath(key string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
-}
-
-func readSysctl(key string) (string, error) {
-	b, err := os.ReadFile(sysctlPath(key))
-	if err != nil {
-		return "", fmt.Errorf("reading sysctl %s: %w", key, err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-func writeSysctl(key, val string) error {
-	if err := os.WriteFile(sysctlPath(key), []byte(val), 0o644); err != nil {
-		return fmt.Errorf("setting sysctl %s=%s: %w", key, val, err)
 	}
 	return nil
 }
