@@ -259,6 +259,24 @@ func TestPairCluster(t *testing.T) {
 	}
 	waitCondition(ctx, t, kc, "pair-worker", "Unknown", 2*time.Minute)
 
+	// Power on: the node comes back and its pod runs again.
+	if err := worker.PowerOn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, kc, "pair-worker", "True", 2*time.Minute)
+	if err := lab.WaitFor(ctx, "the netexec container running again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		r, err := worker.Run(ctx, "crictl ps --state running --name netexec -q")
+		if err != nil {
+			return false, err
+		}
+		return strings.TrimSpace(r.Stdout) != "", nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if err := worker.PowerOff(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	// Reset: back to the cold snapshot, which holds no StatefulSet.
 	start = time.Now()
 	if err := l.Reset(ctx); err != nil {
