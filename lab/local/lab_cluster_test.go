@@ -236,6 +236,10 @@ func TestPairCluster(t *testing.T) {
 	if got := crictlRunning(ctx, t, worker, "netexec"); len(got) != 1 {
 		t.Fatalf("crictl on the worker shows %d running netexec containers", len(got))
 	}
+	// kube-proxy programs the worker's own namespace.
+	if r, err := worker.Run(ctx, "iptables -w -t nat -S KUBE-SERVICES"); err != nil || !strings.Contains(r.Stdout, "default/kubernetes") {
+		t.Errorf("kube-proxy rules on the worker lack the kubernetes service: %v %s%s", err, r.Stdout, r.Stderr)
+	}
 
 	// A frozen kubelet: the node goes Unknown, the container keeps running.
 	if err := worker.Signal(ctx, lab.ServiceKubelet, syscall.SIGSTOP); err != nil {
