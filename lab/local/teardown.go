@@ -134,7 +134,7 @@ var stopOrder = []string{
 // deleteLabLinks removes every root-namespace link whose alias names this
 // lab: the bridges and the root ends of the hosts' veths.
 func deleteLabLinks(labName string) error {
-	links, err := netlink.LinkList()
+	links, err := listLinks()
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
