@@ -7,6 +7,8 @@ require (
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
 	github.com/spf13/cobra v1.10.2
+	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
 	github.com/vmware/govmomi v0.56.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
