@@ -32,3 +32,15 @@ type ClusterDNSAccess interface {
 	// lab runs no cluster DNS.
 	ClusterDNSServer() (address, domain string, err error)
 }
+
+// NetworkInterfaces is a lab that knows the names of its hosts' network
+// interfaces. Without it, faults ask the host's routing table.
+type NetworkInterfaces interface {
+	// ManagementInterface is the interface carrying the host's management
+	// address.
+	ManagementInterface(host string) (string, error)
+	// PodInterface is the interface pod traffic between nodes leaves the
+	// host by (the pod transport link, or the overlay device); an error if
+	// the host runs no pods.
+	PodInterface(host string) (string, error)
+}
