@@ -152,7 +152,7 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 	sources := uniqueSorted(append(sourcesOf(pods, podGaps), sourcesOf(runtimes, rtGaps)...))
 	if len(unsure) > 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("no readable read of the node's runtime after pod %s left the API; %s", strings.Join(unsure, ", "), gapSummary(rtGaps)),
+			Reason:  fmt.Sprintf("no readable read of the node's runtime after pod %s left the API; %s", strings.Join(unsure, ", "), gapSummary(rtGaps)),
 			Sources: sources}
 	}
 	reason := fmt.Sprintf("%d incarnation(s) of the pod seen; ", len(order))
