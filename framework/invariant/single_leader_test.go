@@ -14,7 +14,9 @@ const (
 	sched = evidence.SchedulerLeading
 )
 
-func leading(process string) evidence.LeadingValue { return evidence.LeadingValue{Leading: true, Process: process} }
+func leading(process string) evidence.LeadingValue {
+	return evidence.LeadingValue{Leading: true, Process: process}
+}
 
 var following = evidence.LeadingValue{Leading: false, Process: "p"}
 
