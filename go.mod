@@ -3,13 +3,10 @@ module github.com/faultline/faultline
 go 1.26.0
 
 require (
-<<<<<<< HEAD
+	github.com/google/go-containerregistry v0.22.1
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
 	github.com/spf13/cobra v1.10.2
-=======
-	github.com/google/go-containerregistry v0.22.1
->>>>>>> local
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	go.etcd.io/etcd/api/v3 v3.6.8
@@ -40,10 +37,7 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-<<<<<<< HEAD
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
-=======
->>>>>>> local
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
@@ -64,12 +58,8 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
-<<<<<<< HEAD
-	golang.org/x/oauth2 v0.34.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-=======
 	golang.org/x/oauth2 v0.36.0 // indirect
->>>>>>> local
+	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
