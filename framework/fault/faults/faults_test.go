@@ -51,7 +51,6 @@ func everyFault() []fault.Fault {
 		PodNetworkCut("worker1"),
 		Freeze("cp2", lab.ServiceKubeProxy),
 		EtcdNoSpace(),
-		BlackholeWatch("worker1"),
 	}
 }
 
@@ -77,7 +76,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -122,7 +121,6 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindLoss, `{"host":"w1","percent":101,"tag":"abcd"}`, "percent"},
 		{KindClockSkew, `{"host":"w1","offset":"1s","tag":"abcd"}`, "under 2s"},
 		{KindPodNetworkCut, `{"tag":"abcd"}`, "no host"},
-		{KindBlackholeWatch, `{"tag":"abcd"}`, "no node"},
 		{KindEtcdNoSpace, `{"quota":1}`, "unknown field"},
 	}
 	for _, c := range cases {
@@ -150,7 +148,6 @@ func TestBadTargetsFailBeforeAnythingIsTouched(t *testing.T) {
 		{Delay("etcd1", []string{"nosuch"}, time.Second, 0), `"nosuch"`},
 		{Loss("nosuch", nil, 5), `"nosuch"`},
 		{PodNetworkCut("etcd1"), "runs no pods"},
-		{BlackholeWatch("etcd2"), "runs no kubelet"},
 		{ClockSkew("nosuch", time.Minute), `"nosuch"`},
 	}
 	for _, c := range cases {
@@ -561,28 +558,6 @@ func TestParsers(t *testing.T) {
 	}
 	if got := linkNames("5: vxlan.calico: <UP> mtu 1450\n6: flannel.1@NONE: <UP>\n"); !reflect.DeepEqual(got, []string{"vxlan.calico", "flannel.1"}) {
 		t.Errorf("link names %q", got)
-	}
-	metrics := `# HELP apiserver_flowcontrol_rejected_requests_total x
-apiserver_flowcontrol_rejected_requests_total{flow_schema="faultline-blackhole-watch-abcd",priority_level="faultline-blackhole-watch-abcd",reason="queue-full"} 7
-apiserver_flowcontrol_rejected_requests_total{flow_schema="faultline-blackhole-watch-abcd",priority_level="faultline-blackhole-watch-abcd",reason="concurrency-limit"} 2
-apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",priority_level="global-default",reason="queue-full"} 100
-`
-	if n := sumMetric(metrics, "apiserver_flowcontrol_rejected_requests_total", `flow_schema="faultline-blackhole-watch-abcd"`); n != 9 {
-		t.Errorf("rejected sum %g", n)
-	}
-}
-
-func TestBlackholeWatchObjects(t *testing.T) {
-	plc, fs := apfObjects("faultline-blackhole-watch-abcd", "worker1")
-	if *plc.Spec.Limited.NominalConcurrencyShares != 0 || *plc.Spec.Limited.BorrowingLimitPercent != 0 || plc.Spec.Limited.LimitResponse.Type != "Reject" {
-		t.Errorf("priority level %+v", plc.Spec.Limited)
-	}
-	r := fs.Spec.Rules[0]
-	if fs.Spec.MatchingPrecedence != 10 || r.Subjects[0].User.Name != "system:node:worker1" || !reflect.DeepEqual(r.ResourceRules[0].Verbs, []string{"list", "watch"}) || !r.ResourceRules[0].ClusterScope {
-		t.Errorf("flow schema %+v", fs.Spec)
-	}
-	if got := resetConnectionsScript(6443); got != "ss -K -tn state established '( dport = :6443 )' >/dev/null" {
-		t.Errorf("reset script %q", got)
 	}
 }
 

@@ -139,9 +139,6 @@ func TestFaultsOnLocalLab(t *testing.T) {
 	t.Run("etcd compact", func(t *testing.T) {
 		e.cycle(t, ctx, faults.EtcdCompact(true), true, nil)
 	})
-	t.Run("blackhole watch", func(t *testing.T) {
-		e.cycle(t, ctx, faults.BlackholeWatch("w1"), true, func() error { return e.podNotStarted(ctx, "w1") })
-	})
 	t.Run("power off a worker", func(t *testing.T) {
 		e.cycle(t, ctx, faults.PowerOff("w2"), false, func() error { return e.nodeNotReady(ctx, "w2") })
 	})
@@ -228,11 +225,25 @@ func (e *env) hostState(ctx context.Context, samePIDs bool) map[string]string {
 				b.WriteString(counters.ReplaceAllString(line, "") + "\n")
 			}
 		}
+		if !samePIDs {
+			// A restart (power on) rebuilds kube-proxy's and kubelet's
+			// jumps in its own order; what must match is the set, and
+			// that no faultline rule is left.
+			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			sort.Strings(lines)
+			b.Reset()
+			b.WriteString(strings.Join(lines, "\n") + "\n")
+		}
 		r, err = h.Run(ctx, "tc qdisc show")
 		if err != nil {
 			e.t.Fatalf("%s: tc: %v", h.Name(), err)
 		}
-		b.WriteString(r.Stdout)
+		for _, line := range strings.Split(r.Stdout, "\n") {
+			// The CNI bridge appears with a node's first pod.
+			if !strings.Contains(line, " dev cni0 ") {
+				b.WriteString(line + "\n")
+			}
+		}
 		svcs, err := h.Services(ctx)
 		if err != nil {
 			e.t.Fatalf("%s: services: %v", h.Name(), err)
@@ -241,7 +252,7 @@ func (e *env) hostState(ctx context.Context, samePIDs bool) map[string]string {
 			proc := "-"
 			if s.PID != 0 {
 				if r, err := h.Run(ctx, fmt.Sprintf("awk '{print $3}' /proc/%d/stat", s.PID)); err == nil {
-					proc = strings.TrimSpace(r.Stdout)
+					proc = procClass(strings.TrimSpace(r.Stdout))
 				}
 			}
 			if samePIDs {
@@ -254,6 +265,16 @@ func (e *env) hostState(ctx context.Context, samePIDs bool) map[string]string {
 	}
 	out["etcd alarms"] = e.alarms(ctx)
 	return out
+}
+
+// procClass keeps what a fault changes in a /proc state letter: stopped
+// (T, t) or a zombie, not whether the process was on a CPU just then.
+func procClass(state string) string {
+	switch state {
+	case "R", "S", "D", "I":
+		return "live"
+	}
+	return state
 }
 
 func (e *env) same(t *testing.T, before, after map[string]string) {
@@ -389,33 +410,6 @@ func (e *env) writeRefused(ctx context.Context) error {
 	}
 	e.t.Logf("write refused: %v", err)
 	return nil
-}
-
-// podNotStarted creates a pod bound to node and checks kubelet never runs
-// it while the node stays Ready; the pod is deleted afterwards.
-func (e *env) podNotStarted(ctx context.Context, node string) error {
-	zero := int64(0)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "faults-blackhole", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:                      node,
-			TerminationGracePeriodSeconds: &zero,
-			Containers:                    []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", ImagePullPolicy: corev1.PullNever}},
-		},
-	}
-	if _, err := e.kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	defer e.kc.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	time.Sleep(20 * time.Second)
-	p, err := e.kc.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if len(p.Status.ContainerStatuses) > 0 || len(p.Status.Conditions) > 0 {
-		return fmt.Errorf("kubelet on %s saw the pod: status %+v", node, p.Status)
-	}
-	return e.nodeReady(ctx, node)
 }
 
 // killedInjector runs this test binary as a child that records a partition
