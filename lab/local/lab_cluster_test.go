@@ -133,6 +133,7 @@ func TestPairCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.SetProgress(os.Stderr)
 	var inodes []uint64
 	t.Cleanup(func() {
 		if err := l.Down(context.Background()); err != nil {
@@ -258,6 +259,7 @@ func TestLab11Cluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.SetProgress(os.Stderr)
 	var inodes []uint64
 	t.Cleanup(func() {
 		if err := l.Down(context.Background()); err != nil {

@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -38,6 +40,12 @@ type Lab struct {
 	httpErr    error
 
 	timings UpTimings
+	// progress receives a line per step of up, reset and down.
+	progress io.Writer
+
+	imagesOnce sync.Once
+	imageSet   imageSet
+	imagesErr  error
 	// bareHosts limits every host to its sshd: the hosts without a
 	// cluster, for testing the layer below it.
 	bareHosts bool
@@ -80,6 +88,16 @@ func New(c *lab.Config) (*Lab, error) {
 		l.byName[hc.Name] = h
 	}
 	return l, nil
+}
+
+// SetProgress makes the lab write a line per step of Up, Reset and Down to
+// w (nil: quiet).
+func (l *Lab) SetProgress(w io.Writer) { l.progress = w }
+
+func (l *Lab) logf(format string, args ...any) {
+	if l.progress != nil {
+		fmt.Fprintf(l.progress, "%s lab %s: %s\n", time.Now().Format("15:04:05.000"), l.cfg.Name, fmt.Sprintf(format, args...))
+	}
 }
 
 func (l *Lab) Config() *lab.Config { return l.cfg }

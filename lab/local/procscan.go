@@ -78,6 +78,9 @@ func hostProcesses(lab, host string) []int {
 	cg := cgroupName(lab, host)
 	var out []int
 	for _, pid := range allPids() {
+		if gone(pid) {
+			continue // a zombie waiting for its parent holds nothing
+		}
 		if haveNS {
 			if n, ok := pidNetnsInode(pid); ok && n == ino {
 				out = append(out, pid)

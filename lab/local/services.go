@@ -23,6 +23,10 @@ const (
 	phaseNode
 )
 
+func (p phase) String() string {
+	return [...]string{"sshd", "etcd", "API servers", "controller-managers and schedulers", "container runtimes", "kubelets and kube-proxies"}[p]
+}
+
 var allPhases = []phase{phaseSSH, phaseEtcd, phaseAPIServer, phaseControlPlane, phaseRuntime, phaseNode}
 
 // service is one process a host runs.

@@ -25,6 +25,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	if _, err := binpaths.Locate(l.cfg); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
+	l.logf("building fixture images")
 	if _, err := l.images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
@@ -37,6 +38,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	t0 := time.Now()
+	l.logf("building hosts")
 	if err := l.provisionHosts(ctx); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
@@ -50,9 +52,11 @@ func (l *Lab) Up(ctx context.Context) error {
 	if rec := l.loadOrNewRecord(); rec.Snapshot {
 		return nil
 	}
+	l.logf("every node Ready; taking the cold snapshot")
 	if err := l.takeColdSnapshot(ctx); err != nil {
 		return fmt.Errorf("lab %s up: cold snapshot: %w", l.cfg.Name, err)
 	}
+	l.logf("up")
 	l.timings.Snapshot = time.Since(t2)
 	return nil
 }
@@ -68,6 +72,7 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 		return err
 	}
 	for _, p := range allPhases {
+		l.logf("starting %s", p)
 		if err := l.forEachHost(func(h *Host) error {
 			for _, s := range h.services() {
 				if s.phase == p {
@@ -80,6 +85,7 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 		}); err != nil {
 			return err
 		}
+		l.logf("%s ready", p)
 		if p == phaseRuntime {
 			if err := l.forEachHost(func(h *Host) error {
 				if h.node == nil {
@@ -91,6 +97,7 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 			}
 		}
 	}
+	l.logf("waiting for every node Ready and the leader leases")
 	return l.waitHealthy(ctx, since)
 }
 
@@ -194,9 +201,11 @@ func copyTree(ctx context.Context, src, dst string) error {
 func (l *Lab) takeColdSnapshot(ctx context.Context) error {
 	// A clean shutdown, so that the copy holds what every component
 	// wrote on its way down.
+	l.logf("stopping the fleet")
 	if err := l.stopFleet(ctx, true); err != nil {
 		return err
 	}
+	l.logf("copying")
 	tmp := l.coldDir() + ".new"
 	for _, d := range l.snapshotted() {
 		if err := copyTree(ctx, filepath.Join(l.cfg.StateDir, d), filepath.Join(tmp, d)); err != nil {
@@ -234,6 +243,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	since := time.Now()
 	// Everything running now is thrown away with its data, as a VM
 	// revert does: no need to stop it gently.
+	l.logf("stopping the fleet")
 	if err := l.stopFleet(ctx, false); err != nil {
 		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 	}
@@ -244,6 +254,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 			return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 		}
 	}
+	l.logf("restoring the cold snapshot")
 	for _, d := range l.snapshotted() {
 		if err := copyTree(ctx, filepath.Join(l.coldDir(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
 			return fmt.Errorf("lab %s reset: restoring: %w", l.cfg.Name, err)
