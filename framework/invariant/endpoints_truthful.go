@@ -38,8 +38,10 @@ const EndpointsTruthfulName = "endpoints-truthful"
 // the pods of an unreachable node not Ready; the bound is how long that
 // chain may take (node-monitor-grace-period plus the controllers' sync).
 //
-// INSUFFICIENT_DATA when broken-or-unknown rounds outlasted the bound:
-// the guarantee needs a positive check of every ready address.
+// INSUFFICIENT_DATA when broken-or-unknown rounds outlasted the bound
+// (the guarantee needs a positive check of every ready address), or when
+// an address was still not shown right as the evidence ended, less than
+// the bound after it went wrong: the window was too short to tell.
 func EndpointsTruthful(bound time.Duration) Invariant { return endpointsTruthful{bound: bound} }
 
 type endpointsTruthful struct{ bound time.Duration }
@@ -126,6 +128,14 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 		if u != nil && unsure == nil {
 			unsure, unsureKey = u, k
 		}
+		if open := trailing(marks[k]); open != nil && unsure == nil && len(snaps) > 0 && snaps[len(snaps)-1].Taken.Sub(open.First.Taken) < e.bound {
+			// Still not shown right when the evidence ends, before the
+			// bound could pass: whether it would have outlasted it is
+			// not known.
+			undecided := *open
+			undecided.Last.Detail = fmt.Sprintf("still so when the evidence ended at %s, before the bound could pass; %s", stamp(snaps[len(snaps)-1].Taken), open.Last.Detail)
+			unsure, unsureKey = &undecided, k
+		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
@@ -136,6 +146,24 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	return verdict.Judgement{Verdict: verdict.Preserved,
 		Reason:  fmt.Sprintf("every ready endpoint pointed at a running, answering pod, or stopped being ready within %s (%d addresses over %d server reads, %d checks decided)", e.bound, len(keys), len(eps), checkedRounds),
 		Sources: sources}
+}
+
+// trailing returns the stretch of rounds at the end of marks that are not
+// known to hold, if any.
+func trailing(marks []mark) *stretch {
+	var open *stretch
+	for _, m := range marks {
+		if m.State == holds {
+			open = nil
+			continue
+		}
+		if open == nil {
+			open = &stretch{First: m, Last: m}
+		} else {
+			open.Last = m
+		}
+	}
+	return open
 }
 
 // judgeAddress decides one ready address in one round, as one server

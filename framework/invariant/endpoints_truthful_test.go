@@ -87,3 +87,17 @@ func TestEndpointsTruthfulInsufficientWhenNothingCanCheckTheEndpoint(t *testing.
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "without it being shown to run and answer", "no prober tried")
 }
+
+func TestEndpointsTruthfulAWindowEndingBeforeTheBoundCannotTell(t *testing.T) {
+	// The endpoint stops answering 2 s before the evidence ends; the bound
+	// is 5 s: whether it would have been withdrawn in time is unknown.
+	r := newRun(t)
+	for s := 0.0; s < 8; s++ {
+		answered := s < 6
+		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").
+			value(prober, evidence.EndpointProbes, 0.3, probed("10.244.1.5", answered, "i/o timeout"), "")
+	}
+	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "before the bound could pass")
+}
