@@ -105,7 +105,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why + ", so nothing shows which writes survived", Sources: src}
 	}
 
-	switch porcupine.CheckOperationsTimeout(registerModel, hist, linearizabilityTimeout) {
+	switch porcupine.CheckOperationsTimeout(registerModel(ops), hist, linearizabilityTimeout) {
 	case porcupine.Ok:
 		reason := fmt.Sprintf("the writer's history (%d ops, %d acknowledged writes) is linearizable", len(ops), acked)
 		if finalRead != nil {

@@ -101,3 +101,21 @@ func TestAcknowledgedWritesBeforeTheFaultNeedsNoHeal(t *testing.T) {
 	r.round(5).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
 	expect(t, AcknowledgedWritesSurvive(), r.input(PreFault), verdict.Preserved)
 }
+
+func TestAcknowledgedWritesAHistoryMayStartOnAnExistingRegister(t *testing.T) {
+	// A writer that starts on a register left by an earlier one reads that
+	// value first; it is a possible start, not a violation.
+	h := &history{}
+	h.add("read", "old-7", "", "ok", 0, true)
+	h.add("cas", "w-1", "old-7", "ok", 0.1, false)
+	h.add("read", "w-1", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Preserved)
+
+	// But a value that some write of the history produced is not a start.
+	h = steady(3, 1)
+	back := &history{}
+	back.add("read", "w-2", "", "ok", 0, true)
+	back.ops = append(back.ops, h.ops...)
+	back.add("read", "w-3", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, back, 19), verdict.Violated)
+}

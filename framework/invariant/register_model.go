@@ -40,8 +40,42 @@ type registerOutput struct {
 	value   string // read
 }
 
-var registerModel = (&porcupine.NondeterministicModel{
-	Init: func() []any { return []any{registerState{}} },
+// registerModel is the model for one history. The register starts absent,
+// unless the history's first operation is a read that found a value no
+// operation of the history wrote: then the writer started on a register
+// that was already there (a writer restarted, a lab reset that is only a
+// cleanup), and that value is a possible start too.
+func registerModel(ops []evidence.RegisterOp) porcupine.Model {
+	init := []any{registerState{}}
+	if v, ok := preexisting(ops); ok {
+		init = append(init, registerState{exists: true, value: v})
+	}
+	m := registerSteps
+	m.Init = func() []any { return init }
+	return m.ToModel()
+}
+
+func preexisting(ops []evidence.RegisterOp) (string, bool) {
+	var first *evidence.RegisterOp
+	written := map[string]bool{}
+	for i, op := range ops {
+		if op.Outcome == outcomeFail {
+			continue
+		}
+		if op.Op != "read" {
+			written[op.Value] = true
+		}
+		if first == nil || op.Invoke.Before(first.Invoke) {
+			first = &ops[i]
+		}
+	}
+	if first == nil || first.Op != "read" || first.Outcome != outcomeOK || (first.Found != nil && !*first.Found) || written[first.Value] {
+		return "", false
+	}
+	return first.Value, true
+}
+
+var registerSteps = porcupine.NondeterministicModel{
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(registerState), input.(registerInput), output.(registerOutput)
 		switch in.op {
@@ -78,7 +112,7 @@ var registerModel = (&porcupine.NondeterministicModel{
 		}
 		return fmt.Sprintf("create(%s) unknown=%v", in.value, out.unknown)
 	},
-}).ToModel()
+}
 
 // historyOf turns the writer's ops into porcupine operations. Failed ops
 // changed nothing and are left out; an unknown write's return is the end
