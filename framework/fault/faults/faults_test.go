@@ -180,12 +180,12 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	}
 	wantR1 = append(wantR1, "iptables -w -I INPUT 1 -j "+chain, "iptables -w -I OUTPUT 1 -j "+chain)
 	for _, h := range []string{"m1", "w1"} {
-		got := l.host(h).commands()
+		got := changing(l.host(h).commands())
 		if len(got) != 1 || got[0] != strings.Join(wantR1, " && ") {
 			t.Errorf("%s ran\n%q\nwant\n%q", h, got, strings.Join(wantR1, " && "))
 		}
 	}
-	got := l.host("etcd2").commands()
+	got := changing(l.host("etcd2").commands())
 	want := "iptables -w -N " + chain + " && iptables -w -A " + chain + " -s 10.231.4.21 -j DROP && iptables -w -A " + chain + " -d 10.231.4.21 -j DROP && iptables -w -A " + chain + " -s 10.231.4.31 -j DROP && iptables -w -A " + chain + " -d 10.231.4.31 -j DROP && iptables -w -I INPUT 1 -j " + chain + " && iptables -w -I OUTPUT 1 -j " + chain
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("etcd2 ran\n%q\nwant\n%q", got, want)
@@ -209,13 +209,28 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	}
 }
 
+// changing leaves out the read-only commands.
+func changing(cmds []string) []string {
+	var out []string
+	for _, c := range cmds {
+		if !readOnly(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func TestPartitionTakesTheVirtualAddressWithTheWholeControlPlane(t *testing.T) {
 	l := loadLab(t, "lab11")
 	groups, err := resolveGroups(context.Background(), l, [][]string{{"worker1"}, {"role:control-plane"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := partitionRules(l, groups, false, "FAULTLINE-abcd")
+	vipAt, err := virtualAddressGroup(context.Background(), l, groups)
+	if err != nil || vipAt != 1 {
+		t.Fatalf("virtual address goes with group %d (%v), want 1", vipAt, err)
+	}
+	rules := partitionRules(l, groups, vipAt, false, "FAULTLINE-abcd")
 	if len(rules) != 4 || rules[0].host.Name() != "worker1" {
 		t.Fatalf("rules for %d hosts", len(rules))
 	}
@@ -234,13 +249,30 @@ func TestPartitionTakesTheVirtualAddressWithTheWholeControlPlane(t *testing.T) {
 	}
 }
 
+func TestPartitionGivesTheVirtualAddressToTheGroupHoldingIt(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "racks")
+	l.host("m2").answers["ip -o -4 addr show"] = lab.Result{Stdout: "2: eth0    inet 10.231.4.22/24 brd 10.231.4.255 scope global eth0\n2: eth0    inet 10.231.4.10/32 scope global eth0\n"}
+	f := RackFromRest("r1").(*partition)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	w1 := changing(l.host("w1").commands())
+	if len(w1) != 1 || !strings.Contains(w1[0], "-d 10.231.4.10 -j DROP") {
+		t.Errorf("w1 (rack r1) does not drop the virtual address m2 holds: %q", w1)
+	}
+	if m2 := l.host("m2").commands(); strings.Contains(strings.Join(m2, " "), "10.231.4.10 -j") {
+		t.Errorf("m2 drops its own virtual address: %q", m2)
+	}
+}
+
 func TestOneWayPartitionDropsOnlyWhatTheFirstGroupSends(t *testing.T) {
 	l := loadLab(t, "racks")
 	groups, err := resolveGroups(context.Background(), l, [][]string{{"w1"}, {"m1"}, {"m2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := partitionRules(l, groups, true, "FAULTLINE-abcd")
+	rules := partitionRules(l, groups, -1, true, "FAULTLINE-abcd")
 	got := map[string][]string{}
 	for _, r := range rules {
 		got[r.host.Name()] = r.rules.rules
