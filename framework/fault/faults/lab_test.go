@@ -486,6 +486,9 @@ func (e *env) waitSettled(t *testing.T, ctx context.Context) {
 					return false, fmt.Errorf("%s on %s is %s", s.Name, h.Name(), s.State)
 				}
 			}
+			if !h.HasRole(lab.RoleWorker) && !h.HasRole(lab.RoleControlPlane) {
+				continue // no kubelet, no node
+			}
 			if err := e.nodeReady(ctx, h.Name()); err != nil {
 				return false, err
 			}
