@@ -180,13 +180,14 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	}
 	wantR1 = append(wantR1, "iptables -w -I INPUT 1 -j "+chain, "iptables -w -I OUTPUT 1 -j "+chain)
 	for _, h := range []string{"m1", "w1"} {
-		got := l.host(h).commands()
-		if len(got) != 1 || got[0] != strings.Join(wantR1, " && ") {
-			t.Errorf("%s ran\n%q\nwant\n%q", h, got, strings.Join(wantR1, " && "))
+		got := changing(l.host(h).commands())
+		want := markTable(chain, l.host(h).addr) + strings.Join(wantR1, " && ")
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s ran\n%q\nwant\n%q", h, got, want)
 		}
 	}
-	got := l.host("etcd2").commands()
-	want := "iptables -w -N " + chain + " && iptables -w -A " + chain + " -s 10.231.4.21 -j DROP && iptables -w -A " + chain + " -d 10.231.4.21 -j DROP && iptables -w -A " + chain + " -s 10.231.4.31 -j DROP && iptables -w -A " + chain + " -d 10.231.4.31 -j DROP && iptables -w -I INPUT 1 -j " + chain + " && iptables -w -I OUTPUT 1 -j " + chain
+	got := changing(l.host("etcd2").commands())
+	want := markTable(chain, "10.231.4.12") + "iptables -w -N " + chain + " && iptables -w -A " + chain + " -s 10.231.4.21 -j DROP && iptables -w -A " + chain + " -d 10.231.4.21 -j DROP && iptables -w -A " + chain + " -s 10.231.4.31 -j DROP && iptables -w -A " + chain + " -d 10.231.4.31 -j DROP && iptables -w -I INPUT 1 -j " + chain + " && iptables -w -I OUTPUT 1 -j " + chain
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("etcd2 ran\n%q\nwant\n%q", got, want)
 	}
@@ -200,13 +201,31 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	}
 	for _, h := range l.hosts {
 		got := h.commands()
-		if len(got) != 1 || got[0] != removeChainScript(chain) {
+		if len(got) != 1 || got[0] != removeChainScript(chain, h.addr) {
 			t.Errorf("heal on %s ran %q", h.name, got)
 		}
 	}
-	if want := "if iptables -w -n -L " + chain + " >/dev/null 2>&1; then while iptables -w -D INPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D OUTPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D FORWARD -j " + chain + " 2>/dev/null; do :; done; iptables -w -F " + chain + " && iptables -w -X " + chain + "; fi"; removeChainScript(chain) != want {
-		t.Errorf("remove script\n%s\nwant\n%s", removeChainScript(chain), want)
+	m := "/run/faultline-" + chain + "-10.231.4.31.created-filter-table"
+	if want := "if iptables -w -n -L " + chain + " >/dev/null 2>&1; then while iptables -w -D INPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D OUTPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D FORWARD -j " + chain + " 2>/dev/null; do :; done; iptables -w -F " + chain + " && iptables -w -X " + chain + " || exit 1; fi; " +
+		"if [ -e " + m + " ]; then if [ -z \"$(iptables-save -t filter | grep -v -e '^#' -e '^\\*filter' -e '^COMMIT' -e '^:INPUT ACCEPT' -e '^:FORWARD ACCEPT' -e '^:OUTPUT ACCEPT')\" ] && command -v nft >/dev/null; then nft delete table ip filter || exit 1; fi; rm -f " + m + "; fi"; removeChainScript(chain, "10.231.4.31") != want {
+		t.Errorf("remove script\n%s\nwant\n%s", removeChainScript(chain, "10.231.4.31"), want)
 	}
+}
+
+// markTable is the first command of every chain install on a host.
+func markTable(chain, addr string) string {
+	return `{ iptables-save 2>/dev/null | grep -q '^\*filter' || touch /run/faultline-` + chain + "-" + addr + ".created-filter-table; } && "
+}
+
+// changing leaves out the read-only commands.
+func changing(cmds []string) []string {
+	var out []string
+	for _, c := range cmds {
+		if !readOnly(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func TestPartitionTakesTheVirtualAddressWithTheWholeControlPlane(t *testing.T) {
@@ -215,7 +234,11 @@ func TestPartitionTakesTheVirtualAddressWithTheWholeControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := partitionRules(l, groups, false, "FAULTLINE-abcd")
+	vipAt, err := virtualAddressGroup(context.Background(), l, groups)
+	if err != nil || vipAt != 1 {
+		t.Fatalf("virtual address goes with group %d (%v), want 1", vipAt, err)
+	}
+	rules := partitionRules(l, groups, vipAt, false, "FAULTLINE-abcd")
 	if len(rules) != 4 || rules[0].host.Name() != "worker1" {
 		t.Fatalf("rules for %d hosts", len(rules))
 	}
@@ -234,13 +257,30 @@ func TestPartitionTakesTheVirtualAddressWithTheWholeControlPlane(t *testing.T) {
 	}
 }
 
+func TestPartitionGivesTheVirtualAddressToTheGroupHoldingIt(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "racks")
+	l.host("m2").answers["ip -o -4 addr show"] = lab.Result{Stdout: "2: eth0    inet 10.231.4.22/24 brd 10.231.4.255 scope global eth0\n2: eth0    inet 10.231.4.10/32 scope global eth0\n"}
+	f := RackFromRest("r1").(*partition)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	w1 := changing(l.host("w1").commands())
+	if len(w1) != 1 || !strings.Contains(w1[0], "-d 10.231.4.10 -j DROP") {
+		t.Errorf("w1 (rack r1) does not drop the virtual address m2 holds: %q", w1)
+	}
+	if m2 := l.host("m2").commands(); strings.Contains(strings.Join(m2, " "), "10.231.4.10 -j") {
+		t.Errorf("m2 drops its own virtual address: %q", m2)
+	}
+}
+
 func TestOneWayPartitionDropsOnlyWhatTheFirstGroupSends(t *testing.T) {
 	l := loadLab(t, "racks")
 	groups, err := resolveGroups(context.Background(), l, [][]string{{"w1"}, {"m1"}, {"m2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := partitionRules(l, groups, true, "FAULTLINE-abcd")
+	rules := partitionRules(l, groups, -1, true, "FAULTLINE-abcd")
 	got := map[string][]string{}
 	for _, r := range rules {
 		got[r.host.Name()] = r.rules.rules
@@ -348,7 +388,7 @@ func TestLossRules(t *testing.T) {
 	}
 	c := "FAULTLINE-" + f.p.Tag
 	var want []string
-	want = append(want, "iptables -w -N "+c)
+	want = append(want, markTable(c, "10.231.11.31")+"iptables -w -N "+c)
 	for _, a := range []string{"10.231.11.21", "10.231.11.22", "10.231.11.23", "10.231.11.10"} {
 		want = append(want, "iptables -w -A "+c+" -d "+a+" -m statistic --mode random --probability 0.125 -j DROP")
 	}
@@ -369,7 +409,7 @@ func TestPodNetworkCutOnOverlayDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := "FAULTLINE-" + f.p.Tag
-	want := "iptables -w -N " + c + " && iptables -w -A " + c + " -i flannel.1 -j DROP && iptables -w -A " + c + " -o flannel.1 -j DROP && iptables -w -I INPUT 1 -j " + c + " && iptables -w -I OUTPUT 1 -j " + c + " && iptables -w -I FORWARD 1 -j " + c
+	want := markTable(c, "10.231.11.31") + "iptables -w -N " + c + " && iptables -w -A " + c + " -i flannel.1 -j DROP && iptables -w -A " + c + " -o flannel.1 -j DROP && iptables -w -I INPUT 1 -j " + c + " && iptables -w -I OUTPUT 1 -j " + c + " && iptables -w -I FORWARD 1 -j " + c
 	if ch := l.changes(); len(ch) != 1 || ch[0] != "worker1: "+want {
 		t.Errorf("pod network cut changed\n%q\nwant\n%q", ch, want)
 	}

@@ -56,7 +56,31 @@ hosts:
 
 const childEnv = "FAULTLINE_FAULTS_CHILD_LAB"
 
-func writeTopology(t *testing.T) string {
+// leadersTopology has several etcd members and control-plane hosts, for
+// the faults that pick a leader or split etcd.
+const leadersTopology = `name: faults-leaders
+kind: local
+lab: true
+stateDir: %s
+kubernetes:
+  version: v1.36.3
+  etcdVersion: v3.6.8
+  timerProfile: fast
+network:
+  management: 10.231.22.0/24
+  pods: 10.244.0.0/16
+  services: 10.250.22.0/24
+  virtualIP: 10.231.22.10
+hosts:
+  - {name: etcd1, roles: [etcd], address: 10.231.22.11}
+  - {name: etcd2, roles: [etcd], address: 10.231.22.12}
+  - {name: etcd3, roles: [etcd], address: 10.231.22.13}
+  - {name: cp1, roles: [control-plane], address: 10.231.22.21, rack: r1}
+  - {name: cp2, roles: [control-plane], address: 10.231.22.22, rack: r2}
+  - {name: w1, roles: [worker], address: 10.231.22.31, rack: r1}
+`
+
+func writeTopology(t *testing.T, text string) string {
 	t.Helper()
 	base := os.Getenv("FAULTLINE_STATE_DIR")
 	if base == "" {
@@ -68,7 +92,7 @@ func writeTopology(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "faults.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(topology, filepath.Join(dir, "state"))), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(text, filepath.Join(dir, "state"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -87,27 +111,8 @@ func TestFaultsOnLocalLab(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	cfgPath := writeTopology(t)
-	l, err := lab.OpenFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, ok := l.(lab.Provisioner)
-	if !ok {
-		t.Fatal("the local lab is not a Provisioner")
-	}
-	t.Cleanup(func() {
-		if err := p.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
-	start := time.Now()
-	if err := p.Up(ctx); err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	t.Logf("lab up in %s", time.Since(start).Round(time.Second))
-	kc := kubeClient(t, l)
-	e := &env{t: t, l: l, kc: kc, cfg: cfgPath}
+	e := upLab(t, ctx, topology)
+	l := e.l
 
 	t.Run("freeze kubelet", func(t *testing.T) {
 		e.cycle(t, ctx, faults.Freeze("w1", lab.ServiceKubelet), true, func() error { return e.nodeNotReady(ctx, "w1") })
@@ -162,6 +167,152 @@ func TestFaultsOnLocalLab(t *testing.T) {
 	})
 }
 
+func upLab(t *testing.T, ctx context.Context, text string) *env {
+	t.Helper()
+	cfgPath := writeTopology(t, text)
+	l, err := lab.OpenFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := l.(lab.Provisioner)
+	if !ok {
+		t.Fatal("the local lab is not a Provisioner")
+	}
+	t.Cleanup(func() {
+		if err := p.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	start := time.Now()
+	if err := p.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("lab up in %s", time.Since(start).Round(time.Second))
+	return &env{t: t, l: l, kc: kubeClient(t, l), cfg: cfgPath}
+}
+
+func TestLeaderAndEtcdFaultsOnLocalLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	e := upLab(t, ctx, leadersTopology)
+
+	t.Run("freeze the scheduler leader", func(t *testing.T) {
+		holder := e.leaseHolder(ctx, "kube-scheduler")
+		e.cycle(t, ctx, faults.FreezeLeader(lab.ServiceScheduler), true, func() error { return e.leaseMoves(ctx, "kube-scheduler", holder) })
+	})
+	t.Run("etcd leader from its peers", func(t *testing.T) {
+		before := e.etcdLeader(ctx)
+		e.cycle(t, ctx, faults.EtcdLeaderFromPeers(), true, func() error { return e.etcdLeaderMoves(ctx, before) })
+	})
+	t.Run("etcd 2|1", func(t *testing.T) {
+		e.cycle(t, ctx, faults.EtcdSplit(2), true, nil)
+	})
+	t.Run("api server from etcd", func(t *testing.T) {
+		e.cycle(t, ctx, faults.APIServerFromEtcd("cp1"), true, func() error { return e.apiServerUnready(ctx, "cp1") })
+	})
+	t.Run("rack from the rest", func(t *testing.T) {
+		e.cycle(t, ctx, faults.RackFromRest("r1"), true, func() error { return e.leaseStopped(ctx, "w1") })
+	})
+	t.Run("kill the etcd leader", func(t *testing.T) {
+		before := e.etcdLeader(ctx)
+		e.cycle(t, ctx, faults.KillLeader(lab.ServiceEtcd), false, func() error { return e.etcdLeaderMoves(ctx, before) })
+	})
+}
+
+func (e *env) leaseHolder(ctx context.Context, name string) string {
+	ls, err := e.kc.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || ls.Spec.HolderIdentity == nil {
+		e.t.Fatalf("lease %s: %v", name, err)
+	}
+	e.t.Logf("lease %s held by %s", name, *ls.Spec.HolderIdentity)
+	return *ls.Spec.HolderIdentity
+}
+
+func (e *env) leaseMoves(ctx context.Context, name, from string) error {
+	return lab.WaitFor(ctx, "lease "+name+" to move from "+from, 60*time.Second, time.Second, func(ctx context.Context) (bool, error) {
+		ls, err := e.kc.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return ls.Spec.HolderIdentity != nil && *ls.Spec.HolderIdentity != from, nil
+	})
+}
+
+func (e *env) etcdClient() *clientv3.Client {
+	eps, tlsc, err := e.l.(lab.EtcdAccess).EtcdClientConfig()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tlsc, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// etcdLeader is the leader's member id as the reachable members see it.
+func (e *env) etcdLeader(ctx context.Context) uint64 {
+	c := e.etcdClient()
+	defer c.Close()
+	for _, ep := range c.Endpoints() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := c.Status(sctx, ep)
+		cancel()
+		if err == nil && st.Leader != 0 {
+			return st.Leader
+		}
+	}
+	e.t.Fatal("no etcd member reports a leader")
+	return 0
+}
+
+// etcdLeaderMoves waits until a member other than the old leader reports
+// a new leader.
+func (e *env) etcdLeaderMoves(ctx context.Context, old uint64) error {
+	c := e.etcdClient()
+	defer c.Close()
+	return lab.WaitFor(ctx, fmt.Sprintf("etcd leader other than %x", old), 60*time.Second, time.Second, func(ctx context.Context) (bool, error) {
+		for _, ep := range c.Endpoints() {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := c.Status(sctx, ep)
+			cancel()
+			if err == nil && st.Header.MemberId != old && st.Leader != 0 && st.Leader != old {
+				e.t.Logf("member %x reports leader %x", st.Header.MemberId, st.Leader)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// apiServerUnready waits until the API server on host reports its etcd
+// check failing in /readyz.
+func (e *env) apiServerUnready(ctx context.Context, host string) error {
+	path, err := e.l.Kubeconfig(host)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 5 * time.Second
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return lab.WaitFor(ctx, "the API server on "+host+" to fail /readyz", 90*time.Second, 2*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := kc.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			e.t.Logf("/readyz on %s: %v", host, err)
+		}
+		return err != nil, nil
+	})
+}
+
 // cycle injects f, waits for its probe and for the component to notice,
 // heals it, and checks the hosts are as before. samePIDs is false for
 // faults that restart processes.
@@ -200,8 +351,17 @@ func (e *env) cycle(t *testing.T, ctx context.Context, f fault.Fault, samePIDs b
 	if eff, err := f.Probe(ctx, e.l); err != nil || eff.Observed {
 		t.Errorf("probe after heal: %+v %v", eff, err)
 	}
+	restarted := e.restartExited(t, ctx)
 	e.waitSettled(t, ctx)
-	e.same(t, before, e.hostState(ctx, samePIDs))
+	after := e.hostState(ctx, samePIDs)
+	for host, names := range restarted {
+		for _, n := range names {
+			pid := regexp.MustCompile(`(?m)^(` + regexp.QuoteMeta(n) + ` \S+) pid \d+`)
+			before[host] = pid.ReplaceAllString(before[host], "$1")
+			after[host] = pid.ReplaceAllString(after[host], "$1")
+		}
+	}
+	e.same(t, before, after)
 }
 
 // hostState is what a fault may change on every host: the built-in
@@ -321,6 +481,34 @@ func kubeClient(t *testing.T, l lab.Lab) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
+// restartExited starts the scheduler and controller-manager where they
+// exited by themselves (they exit when they lose their leader lease, and
+// on VMs systemd or the kubelet restarts them; the local lab's supervisor
+// does not). Each restart is logged: it is the cluster's reaction to the
+// fault, not something the fault left behind.
+func (e *env) restartExited(t *testing.T, ctx context.Context) map[string][]string {
+	t.Helper()
+	restarted := map[string][]string{}
+	time.Sleep(5 * time.Second) // let a component that lost its lease exit
+	for _, h := range lab.HostsWithRole(e.l, lab.RoleControlPlane) {
+		svcs, err := h.Services(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range svcs {
+			if s.State != "exited" || (s.Name != lab.ServiceScheduler && s.Name != lab.ServiceControllerManager) {
+				continue
+			}
+			t.Logf("%s on %s exited after the fault (lost its lease?); starting it as a restart policy would", s.Name, h.Name())
+			if err := h.StartService(ctx, s.Name); err != nil {
+				t.Fatal(err)
+			}
+			restarted[h.Name()] = append(restarted[h.Name()], s.Name)
+		}
+	}
+	return restarted
+}
+
 // waitSettled waits until every node is Ready and every service runs.
 func (e *env) waitSettled(t *testing.T, ctx context.Context) {
 	t.Helper()
@@ -334,6 +522,9 @@ func (e *env) waitSettled(t *testing.T, ctx context.Context) {
 				if s.State != "running" {
 					return false, fmt.Errorf("%s on %s is %s", s.Name, h.Name(), s.State)
 				}
+			}
+			if !h.HasRole(lab.RoleWorker) && !h.HasRole(lab.RoleControlPlane) {
+				continue // no kubelet, no node
 			}
 			if err := e.nodeReady(ctx, h.Name()); err != nil {
 				return false, err

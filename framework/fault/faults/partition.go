@@ -97,8 +97,12 @@ func (f *partition) Inject(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("partition %v: %w", f.p.Groups, err)
 	}
 	f.inj.groups = groups
-	for _, hr := range partitionRules(l, groups, f.p.OneWay, f.chain()) {
-		if _, err := run(ctx, hr.host, hr.rules.installScript()); err != nil {
+	vipAt, err := virtualAddressGroup(ctx, l, groups)
+	if err != nil {
+		return fmt.Errorf("partition %v: %w", f.p.Groups, err)
+	}
+	for _, hr := range partitionRules(l, groups, vipAt, f.p.OneWay, f.chain()) {
+		if _, err := run(ctx, hr.host, hr.rules.installScript(hr.host.Address())); err != nil {
 			return fmt.Errorf("partition %v: %w", f.p.Groups, err)
 		}
 	}
@@ -136,6 +140,52 @@ func (f *partition) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) 
 	return fault.Effect{Observed: res == "timed out", Detail: fmt.Sprintf("TCP from %s to %s (%s:%d): %s", from.Name(), to.Name(), to.Address(), port, res)}, nil
 }
 
+// virtualAddressGroup is the index of the group the lab's virtual address
+// belongs to: the group holding every control-plane host, else the group of
+// the control-plane host that holds the address now (asked on each, at
+// inject time; if it moves during the fault the rules do not follow). -1
+// when the lab has no virtual address or no involved host holds it.
+func virtualAddressGroup(ctx context.Context, l lab.Lab, groups [][]lab.Host) (int, error) {
+	vip := l.Config().Network.VirtualIP
+	if vip == "" {
+		return -1, nil
+	}
+	cps := lab.HostsWithRole(l, lab.RoleControlPlane)
+	for i, g := range groups {
+		if len(cps) > 0 && containsAll(g, cps) {
+			return i, nil
+		}
+	}
+	for i, g := range groups {
+		for _, h := range g {
+			if !h.HasRole(lab.RoleControlPlane) {
+				continue
+			}
+			out, err := run(ctx, h, "ip -o -4 addr show")
+			if err != nil {
+				return -1, err
+			}
+			if _, err := interfaceWithAddress(out, vip); err == nil {
+				return i, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
+func containsAll(group, hosts []lab.Host) bool {
+	in := map[string]bool{}
+	for _, h := range group {
+		in[h.Name()] = true
+	}
+	for _, h := range hosts {
+		if !in[h.Name()] {
+			return false
+		}
+	}
+	return true
+}
+
 type hostRules struct {
 	host  lab.Host
 	rules chainRules
@@ -145,10 +195,16 @@ type hostRules struct {
 // it receives from, and what it sends to, the addresses of every group it
 // is cut from; one-way, the first group only drops what it sends and the
 // others only what they receive from it.
-func partitionRules(l lab.Lab, groups [][]lab.Host, oneWay bool, chain string) []hostRules {
+// The virtual address goes with the group at index vipAt (-1: none).
+func partitionRules(l lab.Lab, groups [][]lab.Host, vipAt int, oneWay bool, chain string) []hostRules {
 	addrs := make([][]string, len(groups))
 	for i, g := range groups {
-		addrs[i] = groupAddresses(l, g)
+		for _, h := range g {
+			addrs[i] = append(addrs[i], h.Address())
+		}
+		if i == vipAt {
+			addrs[i] = append(addrs[i], l.Config().Network.VirtualIP)
+		}
 	}
 	var out []hostRules
 	for i, g := range groups {
