@@ -180,13 +180,23 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 		}
 		return nil
 	}
-	if err := lab.WaitFor(ctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+	// A service that exited will not become ready: stop waiting at once.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var exited error
+	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning {
-			return false, fmt.Errorf("%s is %s (log: %s)", s.name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
+			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
+			cancel()
+			return false, exited
 		}
 		err := s.ready(ctx, h)
 		return err == nil, err
-	}); err != nil {
+	})
+	if exited != nil {
+		return exited
+	}
+	if err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	return nil

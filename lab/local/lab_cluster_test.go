@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,41 @@ func crictlRunning(ctx context.Context, t *testing.T, h lab.Host, name string) [
 	return strings.Fields(r.Stdout)
 }
 
+// machineSysctls reads the machine-wide sysctls the lab changes.
+func machineSysctls(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for k := range kubeletSysctls {
+		v, err := readSysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	for k := range minimumSysctls {
+		v, err := readSysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// keepLogs copies a failed test's service logs out of the state dir, which
+// down removes.
+func keepLogs(t *testing.T, c *lab.Config) {
+	if !t.Failed() {
+		return
+	}
+	dst := filepath.Join(os.TempDir(), "faultline-logs-"+c.Name)
+	_ = os.RemoveAll(dst)
+	if err := copyTree(context.Background(), filepath.Join(c.StateDir, "logs"), dst); err != nil {
+		t.Logf("keeping logs: %v", err)
+		return
+	}
+	t.Logf("service logs kept in %s", dst)
+}
+
 // checkNodesEverywhere asks every API server directly for the nodes: all
 // registered, all Ready, control-plane nodes labelled and tainted.
 func checkNodesEverywhere(ctx context.Context, t *testing.T, l *Lab) {
@@ -135,9 +171,14 @@ func TestPairCluster(t *testing.T) {
 	}
 	l.SetProgress(os.Stderr)
 	var inodes []uint64
+	sysctlsBefore := machineSysctls(t)
 	t.Cleanup(func() {
+		keepLogs(t, c)
 		if err := l.Down(context.Background()); err != nil {
 			t.Errorf("down: %v", err)
+		}
+		if after := machineSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+			t.Errorf("machine sysctls not restored: before %v, after %v", sysctlsBefore, after)
 		}
 		if left := leftovers(t, c, inodes); len(left) > 0 {
 			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
@@ -195,6 +236,10 @@ func TestPairCluster(t *testing.T) {
 	if got := crictlRunning(ctx, t, worker, "netexec"); len(got) != 1 {
 		t.Fatalf("crictl on the worker shows %d running netexec containers", len(got))
 	}
+	// kube-proxy programs the worker's own namespace.
+	if r, err := worker.Run(ctx, "iptables -w -t nat -S KUBE-SERVICES"); err != nil || !strings.Contains(r.Stdout, "default/kubernetes") {
+		t.Errorf("kube-proxy rules on the worker lack the kubernetes service: %v %s%s", err, r.Stdout, r.Stderr)
+	}
 
 	// A frozen kubelet: the node goes Unknown, the container keeps running.
 	if err := worker.Signal(ctx, lab.ServiceKubelet, syscall.SIGSTOP); err != nil {
@@ -217,6 +262,24 @@ func TestPairCluster(t *testing.T) {
 		t.Errorf("processes of the powered-off worker: %v", p)
 	}
 	waitCondition(ctx, t, kc, "pair-worker", "Unknown", 2*time.Minute)
+
+	// Power on: the node comes back and its pod runs again.
+	if err := worker.PowerOn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, kc, "pair-worker", "True", 2*time.Minute)
+	if err := lab.WaitFor(ctx, "the netexec container running again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		r, err := worker.Run(ctx, "crictl ps --state running --name netexec -q")
+		if err != nil {
+			return false, err
+		}
+		return strings.TrimSpace(r.Stdout) != "", nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if err := worker.PowerOff(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	// Reset: back to the cold snapshot, which holds no StatefulSet.
 	start = time.Now()
@@ -261,9 +324,14 @@ func TestLab11Cluster(t *testing.T) {
 	}
 	l.SetProgress(os.Stderr)
 	var inodes []uint64
+	sysctlsBefore := machineSysctls(t)
 	t.Cleanup(func() {
+		keepLogs(t, c)
 		if err := l.Down(context.Background()); err != nil {
 			t.Errorf("down: %v", err)
+		}
+		if after := machineSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+			t.Errorf("machine sysctls not restored: before %v, after %v", sysctlsBefore, after)
 		}
 		if left := leftovers(t, c, inodes); len(left) > 0 {
 			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))

@@ -26,32 +26,18 @@ var kubeletSysctls = map[string]string{
 	"kernel.keys.root_maxbytes": "25000000",
 }
 
-// presetKubeletSysctls sets kubeletSysctls, recording each original value
-// in the lab record first (once: a second up keeps the first originals).
+// minimumSysctls are machine-wide limits that many kubelets, containerds
+// and kube-proxies on one machine exhaust at their defaults (each takes
+// inotify instances; 128 is Debian's default): raised, never lowered.
+var minimumSysctls = map[string]int{
+	"fs.inotify.max_user_instances": 8192,
+	"fs.inotify.max_user_watches":   524288,
+}
+
+// presetKubeletSysctls sets the machine-wide sysctls the lab needs; the
+// machine's register keeps the originals until the last lab is down.
 func (l *Lab) presetKubeletSysctls() error {
-	rec := l.loadOrNewRecord()
-	if rec.Sysctls == nil {
-		rec.Sysctls = map[string]string{}
-	}
-	for k := range kubeletSysctls {
-		if _, ok := rec.Sysctls[k]; ok {
-			continue
-		}
-		v, err := readSysctl(k)
-		if err != nil {
-			return err
-		}
-		rec.Sysctls[k] = v
-	}
-	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
-		return err
-	}
-	for k, v := range kubeletSysctls {
-		if err := writeSysctl(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return acquireSysctls(l.cfg.StateDir)
 }
 
 func keepalivedService() service {
