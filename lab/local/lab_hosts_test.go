@@ -178,8 +178,10 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if err := worker.(*Host).SetLink(ctx, NetworkPods, true); err != nil {
 		t.Fatal(err)
 	}
-	if !reaches(ctx, t, worker, "10.241.0.1") {
-		t.Errorf("pod network does not answer after its link came back")
+	if err := lab.WaitFor(ctx, "the pod network to answer again", 20*time.Second, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		return reaches(ctx, t, worker, "10.241.0.1"), nil
+	}); err != nil {
+		t.Error(err)
 	}
 
 	// The supervisor: freeze, thaw, stop, start.
