@@ -137,6 +137,19 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 	return snap, events, nil
 }
 
+// DiscardEvents drops the timeline's events not yet handed out. A suite
+// calls it from Suite.Prepare, after the lab's reset: what the watcher saw
+// while the lab was put back (pods gone, nodes restarting) belongs to no
+// run, and must not open the next run's timeline.
+func (s *Sampler) DiscardEvents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watcher == nil {
+		return 0
+	}
+	return len(s.watcher.Drain())
+}
+
 // Run samples l every interval (DefaultRate when zero) until ctx ends,
 // handing each snapshot and its events to fn. A round that runs long delays
 // the next one; rounds never overlap.

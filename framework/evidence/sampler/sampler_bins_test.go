@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/internal/realcluster"
 	"github.com/faultline/faultline/framework/evidence/source"
@@ -134,6 +137,27 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 	}
 	if n := len(smp.Sources()); n != len(want) {
 		t.Errorf("%d sources: %v", n, smp.Sources())
+	}
+
+	// What the watcher saw between runs is dropped, not handed to the next
+	// sample.
+	n, err := rc.Client.CoreV1().Nodes().Get(context.Background(), s.Node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions[0].Status = corev1.ConditionTrue
+	if _, err := rc.Client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(smp.watcher.Timeline().OfKind("ready-true")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := smp.DiscardEvents(); got != 1 {
+		t.Errorf("discarded %d events, want the one Ready=True", got)
+	}
+	if _, events, err := smp.Sample(context.Background(), l); err != nil || len(events) != 0 {
+		t.Errorf("after discarding: %+v %v", events, err)
 	}
 
 	// Run samples at its rate until its context ends.
