@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -118,4 +119,14 @@ func TestAcknowledgedWritesAHistoryMayStartOnAnExistingRegister(t *testing.T) {
 	back.ops = append(back.ops, h.ops...)
 	back.add("read", "w-3", "", "ok", 20, true)
 	expect(t, AcknowledgedWritesSurvive(), finalWith(t, back, 19), verdict.Violated)
+}
+
+func TestAcknowledgedWritesAfterTheFinalReadAreNotLost(t *testing.T) {
+	h := steady(5, 0)
+	h.add("read", "w-2", "", "ok", 20, true) // w-3..w-5 lost
+	h.add("cas", "w-6", "w-2", "ok", 20.1, false)
+	j := expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Violated, "3 acknowledged write(s) missing")
+	if strings.Contains(j.Reason, `"w-6"`) {
+		t.Errorf("w-6 was acknowledged after the final read began; it cannot be missing from it: %s", j.Reason)
+	}
 }

@@ -155,9 +155,11 @@ func historyOf(ops []evidence.RegisterOp) ([]porcupine.Operation, error) {
 	return out, nil
 }
 
-// lostWrites returns the acknowledged writes that are not in the chain of
-// writes leading to final (each cas names the value it replaced).
-func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
+// lostWrites returns the writes acknowledged before the final read began
+// that are not in the chain of writes leading to the value it read (each
+// cas names the value it replaced). A write acknowledged after the read
+// began may legitimately not show in it.
+func lostWrites(ops []evidence.RegisterOp, final evidence.RegisterOp) []evidence.RegisterOp {
 	byValue := map[string]evidence.RegisterOp{}
 	for _, op := range ops {
 		if (op.Op == "create" || op.Op == "cas") && op.Outcome != outcomeFail {
@@ -165,7 +167,7 @@ func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
 		}
 	}
 	chain := map[string]bool{}
-	for v := final; v != "" && !chain[v]; {
+	for v := final.Value; v != "" && !chain[v]; {
 		chain[v] = true
 		op, ok := byValue[v]
 		if !ok || op.Op == "create" {
@@ -175,7 +177,7 @@ func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
 	}
 	var lost []evidence.RegisterOp
 	for _, op := range ops {
-		if (op.Op == "create" || op.Op == "cas") && op.Outcome == outcomeOK && !chain[op.Value] {
+		if (op.Op == "create" || op.Op == "cas") && op.Outcome == outcomeOK && op.Return.Before(final.Invoke) && !chain[op.Value] {
 			lost = append(lost, op)
 		}
 	}
