@@ -92,12 +92,26 @@ func installFixtures(ctx context.Context, l lab.Lab) error {
 		}
 		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
 	}
+	// Right after a reset the virtual address may still move between API
+	// servers and reset connections; Install is idempotent (what exists is
+	// kept), so it is tried again until the fixtures bound runs out.
 	start := time.Now()
-	if err := fixtures.Install(ctx, cfg, o); err != nil {
-		return err
+	deadline := start.Add(profile.Fixtures)
+	for attempt := 1; ; attempt++ {
+		err := fixtures.Install(ctx, cfg, o)
+		if err == nil {
+			fmt.Fprintf(GinkgoWriter, "fixtures ready after %s (attempt %d)\n", time.Since(start).Round(time.Second), attempt)
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
+		}
+		fmt.Fprintf(GinkgoWriter, "fixtures, attempt %d: %v; trying again\n", attempt, err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
 	}
-	fmt.Fprintf(GinkgoWriter, "fixtures ready after %s\n", time.Since(start).Round(time.Second))
-	return nil
 }
 
 // The suite's own checks: run with the engine's report entries, after
