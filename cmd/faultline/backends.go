@@ -14,3 +14,4 @@ import (
 )
 
 import _ "github.com/faultline/faultline/lab/vsphere"
+import _ "github.com/faultline/faultline/lab/local"

@@ -577,3 +577,43 @@ func TestSelftestUnderTheGinkgoCLI(t *testing.T) {
 		t.Errorf("ledger not empty: %v", es)
 	}
 }
+
+// A fault the lab cannot run is no verdict and no failure: the spec is
+// skipped with the reason, the run record is ABORTED saying the lab cannot
+// run it, no invariant claims anything, and the ledger is left empty.
+func TestSelftestUnsupportedFaultIsSkippedNotJudged(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_UNSUPPORTED=1"}, "-ginkgo.focus=selftest-unsupported")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d, want 0 (a skip is not a failure)\n%s", code, s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1\n%s", len(runs), s.out.String())
+	}
+	r := runs[0]
+	if r.RunVerdict != verdict.RunAborted || !strings.Contains(r.RunReason, "the lab cannot run this fault") || r.SpecState != "skipped" || r.Counted() {
+		t.Errorf("run %s (%s), spec %s, counted %v; want ABORTED saying the lab cannot run it, skipped, not counted", r.RunVerdict, r.RunReason, r.SpecState, r.Counted())
+	}
+	for _, j := range r.Judgements {
+		if j.Verdict != verdict.InsufficientData {
+			t.Errorf("an unsupported fault's run claims %s for %s", j.Verdict, j.Invariant)
+		}
+	}
+	junit, err := os.ReadFile(filepath.Join(s.folder(t), "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(junit), "<skipped message=") || !strings.Contains(string(junit), "the lab cannot run this fault") {
+		t.Errorf("Ginkgo's JUnit does not show the spec skipped with the reason:\n%s", junit)
+	}
+	entries, err := os.ReadDir(filepath.Join(state, "ledger"))
+	if err == nil {
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".json") {
+				t.Errorf("ledger entry %s left behind", e.Name())
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/faultline/faultline/framework/ledger"
 	"github.com/faultline/faultline/framework/matchers"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
 )
 
 // registerScenario builds one scenario's spec in the shape DESIGN.md gives:
@@ -96,6 +98,13 @@ func registerScenario(st *suiteState, sc Scenario) {
 			r.timed("inject", start)
 			if err != nil {
 				r.event("fault-inject-failed", err.Error())
+				if errors.Is(err, lab.ErrUnsupported) {
+					// Not a verdict and not a failure of the run: the lab
+					// cannot do what the fault needs, and the spec says so
+					// as a skip with the reason; the run record is ABORTED
+					// with the same reason, so it never counts.
+					Skip(r.abort("inject", fmt.Errorf("the lab cannot run this fault, so this run reaches no verdict: %s: %w", fault.Describe(f), err)))
+				}
 				Fail(r.abort("inject", fmt.Errorf("%s: %w", fault.Describe(f), err)))
 			}
 			r.event("fault-injected", fault.Describe(f))

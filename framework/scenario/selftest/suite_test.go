@@ -24,6 +24,8 @@ const (
 	envLongWait  = "FAULTLINE_SELFTEST_LONG_WINDOW"
 	envHealFails = "FAULTLINE_SELFTEST_HEAL_FAILS"
 	envNoMarker  = "FAULTLINE_SELFTEST_NO_MARKER"
+	// envUnsupported adds a scenario whose fault the lab cannot run.
+	envUnsupported = "FAULTLINE_SELFTEST_UNSUPPORTED"
 )
 
 func TestSelftest(t *testing.T) {
@@ -107,11 +109,27 @@ var healFails = scenario.Scenario{
 	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-h", flag: "h", phase: verdict.Convergence}},
 }
 
+// unsupported is only in the table when asked for, so that the other
+// tests' lists of runs stay as they are.
+var unsupported = scenario.Scenario{
+	ID:         "selftest-unsupported",
+	Title:      "a fault the lab cannot run",
+	Labels:     []string{"unsupported"},
+	Fault:      memlab.Flag{Name: "u", Unsupported: true},
+	Window:     300 * time.Millisecond,
+	Settle:     3 * time.Second,
+	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-u", flag: "u", phase: verdict.Convergence}},
+}
+
 func fullTable() []scenario.Scenario {
+	t := table
 	if os.Getenv(envHealFails) != "" {
-		return append(table, healFails)
+		t = append(t, healFails)
 	}
-	return table
+	if os.Getenv(envUnsupported) != "" {
+		t = append(t, unsupported)
+	}
+	return t
 }
 
 var _ = scenario.Register(scenario.Suite{

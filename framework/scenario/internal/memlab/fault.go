@@ -24,6 +24,9 @@ type Flag struct {
 	Hidden     bool   `json:"hidden,omitempty"`
 	FailInject bool   `json:"failInject,omitempty"`
 	FailHeal   bool   `json:"failHeal,omitempty"`
+	// Unsupported makes inject refuse, touching nothing, as a fault the
+	// lab cannot run does.
+	Unsupported bool `json:"unsupported,omitempty"`
 }
 
 func (f Flag) Kind() string       { return FlagKind }
@@ -45,6 +48,9 @@ func (f Flag) Inject(ctx context.Context, l lab.Lab) error {
 	m, err := asMemlab(l)
 	if err != nil {
 		return err
+	}
+	if f.Unsupported {
+		return lab.Unsupported(l.Info().Kind, "flag "+f.Name, "this flag is engineered to be one the lab cannot set")
 	}
 	err = m.Update(func(s *State) {
 		s.Flags[f.Name] = true

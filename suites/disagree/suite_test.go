@@ -1,0 +1,150 @@
+package disagree_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/framework/evidence/sampler"
+	_ "github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/proxmox"
+	_ "github.com/faultline/faultline/lab/static"
+	_ "github.com/faultline/faultline/lab/vsphere"
+	"github.com/faultline/faultline/suites/disagree"
+)
+
+func TestDisagree(t *testing.T) {
+	if os.Getenv(scenario.EnvLab) == "" {
+		t.Skip("the disagree suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "disagree: Kubernetes' guarantees when its components disagree")
+}
+
+// profile is the timer profile of the lab file FAULTLINE_LAB names; every
+// window and settle bound of the table is derived from it.
+var profile = func() disagree.Bounds {
+	p, err := disagree.ProfileFromEnv()
+	if err != nil {
+		panic(err.Error())
+	}
+	return disagree.BoundsFor(p)
+}()
+
+var _ = scenario.Register(scenario.Suite{
+	Name:      "disagree",
+	OpenLab:   scenario.OpenLabFromEnv,
+	Sampler:   sampler.New(sampler.Options{}),
+	VerifyLab: verifyLab,
+	Prepare:   installFixtures,
+}, table())
+
+// verifyLab refuses a lab whose hosts are not lab11's shape, or whose
+// running timer profile is not the one the table's bounds came from.
+func verifyLab(_ context.Context, l lab.Lab) error {
+	if err := disagree.CheckShape(l.Config()); err != nil {
+		return err
+	}
+	if got := l.Info().TimerProfile; got != profile.Profile {
+		return fmt.Errorf("the lab runs timer profile %q but the scenario bounds were derived from %q (its lab file's); bring the lab up with the profile its file names", got, profile.Profile)
+	}
+	return nil
+}
+
+// installFixtures installs the workloads every scenario reads: the
+// stateful pod pinned to worker1 as a preference (so a replacement may go
+// elsewhere, which single-copy needs to be able to see), the test
+// Deployment and Service, the orphan on worker2, and the register writer
+// on worker3 writing through the virtual address.
+func installFixtures(ctx context.Context, l lab.Lab) error {
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		return fmt.Errorf("installing fixtures: admin kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return fmt.Errorf("installing fixtures: reading %s: %w", path, err)
+	}
+	o := fixtures.Options{
+		StatefulNode: "worker1",
+		OrphanNode:   "worker2",
+		WriterNode:   "worker3",
+		Timeout:      profile.Fixtures,
+	}
+	if c := l.Config(); c != nil && c.Network.VirtualIP != "" {
+		port := c.Network.APIServerPort
+		if port == 0 {
+			port = 6443
+		}
+		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
+	}
+	// Right after a reset the virtual address may still move between API
+	// servers and reset connections; Install is idempotent (what exists is
+	// kept), so it is tried again until the fixtures bound runs out.
+	start := time.Now()
+	deadline := start.Add(profile.Fixtures)
+	for attempt := 1; ; attempt++ {
+		err := fixtures.Install(ctx, cfg, o)
+		if err == nil {
+			fmt.Fprintf(GinkgoWriter, "fixtures ready after %s (attempt %d)\n", time.Since(start).Round(time.Second), attempt)
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
+		}
+		fmt.Fprintf(GinkgoWriter, "fixtures, attempt %d: %v; trying again\n", attempt, err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// The suite's own checks: run with the engine's report entries, after
+// every spec, so a self-check that does not come out as expected fails the
+// suite in a way no verdict table can hide.
+var _ = ReportAfterSuite("disagree self-check", func(r Report) {
+	problems := disagree.CheckControls(specRuns(r))
+	for _, gap := range disagree.Gaps(specRuns(r)) {
+		fmt.Printf("self-check: no negative control for %s\n", gap)
+	}
+	Expect(problems).To(BeEmpty(), "self-check: positive and negative controls")
+})
+
+// specRuns turns the spec reports that reached a run verdict into what the
+// self-check reads; specs that did not run (filtered out, skipped before
+// reset) have no run verdict and are left out.
+func specRuns(r Report) []disagree.SpecRun {
+	var out []disagree.SpecRun
+	for _, s := range r.SpecReports {
+		run := disagree.SpecRun{Name: s.FullText(), Labels: s.Labels(), Verdicts: map[string]verdict.Verdict{}}
+		seen := false
+		for _, e := range s.ReportEntries {
+			value := verdict.Verdict(e.StringRepresentation())
+			switch {
+			case e.Name == "run verdict":
+				run.RunVerdict, seen = verdict.RunVerdict(value), true
+			case strings.HasPrefix(e.Name, "verdict "):
+				run.Verdicts[strings.TrimPrefix(e.Name, "verdict ")] = value
+			}
+		}
+		if seen {
+			out = append(out, run)
+		}
+	}
+	return out
+}

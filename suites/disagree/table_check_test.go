@@ -1,0 +1,58 @@
+package disagree_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/framework/scenario"
+)
+
+// TestTable checks the table without a lab: it is a valid table, the paper
+// has its fourteen crash-stop and nine gray scenarios each with both arms
+// and the paper's labels, and the ci set covers what CI must.
+func TestTable(t *testing.T) {
+	all := table()
+	if err := scenario.ValidateTable(all); err != nil {
+		t.Fatal(err)
+	}
+	if len(crashStop) != 14 || len(gray) != 9 {
+		t.Errorf("%d crash-stop and %d gray scenarios, want 14 and 9", len(crashStop), len(gray))
+	}
+	arms := map[string][]scenario.Arm{}
+	ci := map[string]bool{}
+	for _, s := range all {
+		arms[s.ID] = append(arms[s.ID], s.Arm)
+		labels := append(s.AutoLabels(), s.Labels...)
+		has := func(prefix string) bool {
+			return slices.ContainsFunc(labels, func(l string) bool { return strings.HasPrefix(l, prefix) })
+		}
+		if !slices.Contains(labels, "topology:lab11") || !has("component:") || !has("fault:") {
+			t.Errorf("%s [%s]: labels %v lack topology:lab11, component: or fault:", s.ID, s.Arm, labels)
+		}
+		if !slices.Contains(labels, "selfcheck") && (!slices.Contains(labels, "paper:disagree") ||
+			!(slices.Contains(labels, "class:crash-stop") || slices.Contains(labels, "class:gray"))) {
+			t.Errorf("%s: a paper scenario without paper:disagree and class:crash-stop|gray: %v", s.ID, labels)
+		}
+		if slices.Contains(labels, "ci") {
+			for _, l := range labels {
+				ci[l] = true
+			}
+		}
+	}
+	for id, a := range arms {
+		if !slices.Contains(a, scenario.FaultArm) || !slices.Contains(a, scenario.NullArm) {
+			t.Errorf("%s has arms %v, want fault and null", id, a)
+		}
+	}
+	for _, want := range []string{"class:crash-stop", "class:gray", "arm:null", "selfcheck"} {
+		if !ci[want] {
+			t.Errorf("the ci set has no %s run", want)
+		}
+	}
+	for id := range ciRuns {
+		if _, ok := arms[id]; !ok {
+			t.Errorf("ciRuns names %s, which is not in the table", id)
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package disagree_test
+
+import (
+	"slices"
+	"time"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/disagree"
+)
+
+// paper labels every scenario of paper 1 carries besides its own.
+func paper(class string, components ...string) []string {
+	ls := []string{"paper:disagree", "class:" + class, "topology:lab11"}
+	for _, c := range components {
+		ls = append(ls, "component:"+c)
+	}
+	return ls
+}
+
+// node and controlPlane are the two window lengths of the paper: a node
+// fault needs time for the controllers to notice, evict and replace; a
+// control-plane fault needs time for leases to lapse and a failover.
+func node(id, title string, f fault.Fault, labels []string) scenario.Scenario {
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels,
+		Window: profile.NodeWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
+}
+
+func controlPlane(id, title string, f fault.Fault, labels []string) scenario.Scenario {
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels,
+		Window: profile.ControlPlaneWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
+}
+
+// crashStop are the fourteen crash-stop and timing scenarios.
+var crashStop = []scenario.Scenario{
+	// A powered-off node stops heartbeating; after node-monitor-grace-period
+	// the node controller marks it Ready=Unknown and taints it unreachable,
+	// after the toleration its pods are marked for deletion. Kubernetes
+	// promises the StatefulSet pod is not started elsewhere until the old
+	// one is known gone (at most one), and that endpoints drop the dead
+	// pod once the node is NotReady.
+	node("worker-power-off", "a worker powered off: its stateful pod is never run twice and endpoints drop it",
+		faults.PowerOff("worker1"), paper("crash-stop", "node")),
+	// The kubelet stopped while containerd and the containers keep running:
+	// the control plane sees the node as dead though its pods still serve.
+	// The promise is the same as for a power-off; here the old copy is
+	// really still running, so single-copy and graceful deletion are
+	// tested for real.
+	node("kubelet-stopped", "the kubelet stopped while its containers keep running",
+		faults.StopService("worker1", "kubelet"), paper("crash-stop", "kubelet")),
+	// worker1 cut from every host: the control plane cannot tell this from
+	// a power-off, while the node keeps running its pods. At most one copy
+	// of the stateful pod must run at any moment, in spite of the eviction.
+	node("worker-partitioned", "a worker cut from every other host",
+		faults.Isolate("worker1"), paper("crash-stop", "network")),
+	// worker1 cut from the control plane (and its virtual address) but
+	// still reaching the other workers: its pods keep serving peers while
+	// the API calls the node unreachable. Endpoints must still drop it
+	// after the bound; at most one stateful copy.
+	node("worker-from-control-plane", "a worker cut from the control plane only",
+		faults.HostFromControlPlane("worker1"), paper("crash-stop", "network")),
+	// cp2's API server loses etcd. Its consistent reads fail rather than
+	// serve stale data: Kubernetes promises an API server without etcd
+	// refuses, it does not lie; the others go on.
+	controlPlane("apiserver-from-etcd", "one API server cut from etcd",
+		faults.APIServerFromEtcd("cp2"), paper("crash-stop", "apiserver", "network")),
+	// cp2's API server killed: clients of the virtual address are served
+	// by the others (cp1 holds the address), and nothing acknowledged is
+	// lost.
+	controlPlane("apiserver-killed", "one API server killed",
+		faults.Kill("cp2", "kube-apiserver"), paper("crash-stop", "apiserver")),
+	// The controller-manager holding the lease killed: another takes over
+	// after the lease duration. At most one leader acts at any moment.
+	controlPlane("controller-manager-leader-killed", "the leading controller-manager killed",
+		faults.KillLeader("kube-controller-manager"), paper("crash-stop", "controller-manager")),
+	// etcd split 3|2: the majority side keeps a leader and serves; the
+	// minority refuses linearizable requests. No acknowledged write is
+	// lost and no client reads an older revision after a newer one.
+	controlPlane("etcd-split-3-2", "etcd split three to two",
+		faults.EtcdSplit(3), paper("crash-stop", "etcd", "network")),
+	// etcd's raft leader cut from its peers: the other four elect a new
+	// leader within the election timeout; the old one steps down.
+	controlPlane("etcd-leader-isolated", "etcd's leader cut from its peers",
+		faults.EtcdLeaderFromPeers(), paper("crash-stop", "etcd", "network")),
+	// etcd split 2|2|1: no side has a majority, so no write is accepted
+	// anywhere. Kubernetes promises it stops rather than diverges: reads
+	// fail, nothing acknowledged is lost, and the cluster comes back when
+	// the quorum does.
+	controlPlane("etcd-quorum-lost", "etcd split two, two and one: no quorum anywhere",
+		faults.Partition([]string{"role:etcd[0:2]"}, []string{"role:etcd[2:4]"}, []string{"role:etcd[4:]"}),
+		paper("crash-stop", "etcd", "network")),
+	// etcd1's traffic to its peers delayed by 200ms: while etcd1 leads
+	// (the first member usually wins the first election, but nothing
+	// guarantees it) every commit waits for a delayed append, so writes
+	// slow down and leases may lapse; when another member leads, etcd1's
+	// acknowledgements arrive late and the majority carries on. Kubernetes
+	// promises slowness, not disagreement. The local lab's kernel has no
+	// netem, and the delay fault says so: that run is skipped with the
+	// reason, never judged.
+	controlPlane("etcd-slow-writes", "etcd1's peer traffic delayed 200ms",
+		faults.Delay("etcd1", []string{"role:etcd"}, 200*time.Millisecond, 20*time.Millisecond),
+		paper("crash-stop", "etcd", "network")),
+	// etcd compacted to its current revision while the API servers and the
+	// kubelets watch: watchers get "too old resource version" and must
+	// relist. The promise: a relist never lets a client go back in time,
+	// and no watcher misses a change for good.
+	controlPlane("etcd-compaction", "etcd compacted under live watches",
+		faults.EtcdCompact(false), paper("crash-stop", "etcd")),
+	// worker1's wall clock stepped 90s ahead: Kubernetes promises that node
+	// health rests on the control plane's clock (lease renewals are judged
+	// by when the controller sees them change), so a skewed kubelet is not
+	// marked dead. The local lab cannot skew one host's clock (one kernel,
+	// one CLOCK_REALTIME); the fault says so, and the run is skipped with
+	// that reason instead of judged.
+	node("clock-skew-worker", "a worker's clock 90s ahead",
+		faults.ClockSkew("worker1", 90*time.Second), paper("crash-stop", "clock")),
+	// cp2's clock stepped 90s ahead: its controllers and certificates see
+	// another time. Leader election is by renew observation, not absolute
+	// time, so at most one leader still acts. Not possible on the local
+	// lab, skipped with the fault's reason there.
+	controlPlane("clock-skew-control-plane", "a control-plane host's clock 90s ahead",
+		faults.ClockSkew("cp2", 90*time.Second), paper("crash-stop", "clock")),
+}
+
+// gray are the nine gray-failure scenarios: every node stays Ready while
+// something underneath has stopped.
+var gray = []scenario.Scenario{
+	// worker1's pod network cut while its management network, and so its
+	// kubelet's heartbeat, stays up. The node stays Ready and readiness
+	// probes (run by the kubelet on the node itself) still pass, so
+	// Kubernetes keeps the pod in the Service's endpoints though no peer
+	// can reach it: endpoints-truthful is expected to break here.
+	node("pod-network-cut", "worker1's pod network cut, its management network up",
+		faults.PodNetworkCut("worker1"), paper("gray", "network")),
+	// containerd frozen with SIGSTOP: the kubelet's runtime calls hang, the
+	// PLEG turns unhealthy, but running containers and their shims go on.
+	// Kubernetes promises the node is reported NotReady (PLEG not healthy)
+	// and no second copy starts while the first still runs.
+	node("containerd-frozen", "containerd frozen on worker1",
+		faults.Freeze("worker1", "containerd"), paper("gray", "containerd")),
+	// kube-proxy frozen: existing iptables rules stay, new endpoints are
+	// not programmed. Kubernetes makes no promise to notice; the question
+	// is whether endpoints and what a node forwards to disagree.
+	node("kube-proxy-frozen", "kube-proxy frozen on worker1",
+		faults.Freeze("worker1", "kube-proxy"), paper("gray", "kube-proxy")),
+	// etcd's NOSPACE alarm raised: every write is refused with "database
+	// space exceeded" while reads go on and every node stays Ready. The
+	// promise: writes fail loudly, none is acknowledged and lost.
+	controlPlane("etcd-nospace", "etcd refusing writes after a NOSPACE alarm",
+		faults.EtcdNoSpace(), paper("gray", "etcd")),
+	// cp2's link to etcd lossy (30% of its packets to etcd dropped), so its
+	// watch cache falls behind while it still answers. Refined from "slowed
+	// by a delay": the local lab's kernel has no netem, and loss slows a
+	// TCP stream by retransmission timeouts just as surely, on every lab.
+	// The promise: consistent reads stay fresh (they are checked against
+	// etcd's revision), and api-agreement holds within the bound.
+	controlPlane("apiserver-watch-cache-lag", "an API server's etcd link losing 30% of its packets",
+		faults.Loss("cp2", []string{"role:etcd"}, 30), paper("gray", "apiserver", "network")),
+	// "kubelet can send but not receive", refined: what the control plane
+	// sends to worker1 is dropped, what worker1 sends goes out. Over TCP
+	// this stalls the kubelet's connections both ways (no ACKs come back),
+	// so its heartbeat stops as in a partition — the listed asymmetry
+	// cannot exist for the kubelet's TCP traffic; what stays asymmetric is
+	// that the kubelet's own outbound attempts, and its pods' traffic to
+	// peers, still leave the node.
+	node("kubelet-deaf", "worker1 sends to the control plane but hears nothing back",
+		faults.OneWayPartition([]string{"role:control-plane"}, []string{"worker1"}), paper("gray", "kubelet", "network")),
+	// The API server on cp1, which holds the virtual address (keepalived
+	// gives cp1 the highest priority), frozen: its livez check fails and
+	// keepalived should move the address. The promise: clients of the
+	// virtual address are served again by another server, and nothing
+	// acknowledged is lost or read back older.
+	controlPlane("apiserver-frozen-holding-vip", "the API server holding the virtual address frozen",
+		faults.Freeze("cp1", "kube-apiserver"), paper("gray", "apiserver")),
+	// The scheduler holding its lease frozen: its lease lapses and another
+	// scheduler leads. Refined from "DNS server frozen": no fault can
+	// freeze one container's process (CoreDNS runs as pods), and the local
+	// lab runs no cluster DNS; the frozen-leader question the DNS scenario
+	// asked of a serving component is asked of the scheduler instead.
+	controlPlane("scheduler-frozen-holding-lease", "the leading scheduler frozen while holding its lease",
+		faults.FreezeLeader("kube-scheduler"), paper("gray", "scheduler")),
+	// The controller-manager holding its lease frozen: it neither renews
+	// nor acts, another takes the lease after it lapses. When it is thawed
+	// at heal it must notice it lost the lease before acting: at most one
+	// leader acts at any moment.
+	controlPlane("controller-manager-frozen-holding-lease", "the leading controller-manager frozen while holding its lease",
+		faults.FreezeLeader("kube-controller-manager"), paper("gray", "controller-manager")),
+}
+
+// selfCheck are the positive controls: scenarios known to break an
+// invariant, which must be judged VIOLATED (and whose null arm must not).
+// Their labels say which invariant each controls.
+var selfCheck = []scenario.Scenario{
+	// The pod network cut leaves the cut pod in the endpoints (see
+	// pod-network-cut): no component of Kubernetes checks pod-to-pod
+	// reachability, so endpoints-truthful must be VIOLATED.
+	node("control-endpoints-truthful", "positive control: a pod no peer can reach stays an endpoint",
+		faults.PodNetworkCut("worker1"),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:network"}),
+}
+
+// ciRuns are the arms the `ci` label goes on: crash-stop (kubelet, etcd,
+// leader), gray, a null arm and a positive control; six runs, because a
+// reset of lab11 alone takes one to five minutes on a shared 2-core
+// machine (measured: eight runs made `make run` take 26.5 minutes).
+var ciRuns = map[string][]scenario.Arm{
+	"kubelet-stopped":                  {scenario.FaultArm, scenario.NullArm},
+	"controller-manager-leader-killed": {scenario.FaultArm},
+	"etcd-split-3-2":                   {scenario.FaultArm},
+	"containerd-frozen":                {scenario.FaultArm},
+	"control-endpoints-truthful":       {scenario.FaultArm},
+}
+
+// table is every scenario with its null arm, the ci label on ciRuns.
+func table() []scenario.Scenario {
+	all := scenario.WithNullArms(slices.Concat(crashStop, gray, selfCheck)...)
+	for i, s := range all {
+		// The engine adds class:<fault class> itself; where that is the
+		// paper's class too (crash-stop), say it once.
+		auto := s.AutoLabels()
+		labels := slices.DeleteFunc(slices.Clone(s.Labels), func(l string) bool { return slices.Contains(auto, l) })
+		if slices.Contains(ciRuns[s.ID], s.Arm) {
+			labels = append(labels, "ci")
+		}
+		all[i].Labels = labels
+	}
+	return all
+}
