@@ -21,13 +21,26 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help test lint vet fmt-check faultline bins lab-up lab-down heal suite report run
+.PHONY: help test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
 
-test: lint ## go vet, gofmt check, then every test
+# Packages with tests on real built components (etcd, kube-apiserver,
+# containerd) on loopback: build tag `bins`. Tests that bring up a whole local
+# lab carry the tag `lab` and need root.
+BINS_PKGS = $(shell grep -rl '^//go:build bins' --include='*_test.go' . | xargs -n1 dirname | sort -u)
+LAB_PKGS  ?= ./lab/local/
+
+test: unit bins ## what CI runs: lint, unit tests, tests on real components, the local lab's own tests (root)
+	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
+	$(GO) test -tags lab -p 1 -timeout 60m -v $(LAB_PKGS)
+
+unit: lint ## go vet, gofmt check and the unit tests (no root, no binaries)
 	$(GO) test ./...
+
+test-lab: bins ## the heavier lab tests: faults and evidence on local labs of their own (root)
+	$(GO) test -tags lab -p 1 -timeout 90m -v ./framework/fault/faults/ ./framework/evidence/sampler/
 
 lint: vet fmt-check ## go vet and gofmt check
 
