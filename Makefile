@@ -17,11 +17,22 @@ GINKGO_FLAGS ?=
 RUNS    ?= $(wildcard reports/runs/*)
 
 BIN     := bin
+# The ginkgo CLI at the version go.mod pins for the library.
+GINKGO_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
+GINKGO  = $(shell $(GO) env GOPATH)/bin/ginkgo
+# Debian packages the local lab and the tests use: make, git and gcc for the
+# build; iproute2, iptables, nftables and conntrack for host namespaces and
+# kube-proxy; openssh for every host's sshd and the SSH tests; keepalived for
+# the virtual address; runc and the CNI plugins for containers; util-linux
+# (nsenter, unshare), procps, psmisc, kmod and curl.
+DEB_PACKAGES = ca-certificates git make gcc libc6-dev iproute2 iptables nftables conntrack \
+	openssh-server openssh-client keepalived runc containernetworking-plugins \
+	util-linux procps psmisc kmod curl
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report run
+.PHONY: help setup ginkgo test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -51,6 +62,14 @@ fmt-check:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 
+setup: ## install the Debian packages the lab and the tests need, and the ginkgo CLI (root)
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES) </dev/null >/dev/null
+	$(MAKE) ginkgo
+
+ginkgo: ## install the ginkgo CLI at the version go.mod pins
+	$(GO) install github.com/onsi/ginkgo/v2/ginkgo@$(GINKGO_VERSION)
+
 faultline: ## build bin/faultline
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/faultline ./cmd/faultline
 
@@ -69,9 +88,8 @@ heal: faultline ## heal whatever LAB's heal ledger holds
 suite: ## run one suite (SUITE) against LAB with ginkgo
 	@if [ ! -d suites/$(SUITE) ]; then \
 		echo "make suite: there is no suite suites/$(SUITE) in this tree yet"; exit 1; fi
-	@command -v ginkgo >/dev/null || { \
-		echo "make suite: the ginkgo CLI is not installed (go install github.com/onsi/ginkgo/v2/ginkgo@<the version in go.mod>)"; exit 1; }
-	FAULTLINE_LAB=$(LAB) ginkgo $(GINKGO_FLAGS) ./suites/$(SUITE)
+	@[ -x "$(GINKGO)" ] || { echo "make suite: the ginkgo CLI is not installed (make ginkgo)"; exit 1; }
+	FAULTLINE_LAB=$(LAB) $(GINKGO) $(GINKGO_FLAGS) ./suites/$(SUITE)
 
 report: faultline ## aggregate every run folder under reports/runs into reports/report.md
 	@if [ -z "$(strip $(RUNS))" ]; then \
@@ -85,9 +103,7 @@ run: ## the main job: build what is missing, bring LAB up (fast profile), run th
 	@# `make run RUN_PROFILE=kubernetes-defaults RUN_FILTER=paper:disagree`.
 	@# The lab file is copied with the profile written into it, so the lab,
 	@# the suite's bounds and the run records all name the same profile.
-	lab/local/bins/build.sh
-	$(MAKE) bins
-	@command -v ginkgo >/dev/null || $(GO) install github.com/onsi/ginkgo/v2/ginkgo@$$($(GO) list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
+	$(MAKE) bins faultline ginkgo
 	@src="$(LAB)"; [ -f "$$src" ] || src="testdata/labs/$(LAB).yaml"; \
 	[ -f "$$src" ] || { echo "make run: no lab file $(LAB) (nor testdata/labs/$(LAB).yaml)"; exit 2; }; \
 	profile="$${RUN_PROFILE:-fast}"; filter="$${RUN_FILTER:-ci}"; \
@@ -100,7 +116,7 @@ run: ## the main job: build what is missing, bring LAB up (fast profile), run th
 	echo "== lab up ($$src, profile $$profile)"; $(BIN)/faultline lab up --lab "$$labfile"; \
 	echo "== lab up took $$(( $$(date +%s) - start ))s; running --label-filter='$$filter'"; \
 	before="$$(ls -d reports/runs/*-disagree 2>/dev/null || true)"; \
-	rc=0; FAULTLINE_LAB="$$labfile" ginkgo -v --label-filter="$$filter" --timeout=24h ./suites/disagree || rc=$$?; \
+	rc=0; FAULTLINE_LAB="$$labfile" $(GINKGO) -v --label-filter="$$filter" --timeout=24h ./suites/disagree || rc=$$?; \
 	folder="$$(ls -td reports/runs/*-disagree 2>/dev/null | head -1)"; \
 	if [ -n "$$folder" ] && ! grep -qxF "$$folder" <<<"$$before"; then \
 		echo "== verdicts ($$folder)"; $(BIN)/faultline report "$$folder"; \
