@@ -26,7 +26,10 @@ func init() {
 
 // Lab is a local lab. Open touches nothing; Up builds it, Down removes it.
 type Lab struct {
-	cfg    *lab.Config
+	cfg *lab.Config
+	// asked is the Kubernetes settings the opener asked for; cfg holds
+	// those of the running lab when one is recorded (see New).
+	asked  lab.KubernetesSettings
 	plan   *addressPlan
 	net    *network
 	sup    *supervisor
@@ -69,7 +72,17 @@ func New(c *lab.Config) (*Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
 	}
+	asked := c.Kubernetes
+	// A lab that is up runs with the versions and timers it was brought up
+	// with, whatever the file opened now says (`lab up --profile` overrides
+	// the file): every report must name the profile the cluster really runs.
+	if r, err := loadRecord(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
+		running := *c
+		running.Kubernetes = r.Config.Kubernetes
+		c = &running
+	}
 	l := &Lab{
+		asked:  asked,
 		cfg:    c,
 		plan:   plan,
 		net:    &network{lab: c.Name, plan: plan},
