@@ -1,0 +1,216 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Host is one host of a local lab: a network namespace, its links, and the
+// services the supervisor runs in it.
+type Host struct {
+	lab  *Lab
+	cfg  lab.HostConfig
+	node *nodeAddresses // nil for hosts that run no kubelet
+	ssh  *sshRunner
+}
+
+var _ lab.Host = (*Host)(nil)
+
+func (h *Host) Name() string            { return h.cfg.Name }
+func (h *Host) Roles() []lab.Role       { return slices.Clone(h.cfg.Roles) }
+func (h *Host) HasRole(r lab.Role) bool { return slices.Contains(h.cfg.Roles, r) }
+func (h *Host) Address() string         { return h.cfg.Address }
+
+func (h *Host) netns() string { return netnsName(h.lab.cfg.Name, h.cfg.Name) }
+
+func (h *Host) hostNet() hostNet {
+	return hostNet{
+		name:    h.cfg.Name,
+		address: mustPrefix(h.cfg.Address, h.lab.plan.management.Bits()),
+		node:    h.node,
+	}
+}
+
+// Run runs a command on the host over SSH, as on any other lab.
+func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
+	return h.ssh.Run(ctx, cmd)
+}
+
+func (h *Host) service(name string) (service, error) {
+	for _, s := range h.services() {
+		if s.name == name {
+			return s, nil
+		}
+	}
+	var names []string
+	for _, s := range h.services() {
+		names = append(names, s.name)
+	}
+	return service{}, fmt.Errorf("host %s runs no service %q (it runs %v)", h.cfg.Name, name, names)
+}
+
+func (h *Host) StartService(ctx context.Context, name string) error {
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	return h.start(ctx, s, false)
+}
+
+func (h *Host) StopService(ctx context.Context, name string) error {
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	return h.lab.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+}
+
+func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) error {
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	return h.lab.sup.signal(h.cfg.Name, s.name, sig)
+}
+
+func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
+	var out []lab.ServiceState
+	for _, s := range h.services() {
+		pid, st := h.lab.sup.lookup(h.cfg.Name, s.name)
+		out = append(out, lab.ServiceState{Name: s.name, PID: pid, State: st})
+	}
+	return out, nil
+}
+
+// PowerOff cuts the host's links and kills every process it has, its
+// containers included, at once; what a VM's RAM and /run held is gone.
+func (h *Host) PowerOff(ctx context.Context) error {
+	if err := h.lab.net.setHostLinks(h.cfg.Name, false, h.lab.net.hostLinks(h.cfg.Name)...); err != nil {
+		return err
+	}
+	if err := killHostProcesses(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
+		return err
+	}
+	for _, s := range h.services() {
+		if err := h.lab.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+			return err
+		}
+	}
+	h.ssh.Close()
+	return h.lab.dropVolatile(h.cfg.Name)
+}
+
+// PowerOn boots the host: its network comes back as configured at boot
+// (the namespace is made anew, so nothing set at run time survives: no
+// virtual address, qdisc or firewall rule), then its services start in
+// boot order.
+func (h *Host) PowerOn(ctx context.Context) error {
+	if err := h.lab.rebuildHostNetwork(ctx, h); err != nil {
+		return err
+	}
+	for _, p := range allPhases {
+		for _, s := range h.services() {
+			if s.phase != p {
+				continue
+			}
+			// Only the runtime is waited for (kubelet needs its
+			// socket); the rest may depend on other hosts that are off.
+			if err := h.start(ctx, s, p == phaseRuntime || p == phaseSSH); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// powered says whether the host is on: its management link is up.
+func (h *Host) powered() string {
+	up, err := linkUp(managementVethName(h.lab.cfg.Name, h.cfg.Name))
+	switch {
+	case err != nil:
+		return "absent"
+	case up:
+		return "on"
+	default:
+		return "off"
+	}
+}
+
+// startServices starts the host's services of one boot phase and waits
+// until each is ready.
+func (h *Host) startServices(ctx context.Context, p phase) error {
+	for _, s := range h.services() {
+		if s.phase != p {
+			continue
+		}
+		if err := h.start(ctx, s, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start starts a service; with waitReady it then waits until the service
+// serves, otherwise only until it has survived its first moments.
+func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
+	spec, err := s.spec(h)
+	if err != nil {
+		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+	}
+	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.utsPath(h.cfg.Name)
+	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	if _, err := h.lab.sup.start(spec); err != nil {
+		return err
+	}
+	if s.ready == nil || !waitReady {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning && st != stateFrozen {
+			return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
+		}
+		return nil
+	}
+	// A service that exited will not become ready: stop waiting at once.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var exited error
+	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning {
+			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
+			cancel()
+			return false, exited
+		}
+		err := s.ready(ctx, h)
+		return err == nil, err
+	})
+	if exited != nil {
+		return exited
+	}
+	if err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	return nil
+}
+
+// waitSSH waits until the host answers a command over SSH.
+func (h *Host) waitSSH(ctx context.Context) error {
+	return lab.WaitFor(ctx, "ssh on "+h.cfg.Name, 20*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		r, err := h.Run(c, "true")
+		if err != nil {
+			return false, err
+		}
+		return r.ExitCode == 0, nil
+	})
+}

@@ -1,0 +1,174 @@
+//go:build lab
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
+	"github.com/faultline/faultline/lab/local/pki"
+	"github.com/faultline/faultline/lab/local/timers"
+)
+
+// TestEtcdAndAPIServers boots only the first phases of lab11 (five etcd
+// members, three API servers, keepalived): it needs only etcd and
+// kube-apiserver built, and checks the TLS cluster, every API server and
+// the virtual address.
+func TestEtcdAndAPIServers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	bins := filepath.Join(binpaths.CacheDir(), "bins")
+	etcd := filepath.Join(bins, "etcd-"+binpaths.EtcdVersion, "etcd")
+	apiserver := filepath.Join(bins, "kubernetes-"+binpaths.KubernetesVersion, "kube-apiserver")
+	if _, err := os.Stat(etcd); err != nil {
+		t.Skipf("etcd not built: %v", err)
+	}
+	_, err := os.Stat(apiserver)
+	withAPIServers := err == nil
+	cm := filepath.Join(bins, "kubernetes-"+binpaths.KubernetesVersion, "kube-controller-manager")
+	sched := filepath.Join(bins, "kubernetes-"+binpaths.KubernetesVersion, "kube-scheduler")
+	_, err1 := os.Stat(cm)
+	_, err2 := os.Stat(sched)
+	withControlPlane := withAPIServers && err1 == nil && err2 == nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	c := testConfig(t, "lab11")
+	l, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		if left := leftovers(t, c, nil); len(left) > 0 {
+			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	if err := l.provisionHosts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files, err := pki.Ensure(ctx, c, l.pkiDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := timers.Get(c.Kubernetes.TimerProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cc = &clusterCtx{
+		bins:    binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, KubeControllerManager: cm, KubeScheduler: sched, Keepalived: "/usr/sbin/keepalived"},
+		pki:     files,
+		profile: prof,
+	}
+	phases := []phase{phaseEtcd}
+	if withAPIServers {
+		phases = append(phases, phaseAPIServer)
+	}
+	if withControlPlane {
+		phases = append(phases, phaseControlPlane)
+	}
+	start := time.Now()
+	for _, p := range phases {
+		if err := l.forEachHost(func(h *Host) error {
+			for _, s := range h.services() {
+				if s.phase == p {
+					if err := h.start(ctx, s, true); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("phase %d ready after %s", p, time.Since(start).Round(100*time.Millisecond))
+	}
+	for _, h := range l.etcdHosts() {
+		if err := l.httpsOK(ctx, fmt.Sprintf("https://%s:%d/health", h.Address(), etcdClientPort), `"health":"true"`); err != nil {
+			t.Errorf("etcd on %s: %v", h.Name(), err)
+		}
+	}
+	if !withAPIServers {
+		t.Skip("kube-apiserver not built: checked etcd only")
+	}
+	for _, h := range l.controlPlaneHosts() {
+		if err := l.httpsOK(ctx, fmt.Sprintf("https://%s:%d/readyz", h.Address(), c.Network.APIServerPort), "ok"); err != nil {
+			t.Errorf("API server on %s: %v", h.Name(), err)
+		}
+	}
+	if withControlPlane {
+		// Leader election works through the virtual address.
+		rc, err := clientcmd.BuildConfigFromFlags("", files.AdminKubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.waitLeaders(ctx, start, time.Minute); err != nil {
+			t.Error(err)
+		}
+		for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+			ls, err := kc.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("lease %s held by %s", name, *ls.Spec.HolderIdentity)
+		}
+	}
+	vip := fmt.Sprintf("https://%s:%d/readyz", c.Network.VirtualIP, c.Network.APIServerPort)
+	if err := lab.WaitFor(ctx, "the virtual address", 30*time.Second, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		err := l.httpsOK(ctx, vip, "ok")
+		return err == nil, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The address moves when its holder's API server stops.
+	holder := ""
+	for _, h := range l.controlPlaneHosts() {
+		r, err := h.Run(ctx, "ip -o -4 addr show dev eth0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.Stdout, " "+c.Network.VirtualIP+"/") {
+			holder = h.Name()
+		}
+	}
+	if holder == "" {
+		t.Fatal("no control-plane host holds the virtual address")
+	}
+	hh, _ := l.Host(holder)
+	moved := time.Now()
+	if err := hh.StopService(ctx, lab.ServiceAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.WaitFor(ctx, "the virtual address to move", 60*time.Second, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		r, err := hh.Run(ctx, "ip -o -4 addr show dev eth0")
+		if err != nil {
+			return false, err
+		}
+		if strings.Contains(r.Stdout, " "+c.Network.VirtualIP+"/") {
+			return false, nil
+		}
+		err = l.httpsOK(ctx, vip, "ok")
+		return err == nil, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("virtual address moved away from %s within %s of its API server being told to stop", holder, time.Since(moved).Round(100*time.Millisecond))
+}

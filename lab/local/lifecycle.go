@@ -1,0 +1,87 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline/faultline/lab"
+)
+
+func (l *Lab) Info() lab.Info {
+	return lab.Info{
+		Name:              l.cfg.Name,
+		Kind:              lab.KindLocal,
+		Topology:          l.cfg.Name,
+		ResetKind:         lab.ResetColdSnapshot,
+		KubernetesVersion: l.cfg.Kubernetes.Version,
+		EtcdVersion:       l.cfg.Kubernetes.EtcdVersion,
+		TimerProfile:      l.cfg.Kubernetes.TimerProfile,
+		Timers:            l.timerValues(),
+	}
+}
+
+// Status reports every host, its power and its services.
+func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
+	st := lab.Status{Info: l.Info(), Up: recordExists(l.cfg.StateDir)}
+	for _, h := range l.hosts {
+		hs := lab.HostStatus{
+			Name:    h.cfg.Name,
+			Roles:   h.Roles(),
+			Address: h.cfg.Address,
+			Power:   h.powered(),
+		}
+		svcs, err := h.Services(ctx)
+		if err != nil {
+			hs.Detail = err.Error()
+		}
+		hs.Services = svcs
+		st.Hosts = append(st.Hosts, hs)
+	}
+	return st, nil
+}
+
+// sshSessionEnv is the environment an SSH session on the host gets: the
+// lab's binaries on PATH and, on nodes, crictl pointed at the host's own
+// containerd (the machine may run others).
+func (l *Lab) sshSessionEnv(h *Host) []string {
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if dirs := l.binDirs(); len(dirs) > 0 {
+		path = strings.Join(dirs, ":") + ":" + path
+	}
+	// A home of the lab's own: root's dotfiles on this machine (shell
+	// setup of whoever uses it) are no part of a lab host, and can stall
+	// or change every command.
+	env := []string{"PATH=" + path, "HOME=" + l.ssh.home()}
+	if h.node != nil {
+		sock := "unix://" + l.containerdSocket(h.cfg.Name)
+		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,
+			"CONTAINERD_ADDRESS="+l.containerdSocket(h.cfg.Name), "CONTAINERD_NAMESPACE=k8s.io")
+	}
+	return env
+}
+
+// dropVolatile forgets what a host's RAM and /run held at a power cut:
+// mounts made by kubelet and containerd, and the runtime dir.
+func (l *Lab) dropVolatile(host string) error {
+	if err := unmountAll(l.runtimeDir(host), l.dataDir(host)); err != nil {
+		return fmt.Errorf("host %s: %w", host, err)
+	}
+	// The supervisor's records live under the runtime dir too; keep them
+	// (the services are recorded as stopped) and drop the rest.
+	ents, err := os.ReadDir(l.runtimeDir(host))
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".pid") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(l.runtimeDir(host), e.Name())); err != nil {
+			return fmt.Errorf("host %s: clearing runtime state: %w", host, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+// Package local is the embedded default lab: a real Kubernetes cluster on
+// one Linux machine. Each host is a network namespace on a lab bridge with
+// its own sshd; etcd, the control plane, containerd, kubelet and kube-proxy
+// are real processes started in those namespaces by a small supervisor
+// whose records live in the state dir, so any later process can find them.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/lab"
+)
+
+func init() {
+	lab.Register(lab.KindLocal, func(c *lab.Config) (lab.Lab, error) { return New(c) })
+}
+
+// Lab is a local lab. Open touches nothing; Up builds it, Down removes it.
+type Lab struct {
+	cfg    *lab.Config
+	plan   *addressPlan
+	net    *network
+	sup    *supervisor
+	ssh    sshFiles
+	hosts  []*Host
+	byName map[string]*Host
+	cc     *clusterCtx
+
+	httpOnce   sync.Once
+	httpClient *http.Client
+	httpErr    error
+
+	timings UpTimings
+	// progress receives a line per step of up, reset and down.
+	progress io.Writer
+
+	imagesOnce sync.Once
+	imageSet   imageSet
+	imagesErr  error
+	// bareHosts limits every host to its sshd: the hosts without a
+	// cluster, for testing the layer below it.
+	bareHosts bool
+}
+
+var _ lab.Provisioner = (*Lab)(nil)
+
+// New checks a local lab's config and returns the lab without touching the
+// machine.
+func New(c *lab.Config) (*Lab, error) {
+	if c.Kind != lab.KindLocal {
+		return nil, fmt.Errorf("lab %s: kind %q is not local", c.Name, c.Kind)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
+	}
+	if c.StateDir == "" {
+		return nil, fmt.Errorf("lab %s: stateDir: is required", c.Name)
+	}
+	plan, err := planAddresses(c)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
+	}
+	l := &Lab{
+		cfg:    c,
+		plan:   plan,
+		net:    &network{lab: c.Name, plan: plan},
+		sup:    newSupervisor(c.StateDir),
+		ssh:    sshFiles{dir: filepath.Join(c.StateDir, "ssh")},
+		byName: map[string]*Host{},
+	}
+	for _, hc := range c.Hosts {
+		h := &Host{lab: l, cfg: hc}
+		if n, ok := plan.nodes[hc.Name]; ok {
+			n := n
+			h.node = &n
+		}
+		h.ssh = &sshRunner{host: hc.Name, addr: hc.Address, files: l.ssh}
+		l.hosts = append(l.hosts, h)
+		l.byName[hc.Name] = h
+	}
+	return l, nil
+}
+
+// SetProgress makes the lab write a line per step of Up, Reset and Down to
+// w (nil: quiet).
+func (l *Lab) SetProgress(w io.Writer) { l.progress = w }
+
+func (l *Lab) logf(format string, args ...any) {
+	if l.progress != nil {
+		fmt.Fprintf(l.progress, "%s lab %s: %s\n", time.Now().Format("15:04:05.000"), l.cfg.Name, fmt.Sprintf(format, args...))
+	}
+}
+
+func (l *Lab) Config() *lab.Config { return l.cfg }
+func (l *Lab) StateDir() string    { return l.cfg.StateDir }
+
+func (l *Lab) Hosts() []lab.Host {
+	out := make([]lab.Host, len(l.hosts))
+	for i, h := range l.hosts {
+		out[i] = h
+	}
+	return out
+}
+
+func (l *Lab) Host(name string) (lab.Host, error) {
+	h, ok := l.byName[name]
+	if !ok {
+		names := make([]string, 0, len(l.byName))
+		for n := range l.byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("lab %s has no host %q (hosts: %v)", l.cfg.Name, name, names)
+	}
+	return h, nil
+}
+
+// KnownHostsFile is the known_hosts file that pins every host's key.
+func (l *Lab) KnownHostsFile() string { return l.ssh.knownHosts() }
+
+// SSHKeyFile is the private key every host's sshd accepts.
+func (l *Lab) SSHKeyFile() string { return l.ssh.clientKey() }
+
+// dataDir is a host's persistent data: what a VM's disk would hold and
+// what the cold snapshot copies.
+func (l *Lab) dataDir(host string) string { return filepath.Join(l.cfg.StateDir, "hosts", host) }
+
+// runtimeDir is a host's runtime state (sockets, pod network namespaces):
+// what a VM's /run would hold, lost at power off.
+func (l *Lab) runtimeDir(host string) string { return filepath.Join(l.cfg.StateDir, "run", host) }
+
+func (l *Lab) Close() error {
+	for _, h := range l.hosts {
+		h.ssh.Close()
+	}
+	return nil
+}
+
+func requireRoot(what string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%s: the local lab needs root (network namespaces, cgroups, mounts)", what)
+	}
+	return nil
+}
+
+// provisionHosts builds the network, every host's namespace and links, the
+// SSH material, and starts every host's sshd: a lab of bare hosts.
+func (l *Lab) provisionHosts(ctx context.Context) error {
+	if err := requireRoot("lab up"); err != nil {
+		return err
+	}
+	if !recordExists(l.cfg.StateDir) {
+		if err := l.net.checkFree(); err != nil {
+			return err
+		}
+	}
+	if err := saveRecord(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
+		return err
+	}
+	if err := l.net.createBridges(ctx); err != nil {
+		return err
+	}
+	addrs := map[string]string{}
+	for _, h := range l.hosts {
+		addrs[h.cfg.Name] = h.cfg.Address
+		if err := l.net.createHost(h.hostNet()); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(l.dataDir(h.cfg.Name), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := ensureSSHMaterial(l.ssh, l.cfg.Name, addrs); err != nil {
+		return err
+	}
+	for _, h := range l.hosts {
+		if err := h.startServices(ctx, phaseSSH); err != nil {
+			return err
+		}
+	}
+	for _, h := range l.hosts {
+		if err := h.waitSSH(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Lab) loadOrNewRecord() *record {
+	if r, err := loadRecord(l.cfg.StateDir); err == nil {
+		return r
+	}
+	return &record{Config: l.cfg}
+}
+
+// Down removes everything the lab made. It works from the record in the
+// state dir (the config the lab was built from) and from names derived
+// from it, so it also cleans up after a crashed `up`.
+func (l *Lab) Down(ctx context.Context) error {
+	if err := requireRoot("lab down"); err != nil {
+		return err
+	}
+	cfg := l.cfg
+	rec, err := loadRecord(l.cfg.StateDir)
+	if err == nil {
+		cfg = rec.Config
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("lab down: %w", err)
+	}
+	return teardown(ctx, cfg, rec)
+}

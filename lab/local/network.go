@@ -1,0 +1,428 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// netnsDir is where named network namespaces live (the iproute2
+// convention, so `ip netns` and nsenter see them too).
+const netnsDir = "/run/netns"
+
+func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
+
+// network builds and removes the lab's links, bridges and namespaces.
+type network struct {
+	lab  string
+	plan *addressPlan
+}
+
+func prefixToIPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// checkFree refuses to build when an address of the lab's management
+// network is already on a link of the machine that is not the lab's own:
+// two bridges with one subnet would make routing from the machine ambiguous.
+func (n *network) checkFree() error {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return fmt.Errorf("listing links: %w", err)
+	}
+	mine := managementBridgeName(n.lab)
+	for _, l := range links {
+		if l.Attrs().Name == mine {
+			continue
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ip, ok := netip.AddrFromSlice(a.IP.To4())
+			if !ok {
+				continue
+			}
+			if n.plan.management.Contains(ip) || n.plan.pods.Contains(ip) {
+				return fmt.Errorf("network %s of lab %s is already in use on link %s (%s): is another lab with this address plan up?", n.plan.management, n.lab, l.Attrs().Name, a.IPNet)
+			}
+		}
+	}
+	return nil
+}
+
+// ensureBridge creates a bridge with the lab's alias if it is not there.
+func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if !errors.As(err, &nf) {
+			return fmt.Errorf("looking up bridge %s: %w", name, err)
+		}
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
+		if err := netlink.LinkAdd(br); err != nil {
+			return fmt.Errorf("creating bridge %s: %w", name, err)
+		}
+		if l, err = netlink.LinkByName(name); err != nil {
+			return fmt.Errorf("looking up bridge %s: %w", name, err)
+		}
+	}
+	if err := netlink.LinkSetAlias(l, linkAlias(n.lab, what)); err != nil {
+		return fmt.Errorf("naming bridge %s: %w", name, err)
+	}
+	if addr.IsValid() {
+		if err := netlink.AddrReplace(l, &netlink.Addr{IPNet: prefixToIPNet(addr)}); err != nil {
+			return fmt.Errorf("addressing bridge %s: %w", name, err)
+		}
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("bringing up bridge %s: %w", name, err)
+	}
+	return nil
+}
+
+// createBridges makes the management bridge (the machine holds an address
+// on it) and the pod transport bridge (no address: the machine does not
+// route pod traffic), and lets bridged lab traffic through the root
+// namespace's FORWARD chain whatever its policy.
+func (n *network) createBridges(ctx context.Context) error {
+	if err := n.ensureBridge(managementBridgeName(n.lab), "management", n.plan.rootAddress); err != nil {
+		return err
+	}
+	if len(n.plan.nodes) > 0 {
+		if err := n.ensureBridge(podBridgeName(n.lab), "pods", netip.Prefix{}); err != nil {
+			return err
+		}
+	}
+	for _, br := range []string{managementBridgeName(n.lab), podBridgeName(n.lab)} {
+		rule := []string{"FORWARD", "-i", br, "-o", br, "-m", "comment", "--comment", iptablesComment(n.lab), "-j", "ACCEPT"}
+		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w", "-I"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("allowing bridged traffic on %s: %v: %s", br, err, out)
+		}
+	}
+	return nil
+}
+
+// withNetns runs f on a thread that has entered the named namespace; the
+// thread is thrown away afterwards if it cannot be returned.
+func withNetns(name string, f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("getting current network namespace: %w", err)
+	}
+	defer orig.Close()
+	target, err := netns.GetFromPath(netnsPath(name))
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", name, err)
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		return fmt.Errorf("entering network namespace %s: %w", name, err)
+	}
+	ferr := f()
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: Go then ends it rather than reuse it
+		// in the wrong namespace.
+		runtime.LockOSThread()
+		return fmt.Errorf("returning from network namespace %s: %w", name, err)
+	}
+	return ferr
+}
+
+// isNamespace says whether path is a namespace bind mount (nsfs).
+func isNamespace(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
+}
+
+// ensureNetnsDir makes netnsDir a shared mount point of its own, as
+// iproute2 does before its first `ip netns add`. Done first, iproute2 run
+// later by anyone finds it so and does not mount over it, which would hide
+// the lab's namespace mounts beneath a fresh directory.
+func ensureNetnsDir() error {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
+		return nil
+	}
+	if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s: %w", netnsDir, err)
+	}
+	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("sharing %s: %w", netnsDir, err)
+	}
+	return nil
+}
+
+// createNamespace makes a named namespace, leaving the caller's thread in
+// its own namespace.
+func createNamespace(name string) error {
+	if err := ensureNetnsDir(); err != nil {
+		return err
+	}
+	if isNamespace(netnsPath(name)) {
+		return nil
+	}
+	// A plain file left by an interrupted teardown is not a namespace.
+	if err := os.Remove(netnsPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("creating network namespace %s: %w", name, err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("getting current network namespace: %w", err)
+	}
+	defer orig.Close()
+	h, err := netns.NewNamed(name)
+	if err != nil {
+		_ = netns.Set(orig)
+		return fmt.Errorf("creating network namespace %s: %w", name, err)
+	}
+	h.Close()
+	if err := netns.Set(orig); err != nil {
+		runtime.LockOSThread()
+		return fmt.Errorf("returning from network namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// hostNet is what one host gets: its namespace, a management link and,
+// for kubelet hosts, a pod transport link.
+type hostNet struct {
+	name    string
+	address netip.Prefix
+	node    *nodeAddresses
+}
+
+// createHost builds a host's namespace and links. It is idempotent so that
+// `up` can be run again over a half-built lab.
+func (n *network) createHost(h hostNet) error {
+	ns := netnsName(n.lab, h.name)
+	if err := createNamespace(ns); err != nil {
+		return err
+	}
+	nsh, err := netns.GetFromPath(netnsPath(ns))
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", ns, err)
+	}
+	defer nsh.Close()
+	inside, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", ns, err)
+	}
+	defer inside.Close()
+
+	lo, err := inside.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: loopback: %w", ns, err)
+	}
+	if err := inside.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("%s: loopback up: %w", ns, err)
+	}
+	if err := n.addVeth(nsh, inside, managementVethName(n.lab, h.name), hostManagementIf, managementBridgeName(n.lab), "host "+h.name+" management", h.address); err != nil {
+		return err
+	}
+	if h.node != nil {
+		if err := n.addVeth(nsh, inside, podVethName(n.lab, h.name), hostPodIf, podBridgeName(n.lab), "host "+h.name+" pods", h.node.transport); err != nil {
+			return err
+		}
+		if err := n.addPodRoutes(inside, h.name); err != nil {
+			return err
+		}
+	}
+	return n.setHostSysctls(ns, h.node != nil)
+}
+
+func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, nsName, bridge, what string, addr netip.Prefix) error {
+	if _, err := netlink.LinkByName(rootName); err != nil {
+		// Fixed MAC addresses: a host whose namespace is made anew
+		// (power on, reset) keeps them, so no neighbour on the bridge
+		// holds a stale entry for its address.
+		v := &netlink.Veth{
+			LinkAttrs:        netlink.LinkAttrs{Name: rootName, HardwareAddr: stableMAC(n.lab, rootName, "root")},
+			PeerName:         nsName,
+			PeerHardwareAddr: stableMAC(n.lab, rootName, "host"),
+			PeerNamespace:    netlink.NsFd(int(nsh)),
+		}
+		if err := netlink.LinkAdd(v); err != nil {
+			return fmt.Errorf("creating link %s for %s: %w", rootName, what, err)
+		}
+	}
+	root, err := netlink.LinkByName(rootName)
+	if err != nil {
+		return fmt.Errorf("looking up link %s: %w", rootName, err)
+	}
+	br, err := netlink.LinkByName(bridge)
+	if err != nil {
+		return fmt.Errorf("looking up bridge %s: %w", bridge, err)
+	}
+	if err := netlink.LinkSetAlias(root, linkAlias(n.lab, what)); err != nil {
+		return fmt.Errorf("naming link %s: %w", rootName, err)
+	}
+	if err := netlink.LinkSetMaster(root, br); err != nil {
+		return fmt.Errorf("attaching %s to %s: %w", rootName, bridge, err)
+	}
+	if err := netlink.LinkSetUp(root); err != nil {
+		return fmt.Errorf("bringing up %s: %w", rootName, err)
+	}
+	peer, err := inside.LinkByName(nsName)
+	if err != nil {
+		return fmt.Errorf("looking up %s of %s: %w", nsName, what, err)
+	}
+	if err := inside.AddrReplace(peer, &netlink.Addr{IPNet: prefixToIPNet(addr)}); err != nil {
+		return fmt.Errorf("addressing %s of %s: %w", nsName, what, err)
+	}
+	if err := inside.LinkSetUp(peer); err != nil {
+		return fmt.Errorf("bringing up %s of %s: %w", nsName, what, err)
+	}
+	return nil
+}
+
+// addPodRoutes sends each other node's pod subnet to that node's transport
+// address: flat routing, as the CNI bridge plugin leaves it to the network.
+func (n *network) addPodRoutes(inside *netlink.Handle, host string) error {
+	link, err := inside.LinkByName(hostPodIf)
+	if err != nil {
+		return fmt.Errorf("host %s: %w", host, err)
+	}
+	for _, other := range n.plan.nodeOrder {
+		if other == host {
+			continue
+		}
+		o := n.plan.nodes[other]
+		r := &netlink.Route{
+			LinkIndex: link.Attrs().Index,
+			Dst:       prefixToIPNet(o.podSubnet),
+			Gw:        o.transport.Addr().AsSlice(),
+		}
+		if err := inside.RouteReplace(r); err != nil {
+			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.podSubnet, err)
+		}
+	}
+	return nil
+}
+
+// setHostSysctls sets the namespace's own sysctls: nodes forward between
+// their pods and the transport network, see bridged pod traffic in
+// iptables (kube-proxy needs that) and do not drop the asymmetric replies
+// that flat routing produces.
+func (n *network) setHostSysctls(ns string, node bool) error {
+	vals := map[string]string{
+		"net/ipv4/conf/all/rp_filter":     "0",
+		"net/ipv4/conf/default/rp_filter": "0",
+	}
+	if node {
+		vals["net/ipv4/ip_forward"] = "1"
+		vals["net/bridge/bridge-nf-call-iptables"] = "1"
+		vals["net/ipv4/conf/all/route_localnet"] = "1"
+	}
+	return withNetns(ns, func() error {
+		for k, v := range vals {
+			p := filepath.Join("/proc/sys", k)
+			if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(k, "net/bridge/") {
+				// Without per-namespace br_netfilter the machine's
+				// setting applies; nothing to set here.
+				continue
+			}
+			if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+				return fmt.Errorf("sysctl %s=%s in %s: %w", k, v, ns, err)
+			}
+		}
+		return nil
+	})
+}
+
+// setHostLinks takes a host's links up or down from the root side, like
+// pulling its cables: routes and addresses inside the host stay as they
+// were, so bringing them up again restores the host's network as it was.
+func (n *network) setHostLinks(host string, up bool, which ...string) error {
+	for _, name := range which {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			var nf netlink.LinkNotFoundError
+			if errors.As(err, &nf) {
+				continue
+			}
+			return fmt.Errorf("host %s: looking up link %s: %w", host, name, err)
+		}
+		if up {
+			err = netlink.LinkSetUp(l)
+		} else {
+			err = netlink.LinkSetDown(l)
+		}
+		if err != nil {
+			return fmt.Errorf("host %s: setting link %s up=%v: %w", host, name, up, err)
+		}
+	}
+	return nil
+}
+
+// hostLinks are the root-namespace ends of a host's links.
+func (n *network) hostLinks(host string) []string {
+	out := []string{managementVethName(n.lab, host)}
+	if _, ok := n.plan.nodes[host]; ok {
+		out = append(out, podVethName(n.lab, host))
+	}
+	return out
+}
+
+// linkUp reports whether the root-side end of a link is administratively up.
+func linkUp(name string) (bool, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return false, err
+	}
+	return l.Attrs().Flags&net.FlagUp != 0, nil
+}
+
+// stableMAC is a locally administered unicast MAC derived from names.
+func stableMAC(parts ...string) net.HardwareAddr {
+	h := shortHash(parts...) + shortHash(append(parts, "mac")...)
+	b := make(net.HardwareAddr, 6)
+	for i := range b {
+		fmt.Sscanf(h[2*i:2*i+2], "%02x", &b[i])
+	}
+	b[0] = (b[0] | 0x02) &^ 0x01
+	return b
+}
+
+// removeHost deletes a host's namespace and links. Its processes must be
+// gone: a namespace lives on while any process is in it.
+func (n *network) removeHost(host string) error {
+	ns := netnsName(n.lab, host)
+	if err := unmountAll(netnsPath(ns)); err != nil {
+		return err
+	}
+	if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("deleting network namespace %s: %w", ns, err)
+	}
+	for _, name := range n.hostLinks(host) {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			continue
+		}
+		if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("deleting link %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// The machine-wide sysctls kubelet insists on. With protectKernelDefaults
+// it refuses to start unless they are already set (instead of setting them
+// itself), so the lab presets them and restores the originals at down.
+var kubeletSysctls = map[string]string{
+	"vm.overcommit_memory":      "1",
+	"vm.panic_on_oom":           "0",
+	"kernel.panic":              "10",
+	"kernel.panic_on_oops":      "1",
+	"kernel.keys.root_maxkeys":  "1000000",
+	"kernel.keys.root_maxbytes": "25000000",
+}
+
+// minimumSysctls are machine-wide limits that many kubelets, containerds
+// and kube-proxies on one machine exhaust at their defaults (each takes
+// inotify instances; 128 is Debian's default): raised, never lowered.
+var minimumSysctls = map[string]int{
+	"fs.inotify.max_user_instances": 8192,
+	"fs.inotify.max_user_watches":   524288,
+}
+
+// presetKubeletSysctls sets kubeletSysctls and raises minimumSysctls,
+// recording each original value in the lab record first (once: a second
+// up keeps the first originals).
+func (l *Lab) presetKubeletSysctls() error {
+	rec := l.loadOrNewRecord()
+	if rec.Sysctls == nil {
+		rec.Sysctls = map[string]string{}
+	}
+	want := map[string]string{}
+	for k, v := range kubeletSysctls {
+		want[k] = v
+	}
+	for k, min := range minimumSysctls {
+		cur, err := readSysctl(k)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(cur); err == nil && n >= min {
+			continue
+		}
+		want[k] = strconv.Itoa(min)
+	}
+	for k := range want {
+		if _, ok := rec.Sysctls[k]; ok {
+			continue
+		}
+		v, err := readSysctl(k)
+		if err != nil {
+			return err
+		}
+		rec.Sysctls[k] = v
+	}
+	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
+		return err
+	}
+	for k, v := range want {
+		if err := writeSysctl(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func keepalivedService() service {
+	return service{
+		name:  lab.ServiceKeepalived,
+		phase: phaseAPIServer,
+		spec: func(h *Host) (processSpec, error) {
+			l := h.lab
+			cc, err := l.cluster(context.Background())
+			if err != nil {
+				return processSpec{}, err
+			}
+			run := l.runtimeDir(h.cfg.Name)
+			conf := filepath.Join(l.dataDir(h.cfg.Name), "keepalived", "keepalived.conf")
+			if err := writeFile(conf, l.keepalivedConfig(h)); err != nil {
+				return processSpec{}, err
+			}
+			argv := []string{cc.bins.Keepalived,
+				"--dont-fork", "--log-console", "--vrrp",
+				"--use-file=" + conf,
+				// Keepalived's pid files default to /run; other
+				// instances on the machine must not collide.
+				"--pid=" + filepath.Join(run, "keepalived.pid.main"),
+				"--vrrp_pid=" + filepath.Join(run, "keepalived.pid.vrrp"),
+				"--checkers_pid=" + filepath.Join(run, "keepalived.pid.checkers"),
+			}
+			return processSpec{argv: argv}, nil
+		},
+		stopGrace: 5 * time.Second,
+	}
+}
+
+// keepalivedConfig is one control-plane host's VRRP instance: unicast to
+// the other control-plane hosts on the management network, the virtual
+// address on eth0, held only while the local API server answers.
+func (l *Lab) keepalivedConfig(h *Host) string {
+	cps := l.controlPlaneHosts()
+	prio := 100
+	var peers []string
+	for i, c := range cps {
+		if c == h {
+			prio = 150 - i
+			continue
+		}
+		peers = append(peers, "    "+c.cfg.Address)
+	}
+	vrid := 1 + int(shortHash(l.cfg.Name)[0])%250
+	port := l.cfg.Network.APIServerPort
+	return fmt.Sprintf(`global_defs {
+  router_id fl_%[1]s
+  enable_script_security
+  script_user root
+  max_auto_priority -1
+}
+vrrp_script apiserver {
+  script "/usr/bin/curl -sfk --max-time 2 -o /dev/null https://%[2]s:%[3]d/livez"
+  interval 1
+  timeout 3
+  fall 2
+  rise 2
+}
+vrrp_instance apiserver {
+  state BACKUP
+  interface %[4]s
+  virtual_router_id %[5]d
+  priority %[6]d
+  advert_int 1
+  unicast_src_ip %[2]s
+  unicast_peer {
+%[7]s
+  }
+  virtual_ipaddress {
+    %[8]s/%[9]d dev %[4]s
+  }
+  track_script {
+    apiserver
+  }
+}
+`, h.cfg.Name, h.cfg.Address, port, hostManagementIf, vrid, prio, strings.Join(peers, "\n"),
+		l.cfg.Network.VirtualIP, l.plan.management.Bits())
+}
+
+func (l *Lab) cniNetworkName() string { return "fl-" + l.cfg.Name }
+
+// containerdConfig follows what 1.36 clusters run, with what sharing one
+// machine needs: every path per node, oom_score_adj restricted (no
+// CAP_SYS_RESOURCE for a negative one), the sandbox image pinned (there is
+// no registry), NRI off (its socket is machine-wide).
+func (l *Lab) containerdConfig(h *Host, pause string) string {
+	cc := l.cc
+	data, run := l.dataDir(h.cfg.Name), l.runtimeDir(h.cfg.Name)
+	sock := l.containerdSocket(h.cfg.Name)
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	return fmt.Sprintf(`version = 3
+root = %[1]s
+state = %[2]s
+
+[grpc]
+  address = %[3]s
+
+[ttrpc]
+  address = %[4]s
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    disable_apparmor = true
+    enable_selinux = false
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = %[5]s
+          Root = %[6]s
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = [%[7]s]
+      conf_dir = %[8]s
+  [plugins.'io.containerd.cri.v1.images']
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = %[9]s
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+`, q(filepath.Join(data, "containerd")), q(filepath.Join(run, "containerd-state")), q(sock), q(sock+".ttrpc"),
+		q(cc.bins.Runc), q(filepath.Join(run, "runc")), q(cc.bins.CNIBinDir), q(filepath.Join(data, "cni", "net.d")), q(pause))
+}
+
+// cniConfig gives the node's pods its /24 on a bridge inside the node,
+// with the node as their gateway and no masquerade: pod traffic leaves the
+// node with the pod's own address, over the pod transport network.
+func (l *Lab) cniConfig(h *Host) string {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       l.cniNetworkName(),
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      hostCNIBridge,
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"ranges":  [][]map[string]string{{{"subnet": h.node.podSubnet.String()}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"dataDir": filepath.Join(l.runtimeDir(h.cfg.Name), "cni-ipam"),
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	b, _ := json.MarshalIndent(conf, "", "  ")
+	return string(b)
+}
+
+func containerdService() service {
+	return service{
+		name:  lab.ServiceContainerd,
+		phase: phaseRuntime,
+		spec: func(h *Host) (processSpec, error) {
+			l := h.lab
+			cc, err := l.cluster(context.Background())
+			if err != nil {
+				return processSpec{}, err
+			}
+			imgs, err := l.images()
+			if err != nil {
+				return processSpec{}, err
+			}
+			data := l.dataDir(h.cfg.Name)
+			conf := filepath.Join(data, "containerd.toml")
+			if err := writeFile(conf, l.containerdConfig(h, imgs.pause)); err != nil {
+				return processSpec{}, err
+			}
+			if err := writeFile(filepath.Join(data, "cni", "net.d", "10-lab.conflist"), l.cniConfig(h)); err != nil {
+				return processSpec{}, err
+			}
+			return processSpec{
+				argv: []string{cc.bins.Containerd, "--config=" + conf, "--log-level=warn"},
+				// containerd finds its shim, and the shim runc, by PATH.
+				env:       []string{"PATH=" + cc.bins.ContainerdDir() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+				stopGrace: 10 * time.Second,
+			}, nil
+		},
+		ready: func(ctx context.Context, h *Host) error {
+			c, err := net.DialTimeout("unix", h.lab.containerdSocket(h.cfg.Name), time.Second)
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		},
+		readyWait: 30 * time.Second,
+		stopGrace: 10 * time.Second,
+	}
+}
+
+func (l *Lab) kubeletConfig(h *Host) (string, error) {
+	cc := l.cc
+	node := cc.pki.Nodes[h.cfg.Name]
+	data := l.dataDir(h.cfg.Name)
+	cfg := map[string]any{
+		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
+		"kind":               "KubeletConfiguration",
+		"address":            h.cfg.Address,
+		"port":               kubeletPort,
+		"readOnlyPort":       0,
+		"healthzBindAddress": h.cfg.Address,
+		"healthzPort":        10248,
+		"authentication": map[string]any{
+			"anonymous": map[string]any{"enabled": false},
+			"webhook":   map[string]any{"enabled": true},
+			"x509":      map[string]any{"clientCAFile": cc.pki.CA.Cert},
+		},
+		"authorization":            map[string]any{"mode": "Webhook"},
+		"tlsCertFile":              node.Serving.Cert,
+		"tlsPrivateKeyFile":        node.Serving.Key,
+		"cgroupDriver":             "cgroupfs",
+		"cgroupRoot":               "/" + cgroupName(l.cfg.Name, h.cfg.Name),
+		"failCgroupV1":             false,
+		"failSwapOn":               false,
+		"containerRuntimeEndpoint": "unix://" + l.containerdSocket(h.cfg.Name),
+		"podLogsDir":               filepath.Join(data, "pod-logs"),
+		"volumePluginDir":          filepath.Join(data, "volume-plugins"),
+		"protectKernelDefaults":    true,
+		"clusterDomain":            "cluster.local",
+		"resolvConf":               "/etc/resolv.conf",
+		"rotateCertificates":       false,
+		"serverTLSBootstrap":       false,
+		// There is no registry: images the lab imported must never be
+		// collected, and the shared disk must not evict the lab's pods.
+		"imageGCHighThresholdPercent": 100,
+		"imageGCLowThresholdPercent":  99,
+		"evictionHard": map[string]string{
+			"memory.available":  "100Mi",
+			"nodefs.available":  "1%",
+			"imagefs.available": "1%",
+			"nodefs.inodesFree": "1%",
+		},
+	}
+	if h.HasRole(lab.RoleControlPlane) {
+		cfg["registerWithTaints"] = []map[string]string{{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}}
+	}
+	for k, v := range cc.profile.KubeletConfig() {
+		cfg[k] = v
+	}
+	b, err := yaml.Marshal(cfg)
+	return string(b), err
+}
+
+func kubeletService() service {
+	return service{
+		name:  lab.ServiceKubelet,
+		phase: phaseNode,
+		spec: func(h *Host) (processSpec, error) {
+			l := h.lab
+			cc, err := l.cluster(context.Background())
+			if err != nil {
+				return processSpec{}, err
+			}
+			node, ok := cc.pki.Nodes[h.cfg.Name]
+			if !ok {
+				return processSpec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
+			}
+			if err := createNodeCgroups(cgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
+				return processSpec{}, err
+			}
+			data := l.dataDir(h.cfg.Name)
+			conf := filepath.Join(data, "kubelet.yaml")
+			kc, err := l.kubeletConfig(h)
+			if err != nil {
+				return processSpec{}, err
+			}
+			if err := writeFile(conf, kc); err != nil {
+				return processSpec{}, err
+			}
+			argv := []string{cc.bins.Kubelet,
+				"--config=" + conf,
+				"--kubeconfig=" + node.Kubeconfig,
+				// Every kubelet on the machine shares one mount
+				// namespace: the defaults under /var/lib/kubelet would
+				// collide.
+				"--root-dir=" + filepath.Join(data, "kubelet"),
+				"--cert-dir=" + filepath.Join(data, "kubelet-pki"),
+				"--hostname-override=" + h.cfg.Name,
+				"--node-ip=" + h.cfg.Address,
+			}
+			return processSpec{argv: argv, env: cc.profile.ClientEnv()}, nil
+		},
+		ready: func(ctx context.Context, h *Host) error {
+			return tcpReady(ctx, h.cfg.Address, kubeletPort)
+		},
+		stopGrace: 10 * time.Second,
+	}
+}
+
+func kubeProxyService() service {
+	return service{
+		name:  lab.ServiceKubeProxy,
+		phase: phaseNode,
+		spec: func(h *Host) (processSpec, error) {
+			l := h.lab
+			cc, err := l.cluster(context.Background())
+			if err != nil {
+				return processSpec{}, err
+			}
+			cfg := map[string]any{
+				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
+				"kind":               "KubeProxyConfiguration",
+				"clientConnection":   map[string]any{"kubeconfig": cc.pki.KubeProxyKubeconfig},
+				"mode":               "iptables",
+				"clusterCIDR":        l.plan.pods.String(),
+				"hostnameOverride":   h.cfg.Name,
+				"bindAddress":        "0.0.0.0",
+				"healthzBindAddress": fmt.Sprintf("%s:%d", h.cfg.Address, kubeProxyHealthPort),
+				"metricsBindAddress": fmt.Sprintf("%s:10249", h.cfg.Address),
+				// 0 leaves the machine-wide nf_conntrack_max alone.
+				"conntrack": map[string]any{"maxPerCore": 0},
+			}
+			b, err := yaml.Marshal(cfg)
+			if err != nil {
+				return processSpec{}, err
+			}
+			conf := filepath.Join(l.dataDir(h.cfg.Name), "kube-proxy.yaml")
+			if err := writeFile(conf, string(b)); err != nil {
+				return processSpec{}, err
+			}
+			return processSpec{argv: []string{cc.bins.KubeProxy, "--config=" + conf}, env: cc.profile.ClientEnv()}, nil
+		},
+		ready: func(ctx context.Context, h *Host) error {
+			return tcpReady(ctx, h.cfg.Address, kubeProxyHealthPort)
+		},
+		stopGrace: 5 * time.Second,
+	}
+}

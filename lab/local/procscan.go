@@ -1,0 +1,355 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A host's processes are found from the kernel, not from what the lab
+// recorded: everything in its network namespace (its services and the
+// container shims they started) and everything in its cgroup tree (its
+// pods, which live in their own network namespaces).
+
+// netnsInode is the inode that identifies a named namespace.
+func netnsInode(name string) (uint64, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(netnsPath(name), &st); err != nil {
+		return 0, false
+	}
+	return st.Ino, true
+}
+
+func allPids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func pidNetnsInode(pid int) (uint64, bool) {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return 0, false
+	}
+	l = strings.TrimSuffix(strings.TrimPrefix(l, "net:["), "]")
+	n, err := strconv.ParseUint(l, 10, 64)
+	return n, err == nil
+}
+
+// pidInCgroup reports whether pid is in the named top-level cgroup (or
+// below it) in any hierarchy.
+func pidInCgroup(pid int, name string) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	top := "/" + name
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[2] == top || strings.HasPrefix(parts[2], top+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// hostProcesses lists the live processes of one host.
+func hostProcesses(lab, host string) []int {
+	ino, haveNS := netnsInode(netnsName(lab, host))
+	cg := cgroupName(lab, host)
+	var out []int
+	for _, pid := range allPids() {
+		if gone(pid) {
+			continue // a zombie waiting for its parent holds nothing
+		}
+		if haveNS {
+			if n, ok := pidNetnsInode(pid); ok && n == ino {
+				out = append(out, pid)
+				continue
+			}
+		}
+		if pidInCgroup(pid, cg) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// shimSocketRoot is where containerd shims put their sockets whatever the
+// containerd's own state dir; it is shared by every containerd on the
+// machine.
+const shimSocketRoot = "/run/containerd/s"
+
+// shimSocket returns the socket a containerd shim process serves on,
+// derived from its command line as containerd derives it
+// (sha256 of <containerd address>/<namespace>/<id>, and of
+// <…>/<id>/debug for the debug socket).
+func shimSocket(pid int) (string, bool) {
+	s, ok := shimSocketParts(pid)
+	if !ok {
+		return "", false
+	}
+	return shimSocketPath(s[0], s[1], s[2]), true
+}
+
+// shimSocketParts returns a shim's containerd address, namespace and id.
+func shimSocketParts(pid int) ([3]string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return [3]string{}, false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+		return [3]string{}, false
+	}
+	var ns, id, addr string
+	for i := 1; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-namespace", "--namespace":
+			ns = args[i+1]
+		case "-id", "--id":
+			id = args[i+1]
+		case "-address", "--address":
+			addr = args[i+1]
+		}
+	}
+	if ns == "" || id == "" || addr == "" {
+		return [3]string{}, false
+	}
+	return [3]string{addr, ns, id}, true
+}
+
+func shimDebugSocket(pid int) (string, bool) {
+	s, ok := shimSocketParts(pid)
+	if !ok {
+		return "", false
+	}
+	return shimSocketPath(s[0], s[1], filepath.Join(s[2], "debug")), true
+}
+
+func shimSocketPath(address, ns, id string) string {
+	sum := sha256.Sum256([]byte(filepath.Join(address, ns, id)))
+	return filepath.Join(shimSocketRoot, hex.EncodeToString(sum[:]))
+}
+
+// killHostProcesses SIGKILLs every process of a host until none is left:
+// a supervisor (kubelet, containerd) may start more while it is killed.
+// The sockets of killed container shims, which live in a machine-wide
+// directory, are removed too.
+func killHostProcesses(ctx context.Context, lab, host string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	sockets := map[string]bool{}
+	defer func() {
+		for s := range sockets {
+			_ = os.Remove(s)
+		}
+	}()
+	for {
+		pids := hostProcesses(lab, host)
+		for _, pid := range pids {
+			if s, ok := shimSocket(pid); ok {
+				sockets[s] = true
+			}
+			if s, ok := shimDebugSocket(pid); ok {
+				sockets[s] = true
+			}
+		}
+		alive := 0
+		for _, pid := range pids {
+			if gone(pid) {
+				continue
+			}
+			alive++
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if alive == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("host %s: %d processes survive SIGKILL: %v", host, alive, pids)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// mountsUnder lists mount points at or below any of the prefixes, deepest
+// first so they can be unmounted in that order.
+func mountsUnder(prefixes ...string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("reading mounts: %w", err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountinfo(fields[4])
+		for _, p := range prefixes {
+			if mp == p || strings.HasPrefix(mp, strings.TrimSuffix(p, "/")+"/") {
+				if !seen[mp] {
+					seen[mp] = true
+					out = append(out, mp)
+				}
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Count(out[i], "/") > strings.Count(out[j], "/")
+	})
+	return out, sc.Err()
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes of space, tab,
+// newline and backslash.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unmountAll detaches every mount at or below the prefixes, stacked ones
+// included.
+func unmountAll(prefixes ...string) error {
+	for round := 0; round < 10; round++ {
+		mps, err := mountsUnder(prefixes...)
+		if err != nil {
+			return err
+		}
+		if len(mps) == 0 {
+			return nil
+		}
+		for _, mp := range mps {
+			if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL && err != syscall.ENOENT {
+				return fmt.Errorf("unmounting %s: %w", mp, err)
+			}
+		}
+	}
+	mps, _ := mountsUnder(prefixes...)
+	if len(mps) > 0 {
+		return fmt.Errorf("mounts remain after unmounting: %v", mps)
+	}
+	return nil
+}
+
+// cgroupRoots are the mounted cgroup hierarchies (v1 controllers, the
+// named systemd one, and the unified v2 tree).
+func cgroupRoots() []string {
+	ents, _ := os.ReadDir("/sys/fs/cgroup")
+	var out []string
+	for _, e := range ents {
+		p := filepath.Join("/sys/fs/cgroup", e.Name())
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err == nil {
+			out = append(out, "/sys/fs/cgroup")
+		}
+	}
+	return out
+}
+
+// createNodeCgroups makes the node's cgroup root in every hierarchy, so
+// that kubelet's cgroupRoot exists wherever it looks; cpuset needs its
+// cpus and mems filled in before anything can join it.
+func createNodeCgroups(name string) error {
+	for _, root := range cgroupRoots() {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("creating cgroup %s: %w", p, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			parent, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				continue
+			}
+			if cur, _ := os.ReadFile(filepath.Join(p, f)); strings.TrimSpace(string(cur)) != "" {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(p, f), parent, 0o644); err != nil {
+				return fmt.Errorf("cgroup %s: %s: %w", p, f, err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeNodeCgroups removes the node's cgroup trees, deepest first (cgroup
+// directories can only be removed empty, with rmdir).
+func removeNodeCgroups(name string) error {
+	var errs []string
+	for _, root := range cgroupRoots() {
+		top := filepath.Join(root, name)
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, d := range dirs {
+			var err error
+			for try := 0; try < 50; try++ {
+				// A cgroup whose last task just died can be busy for
+				// a moment.
+				if err = syscall.Rmdir(d); err == nil || err == syscall.ENOENT {
+					err = nil
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", d, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("removing cgroups: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

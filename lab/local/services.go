@@ -1,0 +1,98 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+)
+
+// phase is a step of a boot: every host's services of one phase are
+// started and ready before the next phase starts (etcd before the API
+// servers before the nodes), as a fleet powered on in order would.
+type phase int
+
+const (
+	phaseSSH phase = iota
+	phaseEtcd
+	phaseAPIServer
+	phaseControlPlane
+	phaseRuntime
+	phaseNode
+)
+
+func (p phase) String() string {
+	return [...]string{"sshd", "etcd", "API servers", "controller-managers and schedulers", "container runtimes", "kubelets and kube-proxies"}[p]
+}
+
+var allPhases = []phase{phaseSSH, phaseEtcd, phaseAPIServer, phaseControlPlane, phaseRuntime, phaseNode}
+
+// service is one process a host runs.
+type service struct {
+	name  string
+	phase phase
+	spec  func(h *Host) (processSpec, error)
+	// ready returns nil once the service serves.
+	ready     func(ctx context.Context, h *Host) error
+	readyWait time.Duration
+	stopGrace time.Duration
+}
+
+func (s service) readyTimeout() time.Duration {
+	if s.readyWait > 0 {
+		return s.readyWait
+	}
+	return 60 * time.Second
+}
+
+// services lists what a host runs, in boot order.
+func (h *Host) services() []service {
+	out := []service{sshdService()}
+	if h.lab.bareHosts {
+		return out
+	}
+	return append(out, h.lab.clusterServices(h)...)
+}
+
+func sshdService() service {
+	return service{
+		name:  "sshd",
+		phase: phaseSSH,
+		spec: func(h *Host) (processSpec, error) {
+			f := h.lab.ssh
+			env := h.lab.sshSessionEnv(h)
+			if err := os.WriteFile(f.sshdConfig(h.cfg.Name), []byte(sshdConfig(f, h.cfg.Name, h.cfg.Address, env)), 0o644); err != nil {
+				return processSpec{}, fmt.Errorf("writing sshd config: %w", err)
+			}
+			// sshd needs its privilege separation directory, which
+			// Debian creates only when its own sshd is started.
+			if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+				return processSpec{}, err
+			}
+			return processSpec{
+				argv:      []string{"/usr/sbin/sshd", "-D", "-e", "-f", f.sshdConfig(h.cfg.Name)},
+				stopGrace: 5 * time.Second,
+			}, nil
+		},
+		ready: func(ctx context.Context, h *Host) error {
+			return tcpReady(ctx, h.cfg.Address, 22)
+		},
+		readyWait: 15 * time.Second,
+		stopGrace: 5 * time.Second,
+	}
+}
+
+func tcpReady(ctx context.Context, addr string, port int) error {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func mustPrefix(addr string, bits int) netip.Prefix {
+	return netip.PrefixFrom(netip.MustParseAddr(addr), bits)
+}

@@ -1,0 +1,122 @@
+package local
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// ensureKey returns the ed25519 key at path, generating it (and its .pub)
+// the first time.
+func ensureKey(path, comment string) (ssh.Signer, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		s, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("reading key %s: %w", path, err)
+		}
+		return s, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading key %s: %w", path, err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating key %s: %w", path, err)
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, comment)
+	if err != nil {
+		return nil, fmt.Errorf("encoding key %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+		return nil, fmt.Errorf("writing key %s: %w", path, err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey()))) + " " + comment + "\n"
+	if err := os.WriteFile(path+".pub", []byte(pub), 0o644); err != nil {
+		return nil, fmt.Errorf("writing key %s.pub: %w", path, err)
+	}
+	return s, nil
+}
+
+// sshFiles is where the lab keeps its SSH material.
+type sshFiles struct {
+	dir string
+}
+
+func (f sshFiles) clientKey() string      { return filepath.Join(f.dir, "id_ed25519") }
+func (f sshFiles) authorizedKeys() string { return filepath.Join(f.dir, "authorized_keys") }
+func (f sshFiles) knownHosts() string     { return filepath.Join(f.dir, "known_hosts") }
+func (f sshFiles) home() string           { return filepath.Join(f.dir, "home") }
+func (f sshFiles) hostKey(host string) string {
+	return filepath.Join(f.dir, "hosts", host, "ssh_host_ed25519_key")
+}
+func (f sshFiles) sshdConfig(host string) string {
+	return filepath.Join(f.dir, "hosts", host, "sshd_config")
+}
+
+// ensureSSHMaterial generates the client key, each host's key and the
+// known_hosts file that pins every host key to its management address.
+func ensureSSHMaterial(f sshFiles, labName string, hosts map[string]string) error {
+	if err := os.MkdirAll(f.home(), 0o700); err != nil {
+		return err
+	}
+	client, err := ensureKey(f.clientKey(), "faultline-"+labName)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.authorizedKeys(), ssh.MarshalAuthorizedKey(client.PublicKey()), 0o600); err != nil {
+		return fmt.Errorf("writing authorized_keys: %w", err)
+	}
+	var kh strings.Builder
+	for host, addr := range hosts {
+		s, err := ensureKey(f.hostKey(host), "faultline-"+labName+"-"+host)
+		if err != nil {
+			return err
+		}
+		kh.WriteString(knownhosts.Line([]string{addr}, s.PublicKey()) + "\n")
+	}
+	if err := os.WriteFile(f.knownHosts(), []byte(kh.String()), 0o644); err != nil {
+		return fmt.Errorf("writing known_hosts: %w", err)
+	}
+	return nil
+}
+
+// sshdConfig is one host's sshd: it listens on the host's management
+// address only, accepts the lab's client key only, and gives sessions a
+// PATH with the lab's binaries and crictl pointed at the host's runtime.
+func sshdConfig(f sshFiles, host, addr string, env []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ListenAddress %s:22\n", addr)
+	fmt.Fprintf(&b, "HostKey %s\n", f.hostKey(host))
+	fmt.Fprintf(&b, "AuthorizedKeysFile %s\n", f.authorizedKeys())
+	b.WriteString(`PidFile none
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PrintMotd no
+PrintLastLog no
+UseDNS no
+PermitUserEnvironment no
+MaxStartups 100:30:200
+MaxSessions 100
+`)
+	if len(env) > 0 {
+		fmt.Fprintf(&b, "SetEnv %s\n", strings.Join(env, " "))
+	}
+	return b.String()
+}

@@ -1,0 +1,75 @@
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// record is what the lab writes to its state dir before it touches the
+// machine, so that `down` in any later process, even after a crash, knows
+// what to remove and what to restore.
+type record struct {
+	Config *lab.Config `json:"config"`
+	// Sysctls holds the machine-wide sysctls the lab changed, with the
+	// values they had before it did.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Snapshot says a cold snapshot was completed.
+	Snapshot bool `json:"snapshot,omitempty"`
+}
+
+func recordPath(stateDir string) string { return filepath.Join(stateDir, "lab.json") }
+
+func loadRecord(stateDir string) (*record, error) {
+	b, err := os.ReadFile(recordPath(stateDir))
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+	}
+	if r.Config == nil {
+		return nil, fmt.Errorf("reading %s: no config", recordPath(stateDir))
+	}
+	if err := r.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+	}
+	return &r, nil
+}
+
+// saveRecord writes the record atomically: a crash mid-write must not
+// leave a record that down cannot read.
+func saveRecord(stateDir string, r *record) error {
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("creating state dir: %w", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := recordPath(stateDir) + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("writing lab record: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("writing lab record: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing lab record: %w", err)
+	}
+	f.Close()
+	return os.Rename(tmp, recordPath(stateDir))
+}
+
+func recordExists(stateDir string) bool {
+	_, err := os.Stat(recordPath(stateDir))
+	return !errors.Is(err, os.ErrNotExist)
+}

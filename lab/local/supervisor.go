@@ -1,0 +1,287 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// processSpec is how one service of one host is started.
+type processSpec struct {
+	host    string
+	service string
+	netns   string // the host's network namespace, entered with nsenter --net
+	uts     string // the file of the host's UTS namespace
+	argv    []string
+	env     []string
+	dir     string
+	// stopGrace is how long a SIGTERM is given before SIGKILL.
+	stopGrace time.Duration
+}
+
+// supervisor owns the lab's processes. Each is started detached in its own
+// session with its pid and start time in the state dir, so that a later
+// `lab status` or `lab down` in another process finds it, and a recycled
+// pid is never mistaken for it.
+type supervisor struct {
+	runDir string // <state>/run/<host>/<service>.pid
+	logDir string // <state>/logs/<host>/<service>.log
+
+	mu     sync.Mutex
+	reaped map[int]chan struct{} // children of this process, closed when waited for
+}
+
+func newSupervisor(stateDir string) *supervisor {
+	return &supervisor{
+		runDir: filepath.Join(stateDir, "run"),
+		logDir: filepath.Join(stateDir, "logs"),
+		reaped: map[int]chan struct{}{},
+	}
+}
+
+func (s *supervisor) pidFile(host, service string) string {
+	return filepath.Join(s.runDir, host, service+".pid")
+}
+
+// LogFile is where a service's output goes.
+func (s *supervisor) LogFile(host, service string) string {
+	return filepath.Join(s.logDir, host, service+".log")
+}
+
+// processRecord is what a pid file holds.
+type processRecord struct {
+	pid       int
+	startTime uint64 // clock ticks since boot, /proc/<pid>/stat field 22
+}
+
+func readRecord(path string) (processRecord, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return processRecord{}, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return processRecord{}, fmt.Errorf("pid file %s: malformed %q", path, b)
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	st, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return processRecord{}, fmt.Errorf("pid file %s: malformed %q", path, b)
+	}
+	return processRecord{pid: pid, startTime: st}, nil
+}
+
+// procStat returns a process's state letter and start time.
+func procStat(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return f[0][0], start, nil
+}
+
+// Process states as ServiceState reports them.
+const (
+	stateRunning = "running"
+	stateFrozen  = "frozen"
+	stateStopped = "stopped"
+	stateExited  = "exited"
+)
+
+// lookup returns the pid of a service and its state. A pid file whose
+// process is gone or is another process reads as exited.
+func (s *supervisor) lookup(host, service string) (int, string) {
+	rec, err := readRecord(s.pidFile(host, service))
+	if err != nil {
+		return 0, stateStopped
+	}
+	st, start, err := procStat(rec.pid)
+	if err != nil || start != rec.startTime {
+		return 0, stateExited
+	}
+	switch st {
+	case 'Z', 'X', 'x':
+		return rec.pid, stateExited
+	case 'T', 't':
+		return rec.pid, stateFrozen
+	default:
+		return rec.pid, stateRunning
+	}
+}
+
+// start starts a service unless it already runs.
+func (s *supervisor) start(p processSpec) (int, error) {
+	if pid, st := s.lookup(p.host, p.service); st == stateRunning || st == stateFrozen {
+		return pid, nil
+	}
+	for _, d := range []string{filepath.Dir(s.pidFile(p.host, p.service)), filepath.Dir(s.LogFile(p.host, p.service))} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+		}
+	}
+	logf, err := os.OpenFile(s.LogFile(p.host, p.service), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("starting %s on %s: log: %w", p.service, p.host, err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "---- %s starting: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(p.argv, " "))
+
+	// nsenter execs the service in place, so its pid is the service's.
+	// `ip netns exec` is not used: it makes a private mount namespace,
+	// hiding kubelet's volume mounts from runc.
+	argv := append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
+	cmd := exec.Command("nsenter", argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = p.dir
+	cmd.Env = append(baseEnv(), p.env...)
+	// A new session: the service outlives this process and its terminal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.reaped[pid] = done
+	s.mu.Unlock()
+	go func() {
+		// Reap our own children so they do not linger as zombies while
+		// this process lives; after it exits, init does.
+		_ = cmd.Wait()
+		close(done)
+	}()
+	_, start, err := procStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("starting %s on %s: it exited at once (see %s)", p.service, p.host, s.LogFile(p.host, p.service))
+	}
+	rec := fmt.Sprintf("%d %d\n", pid, start)
+	if err := os.WriteFile(s.pidFile(p.host, p.service), []byte(rec), 0o644); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return 0, fmt.Errorf("starting %s on %s: recording pid: %w", p.service, p.host, err)
+	}
+	return pid, nil
+}
+
+// signal sends sig to a running or frozen service.
+func (s *supervisor) signal(host, service string, sig syscall.Signal) error {
+	pid, st := s.lookup(host, service)
+	if st != stateRunning && st != stateFrozen {
+		return fmt.Errorf("signal %v to %s on %s: it is %s", sig, service, host, st)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to %s on %s (pid %d): %w", sig, service, host, pid, err)
+	}
+	// Signals arrive asynchronously; wait until a stop or continue shows,
+	// so that a state read right after Signal returns is already true.
+	var want func(string) bool
+	switch sig {
+	case syscall.SIGSTOP, syscall.SIGTSTP:
+		want = func(st string) bool { return st == stateFrozen }
+	case syscall.SIGCONT:
+		want = func(st string) bool { return st != stateFrozen }
+	default:
+		return nil
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, st := s.lookup(host, service); want(st) {
+			return nil
+		}
+	}
+	return fmt.Errorf("signal %v to %s on %s (pid %d): its state did not change", sig, service, host, pid)
+}
+
+// stop ends a service: SIGTERM (and SIGCONT, so a frozen one sees it),
+// SIGKILL after grace. Its pid file is removed once it is gone.
+func (s *supervisor) stop(ctx context.Context, host, service string, grace time.Duration) error {
+	pid, st := s.lookup(host, service)
+	if st == stateRunning || st == stateFrozen {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		if !s.waitGone(ctx, pid, grace) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if !s.waitGone(ctx, pid, 10*time.Second) {
+				return fmt.Errorf("stopping %s on %s: pid %d survived SIGKILL", service, host, pid)
+			}
+		}
+	}
+	if err := os.Remove(s.pidFile(host, service)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("stopping %s on %s: %w", service, host, err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL at once, as a power cut does.
+func (s *supervisor) kill(ctx context.Context, host, service string) error {
+	pid, st := s.lookup(host, service)
+	if st == stateRunning || st == stateFrozen {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !s.waitGone(ctx, pid, 10*time.Second) {
+			return fmt.Errorf("killing %s on %s: pid %d survived SIGKILL", service, host, pid)
+		}
+	}
+	if err := os.Remove(s.pidFile(host, service)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("killing %s on %s: %w", service, host, err)
+	}
+	return nil
+}
+
+// waitGone waits until pid has exited (reaped, or a zombie of another
+// parent, or gone).
+func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) bool {
+	s.mu.Lock()
+	done := s.reaped[pid]
+	s.mu.Unlock()
+	deadline := time.Now().Add(d)
+	for {
+		if done != nil {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+		} else if gone(pid) {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// gone reports whether a process no longer runs (absent or a zombie).
+func gone(pid int) bool {
+	st, _, err := procStat(pid)
+	return err != nil || st == 'Z' || st == 'X'
+}
+
+// baseEnv is the environment every service starts with: the machine's
+// PATH and nothing of the caller's, so a service behaves the same whoever
+// started the lab.
+func baseEnv() []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/root",
+	}
+}

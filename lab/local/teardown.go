@@ -1,0 +1,241 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// teardown removes every trace of a lab: processes, mounts, namespaces,
+// links, bridges, iptables rules, cgroups, machine-wide sysctls and the
+// state dir. Each step runs even when an earlier one failed; all failures
+// are returned together.
+func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	sup := newSupervisor(cfg.StateDir)
+	for _, h := range cfg.Hosts {
+		// Stop the recorded services politely first (API servers before
+		// etcd, as a clean shutdown needs), then kill whatever is left.
+		for _, name := range stopOrder {
+			note(sup.kill(ctx, h.Name, name))
+		}
+	}
+	for _, h := range cfg.Hosts {
+		note(killHostProcesses(ctx, cfg.Name, h.Name))
+	}
+	var nsPaths []string
+	for _, h := range cfg.Hosts {
+		nsPaths = append(nsPaths, netnsPath(netnsName(cfg.Name, h.Name)))
+	}
+	note(unmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
+	for _, h := range cfg.Hosts {
+		ns := netnsName(cfg.Name, h.Name)
+		// Unmounted above; the namespace ends with its last process.
+		if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			note(fmt.Errorf("deleting network namespace %s: %w", ns, err))
+		}
+	}
+	note(releaseNetnsDir())
+	note(deleteLabLinks(cfg.Name))
+	note(deleteIptablesRules(ctx, cfg.Name))
+	for _, h := range cfg.Hosts {
+		note(removeNodeCgroups(cgroupName(cfg.Name, h.Name)))
+	}
+	note(removeContainerLogLinks(cfg.StateDir))
+	if rec != nil {
+		note(restoreSysctls(rec.Sysctls))
+	}
+	if len(errs) == 0 {
+		if err := os.RemoveAll(cfg.StateDir); err != nil {
+			note(fmt.Errorf("removing state dir: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("lab %s down: %w", cfg.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// releaseNetnsDir undoes ensureNetnsDir once no namespace is left in it
+// (another lab's or anyone's keeps it as it is).
+func releaseNetnsDir() error {
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil || len(ents) > 0 {
+		return nil
+	}
+	if mps, _ := mountsUnder(netnsDir); len(mps) != 1 || mps[0] != netnsDir {
+		return nil
+	}
+	if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmounting %s: %w", netnsDir, err)
+	}
+	return nil
+}
+
+// stopOrder lists every service the lab may run, in the order a clean
+// shutdown stops them.
+var stopOrder = []string{
+	"kube-proxy", "kubelet", "containerd",
+	"kube-scheduler", "kube-controller-manager", "keepalived", "kube-apiserver",
+	"etcd", "sshd",
+}
+
+// deleteLabLinks removes every root-namespace link whose alias names this
+// lab: the bridges and the root ends of the hosts' veths.
+func deleteLabLinks(labName string) error {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return fmt.Errorf("listing links: %w", err)
+	}
+	prefix := interfaceAliasPrefix + labName + ":"
+	var errs []error
+	// veths first, bridges last.
+	for _, pass := range []bool{false, true} {
+		for _, l := range links {
+			if !strings.HasPrefix(l.Attrs().Alias, prefix) {
+				continue
+			}
+			if (l.Type() == "bridge") != pass {
+				continue
+			}
+			if err := netlink.LinkDel(l); err != nil {
+				var nf netlink.LinkNotFoundError
+				// A veth goes with its peer's namespace: gone is fine.
+				if !errors.As(err, &nf) && !errors.Is(err, syscall.ENODEV) && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("deleting link %s: %w", l.Attrs().Name, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// labIptablesRules lists the root namespace's filter rules that carry the
+// lab's comment, as iptables -S prints them.
+func labIptablesRules(ctx context.Context, labName string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "iptables", "-w", "-S").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing iptables rules: %w", err)
+	}
+	var rules []string
+	tag := fmt.Sprintf("--comment %q", iptablesComment(labName))
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "-A ") && strings.Contains(line, tag) {
+			rules = append(rules, line)
+		}
+	}
+	return rules, nil
+}
+
+func deleteIptablesRules(ctx context.Context, labName string) error {
+	rules, err := labIptablesRules(ctx, labName)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		args := splitIptablesRule(strings.TrimPrefix(r, "-A "))
+		if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w", "-D"}, args...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("deleting iptables rule %q: %v: %s", r, err, out)
+		}
+	}
+	return nil
+}
+
+// splitIptablesRule splits an iptables -S line into arguments, keeping
+// double-quoted words (comments) whole.
+func splitIptablesRule(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inQuote, have := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			inQuote = !inQuote
+			have = true
+		case r == ' ' && !inQuote:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(r)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// containerLogDir is kubelet's fixed directory of container log links; it
+// is shared by every kubelet on the machine.
+const containerLogDir = "/var/log/containers"
+
+// removeContainerLogLinks removes the links kubelet made in the shared
+// container log directory that point into this lab's state dir.
+func removeContainerLogLinks(stateDir string) error {
+	ents, err := os.ReadDir(containerLogDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading %s: %w", containerLogDir, err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(containerLogDir, e.Name())
+		t, err := os.Readlink(p)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(t, strings.TrimSuffix(stateDir, "/")+"/") {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("removing %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+func sysctlPath(key string) string {
+	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
+}
+
+func readSysctl(key string) (string, error) {
+	b, err := os.ReadFile(sysctlPath(key))
+	if err != nil {
+		return "", fmt.Errorf("reading sysctl %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func writeSysctl(key, val string) error {
+	if err := os.WriteFile(sysctlPath(key), []byte(val), 0o644); err != nil {
+		return fmt.Errorf("setting sysctl %s=%s: %w", key, val, err)
+	}
+	return nil
+}
+
+func restoreSysctls(orig map[string]string) error {
+	var errs []error
+	for k, v := range orig {
+		if err := writeSysctl(k, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

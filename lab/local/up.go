@@ -1,0 +1,267 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/lab/local/binpaths"
+)
+
+// Up builds the lab from nothing, boots it in order, waits until every
+// node is Ready, and takes the cold snapshot: the whole fleet stopped, one
+// copy of every host's data, then started again.
+func (l *Lab) Up(ctx context.Context) error {
+	if err := requireRoot("lab up"); err != nil {
+		return err
+	}
+	// Name missing binaries, images and a taken address plan before
+	// touching anything.
+	if _, err := binpaths.Locate(l.cfg); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	l.logf("building fixture images")
+	if _, err := l.images(); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	if !recordExists(l.cfg.StateDir) {
+		if err := l.net.checkFree(); err != nil {
+			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+		}
+	}
+	if _, err := l.cluster(ctx); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	t0 := time.Now()
+	l.logf("building hosts")
+	if err := l.provisionHosts(ctx); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	t1 := time.Now()
+	l.timings.Provision = t1.Sub(t0)
+	if err := l.boot(ctx, t1); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	t2 := time.Now()
+	l.timings.ColdBoot = t2.Sub(t1)
+	if rec := l.loadOrNewRecord(); rec.Snapshot {
+		return nil
+	}
+	l.logf("every node Ready; taking the cold snapshot")
+	if err := l.takeColdSnapshot(ctx); err != nil {
+		return fmt.Errorf("lab %s up: cold snapshot: %w", l.cfg.Name, err)
+	}
+	l.logf("up")
+	l.timings.Snapshot = time.Since(t2)
+	return nil
+}
+
+// boot starts every service phase by phase (etcd, API servers, the rest of
+// the control plane, runtimes, node agents), each phase on every host at
+// once and ready before the next, then waits for a healthy cluster.
+func (l *Lab) boot(ctx context.Context, since time.Time) error {
+	if _, err := l.cluster(ctx); err != nil {
+		return err
+	}
+	if err := l.presetKubeletSysctls(); err != nil {
+		return err
+	}
+	for _, p := range allPhases {
+		l.logf("starting %s", p)
+		if err := l.forEachHost(func(h *Host) error {
+			for _, s := range h.services() {
+				if s.phase == p {
+					if err := h.start(ctx, s, true); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		l.logf("%s ready", p)
+		if p == phaseRuntime {
+			if err := l.forEachHost(func(h *Host) error {
+				if h.node == nil {
+					return nil
+				}
+				return l.importImages(ctx, h)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	l.logf("waiting for every node Ready and the leader leases")
+	return l.waitHealthy(ctx, since)
+}
+
+// waitHealthy waits until every node is Ready with a kubelet that renewed
+// its lease since the given moment and both leader leases are held.
+func (l *Lab) waitHealthy(ctx context.Context, since time.Time) error {
+	if err := l.waitNodesReady(ctx, since, 3*time.Minute); err != nil {
+		return err
+	}
+	if err := l.labelControlPlaneNodes(ctx); err != nil {
+		return err
+	}
+	return l.waitLeaders(ctx, since, time.Minute)
+}
+
+// forEachHost runs f on every host at once and joins the errors.
+func (l *Lab) forEachHost(f func(h *Host) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.hosts))
+	for i, h := range l.hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(h)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopFleet stops every host. Gracefully, as a fleet shut down in order
+// would: node agents, then the control plane, API servers before etcd;
+// otherwise at once, as pulling the power does. Then whatever still runs
+// (containers, shims) is killed and what RAM held is dropped.
+func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
+	for _, name := range stopOrder {
+		if !graceful {
+			break
+		}
+		if err := l.forEachHost(func(h *Host) error {
+			s, err := h.service(name)
+			if err != nil {
+				return nil // the host does not run it
+			}
+			return l.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+		}); err != nil {
+			return err
+		}
+	}
+	return l.forEachHost(func(h *Host) error {
+		if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+			return err
+		}
+		for _, s := range h.services() {
+			if err := l.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+				return err
+			}
+		}
+		h.ssh.Close()
+		return l.dropVolatile(h.cfg.Name)
+	})
+}
+
+// rebuildHostNetwork makes a stopped host's namespace and links anew.
+func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
+	if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+		return err
+	}
+	if err := l.net.removeHost(h.cfg.Name); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	if err := l.net.createHost(h.hostNet()); err != nil {
+		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
+	}
+	h.ssh.Close()
+	return nil
+}
+
+func (l *Lab) coldDir() string { return filepath.Join(l.cfg.StateDir, "cold") }
+
+// snapshotted is what the cold snapshot holds: every host's data and the
+// certificates.
+func (l *Lab) snapshotted() []string { return []string{"hosts", "pki"} }
+
+func copyTree(ctx context.Context, src, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return fmt.Errorf("clearing %s: %w", dst, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying %s to %s: %v: %s", src, dst, err, out)
+	}
+	return nil
+}
+
+// takeColdSnapshot stops the whole fleet, copies every host's data at that
+// one moment, and boots again. The record says a snapshot exists only once
+// the copy is complete.
+func (l *Lab) takeColdSnapshot(ctx context.Context) error {
+	// A clean shutdown, so that the copy holds what every component
+	// wrote on its way down.
+	l.logf("stopping the fleet")
+	if err := l.stopFleet(ctx, true); err != nil {
+		return err
+	}
+	l.logf("copying")
+	tmp := l.coldDir() + ".new"
+	for _, d := range l.snapshotted() {
+		if err := copyTree(ctx, filepath.Join(l.cfg.StateDir, d), filepath.Join(tmp, d)); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(l.coldDir()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, l.coldDir()); err != nil {
+		return err
+	}
+	rec := l.loadOrNewRecord()
+	rec.Snapshot = true
+	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
+		return err
+	}
+	return l.boot(ctx, time.Now())
+}
+
+// Reset stops everything, restores every host from the one cold copy,
+// boots in order and waits until every node is Ready and the control plane
+// healthy.
+func (l *Lab) Reset(ctx context.Context) error {
+	if err := requireRoot("lab reset"); err != nil {
+		return err
+	}
+	rec, err := loadRecord(l.cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("lab %s reset: is it up? %w", l.cfg.Name, err)
+	}
+	if !rec.Snapshot {
+		return fmt.Errorf("lab %s reset: no cold snapshot (the lab's up did not finish; run lab down and lab up)", l.cfg.Name)
+	}
+	since := time.Now()
+	// Everything running now is thrown away with its data, as a VM
+	// revert does: no need to stop it gently.
+	l.logf("stopping the fleet")
+	if err := l.stopFleet(ctx, false); err != nil {
+		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
+	}
+	for _, h := range l.hosts {
+		// Every host's network as at boot, powered-off hosts included,
+		// as a VM revert followed by power-on gives.
+		if err := l.rebuildHostNetwork(ctx, h); err != nil {
+			return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
+		}
+	}
+	l.logf("restoring the cold snapshot")
+	for _, d := range l.snapshotted() {
+		if err := copyTree(ctx, filepath.Join(l.coldDir(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
+			return fmt.Errorf("lab %s reset: restoring: %w", l.cfg.Name, err)
+		}
+	}
+	if err := l.boot(ctx, since); err != nil {
+		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
+	}
+	return nil
+}
