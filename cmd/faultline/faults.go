@@ -6,3 +6,5 @@ package main
 // not linked here stays in the ledger and is reported as not known.
 //
 // Fault packages are linked here, and only here, with blank imports.
+
+import _ "github.com/faultline/faultline/framework/fault/faults"

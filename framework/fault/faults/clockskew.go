@@ -1,0 +1,160 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// KindClockSkew is the kind of ClockSkew faults.
+const KindClockSkew = "clock-skew"
+
+// ClassClockSkew is a host whose wall clock disagrees with the others'.
+const ClassClockSkew fault.Class = "clock-skew"
+
+// minProbedSkew is the smallest skew the probe can tell from the time an
+// SSH round trip takes.
+const minProbedSkew = 2 * time.Second
+
+// localClockUnsupported says why the local lab cannot skew one host's clock.
+const localClockUnsupported = "every host of the local lab is a network namespace on one kernel, which has one CLOCK_REALTIME; " +
+	"time namespaces offset only CLOCK_MONOTONIC and CLOCK_BOOTTIME, and Go programs (etcd, kubelet, the API server) read the " +
+	"wall clock through the vDSO, so LD_PRELOAD tools such as libfaketime never reach them; stepping the machine's clock would " +
+	"skew every host and the test runner alike"
+
+// timeSyncServices are the time-sync daemons a skew stops (the active
+// ones) and heal starts again.
+var timeSyncServices = []string{"chrony", "chronyd", "systemd-timesyncd", "ntp", "ntpd", "ntpsec", "openntpd"}
+
+type clockSkewParams struct {
+	Host string `json:"host"`
+	// Offset is added to the host's wall clock (negative: back in time).
+	Offset string `json:"offset"`
+	Tag    string `json:"tag"`
+}
+
+func (p clockSkewParams) check() error {
+	var errs []error
+	if p.Host == "" {
+		errs = append(errs, errors.New("no host named"))
+	}
+	if d, err := time.ParseDuration(p.Offset); err != nil {
+		errs = append(errs, fmt.Errorf("offset %q: %w", p.Offset, err))
+	} else if d.Abs() < minProbedSkew {
+		errs = append(errs, fmt.Errorf("offset %s is under %s, which the effect probe cannot tell from an SSH round trip", d, minProbedSkew))
+	}
+	if err := checkTag(p.Tag); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (p clockSkewParams) offset() time.Duration { d, _ := time.ParseDuration(p.Offset); return d }
+
+// ClockSkew steps host's wall clock by offset after stopping its time-sync
+// daemons; heal steps it back and starts them again. A marker directory on
+// the host (in /run) records what inject did, so heal undoes it exactly
+// once however often it runs.
+func ClockSkew(host string, offset time.Duration) fault.Fault {
+	return &clockSkew{p: clockSkewParams{Host: host, Offset: offset.String(), Tag: newTag()}}
+}
+
+type clockSkew struct{ p clockSkewParams }
+
+func (f *clockSkew) Kind() string            { return KindClockSkew }
+func (f *clockSkew) Class() fault.Class      { return ClassClockSkew }
+func (f *clockSkew) Params() json.RawMessage { return mustJSON(f.p) }
+func (f *clockSkew) marker() string          { return "/run/faultline-clock-" + f.p.Tag }
+
+func (f *clockSkew) Inject(ctx context.Context, l lab.Lab) error {
+	if err := f.p.check(); err != nil {
+		return fmt.Errorf("clock skew: %w", err)
+	}
+	h, err := hostByName(l, f.p.Host)
+	if err != nil {
+		return fmt.Errorf("clock skew: %w", err)
+	}
+	if l.Info().Kind == lab.KindLocal {
+		return lab.Unsupported(lab.KindLocal, "clock skew", localClockUnsupported)
+	}
+	if _, err := run(ctx, h, skewScript(f.marker(), f.p.offset())); err != nil {
+		return fmt.Errorf("clock skew on %s: %w", h.Name(), err)
+	}
+	return nil
+}
+
+// stepScript sets the wall clock to now + delta, to the nanosecond.
+func stepScript(delta time.Duration) string {
+	return fmt.Sprintf(`n=$(( $(date +%%s%%N) + (%d) )); date -s "@$(( n / 1000000000 )).$(printf %%09d $(( n %% 1000000000 )))" >/dev/null`, delta.Nanoseconds())
+}
+
+func skewScript(marker string, offset time.Duration) string {
+	return script([]string{
+		"mkdir " + marker,
+		"for s in " + strings.Join(timeSyncServices, " ") + "; do if systemctl is-active --quiet \"$s\" 2>/dev/null; then echo \"$s\" >> " + marker + "/stopped-sync; systemctl stop \"$s\" || exit 1; fi; done",
+		stepScript(offset),
+		"touch " + marker + "/stepped",
+	})
+}
+
+// healSkewScript steps the clock back only if inject stepped it and heal
+// has not yet, starts the daemons inject stopped, asks chrony (if there)
+// to step to true time, and removes the marker.
+func healSkewScript(marker string, offset time.Duration) string {
+	return "if [ -d " + marker + " ]; then " + script([]string{
+		"if [ -e " + marker + "/stepped ]; then " + stepScript(-offset) + " && rm " + marker + "/stepped; fi",
+		"if [ -e " + marker + "/stopped-sync ]; then for s in $(cat " + marker + "/stopped-sync); do systemctl start \"$s\" || exit 1; done; fi",
+		"{ chronyc -a makestep >/dev/null 2>&1 || true; }",
+		"rm -rf " + marker,
+	}) + "; fi"
+}
+
+func (f *clockSkew) Heal(ctx context.Context, l lab.Lab) error {
+	if l.Info().Kind == lab.KindLocal {
+		return nil // inject never changes anything there
+	}
+	h, err := hostByName(l, f.p.Host)
+	if err != nil {
+		return fmt.Errorf("healing clock skew: %w", err)
+	}
+	if _, err := run(ctx, h, healSkewScript(f.marker(), f.p.offset())); err != nil {
+		return fmt.Errorf("healing clock skew on %s: %w", h.Name(), err)
+	}
+	return nil
+}
+
+// Probe compares the host's wall clock with this program's, read halfway
+// through the round trip: the skew is seen when they differ by more than
+// half the offset, in the offset's direction.
+func (f *clockSkew) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	h, err := hostByName(l, f.p.Host)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	before := time.Now()
+	out, err := run(ctx, h, "date +%s%N")
+	after := time.Now()
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		return fault.Effect{}, fmt.Errorf("%s: reading its clock: %q: %w", h.Name(), out, err)
+	}
+	mid := before.Add(after.Sub(before) / 2)
+	skew := time.Unix(0, ns).Sub(mid)
+	want := f.p.offset()
+	observed := (want > 0 && skew > want/2) || (want < 0 && skew < want/2)
+	return fault.Effect{Observed: observed, Detail: fmt.Sprintf("%s's clock is %s off this program's (round trip %s; skew asked %s)", h.Name(), skew.Round(time.Millisecond), after.Sub(before).Round(time.Millisecond), want)}, nil
+}
+
+func init() {
+	register(KindClockSkew, func(p clockSkewParams) fault.Fault { return &clockSkew{p: p} })
+}

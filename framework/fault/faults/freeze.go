@@ -1,0 +1,105 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// KindFreeze is the kind of Freeze faults.
+const KindFreeze = "freeze"
+
+// ClassProcessFreeze is a component that stops making progress while it
+// stays alive: its sockets stay open, nothing restarts it.
+const ClassProcessFreeze fault.Class = "process-freeze"
+
+// Freeze stops service on host with SIGSTOP; heal sends SIGCONT. Only the
+// service's main process is stopped: a containerd freeze leaves its shims
+// and containers running, which is the gray fault it stands for.
+func Freeze(host, service string) fault.Fault {
+	return &freeze{p: serviceTarget{Host: host, Service: service}}
+}
+
+// FreezeLeader freezes whichever host leads service at inject time.
+func FreezeLeader(service string) fault.Fault {
+	return &freeze{p: serviceTarget{Service: service, Leader: true}}
+}
+
+type freeze struct {
+	p   serviceTarget
+	inj injected
+}
+
+func (f *freeze) Kind() string            { return KindFreeze }
+func (f *freeze) Class() fault.Class      { return ClassProcessFreeze }
+func (f *freeze) Params() json.RawMessage { return mustJSON(f.p) }
+
+func (f *freeze) Inject(ctx context.Context, l lab.Lab) error {
+	if err := f.p.check(); err != nil {
+		return fmt.Errorf("freeze %s: %w", f.p, err)
+	}
+	h, st, err := f.p.resolve(ctx, l)
+	if err != nil {
+		return fmt.Errorf("freeze %s: %w", f.p, err)
+	}
+	if st.State != "running" || st.PID == 0 {
+		return fmt.Errorf("freeze %s: it is %s (pid %d), not running", f.p, st.State, st.PID)
+	}
+	f.inj.set(h, st.PID)
+	if err := h.Signal(ctx, f.p.Service, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("freeze %s on %s: %w", f.p.Service, h.Name(), err)
+	}
+	return nil
+}
+
+// Heal sends SIGCONT to the service wherever it has a process; SIGCONT to
+// a process that is not stopped changes nothing, so this is idempotent.
+func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
+	hosts, err := f.p.healHosts(l)
+	if err != nil {
+		return fmt.Errorf("healing freeze %s: %w", f.p, err)
+	}
+	for _, h := range hosts {
+		st, err := serviceState(ctx, h, f.p.Service)
+		if err != nil {
+			return fmt.Errorf("healing freeze %s: %w", f.p, err)
+		}
+		if st.PID == 0 || !isUp(st) {
+			continue
+		}
+		if err := h.Signal(ctx, f.p.Service, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("healing freeze %s: SIGCONT to %s on %s: %w", f.p, f.p.Service, h.Name(), err)
+		}
+	}
+	f.inj.clear()
+	return nil
+}
+
+// Probe reads the process's state from /proc on its host: T is stopped.
+func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	h, pid, err := f.p.probeHost(ctx, l, &f.inj)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	if pid == 0 {
+		st, err := serviceState(ctx, h, f.p.Service)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		if st.PID == 0 {
+			return fault.Effect{Detail: fmt.Sprintf("%s on %s has no process (%s)", f.p.Service, h.Name(), st.State)}, nil
+		}
+		pid = st.PID
+	}
+	state, err := processState(ctx, h, pid)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	return fault.Effect{Observed: state == "T", Detail: fmt.Sprintf("%s pid %d on %s is in state %s in /proc", f.p.Service, pid, h.Name(), state)}, nil
+}
+
+func init() { register(KindFreeze, func(p serviceTarget) fault.Fault { return &freeze{p: p} }) }

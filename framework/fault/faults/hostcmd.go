@@ -1,0 +1,78 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// run runs cmd on h and turns a non-zero exit into an error naming the
+// host, the command and what it printed on stderr.
+func run(ctx context.Context, h lab.Host, cmd string) (string, error) {
+	r, err := h.Run(ctx, cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s: running %q: %w", h.Name(), cmd, err)
+	}
+	if r.ExitCode != 0 {
+		return r.Stdout, fmt.Errorf("%s: %q exited %d: %s", h.Name(), cmd, r.ExitCode, strings.TrimSpace(r.Stderr+" "+r.Stdout))
+	}
+	return r.Stdout, nil
+}
+
+// script joins commands so the first failing one stops the rest.
+func script(cmds []string) string { return strings.Join(cmds, " && ") }
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// hostByName returns the lab's host or an error naming the unknown host.
+func hostByName(l lab.Lab, name string) (lab.Host, error) {
+	h, err := l.Host(name)
+	if err != nil {
+		return nil, fmt.Errorf("host %q: %w", name, err)
+	}
+	return h, nil
+}
+
+// serviceState returns the named service's state on h, or an error naming
+// the services h has when it has no such service.
+func serviceState(ctx context.Context, h lab.Host, service string) (lab.ServiceState, error) {
+	states, err := h.Services(ctx)
+	if err != nil {
+		return lab.ServiceState{}, fmt.Errorf("%s: listing services: %w", h.Name(), err)
+	}
+	var names []string
+	for _, s := range states {
+		if s.Name == service {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return lab.ServiceState{}, fmt.Errorf("%s has no service %q (it has %v)", h.Name(), service, names)
+}
+
+// processState reads the state letter of pid from /proc/<pid>/stat on h
+// ("T" stopped, "S" sleeping, "R" running, ...). The comm field may hold
+// spaces and parentheses, so the state is what follows the last ')'.
+func processState(ctx context.Context, h lab.Host, pid int) (string, error) {
+	out, err := run(ctx, h, "cat /proc/"+strconv.Itoa(pid)+"/stat")
+	if err != nil {
+		return "", err
+	}
+	return parseProcStatState(out)
+}
+
+func parseProcStatState(stat string) (string, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", fmt.Errorf("malformed /proc stat line %q", stat)
+	}
+	fields := strings.Fields(stat[i+1:])
+	if len(fields) == 0 {
+		return "", fmt.Errorf("malformed /proc stat line %q: no state", stat)
+	}
+	return fields[0], nil
+}

@@ -1,0 +1,120 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// chainRules are one fault's iptables rules on one host: a chain of
+// faultline's own holding the rules, jumped to first from the built-in
+// chains in hooks. Heal deletes the jumps and the chain, and nothing else.
+type chainRules struct {
+	chain string
+	hooks []string
+	rules []string
+}
+
+// hooks every fault chain may be jumped to from; heal looks in all of them
+// so it needs no record of which ones inject used.
+var allHooks = []string{"INPUT", "OUTPUT", "FORWARD"}
+
+// installScript creates the chain, fills it and only then jumps to it, so
+// a half-done install cuts nothing. `-N` fails if the chain exists: a
+// fault never adopts rules it did not write.
+func (c chainRules) installScript() string {
+	cmds := []string{"iptables -w -N " + c.chain}
+	for _, r := range c.rules {
+		cmds = append(cmds, "iptables -w -A "+c.chain+" "+r)
+	}
+	for _, h := range c.hooks {
+		cmds = append(cmds, "iptables -w -I "+h+" 1 -j "+c.chain)
+	}
+	return script(cmds)
+}
+
+// removeChainScript removes every jump to chain and the chain itself; on a
+// host without the chain it does nothing and succeeds.
+func removeChainScript(chain string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "if iptables -w -n -L %s >/dev/null 2>&1; then ", chain)
+	for _, h := range allHooks {
+		fmt.Fprintf(&b, "while iptables -w -D %s -j %s 2>/dev/null; do :; done; ", h, chain)
+	}
+	fmt.Fprintf(&b, "iptables -w -F %s && iptables -w -X %s; fi", chain, chain)
+	return b.String()
+}
+
+// removeChainEverywhere runs the removal on every host of the lab and
+// joins the failures; a host that cannot be reached is an error (its rules
+// may still be there).
+func removeChainEverywhere(ctx context.Context, l lab.Lab, chain string) error {
+	var errs []string
+	for _, h := range l.Hosts() {
+		if _, err := run(ctx, h, removeChainScript(chain)); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("removing iptables chain %s: %s", chain, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// chainDrops reads how many packets chain's rules dropped on h.
+func chainDrops(ctx context.Context, h lab.Host, chain string) (int64, error) {
+	out, err := run(ctx, h, "iptables -w -n -v -x -L "+chain)
+	if err != nil {
+		return 0, err
+	}
+	return parseChainDrops(out)
+}
+
+func parseChainDrops(listing string) (int64, error) {
+	var total int64
+	for _, line := range strings.Split(listing, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "DROP" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading packet count of %q: %w", line, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// tcpConnect tries a TCP connection from h to addr:port. It reports
+// "connected", "refused" (the peer answered: nothing dropped the SYN) or
+// "timed out" (no answer within the timeout: dropped on the way).
+func tcpConnect(ctx context.Context, h lab.Host, addr string, port, timeoutSeconds int) (string, error) {
+	cmd := fmt.Sprintf("timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/dev/null; echo $?", timeoutSeconds, addr, port)
+	out, err := run(ctx, h, cmd)
+	if err != nil {
+		return "", err
+	}
+	switch code := strings.TrimSpace(out); code {
+	case "0":
+		return "connected", nil
+	case "124":
+		return "timed out", nil
+	case "1":
+		return "refused", nil
+	default:
+		return "", fmt.Errorf("%s: connecting to %s:%d: bash exited %s", h.Name(), addr, port, code)
+	}
+}
+
+// sshPort is the port every lab host listens on for SSH: a connection to
+// it from another host answers unless something drops it.
+func sshPort(l lab.Lab) int {
+	if s := l.Config().SSH; s != nil && s.Port != 0 {
+		return s.Port
+	}
+	return 22
+}

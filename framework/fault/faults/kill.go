@@ -1,0 +1,107 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// KindKill is the kind of Kill faults.
+const KindKill = "kill"
+
+// ClassCrashStop is a component that stops at once, as a crash does.
+const ClassCrashStop fault.Class = "crash-stop"
+
+// Kill sends SIGKILL to service on host; heal starts it again if nothing
+// (a supervisor, systemd) has.
+func Kill(host, service string) fault.Fault {
+	return &kill{p: serviceTarget{Host: host, Service: service}}
+}
+
+// KillLeader kills whichever host leads service (kube-controller-manager,
+// kube-scheduler, etcd) when the fault is injected.
+func KillLeader(service string) fault.Fault {
+	return &kill{p: serviceTarget{Service: service, Leader: true}}
+}
+
+type kill struct {
+	p   serviceTarget
+	inj injected
+}
+
+func (f *kill) Kind() string            { return KindKill }
+func (f *kill) Class() fault.Class      { return ClassCrashStop }
+func (f *kill) Params() json.RawMessage { return mustJSON(f.p) }
+
+func (f *kill) Inject(ctx context.Context, l lab.Lab) error {
+	if err := f.p.check(); err != nil {
+		return fmt.Errorf("kill %s: %w", f.p, err)
+	}
+	h, st, err := f.p.resolve(ctx, l)
+	if err != nil {
+		return fmt.Errorf("kill %s: %w", f.p, err)
+	}
+	if st.State != "running" || st.PID == 0 {
+		return fmt.Errorf("kill %s: it is %s (pid %d), not running: killing it would show nothing", f.p, st.State, st.PID)
+	}
+	f.inj.set(h, st.PID)
+	if err := h.Signal(ctx, f.p.Service, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s on %s: %w", f.p.Service, h.Name(), err)
+	}
+	return nil
+}
+
+func (f *kill) Heal(ctx context.Context, l lab.Lab) error {
+	hosts, err := f.p.healHosts(l)
+	if err != nil {
+		return fmt.Errorf("healing kill %s: %w", f.p, err)
+	}
+	for _, h := range hosts {
+		if err := startIfDown(ctx, h, f.p.Service); err != nil {
+			return fmt.Errorf("healing kill %s: %w", f.p, err)
+		}
+	}
+	f.inj.clear()
+	return nil
+}
+
+// Probe sees the kill when the service is down, or runs under another pid
+// than the one killed (restarted by its supervisor).
+func (f *kill) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	h, killed, err := f.p.probeHost(ctx, l, &f.inj)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	st, err := serviceState(ctx, h, f.p.Service)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	switch {
+	case !isUp(st):
+		return fault.Effect{Observed: true, Detail: fmt.Sprintf("%s on %s is %s", f.p.Service, h.Name(), st.State)}, nil
+	case killed != 0 && st.PID != killed:
+		return fault.Effect{Observed: true, Detail: fmt.Sprintf("%s on %s runs as pid %d, not the killed pid %d: it was restarted", f.p.Service, h.Name(), st.PID, killed)}, nil
+	}
+	return fault.Effect{Detail: fmt.Sprintf("%s on %s is %s as pid %d", f.p.Service, h.Name(), st.State, st.PID)}, nil
+}
+
+// startIfDown starts service on h unless it runs (or is frozen).
+func startIfDown(ctx context.Context, h lab.Host, service string) error {
+	st, err := serviceState(ctx, h, service)
+	if err != nil {
+		return err
+	}
+	if isUp(st) {
+		return nil
+	}
+	if err := h.StartService(ctx, service); err != nil {
+		return fmt.Errorf("starting %s on %s: %w", service, h.Name(), err)
+	}
+	return nil
+}
+
+func init() { register(KindKill, func(p serviceTarget) fault.Fault { return &kill{p: p} }) }

@@ -1,0 +1,66 @@
+package local
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/faultline/faultline/lab"
+)
+
+var (
+	_ lab.EtcdAccess        = (*Lab)(nil)
+	_ lab.NetworkInterfaces = (*Lab)(nil)
+)
+
+// EtcdClientConfig gives faultline's own etcd client identity and the lab
+// CA, and every etcd member's client URL.
+func (l *Lab) EtcdClientConfig() ([]string, *tls.Config, error) {
+	cc, err := l.cluster(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	pem, err := os.ReadFile(cc.pki.CA.Cert)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the lab CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("the lab CA %s holds no certificate", cc.pki.CA.Cert)
+	}
+	cert, err := tls.LoadX509KeyPair(cc.pki.EtcdAdmin.Cert, cc.pki.EtcdAdmin.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the etcd admin certificate: %w", err)
+	}
+	eps := l.etcdEndpoints()
+	if eps == "" {
+		return nil, nil, fmt.Errorf("lab %s has no etcd host", l.cfg.Name)
+	}
+	return strings.Split(eps, ","), &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ManagementInterface is eth0 inside every host's namespace.
+func (l *Lab) ManagementInterface(host string) (string, error) {
+	if _, err := l.Host(host); err != nil {
+		return "", err
+	}
+	return hostManagementIf, nil
+}
+
+// PodInterface is the pod transport link of a host that runs a kubelet.
+func (l *Lab) PodInterface(host string) (string, error) {
+	for _, h := range l.hosts {
+		if h.cfg.Name != host {
+			continue
+		}
+		if h.node == nil {
+			return "", fmt.Errorf("host %s runs no pods", host)
+		}
+		return hostPodIf, nil
+	}
+	_, err := l.Host(host)
+	return "", err
+}
