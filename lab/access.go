@@ -25,3 +25,21 @@ type NetworkInterfaces interface {
 	// the host runs no pods.
 	PodInterface(host string) (string, error)
 }
+
+// KubeletAccess is a lab whose kubelets' own HTTPS API (port 10250) a
+// client can call, authenticated with a client certificate the kubelets'
+// authorizer accepts.
+type KubeletAccess interface {
+	// KubeletClientConfig returns the base URL of host's kubelet API
+	// ("https://10.0.0.31:10250") and a TLS config that verifies the
+	// kubelet's serving certificate and presents the client certificate.
+	KubeletClientConfig(host string) (baseURL string, tlsConfig *tls.Config, err error)
+}
+
+// ClusterDNSAccess is a lab that runs a cluster DNS server.
+type ClusterDNSAccess interface {
+	// ClusterDNSServer returns the DNS server's address ("10.96.0.10:53")
+	// and the cluster domain ("cluster.local"); an empty address means the
+	// lab runs no cluster DNS.
+	ClusterDNSServer() (address, domain string, err error)
+}

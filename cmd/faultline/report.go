@@ -12,9 +12,10 @@ import (
 
 func newReportCommand() *cobra.Command {
 	var (
-		by     []string
-		format string
-		output string
+		by       []string
+		format   string
+		output   string
+		timeline bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUNDIR...",
@@ -39,7 +40,8 @@ A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,
 		Example: `  faultline report reports/runs/*
   faultline report --by class --by fault reports/runs/20261101T100000Z-disagree
-  faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*`,
+  faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*
+  faultline report --timeline reports/runs/20261101T100000Z-disagree`,
 		Args: checkArgs(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("no run folders given (such as reports/runs/<time>-<suite>)")
@@ -47,6 +49,9 @@ last line cut short by a crash is left out, and the report names it.`,
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeline {
+				return writeTimelines(cmd.OutOrStdout(), args)
+			}
 			if format != "markdown" && format != "csv" {
 				return usagef("--format %q: give markdown or csv", format)
 			}
@@ -72,6 +77,7 @@ last line cut short by a crash is left out, and the report names it.`,
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
 	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown or csv")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
+	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence) instead of rates")
 	return cmd
 }
 

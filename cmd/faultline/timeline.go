@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/reports"
+)
+
+// evidenceFiles lists the evidence files of run folders (each run's
+// evidence/<run>.jsonl); a path that is itself an evidence file stands for
+// its run alone.
+func evidenceFiles(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, fmt.Errorf("reading the timeline: %w", err)
+		}
+		if !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(a, reports.EvidenceDir, "*.jsonl"))
+		if err != nil {
+			return nil, fmt.Errorf("reading the timeline of %s: %w", a, err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s holds no run evidence (no %s/*.jsonl): give a run folder such as reports/runs/<time>-<suite>", a, reports.EvidenceDir)
+		}
+		sort.Strings(files)
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+// writeTimelines prints the timeline of every run of the given run folders:
+// one block per run, each event with its time, its offset from the run's
+// first event, the source that saw it, what it is about and what happened.
+func writeTimelines(w io.Writer, args []string) error {
+	files, err := evidenceFiles(args)
+	if err != nil {
+		return err
+	}
+	for i, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("reading the timeline: %w", err)
+		}
+		rec, err := evidence.ReadJSONL(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("reading the timeline of %s: %w", path, err)
+		}
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		writeTimeline(w, strings.TrimSuffix(filepath.Base(path), ".jsonl"), rec)
+	}
+	return nil
+}
+
+func writeTimeline(w io.Writer, run string, rec evidence.Record) {
+	tl := rec.Timeline.Sorted()
+	snaps := len(rec.Window)
+	if rec.Baseline != nil {
+		snaps++
+	}
+	if rec.Final != nil {
+		snaps++
+	}
+	fmt.Fprintf(w, "## %s: %d events, %d snapshots\n\n", run, len(tl), snaps)
+	if len(tl) == 0 {
+		fmt.Fprintln(w, "(no events recorded)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "time (UTC)\t+offset\tsource\tsubject\tevent\tdetail")
+	start := tl[0].At
+	for _, e := range tl {
+		fmt.Fprintf(tw, "%s\t+%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format("15:04:05.000"),
+			e.At.Sub(start).Round(time.Millisecond), e.Source, e.Subject, e.Kind, e.Detail)
+	}
+	tw.Flush()
+}

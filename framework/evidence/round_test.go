@@ -1,0 +1,118 @@
+package evidence
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scriptedReader is a test double: it answers what it is given after a
+// delay, ignoring its context when told to (a source that hangs).
+type scriptedReader struct {
+	name      Source
+	questions []Question
+	delay     time.Duration
+	ignoreCtx bool
+	answers   func() map[Question]Answer
+}
+
+func (r *scriptedReader) Source() Source        { return r.name }
+func (r *scriptedReader) Questions() []Question { return r.questions }
+func (r *scriptedReader) Read(ctx context.Context) map[Question]Answer {
+	if r.ignoreCtx {
+		time.Sleep(r.delay)
+	} else {
+		select {
+		case <-time.After(r.delay):
+		case <-ctx.Done():
+			return map[Question]Answer{NodeReady: UnreadableAnswer("timeout: "+ctx.Err().Error(), time.Now())}
+		}
+	}
+	return r.answers()
+}
+
+func readyAnswer() map[Question]Answer {
+	a, _ := ValueAnswer(NodeReadyValue{Exists: true, Status: "True"}, time.Now().UTC(), "7")
+	return map[Question]Answer{NodeReady: a}
+}
+
+func TestRoundDoesNotWaitForAHungSource(t *testing.T) {
+	fast := &scriptedReader{name: "fast", questions: []Question{NodeReady}, answers: readyAnswer}
+	hung := &scriptedReader{name: "hung", questions: []Question{NodeReady}, delay: time.Hour, ignoreCtx: true, answers: readyAnswer}
+	slow := &scriptedReader{name: "slow", questions: []Question{NodeReady}, delay: time.Hour, answers: readyAnswer}
+	const timeout = 200 * time.Millisecond
+	r, err := NewRound([]Reader{fast, hung, slow}, WithTimeouts(func(Reader) time.Duration { return timeout }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	snap := r.Take(context.Background())
+	// A hung source that ignores its context would hold the round for an
+	// hour; ten seconds is a bound that only a hang can exceed.
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the round waited %s for a hung source", took)
+	}
+	if err := snap.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if a := snap.Get("fast", NodeReady); !a.Readable() || a.ResourceVersion != "7" {
+		t.Errorf("fast source: %+v", a)
+	}
+	if a := snap.Get("hung", NodeReady); a.State != Unreadable || !strings.HasPrefix(a.Reason, "timeout") {
+		t.Errorf("hung source: %+v", a)
+	}
+	if a := snap.Get("slow", NodeReady); a.State != Unreadable || !strings.HasPrefix(a.Reason, "timeout") {
+		t.Errorf("slow source: %+v", a)
+	}
+	if a := snap.Get("fast", PodObject); a.State != NotAsked {
+		t.Errorf("a question the source cannot answer is %s, want not-asked", a.State)
+	}
+	if !snap.Get("fast", NodeReady).ReadAt.Before(start.Add(timeout)) {
+		t.Errorf("the fast source's answer is stamped after the others' timeout")
+	}
+}
+
+func TestRoundFillsWhatAReaderLeftOut(t *testing.T) {
+	partial := &scriptedReader{name: "partial", questions: []Question{NodeReady, NodeTaints}, answers: readyAnswer}
+	invalid := &scriptedReader{name: "invalid", questions: []Question{NodeReady}, answers: func() map[Question]Answer {
+		return map[Question]Answer{NodeReady: {State: Answered}}
+	}}
+	r, err := NewRound([]Reader{partial, invalid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := r.Take(context.Background())
+	if err := snap.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if a := snap.Get("partial", NodeTaints); a.State != Unreadable || a.Reason != "reader gave no answer" {
+		t.Errorf("left-out answer: %+v", a)
+	}
+	if a := snap.Get("invalid", NodeReady); a.State != Unreadable || !strings.Contains(a.Reason, "invalid answer") {
+		t.Errorf("invalid answer: %+v", a)
+	}
+	for _, q := range Questions {
+		if _, ok := snap.Answers["partial"][q]; !ok {
+			t.Errorf("question %s missing from the snapshot", q)
+		}
+	}
+}
+
+func TestRoundCancelled(t *testing.T) {
+	slow := &scriptedReader{name: "slow", questions: []Question{NodeReady}, delay: time.Hour, ignoreCtx: true, answers: readyAnswer}
+	r, _ := NewRound([]Reader{slow})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	snap := r.Take(ctx)
+	if a := snap.Get("slow", NodeReady); a.State != Unreadable || !strings.Contains(a.Reason, "cancelled") {
+		t.Errorf("cancelled round: %+v", a)
+	}
+}
+
+func TestNewRoundRefusesTwoReadersOfOneSource(t *testing.T) {
+	a := &scriptedReader{name: "same"}
+	if _, err := NewRound([]Reader{a, a}); err == nil || !strings.Contains(err.Error(), "same") {
+		t.Errorf("err = %v", err)
+	}
+}

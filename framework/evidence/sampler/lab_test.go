@@ -1,0 +1,465 @@
+//go:build lab
+
+// Integration tests of the sources, the sampler and the timeline on a real
+// local lab of their own (named evid, with subnets no other test uses). The
+// lab backend is linked only into this external test package: the framework
+// itself never imports a backend.
+//
+//	sudo go test -tags lab -run TestEvidenceOnLocalLab -v -timeout 60m ./framework/evidence/sampler/
+//
+// With FAULTLINE_CAPTURE=1 it also writes what worker1's crictl,
+// iptables-save and kubelet /pods really said to the source package's
+// testdata.
+package sampler_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/framework/evidence/source"
+	"github.com/faultline/faultline/framework/evidence/watch"
+	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/local"
+)
+
+// The lab11 shape made smaller for a shared machine: three hosts each
+// running an etcd member and an API server behind a virtual address, and
+// three workers.
+const topology = `name: evid
+kind: local
+lab: true
+stateDir: %s
+kubernetes:
+  version: v1.36.3
+  etcdVersion: v3.6.8
+  timerProfile: fast
+network:
+  management: 10.231.31.0/24
+  pods: 10.244.0.0/16
+  services: 10.250.31.0/24
+  virtualIP: 10.231.31.10
+hosts:
+  - {name: cp1, roles: [etcd, control-plane], address: 10.231.31.21}
+  - {name: cp2, roles: [etcd, control-plane], address: 10.231.31.22}
+  - {name: cp3, roles: [etcd, control-plane], address: 10.231.31.23}
+  - {name: worker1, roles: [worker], address: 10.231.31.31}
+  - {name: worker2, roles: [worker], address: 10.231.31.32}
+  - {name: worker3, roles: [worker], address: 10.231.31.33}
+`
+
+func openLab(t *testing.T) lab.Provisioner {
+	base := os.Getenv("FAULTLINE_STATE_DIR")
+	if base == "" {
+		base = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "faultline-evid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "evid.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(topology, filepath.Join(dir, "state"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := l.(lab.Provisioner)
+	if !ok {
+		t.Fatal("the local lab is not a Provisioner")
+	}
+	return p
+}
+
+// deployFixtures runs the stateful test pod on worker1 and the test
+// service in front of it, and waits for its endpoint to be ready.
+func deployFixtures(ctx context.Context, t *testing.T, kc kubernetes.Interface, s evidence.Subjects) *corev1.Pod {
+	labels := map[string]string{"app": "stateful"}
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.PodNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.CoreV1().Services(s.ServiceNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: s.ServiceName},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.AppsV1().StatefulSets(s.PodNamespace).Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "stateful"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), ServiceName: s.ServiceName,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  map[string]string{"kubernetes.io/hostname": s.Node},
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers: []corev1.Container{{
+						Name: "netexec", Image: images.Ref("netexec"), ImagePullPolicy: corev1.PullNever,
+						Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+					}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	err := lab.WaitFor(ctx, "the stateful pod ready with its endpoint", 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		p, err := kc.CoreV1().Pods(s.PodNamespace).Get(ctx, s.PodName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if v := source.PodOf(p); !v.Ready {
+			return false, fmt.Errorf("pod %s on %q phase %s not ready", p.Name, p.Spec.NodeName, p.Status.Phase)
+		}
+		pod = p
+		eps, err := kc.DiscoveryV1().EndpointSlices(s.ServiceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + s.ServiceName})
+		if err != nil {
+			return false, err
+		}
+		if v := source.EndpointsOf(eps.Items); len(v.Ready) != 1 {
+			return false, fmt.Errorf("endpoints %+v", v)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func decode[T any](t *testing.T, snap evidence.Snapshot, src evidence.Source, q evidence.Question) T {
+	t.Helper()
+	var v T
+	a := snap.Get(src, q)
+	if err := a.Decode(&v); err != nil {
+		t.Fatalf("%s %s: %v", src, q, err)
+	}
+	return v
+}
+
+// capture writes a command's real output on a host to the source
+// package's testdata, when FAULTLINE_CAPTURE=1.
+func capture(ctx context.Context, t *testing.T, h lab.Host, cmd, file string) {
+	if os.Getenv("FAULTLINE_CAPTURE") != "1" {
+		return
+	}
+	res, err := h.Run(ctx, cmd)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("capturing %q on %s: %v %s", cmd, h.Name(), err, res.Stderr)
+	}
+	if err := os.WriteFile(filepath.Join("..", "source", "testdata", file), []byte(res.Stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEvidenceOnLocalLab(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	l := openLab(t)
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		out, _ := exec.Command("ip", "netns", "list").Output()
+		if strings.Contains(string(out), "-evid-") {
+			t.Errorf("network namespaces of lab evid left after down:\n%s", out)
+		}
+	})
+	start := time.Now()
+	if err := l.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	t.Logf("lab up in %s", time.Since(start).Round(time.Second))
+
+	s := evidence.DefaultSubjects
+	vipConfig, err := l.Kubeconfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, _, err := source.ClientFromKubeconfig(vipConfig, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := deployFixtures(ctx, t, kc, s)
+
+	smp := sampler.New(sampler.Options{Watch: watch.Options{PollEvery: 500 * time.Millisecond}})
+	defer smp.Close()
+	snap, events, err := smp.Sample(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 || events[0].Kind != "timeline-started" {
+		t.Errorf("first sample's events: %+v", events)
+	}
+	t.Logf("sources: %v", smp.Sources())
+
+	// Every deployable source answers every question it can; DNS and the
+	// informer fixture are not deployed, and say so.
+	deployable := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip",
+		"etcd/cp1/serializable", "etcd/cp1/linearizable", "kubelet/worker1",
+		"cri/worker1", "cri/worker2", "cri/worker3", "proxy/worker1"}
+	for _, src := range deployable {
+		qs := snap.Answers[src]
+		if len(qs) == 0 {
+			t.Errorf("source %s missing", src)
+		}
+		for q, a := range qs {
+			if a.State == evidence.Unreadable {
+				t.Errorf("%s %s unreadable: %s", src, q, a.Reason)
+			}
+		}
+	}
+	for _, src := range []evidence.Source{"dns", "informer"} {
+		for q, a := range snap.Answers[src] {
+			if a.State != evidence.NotAsked && (a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "not deployed")) {
+				t.Errorf("%s %s = %+v, want unreadable not deployed", src, q, a)
+			}
+		}
+	}
+
+	// They agree on a clean lab.
+	objectSources := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip", "etcd/cp1/serializable", "etcd/cp1/linearizable"}
+	for _, src := range objectSources {
+		if r := decode[evidence.NodeReadyValue](t, snap, src, evidence.NodeReady); r.Status != "True" {
+			t.Errorf("%s: worker1 Ready=%s", src, r.Status)
+		}
+		if p := decode[evidence.PodValue](t, snap, src, evidence.PodObject); p.UID != string(pod.UID) || p.NodeName != s.Node || !p.Ready {
+			t.Errorf("%s: pod %+v", src, p)
+		}
+		if e := decode[evidence.EndpointsValue](t, snap, src, evidence.ServiceEndpoints); fmt.Sprint(e.Ready) != "["+pod.Status.PodIP+"]" {
+			t.Errorf("%s: endpoints %+v, pod IP %s", src, e, pod.Status.PodIP)
+		}
+		if le := decode[evidence.LeaseValue](t, snap, src, evidence.NodeLease); le.HolderIdentity != s.Node {
+			t.Errorf("%s: lease %+v", src, le)
+		}
+	}
+	if p := decode[evidence.PodValue](t, snap, "kubelet/worker1", evidence.PodObject); p.UID != string(pod.UID) {
+		t.Errorf("kubelet's pod %+v", p)
+	}
+	if h := decode[evidence.KubeletHealthValue](t, snap, "kubelet/worker1", evidence.KubeletHealth); h.StatusCode != 200 || h.Body != "ok" {
+		t.Errorf("kubelet health %+v", h)
+	}
+	for _, w := range []string{"worker1", "worker2", "worker3"} {
+		rp := decode[evidence.RuntimePodValue](t, snap, evidence.Source("cri/"+w), evidence.PodRunningHere)
+		if rp.Running != (w == s.Node) {
+			t.Errorf("cri/%s: running=%v %+v", w, rp.Running, rp)
+		}
+		if w == s.Node && (len(rp.Sandboxes) != 1 || rp.Sandboxes[0].UID != string(pod.UID)) {
+			t.Errorf("cri/%s sandboxes %+v", w, rp.Sandboxes)
+		}
+	}
+	pb := decode[evidence.ProxyBackendsValue](t, snap, "proxy/worker1", evidence.ServiceProxyBackends)
+	if len(pb.Ports) != 1 || fmt.Sprint(pb.Ports[0].Backends) != "["+pod.Status.PodIP+":8080]" {
+		t.Errorf("proxy backends %+v, pod IP %s", pb, pod.Status.PodIP)
+	}
+
+	worker1, err := l.Host(s.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture(ctx, t, worker1, "crictl pods -o json", "crictl/pods-worker1.json")
+	capture(ctx, t, worker1, "crictl ps -a -o json", "crictl/ps-worker1.json")
+	capture(ctx, t, worker1, "iptables-save -t nat && iptables-save -t filter", "iptables/worker1-iptables-save.txt")
+
+	// One snapshot round with every source answering: a benchmark, whose
+	// figure is logged, not asserted.
+	roundTimes := func(n int) (p50, p95 time.Duration) {
+		var d []time.Duration
+		for range n {
+			t0 := time.Now()
+			if _, _, err := smp.Sample(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			d = append(d, time.Since(t0))
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[n/2], d[n*95/100]
+	}
+	p50, p95 := roundTimes(40)
+	t.Logf("BENCHMARK one snapshot round, all sources answering: p50 %s p95 %s (40 rounds)", p50, p95)
+
+	// One API server stops: its source is unreadable within its timeout
+	// while every other source answers in the same round.
+	// Not the holder of the virtual address, whose source must keep
+	// answering.
+	var cp2 lab.Host
+	for _, name := range []string{"cp2", "cp3", "cp1"} {
+		h, _ := l.Host(name)
+		res, err := h.Run(ctx, "ip -o addr show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Stdout, " 10.231.31.10/") {
+			cp2 = h
+			break
+		}
+	}
+	stoppedSource := evidence.Source("apiserver/" + cp2.Name())
+	if err := cp2.StopService(ctx, lab.ServiceAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	snap, _, err = smp.Sample(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, a := range snap.Answers[stoppedSource] {
+		if a.State == evidence.Answered {
+			t.Errorf("a stopped API server answered %s", q)
+		} else if a.State == evidence.Unreadable {
+			if a.ReadAt.Sub(snap.Taken) > evidence.DefaultReadTimeout+time.Second {
+				t.Errorf("%s %s unreadable only after %s", stoppedSource, q, a.ReadAt.Sub(snap.Taken))
+			}
+			t.Logf("%s %s: %s", stoppedSource, q, a.Reason)
+		}
+	}
+	for _, src := range deployable {
+		if src == stoppedSource {
+			continue
+		}
+		for q, a := range snap.Answers[src] {
+			if a.State == evidence.Unreadable {
+				t.Errorf("with %s stopped, %s %s unreadable: %s", stoppedSource, src, q, a.Reason)
+			}
+		}
+	}
+	p50, p95 = roundTimes(20)
+	t.Logf("BENCHMARK one snapshot round, one API server stopped: p50 %s p95 %s (20 rounds)", p50, p95)
+	if err := cp2.StartService(ctx, lab.ServiceAPIServer); err != nil {
+		t.Fatal(err)
+	}
+
+	// The kubelet of worker1 freezes: the timeline shows lease renewals
+	// stopping, Ready=Unknown, then the unreachable taints, in that order.
+	smp.Sample(ctx, l) // drain what came before
+	if err := worker1.Signal(ctx, lab.ServiceKubelet, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer worker1.Signal(context.Background(), lab.ServiceKubelet, syscall.SIGCONT)
+	var tl evidence.Timeline
+	var window []evidence.Snapshot
+	seen := func(src evidence.Source, subject, kind, detailPrefix string) (evidence.Event, bool) {
+		for _, e := range tl {
+			if e.Source == src && e.Subject == subject && e.Kind == kind && strings.HasPrefix(e.Detail, detailPrefix) {
+				return e, true
+			}
+		}
+		return evidence.Event{}, false
+	}
+	watched := evidence.Source("apiserver/cp1")
+	for time.Since(frozen) < 3*time.Minute {
+		snap, events, err := smp.Sample(ctx, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window = append(window, snap)
+		tl = append(tl, events...)
+		_, a := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute")
+		_, b := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoSchedule")
+		if a && b {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	stopped, ok1 := seen(watched, "lease/kube-node-lease/worker1", watch.KindLeaseStopped, "")
+	unknown, ok2 := seen(watched, "node/worker1", watch.KindReadyUnknown, "")
+	noSched, ok3 := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoSchedule")
+	noExec, ok4 := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute")
+	if !(ok1 && ok2 && ok3 && ok4) {
+		t.Fatalf("timeline lacks an expected event (stopped %v, unknown %v, NoSchedule %v, NoExecute %v):\n%s", ok1, ok2, ok3, ok4, dump(tl))
+	}
+	if !(stopped.At.Before(unknown.At) && !unknown.At.After(noSched.At) && !unknown.At.After(noExec.At)) {
+		t.Errorf("out of order:\n%s", dump(tl))
+	}
+	t.Logf("after SIGSTOP: renewals stopped +%s, Ready=Unknown +%s, unreachable NoSchedule +%s, NoExecute +%s",
+		stopped.At.Sub(frozen).Round(time.Millisecond), unknown.At.Sub(frozen).Round(time.Millisecond),
+		noSched.At.Sub(frozen).Round(time.Millisecond), noExec.At.Sub(frozen).Round(time.Millisecond))
+	for _, src := range []evidence.Source{"apiserver/cp2", "apiserver/cp3", "apiserver/vip"} {
+		if _, ok := seen(src, "node/worker1", watch.KindReadyUnknown, ""); !ok {
+			t.Errorf("polled source %s did not see Ready=Unknown", src)
+		}
+	}
+	last := window[len(window)-1]
+	if a := last.Get("kubelet/worker1", evidence.PodObject); a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "timeout") {
+		t.Errorf("a frozen kubelet's /pods: %+v", a)
+	}
+	if rp := decode[evidence.RuntimePodValue](t, last, "cri/worker1", evidence.PodRunningHere); !rp.Running {
+		t.Errorf("with its kubelet frozen the pod should still run on worker1: %+v", rp)
+	}
+
+	if err := worker1.Signal(ctx, lab.ServiceKubelet, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for time.Since(frozen) < 6*time.Minute {
+		_, events, err := smp.Sample(ctx, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl = append(tl, events...)
+		if _, ok := seen(watched, "node/worker1", watch.KindReadyTrue, ""); ok {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if _, ok := seen(watched, "lease/kube-node-lease/worker1", watch.KindLeaseResumed, ""); !ok {
+		t.Errorf("no renewals resumed after SIGCONT:\n%s", dump(tl))
+	}
+	if _, ok := seen(watched, "node/worker1", watch.KindReadyTrue, ""); !ok {
+		t.Errorf("no Ready=True after SIGCONT:\n%s", dump(tl))
+	}
+
+	// The run's evidence, as the scenario engine writes it, reads back.
+	rec := evidence.Record{Baseline: &window[0], Window: window, Timeline: evidence.Timeline(tl).Sorted()}
+	path := filepath.Join(t.TempDir(), "evidence.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.WriteJSONL(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rf, _ := os.Open(path)
+	back, err := evidence.ReadJSONL(rf)
+	rf.Close()
+	if err != nil || len(back.Window) != len(window) || len(back.Timeline) != len(tl) {
+		t.Errorf("evidence read back: %d snapshots, %d events, %v", len(back.Window), len(back.Timeline), err)
+	}
+	t.Logf("timeline:\n%s", dump(rec.Timeline))
+}
+
+func dump(tl evidence.Timeline) string {
+	var b strings.Builder
+	for _, e := range evidence.Timeline(tl).Sorted() {
+		fmt.Fprintf(&b, "%s %-22s %-34s %-24s %s\n", e.At.Format("15:04:05.000"), e.Source, e.Subject, e.Kind, e.Detail)
+	}
+	return b.String()
+}

@@ -1,0 +1,115 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// The informer fixture: a pod running client-go informers on nodes, pods,
+// leases and EndpointSlices that serves what its caches hold as an
+// InformerState on GET /state. faultline finds it by label and reads it
+// through the API server's pod proxy.
+const (
+	InformerNamespace = "faultline"
+	InformerSelector  = "app.kubernetes.io/name=faultline-informer"
+	InformerPort      = "8080"
+)
+
+// InformerState is the fixture's answer: the cached objects, as the
+// fixture's informers hold them, and when its caches last synced.
+type InformerState struct {
+	SyncedAt       time.Time                   `json:"syncedAt"`
+	Node           *corev1.Node                `json:"node"`
+	Lease          *coordinationv1.Lease       `json:"lease"`
+	Pod            *corev1.Pod                 `json:"pod"`
+	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices"`
+}
+
+// Informer reads the in-cluster informer fixture; when the fixture is not
+// deployed every answer is unreadable "not deployed", never a value.
+type Informer struct {
+	client   kubernetes.Interface
+	subjects evidence.Subjects
+}
+
+// NewInformer makes the "informer" reader, finding the fixture through
+// client.
+func NewInformer(client kubernetes.Interface, subjects evidence.Subjects) *Informer {
+	return &Informer{client: client, subjects: subjects}
+}
+
+func (i *Informer) Source() evidence.Source { return "informer" }
+
+func (i *Informer) Questions() []evidence.Question {
+	return []evidence.Question{evidence.NodeReady, evidence.NodeTaints, evidence.NodeLease, evidence.PodObject, evidence.ServiceEndpoints}
+}
+
+func (i *Informer) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
+	all := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
+		out := map[evidence.Question]evidence.Answer{}
+		for _, q := range i.Questions() {
+			out[q] = a
+		}
+		return out
+	}
+	pods, err := i.client.CoreV1().Pods(InformerNamespace).List(ctx, metav1.ListOptions{LabelSelector: InformerSelector})
+	if err != nil {
+		return all(evidence.UnreadableAnswer("finding the informer fixture: "+Reason(err), now()))
+	}
+	var fixture *corev1.Pod
+	for j := range pods.Items {
+		if pods.Items[j].Status.Phase == corev1.PodRunning && pods.Items[j].DeletionTimestamp == nil {
+			fixture = &pods.Items[j]
+			break
+		}
+	}
+	if fixture == nil {
+		return all(evidence.UnreadableAnswer(NotDeployed(fmt.Sprintf("no running pod %s in namespace %s", InformerSelector, InformerNamespace)), now()))
+	}
+	body, err := i.client.CoreV1().Pods(InformerNamespace).ProxyGet("http", fixture.Name, InformerPort, "state", nil).DoRaw(ctx)
+	at := now()
+	if err != nil {
+		return all(evidence.UnreadableAnswer("informer fixture "+fixture.Name+": "+Reason(err), at))
+	}
+	var st InformerState
+	if err := json.Unmarshal(body, &st); err != nil {
+		return all(evidence.UnreadableAnswer("error: decoding informer fixture state: "+err.Error(), at))
+	}
+	if st.SyncedAt.IsZero() {
+		return all(evidence.UnreadableAnswer("error: informer fixture has not synced", at))
+	}
+	rv := func(o metav1.Object) string {
+		if o == nil {
+			return ""
+		}
+		return o.GetResourceVersion()
+	}
+	out := map[evidence.Question]evidence.Answer{}
+	var nodeRV string
+	if st.Node != nil {
+		nodeRV = rv(st.Node)
+	}
+	out[evidence.NodeReady] = answer(NodeReadyOf(st.Node), at, nodeRV)
+	out[evidence.NodeTaints] = answer(TaintsOf(st.Node), at, nodeRV)
+	var leaseRV, podRV string
+	if st.Lease != nil {
+		leaseRV = rv(st.Lease)
+	}
+	if st.Pod != nil {
+		podRV = rv(st.Pod)
+	}
+	out[evidence.NodeLease] = answer(LeaseOf(st.Lease), at, leaseRV)
+	out[evidence.PodObject] = answer(PodOf(st.Pod), at, podRV)
+	out[evidence.ServiceEndpoints] = answer(EndpointsOf(st.EndpointSlices), at, "")
+	return out
+}
