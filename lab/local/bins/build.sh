@@ -84,7 +84,9 @@ for name in "$@"; do
 		[[ "${t%%|*}" == "$name" ]] && found=1
 	done
 	if [[ $found == 0 ]]; then
-		echo "build.sh: unknown binary \"$name\" (known: $(for t in "${targets[@]}"; do printf '%s ' "${t%%|*}"; done))" >&2
+		known=()
+		for t in "${targets[@]}"; do known+=("${t%%|*}"); done
+		echo "build.sh: unknown binary \"$name\" (known: ${known[*]})" >&2
 		exit 2
 	fi
 	wanted[$name]=1

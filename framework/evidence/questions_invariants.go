@@ -1,0 +1,92 @@
+package evidence
+
+import "time"
+
+// Questions some invariants read beyond the snapshot questions of
+// questions.go. They are declared here so that the invariants and the
+// sources that will answer them agree on names and value types; until a
+// source answers one, every invariant reading it judges INSUFFICIENT_DATA.
+const (
+	// ControllerManagerLease and SchedulerLease are the leader-election
+	// Leases in kube-system (a LeaseValue), asked of every API server.
+	ControllerManagerLease Question = "leader/kube-controller-manager"
+	SchedulerLease         Question = "leader/kube-scheduler"
+	// ControllerManagerLeading and SchedulerLeading are whether the process
+	// on one control-plane host acts as leader (a LeadingValue), asked of
+	// that host ("controlplane/<host>"), e.g. from its
+	// leader_election_master_status metric.
+	ControllerManagerLeading Question = "leader/kube-controller-manager/self"
+	SchedulerLeading         Question = "leader/kube-scheduler/self"
+	// DeploymentReplicas is the test Deployment's replica counts (a
+	// DeploymentValue), asked of every API server.
+	DeploymentReplicas Question = "deployment/replicas"
+	// EndpointProbes is whether each of the test service's endpoint
+	// addresses answered a request from a worker (an EndpointProbesValue),
+	// asked of "probe/<host>".
+	EndpointProbes Question = "service/endpoint-probes"
+	// RegisterHistory is the register writer's operations so far (a
+	// RegisterHistoryValue), asked of "writer".
+	RegisterHistory Question = "register/history"
+)
+
+// LeadingValue says whether one controller process acts as leader.
+type LeadingValue struct {
+	Leading bool `json:"leading"`
+	// Process identifies the process (its start time, or its PID and start
+	// time): a controller that loses its lease exits, so two answers with
+	// the same Process and Leading true mean it led throughout between them.
+	Process string `json:"process"`
+}
+
+// DeploymentValue is a Deployment's replica counts. Exists is false when
+// the object is not there.
+type DeploymentValue struct {
+	Exists             bool  `json:"exists"`
+	Generation         int64 `json:"generation,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Replicas is spec.replicas.
+	Replicas          int32 `json:"replicas"`
+	ReadyReplicas     int32 `json:"readyReplicas"`
+	AvailableReplicas int32 `json:"availableReplicas"`
+	UpdatedReplicas   int32 `json:"updatedReplicas"`
+}
+
+// EndpointProbesValue is one prober's requests to a service's endpoints.
+type EndpointProbesValue struct {
+	Probes []EndpointProbe `json:"probes"`
+}
+
+// EndpointProbe is one request to one endpoint address.
+type EndpointProbe struct {
+	// Address is the endpoint address probed ("10.244.1.5").
+	Address  string `json:"address"`
+	Answered bool   `json:"answered"`
+	// Detail is the status line, or the error.
+	Detail string `json:"detail,omitempty"`
+}
+
+// RegisterHistoryValue is the register writer's log of operations, in the
+// writer's own JSON line format (fixtures/images/writer).
+type RegisterHistoryValue struct {
+	Ops []RegisterOp `json:"ops"`
+}
+
+// RegisterOp is one operation of the register writer.
+type RegisterOp struct {
+	Writer string `json:"writer"`
+	Round  int    `json:"round"`
+	// Op is read, create or cas.
+	Op     string    `json:"op"`
+	Invoke time.Time `json:"invoke"`
+	Return time.Time `json:"return"`
+	// Value is what a read returned, or what a create or cas wrote.
+	Value string `json:"value"`
+	// Expect is, for cas, the value the write replaces if it succeeds.
+	Expect  string `json:"expect,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Found is false for a read of a register that does not exist.
+	Found *bool `json:"found,omitempty"`
+	// Outcome is ok, fail (did not take effect) or unknown (may have).
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}

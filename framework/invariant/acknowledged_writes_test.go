@@ -1,0 +1,103 @@
+package invariant
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+const writerSrc = evidence.Source("writer")
+
+// history builds a writer's log: one read-then-swap round per second,
+// starting from a create.
+type history struct {
+	ops   []evidence.RegisterOp
+	round int
+}
+
+func (h *history) add(op, value, expect, outcome string, at float64, found bool) {
+	h.round++
+	f := found
+	o := evidence.RegisterOp{Writer: "w", Round: h.round, Op: op, Invoke: sec(at), Return: sec(at + 0.05), Value: value, Expect: expect, Outcome: outcome}
+	if op == "read" {
+		o.Found = &f
+	}
+	h.ops = append(h.ops, o)
+}
+
+// steady writes w-1 .. w-n with cas, reading before each.
+func steady(n int, from float64) *history {
+	h := &history{}
+	h.add("read", "", "", "ok", from, false)
+	h.add("create", "w-1", "", "ok", from+0.1, false)
+	for i := 2; i <= n; i++ {
+		at := from + float64(i)
+		h.add("read", fmt.Sprintf("w-%d", i-1), "", "ok", at, true)
+		h.add("cas", fmt.Sprintf("w-%d", i), fmt.Sprintf("w-%d", i-1), "ok", at+0.1, false)
+	}
+	return h
+}
+
+func finalWith(t *testing.T, h *history, healAt float64) Input {
+	r := newRun(t)
+	r.round(30).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
+	in := r.input(Final)
+	in.Timeline = evidence.Timeline{{At: sec(healAt), Source: "faultline", Kind: FaultHealedEvent}}
+	return in
+}
+
+func TestAcknowledgedWritesPreservedOnALinearizableHistory(t *testing.T) {
+	h := steady(10, 0)
+	// Writes during the fault time out (unknown) and one conflicts (fail).
+	h.add("read", "w-10", "", "ok", 11, true)
+	h.add("cas", "w-11", "w-10", "unknown", 11.1, false)
+	h.add("read", "w-11", "", "ok", 13, true) // it did take effect
+	h.add("cas", "w-12", "w-10", "fail", 13.1, false)
+	h.add("read", "w-11", "", "ok", 20, true) // after heal
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Preserved, "is linearizable", `after heal the register read "w-11"`)
+}
+
+func TestAcknowledgedWritesViolatedWhenAnAcknowledgedWriteIsLost(t *testing.T) {
+	h := steady(10, 0)
+	// After heal the register is back at w-7: w-8..w-10 were acknowledged
+	// and are gone (say, etcd restored from an old member).
+	h.add("read", "w-7", "", "ok", 20, true)
+	j := expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Violated, "3 acknowledged write(s) missing after heal", `"w-8"`)
+	if !j.At.Equal(sec(20)) {
+		t.Errorf("at %s, want the post-heal read at 20 s", stamp(j.At))
+	}
+}
+
+func TestAcknowledgedWritesAnUnknownWriteMayBeMissing(t *testing.T) {
+	// The edge: a write that timed out was never acknowledged; its absence
+	// after heal is allowed.
+	h := steady(5, 0)
+	h.add("cas", "w-6", "w-5", "unknown", 6, false)
+	h.add("read", "w-5", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Preserved)
+}
+
+func TestAcknowledgedWritesAStaleReadIsNotLinearizableButLosesNothing(t *testing.T) {
+	h := steady(6, 0)
+	h.add("read", "w-3", "", "ok", 8, true) // stale, during the fault
+	h.add("read", "w-6", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Violated, "not linearizable", "no acknowledged write is missing")
+}
+
+func TestAcknowledgedWritesInsufficientWithoutAReadAfterHeal(t *testing.T) {
+	h := steady(5, 0)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.InsufficientData, "no read of the register began after the heal")
+
+	r := newRun(t)
+	r.round(30).unreadable(writerSrc, evidence.RegisterHistory, 1, "not deployed: no writer pod")
+	expect(t, AcknowledgedWritesSurvive(), r.input(Final), verdict.InsufficientData, "not deployed")
+}
+
+func TestAcknowledgedWritesBeforeTheFaultNeedsNoHeal(t *testing.T) {
+	h := steady(3, 0)
+	r := newRun(t)
+	r.round(5).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
+	expect(t, AcknowledgedWritesSurvive(), r.input(PreFault), verdict.Preserved)
+}

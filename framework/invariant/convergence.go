@@ -1,0 +1,279 @@
+package invariant
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// ConvergenceName names the convergence invariant.
+const ConvergenceName = "convergence"
+
+// objectReaders are the sources that read Kubernetes objects: the API
+// servers, etcd directly, and the informer cache.
+var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
+
+// Convergence: after heal, every source agrees again and the lab matches
+// its clean baseline, within the settle bound.
+//
+// Reads, in the final snapshot and the baseline: worker1's Ready and
+// taints, the stateful pod and the service's endpoints from every source
+// that reads objects (API servers, etcd, the informer); the pod from
+// worker1's kubelet; the pod's containers from every node's runtime; the
+// service's backends as kube-proxy programmed them; the DNS answer.
+//
+// Fires when, after the engine's settle loop (which ends early once this
+// holds, or at the settle timeout):
+//   - a source says worker1 is not Ready, or shows a taint the baseline
+//     did not have (a leftover unreachable/not-ready taint);
+//   - the pod is missing, Terminating (stuck deletion), not Ready, or the
+//     object readers disagree on which pod it is or where it runs;
+//   - a kubelet lists the pod when the pod is bound elsewhere, or misses
+//     it when bound to it;
+//   - a node other than the pod's runs a container of the pod's name (a
+//     duplicate), or the pod's node runs none of its containers;
+//   - the object readers disagree on the ready endpoints, their number
+//     differs from the baseline's, or kube-proxy sends traffic to
+//     other addresses than the ready endpoints;
+//   - DNS answers differently from the baseline;
+//   - a source that answered in the baseline is unreadable now (the lab
+//     is not back to where it started; the reason names the error).
+//
+// Why: Kubernetes is level-triggered; once the fault is gone every
+// controller and agent is meant to drive the cluster back to its declared
+// state, and every view of it back into agreement.
+//
+// INSUFFICIENT_DATA when there is no baseline, or no API server answered.
+func Convergence() Invariant { return convergence{} }
+
+type convergence struct{}
+
+func (convergence) Name() string         { return ConvergenceName }
+func (convergence) Phase() verdict.Phase { return verdict.Convergence }
+func (convergence) Reads() []Reading {
+	var rs []Reading
+	for _, g := range objectReaders {
+		for _, q := range []evidence.Question{evidence.NodeReady, evidence.NodeTaints, evidence.PodObject, evidence.ServiceEndpoints} {
+			rs = append(rs, Reading{Sources: g, Question: q})
+		}
+	}
+	return append(rs,
+		Reading{Sources: "kubelet/*", Question: evidence.PodObject},
+		Reading{Sources: "cri/*", Question: evidence.PodRunningHere},
+		Reading{Sources: "proxy/*", Question: evidence.ServiceProxyBackends},
+		Reading{Sources: "dns", Question: evidence.ServiceDNS},
+	)
+}
+
+// fromObjectReaders collects q from every object reader.
+func fromObjectReaders[T any](snaps []evidence.Snapshot, q evidence.Question) ([]observation[T], []gap) {
+	var obs []observation[T]
+	var gaps []gap
+	for _, g := range objectReaders {
+		o, gp := collect[T](snaps, g, q)
+		obs = append(obs, o...)
+		gaps = append(gaps, gp...)
+	}
+	return obs, gaps
+}
+
+func (convergence) Judge(in Input) verdict.Judgement {
+	snaps := ordered(in.Snapshots)
+	if len(snaps) == 0 || in.Baseline == nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "convergence compares the final snapshot with the baseline, and one of them is missing"}
+	}
+	final := snaps[len(snaps)-1:]
+	base := []evidence.Snapshot{*in.Baseline}
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	// worker1 Ready, no new taints.
+	readies, _ := fromObjectReaders[evidence.NodeReadyValue](final, evidence.NodeReady)
+	apiReadable := false
+	for _, o := range readies {
+		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
+			apiReadable = true
+		}
+		if !o.Value.Exists || o.Value.Status != "True" {
+			bad("%s says worker1 is not Ready (exists=%v, Ready=%q, %s)", o.Source, o.Value.Exists, o.Value.Status, o.Value.Reason)
+		}
+	}
+	baseTaints := map[string]bool{}
+	bt, _ := fromObjectReaders[[]evidence.TaintValue](base, evidence.NodeTaints)
+	for _, o := range bt {
+		for _, t := range o.Value {
+			baseTaints[t.Key+":"+t.Effect] = true
+		}
+	}
+	taints, _ := fromObjectReaders[[]evidence.TaintValue](final, evidence.NodeTaints)
+	for _, o := range taints {
+		for _, t := range o.Value {
+			if !baseTaints[t.Key+":"+t.Effect] {
+				bad("%s shows worker1 tainted %s:%s, which the baseline was not", o.Source, t.Key, t.Effect)
+			}
+		}
+	}
+
+	// The pod: one, settled, agreed on.
+	pods, _ := fromObjectReaders[evidence.PodValue](final, evidence.PodObject)
+	for _, o := range pods {
+		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
+			apiReadable = true
+		}
+	}
+	if !apiReadable {
+		_, gaps := collect[any](final, consistentReaders, evidence.PodObject)
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered in the final snapshot: " + orNone(gapSummary(gaps))}
+	}
+	podViews := map[string][]string{}
+	for _, o := range pods {
+		v := o.Value
+		switch {
+		case !v.Exists:
+			bad("%s has no stateful pod", o.Source)
+		case v.DeletionTimestamp != nil:
+			bad("%s shows pod %s still Terminating (deletionTimestamp %s)", o.Source, v.UID, stamp(*v.DeletionTimestamp))
+		case !v.Ready:
+			bad("%s shows pod %s not Ready (phase %s)", o.Source, v.UID, v.Phase)
+		}
+		if v.Exists {
+			key := fmt.Sprintf("pod %s on %q", v.UID, v.NodeName)
+			podViews[key] = append(podViews[key], string(o.Source))
+		}
+	}
+	var pod evidence.PodValue
+	switch len(podViews) {
+	case 0:
+	case 1:
+		for _, o := range pods {
+			if o.Value.Exists {
+				pod = o.Value
+			}
+		}
+	default:
+		bad("the sources disagree about the pod: %s", describeViews(podViews))
+	}
+
+	if pod.UID != "" {
+		kubelets, _ := collect[evidence.PodValue](final, "kubelet/*", evidence.PodObject)
+		for _, o := range kubelets {
+			bound := hostOf(o.Source) == pod.NodeName
+			switch {
+			case bound && (!o.Value.Exists || o.Value.UID != pod.UID):
+				bad("%s does not run pod %s, which is bound to it (%s)", o.Source, pod.UID, describePod(o.Value))
+			case !bound && o.Value.Exists:
+				bad("%s still lists pod %s, which is bound to %q", o.Source, o.Value.UID, pod.NodeName)
+			}
+		}
+		rts, _ := collect[evidence.RuntimePodValue](final, "cri/*", evidence.PodRunningHere)
+		for _, o := range rts {
+			here := hostOf(o.Source) == pod.NodeName
+			running := runningContainers(o.Value)
+			ours := false
+			for _, c := range o.Value.Containers {
+				if c.State == "CONTAINER_RUNNING" && c.PodUID == pod.UID {
+					ours = true
+				}
+			}
+			switch {
+			case here && !ours:
+				bad("%s runs no container of pod %s, which is bound to it", o.Source, pod.UID)
+			case !here && len(running) > 0:
+				bad("%s runs %d container(s) of the pod's name while the pod is bound to %q: a duplicate", o.Source, len(running), pod.NodeName)
+			}
+		}
+	}
+
+	// Endpoints agree, as many as at baseline, and kube-proxy follows them.
+	eps, _ := fromObjectReaders[evidence.EndpointsValue](final, evidence.ServiceEndpoints)
+	epViews := map[string][]string{}
+	var ready []string
+	for _, o := range eps {
+		key := "[" + strings.Join(o.Value.Ready, " ") + "]"
+		epViews[key] = append(epViews[key], string(o.Source))
+		ready = o.Value.Ready
+	}
+	if len(epViews) > 1 {
+		bad("the sources disagree about the ready endpoints: %s", describeViews(epViews))
+	} else if len(epViews) == 1 {
+		baseEps, _ := collect[evidence.EndpointsValue](base, consistentReaders, evidence.ServiceEndpoints)
+		if len(baseEps) > 0 && len(baseEps[0].Value.Ready) != len(ready) {
+			bad("%d ready endpoint(s) now, %d at baseline", len(ready), len(baseEps[0].Value.Ready))
+		}
+		proxies, _ := collect[evidence.ProxyBackendsValue](final, "proxy/*", evidence.ServiceProxyBackends)
+		want := strings.Join(ready, " ")
+		for _, o := range proxies {
+			for _, p := range o.Value.Ports {
+				if got := strings.Join(backendIPs(p.Backends), " "); got != want {
+					bad("%s sends %s to [%s], the ready endpoints are [%s]", o.Source, p.Port, got, want)
+				}
+			}
+		}
+	}
+
+	// DNS as at baseline.
+	baseDNS, _ := collect[evidence.DNSValue](base, "dns", evidence.ServiceDNS)
+	dns, _ := collect[evidence.DNSValue](final, "dns", evidence.ServiceDNS)
+	if len(baseDNS) > 0 && len(dns) > 0 {
+		if a, b := strings.Join(sortedCopy(baseDNS[0].Value.Addresses), " "), strings.Join(sortedCopy(dns[0].Value.Addresses), " "); a != b {
+			bad("DNS answers [%s], at baseline [%s]", b, a)
+		}
+	}
+
+	// Every source that answered at baseline answers now.
+	for _, src := range in.Baseline.Sources() {
+		for q, a := range in.Baseline.Answers[src] {
+			if !a.Readable() {
+				continue
+			}
+			if now := final[0].Get(src, q); now.State == evidence.Unreadable {
+				bad("%s answered %s at baseline but not after settle (%s)", src, q, now.Reason)
+			}
+		}
+	}
+
+	sort.Strings(problems)
+	problems = uniqueSorted(problems)
+	if len(problems) > 0 {
+		return verdict.Judgement{Verdict: verdict.Violated,
+			Reason: fmt.Sprintf("not back to the baseline at %s: %s", stamp(final[0].Taken), strings.Join(problems, "; ")),
+			At:     final[0].Taken}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved,
+		Reason: fmt.Sprintf("at %s every source agrees and matches the baseline: worker1 Ready, pod %s on %q running there only, %d ready endpoint(s)", stamp(final[0].Taken), pod.UID, pod.NodeName, len(ready))}
+}
+
+func describeViews(views map[string][]string) string {
+	var parts []string
+	for v, srcs := range views {
+		sort.Strings(srcs)
+		parts = append(parts, fmt.Sprintf("%s say %s", strings.Join(srcs, ", "), v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// backendIPs strips the ports of kube-proxy's DNAT destinations, sorted.
+func backendIPs(backends []string) []string {
+	var out []string
+	for _, b := range backends {
+		if host, _, err := net.SplitHostPort(b); err == nil {
+			out = append(out, host)
+		} else {
+			out = append(out, b)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedCopy(ss []string) []string {
+	out := append([]string(nil), ss...)
+	sort.Strings(out)
+	return out
+}

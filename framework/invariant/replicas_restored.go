@@ -1,0 +1,107 @@
+package invariant
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// ReplicasRestoredName names the replicas-restored invariant.
+const ReplicasRestoredName = "replicas-restored"
+
+// ReplicasRestored: after heal, the test Deployment's ready replicas are
+// back to its spec within the settle bound.
+//
+// Reads: deployment/replicas from every API server. The freshest answer
+// (highest resourceVersion; the reads are consistent, so it is the
+// latest state any of them showed) decides; when resourceVersions cannot
+// be compared, the servers must agree or the verdict is
+// INSUFFICIENT_DATA.
+//
+// Fires when, in the snapshot judged (the final one, once the engine's
+// settle loop ends or the settle timeout runs out), the Deployment is
+// missing or has fewer ready replicas than spec.replicas. More ready than
+// spec (old pods not yet gone) counts as restored: availability is back.
+//
+// Why: the Deployment and ReplicaSet controllers promise to converge the
+// number of ready pods to spec once nodes and the control plane are
+// healthy again.
+func ReplicasRestored() Invariant { return replicasRestored{} }
+
+type replicasRestored struct{}
+
+func (replicasRestored) Name() string         { return ReplicasRestoredName }
+func (replicasRestored) Phase() verdict.Phase { return verdict.Convergence }
+func (replicasRestored) Reads() []Reading {
+	return []Reading{{Sources: consistentReaders, Question: evidence.DeploymentReplicas}}
+}
+
+func (replicasRestored) Judge(in Input) verdict.Judgement {
+	snaps := ordered(in.Snapshots)
+	if len(snaps) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
+	}
+	last := snaps[len(snaps)-1:]
+	obs, gaps := collect[evidence.DeploymentValue](last, consistentReaders, evidence.DeploymentReplicas)
+	sources := sourcesOf(obs, gaps)
+	if len(obs) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the Deployment: " + gapSummary(gaps), Sources: sources}
+	}
+	best, ok := freshest(obs)
+	if !ok {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason:  "the API servers disagree about the Deployment and their resourceVersions cannot say which is newer: " + describeDeployments(obs),
+			Sources: sources}
+	}
+	d := best.Value
+	switch {
+	case !d.Exists:
+		return verdict.Judgement{Verdict: verdict.Violated, Reason: fmt.Sprintf("%s shows no test Deployment at %s", best.Source, stamp(best.ReadAt)), Sources: []string{string(best.Source)}, At: best.ReadAt}
+	case d.ReadyReplicas < d.Replicas:
+		return verdict.Judgement{Verdict: verdict.Violated,
+			Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s (available %d, updated %d)", best.Source, d.ReadyReplicas, d.Replicas, stamp(best.ReadAt), d.AvailableReplicas, d.UpdatedReplicas),
+			Sources: []string{string(best.Source)}, At: best.ReadAt}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved,
+		Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s", best.Source, d.ReadyReplicas, d.Replicas, stamp(best.ReadAt)),
+		Sources: []string{string(best.Source)}, At: best.ReadAt}
+}
+
+// freshest picks the answer with the highest resourceVersion; without
+// comparable versions, the one all answers agree on.
+func freshest(obs []observation[evidence.DeploymentValue]) (observation[evidence.DeploymentValue], bool) {
+	var best *observation[evidence.DeploymentValue]
+	comparable := true
+	for i := range obs {
+		if _, err := resourceversion.CompareResourceVersion(obs[i].RV, obs[i].RV); err != nil {
+			comparable = false
+			break
+		}
+		if best == nil || olderThan(best.RV, obs[i].RV) {
+			best = &obs[i]
+		}
+	}
+	if comparable && best != nil {
+		return *best, true
+	}
+	for _, o := range obs[1:] {
+		if o.Value != obs[0].Value {
+			return observation[evidence.DeploymentValue]{}, false
+		}
+	}
+	return obs[0], true
+}
+
+func describeDeployments(obs []observation[evidence.DeploymentValue]) string {
+	var parts []string
+	for _, o := range obs {
+		parts = append(parts, fmt.Sprintf("%s: exists=%v ready %d/%d (rv %q)", o.Source, o.Value.Exists, o.Value.ReadyReplicas, o.Value.Replicas, o.RV))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,93 @@
+package invariant
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+const (
+	cri1 = evidence.Source("cri/worker1")
+	cri2 = evidence.Source("cri/worker2")
+	cri3 = evidence.Source("cri/worker3")
+	q    = evidence.PodRunningHere
+)
+
+func TestSingleCopyPreservedWhenThePodMovesAfterItStopped(t *testing.T) {
+	r := newRun(t)
+	r.round(0).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.round(1).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.round(2).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": exited}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.round(3).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.round(4).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	expect(t, SingleCopy(), r.input(Window), verdict.Preserved, "no moment", "cri/worker2 ran it in 2 of 5 reads")
+}
+
+func TestSingleCopyViolatedWhenTwoNodesRunItThroughTheSameSpan(t *testing.T) {
+	r := newRun(t)
+	// worker1 keeps the old copy (partitioned from the API, not from us);
+	// worker2 starts the replacement while it still runs.
+	for i, s := range []float64{0, 1, 2, 3} {
+		rd := r.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+		if i >= 2 {
+			rd.value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
+		} else {
+			rd.value(cri2, q, 0.3, runtimeWith("", nil), "")
+		}
+	}
+	j := expect(t, SingleCopy(), r.input(Window), verdict.Violated, "two nodes at once", "worker1", "worker2")
+	// worker1's c1 ran throughout [0.2 s, 3 s]; worker2's first read of c2
+	// ([2 s, 2.3 s]) lies inside it: the earliest proof.
+	if !j.At.Equal(sec(2)) || !strings.Contains(j.Reason, "inside that span") {
+		t.Errorf("violation at %s (%s), want the read of worker2 at 2 s inside worker1's span", stamp(j.At), j.Reason)
+	}
+}
+
+func TestSingleCopySameRoundOnTwoNodesIsNotProofOfTwoAtOnce(t *testing.T) {
+	// The hand-over happened inside one round: worker1 was read while its
+	// copy still ran, worker2 after its copy started. Different moments.
+	r := newRun(t)
+	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.round(1).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.9, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.round(2).value(cri1, q, 0.1, runtimeWith("", nil), "").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.round(3).value(cri1, q, 0.1, runtimeWith("", nil), "").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	// c1 is certain over [0.1, 1.0]; c2's first read spans [1.0, 1.9], not
+	// inside it; c2 is certain from 1.9 on, after c1's last sighting.
+	expect(t, SingleCopy(), r.input(Window), verdict.Preserved)
+}
+
+func TestSingleCopyRestartOnTheSameNodeIsNotTwoCopies(t *testing.T) {
+	r := newRun(t)
+	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	// A new sandbox and container of the same pod on the same node, the old
+	// one still listed as running in the same read.
+	both := runtimeWith("u1", map[string]string{"c1": running})
+	both.Containers = append(both.Containers, evidence.RuntimeContainer{ID: "c1b", Name: "app", SandboxID: "sb-u1b", PodUID: "u1", State: running})
+	r.round(1).value(cri1, q, 0.1, both, "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.round(2).value(cri1, q, 0.1, both, "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	expect(t, SingleCopy(), r.input(Window), verdict.Preserved)
+}
+
+func TestSingleCopyInsufficientWhenARuntimeIsDarkWhileAnotherRunsThePod(t *testing.T) {
+	r := newRun(t)
+	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.round(1).unreadable(cri1, q, 2, "timeout: no answer within 2s").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.round(3).unreadable(cri1, q, 2, "timeout: no answer within 2s").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	expect(t, SingleCopy(), r.input(Window), verdict.InsufficientData, "could have hidden", "cri/worker1 unreadable while cri/worker2 ran the pod", "timeout")
+}
+
+func TestSingleCopyInsufficientWhenNoRuntimeAnswers(t *testing.T) {
+	r := newRun(t)
+	r.round(0).unreadable(cri1, q, 1, "ssh: connection refused").unreadable(cri2, q, 1, "ssh: connection refused")
+	expect(t, SingleCopy(), r.input(Window), verdict.InsufficientData)
+}
+
+func TestSingleCopyNeverReadsTheAPI(t *testing.T) {
+	for _, rd := range SingleCopy().Reads() {
+		if rd.Sources != "cri/*" {
+			t.Errorf("single-copy reads %s; it must read only container runtimes", rd.Sources)
+		}
+	}
+}

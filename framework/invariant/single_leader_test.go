@@ -1,0 +1,74 @@
+package invariant
+
+import (
+	"testing"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+const (
+	host1 = evidence.Source("controlplane/cp1")
+	host2 = evidence.Source("controlplane/cp2")
+	kcm   = evidence.ControllerManagerLeading
+	sched = evidence.SchedulerLeading
+)
+
+func leading(process string) evidence.LeadingValue {
+	return evidence.LeadingValue{Leading: true, Process: process}
+}
+
+var following = evidence.LeadingValue{Leading: false, Process: "p"}
+
+// schedulerSteady adds a scheduler that cp1 leads throughout.
+func schedulerSteady(rd *round) *round {
+	return rd.value(host1, sched, 0.1, leading("s1"), "").value(host2, sched, 0.1, following, "")
+}
+
+func TestSingleLeaderPreservedAcrossAHandOver(t *testing.T) {
+	r := newRun(t)
+	schedulerSteady(r.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(r.round(1).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	// cp1's process exited; cp2 took over.
+	schedulerSteady(r.round(2).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(r.round(3).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	expect(t, SingleLeader(), r.input(Window), verdict.Preserved, "kube-controller-manager", "kube-scheduler")
+}
+
+func TestSingleLeaderViolatedWhenAFrozenLeaderWakesUpLeading(t *testing.T) {
+	r := newRun(t)
+	for s := 0.0; s < 4; s++ {
+		rd := schedulerSteady(r.round(s)).value(host1, kcm, 0.1, leading("k1"), "")
+		if s >= 1 {
+			rd.value(host2, kcm, 0.2, leading("k2"), "")
+		} else {
+			rd.value(host2, kcm, 0.2, following, "")
+		}
+		rd.value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp2_abc"}, "")
+	}
+	expect(t, SingleLeader(), r.input(Window), verdict.Violated, "two kube-controller-manager leaders at once", "cp1", "cp2", "lease holders seen: cp2_abc")
+}
+
+func TestSingleLeaderLeadingInOneRoundOnTwoHostsWithoutContinuityIsNoProof(t *testing.T) {
+	// Both say they lead in the same round, but neither process is seen
+	// leading twice: the hand-over may have happened inside the round.
+	r := newRun(t)
+	schedulerSteady(r.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.9, leading("k2"), ""))
+	schedulerSteady(r.round(1).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, evidence.LeadingValue{Leading: true}, ""))
+	expect(t, SingleLeader(), r.input(Window), verdict.Preserved)
+}
+
+func TestSingleLeaderInsufficientWithoutTheProcessesAnswers(t *testing.T) {
+	r := newRun(t)
+	r.round(0).value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp1_x"}, "").
+		unreadable(host1, kcm, 1, "not deployed: no controlplane source")
+	expect(t, SingleLeader(), r.input(Window), verdict.InsufficientData, "no host said whether its kube-controller-manager leads")
+}
+
+func TestSingleLeaderInsufficientWhenAHostIsDarkWhileAnotherLeads(t *testing.T) {
+	r := newRun(t)
+	for s := 0.0; s < 3; s++ {
+		schedulerSteady(r.round(s).value(host2, kcm, 0.1, leading("k2"), "").unreadable(host1, kcm, 1.5, "timeout"))
+	}
+	expect(t, SingleLeader(), r.input(Window), verdict.InsufficientData, "controlplane/cp1 unreadable")
+}
