@@ -110,25 +110,8 @@ func locate(cfg *lab.Config, cache string, lookPath func(string) (string, error)
 
 	var p Paths
 	bins := filepath.Join(cache, "bins")
-	cached := []struct {
-		dir, name string
-		dest      *string
-	}{
-		{"kubernetes-" + KubernetesVersion, "kube-apiserver", &p.KubeAPIServer},
-		{"kubernetes-" + KubernetesVersion, "kube-controller-manager", &p.KubeControllerManager},
-		{"kubernetes-" + KubernetesVersion, "kube-scheduler", &p.KubeScheduler},
-		{"kubernetes-" + KubernetesVersion, "kubelet", &p.Kubelet},
-		{"kubernetes-" + KubernetesVersion, "kube-proxy", &p.KubeProxy},
-		{"kubectl-" + KubernetesVersion, "kubectl", &p.Kubectl},
-		{"etcd-" + EtcdVersion, "etcd", &p.Etcd},
-		{"etcd-" + EtcdVersion, "etcdctl", &p.Etcdctl},
-		{"containerd-" + ContainerdVersion, "containerd", &p.Containerd},
-		{"containerd-" + ContainerdVersion, "ctr", &p.Ctr},
-		{"containerd-" + ContainerdVersion, "containerd-shim-runc-v2", &p.ContainerdShimRuncV2},
-		{"crictl-" + CrictlVersion, "crictl", &p.Crictl},
-	}
 	var missingBuilt []string
-	for _, b := range cached {
+	for _, b := range builtBinaries(&p) {
 		path := filepath.Join(bins, b.dir, b.name)
 		if err := checkExecutable(path); err != nil {
 			missingBuilt = append(missingBuilt, fmt.Sprintf("%s (%v)", b.name, err))
@@ -168,6 +151,31 @@ func locate(cfg *lab.Config, cache string, lookPath func(string) (string, error)
 		return Paths{}, fmt.Errorf("locating local lab binaries under %s: %s", bins, strings.Join(problems, "; "))
 	}
 	return p, nil
+}
+
+// builtBinary is a binary the build script writes to <cache>/bins/<dir>/<name>.
+type builtBinary struct {
+	dir, name string
+	dest      *string
+}
+
+// builtBinaries lists what the build script builds, each with the field of
+// p that holds its path.
+func builtBinaries(p *Paths) []builtBinary {
+	return []builtBinary{
+		{"kubernetes-" + KubernetesVersion, "kube-apiserver", &p.KubeAPIServer},
+		{"kubernetes-" + KubernetesVersion, "kube-controller-manager", &p.KubeControllerManager},
+		{"kubernetes-" + KubernetesVersion, "kube-scheduler", &p.KubeScheduler},
+		{"kubernetes-" + KubernetesVersion, "kubelet", &p.Kubelet},
+		{"kubernetes-" + KubernetesVersion, "kube-proxy", &p.KubeProxy},
+		{"kubectl-" + KubernetesVersion, "kubectl", &p.Kubectl},
+		{"etcd-" + EtcdVersion, "etcd", &p.Etcd},
+		{"etcd-" + EtcdVersion, "etcdctl", &p.Etcdctl},
+		{"containerd-" + ContainerdVersion, "containerd", &p.Containerd},
+		{"containerd-" + ContainerdVersion, "ctr", &p.Ctr},
+		{"containerd-" + ContainerdVersion, "containerd-shim-runc-v2", &p.ContainerdShimRuncV2},
+		{"crictl-" + CrictlVersion, "crictl", &p.Crictl},
+	}
 }
 
 func checkExecutable(path string) error {

@@ -3,8 +3,10 @@ package binpaths
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +205,34 @@ func TestCacheDirHonoursEnvironment(t *testing.T) {
 	t.Setenv("FAULTLINE_CACHE", "")
 	if got := CacheDir(); got != DefaultCacheDir {
 		t.Errorf("CacheDir = %q, want %q", got, DefaultCacheDir)
+	}
+}
+
+// The script's own listing (build.sh -l) names exactly the paths Locate
+// looks at, so the two cannot drift apart in binary names or directories.
+func TestBuildScriptListsWhatLocateExpects(t *testing.T) {
+	cache := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join("..", "bins", "build.sh"), "-l")
+	cmd.Env = append(os.Environ(), "FAULTLINE_CACHE="+cache)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("build.sh -l: %v", err)
+	}
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 3 {
+			t.Fatalf("build.sh -l printed %q", line)
+		}
+		listed = append(listed, fields[2])
+	}
+	var want []string
+	for _, b := range builtBinaries(&Paths{}) {
+		want = append(want, filepath.Join(cache, "bins", b.dir, b.name))
+	}
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("build.sh -l lists\n%s\nLocate expects\n%s", strings.Join(listed, "\n"), strings.Join(want, "\n"))
 	}
 }

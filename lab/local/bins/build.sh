@@ -126,8 +126,22 @@ for t in "${targets[@]}"; do
 	# Static binaries without cgo: the lab runs them inside network namespaces
 	# of the same machine, and none of these binaries needs cgo for what the lab
 	# uses (containerd's cgo-only snapshotters are excluded by the build tags).
-	if ! (cd "$here/$module" && CGO_ENABLED=0 go build -trimpath \
-		-tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg"); then
+	(cd "$here/$module" && exec env CGO_ENABLED=0 go build -trimpath \
+		-tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg") &
+	build_pid=$!
+	# A background job ignores SIGINT in a non-interactive shell, so an
+	# interrupted build.sh stops the go build itself.
+	trap 'kill "$build_pid" 2>/dev/null; rm -f "$tmp"; exit 130' INT TERM
+	while kill -0 "$build_pid" 2>/dev/null; do
+		sleep 1
+		if (((SECONDS - start) % 60 == 0)); then
+			printf '[%d/%d] %s %s: still building (%s)\n' "$i" "$total" "$name" "$version" "$(elapsed $((SECONDS - start)))"
+		fi
+	done
+	build_status=0
+	wait "$build_pid" || build_status=$?
+	trap - INT TERM
+	if [[ $build_status != 0 ]]; then
 		rm -f "$tmp"
 		printf 'build.sh: building %s %s (package %s in %s) failed after %s\n' \
 			"$name" "$version" "$pkg" "$here/$module" "$(elapsed $((SECONDS - start)))" >&2
