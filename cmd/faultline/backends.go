@@ -14,3 +14,5 @@ import (
 )
 
 import _ "github.com/faultline/faultline/lab/vsphere"
+
+import _ "github.com/faultline/faultline/lab/local"
