@@ -26,7 +26,16 @@ const (
 	QuestionPods       evidence.Question = "drill/pods"
 	QuestionContainers evidence.Question = "drill/containers"
 	QuestionComponents evidence.Question = "drill/components"
+	QuestionLeaders    evidence.Question = "drill/leaders"
 )
+
+// LeaderLeases are the leader-election leases the racks drill follows.
+var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler"}
+
+// LeadersValue is each leader-election lease as one API server has it.
+type LeadersValue struct {
+	Leases map[string]evidence.LeaseValue `json:"leases"`
+}
 
 // Timeline kinds the drill sampler stamps.
 const (
@@ -176,6 +185,9 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 			set(src, QuestionPods, a, evs)
 		})
 		wg.Go(func() {
+			set(src, QuestionLeaders, readLeaders(rctx, cs), nil)
+		})
+		wg.Go(func() {
 			a, evs := s.readComponents(rctx, h)
 			set(evidence.Source("controlplane/"+h.Name()), QuestionComponents, a, evs)
 		})
@@ -263,6 +275,25 @@ func (s *Sampler) readPods(ctx context.Context, cs kubernetes.Interface, src evi
 			Kind: KindFailedScheduling, Detail: fmt.Sprintf("%s (uid %s, seen %d times)", e.Message, e.InvolvedObject.UID, count)})
 	}
 	return a, out
+}
+
+// readLeaders reads the leader-election leases: who leads, by the API
+// server's account.
+func readLeaders(ctx context.Context, cs kubernetes.Interface) evidence.Answer {
+	v := LeadersValue{Leases: map[string]evidence.LeaseValue{}}
+	for _, name := range LeaderLeases {
+		l, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return evidence.UnreadableAnswer(source.Reason(err), time.Now().UTC())
+		}
+		v.Leases[name] = source.LeaseOf(l)
+	}
+	at := time.Now().UTC()
+	a, err := evidence.ValueAnswer(v, at, "")
+	if err != nil {
+		return evidence.UnreadableAnswer("error: "+err.Error(), at)
+	}
+	return a
 }
 
 func podState(p *corev1.Pod) PodState {
