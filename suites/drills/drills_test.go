@@ -1,3 +1,8 @@
+//go:build lab
+
+// The drills run against a lab: go test -tags lab ./suites/drills with
+// FAULTLINE_LAB naming a lab of the pair or racks shape.
+
 package drills_test
 
 import (
@@ -95,9 +100,3 @@ func prepare(ctx context.Context, l lab.Lab) error {
 	}
 	return fmt.Errorf("scenario has neither label %s nor %s", drills.LabelPair, drills.LabelRacks)
 }
-
-var _ = Describe("the drill tables", func() {
-	It("validate for both timer profiles", func() {
-		Expect(scenario.ValidateTable(table())).To(Succeed())
-	})
-})

@@ -381,7 +381,7 @@ func readContainers(ctx context.Context, h lab.Host) evidence.Answer {
 	if res.ExitCode != 0 {
 		return evidence.UnreadableAnswer(fmt.Sprintf("error: crictl on %s exited %d: %s", h.Name(), res.ExitCode, strings.TrimSpace(res.Stderr)), at)
 	}
-	v, err := ContainersFromCrictl([]byte(res.Stdout))
+	v, err := ContainersFromCrictl([]byte(res.Stdout), Namespace)
 	if err != nil {
 		return evidence.UnreadableAnswer("error: "+err.Error(), at)
 	}
@@ -392,16 +392,16 @@ func readContainers(ctx context.Context, h lab.Host) evidence.Answer {
 	return a
 }
 
-// ContainersFromCrictl picks the drill namespace's containers out of
+// ContainersFromCrictl picks namespace's containers out of
 // `crictl ps -a -o json` (protojson: createdAt is int64 nanoseconds, quoted).
-func ContainersFromCrictl(out []byte) (ContainersValue, error) {
+func ContainersFromCrictl(out []byte, namespace string) (ContainersValue, error) {
 	var c crictlContainers
 	if err := json.Unmarshal(out, &c); err != nil {
 		return ContainersValue{}, fmt.Errorf("decoding crictl ps: %w", err)
 	}
 	v := ContainersValue{Containers: []ContainerState{}}
 	for _, x := range c.Containers {
-		if x.Labels["io.kubernetes.pod.namespace"] != Namespace {
+		if x.Labels["io.kubernetes.pod.namespace"] != namespace {
 			continue
 		}
 		var created time.Time
