@@ -32,9 +32,9 @@ func intervalTimer(a PairArm, key string) string {
 	case "healed":
 		return "the drill's window"
 	case "ready-true":
-		return "kubelet's first status update after start: " + timerText(r, "kubelet.nodeStatusUpdateFrequency", "nodeStatusUpdateFrequency") + " at most"
+		return "kubelet start-up (and, after a power off, the host's boot), then its first status update; updates come every " + timerText(r, "kubelet.nodeStatusUpdateFrequency", "nodeStatusUpdateFrequency")
 	case "terminating-gone":
-		return "kubelet's pod sync after start, then the pods' terminationGracePeriodSeconds (10s) at most"
+		return "kubelet's pod sync after start: containers still running are stopped first, each within the pod's terminationGracePeriodSeconds (10s), before the kubelet confirms the deletion"
 	case "orphan-gone", "orphan-recreated":
 		return "none: a bare pod has no controller to replace it"
 	}
@@ -45,7 +45,7 @@ func offsetCell(m Moment) string {
 	if !m.Seen {
 		return "not seen"
 	}
-	return "+" + secs(m.Offset)
+	return fmt.Sprintf("+%s (%s after the %s)", secs(m.Offset), secs(m.Since), m.Anchor)
 }
 
 // WritePairMarkdown writes the pair drill's report: the two timelines side
@@ -58,7 +58,10 @@ func WritePairMarkdown(w io.Writer, c, e PairArm, plot string) error {
 	p("Lab %s (%s), timer profile **%s**, worker `%s`.\n\n", c.Run.Lab.Name, c.Run.Lab.Kind, c.Run.Lab.TimerProfile, c.Worker)
 	p("- 6.C2 (control, kubelet stopped): run `%s`, fault at %s (inject took %s), healed at %s.\n", c.Run.RunID, stamp(c.FaultAt), secs(c.InjectTook), stamp(c.HealAt))
 	p("- 6.C1 (experiment, power off): run `%s`, fault at %s (inject took %s), healed at %s.\n\n", e.Run.RunID, stamp(e.FaultAt), secs(e.InjectTook), stamp(e.HealAt))
-	p("Times are seconds after the fault (the start of its inject), as the timeline recorder saw each change on the API server it watches.\n\n")
+	p("Times are seconds after the fault (the start of its inject), as the timeline recorder saw each change on the API server it watches; "+
+		"in brackets, seconds after the moment the arms are compared from: the node lease's last renewal before the fault (all the control plane knows; "+
+		"the fault itself falls anywhere within a renew interval) or, after heal, the heal. Two arms diverge at the first moment one shows and the other does not, "+
+		"or shows more than %s apart.\n\n", Tolerance)
 	div, diverged := Diverge(c, e)
 	p("| moment | 6.C2 kubelet stopped | 6.C1 power off | timer behind the interval (configured value) |\n|---|---|---|---|\n")
 	for _, mc := range c.Moments {
@@ -75,6 +78,24 @@ func WritePairMarkdown(w io.Writer, c, e PairArm, plot string) error {
 	} else {
 		p("**Divergence point (API view)**: none — every moment lies within %s in both arms.\n\n", Tolerance)
 	}
+	for _, arm := range []struct {
+		name string
+		a    PairArm
+	}{{"6.C2 kubelet stopped", c}, {"6.C1 power off", e}} {
+		created, why := arm.a.Moment("replacement-created"), arm.a.Moment("replacement-unschedulable")
+		switch {
+		case !created.Seen:
+			p("- %s: no replacement pod was created while the worker was away.\n", arm.name)
+		case why.Seen && !arm.a.Moment("replacement-scheduled").Seen:
+			p("- %s: the replacements were created at +%s and never scheduled while the worker was away; the scheduler said (%s, %s): %q\n", arm.name, secs(created.Offset), why.Source, stamp(why.At), why.Detail)
+		case arm.a.Moment("replacement-scheduled").Seen:
+			s := arm.a.Moment("replacement-scheduled")
+			p("- %s: a replacement was scheduled at +%s: %s\n", arm.name, secs(s.Offset), s.Detail)
+		default:
+			p("- %s: replacements were created at +%s; no scheduling outcome was recorded\n", arm.name, secs(created.Offset))
+		}
+	}
+	p("\nSetup: the Deployment's pods are pinned to the worker by nodeSelector and the only other node is the control plane, whose NoSchedule taint they do not tolerate; the unreachable worker has its own NoSchedule taint.\n\n")
 	p("## What the worker's container runtime said (crictl over SSH)\n\n")
 	for _, arm := range []struct {
 		name string

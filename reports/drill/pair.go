@@ -43,6 +43,13 @@ type Moment struct {
 	Offset time.Duration
 	Source string
 	Detail string
+	// Since is the offset from the moment's anchor (Anchor names it): the
+	// last node lease renewal before the fault for what happens while the
+	// fault lasts, the heal for what comes after. The control plane knows
+	// only when the lease was last renewed, and the fault falls anywhere in
+	// a renew interval, so two arms compare from there, not from the fault.
+	Since  time.Duration
+	Anchor string
 }
 
 // PairArm is one arm of the pair drill, read from one run.
@@ -217,6 +224,18 @@ func AnalysePair(run verdict.Run, rec evidence.Record, worker string) (PairArm, 
 	}
 	a.Runtime = runtimeView(rec, worker, a.FaultAt)
 	a.Lease = leaseCheck(run, rec, a)
+	for i := range a.Moments {
+		m := &a.Moments[i]
+		switch {
+		case !m.Seen:
+		case !a.HealAt.IsZero() && !m.At.Before(a.HealAt):
+			m.Anchor, m.Since = "heal", m.At.Sub(a.HealAt)
+		case !a.Lease.LastRenew.IsZero():
+			m.Anchor, m.Since = "last lease renewal", m.At.Sub(a.Lease.LastRenew)
+		default:
+			m.Anchor, m.Since = "fault", m.Offset
+		}
+	}
 	return a, nil
 }
 
@@ -367,7 +386,8 @@ type Divergence struct {
 const Tolerance = 2 * time.Second
 
 // Diverge finds the first moment, in time order, that one arm shows and the
-// other does not, or shows more than Tolerance later.
+// other does not, or shows more than Tolerance apart from its anchor (the
+// last lease renewal before heal, the heal after it).
 func Diverge(c, e PairArm) (Divergence, bool) {
 	type pair struct {
 		mc, me Moment
@@ -393,13 +413,16 @@ func Diverge(c, e PairArm) (Divergence, bool) {
 		case !p.mc.Seen && p.me.Seen:
 			return Divergence{p.me.Key, p.me.Label, fmt.Sprintf("seen at +%s with the power off, never with the kubelet stopped", secs(p.me.Offset))}, true
 		}
-		d := p.me.Offset - p.mc.Offset
+		if p.mc.Anchor != p.me.Anchor {
+			return Divergence{p.mc.Key, p.mc.Label, fmt.Sprintf("after the %s with the kubelet stopped, after the %s with the power off", p.mc.Anchor, p.me.Anchor)}, true
+		}
+		d := p.me.Since - p.mc.Since
 		if d < 0 {
 			d = -d
 		}
 		if d > Tolerance {
-			return Divergence{p.mc.Key, p.mc.Label, fmt.Sprintf("+%s with the kubelet stopped against +%s with the power off (%s apart, more than %s)",
-				secs(p.mc.Offset), secs(p.me.Offset), secs(d), Tolerance)}, true
+			return Divergence{p.mc.Key, p.mc.Label, fmt.Sprintf("%s after the %s with the kubelet stopped against %s with the power off (%s apart, more than %s)",
+				secs(p.mc.Since), p.mc.Anchor, secs(p.me.Since), secs(d), Tolerance)}, true
 		}
 	}
 	return Divergence{}, false
