@@ -3,7 +3,7 @@
 // resident memory per host and in all. It is a report, not a test: the
 // figures depend on the machine and on what else runs on it.
 //
-//	faultline-lab-measure [-resets N] [-keep] <lab file or topology name>
+//	faultline-lab-measure [-resets N] [-keep] [-v] <lab file or topology name>
 package main
 
 import (
@@ -24,8 +24,9 @@ import (
 func main() {
 	resets := flag.Int("resets", 3, "how many resets to time")
 	keep := flag.Bool("keep", false, "leave the lab up afterwards")
+	verbose := flag.Bool("v", false, "print every step of up and reset")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [-resets N] [-keep] <lab file or topology name>\n", os.Args[0])
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [-resets N] [-keep] [-v] <lab file or topology name>\n", os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -33,13 +34,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *resets, *keep); err != nil {
+	if err := run(flag.Arg(0), *resets, *keep, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "faultline-lab-measure:", err)
 		os.Exit(1)
 	}
 }
 
-func run(arg string, resets int, keep bool) (err error) {
+func run(arg string, resets int, keep, verbose bool) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	path, err := lab.ResolveConfigPath(arg)
@@ -55,6 +56,9 @@ func run(arg string, resets int, keep bool) (err error) {
 		return err
 	}
 	defer l.Close()
+	if verbose {
+		l.SetProgress(os.Stderr)
+	}
 	if !keep {
 		defer func() {
 			if derr := l.Down(context.Background()); derr != nil && err == nil {

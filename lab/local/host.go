@@ -214,3 +214,27 @@ func (h *Host) waitSSH(ctx context.Context) error {
 		return r.ExitCode == 0, nil
 	})
 }
+
+// Networks a host's links belong to, for SetLink.
+const (
+	NetworkManagement = "management"
+	NetworkPods       = "pods"
+)
+
+// SetLink takes one of the host's links down or up from the outside, as
+// pulling and plugging a cable does: the host's addresses and routes stay
+// as they are, so bringing the link up heals completely. (Taking pod0 down
+// from inside the host would drop its routes to the other nodes' pods,
+// which bringing it up does not restore.)
+func (h *Host) SetLink(ctx context.Context, network string, up bool) error {
+	switch network {
+	case NetworkManagement:
+		return h.lab.net.setHostLinks(h.cfg.Name, up, managementVethName(h.lab.cfg.Name, h.cfg.Name))
+	case NetworkPods:
+		if h.node == nil {
+			return fmt.Errorf("host %s has no pod network link (it runs no kubelet)", h.cfg.Name)
+		}
+		return h.lab.net.setHostLinks(h.cfg.Name, up, podVethName(h.lab.cfg.Name, h.cfg.Name))
+	}
+	return fmt.Errorf("host %s: no network %q (management or pods)", h.cfg.Name, network)
+}

@@ -124,8 +124,12 @@ func (l *Lab) labelControlPlaneNodes(ctx context.Context) error {
 		if h.node == nil {
 			continue
 		}
-		if _, err := kc.CoreV1().Nodes().Patch(ctx, h.cfg.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("labelling node %s: %w", h.cfg.Name, err)
+		// A busy API server may time out; the patch is idempotent.
+		if err := lab.WaitFor(ctx, "labelling node "+h.cfg.Name, time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+			_, err := kc.CoreV1().Nodes().Patch(ctx, h.cfg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err == nil, err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

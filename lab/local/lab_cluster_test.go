@@ -236,6 +236,10 @@ func TestPairCluster(t *testing.T) {
 	if got := crictlRunning(ctx, t, worker, "netexec"); len(got) != 1 {
 		t.Fatalf("crictl on the worker shows %d running netexec containers", len(got))
 	}
+	// kube-proxy programs the worker's own namespace.
+	if r, err := worker.Run(ctx, "iptables -w -t nat -S KUBE-SERVICES"); err != nil || !strings.Contains(r.Stdout, "default/kubernetes") {
+		t.Errorf("kube-proxy rules on the worker lack the kubernetes service: %v %s%s", err, r.Stdout, r.Stderr)
+	}
 
 	// A frozen kubelet: the node goes Unknown, the container keeps running.
 	if err := worker.Signal(ctx, lab.ServiceKubelet, syscall.SIGSTOP); err != nil {
@@ -258,6 +262,24 @@ func TestPairCluster(t *testing.T) {
 		t.Errorf("processes of the powered-off worker: %v", p)
 	}
 	waitCondition(ctx, t, kc, "pair-worker", "Unknown", 2*time.Minute)
+
+	// Power on: the node comes back and its pod runs again.
+	if err := worker.PowerOn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, kc, "pair-worker", "True", 2*time.Minute)
+	if err := lab.WaitFor(ctx, "the netexec container running again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		r, err := worker.Run(ctx, "crictl ps --state running --name netexec -q")
+		if err != nil {
+			return false, err
+		}
+		return strings.TrimSpace(r.Stdout) != "", nil
+	}); err != nil {
+		t.Error(err)
+	}
+	if err := worker.PowerOff(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	// Reset: back to the cold snapshot, which holds no StatefulSet.
 	start = time.Now()

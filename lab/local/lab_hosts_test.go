@@ -166,7 +166,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 
 	// Cutting the pod network leaves management up.
-	if err := l.net.setHostLinks("pair-worker", false, podVethName(c.Name, "pair-worker")); err != nil {
+	if err := worker.(*Host).SetLink(ctx, NetworkPods, false); err != nil {
 		t.Fatal(err)
 	}
 	if reaches(ctx, t, worker, "10.241.0.1") {
@@ -175,8 +175,11 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if !reaches(ctx, t, worker, cp.Address()) {
 		t.Errorf("management network lost with the pod network")
 	}
-	if err := l.net.setHostLinks("pair-worker", true, podVethName(c.Name, "pair-worker")); err != nil {
+	if err := worker.(*Host).SetLink(ctx, NetworkPods, true); err != nil {
 		t.Fatal(err)
+	}
+	if !reaches(ctx, t, worker, "10.241.0.1") {
+		t.Errorf("pod network does not answer after its link came back")
 	}
 
 	// The supervisor: freeze, thaw, stop, start.

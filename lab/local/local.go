@@ -199,7 +199,13 @@ func (l *Lab) loadOrNewRecord() *record {
 	if r, err := loadRecord(l.cfg.StateDir); err == nil {
 		return r
 	}
-	return &record{Config: l.cfg}
+	r := &record{Config: l.cfg}
+	for _, p := range sharedPaths {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			r.CreatedShared = append(r.CreatedShared, p)
+		}
+	}
+	return r
 }
 
 // Down removes everything the lab made. It works from the record in the

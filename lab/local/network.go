@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -37,7 +38,7 @@ func prefixToIPNet(p netip.Prefix) *net.IPNet {
 // network is already on a link of the machine that is not the lab's own:
 // two bridges with one subnet would make routing from the machine ambiguous.
 func (n *network) checkFree() error {
-	links, err := netlink.LinkList()
+	links, err := listLinks()
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
@@ -61,6 +62,24 @@ func (n *network) checkFree() error {
 		}
 	}
 	return nil
+}
+
+// listLinks lists the root namespace's links, again when a concurrent
+// change (other labs on the machine) interrupted the kernel's dump.
+func listLinks() ([]netlink.Link, error) {
+	var err error
+	for try := 0; try < 10; try++ {
+		var links []netlink.Link
+		links, err = netlink.LinkList()
+		if err == nil {
+			return links, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, err
 }
 
 // ensureBridge creates a bridge with the lab's alias if it is not there.
@@ -253,6 +272,15 @@ func (n *network) createHost(h hostNet) error {
 }
 
 func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, nsName, bridge, what string, addr netip.Prefix) error {
+	if old, err := netlink.LinkByName(rootName); err == nil {
+		// A root end left from an earlier namespace has no peer in
+		// this one: start over.
+		if _, perr := inside.LinkByName(nsName); perr != nil {
+			if err := netlink.LinkDel(old); err != nil {
+				return fmt.Errorf("deleting stale link %s: %w", rootName, err)
+			}
+		}
+	}
 	if _, err := netlink.LinkByName(rootName); err != nil {
 		// Fixed MAC addresses: a host whose namespace is made anew
 		// (power on, reset) keeps them, so no neighbour on the bridge

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,47 +34,10 @@ var minimumSysctls = map[string]int{
 	"fs.inotify.max_user_watches":   524288,
 }
 
-// presetKubeletSysctls sets kubeletSysctls and raises minimumSysctls,
-// recording each original value in the lab record first (once: a second
-// up keeps the first originals).
+// presetKubeletSysctls sets the machine-wide sysctls the lab needs; the
+// machine's register keeps the originals until the last lab is down.
 func (l *Lab) presetKubeletSysctls() error {
-	rec := l.loadOrNewRecord()
-	if rec.Sysctls == nil {
-		rec.Sysctls = map[string]string{}
-	}
-	want := map[string]string{}
-	for k, v := range kubeletSysctls {
-		want[k] = v
-	}
-	for k, min := range minimumSysctls {
-		cur, err := readSysctl(k)
-		if err != nil {
-			return err
-		}
-		if n, err := strconv.Atoi(cur); err == nil && n >= min {
-			continue
-		}
-		want[k] = strconv.Itoa(min)
-	}
-	for k := range want {
-		if _, ok := rec.Sysctls[k]; ok {
-			continue
-		}
-		v, err := readSysctl(k)
-		if err != nil {
-			return err
-		}
-		rec.Sysctls[k] = v
-	}
-	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
-		return err
-	}
-	for k, v := range want {
-		if err := writeSysctl(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return acquireSysctls(l.cfg.StateDir)
 }
 
 func keepalivedService() service {

@@ -20,6 +20,21 @@ type record struct {
 	Sysctls map[string]string `json:"sysctls,omitempty"`
 	// Snapshot says a cold snapshot was completed.
 	Snapshot bool `json:"snapshot,omitempty"`
+	// CreatedShared lists machine-wide directories that did not exist
+	// before the lab's first up and that components create at fixed paths
+	// (kubelet's device-plugin dir, libcni's cache, the shims' socket dir).
+	CreatedShared []string `json:"createdShared,omitempty"`
+}
+
+// sharedPaths are the fixed machine-wide paths the lab's components
+// create whatever they are told.
+var sharedPaths = []string{
+	"/var/lib/kubelet",
+	"/var/lib/cni",
+	"/run/containerd",
+	"/var/log/containers",
+	"/var/log/pods",
+	"/run/sshd",
 }
 
 func recordPath(stateDir string) string { return filepath.Join(stateDir, "lab.json") }

@@ -57,7 +57,12 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	}
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
+		// Records of older labs hold their own originals.
 		note(restoreSysctls(rec.Sysctls))
+	}
+	note(releaseSysctls(cfg.StateDir))
+	if rec != nil {
+		note(removeCreatedShared(cfg.Name, rec.CreatedShared))
 	}
 	if len(errs) == 0 {
 		if err := os.RemoveAll(cfg.StateDir); err != nil {
@@ -68,6 +73,38 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 		return fmt.Errorf("lab %s down: %w", cfg.Name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// removeCreatedShared removes the machine-wide directories the lab's
+// components created, but only when nothing else could be using them: no
+// other lab's namespace exists and no kubelet, containerd or shim runs.
+func removeCreatedShared(labName string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) > 0 {
+		return nil
+	}
+	for _, pid := range allPids() {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			continue
+		}
+		switch b := filepath.Base(exe); {
+		case b == "kubelet", b == "containerd", strings.HasPrefix(b, "containerd-shim"):
+			return nil
+		}
+	}
+	var errs []error
+	for _, p := range paths {
+		if mps, err := mountsUnder(p); err != nil || len(mps) > 0 {
+			continue // never remove through a mount
+		}
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // releaseNetnsDir undoes ensureNetnsDir once no namespace is left in it
@@ -97,7 +134,7 @@ var stopOrder = []string{
 // deleteLabLinks removes every root-namespace link whose alias names this
 // lab: the bridges and the root ends of the hosts' veths.
 func deleteLabLinks(labName string) error {
-	links, err := netlink.LinkList()
+	links, err := listLinks()
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
@@ -207,25 +244,6 @@ func removeContainerLogLinks(stateDir string) error {
 				return fmt.Errorf("removing %s: %w", p, err)
 			}
 		}
-	}
-	return nil
-}
-
-func sysctlPath(key string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
-}
-
-func readSysctl(key string) (string, error) {
-	b, err := os.ReadFile(sysctlPath(key))
-	if err != nil {
-		return "", fmt.Errorf("reading sysctl %s: %w", key, err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-func writeSysctl(key, val string) error {
-	if err := os.WriteFile(sysctlPath(key), []byte(val), 0o644); err != nil {
-		return fmt.Errorf("setting sysctl %s=%s: %w", key, val, err)
 	}
 	return nil
 }

@@ -1,0 +1,59 @@
+//go:build lab
+
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpRefusesATakenAddressPlanAndTouchesNothing: a second lab with the
+// address plan of one that is up is refused with an error naming the
+// network, and leaves no namespace, link or state behind; reset of a lab
+// that is not up says so.
+func TestUpRefusesATakenAddressPlanAndTouchesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := testConfig(t, "pair")
+	l, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.bareHosts = true
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	if err := l.provisionHosts(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	twin := testConfig(t, "pair")
+	twin.Name = "pairtwin"
+	twin.StateDir = filepath.Join(t.TempDir(), "twin")
+	l2, err := New(twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l2.Up(ctx)
+	if err == nil || !strings.Contains(err.Error(), c.Network.Management) {
+		t.Fatalf("up of a lab whose network is taken: %v", err)
+	}
+	if _, serr := os.Stat(twin.StateDir); serr == nil {
+		t.Errorf("the refused up wrote its state dir")
+	}
+	if left := leftovers(t, twin, nil); len(left) > 0 {
+		t.Errorf("the refused up left:\n%s", strings.Join(left, "\n"))
+	}
+	if err := l2.Reset(ctx); err == nil || !strings.Contains(err.Error(), "is it up") {
+		t.Errorf("reset of a lab that is not up: %v", err)
+	}
+}

@@ -1,0 +1,64 @@
+//go:build lab
+
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestSysctlsRestoredByTheLastLabDown: two labs up, the first one down
+// leaves the values the second needs; the last one down restores the
+// machine's originals.
+func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat(sysctlRegister); err == nil {
+		t.Skip("another lab is up on this machine")
+	}
+	before := machineSysctls(t)
+	var dirs []string
+	for _, n := range []string{"a", "b"} {
+		d := filepath.Join(t.TempDir(), n)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(recordPath(d), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			_ = releaseSysctls(d)
+		}
+	})
+	for _, d := range dirs {
+		if err := acquireSysctls(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+		t.Fatalf("kernel.panic is %s while labs are up", v)
+	}
+	if err := releaseSysctls(dirs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+		t.Errorf("kernel.panic is %s after the first of two labs went down", v)
+	}
+	if err := releaseSysctls(dirs[1]); err != nil {
+		t.Fatal(err)
+	}
+	after := machineSysctls(t)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s: %s before, %s after the last lab went down", k, v, after[k])
+		}
+	}
+	if _, err := os.Stat(sysctlRegister); err == nil {
+		t.Error("the register outlived the last lab")
+	}
+}
