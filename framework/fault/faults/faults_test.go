@@ -181,12 +181,13 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	wantR1 = append(wantR1, "iptables -w -I INPUT 1 -j "+chain, "iptables -w -I OUTPUT 1 -j "+chain)
 	for _, h := range []string{"m1", "w1"} {
 		got := changing(l.host(h).commands())
-		if len(got) != 1 || got[0] != strings.Join(wantR1, " && ") {
-			t.Errorf("%s ran\n%q\nwant\n%q", h, got, strings.Join(wantR1, " && "))
+		want := markTable(chain, l.host(h).addr) + strings.Join(wantR1, " && ")
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s ran\n%q\nwant\n%q", h, got, want)
 		}
 	}
 	got := changing(l.host("etcd2").commands())
-	want := "iptables -w -N " + chain + " && iptables -w -A " + chain + " -s 10.231.4.21 -j DROP && iptables -w -A " + chain + " -d 10.231.4.21 -j DROP && iptables -w -A " + chain + " -s 10.231.4.31 -j DROP && iptables -w -A " + chain + " -d 10.231.4.31 -j DROP && iptables -w -I INPUT 1 -j " + chain + " && iptables -w -I OUTPUT 1 -j " + chain
+	want := markTable(chain, "10.231.4.12") + "iptables -w -N " + chain + " && iptables -w -A " + chain + " -s 10.231.4.21 -j DROP && iptables -w -A " + chain + " -d 10.231.4.21 -j DROP && iptables -w -A " + chain + " -s 10.231.4.31 -j DROP && iptables -w -A " + chain + " -d 10.231.4.31 -j DROP && iptables -w -I INPUT 1 -j " + chain + " && iptables -w -I OUTPUT 1 -j " + chain
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("etcd2 ran\n%q\nwant\n%q", got, want)
 	}
@@ -200,13 +201,20 @@ func TestPartitionRulesOnEachHost(t *testing.T) {
 	}
 	for _, h := range l.hosts {
 		got := h.commands()
-		if len(got) != 1 || got[0] != removeChainScript(chain) {
+		if len(got) != 1 || got[0] != removeChainScript(chain, h.addr) {
 			t.Errorf("heal on %s ran %q", h.name, got)
 		}
 	}
-	if want := "if iptables -w -n -L " + chain + " >/dev/null 2>&1; then while iptables -w -D INPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D OUTPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D FORWARD -j " + chain + " 2>/dev/null; do :; done; iptables -w -F " + chain + " && iptables -w -X " + chain + "; fi"; removeChainScript(chain) != want {
-		t.Errorf("remove script\n%s\nwant\n%s", removeChainScript(chain), want)
+	m := "/run/faultline-" + chain + "-10.231.4.31.created-filter-table"
+	if want := "if iptables -w -n -L " + chain + " >/dev/null 2>&1; then while iptables -w -D INPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D OUTPUT -j " + chain + " 2>/dev/null; do :; done; while iptables -w -D FORWARD -j " + chain + " 2>/dev/null; do :; done; iptables -w -F " + chain + " && iptables -w -X " + chain + " || exit 1; fi; " +
+		"if [ -e " + m + " ]; then if [ -z \"$(iptables-save -t filter | grep -v -e '^#' -e '^\\*filter' -e '^COMMIT' -e '^:INPUT ACCEPT' -e '^:FORWARD ACCEPT' -e '^:OUTPUT ACCEPT')\" ] && command -v nft >/dev/null; then nft delete table ip filter || exit 1; fi; rm -f " + m + "; fi"; removeChainScript(chain, "10.231.4.31") != want {
+		t.Errorf("remove script\n%s\nwant\n%s", removeChainScript(chain, "10.231.4.31"), want)
 	}
+}
+
+// markTable is the first command of every chain install on a host.
+func markTable(chain, addr string) string {
+	return `{ iptables-save 2>/dev/null | grep -q '^\*filter' || touch /run/faultline-` + chain + "-" + addr + ".created-filter-table; } && "
 }
 
 // changing leaves out the read-only commands.
@@ -380,7 +388,7 @@ func TestLossRules(t *testing.T) {
 	}
 	c := "FAULTLINE-" + f.p.Tag
 	var want []string
-	want = append(want, "iptables -w -N "+c)
+	want = append(want, markTable(c, "10.231.11.31")+"iptables -w -N "+c)
 	for _, a := range []string{"10.231.11.21", "10.231.11.22", "10.231.11.23", "10.231.11.10"} {
 		want = append(want, "iptables -w -A "+c+" -d "+a+" -m statistic --mode random --probability 0.125 -j DROP")
 	}
@@ -401,7 +409,7 @@ func TestPodNetworkCutOnOverlayDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := "FAULTLINE-" + f.p.Tag
-	want := "iptables -w -N " + c + " && iptables -w -A " + c + " -i flannel.1 -j DROP && iptables -w -A " + c + " -o flannel.1 -j DROP && iptables -w -I INPUT 1 -j " + c + " && iptables -w -I OUTPUT 1 -j " + c + " && iptables -w -I FORWARD 1 -j " + c
+	want := markTable(c, "10.231.11.31") + "iptables -w -N " + c + " && iptables -w -A " + c + " -i flannel.1 -j DROP && iptables -w -A " + c + " -o flannel.1 -j DROP && iptables -w -I INPUT 1 -j " + c + " && iptables -w -I OUTPUT 1 -j " + c + " && iptables -w -I FORWARD 1 -j " + c
 	if ch := l.changes(); len(ch) != 1 || ch[0] != "worker1: "+want {
 		t.Errorf("pod network cut changed\n%q\nwant\n%q", ch, want)
 	}

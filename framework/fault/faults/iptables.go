@@ -25,8 +25,15 @@ var allHooks = []string{"INPUT", "OUTPUT", "FORWARD"}
 // installScript creates the chain, fills it and only then jumps to it, so
 // a half-done install cuts nothing. `-N` fails if the chain exists: a
 // fault never adopts rules it did not write.
-func (c chainRules) installScript() string {
-	cmds := []string{"iptables -w -N " + c.chain}
+//
+// A host whose filter table does not exist yet (an nftables host where
+// nothing used iptables) gets a marker, so heal can take away the table
+// inject brought into being along with the chain.
+func (c chainRules) installScript(hostAddr string) string {
+	cmds := []string{
+		`{ iptables-save 2>/dev/null | grep -q '^\*filter' || touch ` + filterMarker(c.chain, hostAddr) + `; }`,
+		"iptables -w -N " + c.chain,
+	}
 	for _, r := range c.rules {
 		cmds = append(cmds, "iptables -w -A "+c.chain+" "+r)
 	}
@@ -36,15 +43,25 @@ func (c chainRules) installScript() string {
 	return script(cmds)
 }
 
+// filterMarker names the file saying inject created the host's filter
+// table. Hosts of the local lab share /run, so it names the host too.
+func filterMarker(chain, hostAddr string) string {
+	return "/run/faultline-" + chain + "-" + hostAddr + ".created-filter-table"
+}
+
 // removeChainScript removes every jump to chain and the chain itself; on a
-// host without the chain it does nothing and succeeds.
-func removeChainScript(chain string) string {
+// host without the chain it does nothing and succeeds. If inject created
+// the filter table and it holds nothing but empty built-in chains with
+// the ACCEPT policy, the table goes too.
+func removeChainScript(chain, hostAddr string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "if iptables -w -n -L %s >/dev/null 2>&1; then ", chain)
 	for _, h := range allHooks {
 		fmt.Fprintf(&b, "while iptables -w -D %s -j %s 2>/dev/null; do :; done; ", h, chain)
 	}
-	fmt.Fprintf(&b, "iptables -w -F %s && iptables -w -X %s; fi", chain, chain)
+	fmt.Fprintf(&b, "iptables -w -F %s && iptables -w -X %s || exit 1; fi; ", chain, chain)
+	m := filterMarker(chain, hostAddr)
+	fmt.Fprintf(&b, `if [ -e %s ]; then if [ -z "$(iptables-save -t filter | grep -v -e '^#' -e '^\*filter' -e '^COMMIT' -e '^:INPUT ACCEPT' -e '^:FORWARD ACCEPT' -e '^:OUTPUT ACCEPT')" ] && command -v nft >/dev/null; then nft delete table ip filter || exit 1; fi; rm -f %s; fi`, m, m)
 	return b.String()
 }
 
@@ -54,7 +71,7 @@ func removeChainScript(chain string) string {
 func removeChainEverywhere(ctx context.Context, l lab.Lab, chain string) error {
 	var errs []string
 	for _, h := range l.Hosts() {
-		if _, err := run(ctx, h, removeChainScript(chain)); err != nil {
+		if _, err := run(ctx, h, removeChainScript(chain, h.Address())); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

@@ -70,7 +70,7 @@ func (f *loss) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("loss from %s: %w", h.Name(), err)
 	}
-	if _, err := run(ctx, h, lossRules(f.chain(), f.p.Percent, addrs).installScript()); err != nil {
+	if _, err := run(ctx, h, lossRules(f.chain(), f.p.Percent, addrs).installScript(h.Address())); err != nil {
 		return fmt.Errorf("loss from %s: %w", h.Name(), err)
 	}
 	return nil
@@ -93,7 +93,7 @@ func (f *loss) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing loss: %w", err)
 	}
-	if _, err := run(ctx, h, removeChainScript(f.chain())); err != nil {
+	if _, err := run(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
 		return fmt.Errorf("healing loss from %s: %w", h.Name(), err)
 	}
 	return nil

@@ -102,7 +102,7 @@ func (f *partition) Inject(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("partition %v: %w", f.p.Groups, err)
 	}
 	for _, hr := range partitionRules(l, groups, vipAt, f.p.OneWay, f.chain()) {
-		if _, err := run(ctx, hr.host, hr.rules.installScript()); err != nil {
+		if _, err := run(ctx, hr.host, hr.rules.installScript(hr.host.Address())); err != nil {
 			return fmt.Errorf("partition %v: %w", f.p.Groups, err)
 		}
 	}

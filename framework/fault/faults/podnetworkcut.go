@@ -67,7 +67,7 @@ func (f *podNetworkCut) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("pod network cut on %s: %w", h.Name(), err)
 	}
-	if _, err := run(ctx, h, podCutRules(f.chain(), devs).installScript()); err != nil {
+	if _, err := run(ctx, h, podCutRules(f.chain(), devs).installScript(h.Address())); err != nil {
 		return fmt.Errorf("pod network cut on %s: %w", h.Name(), err)
 	}
 	return nil
@@ -125,7 +125,7 @@ func (f *podNetworkCut) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing pod network cut: %w", err)
 	}
-	if _, err := run(ctx, h, removeChainScript(f.chain())); err != nil {
+	if _, err := run(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
 		return fmt.Errorf("healing pod network cut on %s: %w", h.Name(), err)
 	}
 	return nil
