@@ -15,6 +15,8 @@ package sampler_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,6 +176,32 @@ func capture(ctx context.Context, t *testing.T, h lab.Host, cmd, file string) {
 	}
 }
 
+// captureKubeletPods writes what the kubelet's /pods really said, when
+// FAULTLINE_CAPTURE=1.
+func captureKubeletPods(ctx context.Context, t *testing.T, l lab.Lab, host string) {
+	if os.Getenv("FAULTLINE_CAPTURE") != "1" {
+		return
+	}
+	url, tlsConfig, err := l.(lab.KubeletAccess).KubeletClientConfig(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 10 * time.Second}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/pods", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("kubelet /pods: %s %v", resp.Status, err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "source", "testdata", "kubelet", "pods-"+host+".json"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestEvidenceOnLocalLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -288,19 +316,38 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	capture(ctx, t, worker1, "crictl pods -o json", "crictl/pods-worker1.json")
 	capture(ctx, t, worker1, "crictl ps -a -o json", "crictl/ps-worker1.json")
 	capture(ctx, t, worker1, "iptables-save -t nat && iptables-save -t filter", "iptables/worker1-iptables-save.txt")
+	captureKubeletPods(ctx, t, l, s.Node)
 
 	// One snapshot round with every source answering: a benchmark, whose
 	// figure is logged, not asserted.
 	roundTimes := func(n int) (p50, p95 time.Duration) {
 		var d []time.Duration
+		perSource := map[evidence.Source][]time.Duration{}
 		for range n {
 			t0 := time.Now()
-			if _, _, err := smp.Sample(ctx, l); err != nil {
+			snap, _, err := smp.Sample(ctx, l)
+			if err != nil {
 				t.Fatal(err)
 			}
 			d = append(d, time.Since(t0))
+			for src, qs := range snap.Answers {
+				var latest time.Duration
+				for _, a := range qs {
+					if !a.ReadAt.IsZero() {
+						latest = max(latest, a.ReadAt.Sub(snap.Taken))
+					}
+				}
+				perSource[src] = append(perSource[src], latest)
+			}
 		}
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		var parts []string
+		for src, ds := range perSource {
+			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+			parts = append(parts, fmt.Sprintf("%s p50 %s p95 %s", src, ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)*95/100].Round(time.Millisecond)))
+		}
+		sort.Strings(parts)
+		t.Logf("per source:\n  %s", strings.Join(parts, "\n  "))
 		return d[n/2], d[n*95/100]
 	}
 	p50, p95 := roundTimes(40)
@@ -355,6 +402,18 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	if err := cp2.StartService(ctx, lab.ServiceAPIServer); err != nil {
 		t.Fatal(err)
 	}
+	restarted := time.Now()
+	if err := lab.WaitFor(ctx, string(stoppedSource)+" answering again", 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		snap, _, err := smp.Sample(ctx, l)
+		if err != nil {
+			return false, err
+		}
+		a := snap.Get(stoppedSource, evidence.NodeReady)
+		return a.Readable(), fmt.Errorf("%s", a.Reason)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s answered again %s after its start", stoppedSource, time.Since(restarted).Round(time.Second))
 
 	// The kubelet of worker1 freezes: the timeline shows lease renewals
 	// stopping, Ready=Unknown, then the unreachable taints, in that order.

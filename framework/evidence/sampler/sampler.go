@@ -19,12 +19,20 @@ import (
 // DefaultRate is how often Run samples: once a second.
 const DefaultRate = time.Second
 
+// DefaultCommandReadTimeout bounds a source read that runs commands over SSH.
+const DefaultCommandReadTimeout = 4 * time.Second
+
 // Options configure a Sampler.
 type Options struct {
 	Sources source.Options
 	// ReadTimeout bounds each source's read in a round (default
 	// evidence.DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// CommandReadTimeout bounds the reads that run a command on a host over
+	// SSH (the container runtimes, kube-proxy's rules), which start
+	// processes on the host and so take longer on a loaded one (default
+	// DefaultCommandReadTimeout).
+	CommandReadTimeout time.Duration
 	// Watch tunes the timeline watcher; its Subjects follow Sources.
 	Watch watch.Options
 	// NoTimeline leaves the watcher out (snapshots only).
@@ -48,6 +56,9 @@ func New(opts Options) *Sampler {
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = evidence.DefaultReadTimeout
 	}
+	if opts.CommandReadTimeout <= 0 {
+		opts.CommandReadTimeout = DefaultCommandReadTimeout
+	}
 	if opts.Sources.Subjects == (evidence.Subjects{}) {
 		opts.Sources.Subjects = evidence.DefaultSubjects
 	}
@@ -67,14 +78,23 @@ func (s *Sampler) open(l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("opening the sources of lab %s: %w", l.Info().Name, err)
 	}
-	timeout := s.opts.ReadTimeout
-	round, err := evidence.NewRound(set.Readers, evidence.WithTimeouts(func(evidence.Reader) time.Duration { return timeout }))
+	round, err := evidence.NewRound(set.Readers, evidence.WithTimeouts(s.timeoutOf))
 	if err != nil {
 		set.Close()
 		return err
 	}
 	s.lab, s.set, s.round = l, set, round
 	return nil
+}
+
+// timeoutOf is a source's read timeout: longer for the sources that run
+// commands over SSH.
+func (s *Sampler) timeoutOf(r evidence.Reader) time.Duration {
+	switch r.(type) {
+	case *source.Runtime, *source.Proxy:
+		return s.opts.CommandReadTimeout
+	}
+	return s.opts.ReadTimeout
 }
 
 // startWatcher starts the timeline watcher if it is not running. A
@@ -115,6 +135,19 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 		events = append(events, s.watcher.Drain()...)
 	}
 	return snap, events, nil
+}
+
+// DiscardEvents drops the timeline's events not yet handed out. A suite
+// calls it from Suite.Prepare, after the lab's reset: what the watcher saw
+// while the lab was put back (pods gone, nodes restarting) belongs to no
+// run, and must not open the next run's timeline.
+func (s *Sampler) DiscardEvents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watcher == nil {
+		return 0
+	}
+	return len(s.watcher.Drain())
 }
 
 // Run samples l every interval (DefaultRate when zero) until ctx ends,

@@ -18,8 +18,14 @@ import (
 const crictlSeparator = "----faultline-crictl-containers----"
 
 // crictlCommand lists every pod sandbox and every container (exited ones
-// too: a container that stopped is evidence) as JSON.
-const crictlCommand = "crictl pods -o json && echo " + crictlSeparator + " && crictl ps -a -o json"
+// too: a container that stopped is evidence) as JSON. The two crictl calls
+// run at once, each into a file of its own, because each is a process start
+// and a runtime connection and a snapshot round waits for the slower.
+const crictlCommand = `d=$(mktemp -d) || exit 1; trap 'rm -rf "$d"' EXIT; ` +
+	`crictl pods -o json >"$d/pods" & ` +
+	`crictl ps -a -o json >"$d/ps"; ps=$?; wait $!; pods=$?; ` +
+	`[ $pods -eq 0 ] || exit $pods; [ $ps -eq 0 ] || exit $ps; ` +
+	`cat "$d/pods"; echo ` + crictlSeparator + `; cat "$d/ps"`
 
 // The pod labels the kubelet puts on sandboxes and containers
 // (pkg/kubelet/types/labels.go).

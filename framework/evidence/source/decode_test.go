@@ -213,3 +213,16 @@ func TestSplitRuleWords(t *testing.T) {
 		t.Errorf("%q %v", w, err)
 	}
 }
+
+// Real /pods of worker1's kubelet on a local lab (captured by the lab
+// integration test).
+func TestFindPodInRealKubeletPods(t *testing.T) {
+	p, err := FindKubeletPod(readTestdata(t, "kubelet", "pods-worker1.json"), "faultline", "stateful-0")
+	if err != nil || p == nil {
+		t.Fatalf("pod = %v, %v", p, err)
+	}
+	v := PodOf(p)
+	if v.UID != "d36dbb64-dc9f-4a2d-b622-c9ae57353339" || v.NodeName != "worker1" || v.Phase != "Running" || !v.Ready || v.PodIP == "" {
+		t.Errorf("kubelet's pod = %+v", v)
+	}
+}

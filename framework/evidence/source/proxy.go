@@ -33,7 +33,7 @@ func (p *Proxy) Read(ctx context.Context) map[evidence.Question]evidence.Answer 
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
 		return map[evidence.Question]evidence.Answer{evidence.ServiceProxyBackends: a}
 	}
-	res, err := p.host.Run(ctx, "iptables-save -t nat && iptables-save -t filter")
+	res, err := p.host.Run(ctx, "iptables-save")
 	at := now()
 	if err != nil {
 		return one(evidence.UnreadableAnswer(Reason(err), at))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -35,6 +36,11 @@ func reasonClass(err error) string {
 		return "connection refused"
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &certErr),
 		errors.As(err, &recordErr), errors.As(err, &verifyErr), errors.As(err, &alertError):
+		return "TLS"
+	case strings.Contains(err.Error(), "remote error: tls: "):
+		// An alert from the peer (a client certificate refused or
+		// missing) is crypto/tls's unexported alert type: only its text
+		// says what it is.
 		return "TLS"
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "unreachable"
