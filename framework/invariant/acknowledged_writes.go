@@ -105,7 +105,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why + ", so nothing shows which writes survived", Sources: src}
 	}
 
-	switch porcupine.CheckOperationsTimeout(registerModel, hist, linearizabilityTimeout) {
+	switch porcupine.CheckOperationsTimeout(registerModel(ops), hist, linearizabilityTimeout) {
 	case porcupine.Ok:
 		reason := fmt.Sprintf("the writer's history (%d ops, %d acknowledged writes) is linearizable", len(ops), acked)
 		if finalRead != nil {
@@ -116,13 +116,13 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the linearizability checker could not decide the %d-op history within %s", len(hist), linearizabilityTimeout), Sources: src}
 	}
 	if finalRead != nil {
-		if lost := lostWrites(ops, finalRead.Value); len(lost) > 0 {
+		if lost := lostWrites(ops, *finalRead); len(lost) > 0 {
 			var names []string
 			for _, op := range lost[:min(len(lost), 3)] {
 				names = append(names, fmt.Sprintf("%q (%s %s acknowledged at %s)", op.Value, op.Writer, op.Op, stamp(op.Return)))
 			}
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%d acknowledged write(s) missing after heal: the register read %q at %s, and %s is not in the chain of writes leading to it",
+				Reason: fmt.Sprintf("%d acknowledged write(s) missing after heal: the register read %q at %s, and the chain of writes leading to it lacks %s",
 					len(lost), finalRead.Value, stamp(finalRead.Invoke), strings.Join(names, ", ")),
 				Sources: src, At: finalRead.Invoke}
 		}

@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -100,4 +101,32 @@ func TestAcknowledgedWritesBeforeTheFaultNeedsNoHeal(t *testing.T) {
 	r := newRun(t)
 	r.round(5).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
 	expect(t, AcknowledgedWritesSurvive(), r.input(PreFault), verdict.Preserved)
+}
+
+func TestAcknowledgedWritesAHistoryMayStartOnAnExistingRegister(t *testing.T) {
+	// A writer that starts on a register left by an earlier one reads that
+	// value first; it is a possible start, not a violation.
+	h := &history{}
+	h.add("read", "old-7", "", "ok", 0, true)
+	h.add("cas", "w-1", "old-7", "ok", 0.1, false)
+	h.add("read", "w-1", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Preserved)
+
+	// But a value that some write of the history produced is not a start.
+	h = steady(3, 1)
+	back := &history{}
+	back.add("read", "w-2", "", "ok", 0, true)
+	back.ops = append(back.ops, h.ops...)
+	back.add("read", "w-3", "", "ok", 20, true)
+	expect(t, AcknowledgedWritesSurvive(), finalWith(t, back, 19), verdict.Violated)
+}
+
+func TestAcknowledgedWritesAfterTheFinalReadAreNotLost(t *testing.T) {
+	h := steady(5, 0)
+	h.add("read", "w-2", "", "ok", 20, true) // w-3..w-5 lost
+	h.add("cas", "w-6", "w-2", "ok", 20.1, false)
+	j := expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Violated, "3 acknowledged write(s) missing")
+	if strings.Contains(j.Reason, `"w-6"`) {
+		t.Errorf("w-6 was acknowledged after the final read began; it cannot be missing from it: %s", j.Reason)
+	}
 }

@@ -40,8 +40,42 @@ type registerOutput struct {
 	value   string // read
 }
 
-var registerModel = (&porcupine.NondeterministicModel{
-	Init: func() []any { return []any{registerState{}} },
+// registerModel is the model for one history. The register starts absent,
+// unless the history's first operation is a read that found a value no
+// operation of the history wrote: then the writer started on a register
+// that was already there (a writer restarted, a lab reset that is only a
+// cleanup), and that value is a possible start too.
+func registerModel(ops []evidence.RegisterOp) porcupine.Model {
+	init := []any{registerState{}}
+	if v, ok := preexisting(ops); ok {
+		init = append(init, registerState{exists: true, value: v})
+	}
+	m := registerSteps
+	m.Init = func() []any { return init }
+	return m.ToModel()
+}
+
+func preexisting(ops []evidence.RegisterOp) (string, bool) {
+	var first *evidence.RegisterOp
+	written := map[string]bool{}
+	for i, op := range ops {
+		if op.Outcome == outcomeFail {
+			continue
+		}
+		if op.Op != "read" {
+			written[op.Value] = true
+		}
+		if first == nil || op.Invoke.Before(first.Invoke) {
+			first = &ops[i]
+		}
+	}
+	if first == nil || first.Op != "read" || first.Outcome != outcomeOK || (first.Found != nil && !*first.Found) || written[first.Value] {
+		return "", false
+	}
+	return first.Value, true
+}
+
+var registerSteps = porcupine.NondeterministicModel{
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(registerState), input.(registerInput), output.(registerOutput)
 		switch in.op {
@@ -78,7 +112,7 @@ var registerModel = (&porcupine.NondeterministicModel{
 		}
 		return fmt.Sprintf("create(%s) unknown=%v", in.value, out.unknown)
 	},
-}).ToModel()
+}
 
 // historyOf turns the writer's ops into porcupine operations. Failed ops
 // changed nothing and are left out; an unknown write's return is the end
@@ -121,9 +155,11 @@ func historyOf(ops []evidence.RegisterOp) ([]porcupine.Operation, error) {
 	return out, nil
 }
 
-// lostWrites returns the acknowledged writes that are not in the chain of
-// writes leading to final (each cas names the value it replaced).
-func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
+// lostWrites returns the writes acknowledged before the final read began
+// that are not in the chain of writes leading to the value it read (each
+// cas names the value it replaced). A write acknowledged after the read
+// began may legitimately not show in it.
+func lostWrites(ops []evidence.RegisterOp, final evidence.RegisterOp) []evidence.RegisterOp {
 	byValue := map[string]evidence.RegisterOp{}
 	for _, op := range ops {
 		if (op.Op == "create" || op.Op == "cas") && op.Outcome != outcomeFail {
@@ -131,7 +167,7 @@ func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
 		}
 	}
 	chain := map[string]bool{}
-	for v := final; v != "" && !chain[v]; {
+	for v := final.Value; v != "" && !chain[v]; {
 		chain[v] = true
 		op, ok := byValue[v]
 		if !ok || op.Op == "create" {
@@ -141,7 +177,7 @@ func lostWrites(ops []evidence.RegisterOp, final string) []evidence.RegisterOp {
 	}
 	var lost []evidence.RegisterOp
 	for _, op := range ops {
-		if (op.Op == "create" || op.Op == "cas") && op.Outcome == outcomeOK && !chain[op.Value] {
+		if (op.Op == "create" || op.Op == "cas") && op.Outcome == outcomeOK && op.Return.Before(final.Invoke) && !chain[op.Value] {
 			lost = append(lost, op)
 		}
 	}
