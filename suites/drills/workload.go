@@ -205,6 +205,18 @@ func Install(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace,
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
+	// A pod is refused until the namespace's default ServiceAccount exists,
+	// which its controller creates shortly after the namespace.
+	saReady := func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err := lab.WaitFor(ctx, "the default ServiceAccount of namespace "+ns.Name, timeout, 500*time.Millisecond, saReady); err != nil {
+		return err
+	}
 	for _, d := range deps {
 		if _, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Deployment %s/%s: %w", d.Namespace, d.Name, err)
