@@ -118,8 +118,15 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 			st.Answer = fmt.Sprintf("M1 held the lease before the fault and no API server showed M2 holding it during the window (%s)", timersText)
 		default:
 			a := took.Get(takeSrc, "drill/leaders")
-			st.Answer = fmt.Sprintf("M1's %s stopped renewing the lease once its API server lost etcd; when the lease had gone unrenewed for the lease duration, M2's standby, retrying every retry period, took it. "+
-				"M2 was first seen leading at %s, %s after the cut (%s).", lease, rel(a.ReadAt), secs(a.ReadAt.Sub(faultAt)), timersText)
+			seen, src := a.ReadAt, string(takeSrc)
+			for _, e := range tl {
+				if e.Kind == "leader-changed" && strings.HasSuffix(e.Subject, "/"+lease) && inWindow(e.At) && strings.Contains(e.Detail, "→ "+h.M2+"_") && e.At.Before(seen) {
+					seen, src = e.At, string(e.Source)+" (timeline)"
+					break
+				}
+			}
+			st.Answer = fmt.Sprintf("M1 held the lease before the cut and could no longer renew it (its API server lost etcd); M2's standby took it once it had gone unrenewed for the lease duration. "+
+				"M2 was first seen leading at %s by %s, %s after the cut (%s).", rel(seen), src, secs(seen.Sub(faultAt)), timersText)
 			st.Evidence = append(st.Evidence, fmt.Sprintf("baseline: holder %s (drill/leaders)", before),
 				fmt.Sprintf("%s at %s: holder %s", takeSrc, stamp(a.ReadAt), holder))
 		}
@@ -142,7 +149,14 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	if len(acts) == 0 {
 		st.Answer = "no stop, start or restart of M1's kube-apiserver, kube-controller-manager or kube-scheduler was seen during the window (the lab's process table was read every sample)"
 	} else {
-		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: the components that lost their lease exit and their supervisor starts them again, to stand by", len(acts))
+		n := map[string]int{}
+		for _, e := range tl {
+			if strings.HasPrefix(e.Subject, "process/"+h.M1+"/") && inWindow(e.At) {
+				n[e.Kind]++
+			}
+		}
+		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: %d stopped, %d started, %d restarted (a new pid between two reads)",
+			len(acts), n["component-stopped"], n["component-started"], n["component-restarted"])
 		st.Evidence = acts
 	}
 	out = append(out, st)
