@@ -4,14 +4,11 @@ package main
 // lab.Register from its init function. A kind with no import here is
 // reported as "no backend for kind ..." when a lab of that kind is opened.
 //
-// Backends are linked here, and only here, with blank imports such as
-//
-//	_ "github.com/faultline/faultline/lab/local"
+// Backends are linked here, and only here, with blank imports.
 
 import (
+	_ "github.com/faultline/faultline/lab/local"
 	_ "github.com/faultline/faultline/lab/proxmox"
 	_ "github.com/faultline/faultline/lab/static"
+	_ "github.com/faultline/faultline/lab/vsphere"
 )
-
-import _ "github.com/faultline/faultline/lab/vsphere"
-import _ "github.com/faultline/faultline/lab/local"

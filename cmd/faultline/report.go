@@ -50,7 +50,10 @@ last line cut short by a crash is left out, and the report names it.`,
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeline {
-				return writeTimelines(cmd.OutOrStdout(), args)
+				if err := writeTimelines(cmd.OutOrStdout(), args); err != nil {
+					return err
+				}
+				return writeDrillReports(cmd.OutOrStdout(), args)
 			}
 			if format != "markdown" && format != "csv" {
 				return usagef("--format %q: give markdown or csv", format)
@@ -77,7 +80,7 @@ last line cut short by a crash is left out, and the report names it.`,
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
 	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown or csv")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
-	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence) instead of rates")
+	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence) instead of rates; for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
 	return cmd
 }
 

@@ -1,0 +1,417 @@
+package drill
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// The racks drill's names (suites/drills).
+const (
+	statefulPod = "p-0"
+	rackTwoPod  = "p2"
+)
+
+// Statement is one answer of the racks drill with the evidence behind it.
+type Statement struct {
+	Question string
+	Answer   string
+	Evidence []string
+}
+
+// RacksHosts names the racks drill's hosts as the evidence shows them.
+type RacksHosts struct{ M1, W1, M2, W2 string }
+
+type leaseV struct {
+	HolderIdentity string    `json:"holderIdentity"`
+	RenewTime      time.Time `json:"renewTime"`
+}
+
+type leadersValue struct {
+	Leases map[string]leaseV `json:"leases"`
+}
+
+type podsValue struct {
+	Pods []struct {
+		Name              string     `json:"name"`
+		UID               string     `json:"uid"`
+		Owner             string     `json:"owner"`
+		Node              string     `json:"node"`
+		Phase             string     `json:"phase"`
+		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
+	} `json:"pods"`
+}
+
+type runtimePod struct {
+	Running    bool `json:"running"`
+	Containers []struct {
+		PodUID string `json:"podUid"`
+		State  string `json:"state"`
+	} `json:"containers"`
+}
+
+// holderHost is the host part of a leader identity ("m1_<uuid>").
+func holderHost(id string) string {
+	h, _, _ := strings.Cut(id, "_")
+	return h
+}
+
+// AnalyseRacks answers the racks drill's questions from one run.
+func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Statement, error) {
+	tl := rec.Timeline.Sorted()
+	inj := tl.OfKind("fault-injected")
+	if len(inj) == 0 {
+		return nil, fmt.Errorf("run %s: its timeline has no fault-injected event", run.RunID)
+	}
+	// The positive control's inject waits for the taint and force-deletes:
+	// the cut came at the start of the inject.
+	faultAt := inj[0].At.Add(-time.Duration(run.Timings["inject"] * float64(time.Second)))
+	if l := tl.OfKind("ledger-recorded"); len(l) > 0 {
+		faultAt = l[0].At
+	}
+	healAt := time.Time{}
+	if hl := tl.OfKind("fault-healed"); len(hl) > 0 {
+		healAt = hl[0].At
+	}
+	rel := func(t time.Time) string { return fmt.Sprintf("%s (+%s)", stamp(t), secs(t.Sub(faultAt))) }
+	inWindow := func(t time.Time) bool { return !t.Before(faultAt) && (healAt.IsZero() || t.Before(healAt)) }
+	var out []Statement
+
+	// Leaders.
+	le := func(key, name string) string {
+		if v, ok := run.Lab.Timers[key]; ok {
+			return name + " = " + v
+		}
+		return name + " (not recorded)"
+	}
+	timersText := strings.Join([]string{le("leader-election.lease-duration", "lease duration"), le("leader-election.renew-deadline", "renew deadline"), le("leader-election.retry-period", "retry period")}, ", ")
+	for _, lease := range []string{"kube-controller-manager", "kube-scheduler"} {
+		st := Statement{Question: fmt.Sprintf("What triggers the %s leader election, and how long until M2 leads?", lease)}
+		before := leaderAt(rec.Baseline, lease)
+		var took *evidence.Snapshot
+		var takeSrc evidence.Source
+		var holder string
+		for i := range rec.Window {
+			s := &rec.Window[i]
+			for _, src := range s.Sources() {
+				var v leadersValue
+				if err := s.Get(src, "drill/leaders").Decode(&v); err != nil {
+					continue
+				}
+				if hh := v.Leases[lease].HolderIdentity; holderHost(hh) == h.M2 && took == nil {
+					took, takeSrc, holder = s, src, hh
+				}
+			}
+			if took != nil {
+				break
+			}
+		}
+		switch {
+		case holderHost(before) != h.M1:
+			st.Answer = fmt.Sprintf("not answerable from this run: before the fault %s was held by %q, not by M1 (%s)", lease, before, h.M1)
+		case took == nil:
+			st.Answer = fmt.Sprintf("M1 held the lease before the fault and no API server showed M2 holding it during the window (%s)", timersText)
+		default:
+			a := took.Get(takeSrc, "drill/leaders")
+			seen, src := a.ReadAt, string(takeSrc)
+			for _, e := range tl {
+				if e.Kind == "leader-changed" && strings.HasSuffix(e.Subject, "/"+lease) && inWindow(e.At) && strings.Contains(e.Detail, "→ "+h.M2+"_") && e.At.Before(seen) {
+					seen, src = e.At, string(e.Source)+" (timeline)"
+					break
+				}
+			}
+			st.Answer = fmt.Sprintf("M1 held the lease before the cut and could no longer renew it (its API server lost etcd); M2's standby took it once it had gone unrenewed for the lease duration. "+
+				"M2 was first seen leading at %s by %s, %s after the cut (%s).", rel(seen), src, secs(seen.Sub(faultAt)), timersText)
+			st.Evidence = append(st.Evidence, fmt.Sprintf("baseline: holder %s (drill/leaders)", before),
+				fmt.Sprintf("%s at %s: holder %s", takeSrc, stamp(a.ReadAt), holder))
+		}
+		for _, e := range tl {
+			if e.Kind == "leader-changed" && strings.HasSuffix(e.Subject, "/"+lease) && inWindow(e.At) {
+				st.Evidence = append(st.Evidence, fmt.Sprintf("timeline %s %s: leader-changed %s", rel(e.At), e.Source, e.Detail))
+			}
+		}
+		out = append(out, st)
+	}
+
+	// M1's components.
+	st := Statement{Question: "What do M1's components do?"}
+	var acts []string
+	for _, e := range tl {
+		if strings.HasPrefix(e.Subject, "process/"+h.M1+"/") && inWindow(e.At) {
+			acts = append(acts, fmt.Sprintf("%s %s %s (%s)", rel(e.At), strings.TrimPrefix(e.Subject, "process/"), e.Kind, e.Detail))
+		}
+	}
+	if len(acts) == 0 {
+		st.Answer = "no stop, start or restart of M1's kube-apiserver, kube-controller-manager or kube-scheduler was seen during the window (the lab's process table was read every sample)"
+	} else {
+		n := map[string]int{}
+		for _, e := range tl {
+			if strings.HasPrefix(e.Subject, "process/"+h.M1+"/") && inWindow(e.At) {
+				n[e.Kind]++
+			}
+		}
+		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: %d stopped, %d started, %d restarted (a new pid between two reads)",
+			len(acts), n["component-stopped"], n["component-started"], n["component-restarted"])
+		st.Evidence = acts
+	}
+	out = append(out, st)
+
+	// P1 on W1.
+	p1 := Statement{Question: "Does P1 keep running on W1 while R1 is cut off?"}
+	reads, running, readable := 0, 0, 0
+	var lastRun time.Time
+	var why string
+	for _, s := range rec.Window {
+		a := s.Get(evidence.Source("cri/"+h.W1), evidence.PodRunningHere)
+		if a.State == evidence.NotAsked {
+			continue
+		}
+		reads++
+		var v runtimePod
+		if err := a.Decode(&v); err != nil {
+			if why == "" {
+				why = a.Reason
+			}
+			continue
+		}
+		readable++
+		if v.Running {
+			running++
+			lastRun = a.ReadAt
+		}
+	}
+	switch {
+	case readable == 0:
+		p1.Answer = "cannot be said: W1's runtime was unreadable throughout the window (" + why + ")"
+	case running == readable:
+		p1.Answer = fmt.Sprintf("yes: every readable read of W1's runtime (%d of %d reads) saw P1's container running, the last at %s", readable, reads, rel(lastRun))
+	case running == 0:
+		p1.Answer = fmt.Sprintf("no: none of %d readable reads of W1's runtime saw P1 running", readable)
+	default:
+		p1.Answer = fmt.Sprintf("partly: %d of %d readable reads of W1's runtime saw P1 running, the last at %s", running, readable, rel(lastRun))
+	}
+	p1.Evidence = []string{fmt.Sprintf("cri/%s statefulpod/running-here over %d window snapshots", h.W1, reads)}
+	out = append(out, p1)
+
+	// Replacement of P on W2.
+	rp := Statement{Question: "Does M2 start a replacement of P on W2?"}
+	var created, scheduled, forced []evidence.Event
+	for _, e := range tl {
+		if e.Subject != "pod/"+drillNamespace+"/"+statefulPod || !inWindow(e.At) {
+			continue
+		}
+		switch e.Kind {
+		case "pod-created":
+			created = append(created, e)
+		case "pod-scheduled":
+			scheduled = append(scheduled, e)
+		case "pod-force-deleted":
+			forced = append(forced, e)
+		}
+	}
+	w2Running := 0
+	var w2First time.Time
+	for _, s := range rec.Window {
+		var v runtimePod
+		a := s.Get(evidence.Source("cri/"+h.W2), evidence.PodRunningHere)
+		if a.Decode(&v) == nil && v.Running {
+			w2Running++
+			if w2First.IsZero() {
+				w2First = a.ReadAt
+			}
+		}
+	}
+	switch {
+	case len(created) == 0:
+		rp.Answer = "no: no new pod p-0 was created during the window; the StatefulSet controller waits for the old pod to be gone, and only W1's kubelet, cut off, can confirm that"
+	default:
+		rp.Answer = fmt.Sprintf("yes: a new p-0 was created at %s", rel(created[0].At))
+		if len(forced) > 0 {
+			rp.Answer += fmt.Sprintf(", after faultline force-deleted P1 at %s", rel(forced[0].At))
+		}
+		if w2Running > 0 {
+			rp.Answer += fmt.Sprintf("; W2's runtime saw it running from %s", rel(w2First))
+		}
+	}
+	for _, e := range append(append(forced, created...), scheduled...) {
+		rp.Evidence = append(rp.Evidence, fmt.Sprintf("timeline %s %s: %s %s", rel(e.At), e.Source, e.Kind, e.Detail))
+	}
+	out = append(out, rp)
+
+	// Two copies.
+	tc := Statement{Question: "Can P1 and its replacement run at the same time?"}
+	for _, j := range run.Judgements {
+		if j.Invariant == "single-copy" {
+			tc.Answer = fmt.Sprintf("single-copy %s: %s", j.Verdict, j.Reason)
+			tc.Evidence = append(tc.Evidence, "sources: "+strings.Join(j.Sources, ", "))
+		}
+	}
+	if tc.Answer == "" {
+		tc.Answer = "the run record holds no single-copy verdict"
+	}
+	out = append(out, tc)
+
+	// Deployment.
+	dp := Statement{Question: "How does the Deployment behave?"}
+	maxPods, maxAt := 0, time.Time{}
+	var maxSrc evidence.Source
+	for _, s := range rec.Window {
+		for _, src := range s.Sources() {
+			var v podsValue
+			a := s.Get(src, "drill/pods")
+			if a.Decode(&v) != nil {
+				continue
+			}
+			n := 0
+			for _, p := range v.Pods {
+				if strings.HasPrefix(p.Owner, "ReplicaSet/"+deploymentName+"-") {
+					n++
+				}
+			}
+			if n > maxPods {
+				maxPods, maxAt, maxSrc = n, a.ReadAt, src
+			}
+		}
+	}
+	both := 0
+	var bothAt time.Time
+	for _, s := range rec.Window {
+		w1, ok1 := webRunning(s, h.W1)
+		w2, ok2 := webRunning(s, h.W2)
+		if ok1 && ok2 && w1 > 0 && w2 > 0 {
+			both++
+			if bothAt.IsZero() {
+				bothAt = s.Taken
+			}
+		}
+	}
+	dp.Answer = fmt.Sprintf("its one replica: the API servers listed up to %d pods of it at once (%s at %s)", maxPods, maxSrc, rel(maxAt))
+	if both > 0 {
+		dp.Answer += fmt.Sprintf("; in %d rounds, from %s, W1's and W2's runtimes both ran a web container: more than `replicas` pods ran at once, which a ReplicaSet does not promise against", both, rel(bothAt))
+	} else {
+		dp.Answer += "; no round saw web containers running on both W1 and W2"
+	}
+	dp.Evidence = []string{"drill/pods from every API server; drill/containers from cri/" + h.W1 + " and cri/" + h.W2}
+	out = append(out, dp)
+
+	// P2 on W2.
+	p2 := Statement{Question: "Does the pod on W2 keep running while R1 is cut off?"}
+	r2, ok2, run2 := 0, 0, 0
+	for _, s := range rec.Window {
+		a := s.Get(evidence.Source("cri/"+h.W2), "drill/containers")
+		if a.State == evidence.NotAsked {
+			continue
+		}
+		r2++
+		var v containersValue
+		if a.Decode(&v) != nil {
+			continue
+		}
+		ok2++
+		for _, c := range v.Containers {
+			if c.Pod == rackTwoPod && c.State == "CONTAINER_RUNNING" {
+				run2++
+				break
+			}
+		}
+	}
+	switch {
+	case ok2 == 0:
+		p2.Answer = "cannot be said: W2's runtime was never readable"
+	case run2 == ok2:
+		p2.Answer = fmt.Sprintf("yes: all %d readable reads of W2's runtime (of %d) saw p2 running", ok2, r2)
+	default:
+		p2.Answer = fmt.Sprintf("no: only %d of %d readable reads of W2's runtime saw p2 running", run2, ok2)
+	}
+	p2.Evidence = []string{"cri/" + h.W2 + " drill/containers"}
+	out = append(out, p2)
+	return out, nil
+}
+
+func webRunning(s evidence.Snapshot, worker string) (int, bool) {
+	var v containersValue
+	if s.Get(evidence.Source("cri/"+worker), "drill/containers").Decode(&v) != nil {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v.Containers {
+		if strings.HasPrefix(c.Pod, deploymentName+"-") && c.State == "CONTAINER_RUNNING" {
+			n++
+		}
+	}
+	return n, true
+}
+
+func leaderAt(s *evidence.Snapshot, lease string) string {
+	if s == nil {
+		return ""
+	}
+	for _, src := range s.Sources() {
+		var v leadersValue
+		if s.Get(src, "drill/leaders").Decode(&v) == nil {
+			if h := v.Leases[lease].HolderIdentity; h != "" {
+				return h
+			}
+		}
+	}
+	return ""
+}
+
+// racksHostsOf reads the racks hosts from the lab config recorded nowhere
+// in the run: the evidence names them in its sources.
+func racksHostsOf(rec evidence.Record) (RacksHosts, error) {
+	if rec.Baseline == nil {
+		return RacksHosts{}, fmt.Errorf("the run has no baseline snapshot")
+	}
+	var cps, workers []string
+	for _, src := range rec.Baseline.Sources() {
+		s := string(src)
+		switch {
+		case strings.HasPrefix(s, "controlplane/"):
+			cps = append(cps, strings.TrimPrefix(s, "controlplane/"))
+		case strings.HasPrefix(s, "cri/") && rec.Baseline.Get(src, "drill/containers").State != evidence.NotAsked:
+			workers = append(workers, strings.TrimPrefix(s, "cri/"))
+		}
+	}
+	sort.Strings(cps)
+	sort.Strings(workers)
+	if len(cps) != 2 || len(workers) != 2 {
+		return RacksHosts{}, fmt.Errorf("the racks drill has two control-plane hosts and two workers; the evidence names %v and %v", cps, workers)
+	}
+	// The topology names them m1, m2 and w1, w2: rack order is name order.
+	return RacksHosts{M1: cps[0], M2: cps[1], W1: workers[0], W2: workers[1]}, nil
+}
+
+func writeRacks(dir, path string, runs []verdict.Run) error {
+	return writeFile(path, func(w io.Writer) error {
+		fmt.Fprintf(w, "# The two-rack drill: R1 (M1, W1) cut off from etcd and R2\n\n")
+		for _, r := range runs {
+			rec, err := readEvidence(dir, r)
+			if err != nil {
+				return err
+			}
+			h, err := racksHostsOf(rec)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", r.RunID, err)
+			}
+			st, err := AnalyseRacks(r, rec, h)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "## %s\n\nRun `%s` (%s), timer profile %s, run verdict %s. M1=%s W1=%s M2=%s W2=%s.\n\n", r.Title, r.RunID, r.Scenario, r.Lab.TimerProfile, r.RunVerdict, h.M1, h.W1, h.M2, h.W2)
+			for _, s := range st {
+				fmt.Fprintf(w, "- **%s** %s\n", s.Question, s.Answer)
+				for _, e := range s.Evidence {
+					fmt.Fprintf(w, "  - evidence: %s\n", e)
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,119 @@
+package drills
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/timers"
+)
+
+// Scenario IDs; reports/drill pairs runs by them.
+const (
+	IDKubeletStopped = "drill-6c2-kubelet-stopped"
+	IDPowerOff       = "drill-6c1-power-off"
+	IDRackCut        = "drill-racks-r1-cut"
+	IDRackForce      = "drill-racks-r1-cut-force-delete"
+)
+
+// Topology labels: a lab of either shape may have any name, so the drills
+// select scenarios by these labels and check the lab's shape in Prepare.
+const (
+	LabelPair  = "topology:pair"
+	LabelRacks = "topology:racks"
+)
+
+// ProfileOf returns the timer profile the lab $FAULTLINE_LAB names runs
+// with (fast when none is named: the suite then stops at opening the lab).
+func ProfileOf() (timers.Profile, error) {
+	arg := os.Getenv(scenario.EnvLab)
+	if arg == "" {
+		return timers.Get(timers.Fast)
+	}
+	path, err := lab.ResolveConfigPath(arg)
+	if err != nil {
+		return timers.Profile{}, err
+	}
+	c, err := lab.LoadConfig(path)
+	if err != nil {
+		return timers.Profile{}, err
+	}
+	return timers.Get(c.Kubernetes.TimerProfile)
+}
+
+// PairWindow is how long the pair drill keeps the worker away: long
+// enough for detection (the grace period, plus a monitor pass), the
+// NoExecute toleration to run out, and the replacements' fate to show.
+func PairWindow(p timers.Profile) time.Duration {
+	tol := time.Duration(max(p.DefaultNotReadyTolerationSeconds, p.DefaultUnreachableTolerationSeconds)) * time.Second
+	return p.NodeMonitorGracePeriod + p.NodeMonitorPeriod + tol + 30*time.Second
+}
+
+// RacksWindow is how long rack R1 stays cut off: past leader election,
+// detection and eviction, as for the pair.
+func RacksWindow(p timers.Profile) time.Duration {
+	return PairWindow(p) + p.LeaderElection.LeaseDuration
+}
+
+// Table is the drills' scenarios for a lab running profile p. sampler
+// receives the positive control's forced deletion.
+func Table(p timers.Profile, sampler *Sampler) []scenario.Scenario {
+	settle := 3*time.Minute + p.NodeMonitorGracePeriod
+	pairLabels := []string{"paper:drills", LabelPair, "ci", "component:kubelet"}
+	racksLabels := []string{"paper:drills", LabelRacks, "component:network", "component:etcd"}
+	single := invariant.SingleCopy()
+	return []scenario.Scenario{
+		{
+			ID:    IDKubeletStopped,
+			Title: "6.C2 control: with the worker's kubelet stopped, the node goes Unknown and is tainted, its pods are evicted but keep running, and the Terminating pods go once the kubelet returns",
+			// The worker's name is the lab's; the fault is resolved from
+			// the lab when the table is made (see PairTable).
+			Labels: pairLabels, Window: PairWindow(p), Settle: settle,
+			Invariants: []invariant.Invariant{single, DeletionsComplete()},
+		},
+		{
+			ID:     IDPowerOff,
+			Title:  "6.C1 experiment: with the worker powered off, the API sees the same as with its kubelet stopped until the pods' fate diverges; the Terminating pods go once it boots",
+			Labels: append(pairLabels, "class:crash-stop"), Window: PairWindow(p), Settle: settle,
+			Invariants: []invariant.Invariant{single, DeletionsComplete()},
+		},
+		{
+			ID:     IDRackCut,
+			Title:  "rack R1 loses its links to etcd and R2 while M1 leads: M2 takes the leases, M1's components restart, P1 keeps running on W1 and no second copy of P starts",
+			Labels: racksLabels, Window: RacksWindow(p), Settle: settle,
+			Invariants: []invariant.Invariant{single, DeletionsComplete()},
+		},
+		{
+			ID:     IDRackForce,
+			Title:  "positive control: rack R1 cut off and P1 force-deleted, the StatefulSet starts P on W2 while P1 still runs on W1 (single-copy VIOLATED)",
+			Labels: racksLabels, Window: RacksWindow(p), Settle: settle,
+			Invariants: []invariant.Invariant{single, DeletionsComplete()},
+		},
+	}
+}
+
+// WithFaults sets each scenario's fault for hosts named as in the drills'
+// topologies (pair: pair-worker; racks: r1, w1, m2).
+func WithFaults(table []scenario.Scenario, pairWorker string, racks RacksShape, note func(evidence.Event)) ([]scenario.Scenario, error) {
+	out := append([]scenario.Scenario(nil), table...)
+	for i := range out {
+		switch out[i].ID {
+		case IDKubeletStopped:
+			out[i].Fault = faults.StopService(pairWorker, lab.ServiceKubelet)
+		case IDPowerOff:
+			out[i].Fault = faults.PowerOff(pairWorker)
+		case IDRackCut:
+			out[i].Fault = faults.RackFromRest("r1")
+		case IDRackForce:
+			out[i].Fault = RackCutForceDelete("r1", racks.W1, StatefulPodName, racks.M2, note)
+		default:
+			return nil, fmt.Errorf("no fault for scenario %s", out[i].ID)
+		}
+	}
+	return out, nil
+}
