@@ -4,8 +4,8 @@
 //
 //	FAULTLINE_STATIC_LAB=path/to/lab.yaml go test -tags lab ./lab/static/
 //
-// The local lab's cluster, treated as if it were someone's, is the one
-// intended. They create and delete namespaces of their own only.
+// Without FAULTLINE_STATIC_LAB, TestMain brings up a local lab of their own
+// and describes its cluster in a static lab file, as if it were someone's. They create and delete namespaces of their own only.
 package static_test
 
 import (
@@ -30,6 +30,9 @@ import (
 
 func realLab(t *testing.T) *static.Lab {
 	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
 	path := os.Getenv("FAULTLINE_STATIC_LAB")
 	if path == "" {
 		t.Fatal("FAULTLINE_STATIC_LAB must name a static lab file for a running, marked cluster")
