@@ -41,7 +41,7 @@ help: ## list the targets
 # containerd) on loopback: build tag `bins`. Tests that bring up a whole local
 # lab carry the tag `lab` and need root.
 BINS_PKGS = $(shell grep -rl '^//go:build bins' --include='*_test.go' . | xargs -n1 dirname | sort -u)
-LAB_PKGS  ?= ./lab/local/
+LAB_PKGS  ?= ./lab/local/ ./lab/static/
 
 test: unit bins ## what CI runs: lint, unit tests, tests on real components, the local lab's own tests (root)
 	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
