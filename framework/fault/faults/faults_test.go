@@ -471,6 +471,12 @@ func TestProcessFaultsSignalAndHeal(t *testing.T) {
 	if err != nil || !e.Observed || !strings.Contains(e.Detail, "state T") {
 		t.Errorf("freeze probe %+v %v", e, err)
 	}
+	// SIGSTOP has reached the main thread but not yet every thread.
+	w.answers["cat /proc/"] = lab.Result{Stdout: "1061 (kube let) (x) T 1 1061 1061 0 -1 4194560 ...\n1070 (kubelet) R 1 1061 1061 0 -1 4194560 ...\n"}
+	if e, err := fr.Probe(ctx, l); err != nil || e.Observed || !strings.Contains(e.Detail, "1 of 2 threads") {
+		t.Errorf("freeze probe with one thread still running: %+v %v", e, err)
+	}
+	w.answers["cat /proc/"] = lab.Result{Stdout: "1061 (kube let) (x) T 1 1061 1061 0 -1 4194560 ...\n"}
 	if err := fr.Heal(ctx, l); err != nil {
 		t.Fatal(err)
 	}

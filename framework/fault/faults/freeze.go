@@ -79,7 +79,8 @@ func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
 	return nil
 }
 
-// Probe reads the process's state from /proc on its host: T is stopped.
+// Probe reads the state of every thread of the process from /proc on its
+// host: the process is frozen only when all of them are T.
 func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	h, pid, err := f.p.probeHost(ctx, l, &f.inj)
 	if err != nil {
@@ -95,11 +96,20 @@ func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 		}
 		pid = st.PID
 	}
-	state, err := processState(ctx, h, pid)
+	states, err := threadStates(ctx, h, pid)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	return fault.Effect{Observed: state == "T", Detail: fmt.Sprintf("%s pid %d on %s is in state %s in /proc", f.p.Service, pid, h.Name(), state)}, nil
+	stopped := 0
+	for _, s := range states {
+		if s == "T" {
+			stopped++
+		}
+	}
+	if stopped == len(states) {
+		return fault.Effect{Observed: true, Detail: fmt.Sprintf("%s pid %d on %s is in state T in /proc (all %d threads)", f.p.Service, pid, h.Name(), len(states))}, nil
+	}
+	return fault.Effect{Detail: fmt.Sprintf("%s pid %d on %s: %d of %d threads in state T in /proc (states %v)", f.p.Service, pid, h.Name(), stopped, len(states), states)}, nil
 }
 
 func init() { register(KindFreeze, func(p serviceTarget) fault.Fault { return &freeze{p: p} }) }

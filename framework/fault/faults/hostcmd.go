@@ -54,16 +54,35 @@ func serviceState(ctx context.Context, h lab.Host, service string) (lab.ServiceS
 	return lab.ServiceState{}, fmt.Errorf("%s has no service %q (it has %v)", h.Name(), service, names)
 }
 
-// processState reads the state letter of pid from /proc/<pid>/stat on h
-// ("T" stopped, "S" sleeping, "R" running, ...). The comm field may hold
-// spaces and parentheses, so the state is what follows the last ')'.
-func processState(ctx context.Context, h lab.Host, pid int) (string, error) {
-	out, err := run(ctx, h, "cat /proc/"+strconv.Itoa(pid)+"/stat")
+// threadStates reads the state letter of every thread of pid from
+// /proc/<pid>/task/*/stat on h ("T" stopped, "S" sleeping, "R" running,
+// ...). Every thread is read because kill(SIGSTOP) returns before all of a
+// process's threads have stopped: one still running can answer a request.
+func threadStates(ctx context.Context, h lab.Host, pid int) ([]string, error) {
+	out, err := run(ctx, h, "cat /proc/"+strconv.Itoa(pid)+"/task/*/stat")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return parseProcStatState(out)
+	var states []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		st, err := parseProcStatState(line)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st)
+	}
+	if len(states) == 0 {
+		return nil, fmt.Errorf("%s: no threads listed for pid %d", h.Name(), pid)
+	}
+	return states, nil
 }
+
+// parseProcStatState returns the state field of one /proc stat line. The
+// comm field may hold spaces and parentheses, so the state is what follows
+// the last ')'.
 
 func parseProcStatState(stat string) (string, error) {
 	i := strings.LastIndexByte(stat, ')')
