@@ -93,26 +93,21 @@ func (l *Lab) timerValues() map[string]string {
 	return p.Flat()
 }
 
-// etcdHosts are the hosts with the etcd role, in config order.
-func (l *Lab) etcdHosts() []*Host {
+// hostsWithRole are the hosts with role r, in config order.
+func (l *Lab) hostsWithRole(r lab.Role) []*Host {
 	var out []*Host
 	for _, h := range l.hosts {
-		if h.HasRole(lab.RoleEtcd) {
+		if h.HasRole(r) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-func (l *Lab) controlPlaneHosts() []*Host {
-	var out []*Host
-	for _, h := range l.hosts {
-		if h.HasRole(lab.RoleControlPlane) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
+// etcdHosts are the hosts with the etcd role, in config order.
+func (l *Lab) etcdHosts() []*Host { return l.hostsWithRole(lab.RoleEtcd) }
+
+func (l *Lab) controlPlaneHosts() []*Host { return l.hostsWithRole(lab.RoleControlPlane) }
 
 func (l *Lab) nodeHosts() []*Host {
 	var out []*Host
