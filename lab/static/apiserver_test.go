@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/faultline/faultline/internal/kubetest"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/guard"
-	"github.com/faultline/faultline/lab/internal/apiservertest"
 	"github.com/faultline/faultline/lab/static"
 )
 
@@ -24,8 +24,8 @@ import (
 // The cluster has no kubelet; the one node is registered by the test, and
 // its Ready condition is what the test sets.
 func TestResetAgainstARealAPIServer(t *testing.T) {
-	cluster := apiservertest.Start(t)
-	kube := cluster.Kube
+	cluster := kubetest.StartControlPlane(t, kubetest.Options{NamespaceController: true})
+	kube := cluster.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := &lab.Config{Name: "apiserver-test", Kind: lab.KindStatic, Lab: true, Kubeconfig: cluster.Kubeconfig, StateDir: t.TempDir()}

@@ -86,7 +86,7 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 	rc := realcluster.Start(t)
 	s := evidence.DefaultSubjects
 	rc.Seed(t, s)
-	l := &loopbackLab{kubeconfig: rc.Kubeconfig(t, t.TempDir()), hosts: []lab.Host{
+	l := &loopbackLab{kubeconfig: rc.Kubeconfig, hosts: []lab.Host{
 		unreachableHost{name: "cp1", roles: []lab.Role{lab.RoleControlPlane}},
 		unreachableHost{name: "worker1", roles: []lab.Role{lab.RoleWorker}},
 	}}

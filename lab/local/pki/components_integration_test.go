@@ -6,13 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,53 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/faultline/faultline/internal/kubetest"
 	"github.com/faultline/faultline/lab/local/binpaths"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startProcess runs a component until the test ends, then stops it and
-// waits for it, so nothing outlives the test.
-func startProcess(t *testing.T, logPath, bin string, args ...string) {
-	t.Helper()
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", filepath.Base(bin), err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		logFile.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			if len(data) > 4000 {
-				data = data[len(data)-4000:]
-			}
-			t.Logf("%s log tail:\n%s", filepath.Base(bin), data)
-		}
-	})
-}
 
 func restConfigAt(t *testing.T, kubeconfig, host string) *rest.Config {
 	t.Helper()
@@ -107,10 +61,10 @@ func TestCertificatesWorkWithEtcdAndAPIServer(t *testing.T) {
 	etcdCerts := f.Etcd["pair-cp"]
 	cp := f.ControlPlane["pair-cp"]
 
-	clientPort, peerPort, apiPort := freePort(t), freePort(t), freePort(t)
+	clientPort, peerPort, apiPort := kubetest.FreePort(t), kubetest.FreePort(t), kubetest.FreePort(t)
 	clientURL := "https://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(peerPort)
-	startProcess(t, filepath.Join(work, "etcd.log"), bins.Etcd,
+	kubetest.Start(t, "etcd", bins.Etcd,
 		"--name=pair-cp", "--data-dir="+filepath.Join(work, "etcd"),
 		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -142,7 +96,7 @@ func TestCertificatesWorkWithEtcdAndAPIServer(t *testing.T) {
 		t.Errorf("etcd answered a client without a certificate:\n%s", out)
 	}
 
-	startProcess(t, filepath.Join(work, "kube-apiserver.log"), bins.KubeAPIServer,
+	kubetest.Start(t, "kube-apiserver", bins.KubeAPIServer,
 		"--bind-address=127.0.0.1", "--advertise-address=10.231.2.11", "--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(work, "apiserver-certs"),
 		"--etcd-servers="+clientURL, "--etcd-cafile="+f.CA.Cert,

@@ -1,31 +1,13 @@
 // Package realcluster runs a real etcd and a real kube-apiserver on
-// loopback for tests (the binaries `make bins` builds, found under
-// $FAULTLINE_CACHE, default /var/cache/faultline), and seeds the subjects
-// faultline asks about. Tests skip when the binaries are not built.
+// loopback for tests (internal/kubetest) and seeds the subjects faultline
+// asks about. Tests skip when the binaries are not built.
 package realcluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -35,219 +17,22 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/internal/kubetest"
 )
 
 // requestTimeout bounds each request of the clients made here.
 const requestTimeout = 1500 * time.Millisecond
 
-// binary finds a binary in the build cache. The framework must not import
-// the local lab's binpaths package (framework never imports a backend), so
-// the cache layout is repeated here.
-func binary(t testing.TB, dir, name string) string {
-	root := os.Getenv("FAULTLINE_CACHE")
-	if root == "" {
-		root = "/var/cache/faultline"
-	}
-	p := filepath.Join(root, "bins", dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s not built (%v): run make bins", name, err)
-	}
-	return p
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// process is a started binary; it is killed (with its process group) and
-// waited for at cleanup, whatever state a test left it in.
-type Process struct {
-	cmd *exec.Cmd
-}
-
-func start(t testing.TB, logName string, path string, args ...string) *Process {
-	t.Helper()
-	log, err := os.Create(filepath.Join(t.TempDir(), logName+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", logName, err)
-	}
-	p := &Process{cmd: cmd}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		log.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(log.Name())
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("%s log tail:\n%s", logName, b)
-		}
-	})
-	return p
-}
-
-// Freeze stops the process with SIGSTOP and waits until every one of its
-// threads is stopped: kill(2) returns before the group stop is complete,
-// and a thread still running may answer a request in between.
-func (p *Process) Freeze(t testing.TB) {
-	t.Helper()
-	p.Signal(t, syscall.SIGSTOP)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p.Pid()))
-		if err != nil || len(tasks) == 0 {
-			t.Fatalf("listing the threads of %d: %v", p.Pid(), err)
-		}
-		stopped := 0
-		for _, task := range tasks {
-			b, err := os.ReadFile(task)
-			if err != nil {
-				continue
-			}
-			// The state follows the parenthesised command name.
-			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
-				stopped++
-			}
-		}
-		if stopped == len(tasks) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d threads of %d stopped after SIGSTOP", stopped, len(tasks), p.Pid())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// Pid is the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// Signal sends sig to the process.
-func (p *Process) Signal(t testing.TB, sig syscall.Signal) {
-	if err := syscall.Kill(p.cmd.Process.Pid, sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
+// Cluster is a control plane of one etcd member and one kube-apiserver.
 type Cluster struct {
-	EtcdURL    string
-	Etcd       *Process
-	APIServer  *Process
-	Client     kubernetes.Interface
-	EtcdClient *clientv3.Client
-	config     *rest.Config
+	*kubetest.ControlPlane
 }
 
-// startCluster starts one etcd and one kube-apiserver (token auth,
-// AlwaysAllow, protobuf storage as by default) on loopback.
+// Start starts one etcd and one kube-apiserver (token auth, AlwaysAllow,
+// protobuf storage as by default) on loopback, its clients' requests
+// bounded by requestTimeout.
 func Start(t testing.TB) *Cluster {
-	etcdBin := binary(t, "etcd-v3.6.8", "etcd")
-	apiBin := binary(t, "kubernetes-v1.36.3", "kube-apiserver")
-	dir := t.TempDir()
-	cp, pp, ap := freePort(t), freePort(t), freePort(t)
-	rc := &Cluster{EtcdURL: fmt.Sprintf("http://127.0.0.1:%d", cp)}
-	peer := fmt.Sprintf("http://127.0.0.1:%d", pp)
-	// A member name of its own: free ports are picked before they are
-	// bound, so a test running at the same time could take one; the name
-	// is how Start tells its etcd from another.
-	member := fmt.Sprintf("e1-%d-%d", os.Getpid(), cp)
-	rc.Etcd = start(t, "etcd", etcdBin, "--name", member, "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", rc.EtcdURL, "--advertise-client-urls", rc.EtcdURL,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", member+"="+peer, "--log-level", "warn")
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalECPrivateKey(key)
-	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	saKey := write("sa.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
-	saPub := write("sa.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
-	token := "faultline-evidence-test-token"
-	tokens := write("tokens.csv", []byte(token+",admin,1,\"system:masters\"\n"))
-	rc.APIServer = start(t, "kube-apiserver", apiBin,
-		"--etcd-servers", rc.EtcdURL,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(ap), "--cert-dir", filepath.Join(dir, "certs"),
-		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
-		"--service-cluster-ip-range", "10.250.31.0/24",
-		"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow",
-		"--disable-admission-plugins", "ServiceAccount",
-		"--enable-priority-and-fairness=false", "--v", "0")
-
-	cfg := &rest.Config{
-		Host:            fmt.Sprintf("https://127.0.0.1:%d", ap),
-		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		Timeout:         requestTimeout,
-		QPS:             1000, Burst: 1000,
-	}
-	rc.Client, err = kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.config = cfg
-	rc.EtcdClient, err = clientv3.New(clientv3.Config{Endpoints: []string{rc.EtcdURL}, DialTimeout: requestTimeout, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rc.EtcdClient.Close() })
-	mctx, mcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer mcancel()
-	for {
-		ml, err := rc.EtcdClient.MemberList(mctx)
-		if err == nil {
-			if len(ml.Members) != 1 || ml.Members[0].Name != member {
-				t.Fatalf("the etcd at %s is not this test's (members %v): another process took its port", rc.EtcdURL, ml.Members)
-			}
-			break
-		}
-		if mctx.Err() != nil {
-			t.Fatalf("etcd at %s did not answer: %v", rc.EtcdURL, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-
-	ready := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := ready.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready after 90s (last: %v)", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return rc
+	return &Cluster{kubetest.StartControlPlane(t, kubetest.Options{RequestTimeout: requestTimeout})}
 }
 
 // seed creates the subjects: worker1 Ready with a taint, its Lease, the
@@ -337,36 +122,11 @@ func (rc *Cluster) Seed(t testing.TB, s evidence.Subjects) {
 // SecondClient is another client of the same API server (its own
 // connections), for a test that needs two sources.
 func (rc *Cluster) SecondClient(t testing.TB) kubernetes.Interface {
-	cfg := rest.CopyConfig(rc.config)
+	cfg := rest.CopyConfig(rc.Config)
 	cfg.UserAgent = "faultline-second-client"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// Kubeconfig writes a kubeconfig for the API server to dir.
-func (rc *Cluster) Kubeconfig(t testing.TB, dir string) string {
-	p := filepath.Join(dir, "kubeconfig")
-	text := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %s
-    insecure-skip-tls-verify: true
-users:
-- name: u
-  user:
-    token: %s
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, rc.config.Host, rc.config.BearerToken)
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
