@@ -39,21 +39,7 @@ func (f *freeze) Class() fault.Class      { return ClassProcessFreeze }
 func (f *freeze) Params() json.RawMessage { return mustJSON(f.p) }
 
 func (f *freeze) Inject(ctx context.Context, l lab.Lab) error {
-	if err := f.p.check(); err != nil {
-		return fmt.Errorf("freeze %s: %w", f.p, err)
-	}
-	h, st, err := f.p.resolve(ctx, l)
-	if err != nil {
-		return fmt.Errorf("freeze %s: %w", f.p, err)
-	}
-	if st.State != "running" || st.PID == 0 {
-		return fmt.Errorf("freeze %s: it is %s (pid %d), not running", f.p, st.State, st.PID)
-	}
-	f.inj.set(h, st.PID)
-	if err := h.Signal(ctx, f.p.Service, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("freeze %s on %s: %w", f.p.Service, h.Name(), err)
-	}
-	return nil
+	return f.p.signalRunning(ctx, l, &f.inj, "freeze", syscall.SIGSTOP)
 }
 
 // Heal sends SIGCONT to the service wherever it has a process; SIGCONT to

@@ -38,21 +38,7 @@ func (f *kill) Class() fault.Class      { return ClassCrashStop }
 func (f *kill) Params() json.RawMessage { return mustJSON(f.p) }
 
 func (f *kill) Inject(ctx context.Context, l lab.Lab) error {
-	if err := f.p.check(); err != nil {
-		return fmt.Errorf("kill %s: %w", f.p, err)
-	}
-	h, st, err := f.p.resolve(ctx, l)
-	if err != nil {
-		return fmt.Errorf("kill %s: %w", f.p, err)
-	}
-	if st.State != "running" || st.PID == 0 {
-		return fmt.Errorf("kill %s: it is %s (pid %d), not running: killing it would show nothing", f.p, st.State, st.PID)
-	}
-	f.inj.set(h, st.PID)
-	if err := h.Signal(ctx, f.p.Service, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill %s on %s: %w", f.p.Service, h.Name(), err)
-	}
-	return nil
+	return f.p.signalRunning(ctx, l, &f.inj, "kill", syscall.SIGKILL)
 }
 
 func (f *kill) Heal(ctx context.Context, l lab.Lab) error {

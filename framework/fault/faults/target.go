@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -125,3 +126,24 @@ func (t serviceTarget) probeHost(ctx context.Context, l lab.Lab, inj *injected) 
 }
 
 func isUp(st lab.ServiceState) bool { return st.State == "running" || st.State == "frozen" }
+
+// signalRunning resolves the target, refuses one that is not running (a
+// signal to it would show nothing), records the host and pid in inj for
+// the probe, and sends sig. verb names the fault in errors.
+func (t serviceTarget) signalRunning(ctx context.Context, l lab.Lab, inj *injected, verb string, sig syscall.Signal) error {
+	if err := t.check(); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, t, err)
+	}
+	h, st, err := t.resolve(ctx, l)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, t, err)
+	}
+	if st.State != "running" || st.PID == 0 {
+		return fmt.Errorf("%s %s: it is %s (pid %d), not running: a signal to it would show nothing", verb, t, st.State, st.PID)
+	}
+	inj.set(h, st.PID)
+	if err := h.Signal(ctx, t.Service, sig); err != nil {
+		return fmt.Errorf("%s %s on %s: %w", verb, t.Service, h.Name(), err)
+	}
+	return nil
+}
