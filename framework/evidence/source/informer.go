@@ -26,13 +26,28 @@ const (
 )
 
 // InformerState is the fixture's answer: the cached objects, as the
-// fixture's informers hold them, and when its caches last synced.
+// fixture's informers hold them, when its caches first synced, and the
+// subjects it watches.
 type InformerState struct {
 	SyncedAt       time.Time                   `json:"syncedAt"`
+	Subjects       InformerSubjects            `json:"subjects"`
 	Node           *corev1.Node                `json:"node"`
 	Lease          *coordinationv1.Lease       `json:"lease"`
 	Pod            *corev1.Pod                 `json:"pod"`
 	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices"`
+}
+
+// InformerSubjects are the objects the fixture watches, as its flags and
+// the /state query parameters (node, pod, service) name them.
+type InformerSubjects struct {
+	Node    string `json:"node"`
+	Pod     string `json:"pod"`     // namespace/name
+	Service string `json:"service"` // namespace/name
+}
+
+// informerSubjects is how the fixture names s.
+func informerSubjects(s evidence.Subjects) InformerSubjects {
+	return InformerSubjects{Node: s.Node, Pod: s.PodNamespace + "/" + s.PodName, Service: s.ServiceNamespace + "/" + s.ServiceName}
 }
 
 // Informer reads the in-cluster informer fixture; when the fixture is not
@@ -76,7 +91,11 @@ func (i *Informer) Read(ctx context.Context) map[evidence.Question]evidence.Answ
 	if fixture == nil {
 		return all(evidence.UnreadableAnswer(NotDeployed(fmt.Sprintf("no running pod %s in namespace %s", InformerSelector, InformerNamespace)), now()))
 	}
-	body, err := i.client.CoreV1().Pods(InformerNamespace).ProxyGet("http", fixture.Name, InformerPort, "state", nil).DoRaw(ctx)
+	// The subjects go with the request: a fixture watching other objects
+	// refuses (409) rather than answer about them.
+	want := informerSubjects(i.subjects)
+	params := map[string]string{"node": want.Node, "pod": want.Pod, "service": want.Service}
+	body, err := i.client.CoreV1().Pods(InformerNamespace).ProxyGet("http", fixture.Name, InformerPort, "state", params).DoRaw(ctx)
 	at := now()
 	if err != nil {
 		return all(evidence.UnreadableAnswer("informer fixture "+fixture.Name+": "+Reason(err), at))
@@ -87,6 +106,9 @@ func (i *Informer) Read(ctx context.Context) map[evidence.Question]evidence.Answ
 	}
 	if st.SyncedAt.IsZero() {
 		return all(evidence.UnreadableAnswer("error: informer fixture has not synced", at))
+	}
+	if st.Subjects != want {
+		return all(evidence.UnreadableAnswer(fmt.Sprintf("error: informer fixture %s watches %+v, not %+v", fixture.Name, st.Subjects, want), at))
 	}
 	rv := func(o metav1.Object) string {
 		if o == nil {
