@@ -1,7 +1,7 @@
 //go:build lab
 
 // Integration tests of the sources, the sampler and the timeline on a real
-// local lab of their own (named evid, with subnets no other test uses). The
+// local lab of their own (named evt, with subnets no other test uses). The
 // lab backend is linked only into this external test package: the framework
 // itself never imports a backend.
 //
@@ -16,24 +16,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"
@@ -45,26 +44,26 @@ import (
 // The lab11 shape made smaller for a shared machine: three hosts each
 // running an etcd member and an API server behind a virtual address, and
 // three workers.
-const topology = `name: evid
+const topology = `name: evt
 kind: local
 lab: true
 stateDir: %s
 kubernetes:
   version: v1.36.3
   etcdVersion: v3.6.8
-  timerProfile: fast
+  timerProfile: kubernetes-defaults
 network:
-  management: 10.231.31.0/24
-  pods: 10.244.0.0/16
-  services: 10.250.31.0/24
-  virtualIP: 10.231.31.10
+  management: 10.231.51.0/24
+  pods: 10.51.0.0/16
+  services: 10.250.51.0/24
+  virtualIP: 10.231.51.10
 hosts:
-  - {name: cp1, roles: [etcd, control-plane], address: 10.231.31.21}
-  - {name: cp2, roles: [etcd, control-plane], address: 10.231.31.22}
-  - {name: cp3, roles: [etcd, control-plane], address: 10.231.31.23}
-  - {name: worker1, roles: [worker], address: 10.231.31.31}
-  - {name: worker2, roles: [worker], address: 10.231.31.32}
-  - {name: worker3, roles: [worker], address: 10.231.31.33}
+  - {name: cp1, roles: [etcd, control-plane], address: 10.231.51.21}
+  - {name: cp2, roles: [etcd, control-plane], address: 10.231.51.22}
+  - {name: cp3, roles: [etcd, control-plane], address: 10.231.51.23}
+  - {name: worker1, roles: [worker], address: 10.231.51.31}
+  - {name: worker2, roles: [worker], address: 10.231.51.32}
+  - {name: worker3, roles: [worker], address: 10.231.51.33}
 `
 
 func openLab(t *testing.T) lab.Provisioner {
@@ -72,12 +71,12 @@ func openLab(t *testing.T) lab.Provisioner {
 	if base == "" {
 		base = "/var/tmp"
 	}
-	dir, err := os.MkdirTemp(base, "faultline-evid-")
+	dir, err := os.MkdirTemp(base, "faultline-evt-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "evid.yaml")
+	path := filepath.Join(dir, "evt.yaml")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(topology, filepath.Join(dir, "state"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -92,42 +91,37 @@ func openLab(t *testing.T) lab.Provisioner {
 	return p
 }
 
-// deployFixtures runs the stateful test pod on worker1 and the test
-// service in front of it, and waits for its endpoint to be ready.
-func deployFixtures(ctx context.Context, t *testing.T, kc kubernetes.Interface, s evidence.Subjects) *corev1.Pod {
-	labels := map[string]string{"app": "stateful"}
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.PodNamespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+// installFixtures installs the fixtures as the suites do (the stateful
+// pod required on worker1, the informer fixture off it) and returns the
+// stateful pod once it is ready with its endpoint.
+func installFixtures(ctx context.Context, tb testing.TB, l lab.Lab) *corev1.Pod {
+	tb.Helper()
+	s := evidence.DefaultSubjects
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if _, err := kc.CoreV1().Services(s.ServiceNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: s.ServiceName},
-		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if _, err := kc.AppsV1().StatefulSets(s.PodNamespace).Create(ctx, &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "stateful"},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1), ServiceName: s.ServiceName,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{"kubernetes.io/hostname": s.Node},
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers: []corev1.Container{{
-						Name: "netexec", Image: images.Ref("netexec"), ImagePullPolicy: corev1.PullNever,
-						Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-					}},
-				},
-			},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	o := fixtures.Options{StatefulNode: s.Node, StatefulNodeRequired: true, OrphanNode: "worker2", WriterNode: "worker3", Timeout: 5 * time.Minute}
+	if c := l.Config(); c != nil && c.Network.VirtualIP != "" {
+		port := c.Network.APIServerPort
+		if port == 0 {
+			port = 6443
+		}
+		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
+	}
+	if err := fixtures.Install(ctx, cfg, o); err != nil {
+		tb.Fatal(err)
+	}
+	kc, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	var pod *corev1.Pod
-	err := lab.WaitFor(ctx, "the stateful pod ready with its endpoint", 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+	err = lab.WaitFor(ctx, "the stateful pod ready with its endpoint", 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
 		p, err := kc.CoreV1().Pods(s.PodNamespace).Get(ctx, s.PodName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -146,7 +140,7 @@ func deployFixtures(ctx context.Context, t *testing.T, kc kubernetes.Interface, 
 		return true, nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return pod
 }
@@ -214,8 +208,8 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 			t.Errorf("down: %v", err)
 		}
 		out, _ := exec.Command("ip", "netns", "list").Output()
-		if strings.Contains(string(out), "-evid-") {
-			t.Errorf("network namespaces of lab evid left after down:\n%s", out)
+		if strings.Contains(string(out), "fl-evt-") {
+			t.Errorf("network namespaces of lab evt left after down:\n%s", out)
 		}
 	})
 	start := time.Now()
@@ -233,7 +227,16 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := deployFixtures(ctx, t, kc, s)
+	pod := installFixtures(ctx, t, l)
+	informers, err := kc.CoreV1().Pods(source.InformerNamespace).List(ctx, metav1.ListOptions{LabelSelector: source.InformerSelector})
+	if err != nil || len(informers.Items) != 1 {
+		t.Fatalf("informer fixture pods: %v %v", informers, err)
+	}
+	if n := informers.Items[0].Spec.NodeName; n == s.Node {
+		t.Errorf("the informer fixture runs on %s, the node scenarios fault", n)
+	} else {
+		t.Logf("informer fixture on %s", n)
+	}
 
 	smp := sampler.New(sampler.Options{Watch: watch.Options{PollEvery: 500 * time.Millisecond}})
 	defer smp.Close()
@@ -249,11 +252,11 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	}
 	t.Logf("sources: %v", smp.Sources())
 
-	// Every deployable source answers every question it can; DNS and the
-	// informer fixture are not deployed, and say so.
+	// Every deployable source answers every question it can (twelve, the
+	// informer fixture among them); DNS is not deployed, and says so.
 	deployable := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip",
 		"etcd/cp1/serializable", "etcd/cp1/linearizable", "kubelet/worker1",
-		"cri/worker1", "cri/worker2", "cri/worker3", "proxy/worker1"}
+		"cri/worker1", "cri/worker2", "cri/worker3", "proxy/worker1", "informer"}
 	for _, src := range deployable {
 		qs := snap.Answers[src]
 		if len(qs) == 0 {
@@ -265,7 +268,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 			}
 		}
 	}
-	for _, src := range []evidence.Source{"dns", "informer"} {
+	for _, src := range []evidence.Source{"dns"} {
 		for q, a := range snap.Answers[src] {
 			if a.State != evidence.NotAsked && (a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "not deployed")) {
 				t.Errorf("%s %s = %+v, want unreadable not deployed", src, q, a)
@@ -274,7 +277,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	}
 
 	// They agree on a clean lab.
-	objectSources := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip", "etcd/cp1/serializable", "etcd/cp1/linearizable"}
+	objectSources := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip", "etcd/cp1/serializable", "etcd/cp1/linearizable", "informer"}
 	for _, src := range objectSources {
 		if r := decode[evidence.NodeReadyValue](t, snap, src, evidence.NodeReady); r.Status != "True" {
 			t.Errorf("%s: worker1 Ready=%s", src, r.Status)
@@ -364,7 +367,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(res.Stdout, " 10.231.31.10/") {
+		if !strings.Contains(res.Stdout, " "+l.Config().Network.VirtualIP+"/") {
 			cp2 = h
 			break
 		}

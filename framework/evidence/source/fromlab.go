@@ -75,7 +75,7 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	o.defaults()
 	s := &Set{}
 	apiQuestions := (&APIServer{}).Questions()
-	var firstClient kubernetes.Interface
+	var firstClient, vipClient kubernetes.Interface
 	for _, h := range lab.HostsWithRole(l, lab.RoleControlPlane) {
 		name := evidence.Source("apiserver/" + h.Name())
 		path, err := l.Kubeconfig(h.Name())
@@ -107,6 +107,7 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	} else {
 		s.Readers = append(s.Readers, NewAPIServer(vip, cs, o.Subjects))
 		s.Poll = append(s.Poll, Client{Source: vip, Client: cs})
+		vipClient = cs
 		if firstClient == nil {
 			firstClient = cs
 		}
@@ -163,10 +164,15 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 		s.Readers = append(s.Readers, NewDNS(addr, domain, o.Subjects))
 	}
 
-	if firstClient == nil {
-		s.Readers = append(s.Readers, NewUnavailable("informer", (&Informer{}).Questions(), "no API server to find the informer fixture through"))
-	} else {
+	// The fixture is read through the virtual address where there is one,
+	// so that one API server stopped does not hide it.
+	switch {
+	case vipClient != nil:
+		s.Readers = append(s.Readers, NewInformer(vipClient, o.Subjects))
+	case firstClient != nil:
 		s.Readers = append(s.Readers, NewInformer(firstClient, o.Subjects))
+	default:
+		s.Readers = append(s.Readers, NewUnavailable("informer", (&Informer{}).Questions(), "no API server to find the informer fixture through"))
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -26,13 +27,28 @@ const (
 )
 
 // InformerState is the fixture's answer: the cached objects, as the
-// fixture's informers hold them, and when its caches last synced.
+// fixture's informers hold them, when its caches first synced, and the
+// subjects it watches.
 type InformerState struct {
 	SyncedAt       time.Time                   `json:"syncedAt"`
+	Subjects       InformerSubjects            `json:"subjects"`
 	Node           *corev1.Node                `json:"node"`
 	Lease          *coordinationv1.Lease       `json:"lease"`
 	Pod            *corev1.Pod                 `json:"pod"`
 	EndpointSlices []discoveryv1.EndpointSlice `json:"endpointSlices"`
+}
+
+// InformerSubjects are the objects the fixture watches, as its flags and
+// the /state query parameters (node, pod, service) name them.
+type InformerSubjects struct {
+	Node    string `json:"node"`
+	Pod     string `json:"pod"`     // namespace/name
+	Service string `json:"service"` // namespace/name
+}
+
+// informerSubjects is how the fixture names s.
+func informerSubjects(s evidence.Subjects) InformerSubjects {
+	return InformerSubjects{Node: s.Node, Pod: s.PodNamespace + "/" + s.PodName, Service: s.ServiceNamespace + "/" + s.ServiceName}
 }
 
 // Informer reads the in-cluster informer fixture; when the fixture is not
@@ -40,6 +56,12 @@ type InformerState struct {
 type Informer struct {
 	client   kubernetes.Interface
 	subjects evidence.Subjects
+
+	// fixture is the pod that answered last: asked directly next round,
+	// so a round costs one request, not a list and a request. Forgotten
+	// when it fails to answer; the next round looks again.
+	mu      sync.Mutex
+	fixture string
 }
 
 // NewInformer makes the "informer" reader, finding the fixture through
@@ -62,24 +84,39 @@ func (i *Informer) Read(ctx context.Context) map[evidence.Question]evidence.Answ
 		}
 		return out
 	}
-	pods, err := i.client.CoreV1().Pods(InformerNamespace).List(ctx, metav1.ListOptions{LabelSelector: InformerSelector})
-	if err != nil {
-		return all(evidence.UnreadableAnswer("finding the informer fixture: "+Reason(err), now()))
-	}
-	var fixture *corev1.Pod
-	for j := range pods.Items {
-		if pods.Items[j].Status.Phase == corev1.PodRunning && pods.Items[j].DeletionTimestamp == nil {
-			fixture = &pods.Items[j]
-			break
+	i.mu.Lock()
+	fixture := i.fixture
+	i.mu.Unlock()
+	if fixture == "" {
+		pods, err := i.client.CoreV1().Pods(InformerNamespace).List(ctx, metav1.ListOptions{LabelSelector: InformerSelector})
+		if err != nil {
+			return all(evidence.UnreadableAnswer("finding the informer fixture: "+Reason(err), now()))
+		}
+		for j := range pods.Items {
+			if pods.Items[j].Status.Phase == corev1.PodRunning && pods.Items[j].DeletionTimestamp == nil {
+				fixture = pods.Items[j].Name
+				break
+			}
+		}
+		if fixture == "" {
+			return all(evidence.UnreadableAnswer(NotDeployed(fmt.Sprintf("no running pod %s in namespace %s", InformerSelector, InformerNamespace)), now()))
 		}
 	}
-	if fixture == nil {
-		return all(evidence.UnreadableAnswer(NotDeployed(fmt.Sprintf("no running pod %s in namespace %s", InformerSelector, InformerNamespace)), now()))
-	}
-	body, err := i.client.CoreV1().Pods(InformerNamespace).ProxyGet("http", fixture.Name, InformerPort, "state", nil).DoRaw(ctx)
+	// The subjects go with the request: a fixture watching other objects
+	// refuses (409) rather than answer about them.
+	want := informerSubjects(i.subjects)
+	params := map[string]string{"node": want.Node, "pod": want.Pod, "service": want.Service}
+	body, err := i.client.CoreV1().Pods(InformerNamespace).ProxyGet("http", fixture, InformerPort, "state", params).DoRaw(ctx)
 	at := now()
+	i.mu.Lock()
 	if err != nil {
-		return all(evidence.UnreadableAnswer("informer fixture "+fixture.Name+": "+Reason(err), at))
+		i.fixture = ""
+	} else {
+		i.fixture = fixture
+	}
+	i.mu.Unlock()
+	if err != nil {
+		return all(evidence.UnreadableAnswer("informer fixture "+fixture+": "+Reason(err), at))
 	}
 	var st InformerState
 	if err := json.Unmarshal(body, &st); err != nil {
@@ -87,6 +124,9 @@ func (i *Informer) Read(ctx context.Context) map[evidence.Question]evidence.Answ
 	}
 	if st.SyncedAt.IsZero() {
 		return all(evidence.UnreadableAnswer("error: informer fixture has not synced", at))
+	}
+	if st.Subjects != want {
+		return all(evidence.UnreadableAnswer(fmt.Sprintf("error: informer fixture %s watches %+v, not %+v", fixture, st.Subjects, want), at))
 	}
 	rv := func(o metav1.Object) string {
 		if o == nil {

@@ -1,0 +1,141 @@
+//go:build lab
+
+package sampler_test
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/lab"
+)
+
+// BenchmarkSnapshotRound measures one snapshot round (every source asked
+// every question) on a local lab that is already up, named by its lab
+// file in FAULTLINE_EVIDENCE_LAB. It installs the fixtures (the informer
+// among them), then reports the rounds' p50 and p95 and each source's p95
+// as custom metrics, first with every source answering, then with one API
+// server stopped (started again afterwards):
+//
+//	sudo FAULTLINE_EVIDENCE_LAB=lab.yaml go test -tags lab -run '^$' \
+//	    -bench SnapshotRound -benchtime 40x ./framework/evidence/sampler/
+//
+// Percentiles need many rounds: use -benchtime Nx with N of 20 or more.
+func BenchmarkSnapshotRound(b *testing.B) {
+	path := os.Getenv("FAULTLINE_EVIDENCE_LAB")
+	if path == "" {
+		b.Skip("FAULTLINE_EVIDENCE_LAB names no lab file of a local lab that is up")
+	}
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	ctx := context.Background()
+	l, err := lab.OpenFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	installFixtures(ctx, b, l)
+	smp := sampler.New(sampler.Options{NoTimeline: true})
+	defer smp.Close()
+	// The first round opens the sources and their connections.
+	if _, _, err := smp.Sample(ctx, l); err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("all-answering", func(b *testing.B) {
+		measureRounds(ctx, b, smp, l)
+	})
+	b.Run("one-apiserver-stopped", func(b *testing.B) {
+		h := apiServerWithoutVIP(ctx, b, l)
+		if err := h.StopService(ctx, lab.ServiceAPIServer); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := h.StartService(ctx, lab.ServiceAPIServer); err != nil {
+				b.Errorf("starting %s's API server again: %v", h.Name(), err)
+			}
+		}()
+		measureRounds(ctx, b, smp, l)
+	})
+}
+
+// apiServerWithoutVIP is a control-plane host that does not hold the
+// virtual address, whose source must keep answering.
+func apiServerWithoutVIP(ctx context.Context, b *testing.B, l lab.Lab) lab.Host {
+	for _, h := range lab.HostsWithRole(l, lab.RoleControlPlane) {
+		res, err := h.Run(ctx, "ip -o addr show")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if vip := l.Config().Network.VirtualIP; vip == "" || !strings.Contains(res.Stdout, " "+vip+"/") {
+			return h
+		}
+	}
+	b.Fatal("every control-plane host holds the virtual address")
+	return nil
+}
+
+// measureRounds takes b.N rounds and reports their percentiles, each
+// source's p95 (from its answers' read times), and how many answers per
+// round were unreadable for a reason other than "not deployed".
+func measureRounds(ctx context.Context, b *testing.B, smp *sampler.Sampler, l lab.Lab) {
+	var rounds []time.Duration
+	perSource := map[evidence.Source][]time.Duration{}
+	unreadable := 0
+	reasons := map[string]int{}
+	for b.Loop() {
+		t0 := time.Now()
+		snap, _, err := smp.Sample(ctx, l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rounds = append(rounds, time.Since(t0))
+		for src, qs := range snap.Answers {
+			var latest time.Duration
+			for _, a := range qs {
+				if !a.ReadAt.IsZero() {
+					latest = max(latest, a.ReadAt.Sub(snap.Taken))
+				}
+				if a.State == evidence.Unreadable && !strings.HasPrefix(a.Reason, "not deployed") {
+					unreadable++
+					reasons[string(src)+": "+firstWords(a.Reason)]++
+				}
+			}
+			perSource[src] = append(perSource[src], latest)
+		}
+	}
+	p50, p95 := percentiles(rounds)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p95), "p95-ms")
+	b.ReportMetric(float64(unreadable)/float64(len(rounds)), "unreadable/op")
+	for src, ds := range perSource {
+		_, p95 := percentiles(ds)
+		b.ReportMetric(ms(p95), strings.ReplaceAll(string(src), "/", "-")+"-p95-ms")
+	}
+	for r, n := range reasons {
+		b.Logf("%d× %s", n, r)
+	}
+}
+
+func percentiles(d []time.Duration) (p50, p95 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2], s[(len(s)*95+99)/100-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func firstWords(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
+}
