@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/framework/fault"
@@ -64,7 +66,7 @@ func (p blackholeWatchParams) check() error {
 	return errors.Join(errs...)
 }
 
-// BlackholeWatch makes the API servers deny node's kubelet the list and
+// BlackholeWatch makes the API servers refuse node's kubelet the list and
 // watch of its pods, and nothing else: its node status, lease, pod status
 // updates and reads of single objects go through, so the node stays Ready
 // while it no longer hears of pods bound to it or deleted from it.
@@ -73,11 +75,14 @@ func (p blackholeWatchParams) check() error {
 // structured authorization configuration file; the fault puts first in it
 // a webhook authorizer whose match condition selects exactly
 // system:node:<node>'s list and watch of pods, whose endpoint refuses
-// connections and whose failure policy is Deny. Once every API server has
-// applied the file, the node's connections to the API servers are closed
-// (ss -K) so its open pod watch is made again, and denied. Heal puts back
-// the original file (kept on each host under the fault's tag) and waits
-// until every API server has applied it.
+// connections and whose failure policy is Deny. The API server fails
+// closed: those requests end with 500 Internal Server Error naming the
+// unreachable webhook (a SubjectAccessReview reports them denied with
+// that evaluation error). Once every API server has applied the file, the
+// node's connections to the API servers are closed (ss -K) so its open
+// pod watch is made again, and refused. Heal puts back the original file
+// (kept on each host under the fault's tag) and waits until every API
+// server has applied it.
 func BlackholeWatch(node string) fault.Fault {
 	return &blackholeWatch{p: blackholeWatchParams{Node: node, Tag: newTag()}}
 }
@@ -256,10 +261,16 @@ func healAuthzScript(s apiServerHost, authorizerName string) string {
 }
 
 // closeAPIConnectionsScript closes every TCP connection of the host to an
-// API server port, so its clients connect again. Nothing is left behind:
-// ss -K acts once, on the sockets that exist now.
+// API server port, so its clients connect again, and fails if one of them
+// is still open afterwards (ss -K does nothing, silently, on a kernel
+// without CONFIG_INET_DIAG_DESTROY). Nothing is left behind: ss -K acts
+// once, on the sockets that exist now.
 func closeAPIConnectionsScript(port int) string {
-	return fmt.Sprintf("ss -K state established '( dport = :%d )' >/dev/null", port)
+	list := fmt.Sprintf("ss -Htn state established '( dport = :%d )' | awk '{print $3, $4}' | sort", port)
+	body := fmt.Sprintf(`before=$(%[1]s); ss -K state established '( dport = :%[2]d )' >/dev/null || exit 1; `+
+		`left=$(comm -12 <(echo "$before") <(%[1]s)); `+
+		`if [ -n "$before" ] && [ -n "$left" ]; then echo "still open after ss -K: $left" >&2; exit 1; fi`, list, port)
+	return "bash -c " + shellQuote(body)
 }
 
 func apiServerPort(l lab.Lab) int {
@@ -306,8 +317,9 @@ func (f *blackholeWatch) Heal(ctx context.Context, l lab.Lab) error {
 	return nil
 }
 
-// apiServerClient is an admin client of the API server on h alone.
-func apiServerClient(l lab.Lab, h lab.Host) (kubernetes.Interface, error) {
+// apiServerClient is an admin client of the API server on h alone,
+// acting as as when it is not empty (impersonation).
+func apiServerClient(l lab.Lab, h lab.Host, as *rest.ImpersonationConfig) (kubernetes.Interface, error) {
 	path, err := l.Kubeconfig(h.Name())
 	if err != nil {
 		return nil, fmt.Errorf("getting a kubeconfig for the API server on %s: %w", h.Name(), err)
@@ -317,6 +329,9 @@ func apiServerClient(l lab.Lab, h lab.Host) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
 	}
 	cfg.Timeout = 10 * time.Second
+	if as != nil {
+		cfg.Impersonate = *as
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a client from %s: %w", path, err)
@@ -327,7 +342,7 @@ func apiServerClient(l lab.Lab, h lab.Host) (kubernetes.Interface, error) {
 // waitConfigApplied waits until the API server on h reports it applied
 // the authorization configuration whose hash is want.
 func waitConfigApplied(ctx context.Context, l lab.Lab, h lab.Host, want string) error {
-	kc, err := apiServerClient(l, h)
+	kc, err := apiServerClient(l, h, nil)
 	if err != nil {
 		return err
 	}
@@ -346,82 +361,76 @@ func waitConfigApplied(ctx context.Context, l lab.Lab, h lab.Host, want string) 
 	return nil
 }
 
-// Probe asks every API server, with SubjectAccessReviews, what it lets the
-// node's kubelet do: the effect is there when every one denies the list
-// of the node's pods and allows the update of its node status.
+// Probe makes, on every API server, the requests the node's kubelet makes,
+// as the kubelet (impersonating system:node:<node> in system:nodes): the
+// effect is there when every server refuses the list of the node's pods
+// for authorization and accepts a (dry-run) patch of its node status.
 func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	hosts := lab.HostsWithRole(l, lab.RoleControlPlane)
 	if len(hosts) == 0 {
 		return fault.Effect{}, fmt.Errorf("lab %s has no control-plane host", l.Info().Name)
 	}
+	asNode := &rest.ImpersonationConfig{UserName: "system:node:" + f.p.Node, Groups: []string{"system:nodes", "system:authenticated"}}
 	observed := true
 	var details []string
 	for _, h := range hosts {
-		kc, err := apiServerClient(l, h)
+		kc, err := apiServerClient(l, h, asNode)
 		if err != nil {
 			return fault.Effect{}, err
 		}
-		list, err := nodeMay(ctx, kc, f.p.Node, podListAttributes(f.p.Node))
+		list, refused, err := listOwnPods(ctx, kc, f.p.Node)
 		if err != nil {
 			return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
 		}
-		status, err := nodeMay(ctx, kc, f.p.Node, nodeStatusAttributes(f.p.Node))
+		status, err := patchOwnStatus(ctx, kc, f.p.Node)
 		if err != nil {
 			return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
 		}
-		if list.Allowed || !status.Allowed {
+		if !refused || status != "" {
 			observed = false
 		}
-		details = append(details, fmt.Sprintf("%s: list its pods %s, patch its node status %s", h.Name(), describeReview(list), describeReview(status)))
+		if status == "" {
+			status = "accepted"
+		}
+		details = append(details, fmt.Sprintf("%s: list of its pods %s; dry-run patch of its node status %s", h.Name(), list, status))
 	}
-	return fault.Effect{Observed: observed, Detail: "what system:node:" + f.p.Node + " may do — " + strings.Join(details, "; ")}, nil
+	return fault.Effect{Observed: observed, Detail: "as system:node:" + f.p.Node + " — " + strings.Join(details, "; ")}, nil
 }
 
-// podListAttributes is the kubelet's list (and watch) of its own pods: the
-// Node authorizer allows it only with this field selector.
-func podListAttributes(node string) *authorizationv1.ResourceAttributes {
-	return &authorizationv1.ResourceAttributes{
-		Verb: "list", Resource: "pods", Version: "v1",
-		FieldSelector: &authorizationv1.FieldSelectorAttributes{
-			Requirements: []metav1.FieldSelectorRequirement{{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{node}}},
-		},
+// listOwnPods lists the node's pods as its kubelet does. refused is true
+// when the API server refused it for authorization: 403, or the 500 it
+// answers when the fault's webhook cannot be reached (other 500s, such as
+// etcd being away, are not this fault's doing).
+func listOwnPods(ctx context.Context, kc kubernetes.Interface, node string) (outcome string, refused bool, err error) {
+	_, err = kc.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node, Limit: 1})
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return "accepted", false, nil
+	case apierrors.IsForbidden(err),
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", refusedWebhookPort)):
+		return "refused (" + err.Error() + ")", true, nil
+	case errors.As(err, &status):
+		return "failed (" + err.Error() + ")", false, nil
+	default:
+		return "", false, fmt.Errorf("listing pods of %s: %w", node, err)
 	}
 }
 
-func nodeStatusAttributes(node string) *authorizationv1.ResourceAttributes {
-	return &authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes", Subresource: "status", Version: "v1", Name: node}
-}
-
-// nodeMay asks the API server whether node's kubelet may do what attrs say.
-func nodeMay(ctx context.Context, kc kubernetes.Interface, node string, attrs *authorizationv1.ResourceAttributes) (authorizationv1.SubjectAccessReviewStatus, error) {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               "system:node:" + node,
-		Groups:             []string{"system:nodes", "system:authenticated"},
-		ResourceAttributes: attrs,
-	}}
-	got, err := kc.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		return authorizationv1.SubjectAccessReviewStatus{}, fmt.Errorf("SubjectAccessReview of %s %s: %w", attrs.Verb, attrs.Resource, err)
+// patchOwnStatus sends the node's status patch as its kubelet would, in
+// dry-run so nothing is written; it returns what the API server refused,
+// or "" when it accepted.
+func patchOwnStatus(ctx context.Context, kc kubernetes.Interface, node string) (string, error) {
+	_, err := kc.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{"status":{}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &status):
+		return "refused (" + err.Error() + ")", nil
+	default:
+		return "", fmt.Errorf("patching the status of node %s: %w", node, err)
 	}
-	return got.Status, nil
-}
-
-func describeReview(s authorizationv1.SubjectAccessReviewStatus) string {
-	verdict := "allowed"
-	if !s.Allowed {
-		verdict = "denied"
-	}
-	var why []string
-	if s.Reason != "" {
-		why = append(why, s.Reason)
-	}
-	if s.EvaluationError != "" {
-		why = append(why, s.EvaluationError)
-	}
-	if len(why) > 0 {
-		verdict += " (" + strings.Join(why, "; ") + ")"
-	}
-	return verdict
 }
 
 func init() {
