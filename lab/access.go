@@ -43,3 +43,13 @@ type ClusterDNSAccess interface {
 	// lab runs no cluster DNS.
 	ClusterDNSServer() (address, domain string, err error)
 }
+
+// AuthorizationConfigFiles is a lab whose API servers take their
+// authorizers from a structured authorization configuration file
+// (kube-apiserver --authorization-config: an AuthorizationConfiguration of
+// apiserver.config.k8s.io) and reload it when it changes.
+type AuthorizationConfigFiles interface {
+	// AuthorizationConfigFile returns the path, on the named control-plane
+	// host, of the file its API server reads its authorizers from.
+	AuthorizationConfigFile(host string) (string, error)
+}

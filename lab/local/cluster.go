@@ -218,6 +218,10 @@ func apiServerService() service {
 			if !ok {
 				return processSpec{}, fmt.Errorf("no API server certificates for %s", h.cfg.Name)
 			}
+			authzConf, err := l.writeAuthorizationConfig(h)
+			if err != nil {
+				return processSpec{}, err
+			}
 			p := cc.pki
 			argv := []string{cc.bins.KubeAPIServer,
 				"--advertise-address=" + h.cfg.Address,
@@ -236,7 +240,7 @@ func apiServerService() service {
 				"--kubelet-client-key=" + p.APIServerKubeletClient.Key,
 				"--kubelet-certificate-authority=" + p.CA.Cert,
 				"--kubelet-preferred-address-types=InternalIP",
-				"--authorization-mode=Node,RBAC",
+				"--authorization-config=" + authzConf,
 				"--enable-admission-plugins=NodeRestriction",
 				"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 				"--service-account-key-file=" + p.ServiceAccountPub,

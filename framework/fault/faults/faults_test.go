@@ -51,6 +51,8 @@ func everyFault() []fault.Fault {
 		PodNetworkCut("worker1"),
 		Freeze("cp2", lab.ServiceKubeProxy),
 		EtcdNoSpace(),
+		BlackholeWatch("worker1"),
+		BlackholeWatchAt("worker2", "/etc/kubernetes/authorization-config.yaml"),
 	}
 }
 
@@ -76,7 +78,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -122,6 +124,12 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindClockSkew, `{"host":"w1","offset":"1s","tag":"abcd"}`, "under 2s"},
 		{KindPodNetworkCut, `{"tag":"abcd"}`, "no host"},
 		{KindEtcdNoSpace, `{"quota":1}`, "unknown field"},
+		{KindBlackholeWatch, `{"tag":"abcd"}`, "no node"},
+		{KindBlackholeWatch, `{"node":"Worker_1","tag":"abcd"}`, "not a valid node name"},
+		{KindBlackholeWatch, `{"node":"w1' || true || '","tag":"abcd"}`, "not a valid node name"},
+		{KindBlackholeWatch, `{"node":"w1","tag":"abcd","configPath":"authz.yaml"}`, "not a clean absolute path"},
+		{KindBlackholeWatch, `{"node":"w1","tag":"abcd","configPath":"/etc/../authz.yaml"}`, "not a clean absolute path"},
+		{KindBlackholeWatch, `{"node":"w1"}`, "tag"},
 	}
 	for _, c := range cases {
 		_, err := fault.Decode(c.kind, json.RawMessage(c.params))
@@ -149,6 +157,8 @@ func TestBadTargetsFailBeforeAnythingIsTouched(t *testing.T) {
 		{Loss("nosuch", nil, 5), `"nosuch"`},
 		{PodNetworkCut("etcd1"), "runs no pods"},
 		{ClockSkew("nosuch", time.Minute), `"nosuch"`},
+		{BlackholeWatchAt("nosuch", "/etc/authz.yaml"), `"nosuch"`},
+		{BlackholeWatchAt("etcd1", "/etc/authz.yaml"), `no service "kubelet"`},
 	}
 	for _, c := range cases {
 		l := loadLab(t, "lab11")

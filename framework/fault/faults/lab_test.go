@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"text/template"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/ledger"
@@ -36,51 +38,85 @@ import (
 
 // The lab these tests build: its own name and subnets, so it never meets
 // another lab on the machine.
-const topology = `name: faults
+//
+// Where several people run these tests on one machine, each picks their own
+// with FAULTLINE_FAULTS_LAB_PREFIX (prepended to the lab names) and
+// FAULTLINE_FAULTS_NET, FAULTLINE_FAULTS_PODS, FAULTLINE_FAULTS_SERVICES
+// ("10.231.52", "10.231.152.0/22", "10.231.156.0/24"): both labs then use
+// these subnets, one after the other.
+var topology = labTopology{name: "faults", net: "10.231.21", pods: "10.243.0.0/16", services: "10.250.21.0/24", hosts: `
+  - {name: cp1, roles: [etcd, control-plane], address: {{.Net}}.11}
+  - {name: w1, roles: [worker], address: {{.Net}}.31}
+  - {name: w2, roles: [worker], address: {{.Net}}.32}
+`}
+
+// labTopology is one of the labs these tests build.
+type labTopology struct {
+	name, net, pods, services string
+	virtualIP                 string // last octet, if any
+	hosts                     string // a template of the hosts list
+}
+
+// render writes the topology with the overrides of the environment.
+func (tp labTopology) render(t *testing.T, stateDir string) string {
+	t.Helper()
+	v := struct{ Name, Net, Pods, Services, StateDir string }{os.Getenv("FAULTLINE_FAULTS_LAB_PREFIX") + tp.name, tp.net, tp.pods, tp.services, stateDir}
+	for env, field := range map[string]*string{"FAULTLINE_FAULTS_NET": &v.Net, "FAULTLINE_FAULTS_PODS": &v.Pods, "FAULTLINE_FAULTS_SERVICES": &v.Services} {
+		if s := os.Getenv(env); s != "" {
+			*field = s
+		}
+	}
+	text := `name: {{.Name}}
 kind: local
 lab: true
-stateDir: %s
+stateDir: {{.StateDir}}
 kubernetes:
   version: v1.36.3
   etcdVersion: v3.6.8
   timerProfile: fast
 network:
-  management: 10.231.21.0/24
-  pods: 10.243.0.0/16
-  services: 10.250.21.0/24
-hosts:
-  - {name: cp1, roles: [etcd, control-plane], address: 10.231.21.11}
-  - {name: w1, roles: [worker], address: 10.231.21.31}
-  - {name: w2, roles: [worker], address: 10.231.21.32}
+  management: {{.Net}}.0/24
+  pods: {{.Pods}}
+  services: {{.Services}}
 `
+	if tp.virtualIP != "" {
+		text += "  virtualIP: {{.Net}}." + tp.virtualIP + "\n"
+	}
+	text += "hosts:" + tp.hosts
+	var b strings.Builder
+	if err := template.Must(template.New(tp.name).Parse(text)).Execute(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
 
-const childEnv = "FAULTLINE_FAULTS_CHILD_LAB"
+const (
+	childEnv    = "FAULTLINE_FAULTS_CHILD_LAB"
+	childSetEnv = "FAULTLINE_FAULTS_CHILD_SET"
+)
+
+// childFaults are the faults the killed injector injects, by set name.
+func childFaults(set string) []fault.Fault {
+	switch set {
+	case "blackhole-watch":
+		return []fault.Fault{faults.BlackholeWatch("w1")}
+	default:
+		return []fault.Fault{faults.Isolate("w1"), faults.Freeze("w2", lab.ServiceContainerd)}
+	}
+}
 
 // leadersTopology has several etcd members and control-plane hosts, for
 // the faults that pick a leader or split etcd.
-const leadersTopology = `name: faults-leaders
-kind: local
-lab: true
-stateDir: %s
-kubernetes:
-  version: v1.36.3
-  etcdVersion: v3.6.8
-  timerProfile: fast
-network:
-  management: 10.231.22.0/24
-  pods: 10.244.0.0/16
-  services: 10.250.22.0/24
-  virtualIP: 10.231.22.10
-hosts:
-  - {name: etcd1, roles: [etcd], address: 10.231.22.11}
-  - {name: etcd2, roles: [etcd], address: 10.231.22.12}
-  - {name: etcd3, roles: [etcd], address: 10.231.22.13}
-  - {name: cp1, roles: [control-plane], address: 10.231.22.21, rack: r1}
-  - {name: cp2, roles: [control-plane], address: 10.231.22.22, rack: r2}
-  - {name: w1, roles: [worker], address: 10.231.22.31, rack: r1}
-`
+var leadersTopology = labTopology{name: "faults-leaders", net: "10.231.22", pods: "10.244.0.0/16", services: "10.250.22.0/24", virtualIP: "10", hosts: `
+  - {name: etcd1, roles: [etcd], address: {{.Net}}.11}
+  - {name: etcd2, roles: [etcd], address: {{.Net}}.12}
+  - {name: etcd3, roles: [etcd], address: {{.Net}}.13}
+  - {name: cp1, roles: [control-plane], address: {{.Net}}.21, rack: r1}
+  - {name: cp2, roles: [control-plane], address: {{.Net}}.22, rack: r2}
+  - {name: w1, roles: [worker], address: {{.Net}}.31, rack: r1}
+`}
 
-func writeTopology(t *testing.T, text string) string {
+func writeTopology(t *testing.T, tp labTopology) string {
 	t.Helper()
 	base := os.Getenv("FAULTLINE_STATE_DIR")
 	if base == "" {
@@ -92,7 +128,7 @@ func writeTopology(t *testing.T, text string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "faults.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(text, filepath.Join(dir, "state"))), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(tp.render(t, filepath.Join(dir, "state"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -163,13 +199,13 @@ func TestFaultsOnLocalLab(t *testing.T) {
 		}
 	})
 	t.Run("a killed injector is healed from the ledger", func(t *testing.T) {
-		e.killedInjector(t, ctx)
+		e.killedInjector(t, ctx, "partition-and-freeze")
 	})
 }
 
-func upLab(t *testing.T, ctx context.Context, text string) *env {
+func upLab(t *testing.T, ctx context.Context, tp labTopology) *env {
 	t.Helper()
-	cfgPath := writeTopology(t, text)
+	cfgPath := writeTopology(t, tp)
 	l, err := lab.OpenFile(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +258,146 @@ func TestLeaderAndEtcdFaultsOnLocalLab(t *testing.T) {
 		before := e.etcdLeader(ctx)
 		e.cycle(t, ctx, faults.KillLeader(lab.ServiceEtcd), false, func() error { return e.etcdLeaderMoves(ctx, before) })
 	})
+	t.Run("blackhole watch", func(t *testing.T) {
+		e.blackholeWatch(t, ctx)
+	})
+	t.Run("a killed injector of a blackhole watch is healed from the ledger", func(t *testing.T) {
+		e.killedInjector(t, ctx, "blackhole-watch")
+	})
+}
+
+// blackholeWatch runs the fault through a cycle on w1 (two API servers):
+// during it a pod bound to w1 must not start while w1 stays Ready and its
+// kubelet logs that its list of pods failed; after heal the pod starts, and
+// every API server's authorization configuration is as it was, byte for
+// byte, with nothing of the fault left beside it.
+func (e *env) blackholeWatch(t *testing.T, ctx context.Context) {
+	filesBefore := e.authzFiles(ctx)
+	logPath := filepath.Join(e.l.StateDir(), "logs", "w1", "kubelet.log")
+	logStart := fileSize(t, logPath)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "blackhole-", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      "w1",
+			TerminationGracePeriodSeconds: new(int64),
+			Containers:                    []corev1.Container{{Name: "main", Image: images.SandboxImage, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	e.cycle(t, ctx, faults.BlackholeWatch("w1"), true, func() error {
+		created, err := e.kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating a pod bound to w1: %w", err)
+		}
+		pod = created
+		// Past the fast profile's grace period: long enough for a kubelet
+		// that hears of the pod to start it many times over.
+		time.Sleep(20 * time.Second)
+		if err := e.nodeReady(ctx, "w1"); err != nil {
+			return fmt.Errorf("w1 should stay Ready: %w", err)
+		}
+		got, err := e.kc.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.PodPending || len(got.Status.ContainerStatuses) > 0 || got.Status.HostIP != "" {
+			return fmt.Errorf("pod %s bound to w1 was seen by its kubelet: phase %s, host IP %q, %d container statuses", got.Name, got.Status.Phase, got.Status.HostIP, len(got.Status.ContainerStatuses))
+		}
+		t.Logf("pod %s bound to w1 20s ago: phase %s, no status from the kubelet; w1 Ready", got.Name, got.Status.Phase)
+		line, err := grepFrom(logPath, logStart, "Failed to watch", "failed to list *v1.Pod")
+		if err != nil {
+			if r, rerr := e.hostByName("w1").Run(ctx, "ss -Htnp state established '( dport = :6443 )'"); rerr == nil {
+				t.Logf("w1's connections to the API servers now:\n%s", r.Stdout)
+			}
+			if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > logStart {
+				tail := strings.Split(string(b[logStart:]), "\n")
+				if len(tail) > 40 {
+					tail = tail[len(tail)-40:]
+				}
+				t.Logf("w1's kubelet log since the fault (last lines):\n%s", strings.Join(tail, "\n"))
+			}
+			return fmt.Errorf("w1's kubelet log: %w", err)
+		}
+		t.Logf("w1's kubelet: %s", line)
+		return nil
+	})
+	if pod.Name != "" {
+		err := lab.WaitFor(ctx, "pod "+pod.Name+" running on w1 after heal", 120*time.Second, 2*time.Second, func(ctx context.Context) (bool, error) {
+			got, err := e.kc.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+			return err == nil && got.Status.Phase == corev1.PodRunning, err
+		})
+		if err != nil {
+			t.Errorf("after heal the kubelet should hear of its pod: %v", err)
+		}
+		if err := e.kc.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Errorf("deleting %s: %v", pod.Name, err)
+		}
+	}
+	e.same(t, filesBefore, e.authzFiles(ctx))
+}
+
+// authzFiles is every API server's authorization configuration (its hash,
+// mode, owner and modification time) and the listing of its directory.
+func (e *env) authzFiles(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, h := range lab.HostsWithRole(e.l, lab.RoleControlPlane) {
+		path, err := e.l.(lab.AuthorizationConfigFiles).AuthorizationConfigFile(h.Name())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// The directory's own modification time is not compared: the
+		// fault's files come and go in it.
+		r, err := h.Run(ctx, fmt.Sprintf("sha256sum %[1]s && stat -c '%%n %%a %%U %%Y' %[1]s && ls -A %[2]s", path, filepath.Dir(path)))
+		if err != nil || r.ExitCode != 0 {
+			e.t.Fatalf("%s: reading %s: %v %s", h.Name(), path, err, r.Stderr)
+		}
+		out[h.Name()+" authorization configuration"] = r.Stdout
+	}
+	return out
+}
+
+func (e *env) hostByName(name string) lab.Host {
+	h, err := e.l.Host(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// grepFrom returns the first line after offset in the file that holds
+// every one of want.
+func grepFrom(path string, offset int64, want ...string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(sc.Text(), w)
+		}
+		if all {
+			return sc.Text(), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("no line holding all of %q since the fault", want)
 }
 
 func (e *env) leaseHolder(ctx context.Context, name string) string {
@@ -319,6 +495,7 @@ func (e *env) apiServerUnready(ctx context.Context, host string) error {
 // heals it, and checks the hosts are as before. samePIDs is false for
 // faults that restart processes.
 func (e *env) cycle(t *testing.T, ctx context.Context, f fault.Fault, samePIDs bool, notices func() error) {
+	e.restartExited(t, ctx)
 	e.waitSettled(t, ctx)
 	before := e.hostState(ctx, samePIDs)
 	if eff, err := f.Probe(ctx, e.l); err != nil || eff.Observed {
@@ -401,8 +578,9 @@ func (e *env) hostState(ctx context.Context, samePIDs bool) map[string]string {
 			e.t.Fatalf("%s: tc: %v", h.Name(), err)
 		}
 		for _, line := range strings.Split(r.Stdout, "\n") {
-			// The CNI bridge appears with a node's first pod.
-			if !strings.Contains(line, " dev cni0 ") {
+			// The CNI bridge appears with a node's first pod, a veth
+			// with each pod.
+			if !strings.Contains(line, " dev cni0 ") && !strings.Contains(line, " dev veth") {
 				b.WriteString(line + "\n")
 			}
 		}
@@ -484,10 +662,11 @@ func kubeClient(t *testing.T, l lab.Lab) kubernetes.Interface {
 }
 
 // restartExited starts the scheduler and controller-manager where they
-// exited by themselves (they exit when they lose their leader lease, and
-// on VMs systemd or the kubelet restarts them; the local lab's supervisor
-// does not). Each restart is logged: it is the cluster's reaction to the
-// fault, not something the fault left behind.
+// exited by themselves, before a fault and after it. They exit when they
+// lose their leader lease (a loaded machine can make that happen at any
+// time); on VMs systemd or the kubelet restarts them, the local lab's
+// supervisor does not. Each restart is logged: it is the cluster's
+// reaction to load or to the fault, not something the fault left behind.
 func (e *env) restartExited(t *testing.T, ctx context.Context) map[string][]string {
 	t.Helper()
 	restarted := map[string][]string{}
@@ -625,11 +804,18 @@ func (e *env) writeRefused(ctx context.Context) error {
 // killedInjector runs this test binary as a child that records a partition
 // and a freeze in the ledger, injects them and waits; the child is killed
 // with SIGKILL, and this process heals both from the ledger alone.
-func (e *env) killedInjector(t *testing.T, ctx context.Context) {
+func (e *env) killedInjector(t *testing.T, ctx context.Context, set string) {
+	e.restartExited(t, ctx)
 	e.waitSettled(t, ctx)
 	before := e.hostState(ctx, true)
+	blackhole := set == "blackhole-watch"
+	if blackhole {
+		for k, v := range e.authzFiles(ctx) {
+			before[k] = v
+		}
+	}
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildInjects$", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+e.cfg)
+	cmd.Env = append(os.Environ(), childEnv+"="+e.cfg, childSetEnv+"="+set)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -654,17 +840,21 @@ func (e *env) killedInjector(t *testing.T, ctx context.Context) {
 	if !injected {
 		t.Fatal("the child never injected")
 	}
-	f := faults.Freeze("w2", lab.ServiceContainerd)
+	held := childFaults(set)
+	f := held[len(held)-1]
 	if eff, err := f.Probe(ctx, e.l); err != nil || !eff.Observed {
-		t.Errorf("after the kill the freeze should still hold: %+v %v", eff, err)
+		t.Errorf("after the kill %s should still hold: %+v %v", f.Kind(), eff, err)
 	}
 	rep, err := ledger.HealAll(ctx, e.l)
 	t.Logf("%s", rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Healed) != 2 {
-		t.Errorf("healed %d entries, want 2", len(rep.Healed))
+	if len(rep.Healed) != len(held) {
+		t.Errorf("healed %d entries, want %d", len(rep.Healed), len(held))
+	}
+	if eff, err := f.Probe(ctx, e.l); err != nil || eff.Observed {
+		t.Errorf("after heal from the ledger %s still holds: %+v %v", f.Kind(), eff, err)
 	}
 	led, err := ledger.Open(e.l.StateDir())
 	if err != nil {
@@ -674,7 +864,13 @@ func (e *env) killedInjector(t *testing.T, ctx context.Context) {
 		t.Errorf("ledger still holds %v (%v)", left, err)
 	}
 	e.waitSettled(t, ctx)
-	e.same(t, before, e.hostState(ctx, true))
+	after := e.hostState(ctx, true)
+	if blackhole {
+		for k, v := range e.authzFiles(ctx) {
+			after[k] = v
+		}
+	}
+	e.same(t, before, after)
 }
 
 // TestChildInjects is the child of killedInjector; it does nothing unless
@@ -693,7 +889,7 @@ func TestChildInjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []fault.Fault{faults.Isolate("w1"), faults.Freeze("w2", lab.ServiceContainerd)} {
+	for _, f := range childFaults(os.Getenv(childSetEnv)) {
 		if _, err := led.Record(f, l.Info().Name, "killed injector"); err != nil {
 			t.Fatal(err)
 		}
