@@ -140,6 +140,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 
 	// M1's components.
 	st := Statement{Question: "What do M1's components do?"}
+	restarted, restartEvidence := componentRestarts(rec, h.M1, rel)
 	var acts []string
 	for _, e := range tl {
 		if strings.HasPrefix(e.Subject, "process/"+h.M1+"/") && inWindow(e.At) {
@@ -158,6 +159,10 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: %d stopped, %d started, %d restarted (a new pid between two reads)",
 			len(acts), n["component-stopped"], n["component-started"], n["component-restarted"])
 		st.Evidence = acts
+	}
+	if restarted != "" {
+		st.Answer = restarted + "; " + st.Answer
+		st.Evidence = append(restartEvidence, st.Evidence...)
 	}
 	out = append(out, st)
 
@@ -414,4 +419,92 @@ func writeRacks(dir, path string, runs []verdict.Run) error {
 		}
 		return nil
 	})
+}
+
+type componentsValue struct {
+	Services []struct {
+		Name        string    `json:"name"`
+		PID         int       `json:"pid"`
+		State       string    `json:"state"`
+		Started     time.Time `json:"started"`
+		Restarts    int       `json:"restarts"`
+		LastRestart time.Time `json:"lastRestart"`
+	} `json:"services"`
+}
+
+// componentRestarts tells, from host's process table as the lab reported
+// it in every snapshot (restart count, pid, process start time), how often
+// its controller-manager and scheduler exited and were started again
+// in the window (between the fault and the heal). It returns "" when the lab reports no
+// restart counts (an older run, or a lab that does not restart them).
+func componentRestarts(rec evidence.Record, host string, rel func(time.Time) string) (string, []string) {
+	src := evidence.Source("controlplane/" + host)
+	type seen struct {
+		restarts  int
+		at        time.Time
+		pids      []string
+		last      time.Time
+		reported  bool
+		baseCount int
+	}
+	byName := map[string]*seen{}
+	names := []string{"kube-controller-manager", "kube-scheduler"}
+	for _, n := range names {
+		byName[n] = &seen{baseCount: -1}
+	}
+	read := func(s *evidence.Snapshot, baseline bool) {
+		var v componentsValue
+		a := s.Get(src, "drill/components")
+		if a.Decode(&v) != nil {
+			return
+		}
+		for _, c := range v.Services {
+			x, ok := byName[c.Name]
+			if !ok {
+				continue
+			}
+			if !c.Started.IsZero() {
+				x.reported = true
+			}
+			if baseline {
+				x.baseCount = c.Restarts
+				continue
+			}
+			if c.Restarts > x.restarts || x.at.IsZero() {
+				x.restarts, x.at, x.last = c.Restarts, a.ReadAt, c.LastRestart
+			}
+			if c.PID != 0 && !c.Started.IsZero() {
+				p := fmt.Sprintf("pid %d started %s", c.PID, rel(c.Started))
+				if len(x.pids) == 0 || x.pids[len(x.pids)-1] != p {
+					x.pids = append(x.pids, p)
+				}
+			}
+		}
+	}
+	if rec.Baseline != nil {
+		read(rec.Baseline, true)
+	}
+	for i := range rec.Window {
+		read(&rec.Window[i], false)
+	}
+	var parts, ev []string
+	for _, n := range names {
+		x := byName[n]
+		if !x.reported || x.baseCount < 0 {
+			continue
+		}
+		d := x.restarts - x.baseCount
+		switch {
+		case d > 0:
+			parts = append(parts, fmt.Sprintf("%s exited and was started again %d times (the last restart at %s)", n, d, rel(x.last)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s was not restarted", n))
+		}
+		ev = append(ev, fmt.Sprintf("%s process table of %s: restart count %d at the baseline, %d at %s; %s",
+			src, n, x.baseCount, x.restarts, rel(x.at), strings.Join(x.pids, ", ")))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "between the cut and the heal, per M1's process table: " + strings.Join(parts, "; "), ev
 }
