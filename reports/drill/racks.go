@@ -82,6 +82,20 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	inWindow := func(t time.Time) bool { return !t.Before(faultAt) && (healAt.IsZero() || t.Before(healAt)) }
 	var out []Statement
 
+	// Placement before the cut.
+	pl := Statement{Question: "Where were the leader leases and the virtual address when R1 was cut off?"}
+	for _, e := range tl {
+		if (e.Kind == "leaders-placed" || e.Kind == "virtual-address-placed") && e.At.Before(faultAt) {
+			pl.Evidence = append(pl.Evidence, fmt.Sprintf("timeline %s %s: %s %s", rel(e.At), e.Source, e.Kind, e.Detail))
+		}
+	}
+	kcm, sched := leaderAt(rec.Baseline, "kube-controller-manager"), leaderAt(rec.Baseline, "kube-scheduler")
+	pl.Answer = fmt.Sprintf("at the baseline the kube-controller-manager lease was held by %s and the kube-scheduler lease by %s (drill/leaders)", orNone(holderHost(kcm)), orNone(holderHost(sched)))
+	if len(pl.Evidence) == 0 {
+		pl.Answer += "; the run records no placement of the leases or the virtual address before the cut"
+	}
+	out = append(out, pl)
+
 	// Leaders.
 	le := func(key, name string) string {
 		if v, ok := run.Lab.Timers[key]; ok {
@@ -496,7 +510,7 @@ func componentRestarts(rec evidence.Record, host string, rel func(time.Time) str
 		d := x.restarts - x.baseCount
 		switch {
 		case d > 0:
-			parts = append(parts, fmt.Sprintf("%s exited and was started again %d times (the last restart at %s)", n, d, rel(x.last)))
+			parts = append(parts, fmt.Sprintf("%s exited and was started again %s (the last restart at %s)", n, times(d), rel(x.last)))
 		default:
 			parts = append(parts, fmt.Sprintf("%s was not restarted", n))
 		}
@@ -507,4 +521,18 @@ func componentRestarts(rec evidence.Record, host string, rel func(time.Time) str
 		return "", nil
 	}
 	return "between the cut and the heal, per M1's process table: " + strings.Join(parts, "; "), ev
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nobody"
+	}
+	return s
 }
