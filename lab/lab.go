@@ -61,6 +61,14 @@ type ServiceState struct {
 	Name  string `json:"name"`
 	PID   int    `json:"pid,omitempty"`
 	State string `json:"state"` // running, stopped, frozen, exited, unknown
+	// Started is when the current process started, where the lab knows.
+	Started time.Time `json:"started,omitzero"`
+	// Restarts counts the times the host's supervisor started the
+	// service again after it exited on its own or was killed (since the
+	// host booted); LastRestart is the latest. Zero where the lab does not
+	// restart the service or cannot tell.
+	Restarts    int       `json:"restarts,omitempty"`
+	LastRestart time.Time `json:"lastRestart,omitzero"`
 }
 
 // Host is one machine of a lab.

@@ -59,13 +59,20 @@ func TestValidateTable(t *testing.T) {
 	if err := ValidateTable(WithNullArms(good)); err != nil {
 		t.Fatal(err)
 	}
+	control := good
+	control.ControlOf = []string{"x"}
+	if err := ValidateTable(WithNullArms(control)); err != nil {
+		t.Fatalf("a positive control with its null arm: %v", err)
+	}
 	bad := good
+	bad.ControlOf = []string{"y"}
 	bad.Invariants = []invariant.Invariant{inv{"x", verdict.Safety}, inv{"x", "sometime"}}
 	bad.Labels = []string{"a/b"}
 	bad.Window = 0
 	bad.Fault = fault.Null(good.Fault)
 	err := ValidateTable([]Scenario{good, good, bad})
-	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault"} {
+	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault",
+		"positive control of y, which the scenario does not judge"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

@@ -38,15 +38,24 @@ type Scenario struct {
 	// Settle bounds how long the cluster may take to converge after heal.
 	Settle     time.Duration
 	Invariants []invariant.Invariant
+	// ControlOf names the invariants the scenario is a positive control
+	// of: its fault is built to break them. Their verdicts are recorded
+	// as judged; VIOLATED is what the spec expects of them, and any other
+	// verdict fails it (the fault did not break what it should, or the
+	// detector did not see it). Only for the fault arm.
+	ControlOf []string
 }
 
 // WithNullArms returns each scenario as its fault arm followed by its null
-// arm: the same scenario with a fault that does nothing.
+// arm: the same scenario with a fault that does nothing (and no positive
+// control).
 func WithNullArms(table ...Scenario) []Scenario {
 	var out []Scenario
 	for _, s := range table {
 		f, n := s, s
 		f.Arm, n.Arm = FaultArm, NullArm
+		// With nothing injected nothing is expected to break.
+		n.ControlOf = nil
 		out = append(out, f, n)
 	}
 	return out
@@ -122,6 +131,14 @@ func (s Scenario) Validate() error {
 			bad("invariant %s is listed twice", inv.Name())
 		}
 		names[inv.Name()] = true
+	}
+	for _, c := range s.ControlOf {
+		if !names[c] {
+			bad("positive control of %s, which the scenario does not judge", c)
+		}
+	}
+	if len(s.ControlOf) > 0 && s.Arm == NullArm {
+		bad("a null arm cannot be a positive control")
 	}
 	if s.Fault != nil {
 		for _, l := range append(s.AutoLabels(), s.Labels...) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -314,7 +315,12 @@ func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
 			continue
 		}
 		m := matchers.Preserve(inv)
-		g.Expect(in).To(m)
+		if slices.Contains(r.sc.ControlOf, inv.Name()) {
+			// A positive control: the breakage is what it must show.
+			g.Expect(in).NotTo(m, "positive control of %s", inv.Name())
+		} else {
+			g.Expect(in).To(m)
+		}
 		if j, ok := m.Judgement(); ok {
 			r.decide(j)
 		}

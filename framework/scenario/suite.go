@@ -43,6 +43,15 @@ type Suite struct {
 	Prepare func(ctx context.Context, l lab.Lab) error
 	// ReportsRoot is where run folders are made. Default reports.Root().
 	ReportsRoot string
+	// TableOrder runs the scenarios in the order of the table, whatever
+	// the seed, for suites whose scenarios are arms read side by side (a
+	// control before its experiment). Ginkgo shuffles top-level containers
+	// and orders the specs of one container by where they are declared,
+	// which is one place for every scenario; so the scenarios then share
+	// one Ordered container named after the suite, Serial as every
+	// scenario is, and ContinueOnFailure so that a failed scenario does
+	// not skip the next.
+	TableOrder bool
 }
 
 // suiteState is what one suite process shares across its specs.
@@ -91,8 +100,15 @@ func Register(s Suite, table []Scenario) bool {
 	}
 	st := &suiteState{name: s.Name, cfg: s}
 	registerSuiteNodes(st)
-	for _, sc := range table {
-		registerScenario(st, sc)
+	scenarios := func() {
+		for _, sc := range table {
+			registerScenario(st, sc)
+		}
+	}
+	if s.TableOrder {
+		Describe(s.Name, Ordered, ContinueOnFailure, Serial, scenarios)
+	} else {
+		scenarios()
 	}
 	return true
 }

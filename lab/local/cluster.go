@@ -306,6 +306,9 @@ func controllerManagerService() service {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/healthz", h.cfg.Address, controllerManagerPort), "ok")
 		},
 		stopGrace: 10 * time.Second,
+		// It exits when it loses its leader lease, and expects to be
+		// started again.
+		restartDelay: componentRestartDelay,
 	}
 }
 
@@ -335,5 +338,7 @@ func schedulerService() service {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/healthz", h.cfg.Address, schedulerPort), "ok")
 		},
 		stopGrace: 10 * time.Second,
+		// As the controller-manager.
+		restartDelay: componentRestartDelay,
 	}
 }

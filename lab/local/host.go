@@ -82,7 +82,23 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 	var out []lab.ServiceState
 	for _, s := range h.services() {
 		pid, st := h.lab.sup.lookup(h.cfg.Name, s.name)
-		out = append(out, lab.ServiceState{Name: s.name, PID: pid, State: st})
+		state := lab.ServiceState{Name: s.name, PID: pid, State: st}
+		if pid != 0 {
+			if at, err := processStarted(pid); err == nil {
+				state.Started = at
+			}
+		}
+		if s.restartDelay > 0 {
+			rs, err := h.lab.sup.restarts(h.cfg.Name, s.name)
+			if err != nil {
+				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+			}
+			state.Restarts = len(rs)
+			if len(rs) > 0 {
+				state.LastRestart = rs[len(rs)-1].At
+			}
+		}
+		out = append(out, state)
 	}
 	return out, nil
 }
@@ -163,6 +179,7 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
 	}
 	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.utsPath(h.cfg.Name)
+	spec.restartDelay = s.restartDelay
 	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}

@@ -38,7 +38,17 @@ type service struct {
 	ready     func(ctx context.Context, h *Host) error
 	readyWait time.Duration
 	stopGrace time.Duration
+	// restartDelay, when set, restarts the service that long after it
+	// exits, until it is stopped (see keeper.go).
+	restartDelay time.Duration
 }
+
+// componentRestartDelay is how long an exited controller-manager or
+// scheduler stays down before it is started again: about what the
+// kubelet takes to restart a static pod's container after its first exit,
+// short enough that a component that lost its lease is back within a
+// lease period.
+const componentRestartDelay = 2 * time.Second
 
 func (s service) readyTimeout() time.Duration {
 	if s.readyWait > 0 {

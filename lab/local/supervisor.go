@@ -25,6 +25,9 @@ type processSpec struct {
 	dir     string
 	// stopGrace is how long a SIGTERM is given before SIGKILL.
 	stopGrace time.Duration
+	// restartDelay, when set, has a keeper (keeper.go) start the service
+	// again that long after it exits.
+	restartDelay time.Duration
 }
 
 // supervisor owns the lab's processes. Each is started detached in its own
@@ -130,10 +133,17 @@ func (s *supervisor) lookup(host, service string) (int, string) {
 	}
 }
 
-// start starts a service unless it already runs.
+// start starts a service unless it already runs. A service with a
+// restart delay is started under its keeper; while the keeper runs, the
+// keeper restarts the service and start only waits for that, so there is
+// never a second copy.
 func (s *supervisor) start(p processSpec) (int, error) {
 	if pid, st := s.lookup(p.host, p.service); st == stateRunning || st == stateFrozen {
 		return pid, nil
+	}
+	kept := p.restartDelay > 0
+	if _, ok := s.keeper(p.host, p.service); ok && kept {
+		return s.waitKept(p.host, p.service, p.restartDelay+10*time.Second)
 	}
 	for _, d := range []string{filepath.Dir(s.pidFile(p.host, p.service)), filepath.Dir(s.LogFile(p.host, p.service))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -151,6 +161,14 @@ func (s *supervisor) start(p processSpec) (int, error) {
 	// `ip netns exec` is not used: it makes a private mount namespace,
 	// hiding kubelet's volume mounts from runc.
 	argv := append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
+	if kept {
+		argv = append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, s.keeperArgv(p)...)
+		// The keeper writes the pid file; an old one must not be taken
+		// for the new process.
+		if err := os.Remove(s.pidFile(p.host, p.service)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+		}
+	}
 	cmd := exec.Command("nsenter", argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = p.dir
@@ -176,6 +194,13 @@ func (s *supervisor) start(p processSpec) (int, error) {
 		return 0, fmt.Errorf("starting %s on %s: it exited at once (see %s)", p.service, p.host, s.LogFile(p.host, p.service))
 	}
 	rec := fmt.Sprintf("%d %d\n", pid, start)
+	if kept {
+		if err := os.WriteFile(s.keeperFile(p.host, p.service), []byte(rec), 0o644); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return 0, fmt.Errorf("starting %s on %s: recording its keeper's pid: %w", p.service, p.host, err)
+		}
+		return s.waitKept(p.host, p.service, 10*time.Second)
+	}
 	if err := os.WriteFile(s.pidFile(p.host, p.service), []byte(rec), 0o644); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return 0, fmt.Errorf("starting %s on %s: recording pid: %w", p.service, p.host, err)
@@ -211,9 +236,27 @@ func (s *supervisor) signal(host, service string, sig syscall.Signal) error {
 	return fmt.Errorf("signal %v to %s on %s (pid %d): its state did not change", sig, service, host, pid)
 }
 
-// stop ends a service: SIGTERM (and SIGCONT, so a frozen one sees it),
-// SIGKILL after grace. Its pid file is removed once it is gone.
+// stop ends a service: its keeper first, so nothing restarts it, then
+// SIGTERM (and SIGCONT, so a frozen one sees it), SIGKILL after grace. Its
+// pid file is removed once it is gone.
 func (s *supervisor) stop(ctx context.Context, host, service string, grace time.Duration) error {
+	kpid, keeperGone := s.endKeeper(ctx, host, service)
+	if err := s.stopProcess(ctx, host, service, grace); err != nil {
+		return err
+	}
+	if !keeperGone {
+		if err := s.endKeeperHard(ctx, host, service, kpid); err != nil {
+			return err
+		}
+		// What it started before it ended.
+		if err := s.stopProcess(ctx, host, service, grace); err != nil {
+			return err
+		}
+	}
+	return removeIfExists(s.keeperFile(host, service))
+}
+
+func (s *supervisor) stopProcess(ctx context.Context, host, service string, grace time.Duration) error {
 	pid, st := s.lookup(host, service)
 	if st == stateRunning || st == stateFrozen {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -231,8 +274,18 @@ func (s *supervisor) stop(ctx context.Context, host, service string, grace time.
 	return nil
 }
 
-// kill sends SIGKILL at once, as a power cut does.
+// kill sends SIGKILL at once, as a power cut does, to the service's
+// keeper and then to the service.
 func (s *supervisor) kill(ctx context.Context, host, service string) error {
+	if kpid, ok := s.keeper(host, service); ok {
+		_ = syscall.Kill(kpid, syscall.SIGKILL)
+		if !s.waitGone(ctx, kpid, 10*time.Second) {
+			return fmt.Errorf("killing the keeper of %s on %s: pid %d survived SIGKILL", service, host, kpid)
+		}
+	}
+	if err := removeIfExists(s.keeperFile(host, service)); err != nil {
+		return err
+	}
 	pid, st := s.lookup(host, service)
 	if st == stateRunning || st == stateFrozen {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -242,6 +295,13 @@ func (s *supervisor) kill(ctx context.Context, host, service string) error {
 	}
 	if err := os.Remove(s.pidFile(host, service)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("killing %s on %s: %w", service, host, err)
+	}
+	return nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	return nil
 }

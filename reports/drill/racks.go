@@ -82,6 +82,20 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	inWindow := func(t time.Time) bool { return !t.Before(faultAt) && (healAt.IsZero() || t.Before(healAt)) }
 	var out []Statement
 
+	// Placement before the cut.
+	pl := Statement{Question: "Where were the leader leases and the virtual address when R1 was cut off?"}
+	for _, e := range tl {
+		if (e.Kind == "leaders-placed" || e.Kind == "virtual-address-placed") && e.At.Before(faultAt) {
+			pl.Evidence = append(pl.Evidence, fmt.Sprintf("timeline %s %s: %s %s", rel(e.At), e.Source, e.Kind, e.Detail))
+		}
+	}
+	kcm, sched := leaderAt(rec.Baseline, "kube-controller-manager"), leaderAt(rec.Baseline, "kube-scheduler")
+	pl.Answer = fmt.Sprintf("at the baseline the kube-controller-manager lease was held by %s and the kube-scheduler lease by %s (drill/leaders)", orNone(holderHost(kcm)), orNone(holderHost(sched)))
+	if len(pl.Evidence) == 0 {
+		pl.Answer += "; the run records no placement of the leases or the virtual address before the cut"
+	}
+	out = append(out, pl)
+
 	// Leaders.
 	le := func(key, name string) string {
 		if v, ok := run.Lab.Timers[key]; ok {
@@ -140,6 +154,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 
 	// M1's components.
 	st := Statement{Question: "What do M1's components do?"}
+	restarted, restartEvidence := componentRestarts(rec, h.M1, rel)
 	var acts []string
 	for _, e := range tl {
 		if strings.HasPrefix(e.Subject, "process/"+h.M1+"/") && inWindow(e.At) {
@@ -158,6 +173,10 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: %d stopped, %d started, %d restarted (a new pid between two reads)",
 			len(acts), n["component-stopped"], n["component-started"], n["component-restarted"])
 		st.Evidence = acts
+	}
+	if restarted != "" {
+		st.Answer = restarted + "; " + st.Answer
+		st.Evidence = append(restartEvidence, st.Evidence...)
 	}
 	out = append(out, st)
 
@@ -414,4 +433,106 @@ func writeRacks(dir, path string, runs []verdict.Run) error {
 		}
 		return nil
 	})
+}
+
+type componentsValue struct {
+	Services []struct {
+		Name        string    `json:"name"`
+		PID         int       `json:"pid"`
+		State       string    `json:"state"`
+		Started     time.Time `json:"started"`
+		Restarts    int       `json:"restarts"`
+		LastRestart time.Time `json:"lastRestart"`
+	} `json:"services"`
+}
+
+// componentRestarts tells, from host's process table as the lab reported
+// it in every snapshot (restart count, pid, process start time), how often
+// its controller-manager and scheduler exited and were started again
+// in the window (between the fault and the heal). It returns "" when the lab reports no
+// restart counts (an older run, or a lab that does not restart them).
+func componentRestarts(rec evidence.Record, host string, rel func(time.Time) string) (string, []string) {
+	src := evidence.Source("controlplane/" + host)
+	type seen struct {
+		restarts  int
+		at        time.Time
+		pids      []string
+		last      time.Time
+		reported  bool
+		baseCount int
+	}
+	byName := map[string]*seen{}
+	names := []string{"kube-controller-manager", "kube-scheduler"}
+	for _, n := range names {
+		byName[n] = &seen{baseCount: -1}
+	}
+	read := func(s *evidence.Snapshot, baseline bool) {
+		var v componentsValue
+		a := s.Get(src, "drill/components")
+		if a.Decode(&v) != nil {
+			return
+		}
+		for _, c := range v.Services {
+			x, ok := byName[c.Name]
+			if !ok {
+				continue
+			}
+			if !c.Started.IsZero() {
+				x.reported = true
+			}
+			if baseline {
+				x.baseCount = c.Restarts
+				continue
+			}
+			if c.Restarts > x.restarts || x.at.IsZero() {
+				x.restarts, x.at, x.last = c.Restarts, a.ReadAt, c.LastRestart
+			}
+			if c.PID != 0 && !c.Started.IsZero() {
+				p := fmt.Sprintf("pid %d started %s", c.PID, rel(c.Started))
+				if len(x.pids) == 0 || x.pids[len(x.pids)-1] != p {
+					x.pids = append(x.pids, p)
+				}
+			}
+		}
+	}
+	if rec.Baseline != nil {
+		read(rec.Baseline, true)
+	}
+	for i := range rec.Window {
+		read(&rec.Window[i], false)
+	}
+	var parts, ev []string
+	for _, n := range names {
+		x := byName[n]
+		if !x.reported || x.baseCount < 0 {
+			continue
+		}
+		d := x.restarts - x.baseCount
+		switch {
+		case d > 0:
+			parts = append(parts, fmt.Sprintf("%s exited and was started again %s (the last restart at %s)", n, times(d), rel(x.last)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s was not restarted", n))
+		}
+		ev = append(ev, fmt.Sprintf("%s process table of %s: restart count %d at the baseline, %d at %s; %s",
+			src, n, x.baseCount, x.restarts, rel(x.at), strings.Join(x.pids, ", ")))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "between the cut and the heal, per M1's process table: " + strings.Join(parts, "; "), ev
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nobody"
+	}
+	return s
 }

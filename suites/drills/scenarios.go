@@ -93,6 +93,7 @@ func Table(p timers.Profile, sampler *Sampler) []scenario.Scenario {
 			Title:  "positive control: rack R1 cut off and P1 force-deleted, the StatefulSet starts P on W2 while P1 still runs on W1 (single-copy VIOLATED)",
 			Labels: racksLabels, Window: RacksWindow(p), Settle: settle,
 			Invariants: []invariant.Invariant{single, DeletionsComplete()},
+			ControlOf:  []string{invariant.SingleCopyName},
 		},
 	}
 }
