@@ -19,7 +19,8 @@ import (
 // DefaultRate is how often Run samples: once a second.
 const DefaultRate = time.Second
 
-// DefaultCommandReadTimeout bounds a source read that runs commands over SSH.
+// DefaultCommandReadTimeout bounds a source read that runs commands over SSH
+// (the container runtimes, kube-proxy's rules, the endpoint probers).
 const DefaultCommandReadTimeout = 4 * time.Second
 
 // Options configure a Sampler.
@@ -91,7 +92,7 @@ func (s *Sampler) open(l lab.Lab) error {
 // commands over SSH.
 func (s *Sampler) timeoutOf(r evidence.Reader) time.Duration {
 	switch r.(type) {
-	case *source.Runtime, *source.Proxy:
+	case *source.Runtime, *source.Proxy, *source.Prober:
 		return s.opts.CommandReadTimeout
 	}
 	return s.opts.ReadTimeout
