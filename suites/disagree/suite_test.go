@@ -45,10 +45,14 @@ var profile = func() disagree.Bounds {
 	return disagree.BoundsFor(p)
 }()
 
+// suiteSampler takes every snapshot; faults that act through the API as a
+// user would (a forced deletion) note what they did on its timeline.
+var suiteSampler = disagree.NewNotingSampler(sampler.New(sampler.Options{}))
+
 var _ = scenario.Register(scenario.Suite{
 	Name:      "disagree",
 	OpenLab:   scenario.OpenLabFromEnv,
-	Sampler:   sampler.New(sampler.Options{}),
+	Sampler:   suiteSampler,
 	VerifyLab: verifyLab,
 	Prepare:   installFixtures,
 }, table())
@@ -71,6 +75,11 @@ func verifyLab(_ context.Context, l lab.Lab) error {
 // Deployment and Service, the orphan on worker2, and the register writer
 // on worker3 writing through the virtual address.
 func installFixtures(ctx context.Context, l lab.Lab) error {
+	// What the timeline watcher saw while the lab was put back belongs to
+	// no run.
+	if n := suiteSampler.DiscardEvents(); n > 0 {
+		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
+	}
 	path, err := l.Kubeconfig("")
 	if err != nil {
 		return fmt.Errorf("installing fixtures: admin kubeconfig: %w", err)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
@@ -199,6 +200,17 @@ var selfCheck = []scenario.Scenario{
 	node("control-endpoints-truthful", "positive control: a pod no peer can reach stays an endpoint",
 		faults.PodNetworkCut("worker1"),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:network"}),
+	// worker1 cut off from the control plane, and once it is tainted
+	// unreachable its StatefulSet pod force-deleted through the API, as an
+	// operator unsticking it would. The StatefulSet controller starts the
+	// pod on another worker at once; worker1's kubelet never hears of the
+	// deletion and keeps the first copy running. Kubernetes documents that
+	// a forced deletion gives up the at-most-one guarantee, so single-copy,
+	// read from the runtimes over SSH, must be VIOLATED. The deletion is
+	// noted on the timeline, so graceful-deletion judges it as forced.
+	node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
+		disagree.CutThenForceDelete("worker1", evidence.DefaultSubjects.PodNamespace, evidence.DefaultSubjects.PodName, profile.NodeWindow, suiteSampler.Note),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:network"}),
 }
 
 // ciRuns are the arms the `ci` label goes on: crash-stop (kubelet, etcd,
