@@ -20,7 +20,8 @@ import (
 const DefaultRate = time.Second
 
 // DefaultCommandReadTimeout bounds a source read that runs commands over SSH
-// (the container runtimes, kube-proxy's rules, the endpoint probers).
+// (the container runtimes, kube-proxy's rules, the endpoint probers), and
+// the controller-managers' and schedulers' whole /metrics pages.
 const DefaultCommandReadTimeout = 4 * time.Second
 
 // Options configure a Sampler.
@@ -92,7 +93,7 @@ func (s *Sampler) open(l lab.Lab) error {
 // commands over SSH.
 func (s *Sampler) timeoutOf(r evidence.Reader) time.Duration {
 	switch r.(type) {
-	case *source.Runtime, *source.Proxy, *source.Prober:
+	case *source.Runtime, *source.Proxy, *source.Prober, *source.Leading:
 		return s.opts.CommandReadTimeout
 	}
 	return s.opts.ReadTimeout
