@@ -45,3 +45,17 @@ func TestCutThenForceDeleteRefusesIncompleteParams(t *testing.T) {
 		}
 	}
 }
+
+func TestCutThenDeleteNodeDecodesToTheSameCutForHealing(t *testing.T) {
+	f := CutThenDeleteNode("worker1")
+	got, err := fault.Decode(f.Kind(), f.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Params(), f.Params()) || got.Class() != "partition" {
+		t.Errorf("decoded %s %s, want %s", got.Class(), got.Params(), f.Params())
+	}
+	if _, err := fault.Decode(KindCutDeleteNode, []byte(strings.Replace(string(f.Params()), `"node":"worker1"`, `"node":""`, 1))); err == nil {
+		t.Error("a fault naming no node decoded")
+	}
+}

@@ -211,6 +211,24 @@ var selfCheck = []scenario.Scenario{
 	node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
 		disagree.CutThenForceDelete("worker1", evidence.DefaultSubjects.PodNamespace, evidence.DefaultSubjects.PodName, profile.NodeWindow, suiteSampler.Note),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:network"}),
+	// worker1 cut off from the control plane and its Node object deleted,
+	// as an operator removing a dead machine would. The pod garbage
+	// collector deletes the pods of a node that no longer exists without
+	// waiting for any kubelet, and the cut-off kubelet keeps their
+	// containers running: the stateful pod leaves the API while its
+	// containers run, and no one force-deleted it, so graceful-deletion
+	// must be VIOLATED. Its window is a minute longer than a node fault's:
+	// the collector waits a fixed 40 s quarantine, checked every 20 s,
+	// whatever the timer profile.
+	withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
+		disagree.CutThenDeleteNode("worker1"),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
+		profile.NodeWindow+time.Minute),
+}
+
+func withWindow(s scenario.Scenario, window time.Duration) scenario.Scenario {
+	s.Window = window
+	return s
 }
 
 // ciRuns are the arms the `ci` label goes on: crash-stop (kubelet, etcd,
