@@ -19,7 +19,7 @@ const EndpointsTruthfulName = "endpoints-truthful"
 // (the pod's IP, UID and node) from every API server; the pod's
 // containers from the runtime of its node ("cri/<node>"); and whether each
 // address answered a request from a worker ("probe/*",
-// service/endpoint-probes).
+// service/endpoint-probes), other than the pod's own node.
 //
 // For each API server and ready address, a round is:
 //   - broken when the address is not the pod's IP as that server shows it
@@ -198,6 +198,12 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 	answered, tried := false, 0
 	var failures []string
 	for _, p := range probes {
+		// A prober on the pod's own node reaches it over the node's local
+		// bridge, whatever became of the pod network; it cannot speak for
+		// the service's clients elsewhere, so it does not count.
+		if p.Source == evidence.Source("probe/"+pod.Value.NodeName) {
+			continue
+		}
 		for _, pr := range p.Value.Probes {
 			if pr.Address != addr {
 				continue

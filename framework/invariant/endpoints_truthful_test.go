@@ -101,3 +101,29 @@ func TestEndpointsTruthfulAWindowEndingBeforeTheBoundCannotTell(t *testing.T) {
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "before the bound could pass")
 }
+
+func TestEndpointsTruthfulDoesNotCountAProberOnThePodsOwnNode(t *testing.T) {
+	// worker1's pod network is cut: worker2 gets no answer, worker1 itself
+	// still reaches its own pod over its local bridge. The endpoint is
+	// broken for every client of the service elsewhere.
+	const local = evidence.Source("probe/worker1")
+	r := newRun(t)
+	for s := 0.0; s < 12; s++ {
+		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").
+			value(prober, evidence.EndpointProbes, 0.3, probed("10.244.1.5", false, "i/o timeout"), "").
+			value(local, evidence.EndpointProbes, 0.3, probed("10.244.1.5", true, "HTTP/1.1 200 OK"), "")
+	}
+	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated, "did not answer", "probe/worker2")
+
+	// Only the pod's own node probed: nobody else tried, so it cannot tell.
+	r = newRun(t)
+	for s := 0.0; s < 12; s++ {
+		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").
+			value(local, evidence.EndpointProbes, 0.3, probed("10.244.1.5", true, "HTTP/1.1 200 OK"), "")
+	}
+	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "no prober tried")
+}

@@ -2,10 +2,12 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
@@ -83,5 +85,47 @@ func TestValidateTable(t *testing.T) {
 	labels := good.AutoLabels()
 	if strings.Join(labels, " ") != "arm:fault fault:memlab-flag class:memlab-flag" {
 		t.Errorf("labels %v", labels)
+	}
+}
+
+// fixedInv judges the same verdict whatever it is given.
+type fixedInv struct {
+	inv
+	verdict verdict.Verdict
+}
+
+func (f fixedInv) Reads() []invariant.Reading {
+	return []invariant.Reading{{Sources: "apiserver/*", Question: evidence.NodeReady}}
+}
+
+func (f fixedInv) Judge(invariant.Input) verdict.Judgement {
+	return verdict.Judgement{Verdict: f.verdict, Reason: "fixed"}
+}
+
+func TestSettlingGoesOnWhileAConvergenceInvariantLacksEvidence(t *testing.T) {
+	for _, c := range []struct {
+		convergence []verdict.Verdict
+		want        bool
+	}{
+		{[]verdict.Verdict{verdict.Preserved, verdict.Preserved}, true},
+		{[]verdict.Verdict{verdict.Preserved, verdict.Violated}, false},
+		// Sources still unreadable right after heal: not settled yet.
+		{[]verdict.Verdict{verdict.Preserved, verdict.InsufficientData}, false},
+	} {
+		invs := []invariant.Invariant{fixedInv{inv{"safety", verdict.Safety}, verdict.InsufficientData}}
+		for i, v := range c.convergence {
+			invs = append(invs, fixedInv{inv{fmt.Sprintf("c%d", i), verdict.Convergence}, v})
+		}
+		sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second, Invariants: invs}
+		r := newRun(sc, &suiteState{}, time.Now())
+		snap := evidence.NewSnapshot(time.Now())
+		a, err := evidence.ValueAnswer(evidence.NodeReadyValue{Exists: true, Status: "True"}, time.Now(), "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Set("apiserver/cp1", evidence.NodeReady, a)
+		if got := r.converged(snap); got != c.want {
+			t.Errorf("convergence verdicts %v: converged %v, want %v", c.convergence, got, c.want)
+		}
 	}
 }

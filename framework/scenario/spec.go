@@ -288,15 +288,20 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	return failures
 }
 
-// converged reports whether no convergence invariant still to be judged is
-// violated by snap.
+// converged reports whether every convergence invariant still to be judged
+// is settled by snap: neither violated nor short of evidence. Right after
+// a heal the sources are often still unreadable (API servers reconnecting
+// to etcd, a VIP moving back); stopping at the first snapshot that merely
+// shows no violation would judge that snapshot and give
+// INSUFFICIENT_DATA for what a few seconds more would have answered. An
+// invariant short of evidence for good costs the whole settle bound.
 func (r *run) converged(snap evidence.Snapshot) bool {
 	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
 	for _, inv := range r.sc.Invariants {
 		if inv.Phase() != verdict.Convergence || r.isDecided(inv.Name()) {
 			continue
 		}
-		if invariant.Judge(inv, in).Verdict == verdict.Violated {
+		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
 			return false
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	_ "github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
@@ -45,10 +46,14 @@ var profile = func() disagree.Bounds {
 	return disagree.BoundsFor(p)
 }()
 
+// suiteSampler takes every snapshot; faults that act through the API as a
+// user would (a forced deletion) note what they did on its timeline.
+var suiteSampler = disagree.NewNotingSampler(sampler.New(sampler.Options{}))
+
 var _ = scenario.Register(scenario.Suite{
 	Name:      "disagree",
 	OpenLab:   scenario.OpenLabFromEnv,
-	Sampler:   sampler.New(sampler.Options{}),
+	Sampler:   suiteSampler,
 	VerifyLab: verifyLab,
 	Prepare:   installFixtures,
 }, table())
@@ -71,6 +76,11 @@ func verifyLab(_ context.Context, l lab.Lab) error {
 // Deployment and Service, the orphan on worker2, and the register writer
 // on worker3 writing through the virtual address.
 func installFixtures(ctx context.Context, l lab.Lab) error {
+	// What the timeline watcher saw while the lab was put back belongs to
+	// no run.
+	if n := suiteSampler.DiscardEvents(); n > 0 {
+		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
+	}
 	path, err := l.Kubeconfig("")
 	if err != nil {
 		return fmt.Errorf("installing fixtures: admin kubeconfig: %w", err)
@@ -101,7 +111,7 @@ func installFixtures(ctx context.Context, l lab.Lab) error {
 		err := fixtures.Install(ctx, cfg, o)
 		if err == nil {
 			fmt.Fprintf(GinkgoWriter, "fixtures ready after %s (attempt %d)\n", time.Since(start).Round(time.Second), attempt)
-			return nil
+			return waitConverged(ctx, l, time.Until(deadline))
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Second), err)
@@ -112,6 +122,23 @@ func installFixtures(ctx context.Context, l lab.Lab) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// waitConverged lets the fixtures settle (kube-proxy programming their
+// endpoints on every node) before the engine takes its baseline, within
+// what is left of the fixtures bound.
+func waitConverged(ctx context.Context, l lab.Lab, bound time.Duration) error {
+	start := time.Now()
+	unsettled, err := disagree.WaitConverged(ctx, suiteSampler, l, invariant.All(profile.Invariants), max(bound, 30*time.Second), time.Second)
+	if err != nil {
+		return err
+	}
+	if len(unsettled) > 0 {
+		fmt.Fprintf(GinkgoWriter, "fixtures not settled after %s: %s\n", time.Since(start).Round(time.Second), strings.Join(unsettled, "; "))
+	} else {
+		fmt.Fprintf(GinkgoWriter, "fixtures settled after %s\n", time.Since(start).Round(time.Second))
+	}
+	return nil
 }
 
 // The suite's own checks: run with the engine's report entries, after

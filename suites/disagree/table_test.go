@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
@@ -199,6 +200,35 @@ var selfCheck = []scenario.Scenario{
 	node("control-endpoints-truthful", "positive control: a pod no peer can reach stays an endpoint",
 		faults.PodNetworkCut("worker1"),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:network"}),
+	// worker1 cut off from the control plane, and once it is tainted
+	// unreachable its StatefulSet pod force-deleted through the API, as an
+	// operator unsticking it would. The StatefulSet controller starts the
+	// pod on another worker at once; worker1's kubelet never hears of the
+	// deletion and keeps the first copy running. Kubernetes documents that
+	// a forced deletion gives up the at-most-one guarantee, so single-copy,
+	// read from the runtimes over SSH, must be VIOLATED. The deletion is
+	// noted on the timeline, so graceful-deletion judges it as forced.
+	node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
+		disagree.CutThenForceDelete("worker1", evidence.DefaultSubjects.PodNamespace, evidence.DefaultSubjects.PodName, profile.NodeWindow, suiteSampler.Note),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:network"}),
+	// worker1 cut off from the control plane and its Node object deleted,
+	// as an operator removing a dead machine would. The pod garbage
+	// collector deletes the pods of a node that no longer exists without
+	// waiting for any kubelet, and the cut-off kubelet keeps their
+	// containers running: the stateful pod leaves the API while its
+	// containers run, and no one force-deleted it, so graceful-deletion
+	// must be VIOLATED. Its window is a minute longer than a node fault's:
+	// the collector waits a fixed 40 s quarantine, checked every 20 s,
+	// whatever the timer profile.
+	withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
+		disagree.CutThenDeleteNode("worker1"),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
+		profile.NodeWindow+time.Minute),
+}
+
+func withWindow(s scenario.Scenario, window time.Duration) scenario.Scenario {
+	s.Window = window
+	return s
 }
 
 // ciRuns are the arms the `ci` label goes on: crash-stop (kubelet, etcd,

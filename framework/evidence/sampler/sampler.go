@@ -19,7 +19,10 @@ import (
 // DefaultRate is how often Run samples: once a second.
 const DefaultRate = time.Second
 
-// DefaultCommandReadTimeout bounds a source read that runs commands over SSH.
+// DefaultCommandReadTimeout bounds a source read that runs commands over SSH
+// (the container runtimes, kube-proxy's rules, the endpoint probers), and
+// the controller-managers' and schedulers' whole /metrics pages, and the
+// writer's log, which comes from the kubelet through an API server.
 const DefaultCommandReadTimeout = 4 * time.Second
 
 // Options configure a Sampler.
@@ -91,7 +94,7 @@ func (s *Sampler) open(l lab.Lab) error {
 // commands over SSH.
 func (s *Sampler) timeoutOf(r evidence.Reader) time.Duration {
 	switch r.(type) {
-	case *source.Runtime, *source.Proxy:
+	case *source.Runtime, *source.Proxy, *source.Prober, *source.Leading, *source.Writer:
 		return s.opts.CommandReadTimeout
 	}
 	return s.opts.ReadTimeout

@@ -23,7 +23,16 @@ type Options struct {
 	// KubeletHost and ProxyHost are the node whose kubelet API and whose
 	// kube-proxy rules are read (default: Subjects.Node).
 	KubeletHost, ProxyHost string
+	// DeploymentNamespace and DeploymentName name the Deployment whose
+	// replicas every API server is asked for (default: the fixtures' web).
+	DeploymentNamespace, DeploymentName string
+	// ProbePath is the HTTP path the endpoint probers ask (default
+	// DefaultProbePath).
+	ProbePath string
 }
+
+// DefaultProbePath is what the fixtures' netexec pods answer on.
+const DefaultProbePath = "/healthz"
 
 func (o *Options) defaults() {
 	if o.Subjects == (evidence.Subjects{}) {
@@ -37,6 +46,9 @@ func (o *Options) defaults() {
 	}
 	if o.ProxyHost == "" {
 		o.ProxyHost = o.Subjects.Node
+	}
+	if o.ProbePath == "" {
+		o.ProbePath = DefaultProbePath
 	}
 }
 
@@ -65,16 +77,19 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
-// FromLab makes every source of l: each API server at its own address, the
-// virtual address, one etcd member read serializably and linearizably,
-// the kubelet API and kube-proxy rules of worker1, each worker's container
-// runtime, cluster DNS and the informer fixture. What the lab cannot offer
+// FromLab makes every source of l: each API server at its own address and
+// the virtual address (with the leader Leases and the test Deployment),
+// one etcd member read serializably and linearizably, the kubelet API and
+// kube-proxy rules of worker1, each worker's container runtime, cluster
+// DNS, the informer fixture, each control-plane host's controller-manager
+// and scheduler ("controlplane/<host>": do they lead), an endpoint prober
+// on every worker ("probe/<host>") and the register writer's history. What the lab cannot offer
 // becomes an Unavailable source naming why; an error means the lab's own
 // description is wrong (an unknown host named in o).
 func FromLab(l lab.Lab, o Options) (*Set, error) {
 	o.defaults()
 	s := &Set{}
-	apiQuestions := (&APIServer{}).Questions()
+	apiQuestions := append((&APIServer{}).Questions(), (&ControlObjects{}).Questions()...)
 	var firstClient, vipClient kubernetes.Interface
 	for _, h := range lab.HostsWithRole(l, lab.RoleControlPlane) {
 		name := evidence.Source("apiserver/" + h.Name())
@@ -88,7 +103,11 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 			s.Readers = append(s.Readers, NewUnavailable(name, apiQuestions, err.Error()))
 			continue
 		}
-		s.Readers = append(s.Readers, NewAPIServer(name, cs, o.Subjects))
+		r, err := apiServerReader(name, cs, o)
+		if err != nil {
+			return nil, err
+		}
+		s.Readers = append(s.Readers, r)
 		c := Client{Source: name, Client: cs}
 		if firstClient == nil {
 			firstClient = cs
@@ -105,9 +124,13 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	} else if cs, _, err := ClientFromKubeconfig(path, o.RequestTimeout); err != nil {
 		s.Readers = append(s.Readers, NewUnavailable(vip, apiQuestions, err.Error()))
 	} else {
-		s.Readers = append(s.Readers, NewAPIServer(vip, cs, o.Subjects))
-		s.Poll = append(s.Poll, Client{Source: vip, Client: cs})
+		r, err := apiServerReader(vip, cs, o)
+		if err != nil {
+			return nil, err
+		}
+		s.Readers = append(s.Readers, r)
 		vipClient = cs
+		s.Poll = append(s.Poll, Client{Source: vip, Client: cs})
 		if firstClient == nil {
 			firstClient = cs
 		}
@@ -174,6 +197,11 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	default:
 		s.Readers = append(s.Readers, NewUnavailable("informer", (&Informer{}).Questions(), "no API server to find the informer fixture through"))
 	}
+	userClient := vipClient
+	if userClient == nil {
+		userClient = firstClient
+	}
+	s.Readers = append(s.Readers, invariantReaders(l, userClient, o)...)
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,10 @@ type Prober struct {
 	client   kubernetes.Interface
 	subjects evidence.Subjects
 	path     string
+
+	mu sync.Mutex
+	// last are the addresses of the last listing that succeeded.
+	last []probeTarget
 }
 
 // NewProber makes the "probe/<host>" source. path is the HTTP path asked
@@ -52,10 +57,22 @@ func (p *Prober) Read(ctx context.Context) map[evidence.Question]evidence.Answer
 	list, err := p.client.DiscoveryV1().EndpointSlices(p.subjects.ServiceNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: discoveryv1.LabelServiceName + "=" + p.subjects.ServiceName,
 	})
-	if err != nil {
+	var targets []probeTarget
+	p.mu.Lock()
+	if err == nil {
+		targets = probeTargets(list.Items)
+		p.last = targets
+	} else {
+		// A probe says whether an address answered when it was asked,
+		// whoever listed it: while the API cannot list (the very faults
+		// under study), the last addresses listed are still worth asking,
+		// since an API server may still show them as endpoints.
+		targets = p.last
+	}
+	p.mu.Unlock()
+	if err != nil && len(targets) == 0 {
 		return one(evidence.UnreadableAnswer("listing the endpoints to probe: "+Reason(err), now()))
 	}
-	targets := probeTargets(list.Items)
 	if len(targets) == 0 {
 		return one(answer(evidence.EndpointProbesValue{Probes: []evidence.EndpointProbe{}}, now(), ""))
 	}

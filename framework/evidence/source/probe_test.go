@@ -133,3 +133,27 @@ func TestProberWithoutTheAPIIsUnreadable(t *testing.T) {
 		t.Errorf("%+v", a)
 	}
 }
+
+func TestProberKeepsProbingTheLastListedAddressesWhileTheAPICannotList(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	ok := listen(t, "127.0.0.2")
+	go http.Serve(ok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	client := fake.NewClientset(slice("a", "127.0.0.2", ok.Addr().(*net.TCPAddr).Port, true))
+	p := NewProber(shellHost{}, client, evidence.DefaultSubjects, "/healthz")
+	if a := p.Read(context.Background())[evidence.EndpointProbes]; !a.Readable() {
+		t.Fatalf("first read: %+v", a)
+	}
+	client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcdserver: request timed out")
+	})
+	a := p.Read(context.Background())[evidence.EndpointProbes]
+	var v evidence.EndpointProbesValue
+	if err := a.Decode(&v); err != nil {
+		t.Fatalf("with the API failing: %v (%+v)", err, a)
+	}
+	if len(v.Probes) != 1 || v.Probes[0].Address != "127.0.0.2" || !v.Probes[0].Answered {
+		t.Errorf("with the API failing: %+v, want the last listed address probed", v)
+	}
+}
