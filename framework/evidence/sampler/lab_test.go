@@ -200,16 +200,32 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
+	// With -v an error is printed where it happens, amid minutes of log
+	// and client-go's own lines, and the FAIL line at the end stands
+	// alone; the recap, registered first so that it runs last, repeats
+	// every error right above it.
+	var failures []string
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		failures = append(failures, msg)
+		t.Error(msg)
+	}
+	t.Cleanup(func() {
+		if len(failures) > 0 {
+			t.Logf("recap of the %d errors above:\n  %s", len(failures), strings.Join(failures, "\n  "))
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
 	l := openLab(t)
 	t.Cleanup(func() {
 		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
+			errorf("down: %v", err)
 		}
 		out, _ := exec.Command("ip", "netns", "list").Output()
 		if strings.Contains(string(out), "fl-evt-") {
-			t.Errorf("network namespaces of lab evt left after down:\n%s", out)
+			errorf("network namespaces of lab evt left after down:\n%s", out)
 		}
 	})
 	start := time.Now()
@@ -233,7 +249,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		t.Fatalf("informer fixture pods: %v %v", informers, err)
 	}
 	if n := informers.Items[0].Spec.NodeName; n == s.Node {
-		t.Errorf("the informer fixture runs on %s, the node scenarios fault", n)
+		errorf("the informer fixture runs on %s, the node scenarios fault", n)
 	} else {
 		t.Logf("informer fixture on %s", n)
 	}
@@ -248,68 +264,98 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(events) == 0 || events[0].Kind != "timeline-started" {
-		t.Errorf("first sample's events: %+v", events)
+		errorf("first sample's events: %+v", events)
 	}
 	t.Logf("sources: %v", smp.Sources())
 
 	// Every deployable source answers every question it can (twelve, the
-	// informer fixture among them); DNS is not deployed, and says so.
+	// informer fixture among them); DNS is not deployed, and says so. The
+	// first round also dials every SSH connection, and on a loaded machine
+	// one round may run into a timeout: the claim is that a round comes
+	// in which all answer, within a few, and what missed before is logged.
 	deployable := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip",
 		"etcd/cp1/serializable", "etcd/cp1/linearizable", "kubelet/worker1",
 		"cri/worker1", "cri/worker2", "cri/worker3", "proxy/worker1", "informer"}
-	for _, src := range deployable {
-		qs := snap.Answers[src]
-		if len(qs) == 0 {
-			t.Errorf("source %s missing", src)
-		}
-		for q, a := range qs {
-			if a.State == evidence.Unreadable {
-				t.Errorf("%s %s unreadable: %s", src, q, a.Reason)
+	missing := func(snap evidence.Snapshot) []string {
+		var out []string
+		for _, src := range deployable {
+			qs := snap.Answers[src]
+			if len(qs) == 0 {
+				out = append(out, fmt.Sprintf("source %s missing", src))
+			}
+			for q, a := range qs {
+				if a.State == evidence.Unreadable {
+					out = append(out, fmt.Sprintf("%s %s unreadable: %s", src, q, a.Reason))
+				}
 			}
 		}
+		return out
 	}
 	for _, src := range []evidence.Source{"dns"} {
 		for q, a := range snap.Answers[src] {
 			if a.State != evidence.NotAsked && (a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "not deployed")) {
-				t.Errorf("%s %s = %+v, want unreadable not deployed", src, q, a)
+				errorf("%s %s = %+v, want unreadable not deployed", src, q, a)
 			}
 		}
 	}
 
-	// They agree on a clean lab.
+	// They agree on a clean lab, once it has settled: kube-proxy on a
+	// loaded machine may program the new service a few seconds after its
+	// endpoints exist, and that lag is evidence, not a fault of the test.
 	objectSources := []evidence.Source{"apiserver/cp1", "apiserver/cp2", "apiserver/cp3", "apiserver/vip", "etcd/cp1/serializable", "etcd/cp1/linearizable", "informer"}
-	for _, src := range objectSources {
-		if r := decode[evidence.NodeReadyValue](t, snap, src, evidence.NodeReady); r.Status != "True" {
-			t.Errorf("%s: worker1 Ready=%s", src, r.Status)
+	disagreements := func(snap evidence.Snapshot) []string {
+		var out []string
+		check := func(src evidence.Source, q evidence.Question, v any, ok func() bool) {
+			if err := snap.Get(src, q).Decode(v); err != nil {
+				out = append(out, fmt.Sprintf("%s %s: %v", src, q, err))
+			} else if !ok() {
+				out = append(out, fmt.Sprintf("%s %s: %+v", src, q, v))
+			}
 		}
-		if p := decode[evidence.PodValue](t, snap, src, evidence.PodObject); p.UID != string(pod.UID) || p.NodeName != s.Node || !p.Ready {
-			t.Errorf("%s: pod %+v", src, p)
+		for _, src := range objectSources {
+			var r evidence.NodeReadyValue
+			check(src, evidence.NodeReady, &r, func() bool { return r.Status == "True" })
+			var p evidence.PodValue
+			check(src, evidence.PodObject, &p, func() bool { return p.UID == string(pod.UID) && p.NodeName == s.Node && p.Ready })
+			var e evidence.EndpointsValue
+			check(src, evidence.ServiceEndpoints, &e, func() bool { return fmt.Sprint(e.Ready) == "["+pod.Status.PodIP+"]" })
+			var le evidence.LeaseValue
+			check(src, evidence.NodeLease, &le, func() bool { return le.HolderIdentity == s.Node })
 		}
-		if e := decode[evidence.EndpointsValue](t, snap, src, evidence.ServiceEndpoints); fmt.Sprint(e.Ready) != "["+pod.Status.PodIP+"]" {
-			t.Errorf("%s: endpoints %+v, pod IP %s", src, e, pod.Status.PodIP)
+		var kp evidence.PodValue
+		check("kubelet/worker1", evidence.PodObject, &kp, func() bool { return kp.UID == string(pod.UID) })
+		var h evidence.KubeletHealthValue
+		check("kubelet/worker1", evidence.KubeletHealth, &h, func() bool { return h.StatusCode == 200 && h.Body == "ok" })
+		for _, w := range []string{"worker1", "worker2", "worker3"} {
+			var rp evidence.RuntimePodValue
+			check(evidence.Source("cri/"+w), evidence.PodRunningHere, &rp, func() bool {
+				if w != s.Node {
+					return !rp.Running
+				}
+				return rp.Running && len(rp.Sandboxes) == 1 && rp.Sandboxes[0].UID == string(pod.UID)
+			})
 		}
-		if le := decode[evidence.LeaseValue](t, snap, src, evidence.NodeLease); le.HolderIdentity != s.Node {
-			t.Errorf("%s: lease %+v", src, le)
-		}
+		var pb evidence.ProxyBackendsValue
+		check("proxy/worker1", evidence.ServiceProxyBackends, &pb, func() bool {
+			return len(pb.Ports) == 1 && fmt.Sprint(pb.Ports[0].Backends) == "["+pod.Status.PodIP+":8080]"
+		})
+		return out
 	}
-	if p := decode[evidence.PodValue](t, snap, "kubelet/worker1", evidence.PodObject); p.UID != string(pod.UID) {
-		t.Errorf("kubelet's pod %+v", p)
-	}
-	if h := decode[evidence.KubeletHealthValue](t, snap, "kubelet/worker1", evidence.KubeletHealth); h.StatusCode != 200 || h.Body != "ok" {
-		t.Errorf("kubelet health %+v", h)
-	}
-	for _, w := range []string{"worker1", "worker2", "worker3"} {
-		rp := decode[evidence.RuntimePodValue](t, snap, evidence.Source("cri/"+w), evidence.PodRunningHere)
-		if rp.Running != (w == s.Node) {
-			t.Errorf("cri/%s: running=%v %+v", w, rp.Running, rp)
+	const tries = 30
+	for round := 1; ; round++ {
+		problems := append(missing(snap), disagreements(snap)...)
+		if len(problems) == 0 {
+			t.Logf("all twelve deployable sources answered and agreed in round %d", round)
+			break
 		}
-		if w == s.Node && (len(rp.Sandboxes) != 1 || rp.Sandboxes[0].UID != string(pod.UID)) {
-			t.Errorf("cri/%s sandboxes %+v", w, rp.Sandboxes)
+		if round == tries {
+			t.Fatalf("no round of %d in which every deployable source answered and all agreed; the last:\n  %s", tries, strings.Join(problems, "\n  "))
 		}
-	}
-	pb := decode[evidence.ProxyBackendsValue](t, snap, "proxy/worker1", evidence.ServiceProxyBackends)
-	if len(pb.Ports) != 1 || fmt.Sprint(pb.Ports[0].Backends) != "["+pod.Status.PodIP+":8080]" {
-		t.Errorf("proxy backends %+v, pod IP %s", pb, pod.Status.PodIP)
+		t.Logf("round %d: %d problems, first: %s", round, len(problems), problems[0])
+		time.Sleep(time.Second)
+		if snap, _, err = smp.Sample(ctx, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	worker1, err := l.Host(s.Node)
@@ -382,10 +428,10 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	}
 	for q, a := range snap.Answers[stoppedSource] {
 		if a.State == evidence.Answered {
-			t.Errorf("a stopped API server answered %s", q)
+			errorf("a stopped API server answered %s", q)
 		} else if a.State == evidence.Unreadable {
 			if a.ReadAt.Sub(snap.Taken) > evidence.DefaultReadTimeout+time.Second {
-				t.Errorf("%s %s unreadable only after %s", stoppedSource, q, a.ReadAt.Sub(snap.Taken))
+				errorf("%s %s unreadable only after %s", stoppedSource, q, a.ReadAt.Sub(snap.Taken))
 			}
 			t.Logf("%s %s: %s", stoppedSource, q, a.Reason)
 		}
@@ -396,7 +442,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		}
 		for q, a := range snap.Answers[src] {
 			if a.State == evidence.Unreadable {
-				t.Errorf("with %s stopped, %s %s unreadable: %s", stoppedSource, src, q, a.Reason)
+				errorf("with %s stopped, %s %s unreadable: %s", stoppedSource, src, q, a.Reason)
 			}
 		}
 	}
@@ -459,22 +505,22 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		t.Fatalf("timeline lacks an expected event (stopped %v, unknown %v, NoSchedule %v, NoExecute %v):\n%s", ok1, ok2, ok3, ok4, dump(tl))
 	}
 	if !(stopped.At.Before(unknown.At) && !unknown.At.After(noSched.At) && !unknown.At.After(noExec.At)) {
-		t.Errorf("out of order:\n%s", dump(tl))
+		errorf("out of order:\n%s", dump(tl))
 	}
 	t.Logf("after SIGSTOP: renewals stopped +%s, Ready=Unknown +%s, unreachable NoSchedule +%s, NoExecute +%s",
 		stopped.At.Sub(frozen).Round(time.Millisecond), unknown.At.Sub(frozen).Round(time.Millisecond),
 		noSched.At.Sub(frozen).Round(time.Millisecond), noExec.At.Sub(frozen).Round(time.Millisecond))
 	for _, src := range []evidence.Source{"apiserver/cp2", "apiserver/cp3", "apiserver/vip"} {
 		if _, ok := seen(src, "node/worker1", watch.KindReadyUnknown, ""); !ok {
-			t.Errorf("polled source %s did not see Ready=Unknown", src)
+			errorf("polled source %s did not see Ready=Unknown", src)
 		}
 	}
 	last := window[len(window)-1]
 	if a := last.Get("kubelet/worker1", evidence.PodObject); a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "timeout") {
-		t.Errorf("a frozen kubelet's /pods: %+v", a)
+		errorf("a frozen kubelet's /pods: %+v", a)
 	}
 	if rp := decode[evidence.RuntimePodValue](t, last, "cri/worker1", evidence.PodRunningHere); !rp.Running {
-		t.Errorf("with its kubelet frozen the pod should still run on worker1: %+v", rp)
+		errorf("with its kubelet frozen the pod should still run on worker1: %+v", rp)
 	}
 
 	if err := worker1.Signal(ctx, lab.ServiceKubelet, syscall.SIGCONT); err != nil {
@@ -492,10 +538,10 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	if _, ok := seen(watched, "lease/kube-node-lease/worker1", watch.KindLeaseResumed, ""); !ok {
-		t.Errorf("no renewals resumed after SIGCONT:\n%s", dump(tl))
+		errorf("no renewals resumed after SIGCONT:\n%s", dump(tl))
 	}
 	if _, ok := seen(watched, "node/worker1", watch.KindReadyTrue, ""); !ok {
-		t.Errorf("no Ready=True after SIGCONT:\n%s", dump(tl))
+		errorf("no Ready=True after SIGCONT:\n%s", dump(tl))
 	}
 
 	// The run's evidence, as the scenario engine writes it, reads back.
@@ -513,7 +559,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	back, err := evidence.ReadJSONL(rf)
 	rf.Close()
 	if err != nil || len(back.Window) != len(window) || len(back.Timeline) != len(tl) {
-		t.Errorf("evidence read back: %d snapshots, %d events, %v", len(back.Window), len(back.Timeline), err)
+		errorf("evidence read back: %d snapshots, %d events, %v", len(back.Window), len(back.Timeline), err)
 	}
 	t.Logf("timeline:\n%s", dump(rec.Timeline))
 }
