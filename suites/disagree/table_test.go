@@ -159,15 +159,15 @@ var gray = []scenario.Scenario{
 	// etcd's revision), and api-agreement holds within the bound.
 	controlPlane("apiserver-watch-cache-lag", "an API server's etcd link losing 30% of its packets",
 		faults.Loss("cp2", []string{"role:etcd"}, 30), paper("gray", "apiserver", "network")),
-	// "kubelet can send but not receive", refined: what the control plane
-	// sends to worker1 is dropped, what worker1 sends goes out. Over TCP
-	// this stalls the kubelet's connections both ways (no ACKs come back),
-	// so its heartbeat stops as in a partition — the listed asymmetry
-	// cannot exist for the kubelet's TCP traffic; what stays asymmetric is
-	// that the kubelet's own outbound attempts, and its pods' traffic to
-	// peers, still leave the node.
-	node("kubelet-deaf", "worker1 sends to the control plane but hears nothing back",
-		faults.OneWayPartition([]string{"role:control-plane"}, []string{"worker1"}), paper("gray", "kubelet", "network")),
+	// "kubelet can send but not receive": the API servers deny worker1's
+	// kubelet the list and watch of its pods, and nothing else. Its node
+	// status, lease and pod status updates go through, so worker1 stays
+	// Ready while it no longer hears of pods bound to it or deleted from
+	// it. The promise: a node reported Ready is not taken as running what
+	// it cannot know of — a pod deleted meanwhile is not reported gone
+	// before its containers stop, and at most one stateful copy runs.
+	node("kubelet-deaf", "worker1's kubelet reports to the control plane but hears nothing of its pods",
+		faults.BlackholeWatch("worker1"), paper("gray", "kubelet", "apiserver")),
 	// The API server on cp1, which holds the virtual address (keepalived
 	// gives cp1 the highest priority), frozen: its livez check fails and
 	// keepalived should move the address. The promise: clients of the

@@ -282,6 +282,10 @@ func apiServerPort(l lab.Lab) int {
 
 func (f *blackholeWatch) Heal(ctx context.Context, l lab.Lab) error {
 	servers, err := f.apiServerHosts(l)
+	if errors.Is(err, lab.ErrUnsupported) {
+		// Inject refuses such a lab the same way: nothing can be there.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("healing blackhole watch: %w", err)
 	}

@@ -533,6 +533,16 @@ func (e *env) cycle(t *testing.T, ctx context.Context, f fault.Fault, samePIDs b
 	restarted := e.restartExited(t, ctx)
 	e.waitSettled(t, ctx)
 	after := e.hostState(ctx, samePIDs)
+	// A scheduler or controller-manager whose lease renewal failed during
+	// the fault can exit after the settle; restart it as its restart
+	// policy would, and look again (a few times at most).
+	for i := 0; i < 3 && exitedLeaderElector(after); i++ {
+		for host, names := range e.restartExited(t, ctx) {
+			restarted[host] = append(restarted[host], names...)
+		}
+		e.waitSettled(t, ctx)
+		after = e.hostState(ctx, samePIDs)
+	}
 	for host, names := range restarted {
 		for _, n := range names {
 			pid := regexp.MustCompile(`(?m)^(` + regexp.QuoteMeta(n) + ` \S+) pid \d+`)
@@ -605,6 +615,19 @@ func (e *env) hostState(ctx context.Context, samePIDs bool) map[string]string {
 	}
 	out["etcd alarms"] = e.alarms(ctx)
 	return out
+}
+
+// exitedLeaderElector tells whether a host state shows a scheduler or
+// controller-manager that exited by itself.
+func exitedLeaderElector(state map[string]string) bool {
+	for _, st := range state {
+		for _, n := range []string{lab.ServiceScheduler, lab.ServiceControllerManager} {
+			if strings.Contains(st, "\n"+n+" exited ") || strings.HasPrefix(st, n+" exited ") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // procClass keeps what a fault changes in a /proc state letter: stopped
