@@ -259,7 +259,11 @@ func writeStatus(w io.Writer, st lab.Status) error {
 		}
 		var svcs []string
 		for _, s := range h.Services {
-			svcs = append(svcs, s.Name+"="+s.State)
+			state := s.Name + "=" + s.State
+			if s.Restarts > 0 {
+				state += fmt.Sprintf("(restarted %dx)", s.Restarts)
+			}
+			svcs = append(svcs, state)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, strings.Join(roles, ","), h.Address, orDash(h.Power), orDash(strings.Join(svcs, " ")), h.Detail)
 	}

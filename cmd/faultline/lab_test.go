@@ -39,7 +39,8 @@ func (l *recordingLab) Status(ctx context.Context) (lab.Status, error) {
 	l.calls = append(l.calls, "status")
 	return lab.Status{Info: l.info, Up: true, Hosts: []lab.HostStatus{
 		{Name: "cp1", Roles: []lab.Role{lab.RoleControlPlane, lab.RoleEtcd}, Address: "10.231.11.21", Power: "on",
-			Services: []lab.ServiceState{{Name: "kube-apiserver", State: "running", PID: 42}, {Name: "etcd", State: "frozen"}}},
+			Services: []lab.ServiceState{{Name: "kube-apiserver", State: "running", PID: 42}, {Name: "etcd", State: "frozen"},
+				{Name: "kube-scheduler", State: "running", PID: 43, Restarts: 2}}},
 		{Name: "worker1", Roles: []lab.Role{lab.RoleWorker}, Address: "10.231.11.31", Power: "off", Detail: "powered off by a fault"},
 	}}, l.failWith
 }
@@ -141,7 +142,7 @@ func TestLabStatus(t *testing.T) {
 		"lab lab11: up",
 		"kind local, topology lab11, reset cold-snapshot, timer profile fast",
 		"Kubernetes v1.36.3, etcd v3.6.8",
-		"cp1      control-plane,etcd  10.231.11.21  on     kube-apiserver=running etcd=frozen",
+		"cp1      control-plane,etcd  10.231.11.21  on     kube-apiserver=running etcd=frozen kube-scheduler=running(restarted 2x)",
 		"worker1  worker              10.231.11.31  off    -",
 		"powered off by a fault",
 	} {

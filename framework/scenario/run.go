@@ -246,5 +246,5 @@ func sortedLabels(s Scenario) []string {
 
 // violations renders the failure messages of several matchers as one.
 func violations(phase string, msgs []string) string {
-	return fmt.Sprintf("%d %s invariant(s) VIOLATED:\n\n%s", len(msgs), phase, strings.Join(msgs, "\n\n"))
+	return fmt.Sprintf("%d %s invariant(s) VIOLATED (or, for a positive control, not VIOLATED):\n\n%s", len(msgs), phase, strings.Join(msgs, "\n\n"))
 }

@@ -476,7 +476,11 @@ func TestServicesGoThroughSystemctl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprint(states)
+	var parts []string
+	for _, s := range states {
+		parts = append(parts, fmt.Sprintf("{%s %d %s}", s.Name, s.PID, s.State))
+	}
+	got := "[" + strings.Join(parts, " ") + "]"
 	want := "[{kubelet 4242 running} {containerd 77 frozen} {keepalived 0 exited}]"
 	if got != want {
 		t.Fatalf("Services = %s, want %s", got, want)

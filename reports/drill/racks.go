@@ -226,13 +226,30 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 		}
 		switch e.Kind {
 		case "pod-created":
-			created = append(created, e)
+			// Only a pod that replaces another is new: the timeline also
+			// reports P1 itself when its watch starts.
+			if strings.Contains(e.Detail, "replaces uid") {
+				created = append(created, e)
+			}
 		case "pod-scheduled":
 			scheduled = append(scheduled, e)
 		case "pod-force-deleted":
 			forced = append(forced, e)
 		}
 	}
+	newUIDs := map[string]bool{}
+	for _, e := range created {
+		if uid, _, ok := strings.Cut(strings.TrimPrefix(e.Detail, "uid "), ","); ok {
+			newUIDs[uid] = true
+		}
+	}
+	var placed []evidence.Event
+	for _, e := range scheduled {
+		if uid, _, ok := strings.Cut(strings.TrimPrefix(e.Detail, "uid "), " "); ok && newUIDs[uid] {
+			placed = append(placed, e)
+		}
+	}
+	scheduled = placed
 	w2Running := 0
 	var w2First time.Time
 	for _, s := range rec.Window {

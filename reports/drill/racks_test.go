@@ -53,8 +53,32 @@ func TestRacksOnRecordedRuns(t *testing.T) {
 			t.Errorf("%s: P2 answer %q", r.RunID, p2.Answer)
 		}
 		rp := answers["Does M2 start a replacement of P on W2?"]
-		if r.Scenario == ScenarioRackForce && (!strings.HasPrefix(rp.Answer, "yes") || !strings.Contains(rp.Answer, "force-deleted")) {
-			t.Errorf("%s: replacement answer %q", r.RunID, rp.Answer)
+		tc := answers["Can P1 and its replacement run at the same time?"]
+		switch r.Scenario {
+		case ScenarioRackForce:
+			if !strings.HasPrefix(rp.Answer, "yes") || !strings.Contains(rp.Answer, "force-deleted") || !strings.Contains(rp.Answer, "W2's runtime saw it running") {
+				t.Errorf("%s: replacement answer %q", r.RunID, rp.Answer)
+			}
+			if !strings.HasPrefix(tc.Answer, "single-copy VIOLATED") {
+				t.Errorf("%s: two-copies answer %q", r.RunID, tc.Answer)
+			}
+		case ScenarioRackCut:
+			if !strings.HasPrefix(rp.Answer, "no") || !strings.HasPrefix(tc.Answer, "single-copy PRESERVED") {
+				t.Errorf("%s: replacement answer %q, two-copies answer %q", r.RunID, rp.Answer, tc.Answer)
+			}
+		}
+		for _, e := range rp.Evidence {
+			if strings.Contains(e, "pod-created") && !strings.Contains(e, "replaces uid") {
+				t.Errorf("%s: P1 itself given as its replacement: %s", r.RunID, e)
+			}
+		}
+		m1 := answers["What do M1's components do?"]
+		if !strings.Contains(m1.Answer, "kube-controller-manager exited and was started again") || !strings.Contains(m1.Answer, "kube-scheduler exited and was started again") {
+			t.Errorf("%s: M1 answer %q", r.RunID, m1.Answer)
+		}
+		pl := answers["Where were the leader leases and the virtual address when R1 was cut off?"]
+		if !strings.Contains(pl.Answer, "lease was held by m1 and the kube-scheduler lease by m1") || len(pl.Evidence) != 2 {
+			t.Errorf("%s: placement answer %q with evidence %v", r.RunID, pl.Answer, pl.Evidence)
 		}
 	}
 	files, err := WriteFolder(dir)
