@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/disagree"
 )
 
 // TestTable checks the table without a lab: it is a valid table, the paper
@@ -53,6 +55,39 @@ func TestTable(t *testing.T) {
 	for id := range ciRuns {
 		if _, ok := arms[id]; !ok {
 			t.Errorf("ciRuns names %s, which is not in the table", id)
+		}
+	}
+}
+
+// TestPositiveControlsNameJudgedInvariants checks that every control label
+// names an invariant each scenario judges, that controls are self-checks,
+// and which invariants have a control today.
+func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
+	controlled := map[string]bool{}
+	for _, s := range table() {
+		judged := map[string]bool{}
+		for _, inv := range s.Invariants {
+			judged[inv.Name()] = true
+		}
+		for _, l := range s.Labels {
+			inv, ok := strings.CutPrefix(l, disagree.ControlLabelPrefix)
+			if !ok {
+				continue
+			}
+			if !judged[inv] {
+				t.Errorf("%s [%s]: control label %q names no invariant the scenario judges", s.ID, s.Arm, l)
+			}
+			if !slices.Contains(s.Labels, "selfcheck") {
+				t.Errorf("%s [%s]: a positive control without the selfcheck label", s.ID, s.Arm)
+			}
+			if s.Arm == scenario.FaultArm {
+				controlled[inv] = true
+			}
+		}
+	}
+	for _, want := range []string{invariant.EndpointsTruthfulName, invariant.SingleCopyName, invariant.GracefulDeletionName} {
+		if !controlled[want] {
+			t.Errorf("no positive control for %s", want)
 		}
 	}
 }

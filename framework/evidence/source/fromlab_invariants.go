@@ -62,5 +62,5 @@ func leadingReader(l lab.Lab, h lab.Host) evidence.Reader {
 	if err != nil {
 		return NewUnavailable(name, questions, err.Error())
 	}
-	return NewLeading(h.Name(), h.Address(), hc, 0, 0)
+	return NewLeading(h.Name(), h.Address(), hc, 0, 0).WithHost(h)
 }

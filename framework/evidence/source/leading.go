@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/lab"
 )
 
 // The secure ports kube-controller-manager and kube-scheduler serve their
@@ -43,6 +44,9 @@ type Leading struct {
 	address    string
 	client     *http.Client
 	components []leaderComponent
+	// host, when set, is asked which services run when a component's port
+	// refuses before it was ever read.
+	host lab.Host
 
 	mu sync.Mutex
 	// served records the components this reader has read at least once, so
@@ -111,9 +115,12 @@ func (l *Leading) Questions() []evidence.Question {
 // no process: the kernel says nothing listens on the port, and both
 // components open their secure port before they start leader election,
 // so a process that is not listening cannot be leading. A refusal before
-// any successful read stays unreadable (the component may serve elsewhere,
-// e.g. on loopback only). Timeouts stay unreadable: a frozen or cut-off
-// process may still be leading.
+// any successful read answers the same only when the host says the
+// component's process has stopped or exited (a controller that loses its
+// lease exits, and a lab need not restart it); otherwise it stays
+// unreadable (the component may serve elsewhere, e.g. on loopback only).
+// Timeouts stay unreadable: a frozen or cut-off process may still be
+// leading.
 func (l *Leading) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	out := map[evidence.Question]evidence.Answer{}
 	var mu sync.Mutex
@@ -139,8 +146,15 @@ func (l *Leading) readOne(ctx context.Context, c leaderComponent) evidence.Answe
 	resp, err := l.client.Do(req)
 	if err != nil {
 		at := now()
-		if errors.Is(err, syscall.ECONNREFUSED) && l.wasServed(c.question) {
-			return answer(evidence.LeadingValue{Leading: false}, at, "")
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			if l.wasServed(c.question) {
+				return answer(evidence.LeadingValue{Leading: false}, at, "")
+			}
+			if gone, why := l.processGone(ctx, c.name); gone {
+				return answer(evidence.LeadingValue{Leading: false}, now(), "")
+			} else if why != "" {
+				return evidence.UnreadableAnswer(c.name+" metrics: "+Reason(err)+"; "+why, at)
+			}
 		}
 		return evidence.UnreadableAnswer(c.name+" metrics: "+Reason(err), at)
 	}
@@ -158,6 +172,34 @@ func (l *Leading) readOne(ctx context.Context, c leaderComponent) evidence.Answe
 	l.served[c.question] = true
 	l.mu.Unlock()
 	return answer(v, at, "")
+}
+
+// processGone asks the host whether the component's process has stopped
+// or exited: a process that does not run leads nothing. Anything else
+// (running, frozen, unknown, the host not answering) is not proof.
+func (l *Leading) processGone(ctx context.Context, component string) (bool, string) {
+	if l.host == nil {
+		return false, ""
+	}
+	services, err := l.host.Services(ctx)
+	if err != nil {
+		return false, "the host's services: " + err.Error()
+	}
+	for _, sv := range services {
+		if sv.Name == component {
+			if sv.State == "stopped" || sv.State == "exited" {
+				return true, ""
+			}
+			return false, "the host says it is " + sv.State
+		}
+	}
+	return false, "the host does not list it"
+}
+
+// WithHost lets the reader ask h which services run (see Read).
+func (l *Leading) WithHost(h lab.Host) *Leading {
+	l.host = h
+	return l
 }
 
 func (l *Leading) wasServed(q evidence.Question) bool {

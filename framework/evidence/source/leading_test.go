@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/lab"
 )
 
 func TestLeadingFromMetricsOfRealComponents(t *testing.T) {
@@ -140,5 +141,33 @@ func TestLeadingIsUnreadableWhenMetricsAreRefusedOrTimeOut(t *testing.T) {
 		if a.Readable() {
 			t.Errorf("%s: a hung server read as %s", q, a.Value)
 		}
+	}
+}
+
+// servicesHost reports fixed service states.
+type servicesHost struct {
+	shellHost
+	states []lab.ServiceState
+}
+
+func (h servicesHost) Services(context.Context) ([]lab.ServiceState, error) { return h.states, nil }
+
+func TestLeadingAsksTheHostWhenAPortRefusesBeforeAnyRead(t *testing.T) {
+	l := listen(t, "127.0.0.1")
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	p, _ := strconv.Atoi(port)
+	l.Close() // nothing listens there now: connections are refused
+	host := servicesHost{states: []lab.ServiceState{
+		{Name: lab.ServiceControllerManager, State: "exited"},
+		{Name: lab.ServiceScheduler, PID: 42, State: "running"},
+	}}
+	got := NewLeading("cp1", "127.0.0.1", http.DefaultClient, p, p).WithHost(host).Read(context.Background())
+	if v := leadingOf(t, got[evidence.ControllerManagerLeading]); v.Leading {
+		t.Errorf("an exited controller-manager read as %+v", v)
+	}
+	// The host says the scheduler runs, yet its port refuses: it may serve
+	// elsewhere, so that is no proof either way.
+	if a := got[evidence.SchedulerLeading]; a.Readable() || !strings.Contains(a.Reason, "the host says it is running") {
+		t.Errorf("scheduler: %+v, want unreadable naming what the host said", a)
 	}
 }
