@@ -5,7 +5,7 @@
 // lab backend is linked only into this external test package: the framework
 // itself never imports a backend.
 //
-//	sudo go test -tags lab -run TestEvidenceOnLocalLab -v -timeout 60m ./framework/evidence/sampler/
+//	sudo go test -count=1 -tags lab -run TestEvidenceOnLocalLab -v -timeout 60m ./framework/evidence/sampler/
 //
 // With FAULTLINE_CAPTURE=1 it also writes what worker1's crictl,
 // iptables-save and kubelet /pods really said to the source package's
