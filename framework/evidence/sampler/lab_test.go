@@ -5,7 +5,7 @@
 // lab backend is linked only into this external test package: the framework
 // itself never imports a backend.
 //
-//	sudo go test -tags lab -run TestEvidenceOnLocalLab -v -timeout 60m ./framework/evidence/sampler/
+//	sudo go test -count=1 -tags lab -run TestEvidenceOnLocalLab -v -timeout 60m ./framework/evidence/sampler/
 //
 // With FAULTLINE_CAPTURE=1 it also writes what worker1's crictl,
 // iptables-save and kubelet /pods really said to the source package's
@@ -422,29 +422,47 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 	if err := cp2.StopService(ctx, lab.ServiceAPIServer); err != nil {
 		t.Fatal(err)
 	}
-	snap, _, err = smp.Sample(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for q, a := range snap.Answers[stoppedSource] {
-		if a.State == evidence.Answered {
-			errorf("a stopped API server answered %s", q)
-		} else if a.State == evidence.Unreadable {
-			if a.ReadAt.Sub(snap.Taken) > evidence.DefaultReadTimeout+time.Second {
-				errorf("%s %s unreadable only after %s", stoppedSource, q, a.ReadAt.Sub(snap.Taken))
-			}
-			t.Logf("%s %s: %s", stoppedSource, q, a.Reason)
+	// Every round: the stopped server never answers, and is unreadable
+	// within its timeout. Within a few rounds (a loaded machine may time
+	// out a healthy source in any one round) comes one in which every
+	// other source answers.
+	for round := 1; ; round++ {
+		snap, _, err = smp.Sample(ctx, l)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, src := range deployable {
-		if src == stoppedSource {
-			continue
-		}
-		for q, a := range snap.Answers[src] {
-			if a.State == evidence.Unreadable {
-				errorf("with %s stopped, %s %s unreadable: %s", stoppedSource, src, q, a.Reason)
+		for q, a := range snap.Answers[stoppedSource] {
+			if a.State == evidence.Answered {
+				errorf("a stopped API server answered %s", q)
+			} else if a.State == evidence.Unreadable {
+				if a.ReadAt.Sub(snap.Taken) > evidence.DefaultReadTimeout+time.Second {
+					errorf("%s %s unreadable only after %s", stoppedSource, q, a.ReadAt.Sub(snap.Taken))
+				}
+				if round == 1 {
+					t.Logf("%s %s: %s", stoppedSource, q, a.Reason)
+				}
 			}
 		}
+		var others []string
+		for _, src := range deployable {
+			if src == stoppedSource {
+				continue
+			}
+			for q, a := range snap.Answers[src] {
+				if a.State == evidence.Unreadable {
+					others = append(others, fmt.Sprintf("%s %s unreadable: %s", src, q, a.Reason))
+				}
+			}
+		}
+		if len(others) == 0 {
+			t.Logf("with %s stopped, every other source answered in round %d", stoppedSource, round)
+			break
+		}
+		if round == 5 {
+			errorf("with %s stopped, no round of 5 in which every other source answered; the last:\n  %s", stoppedSource, strings.Join(others, "\n  "))
+			break
+		}
+		t.Logf("with %s stopped, round %d: %d other answers unreadable, first: %s", stoppedSource, round, len(others), others[0])
 	}
 	p50, p95 = roundTimes(20)
 	t.Logf("BENCHMARK one snapshot round, one API server stopped: p50 %s p95 %s (20 rounds)", p50, p95)
