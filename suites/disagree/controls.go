@@ -31,9 +31,13 @@ func (s SpecRun) arm() string {
 }
 
 // controls names the invariants s is a positive control of.
-func (s SpecRun) controls() []string {
+func (s SpecRun) controls() []string { return ControlsOf(s.Labels) }
+
+// ControlsOf names the invariants that labels mark a scenario as a
+// positive control of.
+func ControlsOf(labels []string) []string {
 	var out []string
-	for _, l := range s.Labels {
+	for _, l := range labels {
 		if inv, ok := strings.CutPrefix(l, ControlLabelPrefix); ok {
 			out = append(out, inv)
 		}

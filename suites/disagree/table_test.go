@@ -217,12 +217,15 @@ var selfCheck = []scenario.Scenario{
 	// waiting for any kubelet, and the cut-off kubelet keeps their
 	// containers running: the stateful pod leaves the API while its
 	// containers run, and no one force-deleted it, so graceful-deletion
-	// must be VIOLATED. Its window is a minute longer than a node fault's:
+	// must be VIOLATED. The StatefulSet controller then starts the pod on
+	// another worker while the first copy still runs, as after a forced
+	// deletion, so single-copy must be VIOLATED too. Its window is a
+	// minute longer than a node fault's:
 	// the collector waits a fixed 40 s quarantine, checked every 20 s,
 	// whatever the timer profile.
 	withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
 		disagree.CutThenDeleteNode("worker1"),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
 		profile.NodeWindow+time.Minute),
 }
 
@@ -255,6 +258,11 @@ func table() []scenario.Scenario {
 			labels = append(labels, "ci")
 		}
 		all[i].Labels = labels
+		// A positive control's spec passes when its invariants come out
+		// VIOLATED and fails on any other verdict of theirs.
+		if s.Arm == scenario.FaultArm {
+			all[i].ControlOf = disagree.ControlsOf(labels)
+		}
 	}
 	return all
 }
