@@ -7,4 +7,7 @@ package main
 //
 // Fault packages are linked here, and only here, with blank imports.
 
-import _ "github.com/faultline/faultline/framework/fault/faults"
+import (
+	_ "github.com/faultline/faultline/framework/fault/controls"
+	_ "github.com/faultline/faultline/framework/fault/faults"
+)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
@@ -209,7 +210,7 @@ var selfCheck = []scenario.Scenario{
 	// read from the runtimes over SSH, must be VIOLATED. The deletion is
 	// noted on the timeline, so graceful-deletion judges it as forced.
 	node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
-		disagree.CutThenForceDelete("worker1", evidence.DefaultSubjects.PodNamespace, evidence.DefaultSubjects.PodName, profile.NodeWindow, suiteSampler.Note),
+		controls.CutThenForceDelete(faults.HostFromControlPlane("worker1"), controls.Pod{Node: "worker1", Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName, TaintWait: profile.NodeWindow}, suiteSampler.Note),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:network"}),
 	// worker1 cut off from the control plane and its Node object deleted,
 	// as an operator removing a dead machine would. The pod garbage
@@ -224,7 +225,7 @@ var selfCheck = []scenario.Scenario{
 	// the collector waits a fixed 40 s quarantine, checked every 20 s,
 	// whatever the timer profile.
 	withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
-		disagree.CutThenDeleteNode("worker1"),
+		controls.CutThenDeleteNode(faults.HostFromControlPlane("worker1"), "worker1"),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
 		profile.NodeWindow+time.Minute),
 }

@@ -40,7 +40,6 @@ type LeadersValue struct {
 // Timeline kinds the drill sampler stamps.
 const (
 	KindFailedScheduling   = "failed-scheduling"
-	KindPodForceDeleted    = "pod-force-deleted"
 	KindComponentRestarted = "component-restarted"
 	KindComponentStopped   = "component-stopped"
 	KindComponentStarted   = "component-started"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
@@ -111,7 +112,7 @@ func WithFaults(table []scenario.Scenario, pairWorker string, racks RacksShape, 
 		case IDRackCut:
 			out[i].Fault = faults.RackFromRest("r1")
 		case IDRackForce:
-			out[i].Fault = RackCutForceDelete("r1", racks.W1, StatefulPodName, racks.M2, note)
+			out[i].Fault = controls.CutThenForceDelete(faults.RackFromRest("r1"), controls.Pod{Node: racks.W1, Namespace: Namespace, Name: StatefulPodName, Observer: racks.M2, TaintWait: 10 * time.Minute}, note)
 		default:
 			return nil, fmt.Errorf("no fault for scenario %s", out[i].ID)
 		}

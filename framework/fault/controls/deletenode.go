@@ -1,4 +1,4 @@
-package disagree
+package controls
 
 import (
 	"context"
@@ -10,26 +10,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/fault"
-	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/lab"
 )
 
-// KindCutDeleteNode is the kind of the graceful-deletion positive control's
-// fault.
-const KindCutDeleteNode = "cut-then-delete-node"
+// KindCutThenDeleteNode is the kind of CutThenDeleteNode faults.
+const KindCutThenDeleteNode = "cut-then-delete-node"
 
 type deleteNodeParams struct {
-	Cut struct {
-		Kind   string          `json:"kind"`
-		Params json.RawMessage `json:"params"`
-	} `json:"cut"`
-	Node string `json:"node"`
+	Cut  cutParams `json:"cut"`
+	Node string    `json:"node"`
 }
 
-// CutThenDeleteNode cuts node off from the control plane and deletes its
-// Node object through the virtual address, as an operator removing a dead
+// CutThenDeleteNode injects cut (which must cut node off from the control
+// plane) and deletes node's
+// Node object through the lab's default address, as an operator removing a dead
 // machine from the cluster would. The pod garbage collector then deletes
 // every pod bound to a node that no longer exists, at once and without
 // waiting for any kubelet (after its fixed 40 s quarantine, checked every
@@ -40,12 +35,8 @@ type deleteNodeParams struct {
 //
 // Heal removes the cut and restarts the node's kubelet: a kubelet
 // registers its Node object only when it starts.
-func CutThenDeleteNode(node string) fault.Fault {
-	cut := faults.HostFromControlPlane(node)
-	f := &cutDeleteNode{cut: cut}
-	f.p.Cut.Kind, f.p.Cut.Params = cut.Kind(), cut.Params()
-	f.p.Node = node
-	return f
+func CutThenDeleteNode(cut fault.Fault, node string) fault.Fault {
+	return &cutDeleteNode{p: deleteNodeParams{Cut: cutOf(cut), Node: node}, cut: cut}
 }
 
 type cutDeleteNode struct {
@@ -53,25 +44,15 @@ type cutDeleteNode struct {
 	cut fault.Fault
 }
 
-func (f *cutDeleteNode) Kind() string       { return KindCutDeleteNode }
-func (f *cutDeleteNode) Class() fault.Class { return f.cut.Class() }
-func (f *cutDeleteNode) Params() json.RawMessage {
-	b, err := json.Marshal(f.p)
-	if err != nil {
-		panic(fmt.Sprintf("%s params: %v", KindCutDeleteNode, err))
-	}
-	return b
-}
+func (f *cutDeleteNode) Kind() string            { return KindCutThenDeleteNode }
+func (f *cutDeleteNode) Class() fault.Class      { return f.cut.Class() }
+func (f *cutDeleteNode) Params() json.RawMessage { return mustJSON(KindCutThenDeleteNode, f.p) }
 
 func (f *cutDeleteNode) Inject(ctx context.Context, l lab.Lab) error {
 	if _, err := l.Host(f.p.Node); err != nil {
 		return fmt.Errorf("delete node: %w", err)
 	}
-	path, err := l.Kubeconfig("")
-	if err != nil {
-		return fmt.Errorf("delete node: admin kubeconfig: %w", err)
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 5*time.Second)
+	cs, err := client(l, "")
 	if err != nil {
 		return fmt.Errorf("delete node: %w", err)
 	}
@@ -90,11 +71,7 @@ func (f *cutDeleteNode) Heal(ctx context.Context, l lab.Lab) error {
 	if err := f.cut.Heal(ctx, l); err != nil {
 		return err
 	}
-	path, err := l.Kubeconfig("")
-	if err != nil {
-		return fmt.Errorf("healing the deleted node: admin kubeconfig: %w", err)
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 5*time.Second)
+	cs, err := client(l, "")
 	if err != nil {
 		return fmt.Errorf("healing the deleted node: %w", err)
 	}
@@ -136,11 +113,11 @@ func decodeCutDeleteNode(raw json.RawMessage) (fault.Fault, error) {
 	if p.Node == "" {
 		return nil, errors.New("no node named")
 	}
-	cut, err := fault.Decode(p.Cut.Kind, p.Cut.Params)
+	cut, err := p.Cut.decode()
 	if err != nil {
-		return nil, fmt.Errorf("the cut: %w", err)
+		return nil, err
 	}
 	return &cutDeleteNode{p: p, cut: cut}, nil
 }
 
-func init() { fault.Register(KindCutDeleteNode, decodeCutDeleteNode) }
+func init() { fault.Register(KindCutThenDeleteNode, decodeCutDeleteNode) }

@@ -1,4 +1,4 @@
-package disagree
+package controls
 
 import (
 	"bytes"
@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/faults"
 )
 
 func TestCutThenForceDeleteDecodesToTheSameCutForHealing(t *testing.T) {
-	f := CutThenForceDelete("worker1", "faultline", "stateful-0", 66*time.Second, nil)
+	f := CutThenForceDelete(faults.HostFromControlPlane("worker1"), Pod{Node: "worker1", Namespace: "faultline", Name: "stateful-0", TaintWait: 66 * time.Second}, nil)
 	got, err := fault.Decode(f.Kind(), f.Params())
 	if err != nil {
 		t.Fatal(err)
@@ -28,26 +29,26 @@ func TestCutThenForceDeleteDecodesToTheSameCutForHealing(t *testing.T) {
 		t.Errorf("class %s, decoded %s", f.Class(), got.Class())
 	}
 	// Two controls cut with rules of their own.
-	if other := CutThenForceDelete("worker1", "faultline", "stateful-0", time.Minute, nil); bytes.Equal(other.(*cutForceDelete).cut.Params(), inner.Params()) {
+	if other := CutThenForceDelete(faults.HostFromControlPlane("worker1"), Pod{Node: "worker1", Namespace: "faultline", Name: "stateful-0", TaintWait: time.Minute}, nil); bytes.Equal(other.(*cutForceDelete).cut.Params(), inner.Params()) {
 		t.Errorf("two faults share the cut %s", inner.Params())
 	}
 }
 
 func TestCutThenForceDeleteRefusesIncompleteParams(t *testing.T) {
-	f := CutThenForceDelete("worker1", "faultline", "stateful-0", time.Minute, nil)
+	f := CutThenForceDelete(faults.HostFromControlPlane("worker1"), Pod{Node: "worker1", Namespace: "faultline", Name: "stateful-0", TaintWait: time.Minute}, nil)
 	for name, raw := range map[string]string{
 		"no pod":      strings.Replace(string(f.Params()), `"pod":"stateful-0"`, `"pod":""`, 1),
 		"unknown cut": strings.Replace(string(f.Params()), `"kind":"partition"`, `"kind":"nothing"`, 1),
 		"not json":    "{",
 	} {
-		if _, err := fault.Decode(KindCutForceDelete, []byte(raw)); err == nil {
+		if _, err := fault.Decode(KindCutThenForceDelete, []byte(raw)); err == nil {
 			t.Errorf("%s: decoded %s", name, raw)
 		}
 	}
 }
 
 func TestCutThenDeleteNodeDecodesToTheSameCutForHealing(t *testing.T) {
-	f := CutThenDeleteNode("worker1")
+	f := CutThenDeleteNode(faults.HostFromControlPlane("worker1"), "worker1")
 	got, err := fault.Decode(f.Kind(), f.Params())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,20 @@ func TestCutThenDeleteNodeDecodesToTheSameCutForHealing(t *testing.T) {
 	if !bytes.Equal(got.Params(), f.Params()) || got.Class() != "partition" {
 		t.Errorf("decoded %s %s, want %s", got.Class(), got.Params(), f.Params())
 	}
-	if _, err := fault.Decode(KindCutDeleteNode, []byte(strings.Replace(string(f.Params()), `"node":"worker1"`, `"node":""`, 1))); err == nil {
+	if _, err := fault.Decode(KindCutThenDeleteNode, []byte(strings.Replace(string(f.Params()), `"node":"worker1"`, `"node":""`, 1))); err == nil {
 		t.Error("a fault naming no node decoded")
+	}
+}
+
+// The racks drill's control: a rack's cut wrapped the same way, healed by
+// the very rules it added.
+func TestARackCutDecodesToTheSameCut(t *testing.T) {
+	f := CutThenForceDelete(faults.RackFromRest("r1"), Pod{Node: "w1", Namespace: "drill", Name: "p-0", Observer: "m2", TaintWait: time.Minute}, nil)
+	got, err := fault.Decode(f.Kind(), f.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.(*cutForceDelete).cut.Params(), f.(*cutForceDelete).cut.Params()) || got.(*cutForceDelete).p.Observer != "m2" {
+		t.Errorf("decoded %s, want %s", got.Params(), f.Params())
 	}
 }
