@@ -510,7 +510,15 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		tl = append(tl, events...)
 		_, a := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute")
 		_, b := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoSchedule")
-		if a && b {
+		// The polled servers see the change up to a poll (and a slow
+		// request) later than the watched one: wait for them too.
+		polled := true
+		for _, src := range []evidence.Source{"apiserver/cp2", "apiserver/cp3", "apiserver/vip"} {
+			if _, ok := seen(src, "node/worker1", watch.KindReadyUnknown, ""); !ok {
+				polled = false
+			}
+		}
+		if a && b && polled {
 			break
 		}
 		time.Sleep(time.Second)
