@@ -113,7 +113,13 @@ func installFixtures(ctx context.Context, tb testing.TB, l lab.Lab) *corev1.Pod 
 		}
 		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
 	}
-	if err := fixtures.Install(ctx, cfg, o); err != nil {
+	// As the suites do: Install is idempotent, and right after a lab comes
+	// up it can fail for a moment (a namespace whose default service
+	// account the controller-manager has not made yet).
+	if err := lab.WaitFor(ctx, "the fixtures installed", 6*time.Minute, 2*time.Second, func(ctx context.Context) (bool, error) {
+		err := fixtures.Install(ctx, cfg, o)
+		return err == nil, err
+	}); err != nil {
 		tb.Fatal(err)
 	}
 	kc, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
