@@ -113,7 +113,13 @@ func installFixtures(ctx context.Context, tb testing.TB, l lab.Lab) *corev1.Pod 
 		}
 		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
 	}
-	if err := fixtures.Install(ctx, cfg, o); err != nil {
+	// As the suites do: Install is idempotent, and right after a lab comes
+	// up it can fail for a moment (a namespace whose default service
+	// account the controller-manager has not made yet).
+	if err := lab.WaitFor(ctx, "the fixtures installed", 6*time.Minute, 2*time.Second, func(ctx context.Context) (bool, error) {
+		err := fixtures.Install(ctx, cfg, o)
+		return err == nil, err
+	}); err != nil {
 		tb.Fatal(err)
 	}
 	kc, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
@@ -510,7 +516,15 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 		tl = append(tl, events...)
 		_, a := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute")
 		_, b := seen(watched, "node/worker1", watch.KindTaintAdded, "node.kubernetes.io/unreachable:NoSchedule")
-		if a && b {
+		// The polled servers see the change up to a poll (and a slow
+		// request) later than the watched one: wait for them too.
+		polled := true
+		for _, src := range []evidence.Source{"apiserver/cp2", "apiserver/cp3", "apiserver/vip"} {
+			if _, ok := seen(src, "node/worker1", watch.KindReadyUnknown, ""); !ok {
+				polled = false
+			}
+		}
+		if a && b && polled {
 			break
 		}
 		time.Sleep(time.Second)
