@@ -52,7 +52,10 @@ func (h unreachableHost) HasRole(r lab.Role) bool {
 	}
 	return false
 }
-func (h unreachableHost) Address() string { return "10.0.0.1" }
+
+// A loopback address nothing listens on: the test sends no traffic off
+// the machine.
+func (h unreachableHost) Address() string { return "127.0.0.2" }
 func (h unreachableHost) Run(context.Context, string) (lab.Result, error) {
 	return lab.Result{}, errNoSSH
 }
@@ -112,11 +115,18 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 		"proxy/worker1":            "unreachable: dial tcp: connect: no route to host",
 		"dns":                      "not deployed: the lab runs no cluster DNS",
 		"informer":                 "not deployed: no running pod",
+		// Its port refuses and the host cannot say whether the process
+		// exited, so leadership stays unknown rather than "not leading".
+		"controlplane/cp1": "connection refused; the host's services: dial tcp: connect: no route to host",
+		"probe/worker1":    "probing from worker1: unreachable: dial tcp: connect: no route to host",
+		"writer":           "not deployed: no pod app.kubernetes.io/name=faultline-writer",
 	}
 	for src, reason := range want {
 		qs := snap.Answers[src]
-		if len(qs) != len(evidence.Questions) {
-			t.Errorf("%s has %d answers, want one per question", src, len(qs))
+		for _, q := range evidence.Questions {
+			if _, ok := qs[q]; !ok {
+				t.Errorf("%s has no answer to %s (asked or not)", src, q)
+			}
 		}
 		asked := 0
 		for q, a := range qs {
@@ -124,7 +134,7 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 			case a.State == evidence.NotAsked:
 			case reason == "" && !a.Readable():
 				t.Errorf("%s %s: %+v", src, q, a)
-			case reason != "" && (a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, reason)):
+			case reason != "" && (a.State != evidence.Unreadable || !strings.Contains(a.Reason, reason)):
 				t.Errorf("%s %s = %s %q, want unreadable %q", src, q, a.State, a.Reason, reason)
 			}
 			if a.State != evidence.NotAsked {
