@@ -50,14 +50,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		if left := leftovers(t, c, nil); len(left) > 0 {
-			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
-		}
-	})
+	downAtCleanup(t, l, c)
 	if err := l.provisionHosts(ctx); err != nil {
 		t.Fatal(err)
 	}

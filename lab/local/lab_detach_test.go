@@ -45,14 +45,7 @@ func TestServicesOutliveTheCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		if left := leftovers(t, c, nil); len(left) > 0 {
-			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
-		}
-	})
+	downAtCleanup(t, l, c)
 	child := exec.Command(os.Args[0], "-test.run=^TestProvisionChild$", "-test.count=1")
 	child.Env = append(os.Environ(), "FAULTLINE_TEST_CHILD_STATE="+c.StateDir)
 	if out, err := child.CombinedOutput(); err != nil {

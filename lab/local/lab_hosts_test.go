@@ -33,6 +33,19 @@ func testConfig(t *testing.T, topology string) *lab.Config {
 }
 
 // leftovers lists everything of a lab still on the machine.
+// downAtCleanup brings l down when the test ends and reports anything of
+// the lab left behind.
+func downAtCleanup(t *testing.T, l *Lab, c *lab.Config) {
+	t.Cleanup(func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		if left := leftovers(t, c, nil); len(left) > 0 {
+			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
+		}
+	})
+}
+
 func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	t.Helper()
 	var out []string

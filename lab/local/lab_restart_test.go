@@ -89,19 +89,15 @@ func TestComponentRestartPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last first: the keeper check comes after the lab is down.
 	t.Cleanup(func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		if left := leftovers(t, c, nil); len(left) > 0 {
-			t.Errorf("left after down:\n%s", strings.Join(left, "\n"))
-		}
 		for _, pid := range allPids() {
 			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), keeperName) && strings.Contains(string(b), c.StateDir) {
 				t.Errorf("keeper left after down: pid %d", pid)
 			}
 		}
 	})
+	downAtCleanup(t, l, c)
 	if err := l.provisionHosts(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -95,18 +95,16 @@ func measureRounds(ctx context.Context, b *testing.B, smp *sampler.Sampler, l la
 			b.Fatal(err)
 		}
 		rounds = append(rounds, time.Since(t0))
+		for src, latest := range lastReads(snap) {
+			perSource[src] = append(perSource[src], latest)
+		}
 		for src, qs := range snap.Answers {
-			var latest time.Duration
 			for _, a := range qs {
-				if !a.ReadAt.IsZero() {
-					latest = max(latest, a.ReadAt.Sub(snap.Taken))
-				}
 				if a.State == evidence.Unreadable && !strings.HasPrefix(a.Reason, "not deployed") {
 					unreadable++
 					reasons[string(src)+": "+firstWords(a.Reason)]++
 				}
 			}
-			perSource[src] = append(perSource[src], latest)
 		}
 	}
 	p50, p95 := percentiles(rounds)
@@ -138,4 +136,20 @@ func firstWords(s string) string {
 		return s[:80]
 	}
 	return s
+}
+
+// lastReads is, for each source of snap, how long after the round's start
+// its last answer was read: what the round waited for that source.
+func lastReads(snap evidence.Snapshot) map[evidence.Source]time.Duration {
+	out := map[evidence.Source]time.Duration{}
+	for src, qs := range snap.Answers {
+		var latest time.Duration
+		for _, a := range qs {
+			if !a.ReadAt.IsZero() {
+				latest = max(latest, a.ReadAt.Sub(snap.Taken))
+			}
+		}
+		out[src] = latest
+	}
+	return out
 }

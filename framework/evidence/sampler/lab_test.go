@@ -385,13 +385,7 @@ func TestEvidenceOnLocalLab(t *testing.T) {
 				t.Fatal(err)
 			}
 			d = append(d, time.Since(t0))
-			for src, qs := range snap.Answers {
-				var latest time.Duration
-				for _, a := range qs {
-					if !a.ReadAt.IsZero() {
-						latest = max(latest, a.ReadAt.Sub(snap.Taken))
-					}
-				}
+			for src, latest := range lastReads(snap) {
 				perSource[src] = append(perSource[src], latest)
 			}
 		}

@@ -469,16 +469,7 @@ func (e *env) etcdLeaderMoves(ctx context.Context, old uint64) error {
 // apiServerUnready waits until the API server on host reports its etcd
 // check failing in /readyz.
 func (e *env) apiServerUnready(ctx context.Context, host string) error {
-	path, err := e.l.Kubeconfig(host)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = 5 * time.Second
-	kc, err := kubernetes.NewForConfig(cfg)
+	kc, err := clientOf(e.l, host, 5*time.Second)
 	if err != nil {
 		return err
 	}
@@ -673,22 +664,34 @@ func (e *env) alarms(ctx context.Context) string {
 }
 
 func kubeClient(t *testing.T, l lab.Lab) kubernetes.Interface {
-	path, err := l.Kubeconfig("")
+	kc, err := clientOf(l, "", 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return kc
+}
+
+// clientOf is a client of host's API server ("" for the lab's default
+// address), each request bounded by timeout (0: none).
+func clientOf(l lab.Lab, host string, timeout time.Duration) (kubernetes.Interface, error) {
+	path, err := l.Kubeconfig(host)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return kubernetes.NewForConfigOrDie(cfg)
+	cfg.Timeout = timeout
+	return kubernetes.NewForConfig(cfg)
 }
 
 // restartExited starts the scheduler and controller-manager where they
 // exited by themselves, before a fault and after it. They exit when they
 // lose their leader lease (a loaded machine can make that happen at any
-// time); on VMs systemd or the kubelet restarts them, the local lab's
-// supervisor does not. Each restart is logged: it is the cluster's
+// time); on VMs systemd or the kubelet restarts them, on the local lab its
+// keeper does after 2 s, and a start while that restart is pending waits
+// for it, so hosts are compared only once both run again. Each restart is logged: it is the cluster's
 // reaction to load or to the fault, not something the fault left behind.
 func (e *env) restartExited(t *testing.T, ctx context.Context) map[string][]string {
 	t.Helper()
@@ -782,16 +785,7 @@ func (e *env) leaderLeaseStale(ctx context.Context, name string) error {
 }
 
 func (e *env) leaseStaleVia(ctx context.Context, apiServer, ns, name string, stale time.Duration) error {
-	path, err := e.l.Kubeconfig(apiServer)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = 5 * time.Second
-	kc, err := kubernetes.NewForConfig(cfg)
+	kc, err := clientOf(e.l, apiServer, 5*time.Second)
 	if err != nil {
 		return err
 	}
