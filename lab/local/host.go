@@ -183,7 +183,13 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	if _, err := h.lab.sup.start(spec); err != nil {
+	launch := func() (int, error) { return h.lab.sup.start(spec) }
+	if s.startAlone != nil {
+		_, err = s.startAlone(ctx, h, launch)
+	} else {
+		_, err = launch()
+	}
+	if err != nil {
 		return err
 	}
 	if s.ready == nil || !waitReady {
@@ -192,10 +198,10 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 			return ctx.Err()
 		case <-time.After(300 * time.Millisecond):
 		}
-		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning && st != stateFrozen {
-			return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
+		if h.survived(ctx, s) {
+			return nil
 		}
-		return nil
+		return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
 	}
 	// A service that exited will not become ready: stop waiting at once.
 	wctx, cancel := context.WithCancel(ctx)
@@ -217,6 +223,36 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	return nil
+}
+
+// survived says whether a service just started still runs (or is frozen).
+// A kept service may have been found running when it was in fact dying
+// (a SIGKILL is delivered, not done, when kill returns; this is what
+// starting it right after the Kill fault meets): when its keeper lives,
+// the keeper's restart is waited for and given the same first moments.
+func (h *Host) survived(ctx context.Context, s service) bool {
+	runs := func() bool {
+		_, st := h.lab.sup.lookup(h.cfg.Name, s.name)
+		return st == stateRunning || st == stateFrozen
+	}
+	if runs() {
+		return true
+	}
+	if s.restartDelay == 0 {
+		return false
+	}
+	if _, ok := h.lab.sup.keeper(h.cfg.Name, s.name); !ok {
+		return false
+	}
+	if _, err := h.lab.sup.waitKept(h.cfg.Name, s.name, s.restartDelay+10*time.Second); err != nil {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(300 * time.Millisecond):
+	}
+	return runs()
 }
 
 // waitSSH waits until the host answers a command over SSH.

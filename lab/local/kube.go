@@ -61,7 +61,18 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 		return err
 	}
 	want := l.nodeHosts()
-	return lab.WaitFor(ctx, "every node Ready", timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+	// A node whose kubelet exited will not become Ready: stop at once.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var exited error
+	err = lab.WaitFor(wctx, "every node Ready", timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, h := range want {
+			if _, st := l.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st == stateExited {
+				exited = fmt.Errorf("waiting for every node Ready: the kubelet of %s exited (log: %s)", h.cfg.Name, l.sup.LogFile(h.cfg.Name, lab.ServiceKubelet))
+				cancel()
+				return false, exited
+			}
+		}
 		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -100,6 +111,10 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 		}
 		return true, nil
 	})
+	if exited != nil {
+		return exited
+	}
+	return err
 }
 
 func nodeReady(n corev1.Node) bool {

@@ -294,8 +294,9 @@ func (l *Lab) kubeletConfig(h *Host) (string, error) {
 
 func kubeletService() service {
 	return service{
-		name:  lab.ServiceKubelet,
-		phase: phaseNode,
+		name:       lab.ServiceKubelet,
+		phase:      phaseNode,
+		startAlone: startKubeletAlone,
 		spec: func(h *Host) (processSpec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())

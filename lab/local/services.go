@@ -41,6 +41,10 @@ type service struct {
 	// restartDelay, when set, restarts the service that long after it
 	// exits, until it is stopped (see keeper.go).
 	restartDelay time.Duration
+	// startAlone, when set, wraps the launch of the service: the
+	// kubelets' start-up races for a machine-wide socket (see
+	// deviceplugin.go).
+	startAlone func(ctx context.Context, h *Host, launch func() (int, error)) (int, error)
 }
 
 // componentRestartDelay is how long an exited controller-manager or
