@@ -53,3 +53,35 @@ type AuthorizationConfigFiles interface {
 	// host, of the file its API server reads its authorizers from.
 	AuthorizationConfigFile(host string) (string, error)
 }
+
+// EtcdForks is a lab on whose control-plane hosts a fault can run an etcd
+// of its own that the host's API server accepts in place of the cluster's
+// (the apiserver-etcd-fork fault): the etcd binary is there, and so are a
+// member's serving certificate and the CA the API server's etcd client
+// certificate is signed by.
+type EtcdForks interface {
+	// EtcdFork returns, for the named control-plane host, what running
+	// such an etcd there takes.
+	EtcdFork(host string) (EtcdFork, error)
+}
+
+// EtcdFork is what a control-plane host offers to run a second etcd.
+type EtcdFork struct {
+	// Binary is the etcd executable's path on the host.
+	Binary string `json:"binary"`
+	// Member is the client URL of the etcd member the fork stands in for,
+	// as the host's API server dials it ("https://10.0.0.21:2379"); the
+	// certificate below is valid for its address.
+	Member string `json:"member"`
+	// Others are the client URLs of the other members the API server
+	// dials.
+	Others []string `json:"others"`
+	// CertFile and KeyFile are Member's serving certificate and key on the
+	// host; TrustedCAFile verifies the API server's client certificate.
+	CertFile      string `json:"certFile"`
+	KeyFile       string `json:"keyFile"`
+	TrustedCAFile string `json:"trustedCAFile"`
+	// Dir is a directory on the host the fault may create things under
+	// and remove; it is the same for every call about the host.
+	Dir string `json:"dir"`
+}

@@ -53,6 +53,7 @@ func everyFault() []fault.Fault {
 		EtcdNoSpace(),
 		BlackholeWatch("worker1"),
 		BlackholeWatchAt("worker2", "/etc/kubernetes/authorization-config.yaml"),
+		APIServerEtcdFork("cp2"),
 	}
 }
 
@@ -78,7 +79,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -130,6 +131,10 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindBlackholeWatch, `{"node":"w1","tag":"abcd","configPath":"authz.yaml"}`, "not a clean absolute path"},
 		{KindBlackholeWatch, `{"node":"w1","tag":"abcd","configPath":"/etc/../authz.yaml"}`, "not a clean absolute path"},
 		{KindBlackholeWatch, `{"node":"w1"}`, "tag"},
+		{KindAPIServerEtcdFork, `{"port":23790,"tag":"abcd"}`, "no host"},
+		{KindAPIServerEtcdFork, `{"host":"cp1","port":65535,"tag":"abcd"}`, "port 65535"},
+		{KindAPIServerEtcdFork, `{"host":"cp1","tag":"abcd"}`, "port 0"},
+		{KindAPIServerEtcdFork, `{"host":"cp1","port":23790}`, "tag"},
 	}
 	for _, c := range cases {
 		_, err := fault.Decode(c.kind, json.RawMessage(c.params))

@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -261,6 +262,9 @@ func TestLeaderAndEtcdFaultsOnLocalLab(t *testing.T) {
 	t.Run("blackhole watch", func(t *testing.T) {
 		e.blackholeWatch(t, ctx)
 	})
+	t.Run("api server on an etcd fork", func(t *testing.T) {
+		e.etcdFork(t, ctx, "cp2", "cp1")
+	})
 	t.Run("a killed injector of a blackhole watch is healed from the ledger", func(t *testing.T) {
 		e.killedInjector(t, ctx, "blackhole-watch")
 	})
@@ -333,6 +337,72 @@ func (e *env) blackholeWatch(t *testing.T, ctx context.Context) {
 		}
 	}
 	e.same(t, filesBefore, e.authzFiles(ctx))
+}
+
+// etcdFork runs the fork through a cycle on forked, with other an API
+// server left on the cluster's etcd: during it a ConfigMap created
+// through other is not there through forked, and the two servers come to
+// name different holders of the controller-manager's lease (each side's
+// controller-manager leads its own history); after heal no fork process
+// or file is left.
+func (e *env) etcdFork(t *testing.T, ctx context.Context, forked, other string) {
+	viaForked, err := clientOf(e.l, forked, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaOther, err := clientOf(e.l, other, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cycle(t, ctx, faults.APIServerEtcdFork(forked), false, func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "fork-", Namespace: "default"}}
+		created, err := viaOther.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating a ConfigMap through %s: %w", other, err)
+		}
+		defer func() {
+			_ = viaOther.CoreV1().ConfigMaps("default").Delete(context.Background(), created.Name, metav1.DeleteOptions{})
+		}()
+		if _, err := viaForked.CoreV1().ConfigMaps("default").Get(ctx, created.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ConfigMap %s created through %s, read through %s: %v; want NotFound", created.Name, other, forked, err)
+		}
+		t.Logf("ConfigMap %s created through %s at resourceVersion %s is not found through %s", created.Name, other, created.ResourceVersion, forked)
+		var a, b string
+		err = lab.WaitFor(ctx, "the two servers to name different controller-manager leaders", 60*time.Second, time.Second, func(ctx context.Context) (bool, error) {
+			la, err := viaOther.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			lb, err := viaForked.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			a, b = *la.Spec.HolderIdentity, *lb.Spec.HolderIdentity
+			return hostOfHolder(a) != hostOfHolder(b), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w (through %s: %s; through %s: %s)", err, other, a, forked, b)
+		}
+		t.Logf("controller-manager lease holder through %s: %s; through %s: %s", other, a, forked, b)
+		return nil
+	})
+	ef, err := e.l.(lab.EtcdForks).EtcdFork(forked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(ef.Dir); err == nil && len(ents) > 0 {
+		t.Errorf("left in %s after heal: %d entries", ef.Dir, len(ents))
+	}
+	if r, err := e.hostByName(forked).Run(ctx, "pgrep -f -- '--name=faultline-[f]ork' || true"); err != nil || strings.TrimSpace(r.Stdout) != "" {
+		t.Errorf("a fork process is left after heal: %q (%v)", r.Stdout, err)
+	}
+}
+
+// hostOfHolder is the host part of a leader lease holder identity
+// ("cp1_6f0c…").
+func hostOfHolder(id string) string {
+	h, _, _ := strings.Cut(id, "_")
+	return h
 }
 
 // authzFiles is every API server's authorization configuration (its hash,
