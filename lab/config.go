@@ -403,8 +403,12 @@ func (c *Config) HostConfig(name string) (HostConfig, bool) {
 }
 
 // ResolveConfigPath turns a --lab argument into a file: an existing path is
-// used as it is; a bare name such as "lab11" is looked up as
-// testdata/labs/<name>.yaml in the current directory and its parents.
+// used as it is; a relative path that does not exist here is looked up in
+// the parent directories (ginkgo runs a suite in its package directory,
+// so FAULTLINE_LAB=testdata/labs/lab11.yaml given at the repository's
+// root is found from suites/disagree); a bare name such as "lab11" is
+// looked up as testdata/labs/<name>.yaml in the current directory and its
+// parents.
 func ResolveConfigPath(arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("no lab given (a lab file, or a topology name such as lab11)")
@@ -412,7 +416,12 @@ func ResolveConfigPath(arg string) (string, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return arg, nil
 	}
-	if strings.ContainsAny(arg, "/.") {
+	rel := arg
+	what := fmt.Sprintf("lab file %q does not exist here or under a parent directory", arg)
+	if !strings.ContainsAny(arg, "/.") {
+		rel = filepath.Join("testdata", "labs", arg+".yaml")
+		what = fmt.Sprintf("unknown lab %q: no file testdata/labs/%s.yaml here or in a parent directory", arg, arg)
+	} else if filepath.IsAbs(arg) {
 		return "", fmt.Errorf("lab file %q does not exist", arg)
 	}
 	dir, err := os.Getwd()
@@ -420,8 +429,8 @@ func ResolveConfigPath(arg string) (string, error) {
 		return "", err
 	}
 	for {
-		p := filepath.Join(dir, "testdata", "labs", arg+".yaml")
-		if _, err := os.Stat(p); err == nil {
+		p := filepath.Join(dir, rel)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
 		parent := filepath.Dir(dir)
@@ -430,5 +439,5 @@ func ResolveConfigPath(arg string) (string, error) {
 		}
 		dir = parent
 	}
-	return "", fmt.Errorf("unknown lab %q: no file testdata/labs/%s.yaml here or in a parent directory", arg, arg)
+	return "", errors.New(what)
 }

@@ -54,7 +54,7 @@ func (f *labFlags) register(cmd *cobra.Command) {
 		def = defaultLab
 	}
 	cmd.PersistentFlags().StringVar(&f.lab, "lab", def,
-		"the lab: a lab file, or a topology name looked up as testdata/labs/<name>.yaml; $FAULTLINE_LAB sets the default")
+		"the lab: a lab file (a relative one is looked up here, then in the parent directories), or a topology name looked up as testdata/labs/<name>.yaml; $FAULTLINE_LAB sets the default")
 	cmd.PersistentFlags().StringVar(&f.topology, "topology", "", "the same as --lab")
 }
 
