@@ -3,9 +3,7 @@ package disagree_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +72,8 @@ func verifyLab(_ context.Context, l lab.Lab) error {
 // stateful pod pinned to worker1 as a preference (so a replacement may go
 // elsewhere, which single-copy needs to be able to see), the test
 // Deployment and Service, the orphan on worker2, and the register writer
-// on worker3 writing through the virtual address.
+// on worker3 writing through the virtual address (or through the one API
+// server a writer: label names).
 func installFixtures(ctx context.Context, l lab.Lab) error {
 	// What the timeline watcher saw while the lab was put back belongs to
 	// no run.
@@ -95,12 +94,10 @@ func installFixtures(ctx context.Context, l lab.Lab) error {
 		WriterNode:   "worker3",
 		Timeout:      profile.Fixtures,
 	}
-	if c := l.Config(); c != nil && c.Network.VirtualIP != "" {
-		port := c.Network.APIServerPort
-		if port == 0 {
-			port = 6443
-		}
-		o.APIServer = net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port))
+	// The virtual address, unless the scenario routes its writer to one
+	// API server (a writer: label).
+	if o.APIServer, err = disagree.WriterAPIServer(CurrentSpecReport().Labels(), l); err != nil {
+		return fmt.Errorf("installing fixtures: %w", err)
 	}
 	// Right after a reset the virtual address may still move between API
 	// servers and reset connections; Install is idempotent (what exists is

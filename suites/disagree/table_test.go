@@ -229,23 +229,27 @@ var selfCheck = []scenario.Scenario{
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
 		profile.NodeWindow+time.Minute),
 	// The API server on cp3 (not the one holding the virtual address, so
-	// the kubelets and the writer stay with the cluster) given an etcd of
-	// its own: a copy of every key of the cluster's etcd, as after a
-	// backup restored under one server or an --etcd-servers pointing at
-	// another cluster. Kubernetes assumes every API server reads one etcd;
-	// here there are two histories. cp3 answers with the copy's
-	// resourceVersions, lower than those the other servers returned
-	// (no-time-travel). cp3's controller-manager and scheduler, which talk
-	// to cp3's server, find their leases unrenewed in the copy and lead
-	// there while the cluster's leaders lead (single-leader, read from
-	// each host's own metrics). In the copy no kubelet renews a lease, so
-	// cp3's node controller marks the workers NotReady there while the
-	// other servers say Ready (api-agreement). The window is a node
+	// the kubelets stay with the cluster) given an etcd of its own: a copy
+	// of every key of the cluster's etcd, as after a backup restored under
+	// one server or an --etcd-servers pointing at another cluster.
+	// Kubernetes assumes every API server reads one etcd; here there are
+	// two histories. cp3 answers with the copy's resourceVersions, lower
+	// than those the other servers returned (no-time-travel). cp3's
+	// controller-manager and scheduler, which talk to cp3's server, find
+	// their leases unrenewed in the copy and lead there while the
+	// cluster's leaders lead (single-leader, read from each host's own
+	// metrics). In the copy no kubelet renews a lease, so cp3's node
+	// controller marks the workers NotReady there while the other servers
+	// say Ready (api-agreement). The writer of this scenario writes
+	// through cp3 alone: what cp3 acknowledged during the window lives
+	// only in the copy, which heal drops, and the register reads older
+	// after heal (acknowledged-writes-survive). The window is a node
 	// fault's: the lease must lapse and the grace period pass in the copy.
 	withWindow(controlPlane("control-split-brain", "positive control: one API server on a copy of etcd",
 		faults.APIServerEtcdFork("cp3"),
 		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.APIAgreementName, disagree.ControlLabelPrefix + invariant.NoTimeTravelName,
-			disagree.ControlLabelPrefix + invariant.SingleLeaderName, "topology:lab11", "component:apiserver", "component:etcd"}),
+			disagree.ControlLabelPrefix + invariant.SingleLeaderName, disagree.ControlLabelPrefix + invariant.AcknowledgedWritesSurviveName,
+			disagree.WriterLabelPrefix + "cp3", "topology:lab11", "component:apiserver", "component:etcd"}),
 		profile.NodeWindow),
 }
 
