@@ -68,20 +68,20 @@ type EtcdForks interface {
 // EtcdFork is what a control-plane host offers to run a second etcd.
 type EtcdFork struct {
 	// Binary is the etcd executable's path on the host.
-	Binary string `json:"binary"`
+	Binary string
 	// Member is the client URL of the etcd member the fork stands in for,
 	// as the host's API server dials it ("https://10.0.0.21:2379"); the
 	// certificate below is valid for its address.
-	Member string `json:"member"`
+	Member string
 	// Others are the client URLs of the other members the API server
 	// dials.
-	Others []string `json:"others"`
+	Others []string
 	// CertFile and KeyFile are Member's serving certificate and key on the
 	// host; TrustedCAFile verifies the API server's client certificate.
-	CertFile      string `json:"certFile"`
-	KeyFile       string `json:"keyFile"`
-	TrustedCAFile string `json:"trustedCAFile"`
+	CertFile      string
+	KeyFile       string
+	TrustedCAFile string
 	// Dir is a directory on the host the fault may create things under
 	// and remove; it is the same for every call about the host.
-	Dir string `json:"dir"`
+	Dir string
 }

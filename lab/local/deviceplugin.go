@@ -21,7 +21,7 @@ import (
 // use"). Kubelets are therefore launched one at a time through that step.
 const devicePluginDir = "/var/lib/kubelet/device-plugins"
 
-var devicePluginSocket = devicePluginDir + "/kubelet.sock"
+const devicePluginSocket = devicePluginDir + "/kubelet.sock"
 
 // devicePluginWait bounds how long the next kubelet waits for the one
 // before it to listen. A kubelet reaches that step only once its container

@@ -17,8 +17,6 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/binpaths"
-	"github.com/faultline/faultline/lab/local/pki"
-	"github.com/faultline/faultline/lab/local/timers"
 )
 
 // TestEtcdAndAPIServers boots only the first phases of lab11 (five etcd
@@ -51,22 +49,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	downAtCleanup(t, l, c)
-	if err := l.provisionHosts(ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := pki.Ensure(ctx, c, l.pkiDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := timers.Get(c.Kubernetes.TimerProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cc = &clusterCtx{
-		bins:    binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, KubeControllerManager: cm, KubeScheduler: sched, Keepalived: "/usr/sbin/keepalived"},
-		pki:     files,
-		profile: prof,
-	}
+	provisionWithBins(t, ctx, l, binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, KubeControllerManager: cm, KubeScheduler: sched, Keepalived: "/usr/sbin/keepalived"})
 	phases := []phase{phaseEtcd}
 	if withAPIServers {
 		phases = append(phases, phaseAPIServer)
@@ -105,7 +88,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	}
 	if withControlPlane {
 		// Leader election works through the virtual address.
-		rc, err := clientcmd.BuildConfigFromFlags("", files.AdminKubeconfig)
+		rc, err := clientcmd.BuildConfigFromFlags("", l.cc.pki.AdminKubeconfig)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,18 +115,23 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The address moves when its holder's API server stops.
+	// Right after start keepalived may still be handing the address to
+	// the host of highest priority: no host holds it for a moment.
 	holder := ""
-	for _, h := range l.controlPlaneHosts() {
-		r, err := h.Run(ctx, "ip -o -4 addr show dev eth0")
-		if err != nil {
-			t.Fatal(err)
+	if err := lab.WaitFor(ctx, "a control-plane host to hold the virtual address", 30*time.Second, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		for _, h := range l.controlPlaneHosts() {
+			r, err := h.Run(ctx, "ip -o -4 addr show dev eth0")
+			if err != nil {
+				return false, err
+			}
+			if strings.Contains(r.Stdout, " "+c.Network.VirtualIP+"/") {
+				holder = h.Name()
+				return true, nil
+			}
 		}
-		if strings.Contains(r.Stdout, " "+c.Network.VirtualIP+"/") {
-			holder = h.Name()
-		}
-	}
-	if holder == "" {
-		t.Fatal("no control-plane host holds the virtual address")
+		return false, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	hh, _ := l.Host(holder)
 	moved := time.Now()

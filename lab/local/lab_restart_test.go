@@ -57,6 +57,25 @@ func serviceOf(ctx context.Context, t *testing.T, h lab.Host, name string) lab.S
 	return lab.ServiceState{}
 }
 
+// provisionWithBins builds the lab's hosts and PKI and gives it the binaries
+// bins names, so a test can start services phase by phase without a whole
+// lab up.
+func provisionWithBins(t *testing.T, ctx context.Context, l *Lab, bins binpaths.Paths) {
+	t.Helper()
+	if err := l.provisionHosts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files, err := pki.Ensure(ctx, l.cfg, l.pkiDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := timers.Get(l.cfg.Kubernetes.TimerProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cc = &clusterCtx{bins: bins, pki: files, profile: prof}
+}
+
 // TestComponentRestartPolicy boots etcd, an API server, a controller-manager
 // and a scheduler, and checks the restart policy of the last two: an exit
 // (SIGKILL here, as the Kill fault does) is followed by a restart that is
@@ -98,22 +117,8 @@ func TestComponentRestartPolicy(t *testing.T) {
 		}
 	})
 	downAtCleanup(t, l, c)
-	if err := l.provisionHosts(ctx); err != nil {
-		t.Fatal(err)
-	}
-	files, err := pki.Ensure(ctx, c, l.pkiDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := timers.Get(c.Kubernetes.TimerProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cc = &clusterCtx{
-		bins: binpaths.Paths{Etcd: etcd, KubeAPIServer: filepath.Join(bins, "kube-apiserver"),
-			KubeControllerManager: filepath.Join(bins, "kube-controller-manager"), KubeScheduler: filepath.Join(bins, "kube-scheduler")},
-		pki: files, profile: prof,
-	}
+	provisionWithBins(t, ctx, l, binpaths.Paths{Etcd: etcd, KubeAPIServer: filepath.Join(bins, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(bins, "kube-controller-manager"), KubeScheduler: filepath.Join(bins, "kube-scheduler")})
 	hh, err := l.Host("cp")
 	if err != nil {
 		t.Fatal(err)

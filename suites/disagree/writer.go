@@ -19,11 +19,12 @@ const WriterLabelPrefix = "writer:"
 // labels sends its requests to: the named control-plane host's API server,
 // else the lab's virtual address, else "" (the in-cluster Service).
 func WriterAPIServer(labels []string, l lab.Lab) (string, error) {
-	port := 6443
 	c := l.Config()
-	if c != nil && c.Network.APIServerPort != 0 {
-		port = c.Network.APIServerPort
+	if c == nil {
+		return "", fmt.Errorf("the lab has no configuration to route the writer by")
 	}
+	// Loading a lab file sets the port (6443 unless it names one).
+	port := c.Network.APIServerPort
 	var named []string
 	for _, lb := range labels {
 		if h, ok := strings.CutPrefix(lb, WriterLabelPrefix); ok {
@@ -32,7 +33,7 @@ func WriterAPIServer(labels []string, l lab.Lab) (string, error) {
 	}
 	switch len(named) {
 	case 0:
-		if c != nil && c.Network.VirtualIP != "" {
+		if c.Network.VirtualIP != "" {
 			return net.JoinHostPort(c.Network.VirtualIP, strconv.Itoa(port)), nil
 		}
 		return "", nil

@@ -17,10 +17,7 @@ func TestWriterAPIServerFollowsTheLabel(t *testing.T) {
 	defer l.Close()
 	c := l.Config()
 	cp3, _ := c.HostConfig("cp3")
-	port := "6443"
-	if c.Network.APIServerPort != 0 {
-		port = strconv.Itoa(c.Network.APIServerPort)
-	}
+	port := strconv.Itoa(c.Network.APIServerPort)
 	if c.Network.VirtualIP == "" || cp3.Address == "" {
 		t.Fatal("lab11 names no virtual address or no cp3")
 	}

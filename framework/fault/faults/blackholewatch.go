@@ -266,10 +266,18 @@ func healAuthzScript(s apiServerHost, authorizerName string) string {
 // without CONFIG_INET_DIAG_DESTROY). Nothing is left behind: ss -K acts
 // once, on the sockets that exist now.
 func closeAPIConnectionsScript(port int) string {
-	list := fmt.Sprintf("ss -Htn state established '( dport = :%d )' | awk '{print $3, $4}' | sort", port)
-	body := fmt.Sprintf(`before=$(%[1]s); ss -K state established '( dport = :%[2]d )' >/dev/null || exit 1; `+
+	return closeConnectionsScript(fmt.Sprintf("( dport = :%d )", port))
+}
+
+// closeConnectionsScript closes the host's established TCP connections
+// that the ss filter selects and checks that none of those it closed is
+// still open. Clients dial again at once, and their new connections are
+// not the old ones, so only the closed pairs of addresses are compared.
+func closeConnectionsScript(filter string) string {
+	list := fmt.Sprintf("ss -Htn state established '%s' | awk '{print $3, $4}' | sort", filter)
+	body := fmt.Sprintf(`before=$(%[1]s); ss -K state established '%[2]s' >/dev/null || exit 1; `+
 		`left=$(comm -12 <(echo "$before") <(%[1]s)); `+
-		`if [ -n "$before" ] && [ -n "$left" ]; then echo "still open after ss -K: $left" >&2; exit 1; fi`, list, port)
+		`if [ -n "$before" ] && [ -n "$left" ]; then echo "still open after ss -K: $left" >&2; exit 1; fi`, list, filter)
 	return "bash -c " + shellQuote(body)
 }
 

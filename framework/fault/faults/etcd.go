@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -26,10 +28,17 @@ func etcdClient(l lab.Lab, what string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("%s: the lab lists no etcd endpoints", what)
 	}
+	return newEtcdClient(what, endpoints, tlsConfig)
+}
+
+// newEtcdClient is an etcd client of endpoints with the lab's TLS config
+// and faultline's dial timeout, logging nothing.
+func newEtcdClient(what string, endpoints []string, tlsConfig *tls.Config, opts ...grpc.DialOption) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		TLS:         tlsConfig,
 		DialTimeout: 5 * time.Second,
+		DialOptions: opts,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -204,22 +203,14 @@ func (f *etcdFork) refuseRules(s etcdForkSetup) chainRules {
 	return chainRules{chain: f.chain(), hooks: []string{"OUTPUT"}, rules: rules}
 }
 
-// closeConnectionsScript closes the host's established connections to
-// the given addresses and ports, so its clients dial again (through the
-// rules now in place), and checks that none of those it closed is still
-// open: the clients dial again at once, and their new connections are
-// not the old ones.
-func closeConnectionsScript(dsts []*url.URL) string {
+// etcdConnectionsFilter selects the established connections to the given
+// addresses and ports, for closeConnectionsScript.
+func etcdConnectionsFilter(dsts []*url.URL) string {
 	var filters []string
 	for _, u := range dsts {
 		filters = append(filters, fmt.Sprintf("( dst %s and dport = :%s )", u.Hostname(), u.Port()))
 	}
-	filter := strings.Join(filters, " or ")
-	list := fmt.Sprintf("ss -Htn state established '%s' | awk '{print $3, $4}' | sort", filter)
-	body := fmt.Sprintf(`before=$(%[1]s); ss -K state established '%[2]s' >/dev/null || exit 1; `+
-		`left=$(comm -12 <(echo "$before") <(%[1]s)); `+
-		`if [ -n "$before" ] && [ -n "$left" ]; then echo "still open after ss -K: $left" >&2; exit 1; fi`, list, filter)
-	return "bash -c " + shellQuote(body)
+	return strings.Join(filters, " or ")
 }
 
 // forkClient is an etcd client of the fork, reached at the host's address
@@ -236,13 +227,7 @@ func (f *etcdFork) forkClient(l lab.Lab, s etcdForkSetup) (*clientv3.Client, err
 	}
 	// gRPC verifies the name of the authority it dials, whatever the TLS
 	// config says: the authority is the member's.
-	return clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("https://%s:%d", s.h.Address(), f.p.Port)},
-		TLS:         tlsConfig,
-		DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithAuthority(s.member.Host)},
-		Logger:      zap.NewNop(),
-	})
+	return newEtcdClient("etcd fork", []string{fmt.Sprintf("https://%s:%d", s.h.Address(), f.p.Port)}, tlsConfig, grpc.WithAuthority(s.member.Host))
 }
 
 func (f *etcdFork) Inject(ctx context.Context, l lab.Lab) error {
@@ -282,7 +267,7 @@ func (f *etcdFork) Inject(ctx context.Context, l lab.Lab) error {
 	if _, err := run(ctx, s.h, f.refuseRules(s).installScript(s.h.Address())); err != nil {
 		return fmt.Errorf("%s: refusing the other members: %w", what, err)
 	}
-	if _, err := run(ctx, s.h, closeConnectionsScript(append([]*url.URL{s.member}, s.others...))); err != nil {
+	if _, err := run(ctx, s.h, closeConnectionsScript(etcdConnectionsFilter(append([]*url.URL{s.member}, s.others...)))); err != nil {
 		return fmt.Errorf("%s: closing the API server's etcd connections: %w", what, err)
 	}
 	var last fault.Effect
