@@ -44,6 +44,32 @@ type Fault interface {
 	Probe(ctx context.Context, l lab.Lab) (Effect, error)
 }
 
+// Lingering is a fault whose damage outlives Heal on purpose. The positive
+// control of an invariant judged after heal (replicas-restored,
+// convergence) must leave the cluster broken past heal, or settling would
+// find nothing to judge VIOLATED. Release removes what Heal left: the
+// engine calls it once the final verdicts are in, and the heal ledger keeps
+// the fault's entry until Release succeeds, so the next start and
+// `faultline heal` release it too. Like Heal it must be idempotent.
+type Lingering interface {
+	Fault
+	Release(ctx context.Context, l lab.Lab) error
+}
+
+// HealAndRelease heals f and, when it lingers, releases it too: what
+// undoing a fault completely means outside a run.
+func HealAndRelease(ctx context.Context, l lab.Lab, f Fault) error {
+	if err := f.Heal(ctx, l); err != nil {
+		return err
+	}
+	if lf, ok := f.(Lingering); ok {
+		if err := lf.Release(ctx, l); err != nil {
+			return fmt.Errorf("healed, but releasing what it left: %w", err)
+		}
+	}
+	return nil
+}
+
 // Decoder builds a fault of one kind from its parameters.
 type Decoder func(params json.RawMessage) (Fault, error)
 

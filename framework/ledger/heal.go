@@ -158,7 +158,7 @@ func (led *Ledger) healOne(ctx context.Context, l lab.Lab, labName, path string,
 		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err})
 		return fmt.Errorf("ledger entry %s: %w", e.ID, err)
 	}
-	if err := f.Heal(ctx, l); err != nil {
+	if err := fault.HealAndRelease(ctx, l, f); err != nil {
 		err = fmt.Errorf("healing %s: %w", fault.Describe(f), err)
 		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err})
 		return fmt.Errorf("ledger entry %s: %w", e.ID, err)

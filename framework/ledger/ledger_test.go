@@ -66,6 +66,47 @@ func init() {
 	})
 }
 
+// lingeringMarker is a marker whose heal leaves the file (and writes
+// Path+".healed") and whose release removes both.
+type lingeringMarker struct {
+	Path string `json:"path"`
+}
+
+func (m lingeringMarker) Kind() string       { return "ledger-test-lingering" }
+func (m lingeringMarker) Class() fault.Class { return "test" }
+func (m lingeringMarker) Params() json.RawMessage {
+	b, _ := json.Marshal(m)
+	return b
+}
+func (m lingeringMarker) Inject(context.Context, lab.Lab) error {
+	return os.WriteFile(m.Path, nil, 0o644)
+}
+func (m lingeringMarker) Heal(context.Context, lab.Lab) error {
+	return os.WriteFile(m.Path+".healed", nil, 0o644)
+}
+func (m lingeringMarker) Release(context.Context, lab.Lab) error {
+	if !exists(m.Path + ".healed") {
+		return errors.New("released before it was healed")
+	}
+	for _, p := range []string{m.Path, m.Path + ".healed"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+func (m lingeringMarker) Probe(context.Context, lab.Lab) (fault.Effect, error) {
+	return fault.Effect{Observed: exists(m.Path)}, nil
+}
+
+func init() {
+	fault.Register("ledger-test-lingering", func(p json.RawMessage) (fault.Fault, error) {
+		var m lingeringMarker
+		err := json.Unmarshal(p, &m)
+		return m, err
+	})
+}
+
 // stateLab is the least of a lab: a name and a state directory.
 type stateLab struct {
 	lab.Lab
@@ -147,6 +188,35 @@ func TestHealAllHealsWhatWasKeptAndReportsFailures(t *testing.T) {
 	}
 	if !strings.Contains(rep.String(), "FAILED to heal") || !strings.Contains(rep.String(), "healed ledger-test-marker") {
 		t.Errorf("report text:\n%s", rep)
+	}
+}
+
+// A lingering fault left in the ledger (its run died between heal and
+// release, or before heal) is healed and then released: nothing of it stays.
+func TestHealAllReleasesALingeringFault(t *testing.T) {
+	dir := t.TempDir()
+	l := stateLab{name: "lab-a", dir: dir}
+	led, _ := Open(dir)
+	f := lingeringMarker{Path: filepath.Join(dir, "lingering")}
+	a, err := led.Record(f, "lab-a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Inject(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Keep(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := HealAll(context.Background(), l)
+	if err != nil || len(rep.Healed) != 1 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if exists(f.Path) || exists(f.Path+".healed") {
+		t.Error("the lingering fault's damage is still there after HealAll")
+	}
+	if es, _ := led.Entries(); len(es) != 0 {
+		t.Errorf("entries left: %v", es)
 	}
 }
 

@@ -47,7 +47,11 @@ type run struct {
 	active   *ledger.Active
 	healed   bool
 	healErr  error
-	finished *verdict.Run
+	// released is set once a lingering fault's Release ran (or there was
+	// nothing to release).
+	released   bool
+	releaseErr error
+	finished   *verdict.Run
 }
 
 func newRun(sc Scenario, st *suiteState, now time.Time) *run {
@@ -136,10 +140,45 @@ func (r *run) heal(ctx context.Context, l lab.Lab) error {
 		return r.healErr
 	}
 	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "fault-healed", Detail: fault.Describe(r.sc.injected())})
+	if _, lingers := r.sc.injected().(fault.Lingering); lingers {
+		return nil // the entry stays until release
+	}
+	r.released = true
 	if derr := r.active.Done(); derr != nil {
 		r.healErr = fmt.Errorf("fault healed, but %w", derr)
 	}
 	return r.healErr
+}
+
+// release releases a lingering fault once its run has been judged, and
+// then removes its ledger entry; for any other fault heal already did all
+// of it. A failed release keeps the entry for the next start or
+// `faultline heal`. It does nothing when heal did not succeed: the entry
+// then stays whole, and healing it from the ledger releases it too.
+func (r *run) release(ctx context.Context, l lab.Lab) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.released || !r.healed || r.healErr != nil || r.active == nil {
+		return r.releaseErr
+	}
+	r.released = true
+	lf := r.sc.injected().(fault.Lingering)
+	start := time.Now()
+	err := lf.Release(ctx, l)
+	r.timings["release"] += time.Since(start).Seconds()
+	if err != nil {
+		r.releaseErr = fmt.Errorf("releasing what %s left after heal: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(lf), err)
+		if kerr := r.active.Keep(); kerr != nil {
+			r.releaseErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.releaseErr, kerr)
+		}
+		r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "release-failed", Detail: err.Error()})
+		return r.releaseErr
+	}
+	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "fault-released", Detail: fault.Describe(lf)})
+	if derr := r.active.Done(); derr != nil {
+		r.releaseErr = fmt.Errorf("released, but %w", derr)
+	}
+	return r.releaseErr
 }
 
 // runVerdict decides what the whole run says. The rule for the two arms:

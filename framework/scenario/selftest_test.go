@@ -617,3 +617,52 @@ func TestSelftestUnsupportedFaultIsSkippedNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// A positive control whose damage outlives heal: its convergence invariant
+// is judged VIOLATED over the final snapshot (the flag still set after
+// heal), which passes its spec, and only then is it released; nothing is
+// left in the lab or the ledger.
+func TestSelftestLingeringControlIsReleasedAfterItsVerdict(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_LINGERING=1"}, "-ginkgo.focus=selftest-lingering")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d, want 0 (the control showed its VIOLATED)\n%s", code, s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunJudged {
+		t.Fatalf("runs %+v, want one JUDGED\n%s", runs, s.out.String())
+	}
+	got := map[string]verdict.Verdict{}
+	for _, j := range runs[0].Judgements {
+		got[j.Invariant] = j.Verdict
+	}
+	if got["healed-l"] != verdict.Violated || got["no-flag-b"] != verdict.Preserved {
+		t.Errorf("verdicts %v, want healed-l VIOLATED and no-flag-b PRESERVED", got)
+	}
+	st := memState(t, state)
+	if st.Flags["l"] {
+		t.Error("the lingering flag is still set after the run")
+	}
+	var order []string
+	for _, e := range st.Log {
+		if strings.HasSuffix(e, " l") {
+			order = append(order, e)
+		}
+	}
+	if !slices.Equal(order, []string{"inject l", "heal l", "release l"}) {
+		t.Errorf("lab log %v, want inject, heal, release in that order", order)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+	folder := &reports.Folder{Dir: s.folder(t)}
+	ev, err := os.ReadFile(folder.EvidencePath(runs[0].RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	healed, settled, released := bytes.Index(ev, []byte(`"fault-healed"`)), bytes.Index(ev, []byte(`"settle-timeout"`)), bytes.Index(ev, []byte(`"fault-released"`))
+	if healed < 0 || settled < 0 || released < 0 || !(healed < settled && settled < released) {
+		t.Errorf("timeline must have fault-healed, then settle-timeout, then fault-released (offsets %d, %d, %d)", healed, settled, released)
+	}
+}

@@ -87,11 +87,15 @@ func registerScenario(st *suiteState, sc Scenario) {
 				this.mu.Lock()
 				done := this.healed
 				this.mu.Unlock()
-				if done {
-					return // AfterEach healed, and reported any failure
+				if !done {
+					if err := this.heal(ctx, l); err != nil {
+						Fail(this.abort("heal", err))
+					}
 				}
-				if err := this.heal(ctx, l); err != nil {
-					Fail(this.abort("heal", err))
+				// AfterEach releases after judging; when it could not,
+				// nothing is judged any more and the release is due now.
+				if err := this.release(ctx, l); err != nil {
+					Fail(err.Error())
 				}
 			})
 			start := time.Now()
@@ -193,6 +197,9 @@ func registerScenario(st *suiteState, sc Scenario) {
 			if settle {
 				failures = r.settleAndJudge(ctx)
 			}
+			// A lingering fault's damage had to last through settling; the
+			// verdicts are in, so it goes now.
+			releaseErr := r.release(ctx, l)
 			r.mu.Lock()
 			r.ended = time.Now()
 			r.mu.Unlock()
@@ -208,6 +215,8 @@ func registerScenario(st *suiteState, sc Scenario) {
 			switch {
 			case healErr != nil:
 				Fail(fmt.Sprintf("heal failed: %v", healErr))
+			case releaseErr != nil:
+				Fail(fmt.Sprintf("release failed: %v", releaseErr))
 			case len(failures) > 0:
 				Fail(violations("convergence", failures))
 			}

@@ -26,6 +26,8 @@ const (
 	envNoMarker  = "FAULTLINE_SELFTEST_NO_MARKER"
 	// envUnsupported adds a scenario whose fault the lab cannot run.
 	envUnsupported = "FAULTLINE_SELFTEST_UNSUPPORTED"
+	// envLingering adds a positive control whose damage outlives heal.
+	envLingering = "FAULTLINE_SELFTEST_LINGERING"
 )
 
 func TestSelftest(t *testing.T) {
@@ -121,6 +123,21 @@ var unsupported = scenario.Scenario{
 	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-u", flag: "u", phase: verdict.Convergence}},
 }
 
+// lingering is a positive control of a convergence invariant: its flag
+// stays set through heal and settling, so healed-l is VIOLATED, and is
+// cleared by its release once the run is judged. Only in the table when
+// asked for.
+var lingering = scenario.Scenario{
+	ID:         "selftest-lingering",
+	Title:      "a control whose damage outlives heal",
+	Labels:     []string{"lingering"},
+	Fault:      memlab.LingeringFlag{Name: "l"},
+	Window:     300 * time.Millisecond,
+	Settle:     time.Second,
+	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-l", flag: "l", phase: verdict.Convergence}},
+	ControlOf:  []string{"healed-l"},
+}
+
 func fullTable() []scenario.Scenario {
 	t := table
 	if os.Getenv(envHealFails) != "" {
@@ -128,6 +145,9 @@ func fullTable() []scenario.Scenario {
 	}
 	if os.Getenv(envUnsupported) != "" {
 		t = append(t, unsupported)
+	}
+	if os.Getenv(envLingering) != "" {
+		t = append(t, lingering)
 	}
 	return t
 }

@@ -106,3 +106,60 @@ func init() {
 		return f, nil
 	})
 }
+
+// LingeringFlagKind is the memlab fault whose flag outlives heal.
+const LingeringFlagKind = "memlab-lingering-flag"
+
+// LingeringFlag sets Name at inject; its heal leaves the flag set (and logs
+// "heal <name>"), and only its release clears it ("release <name>"), as
+// the positive control of an invariant judged after heal does.
+type LingeringFlag struct {
+	Name string `json:"name"`
+}
+
+func (f LingeringFlag) Kind() string       { return LingeringFlagKind }
+func (f LingeringFlag) Class() fault.Class { return FlagClass }
+func (f LingeringFlag) Params() json.RawMessage {
+	b, _ := json.Marshal(f)
+	return b
+}
+
+func (f LingeringFlag) Inject(ctx context.Context, l lab.Lab) error {
+	return Flag{Name: f.Name}.Inject(ctx, l)
+}
+
+func (f LingeringFlag) Heal(ctx context.Context, l lab.Lab) error {
+	m, err := asMemlab(l)
+	if err != nil {
+		return err
+	}
+	return m.Update(func(s *State) { s.Log = append(s.Log, "heal "+f.Name) })
+}
+
+func (f LingeringFlag) Release(ctx context.Context, l lab.Lab) error {
+	m, err := asMemlab(l)
+	if err != nil {
+		return err
+	}
+	return m.Update(func(s *State) {
+		delete(s.Flags, f.Name)
+		s.Log = append(s.Log, "release "+f.Name)
+	})
+}
+
+func (f LingeringFlag) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	return Flag{Name: f.Name}.Probe(ctx, l)
+}
+
+func init() {
+	fault.Register(LingeringFlagKind, func(p json.RawMessage) (fault.Fault, error) {
+		var f LingeringFlag
+		if err := json.Unmarshal(p, &f); err != nil {
+			return nil, err
+		}
+		if f.Name == "" {
+			return nil, fmt.Errorf("memlab-lingering-flag needs a name")
+		}
+		return f, nil
+	})
+}
