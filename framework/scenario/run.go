@@ -43,10 +43,10 @@ type run struct {
 	aborted     string
 	interrupted string
 	// watched is set when the It judged the safety invariants.
-	watched  bool
-	active   *ledger.Active
-	healed   bool
-	healErr  error
+	watched bool
+	active  *ledger.Active
+	healed  bool
+	healErr error
 	// released is set once a lingering fault's Release ran (or there was
 	// nothing to release).
 	released   bool
