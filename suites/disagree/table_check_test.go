@@ -61,7 +61,7 @@ func TestTable(t *testing.T) {
 
 // TestPositiveControlsNameJudgedInvariants checks that every control label
 // names an invariant each scenario judges, that controls are self-checks,
-// and which invariants have a control today.
+// and that each of the nine invariants has one.
 func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
 	controlled := map[string]bool{}
 	for _, s := range table() {
@@ -85,7 +85,10 @@ func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{invariant.EndpointsTruthfulName, invariant.SingleCopyName, invariant.GracefulDeletionName} {
+	// Every one of the nine has one.
+	for _, want := range []string{invariant.EndpointsTruthfulName, invariant.SingleCopyName, invariant.GracefulDeletionName,
+		invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.SingleLeaderName, invariant.AcknowledgedWritesSurviveName,
+		invariant.ReplicasRestoredName, invariant.ConvergenceName} {
 		if !controlled[want] {
 			t.Errorf("no positive control for %s", want)
 		}

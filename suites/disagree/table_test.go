@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
@@ -251,6 +252,26 @@ var selfCheck = []scenario.Scenario{
 			disagree.ControlLabelPrefix + invariant.SingleLeaderName, disagree.ControlLabelPrefix + invariant.AcknowledgedWritesSurviveName,
 			disagree.WriterLabelPrefix + "cp3", "topology:lab11", "component:apiserver", "component:etcd"}),
 		profile.NodeWindow),
+	// The web Deployment's namespace frozen with a ResourceQuota of zero
+	// pods, as an operator stopping a namespace from growing would, and one
+	// of its ready pods deleted gracefully. The ReplicaSet controller's
+	// replacement is refused at admission, so the Deployment stays a
+	// replica short with every component healthy: replicas-restored must
+	// be VIOLATED. The quota outlasts heal on purpose (it is what the
+	// invariant is judged on) and is released once the verdicts are in.
+	node("control-replicas-restored", "positive control: a namespace frozen by a quota, a Deployment's pod deleted",
+		controls.QuotaThenDelete(controls.Deployment{Namespace: fixtures.Namespace, Name: fixtures.DeploymentName, Wait: profile.Fixtures}),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.ReplicasRestoredName, "topology:lab11", "component:controller-manager"}),
+	// The stateful pod given a finalizer no controller removes and deleted
+	// gracefully, as a controller that died with its finalizer in place
+	// leaves it. The kubelet stops its containers, the object stays
+	// Terminating, and the StatefulSet controller does not start a
+	// replacement while it exists: the lab never returns to its baseline,
+	// so convergence must be VIOLATED. The finalizer outlasts heal on
+	// purpose and is released once the verdicts are in.
+	node("control-convergence", "positive control: the stateful pod held Terminating by a finalizer",
+		controls.FinalizerThenDelete(controls.PodRef{Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName}),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.ConvergenceName, "topology:lab11", "component:controller-manager", "component:kubelet"}),
 }
 
 func withWindow(s scenario.Scenario, window time.Duration) scenario.Scenario {

@@ -30,8 +30,11 @@ func (c cutParams) decode() (fault.Fault, error) {
 }
 
 // client is a client of the API server of observer ("" for the lab's
-// default address, the virtual one where there is one).
-func client(l lab.Lab, observer string) (kubernetes.Interface, error) {
+// default address, the virtual one where there is one). Tests replace it
+// with a fake clientset.
+var client = kubeClient
+
+func kubeClient(l lab.Lab, observer string) (kubernetes.Interface, error) {
 	path, err := l.Kubeconfig(observer)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig for %q: %w", observer, err)
