@@ -21,11 +21,14 @@ func TestRecordJSONLRoundTrip(t *testing.T) {
 	base.Set("dns", "service/answer", NotAskedAnswer())
 	win := NewSnapshot(t0.Add(2 * time.Second))
 	win.Set("apiserver/cp1", "worker1/ready", ready)
+	settled := NewSnapshot(t0.Add(6 * time.Second))
+	settled.Set("apiserver/cp2", "worker1/ready", ready)
 	final := NewSnapshot(t0.Add(10 * time.Second))
 	final.Set("apiserver/cp1", "worker1/ready", ready)
 	in := Record{
 		Baseline: &base,
 		Window:   []Snapshot{win, win},
+		Settle:   []Snapshot{settled},
 		Final:    &final,
 		Timeline: Timeline{{At: t0.Add(time.Second), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Detail: "NodeStatusUnknown"}},
 	}
@@ -33,8 +36,8 @@ func TestRecordJSONLRoundTrip(t *testing.T) {
 	if err := in.WriteJSONL(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Count(buf.String(), "\n"); lines != 5 {
-		t.Fatalf("%d lines, want 5 (baseline, 2 window, final, 1 event):\n%s", lines, buf.String())
+	if lines := strings.Count(buf.String(), "\n"); lines != 6 {
+		t.Fatalf("%d lines, want 6 (baseline, 2 window, 1 settle, final, 1 event):\n%s", lines, buf.String())
 	}
 	out, err := ReadJSONL(&buf)
 	if err != nil {
@@ -55,6 +58,9 @@ func TestRecordJSONLRoundTrip(t *testing.T) {
 	}
 	if err := got.Decode(&v); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("decoding an unreadable answer: %v", err)
+	}
+	if len(out.Settle) != 1 || !out.Settle[0].Get("apiserver/cp2", "worker1/ready").Readable() {
+		t.Errorf("settle snapshots came back as %+v", out.Settle)
 	}
 	if a := out.Final.Get("nowhere", "nothing"); a.State != NotAsked {
 		t.Errorf("a pair never asked reads as %q, want not-asked", a.State)

@@ -10,11 +10,13 @@ import (
 )
 
 // Record is all the evidence of one run: the snapshot before the fault, the
-// snapshots sampled during the window, the snapshot after heal and settle,
-// and the timeline.
+// snapshots sampled during the window, the settle samples some convergence
+// invariant was judged over (the first in which it settled, when that was
+// before the last), the snapshot after heal and settle, and the timeline.
 type Record struct {
 	Baseline *Snapshot  `json:"baseline,omitempty"`
 	Window   []Snapshot `json:"window,omitempty"`
+	Settle   []Snapshot `json:"settle,omitempty"`
 	Final    *Snapshot  `json:"final,omitempty"`
 	Timeline Timeline   `json:"timeline,omitempty"`
 }
@@ -23,6 +25,7 @@ type Record struct {
 const (
 	lineBaseline = "baseline"
 	lineWindow   = "window"
+	lineSettle   = "settle"
 	lineFinal    = "final"
 	lineEvent    = "event"
 )
@@ -37,7 +40,8 @@ type recordLine struct {
 }
 
 // WriteJSONL writes the record as JSON lines: the baseline, the window
-// snapshots in order, the final snapshot, then the timeline's events.
+// snapshots in order, the settle snapshots in order, the final snapshot,
+// then the timeline's events.
 func (r Record) WriteJSONL(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	put := func(l recordLine) error {
@@ -53,6 +57,11 @@ func (r Record) WriteJSONL(w io.Writer) error {
 	}
 	for i := range r.Window {
 		if err := put(recordLine{Kind: lineWindow, Snapshot: &r.Window[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range r.Settle {
+		if err := put(recordLine{Kind: lineSettle, Snapshot: &r.Settle[i]}); err != nil {
 			return err
 		}
 	}
@@ -89,7 +98,7 @@ func ReadJSONL(rd io.Reader) (Record, error) {
 			return Record{}, fmt.Errorf("evidence line %d: %w", n, err)
 		}
 		switch l.Kind {
-		case lineBaseline, lineWindow, lineFinal:
+		case lineBaseline, lineWindow, lineSettle, lineFinal:
 			if l.Snapshot == nil {
 				return Record{}, fmt.Errorf("evidence line %d: %s line has no snapshot", n, l.Kind)
 			}
@@ -104,6 +113,8 @@ func ReadJSONL(rd io.Reader) (Record, error) {
 				r.Baseline = l.Snapshot
 			case lineWindow:
 				r.Window = append(r.Window, *l.Snapshot)
+			case lineSettle:
+				r.Settle = append(r.Settle, *l.Snapshot)
 			case lineFinal:
 				if r.Final != nil {
 					return Record{}, fmt.Errorf("evidence line %d: a second final snapshot", n)

@@ -21,14 +21,15 @@ var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
 // Convergence: after heal, every source agrees again and the lab matches
 // its clean baseline, within the settle bound.
 //
-// Reads, in the final snapshot and the baseline: worker1's Ready and
+// Reads, in the settle sample judged and the baseline: worker1's Ready and
 // taints, the stateful pod and the service's endpoints from every source
 // that reads objects (API servers, etcd, the informer); the pod from
 // worker1's kubelet; the pod's containers from every node's runtime; the
 // service's backends as kube-proxy programmed them; the DNS answer.
 //
-// Fires when, after the engine's settle loop (which ends early once this
-// holds, or at the settle timeout):
+// Fires when, in the snapshot judged (the first settle sample in which
+// this holds with full evidence, or the final one at the settle timeout
+// when none did):
 //   - a source says worker1 is not Ready, or shows a taint the baseline
 //     did not have (a leftover unreachable/not-ready taint);
 //   - the pod is missing, Terminating (stuck deletion), not Ready, or the

@@ -23,8 +23,9 @@ const ReplicasRestoredName = "replicas-restored"
 // be compared, the servers must agree or the verdict is
 // INSUFFICIENT_DATA.
 //
-// Fires when, in the snapshot judged (the final one, once the engine's
-// settle loop ends or the settle timeout runs out), the Deployment is
+// Fires when, in the snapshot judged (the first settle sample in which
+// the Deployment is restored, or the final one at the settle timeout when
+// none was), the Deployment is
 // missing or has fewer ready replicas than spec.replicas. More ready than
 // spec (old pods not yet gone) counts as restored: availability is back.
 //

@@ -29,9 +29,13 @@
 //	It              sample and probe for the window; judge the safety
 //	                invariants with matchers.Preserve, collecting every
 //	                failure, and fail once listing them all
-//	AfterEach       heal (removing the ledger entry); sample until the
-//	                convergence invariants hold or the settle timeout ends;
-//	                judge them over the final snapshot; write the evidence
+//	AfterEach       heal (removing the ledger entry); sample until every
+//	                convergence invariant has held with full evidence in
+//	                some sample, or the settle timeout ends; judge each over
+//	                the first sample in which it held, or over the final
+//	                snapshot when it never did; release a lingering
+//	                fault (fault.Lingering), whose damage had to last
+//	                through settling; write the evidence
 //	ReportAfterEach append the run record to verdicts.jsonl, synced
 //
 // What a run may claim:

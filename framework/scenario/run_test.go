@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,8 +125,66 @@ func TestSettlingGoesOnWhileAConvergenceInvariantLacksEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap.Set("apiserver/cp1", evidence.NodeReady, a)
-		if got := r.converged(snap); got != c.want {
-			t.Errorf("convergence verdicts %v: converged %v, want %v", c.convergence, got, c.want)
+		if _, got := r.settle(&snap, map[string]*evidence.Snapshot{}); got != c.want {
+			t.Errorf("convergence verdicts %v: settled %v, want %v", c.convergence, got, c.want)
 		}
+	}
+}
+
+// settlesFrom is PRESERVED over a snapshot taken at or after from, and
+// what it is told before that.
+type settlesFrom struct {
+	inv
+	from   time.Time
+	before verdict.Verdict
+}
+
+func (s settlesFrom) Reads() []invariant.Reading {
+	return []invariant.Reading{{Sources: "apiserver/*", Question: evidence.NodeReady}}
+}
+
+func (s settlesFrom) Judge(in invariant.Input) verdict.Judgement {
+	if in.Snapshots[0].Taken.Before(s.from) {
+		return verdict.Judgement{Verdict: s.before, Reason: "not yet"}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved, Reason: "settled"}
+}
+
+// Each convergence invariant keeps the first sample that settled it; one
+// that never settles leaves the others' samples as they were.
+func TestEachConvergenceInvariantKeepsTheSampleThatSettledIt(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	never := t0.Add(time.Hour)
+	invs := []invariant.Invariant{
+		settlesFrom{inv{"early", verdict.Convergence}, t0.Add(time.Second), verdict.InsufficientData},
+		settlesFrom{inv{"late", verdict.Convergence}, t0.Add(3 * time.Second), verdict.Violated},
+		settlesFrom{inv{"never", verdict.Convergence}, never, verdict.Violated},
+		settlesFrom{inv{"safety", verdict.Safety}, never, verdict.Violated},
+	}
+	sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second, Invariants: invs}
+	r := newRun(sc, &suiteState{}, t0)
+	settledIn := map[string]*evidence.Snapshot{}
+	var samples []*evidence.Snapshot
+	for i, want := range [][]string{nil, {"early"}, nil, {"late"}, nil} {
+		snap := evidence.NewSnapshot(t0.Add(time.Duration(i) * time.Second))
+		a, err := evidence.ValueAnswer(evidence.NodeReadyValue{Exists: true, Status: "True"}, snap.Taken, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Set("apiserver/cp1", evidence.NodeReady, a)
+		samples = append(samples, &snap)
+		newly, all := r.settle(&snap, settledIn)
+		if !slices.Equal(newly, want) || all {
+			t.Errorf("sample %d: settled %v (all %v), want %v and not all", i, newly, all, want)
+		}
+	}
+	if settledIn["early"] != samples[1] || settledIn["late"] != samples[3] {
+		t.Errorf("early settled in %v, late in %v; want samples 1 and 3", settledIn["early"], settledIn["late"])
+	}
+	if _, ok := settledIn["never"]; ok {
+		t.Error("an invariant violated in every sample settled")
+	}
+	if _, ok := settledIn["safety"]; ok {
+		t.Error("a safety invariant took part in settling")
 	}
 }

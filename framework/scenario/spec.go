@@ -244,10 +244,19 @@ func registerScenario(st *suiteState, sc Scenario) {
 	})
 }
 
-// settleAndJudge samples until every convergence invariant is no longer
-// violated or the settle timeout ends, takes the last sample as the final
-// snapshot, and judges the convergence invariants over it with their
-// matchers. It returns the failure messages.
+// settleAndJudge samples until every convergence invariant has settled or
+// the settle timeout ends, and judges each convergence invariant with its
+// matcher over the first sample in which it settled (neither violated nor
+// short of evidence), or over the last sample, the final snapshot, when it
+// never did. It returns the failure messages.
+//
+// Judging each invariant over the sample in which it settled, rather than
+// all of them over the last one, matters when one of them never settles
+// (a finding, or a positive control of a convergence invariant): the loop
+// then runs to the timeout, and a source that happens to be slow at that
+// last moment would otherwise decide every other convergence invariant,
+// which had long since converged. The settle samples judged on are kept in
+// the record beside the final snapshot.
 func (r *run) settleAndJudge(ctx context.Context) []string {
 	st := r.suite
 	l := st.lab
@@ -255,12 +264,18 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	deadline := start.Add(r.sc.Settle)
 	var final *evidence.Snapshot
 	var lastErr error
+	settledIn := map[string]*evidence.Snapshot{}
 	for {
 		snap, events, err := st.cfg.Sampler.Sample(ctx, l)
 		if err == nil {
 			r.addEvents(events)
 			final = &snap
-			if r.converged(snap) {
+			newly, all := r.settle(final, settledIn)
+			for _, name := range newly {
+				r.event("invariant-settled", fmt.Sprintf("%s, in the sample taken at %s, %s after heal",
+					name, snap.Taken.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond)))
+			}
+			if all {
 				r.event("settled", fmt.Sprintf("after %s", time.Since(start).Round(time.Millisecond)))
 				break
 			}
@@ -280,12 +295,26 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 		r.abort("final snapshot", fmt.Errorf("no snapshot could be taken while settling: %v", lastErr))
 		return nil
 	}
+	var earlier []evidence.Snapshot
+	for _, snap := range settledIn {
+		if snap != final && !slices.ContainsFunc(earlier, func(e evidence.Snapshot) bool { return e.Taken.Equal(snap.Taken) }) {
+			earlier = append(earlier, *snap)
+		}
+	}
+	slices.SortFunc(earlier, func(a, b evidence.Snapshot) int { return a.Taken.Compare(b.Taken) })
 	r.mu.Lock()
 	r.record.Final = final
+	r.record.Settle = earlier
 	baseline := r.record.Baseline
 	r.mu.Unlock()
-	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*final}, Timeline: r.timeline.Timeline(), Baseline: baseline}
-	failures := r.assert(verdict.Convergence, in)
+	tl := r.timeline.Timeline()
+	failures := r.assertEach(verdict.Convergence, func(name string) invariant.Input {
+		snap := final
+		if s, ok := settledIn[name]; ok {
+			snap = s
+		}
+		return invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: tl, Baseline: baseline}
+	})
 	r.mu.Lock()
 	for name, j := range r.decided {
 		if j.Phase == verdict.Convergence && j.Verdict == verdict.Violated {
@@ -297,24 +326,33 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	return failures
 }
 
-// converged reports whether every convergence invariant still to be judged
-// is settled by snap: neither violated nor short of evidence. Right after
-// a heal the sources are often still unreadable (API servers reconnecting
-// to etcd, a VIP moving back); stopping at the first snapshot that merely
-// shows no violation would judge that snapshot and give
-// INSUFFICIENT_DATA for what a few seconds more would have answered. An
-// invariant short of evidence for good costs the whole settle bound.
-func (r *run) converged(snap evidence.Snapshot) bool {
-	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
+// settle judges, over snap, every convergence invariant still to be judged
+// that has not settled in an earlier sample, and notes snap in settledIn
+// for those it settles: neither violated nor short of evidence. Right
+// after a heal the sources are often still unreadable (API servers
+// reconnecting to etcd, a VIP moving back); a sample that merely shows no
+// violation would give INSUFFICIENT_DATA for what a few seconds more would
+// have answered, so it does not settle the invariant. It returns the names
+// settled by snap, and whether every one has settled now. An invariant
+// short of evidence for good costs the whole settle bound.
+func (r *run) settle(snap *evidence.Snapshot, settledIn map[string]*evidence.Snapshot) (newly []string, all bool) {
+	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
+	all = true
 	for _, inv := range r.sc.Invariants {
 		if inv.Phase() != verdict.Convergence || r.isDecided(inv.Name()) {
 			continue
 		}
-		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
-			return false
+		if _, ok := settledIn[inv.Name()]; ok {
+			continue
 		}
+		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
+			all = false
+			continue
+		}
+		settledIn[inv.Name()] = snap
+		newly = append(newly, inv.Name())
 	}
-	return true
+	return newly, all
 }
 
 // assert judges every invariant of the phase not yet decided with its
@@ -322,6 +360,12 @@ func (r *run) converged(snap evidence.Snapshot) bool {
 // messages instead of failing at the first, so one violation never hides
 // the verdicts of the others.
 func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
+	return r.assertEach(phase, func(string) invariant.Input { return in })
+}
+
+// assertEach is assert with each invariant judged over the input inputFor
+// gives for its name.
+func (r *run) assertEach(phase verdict.Phase, inputFor func(name string) invariant.Input) []string {
 	var failures []string
 	g := gomega.NewGomega(func(message string, _ ...int) { failures = append(failures, message) })
 	for _, inv := range r.sc.Invariants {
@@ -329,6 +373,7 @@ func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
 			continue
 		}
 		m := matchers.Preserve(inv)
+		in := inputFor(inv.Name())
 		if slices.Contains(r.sc.ControlOf, inv.Name()) {
 			// A positive control: the breakage is what it must show.
 			g.Expect(in).NotTo(m, "positive control of %s", inv.Name())
