@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -283,7 +284,7 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 			lastErr = err
 		}
 		if !time.Now().Before(deadline) {
-			r.event("settle-timeout", fmt.Sprintf("not converged within %s", r.sc.Settle))
+			r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(r.unsettled(settledIn), ", ")))
 			break
 		}
 		if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
@@ -353,6 +354,18 @@ func (r *run) settle(snap *evidence.Snapshot, settledIn map[string]*evidence.Sna
 		newly = append(newly, inv.Name())
 	}
 	return newly, all
+}
+
+// unsettled names the convergence invariants still to be judged that no
+// sample has settled.
+func (r *run) unsettled(settledIn map[string]*evidence.Snapshot) []string {
+	var names []string
+	for _, inv := range r.sc.Invariants {
+		if _, ok := settledIn[inv.Name()]; !ok && inv.Phase() == verdict.Convergence && !r.isDecided(inv.Name()) {
+			names = append(names, inv.Name())
+		}
+	}
+	return names
 }
 
 // assert judges every invariant of the phase not yet decided with its
