@@ -103,29 +103,9 @@ func (f *delay) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("delay: %w", err)
 	}
-	addrs, _, err := targetAddresses(ctx, l, h, f.p.To)
+	addrs, dev, err := shapedInterface(ctx, l, h, f.p.To)
 	if err != nil {
 		return fmt.Errorf("delay from %s: %w", h.Name(), err)
-	}
-	first := ""
-	if len(addrs) > 0 {
-		first = addrs[0]
-	}
-	dev, err := egressInterface(ctx, l, h, first)
-	if err != nil {
-		return fmt.Errorf("delay from %s: %w", h.Name(), err)
-	}
-	for _, a := range addrs[min(1, len(addrs)):] {
-		if d, err := egressInterface(ctx, l, h, a); err != nil || d != dev {
-			return fmt.Errorf("delay from %s: traffic to %s leaves by %q, not %s (err %v): one delay fault shapes one interface", h.Name(), a, d, dev, err)
-		}
-	}
-	root, err := run(ctx, h, "tc qdisc show dev "+dev+" root")
-	if err != nil {
-		return fmt.Errorf("delay from %s: %w", h.Name(), err)
-	}
-	if !isDefaultRootQdisc(root) {
-		return fmt.Errorf("delay from %s: %s has a root qdisc of its own (%s); heal could not restore it, so nothing was changed", h.Name(), dev, strings.TrimSpace(root))
 	}
 	latency, jitter, _ := f.p.durations()
 	if _, err := run(ctx, h, netemScript(dev, f.p.Tag, latency, jitter, addrs)); err != nil {
@@ -135,6 +115,54 @@ func (f *delay) Inject(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("delay from %s: %w", h.Name(), err)
 	}
 	return nil
+}
+
+// shapedInterface resolves the targets' addresses and the one interface
+// h sends them by, and checks that interface's root qdisc is the kernel
+// default: a fault that shapes traffic replaces the root qdisc and heal
+// deletes it, which gives back the kernel default, so that is the only
+// state it can restore exactly.
+func shapedInterface(ctx context.Context, l lab.Lab, h lab.Host, to []string) (addrs []string, dev string, err error) {
+	addrs, _, err = targetAddresses(ctx, l, h, to)
+	if err != nil {
+		return nil, "", err
+	}
+	first := ""
+	if len(addrs) > 0 {
+		first = addrs[0]
+	}
+	if dev, err = egressInterface(ctx, l, h, first); err != nil {
+		return nil, "", err
+	}
+	for _, a := range addrs[min(1, len(addrs)):] {
+		if d, err := egressInterface(ctx, l, h, a); err != nil || d != dev {
+			return nil, "", fmt.Errorf("traffic to %s leaves by %q, not %s (err %v): one fault shapes one interface", a, d, dev, err)
+		}
+	}
+	root, err := run(ctx, h, "tc qdisc show dev "+dev+" root")
+	if err != nil {
+		return nil, "", err
+	}
+	if !isDefaultRootQdisc(root) {
+		return nil, "", fmt.Errorf("%s has a root qdisc of its own (%s); heal could not restore it, so nothing was changed", dev, strings.TrimSpace(root))
+	}
+	return addrs, dev, nil
+}
+
+// targetFilters sends the traffic to each address (everything when there
+// are none) to class flow of the root qdisc tag.
+func targetFilters(dev, tag, flow string, addrs []string) []string {
+	if len(addrs) == 0 {
+		addrs = []string{"0.0.0.0/0"}
+	}
+	var cmds []string
+	for _, a := range addrs {
+		if !strings.Contains(a, "/") {
+			a += "/32"
+		}
+		cmds = append(cmds, "tc filter add dev "+dev+" parent "+tag+": protocol ip prio 1 u32 match ip dst "+a+" flowid "+tag+":"+flow)
+	}
+	return cmds
 }
 
 // isDefaultRootQdisc says whether `tc qdisc show dev X root` shows the
@@ -156,24 +184,15 @@ func netemScript(dev, tag string, latency, jitter time.Duration, addrs []string)
 		"tc qdisc add dev " + dev + " root handle " + tag + ": prio bands 4 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1",
 		"tc qdisc add dev " + dev + " parent " + tag + ":4 " + netem,
 	}
-	if len(addrs) == 0 {
-		addrs = []string{"0.0.0.0/0"}
-	}
-	for _, a := range addrs {
-		if !strings.Contains(a, "/") {
-			a += "/32"
-		}
-		cmds = append(cmds, "tc filter add dev "+dev+" parent "+tag+": protocol ip prio 1 u32 match ip dst "+a+" flowid "+tag+":4")
-	}
-	return script(cmds)
+	return script(append(cmds, targetFilters(dev, tag, "4", addrs)...))
 }
 
 func tcTime(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
 
 // removeQdiscScript deletes the root qdisc of every interface whose root is
-// the fault's prio qdisc (its tag is the handle), and nothing else.
-func removeQdiscScript(tag string) string {
-	return `tc qdisc show | awk '$1=="qdisc" && $2=="prio" && $3=="` + tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc qdisc del dev "$dev" root || exit 1; done`
+// the fault's qdisc of that kind (its tag is the handle), and nothing else.
+func removeQdiscScript(kind, tag string) string {
+	return `tc qdisc show | awk '$1=="qdisc" && $2=="` + kind + `" && $3=="` + tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc qdisc del dev "$dev" root || exit 1; done`
 }
 
 func (f *delay) Heal(ctx context.Context, l lab.Lab) error {
@@ -181,7 +200,7 @@ func (f *delay) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing delay: %w", err)
 	}
-	if _, err := run(ctx, h, removeQdiscScript(f.p.Tag)); err != nil {
+	if _, err := run(ctx, h, removeQdiscScript("prio", f.p.Tag)); err != nil {
 		return fmt.Errorf("healing delay from %s: %w", h.Name(), err)
 	}
 	return nil

@@ -45,6 +45,9 @@ func everyFault() []fault.Fault {
 		Delay("etcd1", []string{"role:etcd"}, 200*time.Millisecond, 20*time.Millisecond),
 		Delay("etcd1", nil, 50*time.Millisecond, 0),
 		Loss("worker1", []string{"role:control-plane"}, 12.5),
+		Loss("etcd-leader", []string{"role:etcd"}, 40),
+		Throttle("etcd1", []string{"role:etcd"}, 512),
+		EtcdLeaderThrottle(512),
 		EtcdCompact(true),
 		EtcdCompact(false),
 		ClockSkew("worker1", -90*time.Second),
@@ -79,7 +82,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindThrottle, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -122,6 +125,10 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindDelay, `{"host":"etcd1","latency":"soon","tag":"abcd"}`, "latency"},
 		{KindLoss, `{"host":"w1","percent":0,"tag":"abcd"}`, "percent"},
 		{KindLoss, `{"host":"w1","percent":101,"tag":"abcd"}`, "percent"},
+		{KindThrottle, `{"host":"w1","rateKbit":4,"tag":"abcd"}`, "rate 4 kbit/s"},
+		{KindThrottle, `{"host":"w1","rateKbit":2000000,"tag":"abcd"}`, "rate 2000000 kbit/s"},
+		{KindThrottle, `{"rateKbit":512,"tag":"abcd"}`, "no host"},
+		{KindThrottle, `{"host":"w1","to":["role:db"],"rateKbit":512,"tag":"abcd"}`, `"db" is not a role`},
 		{KindClockSkew, `{"host":"w1","offset":"1s","tag":"abcd"}`, "under 2s"},
 		{KindPodNetworkCut, `{"tag":"abcd"}`, "no host"},
 		{KindEtcdNoSpace, `{"quota":1}`, "unknown field"},
@@ -160,6 +167,8 @@ func TestBadTargetsFailBeforeAnythingIsTouched(t *testing.T) {
 		{EtcdSplit(6), "has 5 etcd hosts"},
 		{Delay("etcd1", []string{"nosuch"}, time.Second, 0), `"nosuch"`},
 		{Loss("nosuch", nil, 5), `"nosuch"`},
+		{Throttle("nosuch", nil, 512), `"nosuch"`},
+		{Throttle("etcd1", []string{"nosuch"}, 512), `"nosuch"`},
 		{PodNetworkCut("etcd1"), "runs no pods"},
 		{ClockSkew("nosuch", time.Minute), `"nosuch"`},
 		{BlackholeWatchAt("nosuch", "/etc/authz.yaml"), `"nosuch"`},
@@ -394,6 +403,100 @@ func TestDelayWithoutNetemIsUnsupported(t *testing.T) {
 	}
 }
 
+func TestThrottleHoldsTheTargetsOnly(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	etcd1 := l.host("etcd1")
+	etcd1.answers["ip -o route get"] = lab.Result{Stdout: "10.231.11.12 dev eth0 src 10.231.11.11 uid 0 \\    cache \n"}
+	etcd1.answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc noqueue 0: root refcnt 2 \n"}
+	f := Throttle("etcd1", []string{"etcd2", "etcd3"}, 512).(*throttle)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	tag := f.p.Tag
+	want := strings.Join([]string{
+		"tc qdisc add dev eth0 root handle " + tag + ": htb default 1",
+		"tc class add dev eth0 parent " + tag + ": classid " + tag + ":1 htb rate 10gbit quantum 60000",
+		"tc class add dev eth0 parent " + tag + ": classid " + tag + ":2 htb rate 512kbit burst 8kb quantum 1514",
+		"tc filter add dev eth0 parent " + tag + ": protocol ip prio 1 u32 match ip dst 10.231.11.12/32 flowid " + tag + ":2",
+		"tc filter add dev eth0 parent " + tag + ": protocol ip prio 1 u32 match ip dst 10.231.11.13/32 flowid " + tag + ":2",
+	}, " && ")
+	if ch := l.changes(); len(ch) != 1 || ch[0] != "etcd1: "+want {
+		t.Errorf("throttle changed\n%q\nwant\n%q", ch, "etcd1: "+want)
+	}
+
+	etcd1.answers["tc qdisc show | awk"] = lab.Result{Stdout: "class htb " + tag + ":2 root prio 0 rate 512Kbit ceil 512Kbit burst 8Kb cburst 1600b \n Sent 769815 bytes 3524 pkt (dropped 0, overlimits 3409 requeues 0) \n backlog 2506b 24p requeues 0\n"}
+	e, err := f.Probe(ctx, l)
+	if err != nil || !e.Observed || !strings.Contains(e.Detail, "3409 times") {
+		t.Errorf("probe with 3409 overlimits: %+v, %v; want observed", e, err)
+	}
+	etcd1.answers["tc qdisc show | awk"] = lab.Result{Stdout: "class htb " + tag + ":2 root prio 0 rate 512Kbit ceil 512Kbit burst 8Kb cburst 1600b \n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n"}
+	if e, err := f.Probe(ctx, l); err != nil || e.Observed {
+		t.Errorf("probe with no overlimits: %+v, %v; want not observed", e, err)
+	}
+	etcd1.answers["tc qdisc show | awk"] = lab.Result{}
+	if e, err := f.Probe(ctx, l); err != nil || e.Observed || !strings.Contains(e.Detail, "no throttled class") {
+		t.Errorf("probe with the qdisc gone: %+v, %v; want not observed, saying so", e, err)
+	}
+
+	etcd1.cmds = nil
+	if err := f.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := etcd1.commands(); len(got) != 1 || got[0] != removeQdiscScript("htb", tag) {
+		t.Errorf("heal ran %q", got)
+	}
+	if got := l.allCommands(); len(got) != 1 {
+		t.Errorf("heal ran commands beyond etcd1: %q", got)
+	}
+}
+
+func TestThrottleRefusesAHostWithItsOwnRootQdisc(t *testing.T) {
+	l := loadLab(t, "lab11")
+	etcd1 := l.host("etcd1")
+	etcd1.answers["ip -o route get"] = lab.Result{Stdout: "10.231.11.12 dev eth0 src 10.231.11.11\n"}
+	etcd1.answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 4Kb lat 50ms\n"}
+	err := Throttle("etcd1", []string{"etcd2"}, 512).Inject(context.Background(), l)
+	if err == nil || !strings.Contains(err.Error(), "root qdisc of its own") {
+		t.Errorf("Inject = %v", err)
+	}
+	if ch := l.changes(); len(ch) > 0 {
+		t.Errorf("changed %q", ch)
+	}
+}
+
+func TestThrottleWithoutHTBIsUnsupported(t *testing.T) {
+	l := loadLab(t, "lab11")
+	etcd1 := l.host("etcd1")
+	etcd1.answers["ip -o -4 addr show"] = lab.Result{Stdout: "1: lo    inet 127.0.0.1/8 scope host lo\n2: eth0    inet 10.231.11.11/24 brd 10.231.11.255 scope global eth0\n"}
+	etcd1.answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc noqueue 0: root refcnt 2\n"}
+	etcd1.answers["tc qdisc add"] = lab.Result{ExitCode: 2, Stderr: "Error: Specified qdisc kind is unknown."}
+	err := Throttle("etcd1", nil, 512).Inject(context.Background(), l)
+	if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "sch_htb") {
+		t.Errorf("Inject = %v, want unsupported naming sch_htb", err)
+	}
+}
+
+// A throttle of the etcd leader healed from the ledger does not know which
+// host the leader was, so its qdisc is looked for on every host.
+func TestEtcdLeaderThrottleHealsWhereverItMayBe(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	f, err := fault.Decode(KindThrottle, EtcdLeaderThrottle(512).Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range l.Hosts() {
+		got := l.host(h.Name()).commands()
+		if want := removeQdiscScript("htb", f.(*throttle).p.Tag); len(got) != 1 || got[0] != want {
+			t.Errorf("%s ran %q, want the removal of the fault's qdisc alone", h.Name(), got)
+		}
+	}
+}
+
 func TestLossRules(t *testing.T) {
 	ctx := context.Background()
 	l := loadLab(t, "lab11")
@@ -410,6 +513,41 @@ func TestLossRules(t *testing.T) {
 	want = append(want, "iptables -w -I OUTPUT 1 -j "+c)
 	if got := l.host("worker1").commands(); len(got) != 1 || got[0] != strings.Join(want, " && ") {
 		t.Errorf("loss ran\n%q\nwant\n%q", got, strings.Join(want, " && "))
+	}
+}
+
+// A loss from the etcd leader healed from the ledger does not know which
+// host the leader was, so its chain goes from every host; one healed by
+// the process that injected it goes from that host alone.
+func TestEtcdLeaderLossHealsWhereverItMayBe(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	f, err := fault.Decode(KindLoss, Loss("etcd-leader", []string{"role:etcd"}, 40).Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	c := "FAULTLINE-" + f.(*loss).p.Tag
+	for _, h := range l.Hosts() {
+		got := l.host(h.Name()).commands()
+		if want := removeChainScript(c, h.Address()); len(got) != 1 || got[0] != want {
+			t.Errorf("%s ran %q, want the removal of %s alone", h.Name(), got, c)
+		}
+	}
+
+	l = loadLab(t, "lab11")
+	g := Loss("etcd-leader", []string{"role:etcd"}, 40).(*loss)
+	g.host = l.host("etcd2")
+	if err := g.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.allCommands(); len(got) != 1 || !strings.Contains(got[0], "FAULTLINE-"+g.p.Tag) {
+		t.Errorf("healing a leader loss injected on etcd2 ran %q, want one removal on etcd2", got)
+	}
+	if got := l.host("etcd2").commands(); len(got) != 1 {
+		t.Errorf("etcd2 ran %q, want the removal", got)
 	}
 }
 

@@ -244,6 +244,9 @@ func TestLeaderAndEtcdFaultsOnLocalLab(t *testing.T) {
 		before := e.etcdLeader(ctx)
 		e.cycle(t, ctx, faults.EtcdLeaderFromPeers(), true, func() error { return e.etcdLeaderMoves(ctx, before) })
 	})
+	t.Run("throttle the etcd leader", func(t *testing.T) {
+		e.cycle(t, ctx, faults.EtcdLeaderThrottle(16), true, nil)
+	})
 	t.Run("etcd 2|1", func(t *testing.T) {
 		e.cycle(t, ctx, faults.EtcdSplit(2), true, nil)
 	})

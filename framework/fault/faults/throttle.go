@@ -1,0 +1,185 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// KindThrottle is the kind of Throttle faults.
+const KindThrottle = "throttle"
+
+// Bounds of a throttle's rate: below the lower one a single heartbeat
+// waits seconds; above the upper one HTB's quantum and the kernel's own
+// links make the limit meaningless.
+const (
+	minThrottleKbit = 8
+	maxThrottleKbit = 1_000_000
+)
+
+type throttleParams struct {
+	// Host is a host's name, or `etcd-leader`: etcd's raft leader at
+	// inject time.
+	Host string `json:"host"`
+	// To are selectors of the hosts whose traffic is throttled; empty
+	// means everything the host sends on its management interface.
+	To []string `json:"to,omitempty"`
+	// RateKbit is the rate, in kilobits per second, that all the
+	// throttled traffic shares.
+	RateKbit int    `json:"rateKbit"`
+	Tag      string `json:"tag"`
+}
+
+func (p throttleParams) check() error {
+	var errs []error
+	if p.Host == "" {
+		errs = append(errs, errors.New("no host named"))
+	}
+	for _, s := range p.To {
+		if err := checkSelector(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.RateKbit < minThrottleKbit || p.RateKbit > maxThrottleKbit {
+		errs = append(errs, fmt.Errorf("rate %d kbit/s must be between %d and %d", p.RateKbit, minThrottleKbit, maxThrottleKbit))
+	}
+	if err := checkTag(p.Tag); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Throttle holds what host sends to the hosts `to` selects (all of its
+// management traffic when to is empty) to rateKbit kilobits per second in
+// all, with an HTB root qdisc: what exceeds the rate waits in the class's
+// queue, so the traffic arrives late, in order, and, unless the queue
+// overflows, whole. Traffic to other hosts is not held. It is the slow
+// link that needs no netem: HTB and the u32 classifier are in kernels
+// built without sch_netem.
+func Throttle(host string, to []string, rateKbit int) fault.Fault {
+	return &throttle{p: throttleParams{Host: host, To: to, RateKbit: rateKbit, Tag: newTag()}}
+}
+
+// EtcdLeaderThrottle throttles what etcd's raft leader, found at inject
+// time, sends to the other members. A commit waits for a majority to
+// acknowledge the leader's append, and every append and heartbeat now
+// queues behind the others in one narrow class, so writes slow down while
+// every member stays up; when the queue holds a heartbeat past the
+// election timeout, the followers elect another leader, which is not
+// throttled.
+func EtcdLeaderThrottle(rateKbit int) fault.Fault {
+	return Throttle(selectorEtcdLeader, []string{"role:etcd"}, rateKbit)
+}
+
+type throttle struct {
+	p throttleParams
+	// host is the host the qdisc went to: p.Host, or the etcd leader it
+	// stood for at inject time.
+	host lab.Host
+}
+
+func (f *throttle) Kind() string            { return KindThrottle }
+func (f *throttle) Class() fault.Class      { return ClassSlowNetwork }
+func (f *throttle) Params() json.RawMessage { return mustJSON(f.p) }
+
+// Inject refuses an interface whose root qdisc is not the kernel default,
+// as delay does: heal deletes the root qdisc.
+func (f *throttle) Inject(ctx context.Context, l lab.Lab) error {
+	if err := f.p.check(); err != nil {
+		return fmt.Errorf("throttle: %w", err)
+	}
+	h, err := hostOrLeader(ctx, l, f.p.Host)
+	if err != nil {
+		return fmt.Errorf("throttle: %w", err)
+	}
+	addrs, dev, err := shapedInterface(ctx, l, h, f.p.To)
+	if err != nil {
+		return fmt.Errorf("throttle from %s: %w", h.Name(), err)
+	}
+	f.host = h
+	if _, err := run(ctx, h, htbScript(dev, f.p.Tag, f.p.RateKbit, addrs)); err != nil {
+		if strings.Contains(err.Error(), "qdisc kind is unknown") || strings.Contains(err.Error(), "Unknown filter") {
+			return lab.Unsupported(l.Info().Kind, "throttle on "+h.Name(), "the host's kernel has no htb queueing discipline or u32 classifier (sch_htb, cls_u32): "+err.Error())
+		}
+		return fmt.Errorf("throttle from %s: %w", h.Name(), err)
+	}
+	return nil
+}
+
+// htbScript installs an HTB root qdisc whose handle is the fault's tag:
+// class 1, the default, at 10gbit for everything else, and class 2 at
+// the rate, with a filter per target sending its traffic there. The
+// quanta are set so HTB does not derive them from the rates.
+func htbScript(dev, tag string, rateKbit int, addrs []string) string {
+	cmds := []string{
+		"tc qdisc add dev " + dev + " root handle " + tag + ": htb default 1",
+		"tc class add dev " + dev + " parent " + tag + ": classid " + tag + ":1 htb rate 10gbit quantum 60000",
+		"tc class add dev " + dev + " parent " + tag + ": classid " + tag + ":2 htb rate " + strconv.Itoa(rateKbit) + "kbit burst 8kb quantum 1514",
+	}
+	return script(append(cmds, targetFilters(dev, tag, "2", addrs)...))
+}
+
+// Heal deletes the fault's root qdisc from the host it went to. A throttle
+// of the etcd leader healed from the heal ledger, by a process that did
+// not inject it, does not know which host that was, so it deletes the
+// qdisc, found by the fault's own handle, on every host.
+func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
+	hosts := []lab.Host{f.host}
+	switch {
+	case f.host != nil:
+	case f.p.Host == selectorEtcdLeader:
+		hosts = l.Hosts()
+	default:
+		h, err := hostByName(l, f.p.Host)
+		if err != nil {
+			return fmt.Errorf("healing throttle: %w", err)
+		}
+		hosts = []lab.Host{h}
+	}
+	var errs []error
+	for _, h := range hosts {
+		if _, err := run(ctx, h, removeQdiscScript("htb", f.p.Tag)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("healing throttle from %s: %w", f.p.Host, err)
+	}
+	return nil
+}
+
+var overlimits = regexp.MustCompile(`\boverlimits (\d+)\b`)
+
+// Probe reads the throttled class's overlimits counter: how often the
+// kernel held a packet back because the class was over its rate.
+func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	h := f.host
+	if h == nil {
+		// Not injected by this process (a null arm, or before inject):
+		// look where the fault would go now.
+		var err error
+		if h, err = hostOrLeader(ctx, l, f.p.Host); err != nil {
+			return fault.Effect{}, err
+		}
+	}
+	cmd := `tc qdisc show | awk '$1=="qdisc" && $2=="htb" && $3=="` + f.p.Tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc -s class show dev "$dev" classid ` + f.p.Tag + `:2; done`
+	out, err := run(ctx, h, cmd)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	m := overlimits.FindStringSubmatch(out)
+	if m == nil {
+		return fault.Effect{Detail: fmt.Sprintf("%s has no throttled class %s:2: nothing held back", h.Name(), f.p.Tag)}, nil
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return fault.Effect{Observed: n > 0, Detail: fmt.Sprintf("%s held back packets to %v over %d kbit/s %d times", h.Name(), f.p.To, f.p.RateKbit, n)}, nil
+}
+
+func init() { register(KindThrottle, func(p throttleParams) fault.Fault { return &throttle{p: p} }) }
