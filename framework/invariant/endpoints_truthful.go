@@ -117,6 +117,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	sources := uniqueSorted(append(append(sourcesOf(eps, epGaps), sourcesOf(pods, podGaps)...), append(sourcesOf(rts, rtGaps), sourcesOf(probes, prGaps)...)...))
 	var unsure *stretch
 	var unsureKey key
+	var unsureSpan string // how the unsure stretch stands to the bound
 	for _, k := range keys {
 		v, u := persisting(marks[k], e.bound, true)
 		if v != nil {
@@ -127,6 +128,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 		}
 		if u != nil && unsure == nil {
 			unsure, unsureKey = u, k
+			unsureSpan = fmt.Sprintf("longer than the bound of %s", e.bound)
 		}
 		if open := trailing(marks[k]); open != nil && unsure == nil && len(snaps) > 0 && snaps[len(snaps)-1].Taken.Sub(open.First.Taken) < e.bound {
 			// Still not shown right when the evidence ends, before the
@@ -135,12 +137,13 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 			undecided := *open
 			undecided.Last.Detail = fmt.Sprintf("still so when the evidence ended at %s, before the bound could pass; %s", stamp(snaps[len(snaps)-1].Taken), open.Last.Detail)
 			unsure, unsureKey = &undecided, k
+			unsureSpan = fmt.Sprintf("%s when the evidence ended, under the bound of %s", undecided.Lasted().Round(time.Millisecond), e.bound)
 		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s kept %s ready from %s to %s (longer than the bound of %s) without it being shown to run and answer: %s; %s",
-				unsureKey.server, unsureKey.addr, stamp(unsure.First.Taken), stamp(unsure.Last.Taken), e.bound, unsure.Last.Detail, gapSummary(append(rtGaps, prGaps...))),
+			Reason: fmt.Sprintf("%s kept %s ready from %s to %s (%s) without it being shown to run and answer: %s; %s",
+				unsureKey.server, unsureKey.addr, stamp(unsure.First.Taken), stamp(unsure.Last.Taken), unsureSpan, unsure.Last.Detail, gapSummary(append(rtGaps, prGaps...))),
 			Sources: sources, At: unsure.First.Taken}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved,

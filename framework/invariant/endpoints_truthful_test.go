@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestEndpointsTruthfulInsufficientWhenNothingCanCheckTheEndpoint(t *testing.
 			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").
 			unreadable(prober, evidence.EndpointProbes, 1, "not deployed")
 	}
-	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "without it being shown to run and answer", "no prober tried")
+	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "without it being shown to run and answer", "no prober tried", "longer than the bound of 5s")
 }
 
 func TestEndpointsTruthfulAWindowEndingBeforeTheBoundCannotTell(t *testing.T) {
@@ -99,7 +100,10 @@ func TestEndpointsTruthfulAWindowEndingBeforeTheBoundCannotTell(t *testing.T) {
 			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").
 			value(prober, evidence.EndpointProbes, 0.3, probed("10.244.1.5", answered, "i/o timeout"), "")
 	}
-	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "before the bound could pass")
+	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "before the bound could pass", "when the evidence ended, under the bound of 5s")
+	if strings.Contains(j.Reason, "longer than the bound") {
+		t.Errorf("a stretch cut short by the end of the evidence is called longer than the bound: %s", j.Reason)
+	}
 }
 
 func TestEndpointsTruthfulDoesNotCountAProberOnThePodsOwnNode(t *testing.T) {
