@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func everyFault() []fault.Fault {
 		Loss("etcd-leader", []string{"role:etcd"}, 40),
 		Throttle("etcd1", []string{"role:etcd"}, 512),
 		EtcdLeaderThrottle(512),
+		APIServerFromEtcdThrottle("cp2", 64),
 		EtcdCompact(true),
 		EtcdCompact(false),
 		ClockSkew("worker1", -90*time.Second),
@@ -128,6 +130,7 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindThrottle, `{"host":"w1","rateKbit":4,"tag":"abcd"}`, "rate 4 kbit/s"},
 		{KindThrottle, `{"host":"w1","rateKbit":2000000,"tag":"abcd"}`, "rate 2000000 kbit/s"},
 		{KindThrottle, `{"rateKbit":512,"tag":"abcd"}`, "no host"},
+		{KindThrottle, `{"host":"role:db","rateKbit":512,"tag":"abcd"}`, `"db" is not a role`},
 		{KindThrottle, `{"host":"w1","to":["role:db"],"rateKbit":512,"tag":"abcd"}`, `"db" is not a role`},
 		{KindClockSkew, `{"host":"w1","offset":"1s","tag":"abcd"}`, "under 2s"},
 		{KindPodNetworkCut, `{"tag":"abcd"}`, "no host"},
@@ -448,6 +451,74 @@ func TestThrottleHoldsTheTargetsOnly(t *testing.T) {
 	}
 	if got := l.allCommands(); len(got) != 1 {
 		t.Errorf("heal ran commands beyond etcd1: %q", got)
+	}
+}
+
+// A throttle from a selector shapes every host it names, or, when one of
+// them cannot be shaped, none.
+func TestThrottleFromEveryEtcdHostToOneAPIServer(t *testing.T) {
+	ctx := context.Background()
+	etcdHosts := []string{"etcd1", "etcd2", "etcd3", "etcd4", "etcd5"}
+	setUp := func(l *recordingLab) {
+		for _, n := range etcdHosts {
+			h := l.host(n)
+			h.answers["ip -o route get"] = lab.Result{Stdout: "10.231.11.22 dev eth0 src " + h.addr + "\n"}
+			h.answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc noqueue 0: root refcnt 2\n"}
+		}
+	}
+	l := loadLab(t, "lab11")
+	setUp(l)
+	f := APIServerFromEtcdThrottle("cp2", 64).(*throttle)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	tag := f.p.Tag
+	ch := l.changes()
+	if len(ch) != len(etcdHosts) {
+		t.Fatalf("throttle changed %q, want one script on each etcd host", ch)
+	}
+	for i, n := range etcdHosts {
+		if !strings.HasPrefix(ch[i], n+": tc qdisc add dev eth0 root handle "+tag+": htb") || !strings.HasSuffix(ch[i], "u32 match ip dst 10.231.11.22/32 flowid "+tag+":2") || !strings.Contains(ch[i], "htb rate 64kbit") {
+			t.Errorf("%s: %q", n, ch[i])
+		}
+	}
+	for i, n := range etcdHosts {
+		l.host(n).answers["tc qdisc show | awk"] = lab.Result{Stdout: " Sent 100 bytes 1 pkt (dropped 0, overlimits " + strconv.Itoa(i) + " requeues 0)\n"}
+	}
+	e, err := f.Probe(ctx, l)
+	if err != nil || !e.Observed || !strings.Contains(e.Detail, "etcd5 held back packets to [cp2] over 64 kbit/s 4 times") || !strings.Contains(e.Detail, "etcd1 held back packets to [cp2] over 64 kbit/s 0 times") {
+		t.Errorf("probe: %+v, %v", e, err)
+	}
+
+	// Healed from the ledger: the selector names the same hosts again.
+	g, err := fault.Decode(KindThrottle, f.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = loadLab(t, "lab11")
+	if err := g.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range l.Hosts() {
+		got := l.host(h.Name()).commands()
+		want := 0
+		if h.HasRole(lab.RoleEtcd) {
+			want = 1
+		}
+		if len(got) != want || (want == 1 && got[0] != removeQdiscScript("htb", tag)) {
+			t.Errorf("heal from the ledger ran %q on %s", got, h.Name())
+		}
+	}
+
+	// etcd4 has a root qdisc of its own: nothing is changed anywhere.
+	l = loadLab(t, "lab11")
+	setUp(l)
+	l.host("etcd4").answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc tbf 8001: root refcnt 2 rate 1Mbit\n"}
+	if err := APIServerFromEtcdThrottle("cp2", 64).Inject(ctx, l); err == nil || !strings.Contains(err.Error(), "etcd4") {
+		t.Errorf("Inject = %v, want a refusal naming etcd4", err)
+	}
+	if ch := l.changes(); len(ch) > 0 {
+		t.Errorf("a refused throttle changed %q", ch)
 	}
 }
 

@@ -25,8 +25,9 @@ const (
 )
 
 type throttleParams struct {
-	// Host is a host's name, or `etcd-leader`: etcd's raft leader at
-	// inject time.
+	// Host is a host's name, `etcd-leader` (etcd's raft leader at inject
+	// time), or a role or rack selector naming several hosts, each of
+	// which then throttles what it sends to the targets.
 	Host string `json:"host"`
 	// To are selectors of the hosts whose traffic is throttled; empty
 	// means everything the host sends on its management interface.
@@ -41,6 +42,10 @@ func (p throttleParams) check() error {
 	var errs []error
 	if p.Host == "" {
 		errs = append(errs, errors.New("no host named"))
+	} else if strings.Contains(p.Host, ":") {
+		if err := checkSelector(p.Host); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range p.To {
 		if err := checkSelector(s); err != nil {
@@ -78,11 +83,31 @@ func EtcdLeaderThrottle(rateKbit int) fault.Fault {
 	return Throttle(selectorEtcdLeader, []string{"role:etcd"}, rateKbit)
 }
 
+// APIServerFromEtcdThrottle throttles what every etcd member sends to
+// host (a control-plane host) to rateKbit each: the API server there gets
+// its watch events and read answers late, so its watch cache falls behind
+// etcd while the server goes on answering.
+func APIServerFromEtcdThrottle(host string, rateKbit int) fault.Fault {
+	return Throttle("role:etcd", []string{host}, rateKbit)
+}
+
 type throttle struct {
 	p throttleParams
-	// host is the host the qdisc went to: p.Host, or the etcd leader it
-	// stood for at inject time.
-	host lab.Host
+	// hosts are the hosts the qdisc went to: p.Host, the etcd leader it
+	// stood for at inject time, or the hosts its selector named.
+	hosts []lab.Host
+}
+
+// resolveHosts resolves p.Host now.
+func (f *throttle) resolveHosts(ctx context.Context, l lab.Lab) ([]lab.Host, error) {
+	if strings.Contains(f.p.Host, ":") {
+		return resolveSelector(ctx, l, f.p.Host)
+	}
+	h, err := hostOrLeader(ctx, l, f.p.Host)
+	if err != nil {
+		return nil, err
+	}
+	return []lab.Host{h}, nil
 }
 
 func (f *throttle) Kind() string            { return KindThrottle }
@@ -95,20 +120,30 @@ func (f *throttle) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("throttle: %w", err)
 	}
-	h, err := hostOrLeader(ctx, l, f.p.Host)
+	hosts, err := f.resolveHosts(ctx, l)
 	if err != nil {
 		return fmt.Errorf("throttle: %w", err)
 	}
-	addrs, dev, err := shapedInterface(ctx, l, h, f.p.To)
-	if err != nil {
-		return fmt.Errorf("throttle from %s: %w", h.Name(), err)
-	}
-	f.host = h
-	if _, err := run(ctx, h, htbScript(dev, f.p.Tag, f.p.RateKbit, addrs)); err != nil {
-		if strings.Contains(err.Error(), "qdisc kind is unknown") || strings.Contains(err.Error(), "Unknown filter") {
-			return lab.Unsupported(l.Info().Kind, "throttle on "+h.Name(), "the host's kernel has no htb queueing discipline or u32 classifier (sch_htb, cls_u32): "+err.Error())
+	// Every host is checked before any is changed.
+	scripts := make([]string, len(hosts))
+	for i, h := range hosts {
+		addrs, dev, err := shapedInterface(ctx, l, h, f.p.To)
+		if err != nil {
+			return fmt.Errorf("throttle from %s: %w", h.Name(), err)
 		}
-		return fmt.Errorf("throttle from %s: %w", h.Name(), err)
+		if len(f.p.To) > 0 && len(addrs) == 0 {
+			return fmt.Errorf("throttle from %s: %v names no host but %s itself", h.Name(), f.p.To, h.Name())
+		}
+		scripts[i] = htbScript(dev, f.p.Tag, f.p.RateKbit, addrs)
+	}
+	f.hosts = hosts
+	for i, h := range hosts {
+		if _, err := run(ctx, h, scripts[i]); err != nil {
+			if strings.Contains(err.Error(), "qdisc kind is unknown") || strings.Contains(err.Error(), "Unknown filter") {
+				return lab.Unsupported(l.Info().Kind, "throttle on "+h.Name(), "the host's kernel has no htb queueing discipline or u32 classifier (sch_htb, cls_u32): "+err.Error())
+			}
+			return fmt.Errorf("throttle from %s: %w", h.Name(), err)
+		}
 	}
 	return nil
 }
@@ -131,17 +166,16 @@ func htbScript(dev, tag string, rateKbit int, addrs []string) string {
 // not inject it, does not know which host that was, so it deletes the
 // qdisc, found by the fault's own handle, on every host.
 func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
-	hosts := []lab.Host{f.host}
+	hosts := f.hosts
 	switch {
-	case f.host != nil:
+	case hosts != nil:
 	case f.p.Host == selectorEtcdLeader:
 		hosts = l.Hosts()
 	default:
-		h, err := hostByName(l, f.p.Host)
-		if err != nil {
+		var err error
+		if hosts, err = f.resolveHosts(ctx, l); err != nil {
 			return fmt.Errorf("healing throttle: %w", err)
 		}
-		hosts = []lab.Host{h}
 	}
 	var errs []error
 	for _, h := range hosts {
@@ -157,29 +191,36 @@ func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
 
 var overlimits = regexp.MustCompile(`\boverlimits (\d+)\b`)
 
-// Probe reads the throttled class's overlimits counter: how often the
-// kernel held a packet back because the class was over its rate.
+// Probe reads the throttled class's overlimits counter on each host: how
+// often the kernel held a packet back because the class was over its rate.
 func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
-	h := f.host
-	if h == nil {
+	hosts := f.hosts
+	if hosts == nil {
 		// Not injected by this process (a null arm, or before inject):
 		// look where the fault would go now.
 		var err error
-		if h, err = hostOrLeader(ctx, l, f.p.Host); err != nil {
+		if hosts, err = f.resolveHosts(ctx, l); err != nil {
 			return fault.Effect{}, err
 		}
 	}
 	cmd := `tc qdisc show | awk '$1=="qdisc" && $2=="htb" && $3=="` + f.p.Tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc -s class show dev "$dev" classid ` + f.p.Tag + `:2; done`
-	out, err := run(ctx, h, cmd)
-	if err != nil {
-		return fault.Effect{}, err
+	var total int64
+	var parts []string
+	for _, h := range hosts {
+		out, err := run(ctx, h, cmd)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		m := overlimits.FindStringSubmatch(out)
+		if m == nil {
+			parts = append(parts, fmt.Sprintf("%s has no throttled class %s:2", h.Name(), f.p.Tag))
+			continue
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		total += n
+		parts = append(parts, fmt.Sprintf("%s held back packets to %v over %d kbit/s %d times", h.Name(), f.p.To, f.p.RateKbit, n))
 	}
-	m := overlimits.FindStringSubmatch(out)
-	if m == nil {
-		return fault.Effect{Detail: fmt.Sprintf("%s has no throttled class %s:2: nothing held back", h.Name(), f.p.Tag)}, nil
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return fault.Effect{Observed: n > 0, Detail: fmt.Sprintf("%s held back packets to %v over %d kbit/s %d times", h.Name(), f.p.To, f.p.RateKbit, n)}, nil
+	return fault.Effect{Observed: total > 0, Detail: strings.Join(parts, "; ")}, nil
 }
 
 func init() { register(KindThrottle, func(p throttleParams) fault.Fault { return &throttle{p: p} }) }
