@@ -187,7 +187,7 @@ func TestEachConvergenceInvariantKeepsTheSampleThatSettledIt(t *testing.T) {
 	if _, ok := settledIn["safety"]; ok {
 		t.Error("a safety invariant took part in settling")
 	}
-	if got := r.unsettled(settledIn); !slices.Equal(got, []string{"never"}) {
+	if got := names(r.unsettled(settledIn)); !slices.Equal(got, []string{"never"}) {
 		t.Errorf("unsettled %v, want [never]", got)
 	}
 }

@@ -284,7 +284,7 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 			lastErr = err
 		}
 		if !time.Now().Before(deadline) {
-			r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(r.unsettled(settledIn), ", ")))
+			r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(names(r.unsettled(settledIn)), ", ")))
 			break
 		}
 		if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
@@ -296,13 +296,18 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 		r.abort("final snapshot", fmt.Errorf("no snapshot could be taken while settling: %v", lastErr))
 		return nil
 	}
-	var earlier []evidence.Snapshot
+	// Invariants settled by one sample share its pointer.
+	var samples []*evidence.Snapshot
 	for _, snap := range settledIn {
-		if snap != final && !slices.ContainsFunc(earlier, func(e evidence.Snapshot) bool { return e.Taken.Equal(snap.Taken) }) {
-			earlier = append(earlier, *snap)
+		if snap != final && !slices.Contains(samples, snap) {
+			samples = append(samples, snap)
 		}
 	}
-	slices.SortFunc(earlier, func(a, b evidence.Snapshot) int { return a.Taken.Compare(b.Taken) })
+	slices.SortFunc(samples, func(a, b *evidence.Snapshot) int { return a.Taken.Compare(b.Taken) })
+	var earlier []evidence.Snapshot
+	for _, snap := range samples {
+		earlier = append(earlier, *snap)
+	}
 	r.mu.Lock()
 	r.record.Final = final
 	r.record.Settle = earlier
@@ -339,13 +344,7 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 func (r *run) settle(snap *evidence.Snapshot, settledIn map[string]*evidence.Snapshot) (newly []string, all bool) {
 	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
 	all = true
-	for _, inv := range r.sc.Invariants {
-		if inv.Phase() != verdict.Convergence || r.isDecided(inv.Name()) {
-			continue
-		}
-		if _, ok := settledIn[inv.Name()]; ok {
-			continue
-		}
+	for _, inv := range r.unsettled(settledIn) {
 		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
 			all = false
 			continue
@@ -356,16 +355,25 @@ func (r *run) settle(snap *evidence.Snapshot, settledIn map[string]*evidence.Sna
 	return newly, all
 }
 
-// unsettled names the convergence invariants still to be judged that no
+// unsettled returns the convergence invariants still to be judged that no
 // sample has settled.
-func (r *run) unsettled(settledIn map[string]*evidence.Snapshot) []string {
-	var names []string
+func (r *run) unsettled(settledIn map[string]*evidence.Snapshot) []invariant.Invariant {
+	var out []invariant.Invariant
 	for _, inv := range r.sc.Invariants {
 		if _, ok := settledIn[inv.Name()]; !ok && inv.Phase() == verdict.Convergence && !r.isDecided(inv.Name()) {
-			names = append(names, inv.Name())
+			out = append(out, inv)
 		}
 	}
-	return names
+	return out
+}
+
+// names are the invariants' names.
+func names(invs []invariant.Invariant) []string {
+	out := make([]string, len(invs))
+	for i, inv := range invs {
+		out[i] = inv.Name()
+	}
+	return out
 }
 
 // assert judges every invariant of the phase not yet decided with its

@@ -189,10 +189,16 @@ func netemScript(dev, tag string, latency, jitter time.Duration, addrs []string)
 
 func tcTime(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
 
+// rootQdiscDevices is a pipeline that prints every interface whose root
+// is the fault's qdisc of that kind (its tag is the handle).
+func rootQdiscDevices(kind, tag string) string {
+	return `tc qdisc show | awk '$1=="qdisc" && $2=="` + kind + `" && $3=="` + tag + `:" && $6=="root" {print $5}'`
+}
+
 // removeQdiscScript deletes the root qdisc of every interface whose root is
-// the fault's qdisc of that kind (its tag is the handle), and nothing else.
+// the fault's qdisc of that kind, and nothing else.
 func removeQdiscScript(kind, tag string) string {
-	return `tc qdisc show | awk '$1=="qdisc" && $2=="` + kind + `" && $3=="` + tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc qdisc del dev "$dev" root || exit 1; done`
+	return rootQdiscDevices(kind, tag) + ` | while read -r dev; do tc qdisc del dev "$dev" root || exit 1; done`
 }
 
 func (f *delay) Heal(ctx context.Context, l lab.Lab) error {

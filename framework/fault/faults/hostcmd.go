@@ -28,15 +28,6 @@ func script(cmds []string) string { return strings.Join(cmds, " && ") }
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// hostOrLeader resolves a fault's host: a host's name, or `etcd-leader`,
-// etcd's raft leader now.
-func hostOrLeader(ctx context.Context, l lab.Lab, name string) (lab.Host, error) {
-	if name == selectorEtcdLeader {
-		return etcdLeaderHost(ctx, l)
-	}
-	return hostByName(l, name)
-}
-
 // hostByName returns the lab's host or an error naming the unknown host.
 func hostByName(l lab.Lab, name string) (lab.Host, error) {
 	h, err := l.Host(name)

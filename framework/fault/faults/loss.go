@@ -15,8 +15,6 @@ import (
 const KindLoss = "loss"
 
 type lossParams struct {
-	// Host is a host's name, or `etcd-leader`: etcd's raft leader at
-	// inject time.
 	Host string `json:"host"`
 	// To are selectors of the hosts whose traffic loses packets; empty
 	// means everything the host sends.
@@ -53,12 +51,7 @@ func Loss(host string, to []string, percent float64) fault.Fault {
 	return &loss{p: lossParams{Host: host, To: to, Percent: percent, Tag: newTag()}}
 }
 
-type loss struct {
-	p lossParams
-	// host is the host the rules went to: p.Host, or the etcd leader it
-	// stood for at inject time.
-	host lab.Host
-}
+type loss struct{ p lossParams }
 
 func (f *loss) Kind() string            { return KindLoss }
 func (f *loss) Class() fault.Class      { return ClassSlowNetwork }
@@ -69,7 +62,7 @@ func (f *loss) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("loss: %w", err)
 	}
-	h, err := hostOrLeader(ctx, l, f.p.Host)
+	h, err := hostByName(l, f.p.Host)
 	if err != nil {
 		return fmt.Errorf("loss: %w", err)
 	}
@@ -77,7 +70,6 @@ func (f *loss) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("loss from %s: %w", h.Name(), err)
 	}
-	f.host = h
 	if _, err := run(ctx, h, lossRules(f.chain(), f.p.Percent, addrs).installScript(h.Address())); err != nil {
 		return fmt.Errorf("loss from %s: %w", h.Name(), err)
 	}
@@ -96,22 +88,8 @@ func lossRules(chain string, percent float64, addrs []string) chainRules {
 	return chainRules{chain: chain, hooks: []string{"OUTPUT"}, rules: rules}
 }
 
-// Heal removes the chain from the host it went to. A loss from the etcd
-// leader healed from the heal ledger, by a process that did not inject it,
-// does not know which host that was (the leader may have moved since), so
-// it removes the chain, named by the fault's own tag, from every host.
 func (f *loss) Heal(ctx context.Context, l lab.Lab) error {
-	if f.host == nil && f.p.Host == selectorEtcdLeader {
-		if err := removeChainEverywhere(ctx, l, f.chain()); err != nil {
-			return fmt.Errorf("healing loss from the etcd leader: %w", err)
-		}
-		return nil
-	}
-	h := f.host
-	var err error
-	if h == nil {
-		h, err = hostByName(l, f.p.Host)
-	}
+	h, err := hostByName(l, f.p.Host)
 	if err != nil {
 		return fmt.Errorf("healing loss: %w", err)
 	}
@@ -124,14 +102,9 @@ func (f *loss) Heal(ctx context.Context, l lab.Lab) error {
 // Probe reads how many packets the fault's rules dropped: the kernel's own
 // count of packets that never left. No chain means nothing was dropped.
 func (f *loss) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
-	h := f.host
-	if h == nil {
-		// Not injected by this process (a null arm, or before inject):
-		// look where the fault would go now.
-		var err error
-		if h, err = hostOrLeader(ctx, l, f.p.Host); err != nil {
-			return fault.Effect{}, err
-		}
+	h, err := hostByName(l, f.p.Host)
+	if err != nil {
+		return fault.Effect{}, err
 	}
 	exists, err := h.Run(ctx, "iptables -w -n -L "+f.chain()+" >/dev/null 2>&1")
 	if err != nil {

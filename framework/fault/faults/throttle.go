@@ -40,9 +40,12 @@ type throttleParams struct {
 
 func (p throttleParams) check() error {
 	var errs []error
-	if p.Host == "" {
+	switch p.Host {
+	case "":
 		errs = append(errs, errors.New("no host named"))
-	} else if strings.Contains(p.Host, ":") {
+	case selectorRest:
+		errs = append(errs, errors.New("host rest names no host on its own"))
+	default:
 		if err := checkSelector(p.Host); err != nil {
 			errs = append(errs, err)
 		}
@@ -98,18 +101,6 @@ type throttle struct {
 	hosts []lab.Host
 }
 
-// resolveHosts resolves p.Host now.
-func (f *throttle) resolveHosts(ctx context.Context, l lab.Lab) ([]lab.Host, error) {
-	if strings.Contains(f.p.Host, ":") {
-		return resolveSelector(ctx, l, f.p.Host)
-	}
-	h, err := hostOrLeader(ctx, l, f.p.Host)
-	if err != nil {
-		return nil, err
-	}
-	return []lab.Host{h}, nil
-}
-
 func (f *throttle) Kind() string            { return KindThrottle }
 func (f *throttle) Class() fault.Class      { return ClassSlowNetwork }
 func (f *throttle) Params() json.RawMessage { return mustJSON(f.p) }
@@ -120,7 +111,7 @@ func (f *throttle) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("throttle: %w", err)
 	}
-	hosts, err := f.resolveHosts(ctx, l)
+	hosts, err := resolveSelector(ctx, l, f.p.Host)
 	if err != nil {
 		return fmt.Errorf("throttle: %w", err)
 	}
@@ -173,7 +164,7 @@ func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
 		hosts = l.Hosts()
 	default:
 		var err error
-		if hosts, err = f.resolveHosts(ctx, l); err != nil {
+		if hosts, err = resolveSelector(ctx, l, f.p.Host); err != nil {
 			return fmt.Errorf("healing throttle: %w", err)
 		}
 	}
@@ -199,11 +190,11 @@ func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 		// Not injected by this process (a null arm, or before inject):
 		// look where the fault would go now.
 		var err error
-		if hosts, err = f.resolveHosts(ctx, l); err != nil {
+		if hosts, err = resolveSelector(ctx, l, f.p.Host); err != nil {
 			return fault.Effect{}, err
 		}
 	}
-	cmd := `tc qdisc show | awk '$1=="qdisc" && $2=="htb" && $3=="` + f.p.Tag + `:" && $6=="root" {print $5}' | while read -r dev; do tc -s class show dev "$dev" classid ` + f.p.Tag + `:2; done`
+	cmd := rootQdiscDevices("htb", f.p.Tag) + ` | while read -r dev; do tc -s class show dev "$dev" classid ` + f.p.Tag + `:2; done`
 	var total int64
 	var parts []string
 	for _, h := range hosts {
