@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -66,6 +67,24 @@ func NotAskedAnswer() Answer { return Answer{State: NotAsked} }
 
 // Readable reports whether the answer holds a value.
 func (a Answer) Readable() bool { return a.State == Answered }
+
+// Refused reports whether an unreadable answer says the source itself
+// refused or answered with an error (connection refused, a TLS failure, an
+// error status, not deployed): a definite "no value here". A read that
+// timed out, was cancelled, or could not reach the source is not refused:
+// it says nothing of what the source serves, and must be taken as
+// unknown. The class is the reason's first phrase (see source.Reason).
+func (a Answer) Refused() bool {
+	if a.State != Unreadable {
+		return false
+	}
+	class, _, _ := strings.Cut(a.Reason, ":")
+	switch class {
+	case "connection refused", "TLS", "error", "not deployed":
+		return true
+	}
+	return false
+}
 
 // Decode decodes the value into v; it fails for an answer without a value.
 func (a Answer) Decode(v any) error {

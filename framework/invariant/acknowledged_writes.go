@@ -19,6 +19,12 @@ const AcknowledgedWritesSurviveName = "acknowledged-writes-survive"
 // the fault is healed.
 const FaultHealedEvent = "fault-healed"
 
+// HealStartedEvent is the timeline event the scenario engine records as it
+// begins to heal the fault; the heal's own effects (a node powered on, a
+// kubelet started) follow it, so moments caused by the return are
+// measured from it.
+const HealStartedEvent = "heal-started"
+
 // linearizabilityTimeout bounds the porcupine check; a history it cannot
 // decide in that time is INSUFFICIENT_DATA, never PRESERVED.
 const linearizabilityTimeout = 60 * time.Second

@@ -29,6 +29,11 @@ type gap struct {
 	Snapshot int
 	At       time.Time
 	Reason   string
+	// Refused is set when the source definitely gave no value (refused,
+	// or answered with an error); otherwise (a timeout, a cancelled or
+	// unreachable read) the gap is unknown: the source may have served
+	// anything then.
+	Refused bool
 }
 
 // ordered returns the input's snapshots sorted by when they were taken.
@@ -55,7 +60,7 @@ func collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question)
 			case evidence.NotAsked:
 				continue
 			case evidence.Unreadable:
-				gaps = append(gaps, gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: a.Reason})
+				gaps = append(gaps, gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: a.Reason, Refused: a.Refused()})
 				continue
 			}
 			var v T

@@ -128,6 +128,7 @@ func (r *run) heal(ctx context.Context, l lab.Lab) error {
 		return r.healErr
 	}
 	start := time.Now()
+	r.timeline.Add(evidence.Event{At: start.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.HealStartedEvent, Detail: fault.Describe(r.sc.injected())})
 	err := r.sc.injected().Heal(ctx, l)
 	r.timings["heal"] += time.Since(start).Seconds()
 	r.healed = true
@@ -139,7 +140,7 @@ func (r *run) heal(ctx context.Context, l lab.Lab) error {
 		r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "heal-failed", Detail: err.Error()})
 		return r.healErr
 	}
-	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "fault-healed", Detail: fault.Describe(r.sc.injected())})
+	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.FaultHealedEvent, Detail: fault.Describe(r.sc.injected())})
 	if _, lingers := r.sc.injected().(fault.Lingering); lingers {
 		return nil // the entry stays until release
 	}

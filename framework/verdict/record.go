@@ -1,6 +1,9 @@
 package verdict
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Phase says when an invariant is judged.
 type Phase string
@@ -23,6 +26,69 @@ type Judgement struct {
 	Sources []string `json:"sources,omitempty"`
 	// At is the moment the deciding evidence was read (zero if none).
 	At time.Time `json:"at,omitempty"`
+	// Exercised says, for a PRESERVED or VIOLATED verdict, whether the
+	// thing the invariant guards happened in the run (a pod that moved, a
+	// deletion, a disagreement that had to resolve): each invariant's doc
+	// comment gives its rule. A PRESERVED that was never exercised shows
+	// the guarantee was not challenged, not that it held under challenge.
+	// Nil when not recorded (records written before the field, or a
+	// verdict that does not count).
+	Exercised *bool `json:"exercised,omitempty"`
+	// Exercise says what exercised the invariant, or why nothing did.
+	Exercise string `json:"exercise,omitempty"`
+	// Violation names the kind of a VIOLATED verdict where an invariant
+	// tells several apart (acknowledged-writes-survive: lost-write or
+	// stale-read), so reports can count them apart.
+	Violation string `json:"violation,omitempty"`
+	// During names the part of the run the deciding evidence fell in:
+	// pre-fault, window, heal or settle.
+	During string `json:"during,omitempty"`
+}
+
+// Exercised and NotExercised build Judgement.Exercised values.
+func Exercised() *bool    { t := true; return &t }
+func NotExercised() *bool { f := false; return &f }
+
+// Roles of a run. A finding is a scenario's fault arm: the only runs whose
+// verdicts a paper quotes as rates. A control (a positive control's fault
+// arm, built to break the invariants it names) and a null arm (the fault
+// replaced by one that does nothing) test the detector: they are reported
+// beside findings and never pooled with them.
+const (
+	RoleFinding = "finding"
+	RoleControl = "control"
+	RoleNull    = "null"
+)
+
+// Load is the load average of the machine faultline ran on, as
+// /proc/loadavg gives it, at one moment.
+type Load struct {
+	At   time.Time `json:"at"`
+	One  float64   `json:"one"`
+	Five float64   `json:"five"`
+	// Fifteen is the 15-minute load average.
+	Fifteen float64 `json:"fifteen"`
+}
+
+// EffectCoverage is how much of the window the fault's effect probe saw
+// the effect.
+type EffectCoverage struct {
+	Probes   int `json:"probes"`
+	Observed int `json:"observed"`
+	// Failed probes could not look; they count as not seeing the effect.
+	Failed int `json:"failed,omitempty"`
+	// Required is the share of probes the scenario declares must see the
+	// effect for the run to count (JUDGED); below it the run is
+	// FAULT_INEFFECTIVE.
+	Required float64 `json:"required"`
+}
+
+// Share is the share of probes that saw the effect (0 when none ran).
+func (c EffectCoverage) Share() float64 {
+	if c.Probes == 0 {
+		return 0
+	}
+	return float64(c.Observed) / float64(c.Probes)
 }
 
 // LabInfo is what a run record says about the lab.
@@ -60,10 +126,39 @@ type Run struct {
 	ConfigHash string             `json:"configHash,omitempty"`
 	// SpecState is Ginkgo's outcome for the spec (passed, failed, ...).
 	SpecState string `json:"specState,omitempty"`
+	// Role is finding, control or null (see RoleFinding).
+	Role string `json:"role,omitempty"`
+	// ControlOf names the invariants a control run must break.
+	ControlOf []string `json:"controlOf,omitempty"`
+	// Load is the machine's load average when the run started and ended.
+	Load []Load `json:"load,omitempty"`
+	// Effect is the effect probe's coverage of the window.
+	Effect *EffectCoverage `json:"effect,omitempty"`
 }
 
 // Counted reports whether the run's verdicts count towards rates.
 func (r Run) Counted() bool { return r.RunVerdict == RunJudged }
+
+// RunRole is the run's role; for records written before roles were
+// recorded it is derived from the arm and the controlOf field, and a
+// fault arm whose labels carry "selfcheck" or "control:" is a control.
+func (r Run) RunRole() string {
+	if r.Role != "" {
+		return r.Role
+	}
+	if r.Arm == "null" {
+		return RoleNull
+	}
+	if len(r.ControlOf) > 0 {
+		return RoleControl
+	}
+	for _, l := range r.Labels {
+		if l == "selfcheck" || strings.HasPrefix(l, "control:") {
+			return RoleControl
+		}
+	}
+	return RoleFinding
+}
 
 // Inapplicable is one row of the applicability table: a fault class that
 // cannot reach what an invariant reads, and why. Every report prints the
