@@ -126,3 +126,14 @@ func Judge(inv Invariant, in Input) verdict.Judgement {
 	}
 	return j
 }
+
+// Bounded is an invariant that fires only on a condition that lasted past
+// a bound (api-agreement, endpoints-truthful). Before the fault the engine
+// samples long enough for every invariant to be able to fire, so that a
+// condition already broken then is DETECTOR_INVALID, not blamed on the
+// fault: for a bounded invariant that is longer than its bound.
+type Bounded interface {
+	Invariant
+	// Bound is the longest the invariant lets its condition last.
+	Bound() time.Duration
+}
