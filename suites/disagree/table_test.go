@@ -36,7 +36,11 @@ func controlPlane(id, title string, f fault.Fault, labels []string) scenario.Sce
 		Window: profile.ControlPlaneWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
 }
 
-// crashStop are the fourteen crash-stop and timing scenarios.
+// crashStop are the fourteen crash-stop and timing scenarios. Each carries
+// its true paper class: crash-stop where a host, a process or a link stops;
+// timing where everything runs but late or on another clock (slow etcd
+// writes, clock skew); history where etcd's history is cut under live
+// watches (compaction).
 var crashStop = []scenario.Scenario{
 	// A powered-off node stops heartbeating; after node-monitor-grace-period
 	// the node controller marks it Ready=Unknown and taints it unreachable,
@@ -108,13 +112,13 @@ var crashStop = []scenario.Scenario{
 	// only while etcd1 happened to lead.
 	controlPlane("etcd-slow-writes", "etcd's leader's traffic to its peers held to 512 kbit/s",
 		faults.EtcdLeaderThrottle(512),
-		paper("crash-stop", "etcd", "network")),
+		paper("timing", "etcd", "network")),
 	// etcd compacted to its current revision while the API servers and the
 	// kubelets watch: watchers get "too old resource version" and must
 	// relist. The promise: a relist never lets a client go back in time,
 	// and no watcher misses a change for good.
 	controlPlane("etcd-compaction", "etcd compacted under live watches",
-		faults.EtcdCompact(false), paper("crash-stop", "etcd")),
+		faults.EtcdCompact(false), paper("history", "etcd")),
 	// worker1's wall clock stepped 90s ahead: Kubernetes promises that node
 	// health rests on the control plane's clock (lease renewals are judged
 	// by when the controller sees them change), so a skewed kubelet is not
@@ -122,13 +126,13 @@ var crashStop = []scenario.Scenario{
 	// one CLOCK_REALTIME); the fault says so, and the run is skipped with
 	// that reason instead of judged.
 	node("clock-skew-worker", "a worker's clock 90s ahead",
-		faults.ClockSkew("worker1", 90*time.Second), paper("crash-stop", "clock")),
+		faults.ClockSkew("worker1", 90*time.Second), paper("timing", "clock")),
 	// cp2's clock stepped 90s ahead: its controllers and certificates see
 	// another time. Leader election is by renew observation, not absolute
 	// time, so at most one leader still acts. Not possible on the local
 	// lab, skipped with the fault's reason there.
 	controlPlane("clock-skew-control-plane", "a control-plane host's clock 90s ahead",
-		faults.ClockSkew("cp2", 90*time.Second), paper("crash-stop", "clock")),
+		faults.ClockSkew("cp2", 90*time.Second), paper("timing", "clock")),
 }
 
 // gray are the nine gray-failure scenarios: every node stays Ready while
