@@ -209,12 +209,16 @@ var gray = []scenario.Scenario{
 // invariant, which must be judged VIOLATED (and whose null arm must not).
 // Their labels say which invariant each controls.
 var selfCheck = []scenario.Scenario{
-	// The pod network cut leaves the cut pod in the endpoints (see
-	// pod-network-cut): no component of Kubernetes checks pod-to-pod
-	// reachability, so endpoints-truthful must be VIOLATED.
-	node("control-endpoints-truthful", "positive control: a pod no peer can reach stays an endpoint",
-		faults.PodNetworkCut("worker1"),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:network"}),
+	// worker1's stateful pod left a ready endpoint of nothing: every
+	// controller-manager stopped (so neither the EndpointSlice controller
+	// nor the node lifecycle controller acts), then worker1's kubelet (so
+	// nothing reports the pod not Ready or restarts it), then the pod's
+	// containers stopped through worker1's runtime. The API keeps the node
+	// Ready and the address ready while cri/worker1 runs no container of
+	// the pod: endpoints-truthful must be VIOLATED once the bound passes.
+	node("control-endpoints-truthful", "positive control: a pod's containers stopped with its kubelet and every controller-manager down",
+		controls.DeadEndpoint("worker1", controls.PodRef{Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName}),
+		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:controller-manager", "component:kubelet", "component:containerd"}),
 	// worker1 cut off from the control plane, and once it is tainted
 	// unreachable its StatefulSet pod force-deleted through the API, as an
 	// operator unsticking it would. The StatefulSet controller starts the
