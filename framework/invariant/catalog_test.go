@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
 func TestTheNineInvariants(t *testing.T) {
-	all := All(Bounds{Staleness: 5 * time.Second, Endpoints: 60 * time.Second})
+	all := All(testBounds)
 	if len(all) != 9 {
 		t.Fatalf("%d invariants, want nine", len(all))
 	}
@@ -87,7 +88,72 @@ func TestApplicabilityIsConservative(t *testing.T) {
 			t.Errorf("%s × %s is in the table (%s), but faults of that class reach what it reads", pair[0], pair[1], reason)
 		}
 	}
-	if _, na := Applicability.Lookup("clock-skew", NoTimeTravelName); !na {
-		t.Error("clock-skew × no-time-travel: resourceVersions never come from a clock; the row is expected")
+	for _, pair := range [][2]string{
+		{"clock-skew", NoTimeTravelName},      // a skewed host's broken watches re-list
+		{"gray-network", SingleLeaderName},    // endpoints and pod status change in the API
+		{"operator-action", SingleLeaderName}, // a deletion changes what the API serves
+		{"gray-agent", AcknowledgedWritesSurviveName},
+	} {
+		inv := byName(t, pair[1])
+		if err := ClassReach.Admits(pair[0], inv); err == nil {
+			t.Errorf("%s × %s: the reach rule admits a pair whose class reaches what it reads", pair[0], pair[1])
+		}
+	}
+}
+
+// testBounds gives every bounded invariant a bound, as a suite does.
+var testBounds = Bounds{
+	Agreement: map[evidence.Question]Bound{
+		evidence.NodeReady: {Limit: 5 * time.Second, Why: "test"}, evidence.PodObject: {Limit: 5 * time.Second, Why: "test"}, evidence.ServiceEndpoints: {Limit: 5 * time.Second, Why: "test"},
+	},
+	Ordering:  Bound{Limit: 5 * time.Second, Why: "test"},
+	Endpoints: 60 * time.Second,
+}
+
+func byName(t *testing.T, name string) Invariant {
+	t.Helper()
+	for _, inv := range All(testBounds) {
+		if inv.Name() == name {
+			return inv
+		}
+	}
+	t.Fatalf("no invariant %q", name)
+	return nil
+}
+
+// Every row is held to the rule that decides the table, from what the
+// class declares it can do and what the invariant declares it reads.
+func TestApplicabilityRowsObeyTheReachRule(t *testing.T) {
+	for _, row := range Applicability {
+		if err := ClassReach.Admits(row.FaultClass, byName(t, row.Invariant)); err != nil {
+			t.Errorf("row %s × %s breaks the rule: %v", row.FaultClass, row.Invariant, err)
+		}
+	}
+}
+
+func TestTheReachRule(t *testing.T) {
+	reaches := Reaches{
+		"cri-only":  {{Sources: "cri", Ways: []Reach{ReachRestart}, Why: "restarts containers"}},
+		"no-reach":  {},
+		"reads-all": {{Sources: AnySource, Ways: []Reach{ReachUnreadable}, Why: "times reads out"}},
+	}
+	leader := SingleLeader() // reads controlplane/* and apiserver/*
+	if err := reaches.Admits("cri-only", leader); err != nil {
+		t.Errorf("a class reaching only runtimes reaches nothing single-leader reads, yet: %v", err)
+	}
+	if err := reaches.Admits("no-reach", leader); err != nil {
+		t.Errorf("a class reaching nothing: %v", err)
+	}
+	err := reaches.Admits("cri-only", SingleCopy())
+	if err == nil || !strings.Contains(err.Error(), "cri/*") || !strings.Contains(err.Error(), "restart") {
+		t.Errorf("single-copy reads cri/*, which the class restarts: %v", err)
+	}
+	// Making a source unreadable is reaching it: the invariant's evidence
+	// is what the fault took away.
+	if err := reaches.Admits("reads-all", leader); err == nil {
+		t.Error("a class that makes every source unreadable reaches single-leader")
+	}
+	if err := reaches.Admits("undeclared", leader); err == nil || !strings.Contains(err.Error(), "declares no reach") {
+		t.Errorf("an undeclared class must be taken to reach everything: %v", err)
 	}
 }

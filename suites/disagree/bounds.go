@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/timers"
@@ -54,16 +55,57 @@ func BoundsFor(p timers.Profile) Bounds {
 		Settle:             2*(grace+evict) + settleMargin,
 		Fixtures:           2*(grace+evict) + settleMargin,
 		Invariants: invariant.Bounds{
-			// A value shown by one API server changes at most once per
-			// status update; two servers apart for longer than two
-			// updates means one of them is stuck, not merely behind.
-			Staleness: 2 * p.NodeStatusUpdateFrequency,
+			Agreement: agreementBounds(),
+			Ordering:  orderingBound(),
 			// The endpoint controller learns of a dead node after the
 			// grace period and reacts within a monitor period; two status
 			// updates of margin for the kubelet's own readiness report.
 			Endpoints: grace + 2*p.NodeMonitorPeriod + 2*p.NodeStatusUpdateFrequency,
 		},
 	}
+}
+
+// SampleEvery is the pause between the suite's snapshots: the engine's
+// default, which the suite registers with. The bounds that are a matter
+// of sampling resolution are derived from it.
+const SampleEvery = time.Second
+
+// samplingPeriod is the longest one round of API-server reads and the
+// pause after it take, when the round is not held up by slower sources:
+// an API server's read is cut off at the round's per-source timeout.
+func samplingPeriod() time.Duration { return SampleEvery + evidence.DefaultReadTimeout }
+
+// agreementBounds are api-agreement's bounds, one per question, from how
+// source.APIServer reads each. Every one is a consistent read, so two
+// servers answering in one round can differ only while a change lands
+// between their two reads, which are at most one read timeout apart: one
+// change explains a difference in one round, not in rounds spanning more
+// than two sampling periods. Node status timing (how often the kubelet
+// writes) does not enter: both servers read the same etcd.
+func agreementBounds() map[evidence.Question]invariant.Bound {
+	limit := 2 * samplingPeriod()
+	periods := fmt.Sprintf("two sampling periods of a %s pause plus a read of up to %s", SampleEvery, evidence.DefaultReadTimeout)
+	return map[evidence.Question]invariant.Bound{
+		// GET nodes/worker1 with no resourceVersion: the API server
+		// passes it to etcd as a quorum read (k8s.io/apiserver cacher
+		// CacheDelegator.Get).
+		evidence.NodeReady: {Limit: limit, Why: "a GET with no resourceVersion, a quorum read from etcd, differs between servers only while a status write lands between their reads: " + periods},
+		evidence.PodObject: {Limit: limit, Why: "a GET with no resourceVersion, a quorum read from etcd, differs between servers only while a write lands between their reads: " + periods},
+		// LIST endpointslices with no resourceVersion: a consistent
+		// list, served from the watch cache only once the cache has
+		// caught up with etcd's current revision, else from etcd
+		// (CacheDelegator.GetList). A cache that lags makes the read
+		// wait, and time out here, rather than answer old.
+		evidence.ServiceEndpoints: {Limit: limit, Why: "a LIST with no resourceVersion, served from a watch cache only once it is as fresh as etcd, differs between servers only while a change lands between their reads: " + periods},
+	}
+}
+
+// orderingBound is the longest no-time-travel lets a serving server's
+// reads go without being put in order with the others': the same
+// resolution at which api-agreement can see a server serve an old state.
+func orderingBound() invariant.Bound {
+	return invariant.Bound{Limit: 2 * samplingPeriod(),
+		Why: fmt.Sprintf("two sampling periods of a %s pause plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
 }
 
 // ProfileFromEnv returns the timer profile of the lab $FAULTLINE_LAB names,

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/timers"
 )
@@ -54,6 +56,53 @@ func TestBoundsFollowTheProfile(t *testing.T) {
 	}
 	if d.Settle <= f.Settle || d.NodeWindow <= f.NodeWindow {
 		t.Errorf("kubernetes-defaults bounds (%+v) not longer than fast ones (%+v)", d, f)
+	}
+}
+
+func TestAgreementBoundsModelConsistentReadsNotNodeStatus(t *testing.T) {
+	fast, err := timers.Get(timers.Fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := timers.Get(timers.KubernetesDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, d := BoundsFor(fast).Invariants, BoundsFor(defaults).Invariants
+	period := SampleEvery + evidence.DefaultReadTimeout
+	mechanism := map[evidence.Question]string{
+		evidence.NodeReady:        "quorum read",
+		evidence.PodObject:        "quorum read",
+		evidence.ServiceEndpoints: "watch cache",
+	}
+	for _, q := range invariant.AgreementQuestions() {
+		fb, ok := f.Agreement[q]
+		if !ok {
+			t.Errorf("no api-agreement bound for %s", q)
+			continue
+		}
+		// Consistent reads agree but for a change in flight: the bound is
+		// the sampling resolution, the same whatever the node timers.
+		if db := d.Agreement[q]; db != fb {
+			t.Errorf("%s: bound %v under fast, %v under kubernetes-defaults: it follows the node timers, not the sampling", q, fb, db)
+		}
+		if fb.Limit <= period || fb.Limit >= 2*defaults.NodeStatusUpdateFrequency {
+			t.Errorf("%s: bound %s, want above one sampling period (%s) and below the old node-status bound %s", q, fb.Limit, period, 2*defaults.NodeStatusUpdateFrequency)
+		}
+		if !strings.Contains(fb.Why, mechanism[q]) || !strings.Contains(fb.Why, SampleEvery.String()) {
+			t.Errorf("%s: the bound's reason %q does not name its mechanism (%s) and the sampling it is sized from", q, fb.Why, mechanism[q])
+		}
+	}
+	if f.Ordering.Limit <= period || f.Ordering.Why == "" {
+		t.Errorf("no-time-travel coverage bound %v: want above one sampling period (%s), with its reason", f.Ordering, period)
+	}
+	// The engine sizes its pre-fault window from the longest bound.
+	agreement, ok := invariant.APIAgreement(f.Agreement).(invariant.Bounded)
+	if !ok {
+		t.Fatal("api-agreement does not say its bound, so a pre-fault window cannot be sized for it")
+	}
+	if got, want := agreement.Bound(), f.Agreement[evidence.NodeReady].Limit; got != want {
+		t.Errorf("api-agreement's Bound() %s, want its longest question bound %s", got, want)
 	}
 }
 

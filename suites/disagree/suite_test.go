@@ -49,11 +49,12 @@ var profile = func() disagree.Bounds {
 var suiteSampler = disagree.NewNotingSampler(sampler.New(sampler.Options{}))
 
 var _ = scenario.Register(scenario.Suite{
-	Name:      "disagree",
-	OpenLab:   scenario.OpenLabFromEnv,
-	Sampler:   suiteSampler,
-	VerifyLab: verifyLab,
-	Prepare:   installFixtures,
+	Name:        "disagree",
+	OpenLab:     scenario.OpenLabFromEnv,
+	Sampler:     suiteSampler,
+	SampleEvery: disagree.SampleEvery,
+	VerifyLab:   verifyLab,
+	Prepare:     installFixtures,
 }, table())
 
 // verifyLab refuses a lab whose hosts are not lab11's shape, or whose

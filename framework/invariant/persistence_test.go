@@ -1,0 +1,68 @@
+package invariant
+
+import (
+	"testing"
+	"time"
+)
+
+// marksAt builds one mark per round, a second apart from t0, each read
+// 0.1 s into its round, in the states given.
+func marksAt(states ...condition) []mark {
+	var out []mark
+	for i, s := range states {
+		taken := sec(float64(i))
+		out = append(out, mark{Taken: taken, ReadAt: taken.Add(100 * time.Millisecond), State: s})
+	}
+	return out
+}
+
+func TestPersistingABrokenRoundOpensAStretchThatUnknownRoundsExtend(t *testing.T) {
+	// Broken twice, then nothing known for six seconds: the difference
+	// may have gone on all that time, so it is no proof of agreement.
+	marks := marksAt(broken, broken, unknown, unknown, unknown, unknown, unknown, unknown, unknown)
+	violated, unsure := persisting(marks, 5*time.Second, false)
+	if violated != nil {
+		t.Errorf("two broken rounds 0.9 s apart proved a stretch past 5s: %+v", violated)
+	}
+	if unsure == nil {
+		t.Fatal("a broken round followed by unknown rounds past the bound is not unsure")
+	}
+	if !unsure.First.Taken.Equal(sec(0)) || unsure.Broken != 2 {
+		t.Errorf("unsure stretch from %s with %d broken rounds, want from the first broken round with 2", stamp(unsure.First.Taken), unsure.Broken)
+	}
+
+	// Without a broken round, a silent source stays no one's suspect.
+	if _, unsure := persisting(marksAt(holds, unknown, unknown, unknown, unknown, unknown, unknown, unknown, unknown), 5*time.Second, false); unsure != nil {
+		t.Errorf("unknown rounds alone opened a stretch with suspectUnknown false: %+v", unsure)
+	}
+	// A round that holds closes the stretch.
+	if _, unsure := persisting(marksAt(broken, unknown, unknown, holds, unknown, unknown, unknown, unknown, unknown), 5*time.Second, false); unsure != nil {
+		t.Errorf("a stretch went on past a round that holds: %+v", unsure)
+	}
+}
+
+// What endpoints-truthful relies on, suspectUnknown true, is unchanged.
+func TestPersistingWithUnknownRoundsSuspectOnTheirOwn(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		marks                   []mark
+		violated, unsure        bool
+		unsureFirst, unsureLast float64
+	}{
+		{"all holds", marksAt(holds, holds, holds, holds, holds, holds, holds), false, false, 0, 0},
+		{"unknown alone past the bound", marksAt(holds, unknown, unknown, unknown, unknown, unknown, unknown, unknown), false, true, 1, 7},
+		{"broken past the bound", marksAt(broken, broken, broken, broken, broken, broken, broken), true, true, 0, 6},
+		{"broken then unknown", marksAt(broken, broken, unknown, unknown, unknown, unknown, unknown), false, true, 0, 6},
+		{"broken, unknown, broken", marksAt(broken, unknown, unknown, broken, unknown, unknown, broken), false, true, 0, 6},
+		{"cut by a round that holds", marksAt(unknown, unknown, unknown, holds, unknown, unknown, unknown), false, false, 0, 0},
+	} {
+		v, u := persisting(c.marks, 5*time.Second, true)
+		if (v != nil) != c.violated || (u != nil) != c.unsure {
+			t.Errorf("%s: violated %v unsure %v, want %v %v", c.name, v != nil, u != nil, c.violated, c.unsure)
+			continue
+		}
+		if u != nil && (!u.First.Taken.Equal(sec(c.unsureFirst)) || !u.Last.Taken.Equal(sec(c.unsureLast))) {
+			t.Errorf("%s: unsure from %s to %s, want %gs to %gs", c.name, stamp(u.First.Taken), stamp(u.Last.Taken), c.unsureFirst, c.unsureLast)
+		}
+	}
+}
