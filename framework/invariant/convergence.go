@@ -29,7 +29,7 @@ var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
 //
 // Fires when, in the snapshot judged (the first settle sample in which
 // this holds with full evidence, or the final one at the settle timeout
-// when none did):
+// when none did), a definite difference shows:
 //   - a source says worker1 is not Ready, or shows a taint the baseline
 //     did not have (a leftover unreachable/not-ready taint);
 //   - the pod is missing, Terminating (stuck deletion), not Ready, or the
@@ -42,14 +42,35 @@ var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
 //     differs from the baseline's, or kube-proxy sends traffic to
 //     other addresses than the ready endpoints;
 //   - DNS answers differently from the baseline;
-//   - a source that answered in the baseline is unreadable now (the lab
-//     is not back to where it started; the reason names the error).
+//   - a source that answered in the baseline refuses now, or answers with
+//     an error (the lab is not back to where it started; the reason names
+//     the error).
+//
+// A source that answered in the baseline and whose read timed out, was
+// cancelled or could not reach it now is unknown, not different: it may
+// serve anything. With no definite difference, any such source makes the
+// verdict INSUFFICIENT_DATA (the settle loop samples again until its
+// bound), naming the source and the reason. A source unreadable at
+// baseline is not compared.
 //
 // Why: Kubernetes is level-triggered; once the fault is gone every
 // controller and agent is meant to drive the cluster back to its declared
 // state, and every view of it back into agreement.
 //
-// INSUFFICIENT_DATA when there is no baseline, or no API server answered.
+// INSUFFICIENT_DATA also when there is no baseline, or no API server
+// answered and nothing else shows a definite difference.
+//
+// Exercised when the lab left its baseline during the run, in what
+// convergence reads: an earlier sample of the input shows one of the
+// differences above; or the pod judged is not the baseline's (another UID
+// or node); or the timeline has, after the fault was injected and before
+// the judged sample, worker1 (or the node the pod ran on at baseline)
+// going Ready=Unknown or False or gaining a taint, the baseline's pod
+// getting a deletionTimestamp, deleted or replaced, or the endpoints
+// changing. Runtimes, kube-proxy and DNS are not on the timeline, so a
+// departure seen only there, with the judged sample alone in the input,
+// reads as not exercised; the Exercise says what was looked at. VIOLATED
+// is always exercised.
 func Convergence() Invariant { return convergence{} }
 
 type convergence struct{}
@@ -71,6 +92,15 @@ func (convergence) Reads() []Reading {
 	)
 }
 
+// Timeline events of worker1 and the test service (recorded by
+// evidence/watch) that mark the lab leaving its baseline.
+const (
+	readyUnknownEvent     = "ready-unknown"
+	readyFalseEvent       = "ready-false"
+	taintAddedEvent       = "taint-added"
+	endpointsChangedEvent = "endpoints-changed"
+)
+
 // fromObjectReaders collects q from every object reader.
 func fromObjectReaders[T any](snaps []evidence.Snapshot, q evidence.Question) ([]observation[T], []gap) {
 	var obs []observation[T]
@@ -88,17 +118,57 @@ func (convergence) Judge(in Input) verdict.Judgement {
 	if len(snaps) == 0 || in.Baseline == nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "convergence compares the final snapshot with the baseline, and one of them is missing"}
 	}
-	final := snaps[len(snaps)-1:]
-	base := []evidence.Snapshot{*in.Baseline}
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	final := snaps[len(snaps)-1]
+	c := compareWithBaseline(final, *in.Baseline)
+	exercised, exercise := leftBaseline(snaps[:len(snaps)-1], final, in, c)
+	switch {
+	case len(c.problems) > 0:
+		reason := fmt.Sprintf("not back to the baseline at %s: %s", stamp(final.Taken), strings.Join(c.problems, "; "))
+		if len(c.unknowns) > 0 {
+			reason += "; besides, unknown: " + strings.Join(c.unknowns, "; ")
+		}
+		if !exercised {
+			exercise = "not back to the baseline in the judged sample"
+		}
+		return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, At: final.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
+	case !c.apiReadable:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered in the final snapshot: " + orNone(c.apiGaps)}
+	case len(c.unknowns) > 0:
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("no difference from the baseline at %s in what could be read, but unknown (a read that timed out says nothing of what the source serves): %s",
+				stamp(final.Taken), strings.Join(c.unknowns, "; ")),
+			At: final.Taken}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved,
+		Reason:    fmt.Sprintf("at %s every source agrees and matches the baseline: worker1 Ready, pod %s on %q running there only, %d ready endpoint(s)", stamp(final.Taken), c.pod.UID, c.pod.NodeName, len(c.ready)),
+		Exercised: &exercised, Exercise: exercise}
+}
+
+// baselineComparison is what one snapshot shows against the baseline.
+type baselineComparison struct {
+	// problems are definite differences; unknowns are sources that
+	// answered at baseline and whose reads now timed out or failed to
+	// reach them.
+	problems, unknowns []string
+	apiReadable        bool
+	apiGaps            string
+	// pod is the pod the object readers agree on (empty if none); ready
+	// its ready endpoints.
+	pod   evidence.PodValue
+	ready []string
+}
+
+func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
+	final := []evidence.Snapshot{snap}
+	base := []evidence.Snapshot{baseline}
+	var c baselineComparison
+	bad := func(format string, args ...any) { c.problems = append(c.problems, fmt.Sprintf(format, args...)) }
 
 	// worker1 Ready, no new taints.
 	readies, _ := fromObjectReaders[evidence.NodeReadyValue](final, evidence.NodeReady)
-	apiReadable := false
 	for _, o := range readies {
 		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
-			apiReadable = true
+			c.apiReadable = true
 		}
 		if !o.Value.Exists || o.Value.Status != "True" {
 			bad("%s says worker1 is not Ready (exists=%v, Ready=%q, %s)", o.Source, o.Value.Exists, o.Value.Status, o.Value.Reason)
@@ -124,12 +194,12 @@ func (convergence) Judge(in Input) verdict.Judgement {
 	pods, _ := fromObjectReaders[evidence.PodValue](final, evidence.PodObject)
 	for _, o := range pods {
 		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
-			apiReadable = true
+			c.apiReadable = true
 		}
 	}
-	if !apiReadable {
+	if !c.apiReadable {
 		_, gaps := collect[any](final, consistentReaders, evidence.PodObject)
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered in the final snapshot: " + orNone(gapSummary(gaps))}
+		c.apiGaps = gapSummary(gaps)
 	}
 	podViews := map[string][]string{}
 	for _, o := range pods {
@@ -147,20 +217,19 @@ func (convergence) Judge(in Input) verdict.Judgement {
 			podViews[key] = append(podViews[key], string(o.Source))
 		}
 	}
-	var pod evidence.PodValue
 	switch len(podViews) {
 	case 0:
 	case 1:
 		for _, o := range pods {
 			if o.Value.Exists {
-				pod = o.Value
+				c.pod = o.Value
 			}
 		}
 	default:
 		bad("the sources disagree about the pod: %s", describeViews(podViews))
 	}
 
-	if pod.UID != "" {
+	if pod := c.pod; pod.UID != "" {
 		kubelets, _ := collect[evidence.PodValue](final, "kubelet/*", evidence.PodObject)
 		for _, o := range kubelets {
 			bound := hostOf(o.Source) == pod.NodeName
@@ -176,8 +245,8 @@ func (convergence) Judge(in Input) verdict.Judgement {
 			here := hostOf(o.Source) == pod.NodeName
 			running := runningContainers(o.Value)
 			ours := false
-			for _, c := range o.Value.Containers {
-				if c.State == "CONTAINER_RUNNING" && c.PodUID == pod.UID {
+			for _, ct := range o.Value.Containers {
+				if ct.State == "CONTAINER_RUNNING" && ct.PodUID == pod.UID {
 					ours = true
 				}
 			}
@@ -193,21 +262,20 @@ func (convergence) Judge(in Input) verdict.Judgement {
 	// Endpoints agree, as many as at baseline, and kube-proxy follows them.
 	eps, _ := fromObjectReaders[evidence.EndpointsValue](final, evidence.ServiceEndpoints)
 	epViews := map[string][]string{}
-	var ready []string
 	for _, o := range eps {
 		key := "[" + strings.Join(o.Value.Ready, " ") + "]"
 		epViews[key] = append(epViews[key], string(o.Source))
-		ready = o.Value.Ready
+		c.ready = o.Value.Ready
 	}
 	if len(epViews) > 1 {
 		bad("the sources disagree about the ready endpoints: %s", describeViews(epViews))
 	} else if len(epViews) == 1 {
 		baseEps, _ := collect[evidence.EndpointsValue](base, consistentReaders, evidence.ServiceEndpoints)
-		if len(baseEps) > 0 && len(baseEps[0].Value.Ready) != len(ready) {
-			bad("%d ready endpoint(s) now, %d at baseline", len(ready), len(baseEps[0].Value.Ready))
+		if len(baseEps) > 0 && len(baseEps[0].Value.Ready) != len(c.ready) {
+			bad("%d ready endpoint(s) now, %d at baseline", len(c.ready), len(baseEps[0].Value.Ready))
 		}
 		proxies, _ := collect[evidence.ProxyBackendsValue](final, "proxy/*", evidence.ServiceProxyBackends)
-		want := strings.Join(ready, " ")
+		want := strings.Join(c.ready, " ")
 		for _, o := range proxies {
 			for _, p := range o.Value.Ports {
 				if got := strings.Join(backendIPs(p.Backends), " "); got != want {
@@ -226,27 +294,106 @@ func (convergence) Judge(in Input) verdict.Judgement {
 		}
 	}
 
-	// Every source that answered at baseline answers now.
-	for _, src := range in.Baseline.Sources() {
-		for q, a := range in.Baseline.Answers[src] {
+	// Every source that answered at baseline answers now; a read that
+	// timed out is unknown, not a difference.
+	for _, src := range baseline.Sources() {
+		var silent []string
+		var first evidence.Answer
+		for q, a := range baseline.Answers[src] {
 			if !a.Readable() {
 				continue
 			}
-			if now := final[0].Get(src, q); now.State == evidence.Unreadable {
+			now := snap.Get(src, q)
+			switch {
+			case now.State != evidence.Unreadable:
+			case now.Refused():
 				bad("%s answered %s at baseline but not after settle (%s)", src, q, now.Reason)
+			default:
+				if len(silent) == 0 || now.ReadAt.Before(first.ReadAt) {
+					first = now
+				}
+				silent = append(silent, string(q))
 			}
+		}
+		if len(silent) > 0 {
+			sort.Strings(silent)
+			c.unknowns = append(c.unknowns, fmt.Sprintf("%s answered %s at baseline, and its reads after settle did not come back (first at %s: %s)",
+				src, strings.Join(silent, ", "), stamp(first.ReadAt), first.Reason))
 		}
 	}
 
-	sort.Strings(problems)
-	problems = uniqueSorted(problems)
-	if len(problems) > 0 {
-		return verdict.Judgement{Verdict: verdict.Violated,
-			Reason: fmt.Sprintf("not back to the baseline at %s: %s", stamp(final[0].Taken), strings.Join(problems, "; ")),
-			At:     final[0].Taken}
+	c.problems = uniqueSorted(c.problems)
+	c.unknowns = uniqueSorted(c.unknowns)
+	return c
+}
+
+// leftBaseline applies convergence's exercise rule: whether the lab left
+// its baseline during the run, from the earlier samples of the input, the
+// pod judged, and the timeline.
+func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Input, final baselineComparison) (bool, string) {
+	base := *in.Baseline
+	for _, s := range earlier {
+		if c := compareWithBaseline(s, base); len(c.problems) > 0 {
+			return true, fmt.Sprintf("at %s: %s", stamp(s.Taken), c.problems[0])
+		}
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved,
-		Reason: fmt.Sprintf("at %s every source agrees and matches the baseline: worker1 Ready, pod %s on %q running there only, %d ready endpoint(s)", stamp(final[0].Taken), pod.UID, pod.NodeName, len(ready))}
+	basePods, _ := collect[evidence.PodValue]([]evidence.Snapshot{base}, consistentReaders, evidence.PodObject)
+	var basePod evidence.PodValue
+	for _, o := range basePods {
+		if o.Value.Exists {
+			basePod = o.Value
+			break
+		}
+	}
+	if basePod.UID != "" && final.pod.UID != "" && (final.pod.UID != basePod.UID || final.pod.NodeName != basePod.NodeName) {
+		return true, fmt.Sprintf("the pod came back as %s on %q (%s on %q at baseline)", final.pod.UID, final.pod.NodeName, basePod.UID, basePod.NodeName)
+	}
+
+	nodes := map[string]bool{}
+	if basePod.NodeName != "" {
+		nodes["node/"+basePod.NodeName] = true
+	}
+	pods := map[string]bool{}
+	for _, src := range base.Sources() {
+		if ok, _ := path.Match("kubelet/*", string(src)); ok {
+			nodes["node/"+hostOf(src)] = true
+		}
+	}
+	rts, _ := collect[evidence.RuntimePodValue]([]evidence.Snapshot{base}, "cri/*", evidence.PodRunningHere)
+	for _, o := range rts {
+		for _, sb := range o.Value.Sandboxes {
+			if sb.UID == basePod.UID && sb.Name != "" {
+				pods["pod/"+sb.Namespace+"/"+sb.Name] = true
+			}
+		}
+	}
+	from, to := base.Taken, judged.Taken
+	if e := in.Timeline.OfKind(FaultInjectedEvent); len(e) > 0 {
+		from = e[0].At
+	}
+	for _, e := range in.Timeline {
+		if e.At.Before(from) || e.At.After(to) {
+			continue
+		}
+		ours := false
+		switch e.Kind {
+		case readyUnknownEvent, readyFalseEvent, taintAddedEvent:
+			ours = nodes[e.Subject]
+		case podDeletionEvent, podDeletedEvent, podCreatedEvent:
+			ours = pods[e.Subject] || (basePod.UID != "" && strings.Contains(e.Detail, "uid "+basePod.UID))
+		case endpointsChangedEvent:
+			ours = true
+		}
+		if ours {
+			return true, fmt.Sprintf("%s %s at %s (%s)", e.Subject, e.Kind, stamp(e.At), e.Detail)
+		}
+	}
+	samples := fmt.Sprintf("in the %d earlier sample(s) of the input", len(earlier))
+	if len(earlier) == 0 {
+		samples = "in the input (the judged sample only)"
+	}
+	return false, fmt.Sprintf("nothing convergence reads left the baseline %s, nor on the timeline from %s to %s (worker1's Ready and taints, the stateful pod, the endpoints), and the pod is the baseline's; runtimes, kube-proxy and DNS are not on the timeline",
+		samples, stamp(from), stamp(to))
 }
 
 func describeViews(views map[string][]string) string {

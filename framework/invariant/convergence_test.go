@@ -126,3 +126,81 @@ func TestConvergenceInsufficientWithoutTheAPIOrTheBaseline(t *testing.T) {
 	in.Baseline = nil
 	expect(t, Convergence(), in, verdict.InsufficientData, "baseline")
 }
+
+func TestConvergenceATimeoutAfterSettleIsUnknownNotADifference(t *testing.T) {
+	// cp2 answered at baseline and timed out after settle: it may be back
+	// or not; nothing says which.
+	l := cleanLab()
+	l.unreadable[cp2] = "timeout: no answer within 2s"
+	expect(t, Convergence(), convergenceInput(t, l), verdict.InsufficientData, "apiserver/cp2", "timeout: no answer within 2s", "unknown")
+
+	// A refusal is definite: the server is not back.
+	l = cleanLab()
+	l.unreadable[cp2] = "connection refused: dial tcp 10.0.0.12:6443"
+	expect(t, Convergence(), convergenceInput(t, l), verdict.Violated, "apiserver/cp2", "connection refused")
+
+	// A definite difference stands beside a timeout.
+	l = cleanLab()
+	l.unreadable[cp2] = "timeout: no answer within 2s"
+	l.ready = readyUnknown
+	expect(t, Convergence(), convergenceInput(t, l), verdict.Violated, "says worker1 is not Ready", "apiserver/cp2")
+
+	// A runtime that timed out may hide a duplicate: unknown.
+	in := convergenceInput(t, cleanLab())
+	in.Snapshots[0].Set(cri2, q, evidence.UnreadableAnswer("timeout: ssh: i/o timeout", sec(62)))
+	expect(t, Convergence(), in, verdict.InsufficientData, "cri/worker2")
+}
+
+func TestConvergenceEveryAPIServerRefusingIsNotBack(t *testing.T) {
+	l := cleanLab()
+	l.unreadable[cp1], l.unreadable[cp2] = "connection refused", "connection refused"
+	expect(t, Convergence(), convergenceInput(t, l), verdict.Violated, "apiserver/cp1 answered worker1/ready at baseline but not after settle (connection refused)")
+}
+
+func TestConvergenceIsExercisedWhenTheLabLeftItsBaseline(t *testing.T) {
+	// Nothing on the timeline, the same pod back: never challenged.
+	j := expect(t, Convergence(), convergenceInput(t, cleanLab()), verdict.Preserved)
+	wantExercised(t, j, false, "nothing convergence reads")
+
+	// worker1 went NotReady during the window.
+	in := convergenceInput(t, cleanLab())
+	in.Timeline = evidence.Timeline{
+		{At: sec(5), Source: "faultline", Kind: FaultInjectedEvent},
+		{At: sec(20), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Detail: "True → Unknown (NodeStatusUnknown)"},
+	}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "ready-unknown", "node/worker1")
+
+	// Another node's, or one before the fault, does not count.
+	in.Timeline = evidence.Timeline{
+		{At: sec(3), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown"},
+		{At: sec(5), Source: "faultline", Kind: FaultInjectedEvent},
+		{At: sec(20), Source: "apiserver/cp1", Subject: "node/worker3", Kind: "ready-unknown"},
+	}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), false)
+
+	// The stateful pod got a deletionTimestamp.
+	in.Timeline = evidence.Timeline{{At: sec(20), Source: "apiserver/cp1", Subject: "pod/faultline/stateful-0", Kind: "pod-deletion-set", Detail: "uid u1, deletionTimestamp 2026-11-01T10:00:20Z"}}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "pod-deletion-set")
+
+	// The pod came back elsewhere: it left its baseline whatever the
+	// timeline says.
+	moved := cleanLab()
+	moved.podNode, moved.podUID, moved.podIP = "worker2", "u2", "10.244.2.9"
+	moved.runtimes = map[evidence.Source]evidence.RuntimePodValue{cri1: runtimeWith("", nil), cri2: runtimeWith("u2", map[string]string{"c2": running})}
+	moved.proxyBackends = []string{"10.244.2.9:8080"}
+	wantExercised(t, expect(t, Convergence(), convergenceInput(t, moved), verdict.Preserved), true, "u2", "u1")
+
+	// An earlier sample of the input that was not back.
+	r := newRun(t)
+	cleanLab().record(r.round(0))
+	notReady := cleanLab()
+	notReady.ready = readyUnknown
+	notReady.record(r.round(40))
+	cleanLab().record(r.round(60))
+	in = r.input(Final)
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "says worker1 is not Ready")
+
+	l := cleanLab()
+	l.ready = readyUnknown
+	wantExercised(t, expect(t, Convergence(), convergenceInput(t, l), verdict.Violated), true)
+}

@@ -44,6 +44,11 @@ const ForceDeletedEvent = "pod-force-deleted"
 // cannot be told from one that stopped just before. INSUFFICIENT_DATA
 // when a disappearance was followed by no readable read of the runtime of
 // the node the pod was on.
+//
+// Exercised when an incarnation left the API and was not force-deleted:
+// that is the deletion the guarantee is about. A run in which no
+// incarnation left the API, or only force-deleted ones did, never
+// challenged it, and its PRESERVED says so. VIOLATED is always exercised.
 func GracefulDeletion() Invariant { return gracefulDeletion{} }
 
 type gracefulDeletion struct{}
@@ -116,6 +121,7 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 		forced[e.Detail] = e
 	}
 	var exempt, checked []string
+	var departures []string
 	var unsure []string
 	for _, uid := range order {
 		inc := incs[uid]
@@ -136,7 +142,8 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 					return verdict.Judgement{Verdict: verdict.Violated,
 						Reason: fmt.Sprintf("pod %s left the API (%s showed %s at %s) while its container %s still ran on %s (read begun %s)",
 							uid, inc.gone.Source, podState(inc.gone.Value), stamp(inc.gone.ReadAt), short(c.ID), hostOf(rt.Source), stamp(rt.Taken)),
-						Sources: []string{string(inc.gone.Source), string(rt.Source)}, At: rt.Taken}
+						Sources: []string{string(inc.gone.Source), string(rt.Source)}, At: rt.Taken,
+						Exercised: verdict.Exercised(), Exercise: departure(inc)}
 				}
 			}
 			if hostOf(rt.Source) == inc.node {
@@ -145,6 +152,7 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 		}
 		if sawNodeAfter {
 			checked = append(checked, uid)
+			departures = append(departures, departure(inc))
 		} else {
 			unsure = append(unsure, fmt.Sprintf("%s (on %q, gone by %s)", uid, inc.node, stamp(inc.gone.ReadAt)))
 		}
@@ -156,16 +164,26 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 			Sources: sources}
 	}
 	reason := fmt.Sprintf("%d incarnation(s) of the pod seen; ", len(order))
+	exercised, exercise := verdict.Exercised(), strings.Join(departures, "; ")
 	switch {
 	case len(checked) > 0:
 		reason += fmt.Sprintf("none of the containers of %s ran after it left the API", strings.Join(checked, ", "))
+	case len(exempt) > 0:
+		reason += "none left the API but force-deleted ones"
+		exercised, exercise = verdict.NotExercised(), "only force-deleted incarnations left the API, which the guarantee exempts"
 	default:
 		reason += "none left the API"
+		exercised, exercise = verdict.NotExercised(), "none left the API: no deletion to be graceful"
 	}
 	if len(exempt) > 0 {
 		reason += "; exempt: " + strings.Join(exempt, ", ")
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: sources}
+	return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: sources, Exercised: exercised, Exercise: exercise}
+}
+
+// departure says when an incarnation left the API, for Exercise.
+func departure(inc *incarnation) string {
+	return fmt.Sprintf("pod %s left the API (%s showed %s at %s)", inc.uid, inc.gone.Source, podState(inc.gone.Value), stamp(inc.gone.ReadAt))
 }
 
 func podState(v evidence.PodValue) string {

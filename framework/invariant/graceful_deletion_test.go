@@ -70,3 +70,29 @@ func TestGracefulDeletionInsufficientWithoutTheAPI(t *testing.T) {
 	r.round(0).unreadable(cp1, evidence.PodObject, 1.5, "connection refused").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 	expect(t, GracefulDeletion(), r.input(Window), verdict.InsufficientData, "no API server answered")
 }
+
+func TestGracefulDeletionIsExercisedOnlyWhenAnIncarnationLeavesTheAPI(t *testing.T) {
+	left := newRun(t)
+	left.round(0).value(cp1, evidence.PodObject, 0.1, podOn("u1", "worker1"), "10").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
+	left.round(1).value(cp1, evidence.PodObject, 0.1, podOn("u2", "worker2"), "12").value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
+	left.round(2).value(cp1, evidence.PodObject, 0.1, podOn("u2", "worker2"), "12").value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
+	wantExercised(t, expect(t, GracefulDeletion(), left.input(Window), verdict.Preserved), true, "u1")
+
+	stayed := newRun(t)
+	for s := 0.0; s < 3; s++ {
+		stayed.round(s).value(cp1, evidence.PodObject, 0.1, podOn("u1", "worker1"), "10").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	}
+	wantExercised(t, expect(t, GracefulDeletion(), stayed.input(Window), verdict.Preserved, "none left the API"), false, "none left the API")
+
+	// A force-deleted pod is exempt: its leaving does not exercise the
+	// graceful path.
+	forced := newRun(t)
+	forced.round(0).value(cp1, evidence.PodObject, 0.1, podOn("u1", "worker1"), "10").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	forced.round(1).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	forced.round(2).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "").value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	in := forced.input(Window)
+	in.Timeline = evidence.Timeline{ForceDeletion(sec(0.5), "faultline", "stateful-0", "u1")}
+	wantExercised(t, expect(t, GracefulDeletion(), in, verdict.Preserved), false, "force-deleted")
+	in.Timeline = nil
+	wantExercised(t, expect(t, GracefulDeletion(), in, verdict.Violated), true, "u1")
+}

@@ -184,3 +184,73 @@ func lostWrites(ops []evidence.RegisterOp, final evidence.RegisterOp) []evidence
 	sort.SliceStable(lost, func(i, j int) bool { return lost[i].Return.Before(lost[j].Return) })
 	return lost
 }
+
+// staleRead is a read that returned an older value than a write
+// acknowledged before the read began.
+type staleRead struct {
+	read, newer evidence.RegisterOp
+}
+
+// staleReads returns the reads, in invoke order, that returned no value,
+// or a value the chain of writes had already replaced, when a write had
+// been acknowledged before they began: each is compared with the latest
+// such write.
+func staleReads(ops []evidence.RegisterOp) []staleRead {
+	byValue := map[string]evidence.RegisterOp{}
+	var acked, reads []evidence.RegisterOp
+	for _, op := range ops {
+		switch {
+		case op.Op == "read" && op.Outcome == outcomeOK:
+			reads = append(reads, op)
+		case op.Op != "read" && op.Outcome != outcomeFail:
+			byValue[op.Value] = op
+			if op.Outcome == outcomeOK {
+				acked = append(acked, op)
+			}
+		}
+	}
+	sort.SliceStable(acked, func(i, j int) bool { return acked[i].Return.Before(acked[j].Return) })
+	sort.SliceStable(reads, func(i, j int) bool { return reads[i].Invoke.Before(reads[j].Invoke) })
+	var out []staleRead
+	k := -1
+	for _, r := range reads {
+		for k+1 < len(acked) && acked[k+1].Return.Before(r.Invoke) {
+			k++
+		}
+		if k < 0 {
+			continue
+		}
+		newer := acked[k]
+		found := r.Found == nil || *r.Found
+		if !found || (r.Value != newer.Value && replacedBefore(r.Value, newer.Value, byValue)) {
+			out = append(out, staleRead{read: r, newer: newer})
+		}
+	}
+	return out
+}
+
+// replacedBefore reports whether old is in the chain of writes leading to
+// value, before it.
+func replacedBefore(old, value string, byValue map[string]evidence.RegisterOp) bool {
+	seen := map[string]bool{}
+	for v := value; !seen[v]; {
+		seen[v] = true
+		op, ok := byValue[v]
+		if !ok || op.Op == "create" {
+			return false
+		}
+		if op.Expect == old {
+			return true
+		}
+		v = op.Expect
+	}
+	return false
+}
+
+// describeRead renders what a read returned, for reasons.
+func describeRead(op evidence.RegisterOp) string {
+	if op.Found != nil && !*op.Found {
+		return "no value"
+	}
+	return fmt.Sprintf("%q", op.Value)
+}

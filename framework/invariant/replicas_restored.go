@@ -32,6 +32,19 @@ const ReplicasRestoredName = "replicas-restored"
 // Why: the Deployment and ReplicaSet controllers promise to converge the
 // number of ready pods to spec once nodes and the control plane are
 // healthy again.
+//
+// Reads timed out or refused never count as a shortfall: a server that
+// gave no answer is left out, and with no answer at all the verdict is
+// INSUFFICIENT_DATA.
+//
+// Exercised when the ready replicas fell below spec (or the Deployment
+// was missing) at some point of the run the input shows: in a sample
+// before the judged one (the freshest answer of each, as above). Then
+// restoring them was needed; otherwise the guarantee was not challenged.
+// The timeline does not record the Deployment, so with the judged sample
+// alone in the input whether it was exercised is not known: a PRESERVED
+// then leaves Exercised unset, and its Exercise says so. VIOLATED is
+// always exercised.
 func ReplicasRestored() Invariant { return replicasRestored{} }
 
 type replicasRestored struct{}
@@ -60,17 +73,45 @@ func (replicasRestored) Judge(in Input) verdict.Judgement {
 			Sources: sources}
 	}
 	d := best.Value
-	switch {
-	case !d.Exists:
-		return verdict.Judgement{Verdict: verdict.Violated, Reason: fmt.Sprintf("%s shows no test Deployment at %s", best.Source, stamp(best.ReadAt)), Sources: []string{string(best.Source)}, At: best.ReadAt}
-	case d.ReadyReplicas < d.Replicas:
-		return verdict.Judgement{Verdict: verdict.Violated,
-			Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s (available %d, updated %d)", best.Source, d.ReadyReplicas, d.Replicas, stamp(best.ReadAt), d.AvailableReplicas, d.UpdatedReplicas),
-			Sources: []string{string(best.Source)}, At: best.ReadAt}
+	if short := shortfall(best); short != "" {
+		return verdict.Judgement{Verdict: verdict.Violated, Reason: short, Sources: []string{string(best.Source)}, At: best.ReadAt,
+			Exercised: verdict.Exercised(), Exercise: "ready replicas short of spec in the judged sample"}
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved,
+	j := verdict.Judgement{Verdict: verdict.Preserved,
 		Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s", best.Source, d.ReadyReplicas, d.Replicas, stamp(best.ReadAt)),
 		Sources: []string{string(best.Source)}, At: best.ReadAt}
+	earlier := snaps[:len(snaps)-1]
+	if len(earlier) == 0 {
+		j.Exercise = "not known: the input holds only the judged sample, and the timeline does not record the Deployment, so whether its ready replicas fell below spec during the run is not shown"
+		return j
+	}
+	for i := range earlier {
+		obs, _ := collect[evidence.DeploymentValue](earlier[i:i+1], consistentReaders, evidence.DeploymentReplicas)
+		if len(obs) == 0 {
+			continue
+		}
+		if o, ok := freshest(obs); ok {
+			if short := shortfall(o); short != "" {
+				j.Exercised, j.Exercise = verdict.Exercised(), "earlier, "+short
+				return j
+			}
+		}
+	}
+	j.Exercised = verdict.NotExercised()
+	j.Exercise = fmt.Sprintf("ready replicas at spec in each of %d earlier sample(s) that showed them; restoring them was never needed", len(earlier))
+	return j
+}
+
+// shortfall says how a Deployment answer falls short of its spec, or "".
+func shortfall(o observation[evidence.DeploymentValue]) string {
+	d := o.Value
+	switch {
+	case !d.Exists:
+		return fmt.Sprintf("%s shows no test Deployment at %s", o.Source, stamp(o.ReadAt))
+	case d.ReadyReplicas < d.Replicas:
+		return fmt.Sprintf("%s shows %d of %d replicas ready at %s (available %d, updated %d)", o.Source, d.ReadyReplicas, d.Replicas, stamp(o.ReadAt), d.AvailableReplicas, d.UpdatedReplicas)
+	}
+	return ""
 }
 
 // freshest picks the answer with the highest resourceVersion; without

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -50,4 +51,41 @@ func TestReplicasRestoredInsufficientWhenUnreadableOrUndecidable(t *testing.T) {
 	split := newRun(t)
 	split.round(0).value(cp1, dep, 0.1, deployment(3, 3), "").value(cp2, dep, 0.1, deployment(1, 3), "")
 	expect(t, ReplicasRestored(), split.input(Final), verdict.InsufficientData, "cannot say which is newer")
+}
+
+func TestReplicasRestoredSaysWhetherReplicasFellShort(t *testing.T) {
+	// The input holds earlier samples of the run: one of them was short.
+	dipped := newRun(t)
+	dipped.round(0).value(cp1, dep, 0.1, deployment(3, 3), "50")
+	dipped.round(5).value(cp1, dep, 0.1, deployment(1, 3), "60")
+	dipped.round(9).value(cp1, dep, 0.1, deployment(3, 3), "70")
+	j := expect(t, ReplicasRestored(), dipped.input(Final), verdict.Preserved)
+	wantExercised(t, j, true, "1 of 3", "apiserver/cp1")
+
+	steadyRun := newRun(t)
+	steadyRun.round(0).value(cp1, dep, 0.1, deployment(3, 3), "50")
+	steadyRun.round(9).value(cp1, dep, 0.1, deployment(3, 3), "50")
+	wantExercised(t, expect(t, ReplicasRestored(), steadyRun.input(Final), verdict.Preserved), false, "at spec in each of 1 earlier sample(s)")
+
+	short := newRun(t)
+	short.round(0).value(cp1, dep, 0.1, deployment(2, 3), "70")
+	wantExercised(t, expect(t, ReplicasRestored(), short.input(Final), verdict.Violated), true)
+
+	// Only the judged sample: nothing shows whether the replicas ever fell
+	// short, and the judgement does not pretend to know.
+	alone := newRun(t)
+	alone.round(0).value(cp1, dep, 0.1, deployment(3, 3), "50")
+	j = expect(t, ReplicasRestored(), alone.input(Final), verdict.Preserved)
+	if j.Exercised != nil || !strings.Contains(j.Exercise, "not known") {
+		t.Errorf("with only the judged sample, exercised must be left unknown and say so: %v %q", j.Exercised, j.Exercise)
+	}
+}
+
+func TestReplicasRestoredATimeoutIsNeverAShortfall(t *testing.T) {
+	r := newRun(t)
+	r.round(0).value(cp1, dep, 0.1, deployment(3, 3), "90").unreadable(cp2, dep, 2, "timeout: no answer within 2s")
+	expect(t, ReplicasRestored(), r.input(Final), verdict.Preserved, "apiserver/cp1")
+	none := newRun(t)
+	none.round(0).unreadable(cp1, dep, 2, "timeout: no answer within 2s").unreadable(cp2, dep, 2, "timeout: no answer within 2s")
+	expect(t, ReplicasRestored(), none.input(Final), verdict.InsufficientData, "timeout")
 }

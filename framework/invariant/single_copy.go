@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,7 +39,25 @@ const SingleCopyName = "single-copy"
 // another node ran the pod, or two runtimes unreadable at once: a second
 // copy could have hidden there. Copies that overlap only between two
 // sampling rounds are not seen; that is the resolution of the evidence.
+//
+// Exercised when the pod moved within the input: the runtimes saw its
+// containers running on two nodes (at any moments), or running under two
+// pod UIDs (a new incarnation), or the timeline has the API creating or
+// scheduling a pod of its name (a pod-created or pod-scheduled event of
+// the pod a runtime ran, within the input's span): then a second copy
+// could have started. A pod that ran on one node as one incarnation
+// throughout, container restarts included, never challenged the
+// guarantee, and its PRESERVED says so. VIOLATED is always exercised.
 func SingleCopy() Invariant { return singleCopy{} }
+
+// Timeline events of the pods in the fixtures' namespace (recorded by
+// evidence/watch).
+const (
+	podCreatedEvent   = "pod-created"
+	podScheduledEvent = "pod-scheduled"
+	podDeletionEvent  = "pod-deletion-set"
+	podDeletedEvent   = "pod-deleted"
+)
 
 type singleCopy struct{}
 
@@ -75,10 +94,12 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 	places := sourcesOf(obs, gaps)
 	if ov, ok := firstOverlap(byPlace); ok {
 		return verdict.Judgement{
-			Verdict: verdict.Violated,
-			Reason:  "the stateful pod ran on two nodes at once: " + describeOverlap(ov, "container"),
-			Sources: []string{ov.A.Place, ov.B.Place},
-			At:      ov.At,
+			Verdict:   verdict.Violated,
+			Reason:    "the stateful pod ran on two nodes at once: " + describeOverlap(ov, "container"),
+			Sources:   []string{ov.A.Place, ov.B.Place},
+			At:        ov.At,
+			Exercised: verdict.Exercised(),
+			Exercise:  fmt.Sprintf("copies on %s and %s", hostOf(evidence.Source(ov.A.Place)), hostOf(evidence.Source(ov.B.Place))),
 		}
 	}
 	taken := make([]time.Time, len(snaps))
@@ -99,11 +120,55 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 			At:      b.Taken,
 		}
 	}
+	moved, exercise := podMoved(obs, in)
 	return verdict.Judgement{
-		Verdict: verdict.Preserved,
-		Reason:  fmt.Sprintf("no moment with the stateful pod running on two nodes in %d snapshots of %d runtimes (%s)", len(snaps), len(places), runningSummary(byPlace)),
-		Sources: places,
+		Verdict:   verdict.Preserved,
+		Reason:    fmt.Sprintf("no moment with the stateful pod running on two nodes in %d snapshots of %d runtimes (%s)", len(snaps), len(places), runningSummary(byPlace)),
+		Sources:   places,
+		Exercised: &moved,
+		Exercise:  exercise,
 	}
+}
+
+// podMoved says whether the pod moved within the input (single-copy's
+// exercise rule), and how, or where it stayed.
+func podMoved(obs []observation[evidence.RuntimePodValue], in Input) (bool, string) {
+	var nodes, uids []string
+	subjects := map[string]bool{}
+	for _, o := range obs {
+		for _, c := range o.Value.Containers {
+			if c.State != "CONTAINER_RUNNING" {
+				continue
+			}
+			if n := hostOf(o.Source); !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+			if c.PodUID != "" && !slices.Contains(uids, c.PodUID) {
+				uids = append(uids, c.PodUID)
+			}
+		}
+		for _, sb := range o.Value.Sandboxes {
+			if sb.Name != "" {
+				subjects["pod/"+sb.Namespace+"/"+sb.Name] = true
+			}
+		}
+	}
+	switch {
+	case len(nodes) > 1:
+		return true, "the pod ran on " + strings.Join(nodes, ", then ")
+	case len(uids) > 1:
+		return true, "the pod ran as a new incarnation: uid " + strings.Join(uids, ", then uid ")
+	}
+	from, to := in.Span()
+	for _, e := range in.Timeline {
+		if (e.Kind == podCreatedEvent || e.Kind == podScheduledEvent) && subjects[e.Subject] && !e.At.Before(from) && !e.At.After(to) {
+			return true, fmt.Sprintf("%s %s at %s (%s): a second copy could have started", e.Subject, e.Kind, stamp(e.At), e.Detail)
+		}
+	}
+	if len(nodes) == 0 {
+		return false, "no runtime saw the pod running, and the API created no pod of its name within the input"
+	}
+	return false, fmt.Sprintf("the pod ran only on %s, as one incarnation, and the API created no pod of its name within the input", nodes[0])
 }
 
 // describeOverlap says which two holders were active when.

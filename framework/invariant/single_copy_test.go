@@ -91,3 +91,58 @@ func TestSingleCopyNeverReadsTheAPI(t *testing.T) {
 		}
 	}
 }
+
+func TestSingleCopyIsExercisedOnlyWhenThePodMoves(t *testing.T) {
+	// Moved to worker2 under a new UID: exercised.
+	moved := newRun(t)
+	moved.round(0).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
+	moved.round(1).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
+	moved.round(2).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
+	j := expect(t, SingleCopy(), moved.input(Window), verdict.Preserved)
+	wantExercised(t, j, true, "worker1", "worker2")
+
+	// Ran on worker1 throughout, one incarnation: the guarantee was never
+	// challenged.
+	still := newRun(t)
+	for s := 0.0; s < 3; s++ {
+		still.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
+	}
+	j = expect(t, SingleCopy(), still.input(Window), verdict.Preserved)
+	wantExercised(t, j, false, "only on worker1")
+
+	// A restart on the same node under the same UID is not a move either.
+	restart := newRun(t)
+	restart.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	restart.round(1).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": exited}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	restart.round(2).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1b": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	j = expect(t, SingleCopy(), restart.input(Window), verdict.Preserved)
+	wantExercised(t, j, false)
+
+	// The API created a replacement while the old copy still ran on worker1:
+	// a second copy could have started, so the guarantee was challenged
+	// even if no runtime ever ran it.
+	in := still.input(Window)
+	in.Timeline = evidence.Timeline{{At: sec(1.5), Source: "apiserver/cp1", Subject: "pod/faultline/stateful-0", Kind: "pod-created", Detail: "uid u2, replaces uid u1"}}
+	j = expect(t, SingleCopy(), in, verdict.Preserved)
+	wantExercised(t, j, true, "pod-created", "uid u2")
+	// Another pod's creation, or one outside the input's span, is not.
+	in.Timeline = evidence.Timeline{
+		{At: sec(1.5), Source: "apiserver/cp1", Subject: "pod/faultline/web-5f7d-x2", Kind: "pod-created", Detail: "uid w9"},
+		{At: sec(9), Source: "apiserver/cp1", Subject: "pod/faultline/stateful-0", Kind: "pod-created", Detail: "uid u2, replaces uid u1"},
+	}
+	j = expect(t, SingleCopy(), in, verdict.Preserved)
+	wantExercised(t, j, false)
+}
+
+func TestSingleCopyViolatedIsExercised(t *testing.T) {
+	r := newRun(t)
+	for i, s := range []float64{0, 1, 2, 3} {
+		rd := r.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		if i >= 2 {
+			rd.value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
+		} else {
+			rd.value(cri2, q, 0.3, runtimeWith("", nil), "")
+		}
+	}
+	wantExercised(t, expect(t, SingleCopy(), r.input(Window), verdict.Violated), true)
+}

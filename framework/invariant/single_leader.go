@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,19 @@ var leaderComponents = []struct {
 //
 // INSUFFICIENT_DATA when no host's answer was readable, or when a host was
 // unreadable while another led (a second leader could have hidden there).
+//
+// Exercised when leadership of a component changed hands within the
+// input: two processes (by identity, or on two hosts) were seen leading
+// it, or the timeline has a leader Lease changing holder (leader-changed)
+// within the input's span. Only then could an old leader have gone on
+// acting beside a new one; a run with one leader throughout never
+// challenged the guarantee, and its PRESERVED says so. VIOLATED is always
+// exercised.
 func SingleLeader() Invariant { return singleLeader{} }
+
+// leaderChangedEvent is the timeline event of a leader Lease changing
+// holder (recorded by evidence/watch).
+const leaderChangedEvent = "leader-changed"
 
 type singleLeader struct{}
 
@@ -64,7 +77,7 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 	for i, s := range snaps {
 		taken[i] = s.Taken
 	}
-	var summaries, unsure []string
+	var summaries, unsure, handOvers []string
 	var sources []string
 	for _, c := range leaderComponents {
 		obs, gaps := collect[evidence.LeadingValue](snaps, "controlplane/*", c.leading)
@@ -95,7 +108,8 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 			if holders := leaseHolders(snaps, c.lease); holders != "" {
 				reason += "; lease holders seen: " + holders
 			}
-			return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, Sources: []string{ov.A.Place, ov.B.Place}, At: ov.At}
+			return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, Sources: []string{ov.A.Place, ov.B.Place}, At: ov.At,
+				Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("%s led on %s and on %s", c.name, hostOf(evidence.Source(ov.A.Place)), hostOf(evidence.Source(ov.B.Place)))}
 		}
 		if blind := blindSpots(hosts, taken, bySnap); len(blind) > 0 {
 			b := blind[0]
@@ -103,6 +117,9 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 			continue
 		}
 		summaries = append(summaries, fmt.Sprintf("%s: %s", c.name, runningSummary(byPlace)))
+		if leaders := leadersSeen(obs); len(leaders) > 1 {
+			handOvers = append(handOvers, fmt.Sprintf("%s led by %s", c.name, strings.Join(leaders, ", then ")))
+		}
 	}
 	sources = uniqueSorted(sources)
 	if len(unsure) > 0 {
@@ -110,7 +127,37 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 	}
 	reason := "at most one leader of each component at every proven moment (" + strings.Join(summaries, "; ") + ")"
 	reason = strings.ReplaceAll(reason, "ran it in", "led in")
-	return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: sources}
+	from, to := in.Span()
+	for _, e := range in.Timeline.OfKind(leaderChangedEvent) {
+		if !e.At.Before(from) && !e.At.After(to) {
+			handOvers = append(handOvers, fmt.Sprintf("%s changed holder at %s (%s)", e.Subject, stamp(e.At), e.Detail))
+		}
+	}
+	exercised, exercise := verdict.Exercised(), strings.Join(handOvers, "; ")
+	if len(handOvers) == 0 {
+		exercised, exercise = verdict.NotExercised(), "one leader of each component throughout, and no leader Lease changed holder within the input"
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: sources, Exercised: exercised, Exercise: exercise}
+}
+
+// leadersSeen lists the leaders of one component in the order first seen,
+// each a process on a host; a leader without a process identity counts
+// once per host, since nothing tells its processes apart.
+func leadersSeen(obs []observation[evidence.LeadingValue]) []string {
+	var out []string
+	for _, o := range obs {
+		if !o.Value.Leading {
+			continue
+		}
+		who := fmt.Sprintf("%s on %s", o.Value.Process, hostOf(o.Source))
+		if o.Value.Process == "" {
+			who = "a process on " + hostOf(o.Source)
+		}
+		if !slices.Contains(out, who) {
+			out = append(out, who)
+		}
+	}
+	return out
 }
 
 // leaseHolders lists the distinct holders the API servers showed, in order.

@@ -72,3 +72,31 @@ func TestSingleLeaderInsufficientWhenAHostIsDarkWhileAnotherLeads(t *testing.T) 
 	}
 	expect(t, SingleLeader(), r.input(Window), verdict.InsufficientData, "controlplane/cp1 unreadable")
 }
+
+func TestSingleLeaderIsExercisedOnlyWhenLeadershipChangesHands(t *testing.T) {
+	handOver := newRun(t)
+	schedulerSteady(handOver.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(handOver.round(1).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(handOver.round(2).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	wantExercised(t, expect(t, SingleLeader(), handOver.input(Window), verdict.Preserved), true, "kube-controller-manager", "k1", "k2")
+
+	// A new process on the same host (the old one restarted) is a change
+	// of leader too.
+	restart := newRun(t)
+	schedulerSteady(restart.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(restart.round(1).value(host1, kcm, 0.1, leading("k1b"), "").value(host2, kcm, 0.1, following, ""))
+	wantExercised(t, expect(t, SingleLeader(), restart.input(Window), verdict.Preserved), true, "k1b")
+
+	steady := newRun(t)
+	for s := 0.0; s < 3; s++ {
+		schedulerSteady(steady.round(s).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	}
+	j := expect(t, SingleLeader(), steady.input(Window), verdict.Preserved)
+	wantExercised(t, j, false, "one leader")
+
+	// The Lease changing hands on the timeline, within the input's span,
+	// exercises it even when the sampling missed the new leader.
+	in := steady.input(Window)
+	in.Timeline = evidence.Timeline{{At: sec(1.5), Source: "apiserver/cp1", Subject: "lease/kube-system/kube-controller-manager", Kind: "leader-changed", Detail: "cp1_a → cp2_b"}}
+	wantExercised(t, expect(t, SingleLeader(), in, verdict.Preserved), true, "cp1_a → cp2_b")
+}
