@@ -4,6 +4,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
@@ -20,23 +23,37 @@ func (f *Folder) WriteGinkgoJUnit(report types.Report) error {
 }
 
 // Properties of every verdict test case, so tools (and tests) read the
-// verdict from data rather than from message text.
+// verdict from data rather than from message text. Expected, exercised,
+// violation and during are set only where they have a value.
 const (
 	PropRunID      = "runID"
 	PropScenario   = "scenario"
 	PropArm        = "arm"
+	PropRole       = "role"
 	PropInvariant  = "invariant"
 	PropPhase      = "phase"
 	PropVerdict    = "verdict"
 	PropRunVerdict = "runVerdict"
+	// PropExpected is the verdict a control (VIOLATED) or a null arm
+	// (PRESERVED) must give; a finding expects nothing.
+	PropExpected  = "expected"
+	PropExercised = "exercised"
+	PropViolation = "violation"
+	PropDuring    = "during"
 )
 
 // VerdictJUnit builds the verdict JUnit: one test case per run ×
-// invariant. VIOLATED is a failure; PRESERVED passes; INSUFFICIENT_DATA,
-// NOT_APPLICABLE and DETECTOR_INVALID are skipped with the reason; every
-// case of a run whose run verdict is not JUDGED (FAULT_INEFFECTIVE,
-// ABORTED) is skipped with the run's reason, since none of its verdicts
-// count.
+// invariant, each with the run's role. Every case of a run whose run
+// verdict is not JUDGED (FAULT_INEFFECTIVE, ABORTED) is skipped with the
+// run's reason, since none of its verdicts count; INSUFFICIENT_DATA,
+// NOT_APPLICABLE and DETECTOR_INVALID are skipped with their reason in
+// every role. Otherwise a case passes when the verdict is what its role
+// expects:
+//   - finding: PRESERVED passes, VIOLATED fails;
+//   - control, of an invariant it must break: VIOLATED (a hit) passes,
+//     PRESERVED (a miss) fails; its other invariants count nowhere and are
+//     skipped;
+//   - null arm: PRESERVED passes, VIOLATED (a false alarm) fails.
 func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 	ts := reporters.JUnitTestSuite{Name: suite, Package: suite}
 	for _, r := range runs {
@@ -44,37 +61,71 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 		if ts.Timestamp == "" || r.Started.Format("2006-01-02T15:04:05") < ts.Timestamp {
 			ts.Timestamp = r.Started.UTC().Format("2006-01-02T15:04:05")
 		}
+		role := r.RunRole()
+		controlled := ControlledInvariants(r)
 		for _, j := range r.Judgements {
+			isControlled := role == verdict.RoleControl && slices.Contains(controlled, j.Invariant)
+			expected := ""
+			switch {
+			case isControlled:
+				expected = string(verdict.Violated)
+			case role == verdict.RoleNull:
+				expected = string(verdict.Preserved)
+			}
+			props := []reporters.JUnitProperty{
+				{Name: PropRunID, Value: r.RunID},
+				{Name: PropScenario, Value: r.Scenario},
+				{Name: PropArm, Value: r.Arm},
+				{Name: PropRole, Value: role},
+				{Name: PropInvariant, Value: j.Invariant},
+				{Name: PropPhase, Value: string(j.Phase)},
+				{Name: PropVerdict, Value: string(j.Verdict)},
+				{Name: PropRunVerdict, Value: string(r.RunVerdict)},
+			}
+			for _, p := range []reporters.JUnitProperty{
+				{Name: PropExpected, Value: expected},
+				{Name: PropExercised, Value: exercisedProperty(j.Exercised)},
+				{Name: PropViolation, Value: j.Violation},
+				{Name: PropDuring, Value: j.During},
+			} {
+				if p.Value != "" {
+					props = append(props, p)
+				}
+			}
 			tc := reporters.JUnitTestCase{
-				Name:      fmt.Sprintf("%s [%s] %s", r.Scenario, r.Arm, j.Invariant),
-				Classname: suite + "." + r.Scenario,
-				Time:      r.Ended.Sub(r.Started).Seconds(),
-				Properties: &reporters.JUnitProperties{Properties: []reporters.JUnitProperty{
-					{Name: PropRunID, Value: r.RunID},
-					{Name: PropScenario, Value: r.Scenario},
-					{Name: PropArm, Value: r.Arm},
-					{Name: PropInvariant, Value: j.Invariant},
-					{Name: PropPhase, Value: string(j.Phase)},
-					{Name: PropVerdict, Value: string(j.Verdict)},
-					{Name: PropRunVerdict, Value: string(r.RunVerdict)},
-				}},
+				Name:       fmt.Sprintf("%s [%s] %s", r.Scenario, r.Arm, j.Invariant),
+				Classname:  suite + "." + r.Scenario,
+				Time:       r.Ended.Sub(r.Started).Seconds(),
+				Properties: &reporters.JUnitProperties{Properties: props},
 			}
 			ts.Tests++
+			skip := func(msg string) {
+				tc.Status = "skipped"
+				tc.Skipped = &reporters.JUnitSkipped{Message: msg}
+				ts.Skipped++
+			}
+			fail := func(kind, msg string) {
+				tc.Status = "failed"
+				tc.Failure = &reporters.JUnitFailure{Type: kind, Message: msg, Description: describeJudgement(j)}
+				ts.Failures++
+			}
 			switch {
 			case r.RunVerdict != verdict.RunJudged:
-				tc.Status = "skipped"
-				tc.Skipped = &reporters.JUnitSkipped{Message: fmt.Sprintf("%s: %s (the invariant's own verdict, not counted: %s: %s)", r.RunVerdict, r.RunReason, j.Verdict, j.Reason)}
-				ts.Skipped++
-			case j.Verdict == verdict.Violated:
-				tc.Status = "failed"
-				tc.Failure = &reporters.JUnitFailure{Type: "violated", Message: j.Reason, Description: describeJudgement(j)}
-				ts.Failures++
-			case j.Verdict == verdict.Preserved:
+				skip(fmt.Sprintf("%s: %s (the invariant's own verdict, not counted: %s: %s)", r.RunVerdict, r.RunReason, j.Verdict, j.Reason))
+			case !j.Verdict.Counts():
+				skip(fmt.Sprintf("%s: %s", j.Verdict, j.Reason))
+			case role == verdict.RoleControl && !isControlled:
+				skip(fmt.Sprintf("control run: %s is not among the invariants it must break (%s), so its verdict counts nowhere: %s: %s", j.Invariant, orDash(strings.Join(controlled, ", ")), j.Verdict, j.Reason))
+			case isControlled && j.Verdict == verdict.Preserved:
+				fail("control-missed", fmt.Sprintf("positive control missed: expected VIOLATED, got PRESERVED: %s", j.Reason))
+			case isControlled:
 				tc.Status = "passed"
+			case role == verdict.RoleNull && j.Verdict == verdict.Violated:
+				fail("false-alarm", fmt.Sprintf("null arm (nothing injected) VIOLATED, a false alarm of the detector: %s", j.Reason))
+			case j.Verdict == verdict.Violated:
+				fail("violated", j.Reason)
 			default:
-				tc.Status = "skipped"
-				tc.Skipped = &reporters.JUnitSkipped{Message: fmt.Sprintf("%s: %s", j.Verdict, j.Reason)}
-				ts.Skipped++
+				tc.Status = "passed"
 			}
 			ts.TestCases = append(ts.TestCases, tc)
 		}
@@ -83,6 +134,13 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 		Tests: ts.Tests, Failures: ts.Failures, Time: ts.Time,
 		TestSuites: []reporters.JUnitTestSuite{ts},
 	}
+}
+
+func exercisedProperty(e *bool) string {
+	if e == nil {
+		return ""
+	}
+	return strconv.FormatBool(*e)
 }
 
 func describeJudgement(j verdict.Judgement) string {

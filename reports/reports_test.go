@@ -113,9 +113,9 @@ func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
 	s := Summary("s", runs, table)
 	for _, want := range []string{
 		"3 runs, 2 of them counted",
-		"| sc-c | fault | FAULT_INEFFECTIVE: probe saw nothing |",
-		"| x | fault | 1/2 = 50.0% [",
-		"| y | fault | 0/0 (no counted verdicts) | NOT_APPLICABLE 1 |",
+		"| sc-c | fault | finding | FAULT_INEFFECTIVE: probe saw nothing |",
+		"| x | 1 | 0 | 0 | 1 | 1/2 = 50.0% [",
+		"| y | 0 | 0 | 0 | 0 | 0/0 (no counted verdicts) | 0/0 (no counted verdicts) | - | NOT_APPLICABLE 1 |",
 		`| clock-skew | y | clocks \| never reach y |`,
 	} {
 		if !strings.Contains(s, want) {

@@ -3,15 +3,18 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/faultline/faultline/framework/verdict"
 )
 
-// Summary renders the runs of a suite run as Markdown: a verdict table per
-// run, the rates of the runs that count, and the applicability table the
-// runs were judged with.
+// Summary renders the runs of a suite run as Markdown: the runs with the
+// machine's load and the effect probe's coverage, a verdict table per run,
+// the rates of the judged finding runs, the positive controls and the null
+// arms apart from them, and the applicability table the runs were judged
+// with.
 func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# faultline: %s\n\n", suite)
@@ -22,61 +25,90 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		fmt.Fprintf(&b, "- commit %s, lab config %s\n", orDash(r.GitCommit), orDash(r.ConfigHash))
 	}
 	counted := 0
+	byRole := map[string]int{}
 	for _, r := range runs {
 		if r.Counted() {
 			counted++
 		}
+		byRole[r.RunRole()]++
 	}
-	fmt.Fprintf(&b, "- %d runs, %d of them counted (run verdict JUDGED)\n\n", len(runs), counted)
+	fmt.Fprintf(&b, "- %d runs, %d of them counted (run verdict JUDGED)\n", len(runs), counted)
+	fmt.Fprintf(&b, "- roles: %d finding, %d control, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], byRole[verdict.RoleNull])
 
-	b.WriteString("## Runs\n\n| run | scenario | arm | run verdict | spec | seconds |\n|---|---|---|---|---|---|\n")
+	b.WriteString("## Runs\n\n| run | scenario | arm | role | run verdict | spec | seconds | load 1/5/15 min (start → end) | effect seen (required share) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f |\n", cell(r.RunID), cell(r.Scenario), r.Arm, runVerdictCell(r), orDash(r.SpecState), r.Ended.Sub(r.Started).Seconds())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", cell(r.RunID), cell(r.Scenario), r.Arm, r.RunRole(), runVerdictCell(r), orDash(r.SpecState), r.Ended.Sub(r.Started).Seconds(), LoadText(r.Load), EffectText(r.Effect))
 	}
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\n### %s [%s]: %s\n\n", r.Scenario, r.Arm, r.RunVerdict)
+		fmt.Fprintf(&b, "\n### %s [%s, %s]: %s\n\n", r.Scenario, r.Arm, r.RunRole(), r.RunVerdict)
 		if r.RunReason != "" {
 			fmt.Fprintf(&b, "%s\n\n", cell(r.RunReason))
 		}
-		b.WriteString("| invariant | phase | verdict | reason |\n|---|---|---|---|\n")
+		if r.RunRole() == verdict.RoleControl {
+			if ctl := ControlledInvariants(r); len(ctl) > 0 {
+				fmt.Fprintf(&b, "Positive control of %s: expected VIOLATED.\n\n", strings.Join(ctl, ", "))
+			} else {
+				b.WriteString("A positive control that names no invariant it must break: none of its verdicts count anywhere.\n\n")
+			}
+		}
+		b.WriteString("| invariant | phase | verdict | exercised | during | reason |\n|---|---|---|---|---|---|\n")
 		for _, j := range r.Judgements {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(j.Invariant), j.Phase, j.Verdict, cell(j.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(j.Invariant), j.Phase, verdictText(j), cell(exercisedText(j)), orDash(j.During), cell(j.Reason))
 		}
 	}
 
-	// Arms are never pooled: the null arm is the control the fault arm is
-	// read against.
-	type rateKey struct{ invariant, arm string }
-	rates := map[rateKey]*verdict.Rate{}
+	findings, nulls := map[string]*Tally{}, map[string]*Tally{}
+	var controls []ControlCheck
 	for _, r := range runs {
-		if !r.Counted() {
+		switch r.RunRole() {
+		case verdict.RoleControl:
+			controls = append(controls, ControlChecks(r)...)
 			continue
-		}
-		for _, j := range r.Judgements {
-			k := rateKey{j.Invariant, r.Arm}
-			if rates[k] == nil {
-				rates[k] = &verdict.Rate{}
-			}
-			rates[k].Add(j.Verdict)
+		case verdict.RoleNull:
+			addTallies(nulls, r)
+		default:
+			addTallies(findings, r)
 		}
 	}
-	b.WriteString("\n## Violation rates (counted runs, by arm; 95% Wilson interval)\n\n")
-	if len(rates) == 0 {
-		b.WriteString("No run counted.\n")
+
+	b.WriteString("\n## Findings: violation rates (judged finding runs; 95% Wilson interval)\n\n")
+	b.WriteString("Findings are the scenarios' fault arms; positive controls and null arms are below, never in these rates. " +
+		"rate (all counted) = violated / (violated + every PRESERVED); " +
+		"rate (exercised) = violated / (violated + exercised PRESERVED), leaving out the PRESERVED verdicts whose run never challenged the guarantee; it is unknown where some PRESERVED did not record whether it was exercised.\n\n")
+	if len(findings) == 0 {
+		b.WriteString("No finding run counted.\n")
 	} else {
-		b.WriteString("| invariant | arm | violated / counted | not counted |\n|---|---|---|---|\n")
-		keys := make([]rateKey, 0, len(rates))
-		for k := range rates {
-			keys = append(keys, k)
+		b.WriteString("| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | violation kinds | not counted |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, inv := range sortedKeys(findings) {
+			t := findings[inv]
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %s | %s |\n", cell(inv), t.Violated, t.PreservedExercised, t.PreservedNotExercised, t.PreservedNotRecorded,
+				t.Rate.String(), t.ExercisedRateText(), orDash(t.ViolationKinds()), otherCounts(t.Other))
 		}
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i].invariant != keys[j].invariant {
-				return keys[i].invariant < keys[j].invariant
-			}
-			return keys[i].arm < keys[j].arm
-		})
-		for _, k := range keys {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(k.invariant), k.arm, rates[k].String(), otherCounts(rates[k].Other))
+		if pooled := scenariosPerInvariant(runs, verdict.RoleFinding); pooled != "" {
+			fmt.Fprintf(&b, "\nEach row pools the finding runs of every scenario that judged the invariant (%s).\n", pooled)
+		}
+	}
+
+	b.WriteString("\n## Positive controls\n\n" +
+		"A control is built to break the invariants it names: expected VIOLATED, a hit when it was, a miss when the invariant came out PRESERVED. " +
+		"Its verdicts of other invariants count nowhere (they are in its run's table above).\n\n")
+	if len(controls) == 0 {
+		b.WriteString("No control runs.\n")
+	} else {
+		b.WriteString("| run | scenario | invariant | expected | verdict | outcome | reason |\n|---|---|---|---|---|---|---|\n")
+		for _, c := range controls {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(c.Run.RunID), cell(c.Run.Scenario), cell(c.Invariant), verdict.Violated, c.VerdictText(), c.Outcome, cell(c.Reason()))
+		}
+	}
+
+	b.WriteString("\n## Null arms (expected PRESERVED; a VIOLATED is a false alarm of the detector)\n\n")
+	if len(nulls) == 0 {
+		b.WriteString("No null-arm run counted.\n")
+	} else {
+		b.WriteString("| invariant | false alarms (VIOLATED) | preserved | false-alarm rate | not counted |\n|---|---|---|---|---|\n")
+		for _, inv := range sortedKeys(nulls) {
+			t := nulls[inv]
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", cell(inv), t.Violated, t.Preserved, t.Rate.String(), otherCounts(t.Other))
 		}
 	}
 
@@ -90,6 +122,284 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 	}
 	return b.String()
+}
+
+// addTallies counts a judged run's verdicts by invariant.
+func addTallies(by map[string]*Tally, r verdict.Run) {
+	if !r.Counted() {
+		return
+	}
+	for _, j := range r.Judgements {
+		if by[j.Invariant] == nil {
+			by[j.Invariant] = &Tally{}
+		}
+		by[j.Invariant].Add(j)
+	}
+}
+
+func sortedKeys(m map[string]*Tally) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// scenariosPerInvariant names the invariants whose rate pools the judged
+// runs of more than one scenario of the role, with how many; empty when
+// none does.
+func scenariosPerInvariant(runs []verdict.Run, role string) string {
+	scenarios := map[string]map[string]bool{}
+	for _, r := range runs {
+		if !r.Counted() || r.RunRole() != role {
+			continue
+		}
+		for _, j := range r.Judgements {
+			if scenarios[j.Invariant] == nil {
+				scenarios[j.Invariant] = map[string]bool{}
+			}
+			scenarios[j.Invariant][r.Scenario] = true
+		}
+	}
+	var parts []string
+	for inv, sc := range scenarios {
+		if len(sc) > 1 {
+			parts = append(parts, fmt.Sprintf("%s: %d scenarios", inv, len(sc)))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+func verdictText(j verdict.Judgement) string {
+	if j.Violation != "" {
+		return fmt.Sprintf("%s (%s)", j.Verdict, j.Violation)
+	}
+	return string(j.Verdict)
+}
+
+func exercisedText(j verdict.Judgement) string {
+	if j.Exercised == nil {
+		return orDash(j.Exercise)
+	}
+	s := "no"
+	if *j.Exercised {
+		s = "yes"
+	}
+	if j.Exercise != "" {
+		s += ": " + j.Exercise
+	}
+	return s
+}
+
+// ControlledInvariants names the invariants a control run must break: its
+// controlOf field, or for records written before that field the
+// "control:<invariant>" labels. Nil for a run that is not a control.
+func ControlledInvariants(r verdict.Run) []string {
+	if r.RunRole() != verdict.RoleControl {
+		return nil
+	}
+	if len(r.ControlOf) > 0 {
+		return r.ControlOf
+	}
+	var out []string
+	for _, l := range r.Labels {
+		if inv, ok := strings.CutPrefix(l, "control:"); ok && inv != "" && !slices.Contains(out, inv) {
+			out = append(out, inv)
+		}
+	}
+	return out
+}
+
+// ControlOutcome is what a control's run says of one invariant it must
+// break.
+type ControlOutcome string
+
+const (
+	// ControlHit: the invariant came out VIOLATED, as the control expects.
+	ControlHit ControlOutcome = "hit"
+	// ControlMissed: the invariant came out PRESERVED; the detector, or the
+	// control's fault, failed.
+	ControlMissed ControlOutcome = "missed"
+	// ControlUndecided: a verdict that is neither (INSUFFICIENT_DATA,
+	// NOT_APPLICABLE, DETECTOR_INVALID) shows neither a hit nor a miss.
+	ControlUndecided ControlOutcome = "undecided"
+	// ControlNotJudged: the run records no verdict of the invariant.
+	ControlNotJudged ControlOutcome = "not judged"
+	// ControlNotCounted: the run was FAULT_INEFFECTIVE or ABORTED.
+	ControlNotCounted ControlOutcome = "not counted"
+)
+
+// ControlCheck is one control run × one invariant it must break.
+type ControlCheck struct {
+	Run       verdict.Run
+	Invariant string
+	// Judgement is the run's verdict of the invariant; nil if none.
+	Judgement *verdict.Judgement
+	Outcome   ControlOutcome
+}
+
+// ControlChecks is a control run's check of each invariant it controls.
+func ControlChecks(r verdict.Run) []ControlCheck {
+	var out []ControlCheck
+	for _, inv := range ControlledInvariants(r) {
+		c := ControlCheck{Run: r, Invariant: inv, Outcome: ControlNotJudged}
+		for i := range r.Judgements {
+			if r.Judgements[i].Invariant == inv {
+				c.Judgement = &r.Judgements[i]
+			}
+		}
+		switch {
+		case !r.Counted():
+			c.Outcome = ControlNotCounted
+		case c.Judgement == nil:
+		case c.Judgement.Verdict == verdict.Violated:
+			c.Outcome = ControlHit
+		case c.Judgement.Verdict == verdict.Preserved:
+			c.Outcome = ControlMissed
+		default:
+			c.Outcome = ControlUndecided
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// VerdictText is the verdict got, with its violation kind; "-" if none.
+func (c ControlCheck) VerdictText() string {
+	if c.Judgement == nil {
+		return "-"
+	}
+	return verdictText(*c.Judgement)
+}
+
+// Reason is the verdict's reason, or the run's when its verdicts do not
+// count.
+func (c ControlCheck) Reason() string {
+	switch {
+	case !c.Run.Counted():
+		return fmt.Sprintf("%s: %s", c.Run.RunVerdict, orDash(c.Run.RunReason))
+	case c.Judgement == nil:
+		return "the run records no verdict of " + c.Invariant
+	}
+	return c.Judgement.Reason
+}
+
+// Tally counts verdicts towards a rate and keeps apart what one rate
+// cannot show: whether each PRESERVED was exercised, and the kinds of the
+// VIOLATED verdicts.
+type Tally struct {
+	verdict.Rate
+	PreservedExercised    int
+	PreservedNotExercised int
+	// PreservedNotRecorded are PRESERVED verdicts of records that did not
+	// say whether the guarantee was challenged.
+	PreservedNotRecorded int
+	// Violations counts VIOLATED verdicts by kind; "" for those that name
+	// none.
+	Violations map[string]int
+}
+
+// Add counts one verdict.
+func (t *Tally) Add(j verdict.Judgement) {
+	t.Rate.Add(j.Verdict)
+	switch j.Verdict {
+	case verdict.Preserved:
+		switch {
+		case j.Exercised == nil:
+			t.PreservedNotRecorded++
+		case *j.Exercised:
+			t.PreservedExercised++
+		default:
+			t.PreservedNotExercised++
+		}
+	case verdict.Violated:
+		if t.Violations == nil {
+			t.Violations = map[string]int{}
+		}
+		t.Violations[j.Violation]++
+	}
+}
+
+// ExercisedRate is violated / (violated + exercised PRESERVED): a
+// violation always challenged the guarantee, an unexercised PRESERVED
+// never did. ok is false when some PRESERVED did not record whether it
+// was exercised: leaving those out would count only the violations of
+// older records and overstate the rate.
+func (t Tally) ExercisedRate() (r verdict.Rate, ok bool) {
+	return verdict.Rate{Violated: t.Violated, Preserved: t.PreservedExercised}, t.PreservedNotRecorded == 0
+}
+
+// ExercisedRateText is the exercised rate as "k/n = p% [lo%, hi%]", or
+// why it is unknown.
+func (t Tally) ExercisedRateText() string {
+	r, ok := t.ExercisedRate()
+	if !ok {
+		return fmt.Sprintf("unknown: %d PRESERVED not recorded", t.PreservedNotRecorded)
+	}
+	return r.String()
+}
+
+// ViolationKinds is "lost-write 1, stale-read 2" (unnamed ones as "not
+// named"); empty when no VIOLATED verdict names a kind.
+func (t Tally) ViolationKinds() string {
+	return t.violationKinds(" ", ", ")
+}
+
+// ViolationKindsField is ViolationKinds for a CSV field:
+// "lost-write:1;stale-read:2".
+func (t Tally) ViolationKindsField() string {
+	return t.violationKinds(":", ";")
+}
+
+func (t Tally) violationKinds(countSep, sep string) string {
+	named := false
+	kinds := make([]string, 0, len(t.Violations))
+	for k := range t.Violations {
+		named = named || k != ""
+		kinds = append(kinds, k)
+	}
+	if !named {
+		return ""
+	}
+	sort.Strings(kinds)
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if k != "" {
+			parts = append(parts, fmt.Sprintf("%s%s%d", k, countSep, t.Violations[k]))
+		}
+	}
+	if n := t.Violations[""]; n > 0 {
+		parts = append(parts, fmt.Sprintf("not named%s%d", countSep, n))
+	}
+	return strings.Join(parts, sep)
+}
+
+// LoadText is the machine's load average at the start and end of a run,
+// "1/5/15 → 1/5/15"; "(not recorded)" for records without it.
+func LoadText(loads []verdict.Load) string {
+	if len(loads) == 0 {
+		return "(not recorded)"
+	}
+	parts := make([]string, len(loads))
+	for i, l := range loads {
+		parts[i] = fmt.Sprintf("%.2f/%.2f/%.2f", l.One, l.Five, l.Fifteen)
+	}
+	return strings.Join(parts, " → ")
+}
+
+// EffectText is the effect probe's coverage of the window against the
+// share the scenario requires; "(not recorded)" for records without it.
+func EffectText(e *verdict.EffectCoverage) string {
+	if e == nil {
+		return "(not recorded)"
+	}
+	s := fmt.Sprintf("%d/%d probes = %.0f%%", e.Observed, e.Probes, 100*e.Share())
+	if e.Failed > 0 {
+		s += fmt.Sprintf(" (%d failed)", e.Failed)
+	}
+	return s + fmt.Sprintf("; required %.0f%%", 100*e.Required)
 }
 
 func runVerdictCell(r verdict.Run) string {

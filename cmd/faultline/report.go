@@ -19,23 +19,47 @@ func newReportCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUNDIR...",
-		Short: "Aggregate run folders into violation-rate tables with 95% Wilson intervals",
+		Short: "Aggregate run folders into violation-rate tables with 95% Wilson intervals, findings apart from controls and null arms",
 		Long: `Aggregate the verdicts.jsonl of any number of run folders into rate tables.
 
-Rate = violated / (preserved + violated): only PRESERVED and VIOLATED count.
-Every row shows those counts, the rate and its 95% Wilson score interval, and
-beside them the verdicts that do not count (INSUFFICIENT_DATA, NOT_APPLICABLE,
-DETECTOR_INVALID). Runs whose fault was ineffective (FAULT_INEFFECTIVE) or
-that did not reach a judgement (ABORTED) count nowhere; they are listed with
-why. Every table is split by arm: null-arm verdicts measure the detector and
-never pool with fault-arm ones.
+Rates are never computed over a mix of roles. Findings (the scenarios' fault
+arms) get the rate tables. Positive controls, built to break the invariants
+they name (controlOf, or control:<invariant> labels on older records), get a
+table of their own, one row per control run and invariant, with the expected
+VIOLATED, the verdict got and hit or missed; their verdicts of other
+invariants count nowhere. Null arms (the fault replaced by one that does
+nothing) get their own tables: expected PRESERVED, a VIOLATED is a false
+alarm of the detector.
+
+Only PRESERVED and VIOLATED count. Every findings row shows violated,
+PRESERVED split by whether the run exercised the guarantee (exercised, not
+exercised, not recorded), and two rates, each with its count and 95% Wilson
+score interval:
+  rate (all counted) = violated / (violated + PRESERVED)
+  rate (exercised)   = violated / (violated + exercised PRESERVED), unknown
+                       where some PRESERVED did not record whether it was
+                       exercised
+Beside them: the kinds of violation where any is named (lost-write,
+stale-read), and the verdicts that do not count (INSUFFICIENT_DATA,
+NOT_APPLICABLE, DETECTOR_INVALID). Runs whose fault was ineffective
+(FAULT_INEFFECTIVE) or that did not reach a judgement (ABORTED) count nowhere;
+they are listed with why. A table whose rows pool several invariants,
+scenarios or suites says so.
 
 --by picks the tables; give it several times for several tables. A value is
 one or more dimensions separated by commas, each one of invariant, scenario,
 arm, suite, lab, profile, or a label prefix (class groups by class:<value>).
-Without --by: one table by invariant and one by scenario.
+Without --by: one table by invariant and one by scenario, for findings and
+for null arms alike.
 
-The report also prints the applicability table the runs were judged with.
+The report also prints the applicability table the runs were judged with and
+every run with its role, the machine's load average at its start and end
+(1/5/15 min) and the effect probe's coverage of the window against the share
+the scenario requires. --format csv writes one CSV with a role column:
+findings and null-arm rows with their counts, and a row per control run and
+invariant (by = control) with the expected and the got verdict and the
+outcome; excluded runs go to standard error.
+
 A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,
 		Example: `  faultline report reports/runs/*

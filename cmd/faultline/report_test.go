@@ -40,12 +40,15 @@ func TestReportMarkdown(t *testing.T) {
 	r.expect(t, exitOK)
 	for _, want := range []string{
 		"5 run records from 2 run folders: 4 judged, 1 excluded",
-		"## By invariant",
-		// 3/4: 75.0% [30.1%, 95.4%]
-		"| fault | inv-1 | 3 | 1 | 75.0% | [30.1%, 95.4%] | 0 | 0 | 0 | 1 | 4 |",
-		"| fault | inv-2 | 0 | 2 | 0.0% | [0.0%, 65.8%] | 1 | 1 | 0 | 1 | 4 |",
-		"## By scenario",
-		"| b3 | s2 | fault | FAULT_INEFFECTIVE | partition left every link up |",
+		"## Findings by invariant",
+		// 3/4: 75.0% [30.1%, 95.4%]; these records do not say whether a
+		// PRESERVED was exercised, so the exercised rate is unknown.
+		"| inv-1 | 3 | 0 | 0 | 1 | 3/4 = 75.0% [30.1%, 95.4%] | unknown: 1 PRESERVED not recorded | 0 | 0 | 0 | 1 | 4 |",
+		"| inv-2 | 0 | 0 | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | unknown: 2 PRESERVED not recorded | 1 | 1 | 0 | 1 | 4 |",
+		"## Findings by scenario",
+		"## Positive controls",
+		"## Null arms\n\nNo null-arm runs in these records.",
+		"| b3 | s2 | fault | finding | FAULT_INEFFECTIVE | partition left every link up |",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stdout)
@@ -75,10 +78,10 @@ func TestReportCSVToFile(t *testing.T) {
 		rows[strings.Join(rec, ",")] = true
 	}
 	for _, want := range []string{
-		"by,arm,invariant,class,violated,preserved,counted,rate,ci95_low,ci95_high,insufficient_data,not_applicable,detector_invalid,excluded,runs",
+		"by,role,arm,invariant,class,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome",
 		// Bounds by bisection of the score statistic, independent of the closed form.
-		"invariant,fault,inv-1,,3,1,4,0.750000,0.300642,0.954413,0,0,0,1,4",
-		"class,fault,,gray,3,3,6,0.500000,0.187616,0.812384,1,1,0,2,4",
+		"invariant,finding,fault,inv-1,,3,1,0,0,1,4,0.750000,0.300642,0.954413,,,,,,0,0,0,1,4,,,,",
+		"class,finding,fault,,gray,3,3,0,0,3,6,0.500000,0.187616,0.812384,,,,,,1,1,0,2,4,,,,",
 	} {
 		if !rows[want] {
 			t.Errorf("csv lacks %s:\n%v", want, recs)
@@ -97,4 +100,43 @@ func TestReportErrors(t *testing.T) {
 	faultline(t, root, "report", filepath.Join(root, "nope")).expect(t, exitError, "nope")
 	out := filepath.Join(root, "no", "such", "dir", "r.md")
 	faultline(t, root, "report", "-o", out, a).expect(t, exitError, "writing report")
+}
+
+// TestReportKeepsControlsOutOfFindings is the ci set's endpoints-truthful
+// row in small: one finding run preserved, one violated, and the control
+// built to violate it, known by its control: label as records written
+// before roles were recorded are.
+func TestReportKeepsControlsOutOfFindings(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "runs", "20261101T100000Z-disagree")
+	control := strings.Replace(runRecord("c1", "control-endpoints-truthful", "fault", "JUDGED", "", "VIOLATED"),
+		`"labels":["class:gray"`, `"labels":["selfcheck","control:inv-1","class:gray"`, 1)
+	writeTestFile(t, filepath.Join(dir, "verdicts.jsonl"),
+		runRecord("f1", "pod-network-cut", "fault", "JUDGED", "", "PRESERVED")+"\n"+
+			runRecord("f2", "pod-network-cut", "fault", "JUDGED", "", "VIOLATED")+"\n"+
+			control+"\n"+
+			runRecord("n1", "pod-network-cut", "null", "JUDGED", "", "PRESERVED")+"\n")
+	r := faultline(t, root, "report", "--by", "class", dir)
+	r.expect(t, exitOK)
+	from := strings.Index(r.stdout, "## Findings by class")
+	if from < 0 {
+		t.Fatalf("report has no findings table:\n%s", r.stdout)
+	}
+	findings := r.stdout[from:]
+	if to := strings.Index(findings, "\n## "); to > 0 {
+		findings = findings[:to]
+	}
+	if !strings.Contains(findings, "| gray | 1 | 0 | 0 | 1 | 1/2 = 50.0% [9.5%, 90.5%] | unknown: 1 PRESERVED not recorded |") {
+		t.Errorf("findings by class pool the control or the null arm:\n%s", findings)
+	}
+	for _, want := range []string{
+		"## Positive controls",
+		"| c1 | control-endpoints-truthful | inv-1 | VIOLATED | VIOLATED | hit | hand-made |",
+		"## Null arms by class",
+		"| gray | 0 | 1 | 0/1 = 0.0% [0.0%, 79.3%] |",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
 }

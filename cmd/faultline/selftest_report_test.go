@@ -134,7 +134,7 @@ func TestReportOverTwoSelftestRuns(t *testing.T) {
 
 	md := faultline(t, "", append([]string{"report"}, folders...)...)
 	md.expect(t, exitOK)
-	for _, s := range []string{"## By invariant", "## Applicability table", "## Excluded runs", "| FAULT_INEFFECTIVE |", "% | ["} {
+	for _, s := range []string{"## Findings by invariant", "## Applicability table", "## Excluded runs", "| FAULT_INEFFECTIVE |", "% ["} {
 		if !strings.Contains(md.stdout, s) {
 			t.Errorf("markdown report lacks %q", s)
 		}

@@ -1,15 +1,21 @@
 // Package aggregate turns the run records of any number of run folders into
 // rate tables: violated / (preserved + violated) per group, with counts, the
 // 95% Wilson interval and every verdict that did not count beside it.
+//
+// Rates are never computed over a mix of roles: findings (scenarios' fault
+// arms) have their tables, null arms theirs, and positive controls are
+// listed run by run against the VIOLATED they must give.
 package aggregate
 
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
 )
 
 // Dimensions that are fields of a run record or judgement. Any other name
@@ -57,8 +63,8 @@ func ParseGrouping(s string) ([]string, error) {
 // Row is one group's counts.
 type Row struct {
 	// Key holds the arm and then one value per dimension of the table.
-	Key  []string
-	Rate verdict.Rate
+	Key   []string
+	Tally reports.Tally
 	// Excluded counts the verdicts of this group that were set aside
 	// because their run was FAULT_INEFFECTIVE or ABORTED.
 	Excluded int
@@ -66,22 +72,51 @@ type Row struct {
 	Runs int
 }
 
-// Table is the rows of one grouping.
+// Table is the rows of one grouping over the runs of one role.
 type Table struct {
-	// Columns are the key columns: always "arm" first, since null-arm
-	// verdicts measure the detector and must never pool with fault-arm ones.
+	// Role is verdict.RoleFinding or verdict.RoleNull.
+	Role string
+	// Columns are the key columns: always "arm" first, so that a record
+	// whose role and arm disagree still never pools with the others.
 	Columns []string
-	Rows    []Row
+	// ArmAsked says the grouping named the arm; otherwise the arm column
+	// is worth showing only when its rows differ in arm.
+	ArmAsked bool
+	Rows     []Row
 	// Notes say how to read the table where pooling could mislead.
 	Notes []string
 }
 
-// Title is "By invariant, scenario".
-func (t Table) Title() string {
-	if len(t.Columns) == 1 {
-		return "By arm"
+// ShowArm says whether the arm column tells the rows anything.
+func (t Table) ShowArm() bool {
+	if t.ArmAsked || len(t.Columns) == 1 {
+		return true
 	}
-	return "By " + strings.Join(t.Columns[1:], ", ")
+	for _, r := range t.Rows {
+		if r.Key[0] != t.Rows[0].Key[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// Title is "Findings by invariant, scenario" or "Null arms by class".
+func (t Table) Title() string {
+	what := "Findings"
+	if t.Role == verdict.RoleNull {
+		what = "Null arms"
+	}
+	if len(t.Columns) == 1 {
+		return what + " by arm"
+	}
+	return what + " by " + strings.Join(t.Columns[1:], ", ")
+}
+
+// Control is one control run × one invariant it must break, with where
+// its record was read.
+type Control struct {
+	reports.ControlCheck
+	Record Record
 }
 
 // Report is the aggregate of a set of run records.
@@ -97,7 +132,17 @@ type Report struct {
 	// lists the folders that had none.
 	Applicability   []verdict.Inapplicable
 	NoApplicability []string
-	Tables          []Table
+	// Findings are the rate tables over finding runs, one per grouping;
+	// NullArms the same groupings over null-arm runs.
+	Findings, NullArms []Table
+	// Controls are the positive controls' checks, run by run.
+	Controls []Control
+	// ControlOtherVerdicts counts the verdicts control runs gave of
+	// invariants they do not control: counted nowhere, listed nowhere.
+	ControlOtherVerdicts int
+	// Runs are every record read, in order; Roles counts them by role.
+	Runs  []Record
+	Roles map[string]int
 	// What the runs ran on; more than one value in any is worth a warning.
 	Labs, Profiles, KubernetesVersions, EtcdVersions, Commits []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
@@ -110,7 +155,7 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		groupings = DefaultGroupings
 	}
 	recs := in.Records
-	rep := &Report{Records: len(recs), CutShort: in.CutShort}
+	rep := &Report{Records: len(recs), CutShort: in.CutShort, Runs: recs, Roles: map[string]int{}}
 	labs, profiles, kube, etcd, commits, sources := set{}, set{}, set{}, set{}, set{}, set{}
 	labelPrefixes := set{}
 	for _, r := range recs {
@@ -130,6 +175,10 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 			if p, _, ok := strings.Cut(l, ":"); ok {
 				labelPrefixes.add(p)
 			}
+		}
+		rep.Roles[r.RunRole()]++
+		if r.RunRole() == verdict.RoleControl {
+			rep.addControl(r)
 		}
 		if r.Counted() {
 			rep.Judged++
@@ -172,9 +221,28 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 					d, d, strings.Join(fieldDimensions, ", "), orNone(labelPrefixes.sorted()))
 			}
 		}
-		rep.Tables = append(rep.Tables, buildTable(recs, dims))
+		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding))
+		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull))
 	}
 	return rep, nil
+}
+
+// addControl records a control run's checks of the invariants it must
+// break, and counts the verdicts it gave of the others.
+func (rep *Report) addControl(r Record) {
+	checks := reports.ControlChecks(r.Run)
+	if len(checks) == 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("control run %s (scenario %s, %s) names no invariant it must break (no controlOf, no control:<invariant> label), so none of its verdicts count anywhere", r.RunID, r.Scenario, r.Where()))
+	}
+	for _, c := range checks {
+		rep.Controls = append(rep.Controls, Control{ControlCheck: c, Record: r})
+	}
+	rep.ControlOtherVerdicts += len(r.Judgements)
+	for _, c := range checks {
+		if c.Judgement != nil {
+			rep.ControlOtherVerdicts--
+		}
+	}
 }
 
 // mergeApplicability unions the folders' tables. Folders that disagree on
@@ -226,18 +294,25 @@ func (rep *Report) mergeApplicability(byFolder map[string][]verdict.Inapplicable
 	}
 }
 
-func buildTable(recs []Record, dims []string) Table {
+func buildTable(recs []Record, dims []string, role string) Table {
 	cols := []string{ByArm}
+	armAsked := false
 	for _, d := range dims {
 		if d != ByArm {
 			cols = append(cols, d)
+		} else {
+			armAsked = true
 		}
 	}
 	rows := map[string]*Row{}
 	runsOf := map[string]map[int]bool{}
+	scenariosOf, suitesOf := map[string]set{}, map[string]set{}
 	multiLabel := map[string]bool{}
 	invariants := set{}
 	for i, r := range recs {
+		if r.RunRole() != role {
+			continue
+		}
 		for _, j := range r.Judgements {
 			invariants.add(j.Invariant)
 			keys := [][]string{{}}
@@ -255,29 +330,37 @@ func buildTable(recs []Record, dims []string) Table {
 					row = &Row{Key: k}
 					rows[id] = row
 					runsOf[id] = map[int]bool{}
+					scenariosOf[id], suitesOf[id] = set{}, set{}
 				}
 				if !r.Counted() {
 					row.Excluded++
 					continue
 				}
-				row.Rate.Add(j.Verdict)
+				row.Tally.Add(j)
 				runsOf[id][i] = true
+				scenariosOf[id].add(r.Scenario)
+				suitesOf[id].add(orNone1(r.Suite))
 			}
 		}
 	}
-	t := Table{Columns: cols}
+	t := Table{Role: role, Columns: cols, ArmAsked: armAsked}
+	mostScenarios, mostSuites := 0, 0
 	for id, row := range rows {
 		row.Runs = len(runsOf[id])
 		t.Rows = append(t.Rows, *row)
+		mostScenarios = max(mostScenarios, len(scenariosOf[id]))
+		mostSuites = max(mostSuites, len(suitesOf[id]))
 	}
 	sort.Slice(t.Rows, func(a, b int) bool { return keyLess(t.Rows[a].Key, t.Rows[b].Key) })
 
-	hasInvariant := false
-	for _, c := range cols {
-		hasInvariant = hasInvariant || c == ByInvariant
-	}
-	if !hasInvariant && len(invariants) > 1 {
+	if !slices.Contains(cols, ByInvariant) && len(invariants) > 1 {
 		t.Notes = append(t.Notes, "Each row pools the verdicts of several invariants: counts are verdicts, not runs, and the interval treats them as independent, which verdicts of one run need not be.")
+	}
+	if !slices.Contains(cols, ByScenario) && mostScenarios > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("A row pools the runs of several scenarios (up to %d in one row); add scenario to --by to split them.", mostScenarios))
+	}
+	if !slices.Contains(cols, BySuite) && mostSuites > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("A row pools the runs of several suites (up to %d in one row); add suite to --by to split them.", mostSuites))
 	}
 	for _, c := range cols {
 		if multiLabel[c] {

@@ -130,55 +130,59 @@ func TestByInvariantCountsAndIntervals(t *testing.T) {
 	if rep.Records != 26 || rep.Judged != 23 || len(rep.Excluded) != 3 {
 		t.Fatalf("records %d judged %d excluded %d, want 26 23 3", rep.Records, rep.Judged, len(rep.Excluded))
 	}
-	if len(rep.Tables) != 2 || rep.Tables[0].Title() != "By invariant" || rep.Tables[1].Title() != "By scenario" {
-		t.Fatalf("default tables: %+v", rep.Tables)
+	if len(rep.Findings) != 2 || rep.Findings[0].Title() != "Findings by invariant" || rep.Findings[1].Title() != "Findings by scenario" {
+		t.Fatalf("default tables: %+v", rep.Findings)
 	}
-	byInv := rep.Tables[0]
+	if len(rep.NullArms) != 2 || rep.NullArms[0].Title() != "Null arms by invariant" {
+		t.Fatalf("null-arm tables: %+v", rep.NullArms)
+	}
+	byInv := rep.Findings[0]
 
 	sc := row(t, byInv, "fault", "single-copy")
-	if sc.Rate.Violated != 1 || sc.Rate.Preserved != 19 || sc.Excluded != 2 || sc.Runs != 20 {
+	if sc.Tally.Violated != 1 || sc.Tally.Preserved != 19 || sc.Excluded != 2 || sc.Runs != 20 {
 		t.Errorf("fault/single-copy: %+v, want 1 violated, 19 preserved, 2 excluded, 20 runs", sc)
 	}
 	// 1/20: bounds found independently of the closed form (see the
 	// verdict package's reference values).
-	lo, hi, ok := sc.Rate.Wilson()
+	lo, hi, ok := sc.Tally.Wilson()
 	if !ok || math.Abs(lo-0.0088814) > 1e-6 || math.Abs(hi-0.2361312) > 1e-6 {
 		t.Errorf("fault/single-copy interval [%f, %f], want [0.0088814, 0.2361312]", lo, hi)
 	}
 
 	ep := row(t, byInv, "fault", "endpoints-converge")
-	if ep.Rate.Violated != 5 || ep.Rate.Preserved != 5 || ep.Rate.Other[verdict.InsufficientData] != 10 || ep.Excluded != 2 {
+	if ep.Tally.Violated != 5 || ep.Tally.Preserved != 5 || ep.Tally.Other[verdict.InsufficientData] != 10 || ep.Excluded != 2 {
 		t.Errorf("fault/endpoints-converge: %+v, want 5/10 with 10 insufficient data and 2 excluded", ep)
 	}
-	lo, hi, _ = ep.Rate.Wilson()
+	lo, hi, _ = ep.Tally.Wilson()
 	if math.Abs(lo-0.2365931) > 1e-6 || math.Abs(hi-0.7634069) > 1e-6 {
 		t.Errorf("fault/endpoints-converge interval [%f, %f], want [0.2365931, 0.7634069]", lo, hi)
 	}
 
-	// The null arm is its own row, never pooled with the fault arm.
-	nsc := row(t, byInv, "null", "single-copy")
-	if nsc.Rate.Violated != 0 || nsc.Rate.Preserved != 2 || nsc.Rate.Other[verdict.DetectorInvalid] != 1 || nsc.Runs != 3 {
+	// The null arm is in a table of its own, never pooled with findings.
+	nullInv := rep.NullArms[0]
+	nsc := row(t, nullInv, "null", "single-copy")
+	if nsc.Tally.Violated != 0 || nsc.Tally.Preserved != 2 || nsc.Tally.Other[verdict.DetectorInvalid] != 1 || nsc.Runs != 3 {
 		t.Errorf("null/single-copy: %+v", nsc)
 	}
-	nep := row(t, byInv, "null", "endpoints-converge")
-	if nep.Rate.N() != 0 || nep.Rate.Other[verdict.NotApplicable] != 3 {
+	nep := row(t, nullInv, "null", "endpoints-converge")
+	if nep.Tally.N() != 0 || nep.Tally.Other[verdict.NotApplicable] != 3 {
 		t.Errorf("null/endpoints-converge: %+v", nep)
 	}
-	if _, ok := nep.Rate.Value(); ok {
+	if _, ok := nep.Tally.Value(); ok {
 		t.Error("a row with nothing counted must have no rate")
 	}
-	if len(byInv.Rows) != 4 {
-		t.Errorf("by invariant has %d rows, want 4", len(byInv.Rows))
+	if len(byInv.Rows) != 2 || len(nullInv.Rows) != 2 {
+		t.Errorf("by invariant has %d finding and %d null-arm rows, want 2 and 2", len(byInv.Rows), len(nullInv.Rows))
 	}
-	// fault rows come before null rows.
-	if byInv.Rows[0].Key[0] != "fault" || byInv.Rows[3].Key[0] != "null" {
-		t.Errorf("row order: %v ... %v", byInv.Rows[0].Key, byInv.Rows[3].Key)
+	// Both scenarios judged both invariants: the rows pool them, and say so.
+	if len(byInv.Notes) != 1 || !strings.Contains(byInv.Notes[0], "several scenarios (up to 2 in one row)") {
+		t.Errorf("by invariant must say it pools scenarios, and nothing else: %v", byInv.Notes)
 	}
-	if len(byInv.Notes) != 0 {
-		t.Errorf("by invariant needs no pooling note: %v", byInv.Notes)
+	if len(nullInv.Notes) != 0 {
+		t.Errorf("one null-arm scenario needs no pooling note: %v", nullInv.Notes)
 	}
-	if len(rep.Tables[1].Notes) == 0 || !strings.Contains(rep.Tables[1].Notes[0], "several invariants") {
-		t.Errorf("by scenario must say it pools invariants: %v", rep.Tables[1].Notes)
+	if len(rep.Findings[1].Notes) == 0 || !strings.Contains(rep.Findings[1].Notes[0], "several invariants") {
+		t.Errorf("by scenario must say it pools invariants: %v", rep.Findings[1].Notes)
 	}
 }
 
@@ -208,24 +212,24 @@ func TestByLabelPrefix(t *testing.T) {
 	a, b := writeRuns(t)
 	rep := build(t, [][]string{{"class"}, {"component"}, {"invariant", "scenario"}}, a, b)
 
-	byClass := rep.Tables[0]
-	if byClass.Title() != "By class" {
+	byClass := rep.Findings[0]
+	if byClass.Title() != "Findings by class" {
 		t.Fatalf("title %q", byClass.Title())
 	}
 	crash := row(t, byClass, "fault", "crash-stop")
-	if crash.Rate.Violated != 6 || crash.Rate.Preserved != 14 || crash.Runs != 10 {
+	if crash.Tally.Violated != 6 || crash.Tally.Preserved != 14 || crash.Runs != 10 {
 		t.Errorf("fault/crash-stop: %+v, want 6/20 over 10 runs", crash)
 	}
 	gray := row(t, byClass, "fault", "gray")
-	if gray.Rate.Violated != 0 || gray.Rate.Preserved != 10 || gray.Rate.Other[verdict.InsufficientData] != 10 || gray.Excluded != 4 {
+	if gray.Tally.Violated != 0 || gray.Tally.Preserved != 10 || gray.Tally.Other[verdict.InsufficientData] != 10 || gray.Excluded != 4 {
 		t.Errorf("fault/gray: %+v, want 0/10, 10 insufficient, 4 excluded", gray)
 	}
-	row(t, byClass, "null", "crash-stop")
+	row(t, rep.NullArms[0], "null", "crash-stop")
 
-	byComp := rep.Tables[1]
+	byComp := rep.Findings[1]
 	for _, c := range []string{"etcd", "apiserver"} {
 		r := row(t, byComp, "fault", c)
-		if r.Rate.Preserved != 10 || r.Runs != 10 {
+		if r.Tally.Preserved != 10 || r.Runs != 10 {
 			t.Errorf("fault/%s: %+v: a run with two component labels counts in both rows", c, r)
 		}
 	}
@@ -233,16 +237,16 @@ func TestByLabelPrefix(t *testing.T) {
 		t.Errorf("by component must say runs count in several rows: %v", byComp.Notes)
 	}
 
-	cross := rep.Tables[2]
+	cross := rep.Findings[2]
 	if strings.Join(cross.Columns, ",") != "arm,invariant,scenario" {
 		t.Fatalf("columns %v", cross.Columns)
 	}
 	r := row(t, cross, "fault", "endpoints-converge", "worker-power-off")
-	if r.Rate.Violated != 5 || r.Rate.Preserved != 5 {
+	if r.Tally.Violated != 5 || r.Tally.Preserved != 5 {
 		t.Errorf("fault/endpoints-converge/worker-power-off: %+v", r)
 	}
-	if len(cross.Rows) != 6 {
-		t.Errorf("cross table has %d rows, want 6", len(cross.Rows))
+	if len(cross.Rows) != 4 || len(rep.NullArms[2].Rows) != 2 {
+		t.Errorf("cross tables have %d finding and %d null-arm rows, want 4 and 2", len(cross.Rows), len(rep.NullArms[2].Rows))
 	}
 }
 
@@ -251,10 +255,10 @@ func TestRunsWithoutTheLabelGoToNone(t *testing.T) {
 	writeFile(t, filepath.Join(dir, VerdictsFile), line("x", "s", "fault", "JUDGED", "", []string{"class:gray"}, "fast", judge("i", "VIOLATED"))+"\n"+
 		line("y", "s", "fault", "JUDGED", "", []string{"fault:kill"}, "fast", judge("i", "PRESERVED"))+"\n")
 	rep := build(t, [][]string{{"class"}}, dir)
-	if r := row(t, rep.Tables[0], "fault", None); r.Rate.Preserved != 1 {
+	if r := row(t, rep.Findings[0], "fault", None); r.Tally.Preserved != 1 {
 		t.Errorf("unlabelled run: %+v", r)
 	}
-	if rep.Tables[0].Rows[len(rep.Tables[0].Rows)-1].Key[1] != None {
+	if rep.Findings[0].Rows[len(rep.Findings[0].Rows)-1].Key[1] != None {
 		t.Error("(none) must sort last")
 	}
 }
@@ -280,7 +284,7 @@ func TestMixedProfilesWarn(t *testing.T) {
 		t.Fatalf("warnings %v", rep.Warnings)
 	}
 	rep = build(t, [][]string{{"invariant", "profile"}}, dir)
-	if r := row(t, rep.Tables[0], "fault", "i", "fast"); r.Rate.Violated != 1 || r.Rate.N() != 1 {
+	if r := row(t, rep.Findings[0], "fault", "i", "fast"); r.Tally.Violated != 1 || r.Tally.N() != 1 {
 		t.Errorf("split by profile: %+v", r)
 	}
 }
@@ -380,15 +384,23 @@ func TestMarkdown(t *testing.T) {
 		"26 run records from 2 run folders: 23 judged, 3 excluded",
 		"- Timer profiles: fast",
 		"- Kubernetes: v1.36.3",
-		"## By invariant",
-		"| arm | invariant | violated | preserved | rate | 95% CI | insufficient data | not applicable | detector invalid | excluded | runs |",
-		"| fault | single-copy | 1 | 19 | 5.0% | [0.9%, 23.6%] | 0 | 0 | 0 | 2 | 20 |",
-		"| fault | endpoints-converge | 5 | 5 | 50.0% | [23.7%, 76.3%] | 10 | 0 | 0 | 2 | 20 |",
-		"| null | endpoints-converge | 0 | 0 | – | – | 0 | 3 | 0 | 0 | 3 |",
-		"| null | single-copy | 0 | 2 | 0.0% | [0.0%, 65.8%] | 0 | 0 | 1 | 0 | 3 |",
-		"## By scenario",
+		"## Findings by invariant",
+		"| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | insufficient data | not applicable | detector invalid | excluded | runs |",
+		// Old records: no PRESERVED says whether it was exercised.
+		"| single-copy | 1 | 0 | 0 | 19 | 1/20 = 5.0% [0.9%, 23.6%] | unknown: 19 PRESERVED not recorded | 0 | 0 | 0 | 2 | 20 |",
+		"| endpoints-converge | 5 | 0 | 0 | 5 | 5/10 = 50.0% [23.7%, 76.3%] | unknown: 5 PRESERVED not recorded | 10 | 0 | 0 | 2 | 20 |",
+		"## Findings by scenario",
+		"## Positive controls\n\nEach control",
+		"No control runs in these records.",
+		"## Null arms by invariant",
+		"| invariant | false alarms (VIOLATED) | preserved | false-alarm rate | insufficient data | not applicable | detector invalid | excluded | runs |",
+		"| endpoints-converge | 0 | 0 | – | 0 | 3 | 0 | 0 | 3 |",
+		"| single-copy | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | 0 | 0 | 1 | 0 | 3 |",
+		"## Null arms by scenario",
+		"## Runs",
+		"| a-0 | worker-power-off | fault | finding | JUDGED | (not recorded) | (not recorded) |",
 		"## Excluded runs",
-		"| b-ab | etcd-slow | fault | ABORTED | reset failed: etcd2 did not start |",
+		"| b-ab | etcd-slow | fault | finding | ABORTED | reset failed: etcd2 did not start |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q\n%s", want, md)
@@ -408,7 +420,7 @@ func TestCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := strings.Join(recs[0], ",")
-	if head != "by,arm,invariant,class,violated,preserved,counted,rate,ci95_low,ci95_high,insufficient_data,not_applicable,detector_invalid,excluded,runs" {
+	if head != "by,role,arm,invariant,class,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome" {
 		t.Fatalf("header %s", head)
 	}
 	found := map[string]bool{}
@@ -416,10 +428,10 @@ func TestCSV(t *testing.T) {
 		found[strings.Join(r, ",")] = true
 	}
 	for _, want := range []string{
-		"invariant,fault,single-copy,,1,19,20,0.050000,0.008881,0.236131,0,0,0,2,20",
-		"invariant,null,endpoints-converge,,0,0,0,,,,0,3,0,0,3",
+		"invariant,finding,fault,single-copy,,1,19,0,0,19,20,0.050000,0.008881,0.236131,,,,,,0,0,0,2,20,,,,",
+		"invariant,null,null,endpoints-converge,,0,0,0,0,0,0,,,,0,,,,,0,3,0,0,3,,,,",
 		// 6/20: bounds by bisection of the score statistic, as in the verdict package.
-		"class,fault,,crash-stop,6,14,20,0.300000,0.145477,0.518973,0,0,0,0,10",
+		"class,finding,fault,,crash-stop,6,14,0,0,14,20,0.300000,0.145477,0.518973,,,,,,0,0,0,0,10,,,,",
 	} {
 		if !found[want] {
 			t.Errorf("csv lacks row %s\n%v", want, recs)
@@ -458,15 +470,15 @@ func TestJudgedRunWithoutVerdictsWarns(t *testing.T) {
 func TestByArmAlone(t *testing.T) {
 	a, b := writeRuns(t)
 	rep := build(t, [][]string{{"arm"}}, a, b)
-	tab := rep.Tables[0]
-	if tab.Title() != "By arm" || len(tab.Columns) != 1 {
+	tab := rep.Findings[0]
+	if tab.Title() != "Findings by arm" || len(tab.Columns) != 1 {
 		t.Fatalf("by arm: %q %v", tab.Title(), tab.Columns)
 	}
 	// fault: 6 violated of 20 (A) + 0 of 10 (B); null: 0 of 2.
-	if r := row(t, tab, "fault"); r.Rate.Violated != 6 || r.Rate.Preserved != 24 || r.Runs != 20 {
+	if r := row(t, tab, "fault"); r.Tally.Violated != 6 || r.Tally.Preserved != 24 || r.Runs != 20 {
 		t.Errorf("fault: %+v", r)
 	}
-	if r := row(t, tab, "null"); r.Rate.Preserved != 2 || r.Rate.Other[verdict.NotApplicable] != 3 {
+	if r := row(t, rep.NullArms[0], "null"); r.Tally.Preserved != 2 || r.Tally.Other[verdict.NotApplicable] != 3 {
 		t.Errorf("null: %+v", r)
 	}
 }
@@ -544,7 +556,7 @@ func TestUnknownFieldsAreIgnored(t *testing.T) {
 	rec := strings.Replace(line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED")), `"arm"`, `"newerField":{"a":1},"arm"`, 1)
 	writeFile(t, filepath.Join(dir, VerdictsFile), rec+"\n")
 	rep := build(t, nil, dir)
-	if r := row(t, rep.Tables[0], "fault", "i"); r.Rate.Violated != 1 {
+	if r := row(t, rep.Findings[0], "fault", "i"); r.Tally.Violated != 1 {
 		t.Errorf("row %+v", r)
 	}
 }

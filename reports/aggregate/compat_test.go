@@ -72,8 +72,66 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := row(t, rep.Tables[0], "fault", "single-copy")
-	if r.Rate.Violated != 1 || r.Rate.Preserved != 2 || r.Rate.Other[verdict.InsufficientData] != 1 || r.Excluded != 1 || r.Runs != 4 {
+	r := row(t, rep.Findings[0], "fault", "single-copy")
+	if r.Tally.Violated != 1 || r.Tally.Preserved != 2 || r.Tally.Other[verdict.InsufficientData] != 1 || r.Excluded != 1 || r.Runs != 4 {
 		t.Errorf("row %+v, want 1/3 with 1 insufficient data, 1 excluded, 4 runs", r)
+	}
+}
+
+// TestReadsTheRoleFieldsTheReportersWrite writes a control run and a
+// finding with every field added for honest rates through the reporters'
+// writer: they read back whole, the control is a control row and no
+// finding row, and the finding's exercised flag and violation kind reach
+// its row.
+func TestReadsTheRoleFieldsTheReportersWrite(t *testing.T) {
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	folder, err := reports.NewFolder(t.TempDir(), "disagree", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := verdict.Run{Suite: "disagree", Arm: "fault", Started: start, Ended: start.Add(time.Minute), RunVerdict: verdict.RunJudged,
+		Lab:  verdict.LabInfo{Name: "lab11", Kind: "local", TimerProfile: "fast"},
+		Load: []verdict.Load{{At: start, One: 1.5, Five: 1, Fifteen: 0.5}, {At: start.Add(time.Minute), One: 2.5, Five: 1.5, Fifteen: 0.75}}}
+	finding := base
+	finding.RunID, finding.Scenario, finding.Role = "f", "writer-cut", verdict.RoleFinding
+	finding.Effect = &verdict.EffectCoverage{Probes: 4, Observed: 4, Required: 0.5}
+	finding.Judgements = []verdict.Judgement{
+		{Invariant: "acknowledged-writes-survive", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "lost 1 of 42", Exercised: verdict.Exercised(), Exercise: "42 acknowledged writes", Violation: "lost-write", During: "settle"},
+		{Invariant: "single-copy", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "never moved", Exercised: verdict.NotExercised(), Exercise: "the pod never moved", During: "window"},
+	}
+	control := base
+	control.RunID, control.Scenario, control.Role, control.ControlOf = "c", "control-single-copy", verdict.RoleControl, []string{"single-copy"}
+	control.Judgements = []verdict.Judgement{{Invariant: "single-copy", Phase: verdict.Safety, Verdict: verdict.Violated, Reason: "two copies", Exercised: verdict.Exercised(), During: "window"}}
+	for _, r := range []verdict.Run{finding, control} {
+		if err := folder.AppendRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := ReadRunFolders([]string{folder.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []verdict.Run{finding, control} {
+		if !reflect.DeepEqual(in.Records[i].Run, want) {
+			t.Errorf("record %d read back as\n %+v\nwant\n %+v", i, in.Records[i].Run, want)
+		}
+	}
+	rep, err := Build(in, [][]string{{ByInvariant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Findings[0].Rows {
+		if r.Key[1] == "single-copy" && r.Tally.Violated != 0 {
+			t.Errorf("the control's VIOLATED is in a finding row: %+v", r)
+		}
+	}
+	if r := row(t, rep.Findings[0], "fault", "single-copy"); r.Tally.PreservedNotExercised != 1 {
+		t.Errorf("single-copy row %+v", r)
+	}
+	if r := row(t, rep.Findings[0], "fault", "acknowledged-writes-survive"); r.Tally.Violations["lost-write"] != 1 {
+		t.Errorf("writer row %+v", r)
+	}
+	if len(rep.Controls) != 1 || rep.Controls[0].Outcome != reports.ControlHit || rep.Controls[0].Record.Line != 2 {
+		t.Errorf("controls %+v", rep.Controls)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
 )
 
 // otherColumns are the verdicts that never count, in report order.
@@ -20,12 +21,15 @@ var otherColumns = []struct {
 	{verdict.DetectorInvalid, "detector invalid", "detector_invalid"},
 }
 
-// WriteMarkdown renders the report as Markdown.
+// WriteMarkdown renders the report as Markdown: the findings tables, the
+// positive controls, the null-arm tables, the applicability table, every
+// run with its machine load and effect coverage, and the excluded runs.
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	b.WriteString("# faultline report\n\n")
-	fmt.Fprintf(&b, "%s from %s: %d judged, %d excluded (FAULT_INEFFECTIVE or ABORTED, listed at the end).\n\n",
+	fmt.Fprintf(&b, "%s from %s: %d judged, %d excluded (FAULT_INEFFECTIVE or ABORTED, listed at the end).\n",
 		count(rep.Records, "run record"), count(len(rep.Sources), "run folder"), rep.Judged, len(rep.Excluded))
+	fmt.Fprintf(&b, "Roles: %s, %s, %s.\n\n", count(rep.Roles[verdict.RoleFinding], "finding run"), count(rep.Roles[verdict.RoleControl], "control run"), count(rep.Roles[verdict.RoleNull], "null-arm run"))
 	for _, l := range []struct {
 		what string
 		vals []string
@@ -39,7 +43,13 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	} {
 		fmt.Fprintf(&b, "- %s: %s\n", l.what, mdEscape(orUnrecorded(l.vals)))
 	}
-	b.WriteString("\nRate = violated / (preserved + violated), with its 95% Wilson score interval. " +
+	b.WriteString("\nFindings are the scenarios' fault arms, the only runs a rate is computed over. " +
+		"Positive controls (built to break the invariants they name) and null arms (the fault replaced by one that does nothing) test the detector: " +
+		"each has a section of its own and never enters a findings rate.\n\n" +
+		"rate (all counted) = violated / (violated + PRESERVED); " +
+		"rate (exercised) = violated / (violated + exercised PRESERVED), leaving out the PRESERVED verdicts whose run never challenged the guarantee (not exercised); " +
+		"it is unknown in a row where some PRESERVED did not record whether it was exercised (not recorded: records written before the field), since leaving those out would overstate it. " +
+		"Each is given as violated/counted = rate [95% Wilson score interval]. " +
 		"Only PRESERVED and VIOLATED count; the other verdicts are shown beside them. " +
 		"The verdicts of excluded runs count nowhere: the `excluded` column says how many were set aside. " +
 		"`runs` is the number of judged runs that gave the row a verdict.\n")
@@ -47,46 +57,15 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "\n> **Warning:** %s.\n", mdEscape(warn))
 	}
 
-	for _, t := range rep.Tables {
-		fmt.Fprintf(&b, "\n## %s\n\n", t.Title())
-		head := append([]string(nil), t.Columns...)
-		head = append(head, "violated", "preserved", "rate", "95% CI")
-		for _, o := range otherColumns {
-			head = append(head, o.title)
-		}
-		head = append(head, "excluded", "runs")
-		b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
-		for i := range head {
-			if i < len(t.Columns) {
-				b.WriteString("---|")
-			} else {
-				b.WriteString("---:|")
-			}
-		}
-		b.WriteString("\n")
-		if len(t.Rows) == 0 {
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(append([]string{"(no verdicts)"}, make([]string, len(head)-1)...), " | "))
-		}
-		for _, r := range t.Rows {
-			cells := make([]string, 0, len(head))
-			for _, k := range r.Key {
-				cells = append(cells, mdEscape(k))
-			}
-			rate, ci := "–", "–"
-			if v, ok := r.Rate.Value(); ok {
-				lo, hi, _ := r.Rate.Wilson()
-				rate = fmt.Sprintf("%.1f%%", 100*v)
-				ci = fmt.Sprintf("[%.1f%%, %.1f%%]", 100*lo, 100*hi)
-			}
-			cells = append(cells, strconv.Itoa(r.Rate.Violated), strconv.Itoa(r.Rate.Preserved), rate, ci)
-			for _, o := range otherColumns {
-				cells = append(cells, strconv.Itoa(r.Rate.Other[o.v]))
-			}
-			cells = append(cells, strconv.Itoa(r.Excluded), strconv.Itoa(r.Runs))
-			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
-		}
-		for _, n := range t.Notes {
-			fmt.Fprintf(&b, "\n%s\n", n)
+	for _, t := range rep.Findings {
+		writeMarkdownTable(&b, t)
+	}
+	writeMarkdownControls(&b, rep)
+	if rep.Roles[verdict.RoleNull] == 0 {
+		b.WriteString("\n## Null arms\n\nNo null-arm runs in these records.\n")
+	} else {
+		for _, t := range rep.NullArms {
+			writeMarkdownTable(&b, t)
 		}
 	}
 
@@ -104,6 +83,19 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "\nNo applicability table recorded for: %s.\n", mdEscape(strings.Join(rep.NoApplicability, ", ")))
 	}
 
+	b.WriteString("\n## Runs\n\n" +
+		"The load average of the machine faultline ran on, at the run's start and end, shows a loaded run; " +
+		"the effect probe's coverage is the share of its probes that saw the fault's effect, against the share the scenario requires.\n\n")
+	if len(rep.Runs) == 0 {
+		b.WriteString("None.\n")
+	} else {
+		b.WriteString("| run | scenario | arm | role | run verdict | load 1/5/15 min (start → end) | effect seen (required share) | record |\n|---|---|---|---|---|---|---|---|\n")
+		for _, r := range rep.Runs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.RunID), mdEscape(r.Scenario), mdEscape(r.Arm), r.RunRole(), r.RunVerdict,
+				reports.LoadText(r.Load), reports.EffectText(r.Effect), mdEscape(r.Where()))
+		}
+	}
+
 	b.WriteString("\n## Excluded runs\n\n")
 	if len(rep.Excluded) == 0 && len(rep.CutShort) == 0 {
 		b.WriteString("None.\n")
@@ -112,28 +104,147 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "%s cut short by a crash (no final newline) and left out: %s\n\n", count(len(rep.CutShort), "last line"), mdEscape(strings.Join(rep.CutShort, ", ")))
 	}
 	if len(rep.Excluded) > 0 {
-		b.WriteString("| run | scenario | arm | run verdict | why | record |\n|---|---|---|---|---|---|\n")
+		b.WriteString("| run | scenario | arm | role | run verdict | why | record |\n|---|---|---|---|---|---|---|\n")
 		for _, r := range rep.Excluded {
 			why := r.RunReason
 			if why == "" {
 				why = "(no reason recorded)"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
-				mdEscape(r.RunID), mdEscape(r.Scenario), mdEscape(r.Arm), r.RunVerdict, mdEscape(why), mdEscape(r.Where()))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
+				mdEscape(r.RunID), mdEscape(r.Scenario), mdEscape(r.Arm), r.RunRole(), r.RunVerdict, mdEscape(why), mdEscape(r.Where()))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteCSV renders the rate tables as one CSV: a "by" column names the
-// table, then one column per dimension used by any table (empty where a
-// table does not use it), then the counts. Rates and bounds are fractions.
-// Excluded runs are not rows of this table; see WriteExcludedSummary.
+// writeMarkdownTable renders one findings or null-arm table. A null arm
+// expects PRESERVED everywhere, so its VIOLATED are false alarms and its
+// rate is a false-alarm rate; whether a PRESERVED was exercised says
+// nothing there, since nothing was injected.
+func writeMarkdownTable(b *strings.Builder, t Table) {
+	null := t.Role == verdict.RoleNull
+	fmt.Fprintf(b, "\n## %s\n\n", t.Title())
+	if null {
+		b.WriteString("Expected PRESERVED: nothing was injected, so a VIOLATED is a false alarm of the detector.\n\n")
+	}
+	showArm := t.ShowArm()
+	kinds := false
+	for _, r := range t.Rows {
+		kinds = kinds || r.Tally.ViolationKinds() != ""
+	}
+	var head []string
+	keyCols := 0
+	for i, c := range t.Columns {
+		if i == 0 && !showArm {
+			continue
+		}
+		head = append(head, c)
+		keyCols++
+	}
+	if null {
+		head = append(head, "false alarms (VIOLATED)", "preserved", "false-alarm rate")
+	} else {
+		head = append(head, "violated", "preserved (exercised)", "preserved (not exercised)", "preserved (not recorded)", "rate (all counted)", "rate (exercised)")
+	}
+	if kinds {
+		head = append(head, "violation kinds")
+	}
+	for _, o := range otherColumns {
+		head = append(head, o.title)
+	}
+	head = append(head, "excluded", "runs")
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for i := range head {
+		if i < keyCols {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	if len(t.Rows) == 0 {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(append([]string{"(no verdicts)"}, make([]string, len(head)-1)...), " | "))
+	}
+	for _, r := range t.Rows {
+		cells := make([]string, 0, len(head))
+		for i, k := range r.Key {
+			if i == 0 && !showArm {
+				continue
+			}
+			cells = append(cells, mdEscape(k))
+		}
+		tl := r.Tally
+		if null {
+			cells = append(cells, strconv.Itoa(tl.Violated), strconv.Itoa(tl.Preserved), rateText(tl.Rate))
+		} else {
+			cells = append(cells, strconv.Itoa(tl.Violated), strconv.Itoa(tl.PreservedExercised), strconv.Itoa(tl.PreservedNotExercised), strconv.Itoa(tl.PreservedNotRecorded),
+				rateText(tl.Rate), exercisedRateText(tl))
+		}
+		if kinds {
+			cells = append(cells, orDash(mdEscape(tl.ViolationKinds())))
+		}
+		for _, o := range otherColumns {
+			cells = append(cells, strconv.Itoa(tl.Other[o.v]))
+		}
+		cells = append(cells, strconv.Itoa(r.Excluded), strconv.Itoa(r.Runs))
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	for _, n := range t.Notes {
+		fmt.Fprintf(b, "\n%s\n", n)
+	}
+}
+
+func writeMarkdownControls(b *strings.Builder, rep *Report) {
+	b.WriteString("\n## Positive controls\n\n" +
+		"Each control is built to break the invariants it names (its controlOf, or for older records its control:<invariant> labels): " +
+		"expected VIOLATED. A hit is a VIOLATED, a miss a PRESERVED; any other verdict is undecided. " +
+		"A control is the detector's self-test, never a finding.\n\n")
+	if len(rep.Controls) == 0 {
+		b.WriteString("No control runs in these records.\n")
+	} else {
+		b.WriteString("| run | scenario | invariant | expected | verdict | outcome | reason | record |\n|---|---|---|---|---|---|---|---|\n")
+		outcomes := map[reports.ControlOutcome]int{}
+		for _, c := range rep.Controls {
+			outcomes[c.Outcome]++
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Run.RunID), mdEscape(c.Run.Scenario), mdEscape(c.Invariant),
+				verdict.Violated, c.VerdictText(), c.Outcome, mdEscape(c.Reason()), mdEscape(c.Record.Where()))
+		}
+		fmt.Fprintf(b, "\nOf %s: %d hit, %d missed, %d undecided, %d not judged, %d in excluded runs.\n", count(len(rep.Controls), "controlled invariant"),
+			outcomes[reports.ControlHit], outcomes[reports.ControlMissed], outcomes[reports.ControlUndecided], outcomes[reports.ControlNotJudged], outcomes[reports.ControlNotCounted])
+	}
+	if rep.ControlOtherVerdicts > 0 {
+		fmt.Fprintf(b, "\n%s of control runs on invariants they do not control count nowhere and are not listed here; each run folder's summary.md lists them.\n", count(rep.ControlOtherVerdicts, "verdict"))
+	}
+}
+
+func exercisedRateText(t reports.Tally) string {
+	if ex, ok := t.ExercisedRate(); ok {
+		return rateText(ex)
+	}
+	return t.ExercisedRateText()
+}
+
+func rateText(r verdict.Rate) string {
+	if r.N() == 0 {
+		return "–"
+	}
+	return r.String()
+}
+
+// WriteCSV renders the report as one CSV. Every row has a role. Findings
+// and null-arm rows (by = the table's dimensions) carry a group's counts:
+// a "by" column names the table, then one column per dimension used by any
+// table (empty where a table does not use it), then the counts; rates and
+// bounds are fractions. Control rows (by = control) are one per control run
+// × invariant it controls, with the run, the expected and the got verdict
+// and the outcome, and no counts. Excluded runs are not rows of this table;
+// see WriteExcludedSummary.
 func WriteCSV(w io.Writer, rep *Report) error {
-	var dimCols []string
-	seen := set{}
-	for _, t := range rep.Tables {
+	dimCols := []string{}
+	seen := set{ByArm: true}
+	tables := append(append([]Table(nil), rep.Findings...), rep.NullArms...)
+	for _, t := range tables {
 		for _, c := range t.Columns {
 			if !seen.has(c) {
 				seen.add(c)
@@ -141,23 +252,32 @@ func WriteCSV(w io.Writer, rep *Report) error {
 			}
 		}
 	}
+	if len(rep.Controls) > 0 {
+		for _, c := range []string{ByScenario, ByInvariant} {
+			if !seen.has(c) {
+				seen.add(c)
+				dimCols = append(dimCols, c)
+			}
+		}
+	}
 	cw := csv.NewWriter(w)
-	head := append([]string{"by"}, dimCols...)
-	head = append(head, "violated", "preserved", "counted", "rate", "ci95_low", "ci95_high")
+	head := append([]string{"by", "role", ByArm}, dimCols...)
+	head = append(head, "violated", "preserved", "preserved_exercised", "preserved_not_exercised", "preserved_not_recorded",
+		"counted", "rate", "ci95_low", "ci95_high", "exercised_counted", "exercised_rate", "exercised_ci95_low", "exercised_ci95_high", "violation_kinds")
 	for _, o := range otherColumns {
 		head = append(head, o.field)
 	}
-	head = append(head, "excluded", "runs")
+	head = append(head, "excluded", "runs", "run_id", "expected", "verdict", "outcome")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
-	for _, t := range rep.Tables {
+	for _, t := range tables {
 		by := strings.Join(t.Columns[1:], ",")
 		if by == "" {
 			by = ByArm
 		}
 		for _, r := range t.Rows {
-			rec := []string{by}
+			rec := []string{by, t.Role, r.Key[0]}
 			for _, c := range dimCols {
 				val := ""
 				for i, tc := range t.Columns {
@@ -167,23 +287,59 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				}
 				rec = append(rec, val)
 			}
-			rate, lo, hi := "", "", ""
-			if v, ok := r.Rate.Value(); ok {
-				l, h, _ := r.Rate.Wilson()
-				rate, lo, hi = frac(v), frac(l), frac(h)
+			tl := r.Tally
+			rec = append(rec, strconv.Itoa(tl.Violated), strconv.Itoa(tl.Preserved), strconv.Itoa(tl.PreservedExercised), strconv.Itoa(tl.PreservedNotExercised), strconv.Itoa(tl.PreservedNotRecorded))
+			rec = append(rec, rateFields(tl.Rate)...)
+			if ex, ok := tl.ExercisedRate(); ok {
+				rec = append(rec, rateFields(ex)...)
+			} else {
+				rec = append(rec, "", "", "", "")
 			}
-			rec = append(rec, strconv.Itoa(r.Rate.Violated), strconv.Itoa(r.Rate.Preserved), strconv.Itoa(r.Rate.N()), rate, lo, hi)
+			rec = append(rec, tl.ViolationKindsField())
 			for _, o := range otherColumns {
-				rec = append(rec, strconv.Itoa(r.Rate.Other[o.v]))
+				rec = append(rec, strconv.Itoa(tl.Other[o.v]))
 			}
-			rec = append(rec, strconv.Itoa(r.Excluded), strconv.Itoa(r.Runs))
+			rec = append(rec, strconv.Itoa(r.Excluded), strconv.Itoa(r.Runs), "", "", "", "")
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
 		}
 	}
+	for _, c := range rep.Controls {
+		rec := []string{"control", verdict.RoleControl, c.Run.Arm}
+		for _, d := range dimCols {
+			val := ""
+			switch d {
+			case ByScenario:
+				val = c.Run.Scenario
+			case ByInvariant:
+				val = c.Invariant
+			}
+			rec = append(rec, val)
+		}
+		got := ""
+		if c.Judgement != nil {
+			got = string(c.Judgement.Verdict)
+		}
+		rec = append(rec, make([]string, len(head)-len(rec)-4)...)
+		rec = append(rec, c.Run.RunID, string(verdict.Violated), got, string(c.Outcome))
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// rateFields are counted, rate, low and high bounds; the last three empty
+// when nothing counts.
+func rateFields(r verdict.Rate) []string {
+	rate, lo, hi := "", "", ""
+	if v, ok := r.Value(); ok {
+		l, h, _ := r.Wilson()
+		rate, lo, hi = frac(v), frac(l), frac(h)
+	}
+	return []string{strconv.Itoa(r.N()), rate, lo, hi}
 }
 
 // WriteExcludedSummary lists the excluded runs as plain lines, for output
@@ -199,7 +355,7 @@ func WriteExcludedSummary(w io.Writer, rep *Report) error {
 		if why == "" {
 			why = "(no reason recorded)"
 		}
-		fmt.Fprintf(&b, "  excluded: run %s scenario %s arm %s: %s: %s (%s)\n", r.RunID, r.Scenario, r.Arm, r.RunVerdict, oneLine(why), r.Where())
+		fmt.Fprintf(&b, "  excluded: run %s scenario %s arm %s role %s: %s: %s (%s)\n", r.RunID, r.Scenario, r.Arm, r.RunRole(), r.RunVerdict, oneLine(why), r.Where())
 	}
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
@@ -231,4 +387,11 @@ func oneLine(s string) string {
 // mdEscape keeps a value inside its table cell.
 func mdEscape(s string) string {
 	return strings.ReplaceAll(oneLine(s), "|", `\|`)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

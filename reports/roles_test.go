@@ -1,0 +1,114 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// rolesRuns: a finding, its null arm with a false alarm, a control that
+// hits, an old-style control (labels only) that misses, and a finding
+// whose violation names its kind.
+func rolesRuns() []verdict.Run {
+	finding := run("f", verdict.RunJudged,
+		verdict.Judgement{Invariant: "endpoints-truthful", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "kept out", Exercised: verdict.Exercised(), Exercise: "worker1's address left the endpoints"},
+		verdict.Judgement{Invariant: "graceful-deletion", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "none left the API", Exercised: verdict.NotExercised(), Exercise: "no pod left the API"})
+	finding.Scenario, finding.Role = "pod-network-cut", verdict.RoleFinding
+	finding.Load = []verdict.Load{{At: t0, One: 0.5, Five: 0.4, Fifteen: 0.3}, {At: t0.Add(time.Minute), One: 3.2, Five: 1.1, Fifteen: 0.6}}
+	finding.Effect = &verdict.EffectCoverage{Probes: 10, Observed: 7, Failed: 1, Required: 0.5}
+	null := run("n", verdict.RunJudged, j("endpoints-truthful", verdict.Violated), j("graceful-deletion", verdict.Preserved))
+	null.Scenario, null.Arm, null.Role = "pod-network-cut", "null", verdict.RoleNull
+	ctl := run("c", verdict.RunJudged, j("endpoints-truthful", verdict.Violated), j("graceful-deletion", verdict.Violated))
+	ctl.Scenario, ctl.Role, ctl.ControlOf = "control-endpoints-truthful", verdict.RoleControl, []string{"endpoints-truthful"}
+	old := run("o", verdict.RunJudged, j("single-copy", verdict.Preserved))
+	old.Scenario, old.Labels = "control-single-copy", []string{"selfcheck", "control:single-copy"}
+	writer := run("w", verdict.RunJudged, verdict.Judgement{Invariant: "acknowledged-writes-survive", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "read 41 of 42", Violation: "stale-read", Exercised: verdict.Exercised(), During: "settle"})
+	writer.Scenario = "writer-cut"
+	return []verdict.Run{finding, null, ctl, old, writer}
+}
+
+func TestSummaryKeepsRolesApart(t *testing.T) {
+	s := Summary("disagree", rolesRuns(), nil)
+	from, to := strings.Index(s, "## Findings"), strings.Index(s, "\n## Positive controls")
+	if from < 0 || to < from {
+		t.Fatalf("summary has no findings section before its controls:\n%s", s)
+	}
+	rates := s[from:to]
+	if strings.Contains(rates, "single-copy") || !strings.Contains(rates, "| endpoints-truthful | 0 | 1 | 0 | 0 | 0/1 = 0.0% [") {
+		t.Errorf("findings rates pool a control or the null arm:\n%s", rates)
+	}
+	for _, want := range []string{
+		"| graceful-deletion | 0 | 0 | 1 | 0 | 0/1 = 0.0% [0.0%, 79.3%] | 0/0 (no counted verdicts) |",
+		"| acknowledged-writes-survive | 1 | 0 | 0 | 0 | 1/1 = 100.0% [20.7%, 100.0%] | 1/1 = 100.0% [20.7%, 100.0%] | stale-read 1 |",
+		"## Positive controls",
+		"| c | control-endpoints-truthful | endpoints-truthful | VIOLATED | VIOLATED | hit | because violated |",
+		"| o | control-single-copy | single-copy | VIOLATED | PRESERVED | missed | because preserved |",
+		"## Null arms",
+		"| endpoints-truthful | 1 | 0 | 1/1 = 100.0% [20.7%, 100.0%] |",
+		// Runs: role, load and effect coverage.
+		"| run | scenario | arm | role | run verdict | spec | seconds | load 1/5/15 min (start → end) | effect seen (required share) |",
+		"| f | pod-network-cut | fault | finding | JUDGED | - | 2.0 | 0.50/0.40/0.30 → 3.20/1.10/0.60 | 7/10 probes = 70% (1 failed); required 50% |",
+		"| o | control-single-copy | fault | control | JUDGED | - | 2.0 | (not recorded) | (not recorded) |",
+		// Per run: exercised, the part of the run, the kind of violation.
+		"### control-endpoints-truthful [fault, control]: JUDGED",
+		"Positive control of endpoints-truthful: expected VIOLATED.",
+		"| graceful-deletion | safety | PRESERVED | no: no pod left the API | - | none left the API |",
+		"| acknowledged-writes-survive | convergence | VIOLATED (stale-read) | yes | settle | read 41 of 42 |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
+	ts := VerdictJUnit("disagree", rolesRuns()).TestSuites[0]
+	want := map[string]struct{ status, role, expected string }{
+		"f/endpoints-truthful":          {"passed", "finding", ""},
+		"f/graceful-deletion":           {"passed", "finding", ""},
+		"n/endpoints-truthful":          {"failed", "null", "PRESERVED"},
+		"n/graceful-deletion":           {"passed", "null", "PRESERVED"},
+		"c/endpoints-truthful":          {"passed", "control", "VIOLATED"},
+		"c/graceful-deletion":           {"skipped", "control", ""},
+		"o/single-copy":                 {"failed", "control", "VIOLATED"},
+		"w/acknowledged-writes-survive": {"failed", "finding", ""},
+	}
+	if ts.Tests != len(want) || ts.Failures != 3 || ts.Skipped != 1 {
+		t.Errorf("tests %d failures %d skipped %d, want %d 3 1", ts.Tests, ts.Failures, ts.Skipped, len(want))
+	}
+	for _, tc := range ts.TestCases {
+		key := tc.Properties.WithName(PropRunID) + "/" + tc.Properties.WithName(PropInvariant)
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected case %s", key)
+			continue
+		}
+		if tc.Status != w.status || tc.Properties.WithName("role") != w.role || tc.Properties.WithName("expected") != w.expected {
+			t.Errorf("%s: status %s role %q expected %q, want %+v", key, tc.Status, tc.Properties.WithName("role"), tc.Properties.WithName("expected"), w)
+		}
+		switch key {
+		case "n/endpoints-truthful":
+			if tc.Failure == nil || tc.Failure.Type != "false-alarm" {
+				t.Errorf("a null arm's VIOLATED is a false alarm: %+v", tc.Failure)
+			}
+		case "o/single-copy":
+			if tc.Failure == nil || tc.Failure.Type != "control-missed" || !strings.Contains(tc.Failure.Message, "expected VIOLATED") {
+				t.Errorf("a control's PRESERVED is a miss: %+v", tc.Failure)
+			}
+		case "c/graceful-deletion":
+			if tc.Skipped == nil || !strings.Contains(tc.Skipped.Message, "counts nowhere") {
+				t.Errorf("a control's other invariant: %+v", tc.Skipped)
+			}
+		case "f/graceful-deletion":
+			if tc.Properties.WithName("exercised") != "false" {
+				t.Errorf("exercised property %q", tc.Properties.WithName("exercised"))
+			}
+		case "w/acknowledged-writes-survive":
+			if tc.Properties.WithName("violation") != "stale-read" || tc.Properties.WithName("during") != "settle" {
+				t.Errorf("violation %q during %q", tc.Properties.WithName("violation"), tc.Properties.WithName("during"))
+			}
+		}
+	}
+}
