@@ -26,7 +26,7 @@ func TestDiverge(t *testing.T) {
 		{"a moment only the experiment shows", arm(at("unknown", 11), unseen("gone")), arm(at("unknown", 11), at("gone", 50)), "gone", true},
 		{"the first of two differences in time order", arm(at("a", 10), at("b", 20), at("c", 30)), arm(at("a", 10), at("b", 25), unseen("c")), "b", true},
 		{"a difference just over the tolerance", arm(at("a", 10)), arm(at("a", 12.01)), "a", true},
-		{"the same moment before heal in one arm, after it in the other", arm(at("a", 10)), arm(Moment{Key: "a", Seen: true, Since: 10 * time.Second, Anchor: "heal"}), "a", true},
+		{"anchors that differ are compared from the fault", arm(at("a", 10)), arm(Moment{Key: "a", Seen: true, Offset: 11 * time.Second, Since: 3 * time.Second, Anchor: "last lease renewal"}), "", false},
 		{"a moment neither shows is no divergence", arm(unseen("x"), at("a", 1)), arm(unseen("x"), at("a", 1)), "", false},
 	} {
 		d, ok := Diverge(c.c, c.e)

@@ -11,8 +11,9 @@ import (
 )
 
 // PlotPair draws both arms' moments on one time axis (seconds after the
-// fault), one row per arm, each point labelled with its moment, and the
-// divergence point as a vertical line; path's extension picks the format
+// fault), one row per arm, each point labelled with its moment (the
+// return's too, at their time after the fault), and where the divergence
+// begins as a vertical line; path's extension picks the format
 // (.png or .svg).
 func PlotPair(c, e PairArm, path string) error {
 	p := plot.New()
@@ -24,7 +25,7 @@ func PlotPair(c, e PairArm, path string) error {
 	for i, a := range []PairArm{c, e} {
 		var xys plotter.XYs
 		var labels []string
-		for _, m := range a.Moments {
+		for _, m := range append(append([]Moment{}, a.Moments...), a.Return...) {
 			if !m.Seen {
 				continue
 			}
@@ -74,11 +75,7 @@ func PlotPair(c, e PairArm, path string) error {
 		}
 	}
 	if d, ok := Diverge(c, e); ok {
-		at := c.Moment(d.Key)
-		if !at.Seen {
-			at = e.Moment(d.Key)
-		}
-		v, err := plotter.NewLine(plotter.XYs{{X: at.Offset.Seconds(), Y: 0.3}, {X: at.Offset.Seconds(), Y: 2.7}})
+		v, err := plotter.NewLine(plotter.XYs{{X: d.At.Seconds(), Y: 0.3}, {X: d.At.Seconds(), Y: 2.7}})
 		if err != nil {
 			return err
 		}

@@ -36,17 +36,6 @@ type leadersValue struct {
 	Leases map[string]leaseV `json:"leases"`
 }
 
-type podsValue struct {
-	Pods []struct {
-		Name              string     `json:"name"`
-		UID               string     `json:"uid"`
-		Owner             string     `json:"owner"`
-		Node              string     `json:"node"`
-		Phase             string     `json:"phase"`
-		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
-	} `json:"pods"`
-}
-
 type runtimePod struct {
 	Running    bool `json:"running"`
 	Containers []struct {
@@ -74,8 +63,13 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	if l := tl.OfKind("ledger-recorded"); len(l) > 0 {
 		faultAt = l[0].At
 	}
+	// The window ends as the heal starts: what follows is the heal's doing.
+	// Records written before the engine stamped heal-started end it at the
+	// heal's end instead.
 	healAt := time.Time{}
-	if hl := tl.OfKind("fault-healed"); len(hl) > 0 {
+	if hs := tl.OfKind("heal-started"); len(hs) > 0 {
+		healAt = hs[0].At
+	} else if hl := tl.OfKind("fault-healed"); len(hl) > 0 {
 		healAt = hl[0].At
 	}
 	rel := func(t time.Time) string { return fmt.Sprintf("%s (+%s)", stamp(t), secs(t.Sub(faultAt))) }

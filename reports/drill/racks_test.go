@@ -4,7 +4,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/reports"
 )
 
@@ -87,5 +90,31 @@ func TestRacksOnRecordedRuns(t *testing.T) {
 	}
 	if b, err := os.ReadFile(files[0]); err != nil || !strings.Contains(string(b), "evidence:") {
 		t.Errorf("racks report: %v", err)
+	}
+}
+
+// A change after the heal started is the heal's doing, not the cut's: the
+// racks window ends at the heal's start.
+func TestRacksWindowEndsAtHealStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ev := func(sec float64, kind, subject string) evidence.Event {
+		return evidence.Event{At: t0.Add(time.Duration(sec * float64(time.Second))), Source: "controlplane/m1", Subject: subject, Kind: kind}
+	}
+	base := evidence.NewSnapshot(t0.Add(-time.Second))
+	rec := evidence.Record{Baseline: &base, Timeline: evidence.Timeline{
+		ev(0, "ledger-recorded", "scenario/x"),
+		ev(0, "fault-injected", "scenario/x"),
+		ev(60, "heal-started", "scenario/x"),
+		ev(61, "component-restarted", "process/m1/kube-scheduler"),
+		ev(65, "fault-healed", "scenario/x"),
+	}}
+	st, err := AnalyseRacks(verdict.Run{RunID: "r"}, rec, RacksHosts{M1: "m1", W1: "w1", M2: "m2", W2: "w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Question == "What do M1's components do?" && !strings.HasPrefix(s.Answer, "no stop, start or restart") {
+			t.Errorf("a restart after the heal started counts in the window: %s", s.Answer)
+		}
 	}
 }

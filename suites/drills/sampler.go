@@ -60,6 +60,10 @@ type PodState struct {
 	Ready             bool       `json:"ready"`
 	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
 	Created           time.Time  `json:"created"`
+	// Terminated says how each terminated container ended ("web: Completed,
+	// exit 0"): what decides a finished pod's phase. Absent in records
+	// written before it was read.
+	Terminated []string `json:"terminated,omitempty"`
 }
 
 // ContainersValue is the drill namespace's containers in one runtime.
@@ -105,6 +109,9 @@ type Sampler struct {
 	seenEvents map[string]int32
 	procs      map[string]lab.ServiceState
 	notes      []evidence.Event
+	// phases watches the drill pods' phases on the first API server, from
+	// the first sample after a reset.
+	phases *phaseWatch
 }
 
 // NewSampler wraps the sampler newInner makes for the lab.
@@ -133,6 +140,10 @@ func (s *Sampler) Reset() error {
 		err = c.Close()
 	}
 	s.inner = nil
+	if s.phases != nil {
+		s.phases.close()
+		s.phases = nil
+	}
 	s.seenEvents = map[string]int32{}
 	s.procs = map[string]lab.ServiceState{}
 	s.notes = nil
@@ -179,6 +190,11 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 		}
 		withEvents := firstAPI
 		firstAPI = false
+		if withEvents {
+			if err := s.watchPhases(cs, src); err != nil {
+				events = append(events, evidence.Event{At: time.Now().UTC(), Source: src, Subject: "namespace/" + Namespace, Kind: KindPodPhaseWatchFailed, Detail: err.Error()})
+			}
+		}
 		wg.Go(func() {
 			a, evs := s.readPods(rctx, cs, src, withEvents)
 			set(src, QuestionPods, a, evs)
@@ -200,8 +216,26 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 	s.mu.Lock()
 	events = append(events, s.notes...)
 	s.notes = nil
+	if s.phases != nil {
+		events = append(events, s.phases.drain()...)
+	}
 	s.mu.Unlock()
 	return snap, events, nil
+}
+
+// watchPhases starts the pod-phase watch once per run.
+func (s *Sampler) watchPhases(cs kubernetes.Interface, src evidence.Source) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phases != nil {
+		return nil
+	}
+	w, err := startPhaseWatch(cs, src, Namespace)
+	if err != nil {
+		return err
+	}
+	s.phases = w
+	return nil
 }
 
 func (s *Sampler) client(l lab.Lab, host string) (kubernetes.Interface, error) {
@@ -296,7 +330,7 @@ func readLeaders(ctx context.Context, cs kubernetes.Interface) evidence.Answer {
 }
 
 func podState(p *corev1.Pod) PodState {
-	st := PodState{Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Created: p.CreationTimestamp.UTC()}
+	st := PodState{Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Created: p.CreationTimestamp.UTC(), Terminated: terminatedOf(p)}
 	for _, o := range p.OwnerReferences {
 		st.Owner = o.Kind + "/" + o.Name
 	}

@@ -1,0 +1,113 @@
+package drills
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// Timeline kinds of the drill's pod-phase watch: a drill pod's phase
+// changed; the watch began (so that a report can tell a pod that never
+// reached a phase from a run that did not watch for it); it could not start.
+const (
+	KindPodPhase            = "pod-phase"
+	KindPodPhaseWatching    = "pod-phase-watch-started"
+	KindPodPhaseWatchFailed = "pod-phase-watch-failed"
+)
+
+// phaseWatch watches the drill namespace's pods on one API server and
+// stamps every phase change. A pod the kubelet finishes after the node's
+// return holds its terminal phase (Succeeded or Failed) only until the
+// kubelet confirms its deletion, far less than a sampling interval, so the
+// snapshots alone mostly miss the phase that tells a stopped kubelet from
+// a power-off at the return.
+type phaseWatch struct {
+	src  evidence.Source
+	stop chan struct{}
+
+	mu     sync.Mutex
+	events []evidence.Event
+}
+
+// startPhaseWatch starts watching namespace's pods through cs; the events
+// it stamps are taken with drain.
+func startPhaseWatch(cs kubernetes.Interface, src evidence.Source, namespace string) (*phaseWatch, error) {
+	w := &phaseWatch{src: src, stop: make(chan struct{})}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	inf := f.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			was, ok := oldObj.(*corev1.Pod)
+			p, ok2 := newObj.(*corev1.Pod)
+			if !ok || !ok2 || was.Status.Phase == p.Status.Phase {
+				return
+			}
+			w.add(evidence.Event{At: time.Now().UTC(), Source: src, Subject: "pod/" + p.Namespace + "/" + p.Name, Kind: KindPodPhase,
+				Detail: phaseDetail(p, was.Status.Phase)})
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching the phases of the pods of %s on %s: %w", namespace, src, err)
+	}
+	f.Start(w.stop)
+	go func() {
+		if cache.WaitForCacheSync(w.stop, inf.HasSynced) {
+			w.add(evidence.Event{At: time.Now().UTC(), Source: src, Subject: "namespace/" + namespace, Kind: KindPodPhaseWatching,
+				Detail: fmt.Sprintf("watching the phases of the pods of %s on %s", namespace, src)})
+		}
+	}()
+	return w, nil
+}
+
+// phaseDetail reads "uid X, Running → Failed" and, for a terminal phase,
+// how the pod's containers ended, which is what decides the phase.
+func phaseDetail(p *corev1.Pod, was corev1.PodPhase) string {
+	d := fmt.Sprintf("uid %s, %s → %s", p.UID, orNone(string(was)), orNone(string(p.Status.Phase)))
+	if t := terminatedOf(p); len(t) > 0 {
+		d += "; " + strings.Join(t, "; ")
+	}
+	return d
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// terminatedOf lists how each terminated container of the pod ended.
+func terminatedOf(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			out = append(out, fmt.Sprintf("%s: %s, exit %d", c.Name, orNone(t.Reason), t.ExitCode))
+		}
+	}
+	return out
+}
+
+func (w *phaseWatch) add(e evidence.Event) {
+	w.mu.Lock()
+	w.events = append(w.events, e)
+	w.mu.Unlock()
+}
+
+// drain returns the events stamped since the last drain.
+func (w *phaseWatch) drain() []evidence.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.events
+	w.events = nil
+	return out
+}
+
+func (w *phaseWatch) close() { close(w.stop) }
