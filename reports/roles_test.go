@@ -112,3 +112,20 @@ func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
 		}
 	}
 }
+
+// A stale read that lost no write is PRESERVED and counts as such, but the
+// anomaly it recorded is shown beside the violation kinds, never dropped.
+func TestTallyShowsAnomaliesItDoesNotCount(t *testing.T) {
+	var tally Tally
+	tally.Add(verdict.Judgement{Invariant: "acknowledged-writes-survive", Verdict: verdict.Preserved, Exercised: verdict.Exercised(), Anomalies: []string{"stale-read"}})
+	tally.Add(verdict.Judgement{Invariant: "acknowledged-writes-survive", Verdict: verdict.Violated, Violation: "lost-write"})
+	if tally.Violated != 1 || tally.Preserved != 1 {
+		t.Fatalf("counted %d violated, %d preserved, want 1 and 1", tally.Violated, tally.Preserved)
+	}
+	if got, want := tally.ViolationKinds(), "lost-write 1, stale-read (seen, not counted) 1"; got != want {
+		t.Errorf("violation kinds %q, want %q", got, want)
+	}
+	if got, want := tally.ViolationKindsField(), "lost-write:1;stale-read (seen, not counted):1"; got != want {
+		t.Errorf("violation kinds field %q, want %q", got, want)
+	}
+}

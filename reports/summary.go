@@ -299,11 +299,20 @@ type Tally struct {
 	// Violations counts VIOLATED verdicts by kind; "" for those that name
 	// none.
 	Violations map[string]int
+	// Anomalies counts what verdicts saw but did not count
+	// (Judgement.Anomalies), by kind.
+	Anomalies map[string]int
 }
 
 // Add counts one verdict.
 func (t *Tally) Add(j verdict.Judgement) {
 	t.Rate.Add(j.Verdict)
+	for _, a := range j.Anomalies {
+		if t.Anomalies == nil {
+			t.Anomalies = map[string]int{}
+		}
+		t.Anomalies[a]++
+	}
 	switch j.Verdict {
 	case verdict.Preserved:
 		switch {
@@ -341,14 +350,16 @@ func (t Tally) ExercisedRateText() string {
 	return r.String()
 }
 
-// ViolationKinds is "lost-write 1, stale-read 2" (unnamed ones as "not
-// named"); empty when no VIOLATED verdict names a kind.
+// ViolationKinds is "lost-write 1, stale-read (seen, not counted) 2":
+// the kinds VIOLATED verdicts name (unnamed ones as "not named"), then
+// the anomalies verdicts saw without counting them; empty when there is
+// neither.
 func (t Tally) ViolationKinds() string {
 	return t.violationKinds(" ", ", ")
 }
 
 // ViolationKindsField is ViolationKinds for a CSV field:
-// "lost-write:1;stale-read:2".
+// "lost-write:1;stale-read (seen, not counted):2".
 func (t Tally) ViolationKindsField() string {
 	return t.violationKinds(":", ";")
 }
@@ -360,18 +371,25 @@ func (t Tally) violationKinds(countSep, sep string) string {
 		named = named || k != ""
 		kinds = append(kinds, k)
 	}
-	if !named {
-		return ""
-	}
 	sort.Strings(kinds)
-	parts := make([]string, 0, len(kinds))
-	for _, k := range kinds {
-		if k != "" {
-			parts = append(parts, fmt.Sprintf("%s%s%d", k, countSep, t.Violations[k]))
+	var parts []string
+	if named {
+		for _, k := range kinds {
+			if k != "" {
+				parts = append(parts, fmt.Sprintf("%s%s%d", k, countSep, t.Violations[k]))
+			}
+		}
+		if n := t.Violations[""]; n > 0 {
+			parts = append(parts, fmt.Sprintf("not named%s%d", countSep, n))
 		}
 	}
-	if n := t.Violations[""]; n > 0 {
-		parts = append(parts, fmt.Sprintf("not named%s%d", countSep, n))
+	anomalies := make([]string, 0, len(t.Anomalies))
+	for a := range t.Anomalies {
+		anomalies = append(anomalies, a)
+	}
+	sort.Strings(anomalies)
+	for _, a := range anomalies {
+		parts = append(parts, fmt.Sprintf("%s (seen, not counted)%s%d", a, countSep, t.Anomalies[a]))
 	}
 	return strings.Join(parts, sep)
 }

@@ -32,8 +32,9 @@ const FaultInjectedEvent = "fault-injected"
 // LostWrite is the Violation of an acknowledged-writes-survive VIOLATED.
 const LostWrite = "lost-write"
 
-// StaleReadSeen opens the Exercise of an acknowledged-writes-survive
-// judgement whose history had a read no linearizable order allows.
+// StaleReadSeen is the anomaly (Judgement.Anomalies) of an
+// acknowledged-writes-survive judgement whose history had a read no
+// linearizable order allows; its Exercise opens with it too.
 const StaleReadSeen = "stale-read"
 
 // linearizabilityTimeout bounds the porcupine check; a history it cannot
@@ -68,7 +69,8 @@ const linearizabilityTimeout = 60 * time.Second
 // of lost writes. So the stale read stays in view rather than in the
 // verdict: the reason names it (the read, and the newer write
 // acknowledged before it began), and the Exercise opens with
-// "stale-read: " (StaleReadSeen), for reports to count apart.
+// "stale-read: " and its Anomalies name StaleReadSeen, for reports to
+// count apart.
 //
 // Why: an acknowledged write to the API is committed to an etcd quorum and
 // must survive any failure that keeps a quorum's data; consistent reads
@@ -187,7 +189,8 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 	return verdict.Judgement{Verdict: verdict.Preserved,
 		Reason: fmt.Sprintf("every acknowledged write survived: the register read %q %s, at %s, and the chain of writes leading to it holds every write acknowledged before; but the writer's history (%d ops) is not linearizable: stale read: %s",
 			deciding.Value, readWhen, stamp(deciding.Invoke), len(ops), stale),
-		Sources: src, Exercised: &exercised, Exercise: StaleReadSeen + ": " + stale + "; " + exercise}
+		Sources: src, Exercised: &exercised, Exercise: StaleReadSeen + ": " + stale + "; " + exercise,
+		Anomalies: []string{StaleReadSeen}}
 }
 
 // latestRead returns the successful read invoked last, after since when

@@ -95,6 +95,9 @@ func TestAcknowledgedWritesAStaleReadLosesNothing(t *testing.T) {
 	if !strings.HasPrefix(j.Exercise, StaleReadSeen+": ") {
 		t.Errorf("the stale read is not marked in the exercise: %q", j.Exercise)
 	}
+	if len(j.Anomalies) != 1 || j.Anomalies[0] != StaleReadSeen {
+		t.Errorf("anomalies %v, want [%s]", j.Anomalies, StaleReadSeen)
+	}
 }
 
 func TestAcknowledgedWritesALostWriteIsNamedSo(t *testing.T) {

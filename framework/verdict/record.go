@@ -40,6 +40,10 @@ type Judgement struct {
 	// tells several apart (acknowledged-writes-survive: lost-write or
 	// stale-read), so reports can count them apart.
 	Violation string `json:"violation,omitempty"`
+	// Anomalies name what the run showed that this verdict does not count
+	// (acknowledged-writes-survive: a stale-read in a history that lost
+	// no write), so reports can show them beside the rates.
+	Anomalies []string `json:"anomalies,omitempty"`
 	// During names the part of the run the deciding evidence fell in:
 	// pre-fault, window, heal or settle.
 	During string `json:"during,omitempty"`
