@@ -70,6 +70,70 @@ func TestRecordJSONLRoundTrip(t *testing.T) {
 	}
 }
 
+// The pre-fault window and the heal samples have lines of their own, in
+// the order they were taken, and a record without them (written before
+// they were taken) still reads.
+func TestRecordJSONLKeepsPreFaultAndHealSamples(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	snap := func(at time.Duration) Snapshot {
+		s := NewSnapshot(t0.Add(at))
+		a, err := ValueAnswer(true, t0.Add(at+time.Millisecond), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Set("apiserver/cp1", "worker1/ready", a)
+		return s
+	}
+	base, final := snap(0), snap(9*time.Second)
+	in := Record{
+		Baseline: &base,
+		PreFault: []Snapshot{snap(time.Second), snap(2 * time.Second)},
+		Window:   []Snapshot{snap(4 * time.Second)},
+		Heal:     []Snapshot{snap(6 * time.Second), snap(7 * time.Second)},
+		Settle:   []Snapshot{snap(8 * time.Second)},
+		Final:    &final,
+	}
+	var buf bytes.Buffer
+	if err := in.WriteJSONL(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var l struct{ Kind string }
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, l.Kind)
+	}
+	if want := []string{"baseline", "pre-fault", "pre-fault", "window", "heal", "heal", "settle", "final"}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("line kinds %v, want %v", kinds, want)
+	}
+	out, err := ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(t, in), mustJSON(t, out); !bytes.Equal(a, b) {
+		t.Errorf("round trip changed the record:\n%s\n%s", a, b)
+	}
+
+	old := `{"kind":"baseline","snapshot":{"taken":"2026-11-01T10:00:00Z"}}` + "\n" +
+		`{"kind":"window","snapshot":{"taken":"2026-11-01T10:00:02Z"}}` + "\n" +
+		`{"kind":"final","snapshot":{"taken":"2026-11-01T10:00:09Z"}}`
+	rec, err := ReadJSONL(strings.NewReader(old))
+	if err != nil || rec.Baseline == nil || len(rec.PreFault) != 0 || len(rec.Heal) != 0 || len(rec.Window) != 1 || rec.Final == nil {
+		t.Errorf("an older record read as %+v, %v", rec, err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestReadJSONLRejectsBadEvidence(t *testing.T) {
 	for name, text := range map[string]string{
 		"unknown kind":              `{"kind":"guess"}`,

@@ -9,22 +9,38 @@ import (
 	"io"
 )
 
-// Record is all the evidence of one run: the snapshot before the fault, the
-// snapshots sampled during the window, the settle samples some convergence
+// Record is all the evidence of one run, in the order it was taken: the
+// baseline snapshot, the pre-fault window sampled after it, the snapshots
+// sampled during the fault window, those sampled while heal ran, the
+// settle samples before the last, the last settle sample (the final
+// snapshot), and the timeline.
+//
+// Records written before the pre-fault window and heal samples were taken
+// have neither, and their settle samples are only those some convergence
 // invariant was judged over (the first in which it settled, when that was
-// before the last), the snapshot after heal and settle, and the timeline.
+// before the last), not every one.
 type Record struct {
-	Baseline *Snapshot  `json:"baseline,omitempty"`
+	Baseline *Snapshot `json:"baseline,omitempty"`
+	// PreFault are the snapshots sampled after the baseline and before
+	// the fault, over which (with the baseline) every invariant is judged
+	// once before the fault.
+	PreFault []Snapshot `json:"preFault,omitempty"`
 	Window   []Snapshot `json:"window,omitempty"`
-	Settle   []Snapshot `json:"settle,omitempty"`
-	Final    *Snapshot  `json:"final,omitempty"`
-	Timeline Timeline   `json:"timeline,omitempty"`
+	// Heal are the snapshots sampled while the fault's heal ran.
+	Heal   []Snapshot `json:"heal,omitempty"`
+	Settle []Snapshot `json:"settle,omitempty"`
+	Final  *Snapshot  `json:"final,omitempty"`
+	// Timeline holds, among the rest, the heal-started and fault-healed
+	// events that bound the heal.
+	Timeline Timeline `json:"timeline,omitempty"`
 }
 
 // Line kinds of a record's JSONL form.
 const (
 	lineBaseline = "baseline"
+	linePreFault = "pre-fault"
 	lineWindow   = "window"
+	lineHeal     = "heal"
 	lineSettle   = "settle"
 	lineFinal    = "final"
 	lineEvent    = "event"
@@ -39,8 +55,8 @@ type recordLine struct {
 	Event    *Event    `json:"event,omitempty"`
 }
 
-// WriteJSONL writes the record as JSON lines: the baseline, the window
-// snapshots in order, the settle snapshots in order, the final snapshot,
+// WriteJSONL writes the record as JSON lines: the baseline, the pre-fault,
+// window, heal and settle snapshots, each in order, the final snapshot,
 // then the timeline's events.
 func (r Record) WriteJSONL(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -55,14 +71,14 @@ func (r Record) WriteJSONL(w io.Writer) error {
 			return err
 		}
 	}
-	for i := range r.Window {
-		if err := put(recordLine{Kind: lineWindow, Snapshot: &r.Window[i]}); err != nil {
-			return err
-		}
-	}
-	for i := range r.Settle {
-		if err := put(recordLine{Kind: lineSettle, Snapshot: &r.Settle[i]}); err != nil {
-			return err
+	for _, part := range []struct {
+		kind  string
+		snaps []Snapshot
+	}{{linePreFault, r.PreFault}, {lineWindow, r.Window}, {lineHeal, r.Heal}, {lineSettle, r.Settle}} {
+		for i := range part.snaps {
+			if err := put(recordLine{Kind: part.kind, Snapshot: &part.snaps[i]}); err != nil {
+				return err
+			}
 		}
 	}
 	if r.Final != nil {
@@ -98,7 +114,7 @@ func ReadJSONL(rd io.Reader) (Record, error) {
 			return Record{}, fmt.Errorf("evidence line %d: %w", n, err)
 		}
 		switch l.Kind {
-		case lineBaseline, lineWindow, lineSettle, lineFinal:
+		case lineBaseline, linePreFault, lineWindow, lineHeal, lineSettle, lineFinal:
 			if l.Snapshot == nil {
 				return Record{}, fmt.Errorf("evidence line %d: %s line has no snapshot", n, l.Kind)
 			}
@@ -111,8 +127,12 @@ func ReadJSONL(rd io.Reader) (Record, error) {
 					return Record{}, fmt.Errorf("evidence line %d: a second baseline", n)
 				}
 				r.Baseline = l.Snapshot
+			case linePreFault:
+				r.PreFault = append(r.PreFault, *l.Snapshot)
 			case lineWindow:
 				r.Window = append(r.Window, *l.Snapshot)
+			case lineHeal:
+				r.Heal = append(r.Heal, *l.Snapshot)
 			case lineSettle:
 				r.Settle = append(r.Settle, *l.Snapshot)
 			case lineFinal:

@@ -39,9 +39,52 @@ type Fault interface {
 	// Heal removes the fault. It must be idempotent: healing a fault that
 	// was never injected, or was already healed, succeeds and does nothing.
 	Heal(ctx context.Context, l lab.Lab) error
-	// Probe looks for the fault's effect in the lab. An error means the
+	// Probe looks for the fault's effect in the lab, as it is now: the
+	// engine probes once per sampling round through the window, and the
+	// share of probes that saw the effect decides whether the run counts
+	// (DefaultEffectShare, EffectSharer). A probe reading a counter must
+	// report growth since its last look, not a total since inject, or a
+	// fault that stopped acting would still be seen. An error means the
 	// probe could not look; it is not an effect.
 	Probe(ctx context.Context, l lab.Lab) (Effect, error)
+}
+
+// DefaultEffectShare is the share of a window's effect probes that must
+// see a fault's effect for its run to count, when neither the scenario nor
+// the fault declares another. A verdict judged over the window describes
+// the cluster under the fault only if the fault held for most of what was
+// judged: with the effect seen in fewer than half the probes, most of the
+// window shows a cluster without the fault (a throttle whose traffic moved
+// to another path, a process restarted early), and its verdicts would be
+// pooled with runs that tested the fault. Half, not all, because a probe
+// that misses now and then (a connect that happened to get through, a
+// sample that fell between two bursts) does not mean the fault was gone.
+const DefaultEffectShare = 0.5
+
+// EffectSharer is a fault that declares what share of a window's probes
+// must see its effect, because it knows its effect is momentary or begins
+// late (an effect its probe can see only for a moment after inject, or
+// only once a controller has acted). Its EffectShare doc comment must say
+// why the share is what it is; a fault whose probe sees its effect for as
+// long as it is in place needs no declaration.
+type EffectSharer interface {
+	Fault
+	// EffectShare is in (0, 1].
+	EffectShare() float64
+}
+
+// EffectShareOf is the share of probes f declares (looking through a null
+// arm to the fault it stands for), or DefaultEffectShare.
+func EffectShareOf(f Fault) float64 {
+	if inner, isNull := StandsFor(f); isNull {
+		f = inner
+	}
+	if es, ok := f.(EffectSharer); ok {
+		if share := es.EffectShare(); share > 0 && share <= 1 {
+			return share
+		}
+	}
+	return DefaultEffectShare
 }
 
 // Lingering is a fault whose damage outlives Heal on purpose. The positive

@@ -112,3 +112,30 @@ func TestNullInjectsNothingAndProbesAsItsFault(t *testing.T) {
 		t.Errorf("healing a decoded null arm healed the real fault (%d) or failed: %v", counts.healed, err)
 	}
 }
+
+// momentary declares a share of its own.
+type momentary struct {
+	counting
+	share float64
+}
+
+func (m momentary) EffectShare() float64 { return m.share }
+
+func TestEffectShareOfComesFromTheFaultOrTheDefault(t *testing.T) {
+	plain := newCounting("w1")
+	for name, c := range map[string]struct {
+		f    Fault
+		want float64
+	}{
+		"a fault that declares nothing":         {plain, DefaultEffectShare},
+		"a fault that declares its share":       {momentary{plain, 0.2}, 0.2},
+		"a null arm, through its fault":         {Null(momentary{plain, 0.2}), 0.2},
+		"a declared share out of (0, 1]":        {momentary{plain, 1.5}, DefaultEffectShare},
+		"a declared share of nothing":           {momentary{plain, 0}, DefaultEffectShare},
+		"the null arm of a fault with no share": {Null(plain), DefaultEffectShare},
+	} {
+		if got := EffectShareOf(c.f); got != c.want {
+			t.Errorf("%s: share %v, want %v", name, got, c.want)
+		}
+	}
+}

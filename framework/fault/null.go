@@ -16,14 +16,16 @@ const NullKind = "null"
 // probe load and the null arm shows what the probe sees with no fault.
 //
 // How a probe is read depends on the arm (the scenario engine applies it):
-//   - fault arm: no probe saw the effect during the window → the run is
-//     FAULT_INEFFECTIVE and none of its verdicts count.
+//   - fault arm: fewer of the window's probes saw the effect than the
+//     share declared (EffectShareOf) → the run is FAULT_INEFFECTIVE and
+//     none of its verdicts count.
 //   - null arm: no probe seeing the effect is what a control should show,
 //     so it never makes the run FAULT_INEFFECTIVE. A probe that DOES see the
 //     effect with nothing injected means the control is contaminated (the
 //     lab shows the fault's signature by itself, or the probe cannot tell
 //     the fault from background); that run is ABORTED with the probe's
-//     detail as the reason, and none of its verdicts count.
+//     detail as the reason, and none of its verdicts count. No share is
+//     required of a null arm: one sighting is already contamination.
 func Null(standsFor Fault) Fault { return nullFault{standsFor: standsFor} }
 
 // StandsFor returns the fault a null-arm fault stands for.

@@ -16,11 +16,18 @@ import (
 type Moment string
 
 const (
-	// PreFault: the baseline, before anything was injected. A VIOLATED
-	// judgement here makes the run's verdict DETECTOR_INVALID.
+	// PreFault: the baseline and the pre-fault window sampled after it,
+	// before anything was injected; long enough for every invariant to be
+	// able to fire (see Bounded). A VIOLATED judgement here makes the
+	// invariant's verdict DETECTOR_INVALID.
 	PreFault Moment = "pre-fault"
 	// Window: the snapshots sampled while the fault was in place.
 	Window Moment = "window"
+	// WindowToSettle: the window's snapshots, those sampled while heal ran,
+	// and every settle sample through the final snapshot. Safety
+	// invariants are judged over it: a hazard can fall at heal (a frozen
+	// process thawed, a stopped service restarted) or after it.
+	WindowToSettle Moment = "window, heal and settle"
 	// Final: the snapshot taken after heal and settle.
 	Final Moment = "final"
 )
@@ -35,8 +42,11 @@ type Reading struct {
 // Input is what an invariant is judged over.
 type Input struct {
 	Moment Moment
-	// Snapshots are the ones being judged: [baseline] before the fault, the
-	// window's samples, or [final].
+	// Snapshots are the ones being judged, in the order taken: the
+	// baseline and the pre-fault window before the fault; the window's,
+	// heal's and settle's samples for a safety invariant; one settle
+	// sample (the first that settled it, or the final one) for a
+	// convergence invariant.
 	Snapshots []evidence.Snapshot
 	Timeline  evidence.Timeline
 	// Baseline is the pre-fault snapshot, for invariants that compare
@@ -131,7 +141,11 @@ func Judge(inv Invariant, in Input) verdict.Judgement {
 // a bound (api-agreement, endpoints-truthful). Before the fault the engine
 // samples long enough for every invariant to be able to fire, so that a
 // condition already broken then is DETECTOR_INVALID, not blamed on the
-// fault: for a bounded invariant that is longer than its bound.
+// fault: for a bounded invariant that is a span from the baseline longer
+// than its bound plus two sampling intervals (a stretch is only known to
+// the sampling resolution at either end); for any other, at least three
+// rounds after the baseline (two reads of one holder and one of another
+// prove two at once).
 type Bounded interface {
 	Invariant
 	// Bound is the longest the invariant lets its condition last.

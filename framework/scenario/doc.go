@@ -21,19 +21,25 @@
 // topology: besides its own labels:
 //
 //	BeforeEach      reset the lab; check it starts clean (empty ledger, up);
-//	                Suite.Prepare; baseline snapshot; every invariant the
-//	                applicability table excludes is NOT_APPLICABLE, every one
-//	                the baseline already violates is DETECTOR_INVALID
+//	                Suite.Prepare; baseline snapshot; a pre-fault window
+//	                sampled after it, long enough for every invariant to
+//	                be able to fire (three rounds, and for an
+//	                invariant.Bounded more than its bound plus two sampling
+//	                intervals); every invariant the applicability table
+//	                excludes is NOT_APPLICABLE, every one the baseline and
+//	                pre-fault window already violate is DETECTOR_INVALID
 //	JustBeforeEach  write the fault to the heal ledger (synced), register
 //	                the heal with DeferCleanup, inject
-//	It              sample and probe for the window; judge the safety
-//	                invariants with matchers.Preserve, collecting every
-//	                failure, and fail once listing them all
-//	AfterEach       heal (removing the ledger entry); sample until every
-//	                convergence invariant has held with full evidence in
-//	                some sample, or the settle timeout ends; judge each over
-//	                the first sample in which it held, or over the final
-//	                snapshot when it never did; release a lingering
+//	It              sample and probe for the window
+//	AfterEach       heal (removing the ledger entry), sampling while it
+//	                runs; sample until every convergence invariant has held
+//	                with full evidence in some sample, or the settle
+//	                timeout ends; judge each over the first sample in which
+//	                it held, or over the final snapshot when it never did;
+//	                judge the safety invariants over the window, heal and
+//	                settle samples (a hazard can fall at heal: a frozen
+//	                process thawed, a stopped kubelet restarted); fail once,
+//	                listing every failed matcher; release a lingering
 //	                fault (fault.Lingering), whose damage had to last
 //	                through settling; write the evidence
 //	ReportAfterEach append the run record to verdicts.jsonl, synced
@@ -45,12 +51,24 @@
 //   - invariant.Judge holds each invariant to its evidence: PRESERVED or
 //     VIOLATED with no readable answer to anything it reads becomes
 //     INSUFFICIENT_DATA.
+//   - Each judged verdict says, in During, the part of the run its
+//     deciding moment fell in: pre-fault (before inject began), window
+//     (from inject to heal), heal (while the fault's Heal ran) or settle.
+//     A verdict with no deciding moment over several parts names none.
+//   - A positive control (Scenario.ControlOf) passes its spec only when
+//     each invariant it names is VIOLATED; one that is anything else,
+//     including NOT_APPLICABLE or DETECTOR_INVALID, fails it.
 //   - The run verdict follows the rule in runVerdict: ABORTED when a phase
 //     failed or the run was interrupted; FAULT_INEFFECTIVE when the fault
-//     arm's probe never saw the effect; for the null arm, a probe that sees
-//     nothing is the control working (JUDGED), and a probe that sees the
-//     effect with nothing injected makes the run ABORTED (contaminated).
-//     Only JUDGED runs count towards rates.
+//     arm's probes saw the effect in a smaller share of the window's
+//     probes than required (Scenario.MinEffectShare, else the fault's
+//     fault.EffectShareOf); for the null arm, a probe that sees nothing is
+//     the control working (JUDGED), and a probe that sees the effect with
+//     nothing injected makes the run ABORTED (contaminated). Only JUDGED
+//     runs count towards rates.
+//   - The run record says its role (finding, control or null), the
+//     invariants a control must break, the effect probes' coverage, and
+//     the machine's load average at the start and the end.
 //
 // SIGINT or SIGTERM during a run: Ginkgo cancels the spec's context and
 // runs AfterEach and DeferCleanup, which heal; the run is ABORTED. After

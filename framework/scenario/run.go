@@ -3,7 +3,10 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,11 +45,17 @@ type run struct {
 	// aborted names the phase that failed and why; empty if none did.
 	aborted     string
 	interrupted string
-	// watched is set when the It judged the safety invariants.
+	// watched is set when the It sampled the whole window.
 	watched bool
 	active  *ledger.Active
 	healed  bool
 	healErr error
+	// The moments that bound the parts of the run a verdict's evidence
+	// can fall in (phaseAt): zero until reached.
+	injectStarted, healStarted, healEnded time.Time
+	// load is the machine's load average at the run's start (and, once
+	// finished, its end).
+	load []verdict.Load
 	// released is set once a lingering fault's Release ran (or there was
 	// nothing to release).
 	released   bool
@@ -56,7 +65,41 @@ type run struct {
 
 func newRun(sc Scenario, st *suiteState, now time.Time) *run {
 	id := fmt.Sprintf("%s-%s-%s", sc.ID, sc.arm(), now.UTC().Format("20060102T150405.000Z"))
-	return &run{sc: sc, suite: st, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
+	r := &run{sc: sc, suite: st, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
+	if l, ok := readLoad(); ok {
+		r.load = append(r.load, l)
+	}
+	return r
+}
+
+// loadavgPath is where the machine's load average is read.
+var loadavgPath = "/proc/loadavg"
+
+// readLoad reads the machine's load average now; false when it cannot be
+// read, so that a record never shows a load of zero it did not measure.
+func readLoad() (verdict.Load, bool) {
+	b, err := os.ReadFile(loadavgPath)
+	if err != nil {
+		return verdict.Load{}, false
+	}
+	return parseLoadavg(string(b), time.Now().UTC())
+}
+
+// parseLoadavg parses /proc/loadavg ("0.52 0.58 0.59 1/123 4567").
+func parseLoadavg(text string, at time.Time) (verdict.Load, bool) {
+	fields := strings.Fields(text)
+	if len(fields) < 3 {
+		return verdict.Load{}, false
+	}
+	var avg [3]float64
+	for i := range avg {
+		v, err := strconv.ParseFloat(fields[i], 64)
+		if err != nil || v < 0 {
+			return verdict.Load{}, false
+		}
+		avg[i] = v
+	}
+	return verdict.Load{At: at, One: avg[0], Five: avg[1], Fifteen: avg[2]}, true
 }
 
 func (r *run) abort(phase string, err error) string {
@@ -98,12 +141,51 @@ func (r *run) isDecided(name string) bool {
 	return ok
 }
 
+// preFaultLength is how long the pre-fault window must be for every
+// invariant judged to be able to fire (see invariant.Bounded): at least
+// three rounds after the baseline, and for a bounded invariant a span
+// from the baseline longer than its bound plus two sampling intervals.
+func preFaultLength(invs []invariant.Invariant, every time.Duration) (rounds int, span time.Duration) {
+	rounds = 3
+	for _, inv := range invs {
+		if b, ok := inv.(invariant.Bounded); ok {
+			span = max(span, b.Bound()+2*every)
+		}
+	}
+	return rounds, span
+}
+
+// preFaultLongEnough reports whether samples, taken after the baseline,
+// make a pre-fault window of the length preFaultLength gives.
+func preFaultLongEnough(baseline evidence.Snapshot, samples []evidence.Snapshot, rounds int, span time.Duration) bool {
+	if len(samples) < rounds {
+		return false
+	}
+	return samples[len(samples)-1].Taken.Sub(baseline.Taken) > span
+}
+
+// applicable are the scenario's invariants the applicability table does
+// not exclude for its fault class.
+func (r *run) applicable(table invariant.Table) []invariant.Invariant {
+	var out []invariant.Invariant
+	for _, inv := range r.sc.Invariants {
+		if _, na := table.Lookup(string(r.sc.Fault.Class()), inv.Name()); !na {
+			out = append(out, inv)
+		}
+	}
+	return out
+}
+
 // judgePreFault decides the invariants that are settled before the fault:
-// NOT_APPLICABLE from the table, and DETECTOR_INVALID for any invariant the
-// baseline already violates.
-func (r *run) judgePreFault(table invariant.Table, baseline evidence.Snapshot) {
+// NOT_APPLICABLE from the table, and DETECTOR_INVALID for any invariant
+// the baseline and the pre-fault window after it already violate, judged
+// as the window will be. One snapshot could never show that: every
+// safety invariant needs two rounds or more to fire.
+func (r *run) judgePreFault(table invariant.Table, baseline evidence.Snapshot, preFault []evidence.Snapshot) {
 	class := string(r.sc.Fault.Class())
-	in := invariant.Input{Moment: invariant.PreFault, Snapshots: []evidence.Snapshot{baseline}, Timeline: r.timeline.Timeline(), Baseline: &baseline}
+	snaps := append([]evidence.Snapshot{baseline}, preFault...)
+	in := invariant.Input{Moment: invariant.PreFault, Snapshots: snaps, Timeline: r.timeline.Timeline(), Baseline: &baseline}
+	from, to := in.Span()
 	for _, inv := range r.sc.Invariants {
 		if reason, na := table.Lookup(class, inv.Name()); na {
 			r.decide(verdict.Judgement{Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.NotApplicable,
@@ -113,34 +195,99 @@ func (r *run) judgePreFault(table invariant.Table, baseline evidence.Snapshot) {
 		j := invariant.Judge(inv, in)
 		if j.Verdict == verdict.Violated {
 			r.decide(verdict.Judgement{Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.DetectorInvalid,
-				Reason: "already violated before the fault: " + j.Reason, Sources: j.Sources, At: j.At})
+				Reason: fmt.Sprintf("already violated before the fault, in the pre-fault window (the baseline and %d samples after it, %s to %s, %s): %s",
+					len(preFault), from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"), to.Sub(from).Round(time.Millisecond), j.Reason),
+				Sources: j.Sources, At: j.At, During: duringPreFault,
+				Exercised: j.Exercised, Exercise: j.Exercise, Violation: j.Violation})
 		}
 	}
+}
+
+// The parts of a run a verdict's deciding evidence can fall in
+// (verdict.Judgement.During).
+const (
+	duringPreFault = "pre-fault"
+	duringWindow   = "window"
+	duringHeal     = "heal"
+	duringSettle   = "settle"
+)
+
+// phaseAt is the part of the run t fell in: before inject began,
+// pre-fault; from then until heal began, window (a fault takes hold during
+// its inject, a control's deletion after its cut); while heal ran, heal;
+// after it, settle.
+func (r *run) phaseAt(t time.Time) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.injectStarted.IsZero() || t.Before(r.injectStarted):
+		return duringPreFault
+	case r.healStarted.IsZero() || t.Before(r.healStarted):
+		return duringWindow
+	case r.healEnded.IsZero() || t.Before(r.healEnded):
+		return duringHeal
+	default:
+		return duringSettle
+	}
+}
+
+// during is the part of the run j's deciding evidence fell in: that of
+// its moment when it has one, else that of its input when the whole input
+// lies in one part. A verdict with no deciding moment over an input that
+// spans several parts (a PRESERVED through window, heal and settle) has
+// none: its evidence is all of them.
+func (r *run) during(j verdict.Judgement, in invariant.Input) string {
+	if !j.At.IsZero() {
+		return r.phaseAt(j.At)
+	}
+	if len(in.Snapshots) == 0 {
+		return ""
+	}
+	from, to := in.Span()
+	if a, b := r.phaseAt(from), r.phaseAt(to); a == b {
+		return a
+	}
+	return ""
 }
 
 // heal heals the injected fault once, whoever asks first (AfterEach, or
 // the DeferCleanup that stands in when AfterEach cannot run), and settles
 // its ledger entry: removed when healed, kept for the next start if not.
-func (r *run) heal(ctx context.Context, l lab.Lab) error {
+// With a sampler it also samples, at the suite's interval, while the
+// fault's Heal runs, and keeps those snapshots as the record's heal
+// samples: a hazard can fall at heal.
+func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.healed || r.active == nil {
 		return r.healErr
 	}
 	start := time.Now()
+	r.healStarted = start
 	r.timeline.Add(evidence.Event{At: start.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.HealStartedEvent, Detail: fault.Describe(r.sc.injected())})
+	stop, sampled := make(chan struct{}), make(chan []evidence.Snapshot, 1)
+	if sampler != nil {
+		go func() { sampled <- r.sampleUntil(ctx, l, sampler, stop) }()
+	} else {
+		sampled <- nil
+	}
 	err := r.sc.injected().Heal(ctx, l)
-	r.timings["heal"] += time.Since(start).Seconds()
+	// Stopped before the end is stamped, so every heal sample was begun
+	// while heal ran.
+	close(stop)
+	r.healEnded = time.Now()
+	r.record.Heal = append(r.record.Heal, <-sampled...)
+	r.timings["heal"] += r.healEnded.Sub(start).Seconds()
 	r.healed = true
 	if err != nil {
 		r.healErr = fmt.Errorf("healing %s: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(r.sc.injected()), err)
 		if kerr := r.active.Keep(); kerr != nil {
 			r.healErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.healErr, kerr)
 		}
-		r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "heal-failed", Detail: err.Error()})
+		r.timeline.Add(evidence.Event{At: r.healEnded.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "heal-failed", Detail: err.Error()})
 		return r.healErr
 	}
-	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.FaultHealedEvent, Detail: fault.Describe(r.sc.injected())})
+	r.timeline.Add(evidence.Event{At: r.healEnded.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.FaultHealedEvent, Detail: fault.Describe(r.sc.injected())})
 	if _, lingers := r.sc.injected().(fault.Lingering); lingers {
 		return nil // the entry stays until release
 	}
@@ -149,6 +296,42 @@ func (r *run) heal(ctx context.Context, l lab.Lab) error {
 		r.healErr = fmt.Errorf("fault healed, but %w", derr)
 	}
 	return r.healErr
+}
+
+// sampleUntil takes snapshots at the suite's interval until stop is
+// closed, and returns them. It runs while the main goroutine is inside a
+// fault's Heal, so the sampler still has one user at a time; it touches
+// nothing r.mu guards (heal holds it meanwhile).
+func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampler, stop <-chan struct{}) []evidence.Snapshot {
+	var out []evidence.Snapshot
+	every := r.suite.cfg.SampleEvery
+	for {
+		select {
+		case <-stop:
+			return out
+		default:
+		}
+		snap, events, err := sampler.Sample(ctx, l)
+		if ctx.Err() != nil {
+			return out
+		}
+		if err != nil {
+			r.event("sample-failed", "while healing: "+err.Error())
+		} else {
+			r.addEvents(events)
+			out = append(out, snap)
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-stop:
+			t.Stop()
+			return out
+		case <-ctx.Done():
+			t.Stop()
+			return out
+		case <-t.C:
+		}
+	}
 }
 
 // release releases a lingering fault once its run has been judged, and
@@ -182,19 +365,38 @@ func (r *run) release(ctx context.Context, l lab.Lab) error {
 	return r.releaseErr
 }
 
+// effectCoverage counts what the window's probes saw. required is the
+// share the run needs to count; a null arm needs none (pass 0).
+func effectCoverage(probes []probe, required float64) verdict.EffectCoverage {
+	c := verdict.EffectCoverage{Probes: len(probes), Required: required}
+	for _, p := range probes {
+		switch {
+		case p.Err != nil:
+			c.Failed++
+		case p.Effect.Observed:
+			c.Observed++
+		}
+	}
+	return c
+}
+
 // runVerdict decides what the whole run says. The rule for the two arms:
 //   - any phase failed (reset, ledger, inject, heal) or the run was
 //     interrupted → ABORTED: it reached no judgement to trust;
-//   - fault arm whose probe never saw the effect → FAULT_INEFFECTIVE;
+//   - fault arm whose probes saw the effect in a smaller share of the
+//     window's probes than required → FAULT_INEFFECTIVE, with the
+//     coverage: the verdicts would describe a cluster mostly without the
+//     fault;
 //   - null arm whose probe DID see the effect with nothing injected → the
 //     control is contaminated → ABORTED, with the probe's detail;
 //   - null arm whose probe saw nothing → JUDGED (that is the control
 //     working, never FAULT_INEFFECTIVE);
-//   - fault arm whose probe saw the effect → JUDGED.
+//   - fault arm whose probes saw the effect in the required share or more
+//     → JUDGED.
 //
-// A probe that could not look (error) saw nothing; a fault arm whose every
-// probe failed is FAULT_INEFFECTIVE, since no effect was observed.
-func runVerdict(arm Arm, aborted, interrupted string, probes []probe) (verdict.RunVerdict, string) {
+// A probe that could not look (error) did not see the effect: it counts
+// among the probes, not among those that saw it.
+func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required float64) (verdict.RunVerdict, string) {
 	if aborted != "" {
 		return verdict.RunAborted, aborted
 	}
@@ -202,12 +404,10 @@ func runVerdict(arm Arm, aborted, interrupted string, probes []probe) (verdict.R
 		return verdict.RunAborted, interrupted
 	}
 	var seen *probe
-	var failed int
 	var last string
 	for i := range probes {
 		p := probes[i]
 		if p.Err != nil {
-			failed++
 			last = "probe failed: " + p.Err.Error()
 			continue
 		}
@@ -216,25 +416,30 @@ func runVerdict(arm Arm, aborted, interrupted string, probes []probe) (verdict.R
 			seen = &probes[i]
 		}
 	}
-	switch arm {
-	case NullArm:
+	if arm == NullArm {
 		if seen != nil {
 			return verdict.RunAborted, fmt.Sprintf("null arm: the effect probe saw the fault's effect at %s with nothing injected (%s); the control is contaminated and none of its verdicts count", seen.At.UTC().Format("15:04:05.000Z"), seen.Effect.Detail)
 		}
 		return verdict.RunJudged, ""
-	default:
-		if seen == nil {
-			reason := fmt.Sprintf("the effect probe saw no effect in %d probes during the window", len(probes))
-			if failed > 0 {
-				reason += fmt.Sprintf(" (%d of them could not look)", failed)
-			}
-			if last != "" {
-				reason += "; last: " + last
-			}
-			return verdict.FaultIneffective, reason
-		}
+	}
+	c := effectCoverage(probes, required)
+	if seen != nil && c.Share() >= required {
 		return verdict.RunJudged, ""
 	}
+	var reason string
+	if seen == nil {
+		reason = fmt.Sprintf("the effect probe saw no effect in %d probes during the window", c.Probes)
+	} else {
+		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window (%.0f%%), under the %.0f%% of probes the scenario requires for the fault to have held through it; first seen at %s (%s)",
+			c.Observed, c.Probes, 100*c.Share(), 100*required, seen.At.UTC().Format("15:04:05.000Z"), seen.Effect.Detail)
+	}
+	if c.Failed > 0 {
+		reason += fmt.Sprintf(" (%d of them could not look)", c.Failed)
+	}
+	if last != "" {
+		reason += "; last: " + last
+	}
+	return verdict.FaultIneffective, reason
 }
 
 // finish turns the run into its record once: every invariant gets a
@@ -251,7 +456,19 @@ func (r *run) finish(specState string) verdict.Run {
 	if r.ended.IsZero() {
 		r.ended = time.Now()
 	}
-	rv, reason := runVerdict(r.sc.arm(), r.aborted, r.interrupted, r.probes)
+	required := r.sc.requiredEffectShare()
+	if r.sc.arm() == NullArm {
+		required = 0
+	}
+	rv, reason := runVerdict(r.sc.arm(), r.aborted, r.interrupted, r.probes, required)
+	var coverage *verdict.EffectCoverage
+	if len(r.probes) > 0 || r.watched {
+		c := effectCoverage(r.probes, required)
+		coverage = &c
+	}
+	if l, ok := readLoad(); ok {
+		r.load = append(r.load, l)
+	}
 	notJudged := "not judged: " + reason
 	if reason == "" {
 		notJudged = "not judged"
@@ -273,6 +490,7 @@ func (r *run) finish(specState string) verdict.Run {
 		Started: r.started.UTC(), Ended: r.ended.UTC(),
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
+		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.ControlOf), Load: r.load, Effect: coverage,
 	}
 	r.finished = &out
 	return out

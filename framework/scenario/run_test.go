@@ -17,32 +17,51 @@ import (
 
 func TestRunVerdictRule(t *testing.T) {
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	nothing := []probe{{At: at, Effect: fault.Effect{Detail: "all normal"}}}
-	seen := []probe{{At: at, Effect: fault.Effect{Detail: "all normal"}}, {At: at.Add(time.Second), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}}
+	normal := func(i int) probe {
+		return probe{At: at.Add(time.Duration(i) * time.Second), Effect: fault.Effect{Detail: "all normal"}}
+	}
+	effect := func(i int) probe {
+		return probe{At: at.Add(time.Duration(i) * time.Second), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}
+	}
+	nothing := []probe{normal(0)}
+	seen := []probe{normal(0), effect(1)}
 	failing := []probe{{At: at, Err: errors.New("ssh: refused")}}
+	// The effect once at the start, then gone: a leader that moved off a
+	// throttled member, a process restarted before the window was out.
+	once := []probe{effect(0), normal(1), normal(2), normal(3), normal(4), normal(5), normal(6), normal(7), normal(8), normal(9)}
+	half := []probe{effect(0), effect(1), normal(2), {At: at.Add(3 * time.Second), Err: errors.New("ssh: refused")}}
 	cases := []struct {
 		name                 string
 		arm                  Arm
 		aborted, interrupted string
 		probes               []probe
+		required             float64
 		want                 verdict.RunVerdict
 		reason               string
 	}{
-		{"fault arm, effect seen", FaultArm, "", "", seen, verdict.RunJudged, ""},
-		{"fault arm, no effect", FaultArm, "", "", nothing, verdict.FaultIneffective, "saw no effect in 1 probes during the window; last: all normal"},
-		{"fault arm, probe could not look", FaultArm, "", "", failing, verdict.FaultIneffective, "(1 of them could not look)"},
-		{"fault arm, no probe at all", FaultArm, "", "", nil, verdict.FaultIneffective, "in 0 probes"},
-		{"null arm, no effect: the control works", NullArm, "", "", nothing, verdict.RunJudged, ""},
-		{"null arm, no probe: still not ineffective", NullArm, "", "", nil, verdict.RunJudged, ""},
-		{"null arm, effect seen: contaminated", NullArm, "", "", seen, verdict.RunAborted, "with nothing injected (worker1 unreachable)"},
-		{"aborted wins", FaultArm, "inject failed: x", "", seen, verdict.RunAborted, "inject failed: x"},
-		{"interrupted", NullArm, "", "the window was cut short", nothing, verdict.RunAborted, "cut short"},
+		{"fault arm, effect seen", FaultArm, "", "", seen, 0.5, verdict.RunJudged, ""},
+		{"fault arm, no effect", FaultArm, "", "", nothing, 0.5, verdict.FaultIneffective, "saw no effect in 1 probes during the window; last: all normal"},
+		{"fault arm, probe could not look", FaultArm, "", "", failing, 0.5, verdict.FaultIneffective, "(1 of them could not look)"},
+		{"fault arm, no probe at all", FaultArm, "", "", nil, 0.5, verdict.FaultIneffective, "in 0 probes"},
+		{"fault arm, effect seen once in ten", FaultArm, "", "", once, 0.5, verdict.FaultIneffective,
+			"saw the effect in 1 of 10 probes during the window (10%), under the 50% of probes the scenario requires for the fault to have held through it; first seen at 10:00:00.000Z (worker1 unreachable); last: all normal"},
+		{"fault arm, seen once in ten where the fault declares that enough", FaultArm, "", "", once, 0.1, verdict.RunJudged, ""},
+		{"fault arm, seen in half, a failed probe among them", FaultArm, "", "", half, 0.5, verdict.RunJudged, ""},
+		{"fault arm, seen in half where more is required", FaultArm, "", "", half, 0.75, verdict.FaultIneffective, "2 of 4 probes during the window (50%), under the 75%"},
+		{"null arm, no effect: the control works", NullArm, "", "", nothing, 0, verdict.RunJudged, ""},
+		{"null arm, no probe: still not ineffective", NullArm, "", "", nil, 0, verdict.RunJudged, ""},
+		{"null arm, effect seen: contaminated", NullArm, "", "", seen, 0, verdict.RunAborted, "with nothing injected (worker1 unreachable)"},
+		{"aborted wins", FaultArm, "inject failed: x", "", seen, 0.5, verdict.RunAborted, "inject failed: x"},
+		{"interrupted", NullArm, "", "the window was cut short", nothing, 0, verdict.RunAborted, "cut short"},
 	}
 	for _, c := range cases {
-		got, reason := runVerdict(c.arm, c.aborted, c.interrupted, c.probes)
+		got, reason := runVerdict(c.arm, c.aborted, c.interrupted, c.probes, c.required)
 		if got != c.want || !strings.Contains(reason, c.reason) || (c.reason == "" && reason != "") {
 			t.Errorf("%s: got %s (%q), want %s containing %q", c.name, got, reason, c.want, c.reason)
 		}
+	}
+	if c := effectCoverage(half, 0.5); c != (verdict.EffectCoverage{Probes: 4, Observed: 2, Failed: 1, Required: 0.5}) {
+		t.Errorf("coverage of %d probes: %+v", len(half), c)
 	}
 }
 
@@ -189,5 +208,208 @@ func TestEachConvergenceInvariantKeepsTheSampleThatSettledIt(t *testing.T) {
 	}
 	if got := names(r.unsettled(settledIn)); !slices.Equal(got, []string{"never"}) {
 		t.Errorf("unsettled %v, want [never]", got)
+	}
+}
+
+// bounded is an invariant that fires only past its bound.
+type bounded struct {
+	inv
+	bound time.Duration
+}
+
+func (b bounded) Bound() time.Duration { return b.bound }
+
+func TestPreFaultWindowIsLongEnoughForEveryInvariantToFire(t *testing.T) {
+	every := time.Second
+	invs := []invariant.Invariant{inv{"plain", verdict.Safety}, bounded{inv{"short", verdict.Safety}, 5 * time.Second}, bounded{inv{"long", verdict.Safety}, 20 * time.Second}}
+	if rounds, span := preFaultLength(invs[:1], every); rounds != 3 || span != 0 {
+		t.Errorf("without a bounded invariant: %d rounds spanning %s, want 3 and no span", rounds, span)
+	}
+	rounds, span := preFaultLength(invs, every)
+	if rounds != 3 || span != 22*time.Second {
+		t.Fatalf("%d rounds spanning %s, want 3 spanning more than the longest bound plus two intervals (22s)", rounds, span)
+	}
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	base := evidence.NewSnapshot(t0)
+	var samples []evidence.Snapshot
+	for i := 1; i <= 22; i++ {
+		samples = append(samples, evidence.NewSnapshot(t0.Add(time.Duration(i)*time.Second)))
+	}
+	if preFaultLongEnough(base, samples, rounds, span) {
+		t.Error("22 s after the baseline is not longer than 22 s")
+	}
+	if !preFaultLongEnough(base, append(samples, evidence.NewSnapshot(t0.Add(23*time.Second))), rounds, span) {
+		t.Error("23 s after the baseline is long enough")
+	}
+	if preFaultLongEnough(base, samples[:2], 3, 0) || !preFaultLongEnough(base, samples[:3], 3, 0) {
+		t.Error("three rounds after the baseline are needed, and enough, without a bound")
+	}
+}
+
+// runtimeSnapshot has the stateful pod's container running on each of
+// nodes, read at taken.
+func runtimeSnapshot(t *testing.T, taken time.Time, nodes ...string) evidence.Snapshot {
+	t.Helper()
+	s := evidence.NewSnapshot(taken)
+	for _, n := range []string{"w1", "w2"} {
+		v := evidence.RuntimePodValue{}
+		if slices.Contains(nodes, n) {
+			v = evidence.RuntimePodValue{Running: true,
+				Sandboxes:  []evidence.RuntimeSandbox{{ID: "sb-" + n, Name: "stateful-0", Namespace: "ns", UID: "uid-" + n, State: "SANDBOX_READY"}},
+				Containers: []evidence.RuntimeContainer{{ID: "c-" + n, Name: "app", SandboxID: "sb-" + n, PodUID: "uid-" + n, State: "CONTAINER_RUNNING"}}}
+		}
+		a, err := evidence.ValueAnswer(v, taken.Add(10*time.Millisecond), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Set(evidence.Source("cri/"+n), evidence.PodRunningHere, a)
+	}
+	return s
+}
+
+// Two copies running before the fault: judged over the baseline alone the
+// real single-copy invariant cannot tell (it needs two reads of one
+// container), over the pre-fault window it is DETECTOR_INVALID.
+func TestPreFaultJudgementOverTheWindowFindsABrokenRealInvariant(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{invariant.SingleCopy()}}
+	base := runtimeSnapshot(t, t0, "w1", "w2")
+	var window []evidence.Snapshot
+	for i := 1; i <= 3; i++ {
+		window = append(window, runtimeSnapshot(t, t0.Add(time.Duration(i)*time.Second), "w1", "w2"))
+	}
+
+	alone := newRun(sc, &suiteState{}, t0)
+	alone.judgePreFault(invariant.Table{}, base, nil)
+	if j, ok := alone.decided[invariant.SingleCopyName]; ok {
+		t.Errorf("over the baseline alone single-copy was decided: %+v", j)
+	}
+
+	r := newRun(sc, &suiteState{}, t0)
+	r.judgePreFault(invariant.Table{}, base, window)
+	j := r.decided[invariant.SingleCopyName]
+	if j.Verdict != verdict.DetectorInvalid || j.During != "pre-fault" || j.At.IsZero() ||
+		!strings.Contains(j.Reason, "already violated before the fault, in the pre-fault window (the baseline and 3 samples after it, 10:00:00.000 to 10:00:03.000, 3s)") ||
+		!strings.Contains(j.Reason, "two nodes at once") {
+		t.Errorf("single-copy %+v, want DETECTOR_INVALID during pre-fault naming the window and the overlap", j)
+	}
+}
+
+func TestDuringNamesThePartOfTheRunTheEvidenceFellIn(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	r := newRun(Scenario{ID: "s", Fault: memlab.Flag{Name: "a"}}, &suiteState{}, t0)
+	r.injectStarted, r.healStarted, r.healEnded = t0.Add(10*time.Second), t0.Add(70*time.Second), t0.Add(80*time.Second)
+	for at, want := range map[time.Duration]string{
+		5 * time.Second: "pre-fault", 10 * time.Second: "window", 69 * time.Second: "window",
+		70 * time.Second: "heal", 79 * time.Second: "heal", 80 * time.Second: "settle", 200 * time.Second: "settle",
+	} {
+		if got := r.phaseAt(t0.Add(at)); got != want {
+			t.Errorf("at +%s: %s, want %s", at, got, want)
+		}
+	}
+	snaps := func(at ...time.Duration) invariant.Input {
+		var in invariant.Input
+		for _, d := range at {
+			in.Snapshots = append(in.Snapshots, evidence.NewSnapshot(t0.Add(d)))
+		}
+		return in
+	}
+	if got := r.during(verdict.Judgement{At: t0.Add(75 * time.Second)}, snaps(20*time.Second, 90*time.Second)); got != "heal" {
+		t.Errorf("a moment in heal: %q", got)
+	}
+	if got := r.during(verdict.Judgement{}, snaps(90*time.Second, 95*time.Second)); got != "settle" {
+		t.Errorf("no moment, every snapshot in settle: %q", got)
+	}
+	if got := r.during(verdict.Judgement{}, snaps(20*time.Second, 90*time.Second)); got != "" {
+		t.Errorf("no moment, snapshots from window to settle: %q, want none", got)
+	}
+	// Heal that never ended: everything after its start is heal.
+	r.healEnded = time.Time{}
+	if got := r.phaseAt(t0.Add(200 * time.Second)); got != "heal" {
+		t.Errorf("after a heal that never ended: %s", got)
+	}
+}
+
+func TestLoadIsReadFromProcOrLeftOut(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	l, ok := parseLoadavg("3.52 1.58 0.59 4/1123 45678\n", at)
+	if !ok || l != (verdict.Load{At: at, One: 3.52, Five: 1.58, Fifteen: 0.59}) {
+		t.Errorf("parsed %+v, %v", l, ok)
+	}
+	for _, bad := range []string{"", "1.0 2.0", "x 1 2 3/4 5", "-1 0 0 1/1 1"} {
+		if l, ok := parseLoadavg(bad, at); ok {
+			t.Errorf("%q parsed as %+v", bad, l)
+		}
+	}
+	defer func(p string) { loadavgPath = p }(loadavgPath)
+	loadavgPath = t.TempDir() + "/no-loadavg"
+	r := newRun(Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}}, &suiteState{}, at)
+	if out := r.finish("passed"); len(out.Load) != 0 {
+		t.Errorf("an unreadable load average is recorded as %+v, want nothing", out.Load)
+	}
+}
+
+// shortLived declares that its effect shows for a fifth of the window.
+type shortLived struct{ memlab.Flag }
+
+func (shortLived) EffectShare() float64 { return 0.2 }
+
+func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
+	base := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}}}
+	control := base
+	control.ControlOf = []string{"x"}
+	arms := WithNullArms(base)
+	for name, c := range map[string]struct {
+		sc        Scenario
+		role      string
+		controlOf []string
+	}{
+		"a fault arm":          {arms[0], verdict.RoleFinding, nil},
+		"a null arm":           {arms[1], verdict.RoleNull, nil},
+		"a positive control":   {WithNullArms(control)[0], verdict.RoleControl, []string{"x"}},
+		"a control's null arm": {WithNullArms(control)[1], verdict.RoleNull, nil},
+	} {
+		out := newRun(c.sc, &suiteState{}, time.Now()).finish("passed")
+		if out.Role != c.role || !slices.Equal(out.ControlOf, c.controlOf) || out.RunRole() != c.role {
+			t.Errorf("%s: role %q, controlOf %v; want %s, %v", name, out.Role, out.ControlOf, c.role, c.controlOf)
+		}
+	}
+	declared := base
+	declared.Fault = shortLived{memlab.Flag{Name: "a"}}
+	chosen := declared
+	chosen.MinEffectShare = 0.9
+	for name, c := range map[string]struct {
+		sc   Scenario
+		want float64
+	}{
+		"the framework's default":   {base, fault.DefaultEffectShare},
+		"the fault's declaration":   {declared, 0.2},
+		"the scenario's own choice": {chosen, 0.9},
+	} {
+		if got := c.sc.requiredEffectShare(); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+	bad := base
+	bad.MinEffectShare = 1.5
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "minimum effect share 1.5") {
+		t.Errorf("a share above 1: %v", err)
+	}
+}
+
+// A positive control whose invariant was decided before the fault showed
+// nothing under it: its spec must fail, naming why.
+func TestAControlDecidedBeforeTheFaultFails(t *testing.T) {
+	sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}, inv{"y", verdict.Safety}, inv{"z", verdict.Safety}}, ControlOf: []string{"x", "y", "z"}}
+	r := newRun(sc, &suiteState{}, time.Now())
+	r.decide(verdict.Judgement{Invariant: "x", Verdict: verdict.DetectorInvalid, Reason: "already violated before the fault"})
+	r.decide(verdict.Judgement{Invariant: "y", Verdict: verdict.Violated, Reason: "broken under the fault"})
+	r.decide(verdict.Judgement{Invariant: "z", Verdict: verdict.NotApplicable, Reason: "the table says so"})
+	got := r.controlsDecidedBeforeTheFault()
+	if len(got) != 2 || !strings.Contains(got[0], "positive control of x: it was DETECTOR_INVALID before the fault") || !strings.Contains(got[1], "positive control of z: it was NOT_APPLICABLE") {
+		t.Errorf("failures %q, want x and z named", got)
 	}
 }

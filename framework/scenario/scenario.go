@@ -44,6 +44,13 @@ type Scenario struct {
 	// verdict fails it (the fault did not break what it should, or the
 	// detector did not see it). Only for the fault arm.
 	ControlOf []string
+	// MinEffectShare is the share of the window's effect probes that must
+	// see the fault's effect for the fault arm's run to count; below it
+	// the run is FAULT_INEFFECTIVE. Zero takes the fault's own
+	// (fault.EffectShareOf: its declaration, or fault.DefaultEffectShare).
+	// Set it only for a scenario whose fault acts for part of the window
+	// by design, and say why beside it.
+	MinEffectShare float64
 }
 
 // WithNullArms returns each scenario as its fault arm followed by its null
@@ -66,6 +73,27 @@ func (s Scenario) arm() Arm {
 		return FaultArm
 	}
 	return s.Arm
+}
+
+// requiredEffectShare is the share of probes the fault arm needs.
+func (s Scenario) requiredEffectShare() float64 {
+	if s.MinEffectShare > 0 {
+		return s.MinEffectShare
+	}
+	return fault.EffectShareOf(s.Fault)
+}
+
+// role is the run's role: the null arm and a positive control test the
+// detector; any other fault arm is a finding.
+func (s Scenario) role() string {
+	switch {
+	case s.arm() == NullArm:
+		return verdict.RoleNull
+	case len(s.ControlOf) > 0:
+		return verdict.RoleControl
+	default:
+		return verdict.RoleFinding
+	}
 }
 
 // injected is what the run really injects: the fault, or its null arm.
@@ -116,6 +144,9 @@ func (s Scenario) Validate() error {
 	}
 	if s.Settle <= 0 {
 		bad("settle timeout must be positive")
+	}
+	if s.MinEffectShare < 0 || s.MinEffectShare > 1 {
+		bad("minimum effect share %v is not between 0 and 1", s.MinEffectShare)
 	}
 	if len(s.Invariants) == 0 {
 		bad("no invariants")

@@ -186,6 +186,19 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 		if r.ConfigHash == "" || r.GitCommit == "" || r.Lab.Name != memlab.Name || r.Suite != "selftest" {
 			t.Errorf("run %s lacks provenance: %+v", r.RunID, r)
 		}
+		wantRole := verdict.RoleFinding
+		if r.Arm == "null" {
+			wantRole = verdict.RoleNull
+		}
+		if r.Role != wantRole || len(r.ControlOf) != 0 {
+			t.Errorf("run %s: role %q, controlOf %v; want %s and none", r.RunID, r.Role, r.ControlOf, wantRole)
+		}
+		if len(r.Load) != 2 || r.Load[0].At.After(r.Load[1].At) {
+			t.Errorf("run %s: load %+v, want the load average at start and at end", r.RunID, r.Load)
+		}
+		if judged := r.RunVerdict != verdict.RunAborted; judged != (r.Effect != nil) {
+			t.Errorf("run %s (%s): effect coverage %+v", r.RunID, r.RunVerdict, r.Effect)
+		}
 	}
 	if m := missingKinds(seen); len(m) > 0 {
 		t.Errorf("verdicts.jsonl lacks %v", m)
@@ -664,5 +677,130 @@ func TestSelftestLingeringControlIsReleasedAfterItsVerdict(t *testing.T) {
 	healed, settled, released := bytes.Index(ev, []byte(`"fault-healed"`)), bytes.Index(ev, []byte(`"settle-timeout"`)), bytes.Index(ev, []byte(`"fault-released"`))
 	if healed < 0 || settled < 0 || released < 0 || !(healed < settled && settled < released) {
 		t.Errorf("timeline must have fault-healed, then settle-timeout, then fault-released (offsets %d, %d, %d)", healed, settled, released)
+	}
+}
+
+// readEvidence reads the evidence record of one run of s.
+func readEvidence(t *testing.T, s *selftestRun, runID string) evidence.Record {
+	t.Helper()
+	f, err := os.Open((&reports.Folder{Dir: s.folder(t)}).EvidencePath(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := evidence.ReadJSONL(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func judgementsOf(r verdict.Run) map[string]verdict.Judgement {
+	out := map[string]verdict.Judgement{}
+	for _, j := range r.Judgements {
+		out[j.Invariant] = j
+	}
+	return out
+}
+
+// The stateful pod already runs on two nodes before the fault: the real
+// single-copy invariant, judged over the pre-fault window (one baseline
+// snapshot cannot show two reads of one container), is DETECTOR_INVALID,
+// never blamed on the fault, and the spec does not fail for it.
+func TestSelftestPreFaultWindowMakesARealInvariantDetectorInvalid(t *testing.T) {
+	t.Parallel()
+	s := newSelftest(t, t.TempDir(), []string{"FAULTLINE_SELFTEST_TWO_COPIES=1"}, "-ginkgo.focus=selftest-two-copies-before-fault")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d, want 0 (a detector found broken before the fault fails nothing)\n%s", code, s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunJudged {
+		t.Fatalf("runs %+v, want one JUDGED\n%s", runs, s.out.String())
+	}
+	js := judgementsOf(runs[0])
+	sc := js["single-copy"]
+	if sc.Verdict != verdict.DetectorInvalid || sc.During != "pre-fault" || !strings.Contains(sc.Reason, "before the fault") || !strings.Contains(sc.Reason, "two nodes at once") {
+		t.Errorf("single-copy %+v, want DETECTOR_INVALID during pre-fault, saying the pod ran on two nodes before the fault", sc)
+	}
+	if j := js["no-flag-b"]; j.Verdict != verdict.Preserved {
+		t.Errorf("no-flag-b %+v, want PRESERVED", j)
+	}
+	rec := readEvidence(t, s, runs[0].RunID)
+	if rec.Baseline == nil || len(rec.PreFault) < 3 {
+		t.Fatalf("evidence has baseline %v and %d pre-fault snapshots, want a baseline and at least 3", rec.Baseline != nil, len(rec.PreFault))
+	}
+	if !sc.At.After(rec.Baseline.Taken) || sc.At.After(rec.PreFault[len(rec.PreFault)-1].Taken) {
+		t.Errorf("the overlap at %s lies outside the pre-fault window %s..%s", sc.At, rec.Baseline.Taken, rec.PreFault[len(rec.PreFault)-1].Taken)
+	}
+}
+
+// A positive control whose breakage falls after the window: one safety
+// invariant broken while heal runs, another after heal while settling.
+// Both are judged VIOLATED (the spec passes, as a control's should), each
+// with the part of the run it fell in; the heal samples and every settle
+// sample are in the evidence.
+func TestSelftestSafetyIsJudgedThroughHealAndSettle(t *testing.T) {
+	t.Parallel()
+	s := newSelftest(t, t.TempDir(), []string{"FAULTLINE_SELFTEST_HAZARD_AT_HEAL=1"}, "-ginkgo.focus=selftest-hazard-at-heal")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d, want 0 (the control showed both its VIOLATED)\n%s", code, s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 || runs[0].RunVerdict != verdict.RunJudged {
+		t.Fatalf("runs %+v, want one JUDGED\n%s", runs, s.out.String())
+	}
+	r := runs[0]
+	if r.RunRole() != verdict.RoleControl || r.Role != verdict.RoleControl || !slices.Equal(r.ControlOf, []string{"no-blip", "no-aftershock"}) {
+		t.Errorf("role %q, controlOf %v; want control of no-blip and no-aftershock", r.Role, r.ControlOf)
+	}
+	js := judgementsOf(r)
+	for name, during := range map[string]string{"no-blip": "heal", "no-aftershock": "settle"} {
+		if j := js[name]; j.Verdict != verdict.Violated || j.During != during {
+			t.Errorf("%s %+v, want VIOLATED during %s", name, j, during)
+		}
+	}
+	for _, name := range []string{"no-flag-b", "healed-e", "aftershock-passed"} {
+		if j := js[name]; j.Verdict != verdict.Preserved {
+			t.Errorf("%s %+v, want PRESERVED", name, j)
+		}
+	}
+	rec := readEvidence(t, s, r.RunID)
+	if len(rec.Heal) == 0 || len(rec.Settle) < 2 || rec.Final == nil {
+		t.Errorf("evidence has %d heal and %d settle snapshots (final %v); want heal samples and every settle sample", len(rec.Heal), len(rec.Settle), rec.Final != nil)
+	}
+	started, healed := rec.Timeline.OfKind("heal-started"), rec.Timeline.OfKind("fault-healed")
+	if len(started) != 1 || len(healed) != 1 || !started[0].At.Before(healed[0].At) {
+		t.Fatalf("timeline has %d heal-started and %d fault-healed events, want one each in that order", len(started), len(healed))
+	}
+	for _, snap := range rec.Heal {
+		if snap.Taken.Before(started[0].At) || snap.Taken.After(healed[0].At) {
+			t.Errorf("heal sample taken at %s, outside the heal %s..%s", snap.Taken, started[0].At, healed[0].At)
+		}
+	}
+}
+
+// A fault whose effect only the first of some ten probes sees is
+// FAULT_INEFFECTIVE: one sighting is not the fault holding through the
+// window. The record has the coverage, and the reason says it.
+func TestSelftestEffectSeenByTooFewProbesIsIneffective(t *testing.T) {
+	t.Parallel()
+	s := newSelftest(t, t.TempDir(), []string{"FAULTLINE_SELFTEST_SEEN_ONCE=1"}, "-ginkgo.focus=selftest-effect-seen-once")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, s.out.String())
+	}
+	runs := s.runs(t)
+	if len(runs) != 1 {
+		t.Fatalf("runs %+v\n%s", runs, s.out.String())
+	}
+	r := runs[0]
+	if r.RunVerdict != verdict.FaultIneffective || r.Counted() {
+		t.Errorf("run %s (%s), want FAULT_INEFFECTIVE", r.RunVerdict, r.RunReason)
+	}
+	e := r.Effect
+	if e == nil || e.Observed != 1 || e.Probes < 5 || e.Required != 0.5 {
+		t.Fatalf("effect coverage %+v, want 1 observed of at least 5 probes, 0.5 required", e)
+	}
+	if want := fmt.Sprintf("in 1 of %d probes", e.Probes); !strings.Contains(r.RunReason, want) || !strings.Contains(r.RunReason, "50%") {
+		t.Errorf("reason %q lacks %q and the required share", r.RunReason, want)
 	}
 }

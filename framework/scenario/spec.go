@@ -40,7 +40,14 @@ func registerScenario(st *suiteState, sc Scenario) {
 			}
 			r = newRun(sc, st, time.Now())
 			start := time.Now()
-			defer r.timed("reset", start)
+			var resetTimed bool
+			timeReset := func() {
+				if !resetTimed {
+					resetTimed = true
+					r.timed("reset", start)
+				}
+			}
+			defer timeReset()
 			if err := l.Reset(ctx); err != nil {
 				Fail(r.abort("reset", err))
 			}
@@ -58,9 +65,17 @@ func registerScenario(st *suiteState, sc Scenario) {
 				Fail(r.abort("baseline snapshot", err))
 			}
 			r.addEvents(events)
+			timeReset()
+			preFault, err := r.samplePreFault(ctx, baseline)
+			r.mu.Lock()
 			r.record.Baseline = &baseline
-			r.judgePreFault(st.cfg.Applicability, baseline)
-			fmt.Fprintf(GinkgoWriter, "%s: reset, baseline taken at %s\n", r.id, baseline.Taken.UTC().Format(time.RFC3339Nano))
+			r.record.PreFault = preFault
+			r.mu.Unlock()
+			if err != nil {
+				Fail(r.abort("pre-fault window", err))
+			}
+			r.judgePreFault(st.cfg.Applicability, baseline, preFault)
+			fmt.Fprintf(GinkgoWriter, "%s: reset, baseline taken at %s, %d pre-fault samples after it\n", r.id, baseline.Taken.UTC().Format(time.RFC3339Nano), len(preFault))
 		})
 
 		JustBeforeEach(func(ctx SpecContext) {
@@ -89,7 +104,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 				done := this.healed
 				this.mu.Unlock()
 				if !done {
-					if err := this.heal(ctx, l); err != nil {
+					if err := this.heal(ctx, l, nil); err != nil {
 						Fail(this.abort("heal", err))
 					}
 				}
@@ -100,6 +115,9 @@ func registerScenario(st *suiteState, sc Scenario) {
 				}
 			})
 			start := time.Now()
+			r.mu.Lock()
+			r.injectStarted = start
+			r.mu.Unlock()
 			err = f.Inject(ctx, l)
 			r.timed("inject", start)
 			if err != nil {
@@ -153,18 +171,11 @@ func registerScenario(st *suiteState, sc Scenario) {
 				r.mu.Unlock()
 				return
 			}
-			r.mu.Lock()
-			window := r.record.Window
-			baseline := r.record.Baseline
-			r.mu.Unlock()
-			in := invariant.Input{Moment: invariant.Window, Snapshots: window, Timeline: r.timeline.Timeline(), Baseline: baseline}
-			failures := r.assert(verdict.Safety, in)
+			// The safety invariants are judged after settle, over the
+			// window, heal and settle samples: a hazard can fall at heal.
 			r.mu.Lock()
 			r.watched = true
 			r.mu.Unlock()
-			if len(failures) > 0 {
-				Fail(violations("safety", failures))
-			}
 		})
 
 		AfterEach(func(ctx SpecContext) {
@@ -179,24 +190,36 @@ func registerScenario(st *suiteState, sc Scenario) {
 				}
 				r.mu.Unlock()
 			}
-			// Injected, not interrupted, yet the It never reached its
-			// judgement: something in the window failed or panicked.
+			// Injected, not interrupted, yet the It never reached the end
+			// of its window: something in the window failed or panicked.
 			r.mu.Lock()
 			brokenWindow := r.active != nil && r.aborted == "" && r.interrupted == "" && !r.watched
 			r.mu.Unlock()
 			if brokenWindow {
-				r.abort("window", fmt.Errorf("the It ended without judging (%s: %s)", CurrentSpecReport().State, CurrentSpecReport().Failure.Message))
+				r.abort("window", fmt.Errorf("the It ended before its window did (%s: %s)", CurrentSpecReport().State, CurrentSpecReport().Failure.Message))
 			}
-			healErr := r.heal(ctx, l)
+			var healSampler evidence.Sampler
+			if r.isWatched() {
+				healSampler = st.cfg.Sampler
+			}
+			healErr := r.heal(ctx, l, healSampler)
 			if healErr != nil {
 				r.abort("heal", healErr)
 			}
-			var failures []string
+			var convergenceFailures, safetyFailures []string
 			r.mu.Lock()
 			settle := r.aborted == "" && r.interrupted == "" && r.active != nil
 			r.mu.Unlock()
 			if settle {
-				failures = r.settleAndJudge(ctx)
+				convergenceFailures = r.settleAndJudge(ctx)
+			}
+			// Judged even when heal failed (the run is ABORTED then, but
+			// its record shows what the evidence says); never after an
+			// interruption, which left the evidence cut short.
+			var controlFailures []string
+			if r.isWatched() && !r.isInterrupted() {
+				safetyFailures = r.judgeSafety()
+				controlFailures = r.controlsDecidedBeforeTheFault()
 			}
 			// A lingering fault's damage had to last through settling; the
 			// verdicts are in, so it goes now.
@@ -218,8 +241,16 @@ func registerScenario(st *suiteState, sc Scenario) {
 				Fail(fmt.Sprintf("heal failed: %v", healErr))
 			case releaseErr != nil:
 				Fail(fmt.Sprintf("release failed: %v", releaseErr))
-			case len(failures) > 0:
-				Fail(violations("convergence", failures))
+			case len(safetyFailures)+len(convergenceFailures)+len(controlFailures) > 0:
+				var parts []string
+				if len(safetyFailures) > 0 {
+					parts = append(parts, violations("safety", safetyFailures))
+				}
+				if len(convergenceFailures) > 0 {
+					parts = append(parts, violations("convergence", convergenceFailures))
+				}
+				parts = append(parts, controlFailures...)
+				Fail(strings.Join(parts, "\n\n"))
 			}
 		})
 
@@ -256,14 +287,16 @@ func registerScenario(st *suiteState, sc Scenario) {
 // (a finding, or a positive control of a convergence invariant): the loop
 // then runs to the timeout, and a source that happens to be slow at that
 // last moment would otherwise decide every other convergence invariant,
-// which had long since converged. The settle samples judged on are kept in
-// the record beside the final snapshot.
+// which had long since converged. Every settle sample is kept in the
+// record beside the final snapshot: the safety invariants are judged over
+// them too.
 func (r *run) settleAndJudge(ctx context.Context) []string {
 	st := r.suite
 	l := st.lab
 	start := time.Now()
 	deadline := start.Add(r.sc.Settle)
 	var final *evidence.Snapshot
+	var all []*evidence.Snapshot
 	var lastErr error
 	settledIn := map[string]*evidence.Snapshot{}
 	for {
@@ -271,12 +304,13 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 		if err == nil {
 			r.addEvents(events)
 			final = &snap
-			newly, all := r.settle(final, settledIn)
+			all = append(all, final)
+			newly, done := r.settle(final, settledIn)
 			for _, name := range newly {
 				r.event("invariant-settled", fmt.Sprintf("%s, in the sample taken at %s, %s after heal",
 					name, snap.Taken.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond)))
 			}
-			if all {
+			if done {
 				r.event("settled", fmt.Sprintf("after %s", time.Since(start).Round(time.Millisecond)))
 				break
 			}
@@ -296,16 +330,8 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 		r.abort("final snapshot", fmt.Errorf("no snapshot could be taken while settling: %v", lastErr))
 		return nil
 	}
-	// Invariants settled by one sample share its pointer.
-	var samples []*evidence.Snapshot
-	for _, snap := range settledIn {
-		if snap != final && !slices.Contains(samples, snap) {
-			samples = append(samples, snap)
-		}
-	}
-	slices.SortFunc(samples, func(a, b *evidence.Snapshot) int { return a.Taken.Compare(b.Taken) })
 	var earlier []evidence.Snapshot
-	for _, snap := range samples {
+	for _, snap := range all[:len(all)-1] {
 		earlier = append(earlier, *snap)
 	}
 	r.mu.Lock()
@@ -330,6 +356,93 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	}
 	r.mu.Unlock()
 	return failures
+}
+
+// judgeSafety judges every safety invariant still to be judged with its
+// matcher over the window's, heal's and settle's samples (the final
+// snapshot included), and returns the failure messages.
+func (r *run) judgeSafety() []string {
+	r.mu.Lock()
+	var snaps []evidence.Snapshot
+	snaps = append(snaps, r.record.Window...)
+	snaps = append(snaps, r.record.Heal...)
+	snaps = append(snaps, r.record.Settle...)
+	if r.record.Final != nil {
+		snaps = append(snaps, *r.record.Final)
+	}
+	baseline := r.record.Baseline
+	r.mu.Unlock()
+	in := invariant.Input{Moment: invariant.WindowToSettle, Snapshots: snaps, Timeline: r.timeline.Timeline(), Baseline: baseline}
+	return r.assert(verdict.Safety, in)
+}
+
+// samplePreFault samples after the baseline, at the suite's interval,
+// until the pre-fault window is long enough for every invariant judged to
+// be able to fire (preFaultLength). Samples that fail are noted and do
+// not count; when the window cannot be made long enough within twice its
+// length and ten rounds more, it returns what it has and an error: a
+// shorter window could not show the breakage the check is for.
+func (r *run) samplePreFault(ctx context.Context, baseline evidence.Snapshot) ([]evidence.Snapshot, error) {
+	st := r.suite
+	every := st.cfg.SampleEvery
+	rounds, span := preFaultLength(r.applicable(st.cfg.Applicability), every)
+	need := max(span, time.Duration(rounds)*every)
+	start := time.Now()
+	defer r.timed("pre-fault", start)
+	deadline := start.Add(2*need + 10*every)
+	var out []evidence.Snapshot
+	failed := 0
+	for !preFaultLongEnough(baseline, out, rounds, span) {
+		if !time.Now().Before(deadline) {
+			return out, fmt.Errorf("%d samples in %s (%d failed), short of the %d rounds spanning more than %s after the baseline that every invariant needs to be able to fire",
+				len(out), time.Since(start).Round(time.Millisecond), failed, rounds, span)
+		}
+		if !sleepCtx(ctx, every) {
+			return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
+		}
+		snap, events, err := st.cfg.Sampler.Sample(ctx, st.lab)
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
+		}
+		if err != nil {
+			failed++
+			r.event("sample-failed", "in the pre-fault window: "+err.Error())
+			continue
+		}
+		r.addEvents(events)
+		out = append(out, snap)
+	}
+	r.event("pre-fault-window", fmt.Sprintf("%d samples after the baseline, to %s (needed: %d rounds spanning more than %s)",
+		len(out), out[len(out)-1].Taken.Sub(baseline.Taken).Round(time.Millisecond), rounds, span))
+	return out, nil
+}
+
+// controlsDecidedBeforeTheFault returns a failure for every invariant the
+// scenario is a positive control of that was decided before the fault
+// (NOT_APPLICABLE, DETECTOR_INVALID): a control must show VIOLATED, and
+// one whose invariant was never judged under the fault shows nothing.
+func (r *run) controlsDecidedBeforeTheFault() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, name := range r.sc.ControlOf {
+		if j, ok := r.decided[name]; ok && (j.Verdict == verdict.NotApplicable || j.Verdict == verdict.DetectorInvalid) {
+			out = append(out, fmt.Sprintf("positive control of %s: it was %s before the fault, so the control shows nothing: %s", name, j.Verdict, j.Reason))
+		}
+	}
+	return out
+}
+
+func (r *run) isWatched() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watched
+}
+
+func (r *run) isInterrupted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.interrupted != ""
 }
 
 // settle judges, over snap, every convergence invariant still to be judged
@@ -402,6 +515,7 @@ func (r *run) assertEach(phase verdict.Phase, inputFor func(name string) invaria
 			g.Expect(in).To(m)
 		}
 		if j, ok := m.Judgement(); ok {
+			j.During = r.during(j, in)
 			r.decide(j)
 		}
 	}

@@ -799,3 +799,100 @@ func TestEtcdFaultsNeedEtcdAccess(t *testing.T) {
 		}
 	}
 }
+
+// overlimitsAnswer is what `tc -s class show` prints for the throttled
+// class with n overlimits.
+func overlimitsAnswer(tag string, n int) lab.Result {
+	return lab.Result{Stdout: "class htb " + tag + ":2 root prio 0 rate 512Kbit ceil 512Kbit burst 8Kb cburst 1600b \n Sent 769815 bytes 3524 pkt (dropped 0, overlimits " + strconv.Itoa(n) + " requeues 0) \n"}
+}
+
+// The throttle's overlimits counter only ever grows from inject on: a
+// probe sees the effect when it grew since the previous probe, not when
+// it is above zero, or a throttle whose traffic went elsewhere would be
+// seen through the rest of the window.
+func TestThrottleProbeSeesTheEffectOnlyWhileTheCounterGrows(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	etcd1 := l.host("etcd1")
+	etcd1.answers["ip -o route get"] = lab.Result{Stdout: "10.231.11.12 dev eth0 src 10.231.11.11 uid 0 \\    cache \n"}
+	etcd1.answers["tc qdisc show dev eth0 root"] = lab.Result{Stdout: "qdisc noqueue 0: root refcnt 2 \n"}
+	f := Throttle("etcd1", []string{"etcd2"}, 512)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	tag := f.(*throttle).p.Tag
+	for i, c := range []struct {
+		overlimits int
+		observed   bool
+		detail     string
+	}{
+		{100, true, "etcd1 held back packets to [etcd2] over 512 kbit/s 100 times since the last probe (100 since inject)"},
+		{100, false, "etcd1 held back packets to [etcd2] over 512 kbit/s 0 times since the last probe (100 since inject)"},
+		{150, true, "50 times since the last probe (150 since inject)"},
+	} {
+		etcd1.answers["tc qdisc show | awk"] = overlimitsAnswer(tag, c.overlimits)
+		e, err := f.Probe(ctx, l)
+		if err != nil || e.Observed != c.observed || !strings.Contains(e.Detail, c.detail) {
+			t.Errorf("probe %d with %d overlimits: %+v, %v; want observed %v, saying %q", i, c.overlimits, e, err, c.observed, c.detail)
+		}
+	}
+}
+
+// A process that did not inject the throttle (one healing from the
+// ledger) has no earlier reading: it reports the total since inject and
+// says that it cannot tell whether the counter still grows; its next
+// probe can.
+func TestThrottleProbeWithNoEarlierReadingSaysSo(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	f, err := fault.Decode(KindThrottle, Throttle("etcd1", []string{"etcd2"}, 512).Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := f.(*throttle).p.Tag
+	l.host("etcd1").answers["tc qdisc show | awk"] = overlimitsAnswer(tag, 3409)
+	e, err := f.Probe(ctx, l)
+	if err != nil || !e.Observed || !strings.Contains(e.Detail, "3409 since inject") || !strings.Contains(e.Detail, "no earlier reading") {
+		t.Errorf("first probe of a fresh process: %+v, %v; want the total, saying it has no earlier reading", e, err)
+	}
+	if e, err := f.Probe(ctx, l); err != nil || e.Observed || strings.Contains(e.Detail, "no earlier reading") {
+		t.Errorf("second probe, counter unchanged: %+v, %v; want not observed", e, err)
+	}
+}
+
+// A throttle of the etcd leader holds commits back only while the member
+// it throttles leads: once another leads, its probe sees no effect however
+// the counter grows, and when etcd cannot say who leads the counter
+// decides and the detail says the leadership was not known.
+func TestEtcdLeaderThrottleProbeLosesTheEffectWhenTheLeaderMoves(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	etcd1 := l.host("etcd1")
+	f := EtcdLeaderThrottle(512).(*throttle)
+	// As Inject leaves it with etcd1 leading (finding the leader needs an
+	// etcd, which this lab does not have).
+	f.hosts = []lab.Host{etcd1}
+	f.lastOverlimits = map[string]int64{"etcd1": 0}
+	leader := func(h lab.Host, err error) {
+		currentEtcdLeader = func(context.Context, lab.Lab) (lab.Host, error) { return h, err }
+	}
+	defer func(orig func(context.Context, lab.Lab) (lab.Host, error)) { currentEtcdLeader = orig }(currentEtcdLeader)
+	for i, c := range []struct {
+		overlimits int
+		leader     lab.Host
+		err        error
+		observed   bool
+		detail     string
+	}{
+		{100, etcd1, nil, true, "etcd1 still leads etcd"},
+		{200, l.host("etcd2"), nil, false, "etcd2 leads etcd now, not the throttled etcd1, so the throttle no longer holds commits back"},
+		{300, nil, errors.New("context deadline exceeded"), true, "whether etcd1 still leads etcd is not known: context deadline exceeded"},
+	} {
+		leader(c.leader, c.err)
+		etcd1.answers["tc qdisc show | awk"] = overlimitsAnswer(f.p.Tag, c.overlimits)
+		e, err := f.Probe(ctx, l)
+		if err != nil || e.Observed != c.observed || !strings.Contains(e.Detail, c.detail) {
+			t.Errorf("probe %d: %+v, %v; want observed %v, saying %q", i, e, err, c.observed, c.detail)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
@@ -99,6 +100,14 @@ type throttle struct {
 	// hosts are the hosts the qdisc went to: p.Host, the etcd leader it
 	// stood for at inject time, or the hosts its selector named.
 	hosts []lab.Host
+
+	// mu guards lastOverlimits: the engine probes from one goroutine, but
+	// the fault value is shared with whatever else holds it.
+	mu sync.Mutex
+	// lastOverlimits is each host's overlimits counter at the previous
+	// probe (zero at inject: the class is new); nil in a process that has
+	// neither injected nor probed the fault.
+	lastOverlimits map[string]int64
 }
 
 func (f *throttle) Kind() string            { return KindThrottle }
@@ -128,6 +137,12 @@ func (f *throttle) Inject(ctx context.Context, l lab.Lab) error {
 		scripts[i] = htbScript(dev, f.p.Tag, f.p.RateKbit, addrs)
 	}
 	f.hosts = hosts
+	f.mu.Lock()
+	f.lastOverlimits = map[string]int64{}
+	for _, h := range hosts {
+		f.lastOverlimits[h.Name()] = 0
+	}
+	f.mu.Unlock()
 	for i, h := range hosts {
 		if _, err := run(ctx, h, scripts[i]); err != nil {
 			if strings.Contains(err.Error(), "qdisc kind is unknown") || strings.Contains(err.Error(), "Unknown filter") {
@@ -182,11 +197,34 @@ func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
 
 var overlimits = regexp.MustCompile(`\boverlimits (\d+)\b`)
 
-// Probe reads the throttled class's overlimits counter on each host: how
-// often the kernel held a packet back because the class was over its rate.
+// currentEtcdLeader finds etcd's leader now; tests replace it.
+var currentEtcdLeader = etcdLeaderHost
+
+// Probe reads the throttled class's overlimits counter on each host (how
+// often the kernel held a packet back because the class was over its
+// rate) and sees the effect when it grew on some host since the previous
+// probe. The counter is cumulative from inject, so its total would keep
+// "seeing" a throttle whose traffic went elsewhere: an etcd leader that
+// moved to an unthrottled member, a client that moved to another server.
+// A process with no earlier reading (one healing from the ledger) can
+// only report the totals, and says so.
+//
+// For a throttle of the etcd leader injected by this process, it also
+// asks etcd which member leads now (one status request per endpoint, as
+// finding the leader at inject does): once another member leads, the
+// throttled member's traffic no longer holds commits back, and the effect
+// is not seen whatever the counter does. When etcd cannot say, the
+// counter decides, and the detail says the leadership was not known.
+//
+// The throttle declares no share of its own (fault.DefaultEffectShare):
+// while its traffic flows through the narrow class the counter grows
+// between any two probes a sampling interval apart, and a window in which
+// it mostly did not (the leadership moved early, the traffic stopped) did
+// not test the throttle.
 func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	hosts := f.hosts
-	if hosts == nil {
+	injected := hosts != nil
+	if !injected {
 		// Not injected by this process (a null arm, or before inject):
 		// look where the fault would go now.
 		var err error
@@ -195,7 +233,7 @@ func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 		}
 	}
 	cmd := rootQdiscDevices("htb", f.p.Tag) + ` | while read -r dev; do tc -s class show dev "$dev" classid ` + f.p.Tag + `:2; done`
-	var total int64
+	counts := map[string]int64{}
 	var parts []string
 	for _, h := range hosts {
 		out, err := run(ctx, h, cmd)
@@ -208,10 +246,48 @@ func (f *throttle) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 			continue
 		}
 		n, _ := strconv.ParseInt(m[1], 10, 64)
-		total += n
-		parts = append(parts, fmt.Sprintf("%s held back packets to %v over %d kbit/s %d times", h.Name(), f.p.To, f.p.RateKbit, n))
+		counts[h.Name()] = n
 	}
-	return fault.Effect{Observed: total > 0, Detail: strings.Join(parts, "; ")}, nil
+	f.mu.Lock()
+	last := f.lastOverlimits
+	f.lastOverlimits = counts
+	f.mu.Unlock()
+	grew := false
+	for _, h := range hosts {
+		n, ok := counts[h.Name()]
+		if !ok {
+			continue
+		}
+		if last == nil {
+			grew = grew || n > 0
+			parts = append(parts, fmt.Sprintf("%s held back packets to %v over %d kbit/s %d since inject", h.Name(), f.p.To, f.p.RateKbit, n))
+			continue
+		}
+		// A counter below its last reading belongs to a class made
+		// anew; all of it is since then.
+		delta := n - last[h.Name()]
+		if delta < 0 {
+			delta = n
+		}
+		grew = grew || delta > 0
+		parts = append(parts, fmt.Sprintf("%s held back packets to %v over %d kbit/s %d times since the last probe (%d since inject)", h.Name(), f.p.To, f.p.RateKbit, delta, n))
+	}
+	detail := strings.Join(parts, "; ")
+	if last == nil && len(counts) > 0 {
+		detail += " (this process has no earlier reading, so whether the counters still grow is not known)"
+	}
+	if injected && f.p.Host == selectorEtcdLeader && len(hosts) == 1 {
+		leader, err := currentEtcdLeader(ctx, l)
+		switch {
+		case err != nil:
+			detail += fmt.Sprintf("; whether %s still leads etcd is not known: %v", hosts[0].Name(), err)
+		case leader.Name() != hosts[0].Name():
+			return fault.Effect{Detail: fmt.Sprintf("%s leads etcd now, not the throttled %s, so the throttle no longer holds commits back; %s", leader.Name(), hosts[0].Name(), detail)}, nil
+		default:
+			detail += fmt.Sprintf("; %s still leads etcd", leader.Name())
+		}
+	}
+	return fault.Effect{Observed: grew, Detail: detail}, nil
 }
 
 func init() { register(KindThrottle, func(p throttleParams) fault.Fault { return &throttle{p: p} }) }

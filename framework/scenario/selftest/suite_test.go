@@ -28,6 +28,14 @@ const (
 	envUnsupported = "FAULTLINE_SELFTEST_UNSUPPORTED"
 	// envLingering adds a positive control whose damage outlives heal.
 	envLingering = "FAULTLINE_SELFTEST_LINGERING"
+	// envTwoCopies adds a scenario whose stateful pod already runs on two
+	// nodes before the fault, and has Prepare put it there.
+	envTwoCopies = "FAULTLINE_SELFTEST_TWO_COPIES"
+	// envHazardAtHeal adds a positive control whose breakage falls in heal
+	// and in settle.
+	envHazardAtHeal = "FAULTLINE_SELFTEST_HAZARD_AT_HEAL"
+	// envSeenOnce adds a fault whose effect only the first probe sees.
+	envSeenOnce = "FAULTLINE_SELFTEST_SEEN_ONCE"
 )
 
 func TestSelftest(t *testing.T) {
@@ -138,6 +146,58 @@ var lingering = scenario.Scenario{
 	ControlOf:  []string{"healed-l"},
 }
 
+// twoCopies runs with the stateful pod's container already running on two
+// nodes before the fault (Prepare puts it there): the real single-copy
+// invariant must find that in the pre-fault window and make its verdict
+// DETECTOR_INVALID instead of blaming the fault. Only in the table when
+// asked for.
+var twoCopies = scenario.Scenario{
+	ID:         "selftest-two-copies-before-fault",
+	Title:      "the stateful pod runs twice before the fault",
+	Labels:     []string{"two-copies"},
+	Fault:      memlab.Flag{Name: "d"},
+	Window:     300 * time.Millisecond,
+	Settle:     3 * time.Second,
+	Invariants: []invariant.Invariant{invariant.SingleCopy(), noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-d", flag: "d", phase: verdict.Convergence}},
+}
+
+// hazardAtHeal is a positive control of two safety invariants whose
+// breakage falls after the window: its heal sets the blip flag for a
+// while, and once healed the aftershock flag shows for a while. Both must
+// be judged VIOLATED, the one in heal and the other in settle; the
+// convergence invariant on the pending flag keeps settling going until
+// the aftershock has passed. Only in the table when asked for.
+var hazardAtHeal = scenario.Scenario{
+	ID:     "selftest-hazard-at-heal",
+	Title:  "a control whose breakage falls in heal and in settle",
+	Labels: []string{"hazard-at-heal"},
+	Fault:  memlab.Flag{Name: "e", BlipAtHeal: "blip", AftershockAfterHeal: "aftershock"},
+	Window: 300 * time.Millisecond,
+	Settle: 3 * time.Second,
+	Invariants: []invariant.Invariant{
+		noFlag{name: "no-blip", flag: "blip", phase: verdict.Safety},
+		noFlag{name: "no-aftershock", flag: "aftershock", phase: verdict.Safety},
+		noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety},
+		noFlag{name: "healed-e", flag: "e", phase: verdict.Convergence},
+		noFlag{name: "aftershock-passed", flag: "aftershock" + memlab.PendingSuffix, phase: verdict.Convergence},
+	},
+	ControlOf: []string{"no-blip", "no-aftershock"},
+}
+
+// seenOnce is a fault whose effect shows to its first probe only: one
+// sighting in a window of ten probes is far below the share a run needs
+// to count, so the run is FAULT_INEFFECTIVE. Only in the table when asked
+// for.
+var seenOnce = scenario.Scenario{
+	ID:         "selftest-effect-seen-once",
+	Title:      "a fault whose effect only the first probe sees",
+	Labels:     []string{"seen-once"},
+	Fault:      memlab.Flag{Name: "g", SeenOnce: true},
+	Window:     time.Second,
+	Settle:     3 * time.Second,
+	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-g", flag: "g", phase: verdict.Convergence}},
+}
+
 func fullTable() []scenario.Scenario {
 	t := table
 	if os.Getenv(envHealFails) != "" {
@@ -149,7 +209,27 @@ func fullTable() []scenario.Scenario {
 	if os.Getenv(envLingering) != "" {
 		t = append(t, lingering)
 	}
+	if os.Getenv(envTwoCopies) != "" {
+		t = append(t, twoCopies)
+	}
+	if os.Getenv(envHazardAtHeal) != "" {
+		t = append(t, hazardAtHeal)
+	}
+	if os.Getenv(envSeenOnce) != "" {
+		t = append(t, seenOnce)
+	}
 	return t
+}
+
+// prepare puts the stateful pod on two nodes when the two-copies scenario
+// is asked for.
+func prepare(_ context.Context, l lab.Lab) error {
+	if os.Getenv(envTwoCopies) == "" {
+		return nil
+	}
+	return l.(*memlab.Lab).Update(func(s *memlab.State) {
+		s.Copies = map[string]string{memlab.Nodes[0]: "container-on-w1", memlab.Nodes[1]: "container-on-w2"}
+	})
 }
 
 var _ = scenario.Register(scenario.Suite{
@@ -163,6 +243,7 @@ var _ = scenario.Register(scenario.Suite{
 		}
 		return nil
 	},
+	Prepare:       prepare,
 	Sampler:       memlab.Sampler{},
 	SampleEvery:   100 * time.Millisecond,
 	Applicability: applicability,

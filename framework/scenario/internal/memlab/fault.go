@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
@@ -27,7 +28,29 @@ type Flag struct {
 	// Unsupported makes inject refuse, touching nothing, as a fault the
 	// lab cannot run does.
 	Unsupported bool `json:"unsupported,omitempty"`
+	// BlipAtHeal is a flag heal sets for BlipFor before it clears the
+	// fault, as a component thawed or restarted at heal misbehaves for a
+	// moment.
+	BlipAtHeal string `json:"blipAtHeal,omitempty"`
+	// AftershockAfterHeal is a flag that shows from AftershockDelay after
+	// heal returns until AftershockDelay+AftershockFor after it, as damage
+	// that appears once the fault is gone and passes by itself. The flag
+	// AftershockAfterHeal+PendingSuffix shows from heal until the
+	// aftershock has passed, so a convergence invariant can wait for it.
+	AftershockAfterHeal string `json:"aftershockAfterHeal,omitempty"`
+	// SeenOnce makes the probe see the effect only the first time it
+	// looks, as a fault whose effect passes soon after inject.
+	SeenOnce bool `json:"seenOnce,omitempty"`
 }
+
+// Timings of Flag's heal-time damage. The aftershock starts a while after
+// heal returns so that no sample taken during heal can see it.
+const (
+	BlipFor         = 500 * time.Millisecond
+	AftershockDelay = 150 * time.Millisecond
+	AftershockFor   = 500 * time.Millisecond
+	PendingSuffix   = "-pending"
+)
 
 func (f Flag) Kind() string       { return FlagKind }
 func (f Flag) Class() fault.Class { return FlagClass }
@@ -54,6 +77,10 @@ func (f Flag) Inject(ctx context.Context, l lab.Lab) error {
 	}
 	err = m.Update(func(s *State) {
 		s.Flags[f.Name] = true
+		if s.Probes == nil {
+			s.Probes = map[string]int{}
+		}
+		s.Probes[f.Name] = 0
 		s.Log = append(s.Log, "inject "+f.Name)
 	})
 	if err == nil && f.FailInject {
@@ -70,8 +97,31 @@ func (f Flag) Heal(ctx context.Context, l lab.Lab) error {
 	if f.FailHeal {
 		return fmt.Errorf("flag %s cannot be cleared", f.Name)
 	}
+	if f.BlipAtHeal != "" {
+		if err := m.Update(func(s *State) { s.Flags[f.BlipAtHeal] = true }); err != nil {
+			return err
+		}
+		t := time.NewTimer(BlipFor)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	return m.Update(func(s *State) {
 		delete(s.Flags, f.Name)
+		if f.BlipAtHeal != "" {
+			delete(s.Flags, f.BlipAtHeal)
+		}
+		if f.AftershockAfterHeal != "" {
+			now := time.Now()
+			if s.Lapsing == nil {
+				s.Lapsing = map[string]Stretch{}
+			}
+			over := now.Add(AftershockDelay + AftershockFor)
+			s.Lapsing[f.AftershockAfterHeal] = Stretch{From: now.Add(AftershockDelay), Until: over}
+			s.Lapsing[f.AftershockAfterHeal+PendingSuffix] = Stretch{From: now, Until: over}
+		}
 		s.Log = append(s.Log, "heal "+f.Name)
 	})
 }
@@ -81,9 +131,19 @@ func (f Flag) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	s, err := m.Load()
+	var s State
+	err = m.Update(func(st *State) {
+		if st.Probes == nil {
+			st.Probes = map[string]int{}
+		}
+		st.Probes[f.Name]++
+		s = *st
+	})
 	if err != nil {
 		return fault.Effect{}, err
+	}
+	if f.SeenOnce && s.Probes[f.Name] > 1 {
+		return fault.Effect{Detail: fmt.Sprintf("flag %s is set, but its effect showed only to the first probe", f.Name)}, nil
 	}
 	if f.Hidden {
 		return fault.Effect{Detail: fmt.Sprintf("flag %s cannot be seen from outside", f.Name)}, nil

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -28,9 +29,26 @@ const PreexistingFlag = "preexisting"
 type State struct {
 	Resets int             `json:"resets"`
 	Flags  map[string]bool `json:"flags"`
+	// Lapsing are flags set for a stretch of time only, as damage that
+	// shows for a while after heal and passes by itself does.
+	Lapsing map[string]Stretch `json:"lapsing,omitempty"`
+	// Copies are where the stateful pod's container runs: node name to
+	// container ID. Reset clears them; a suite's Prepare sets them.
+	Copies map[string]string `json:"copies,omitempty"`
+	// Probes counts the effect probes of each flag since it was injected.
+	Probes map[string]int `json:"probes,omitempty"`
 	// Log is every change in order: "reset", "inject <flag>", "heal <flag>".
 	Log []string `json:"log"`
 }
+
+// Stretch is a span of time [From, Until).
+type Stretch struct {
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+}
+
+// Nodes are the nodes whose container runtimes the sampler reads.
+var Nodes = []string{"memlab-w1", "memlab-w2"}
 
 // Lab is the in-file lab.
 type Lab struct {
@@ -111,11 +129,16 @@ func (l *Lab) Update(change func(*State)) error {
 	return os.Rename(tmp, l.statePath())
 }
 
-// ActiveFlags lists the flags set, sorted.
-func (s State) ActiveFlags() []string {
+// ActiveFlags lists the flags set at now, sorted.
+func (s State) ActiveFlags(now time.Time) []string {
 	var out []string
 	for f, on := range s.Flags {
 		if on {
+			out = append(out, f)
+		}
+	}
+	for f, st := range s.Lapsing {
+		if !now.Before(st.From) && now.Before(st.Until) && !s.Flags[f] {
 			out = append(out, f)
 		}
 	}
@@ -136,13 +159,14 @@ func (l *Lab) Kubeconfig(string) (string, error) {
 }
 func (l *Lab) StateDir() string { return l.dir }
 
-// Reset counts, and sets the preexisting flag. It does not clear fault
-// flags: a fault left behind must be healed through the ledger, which is
-// what the engine's tests check.
+// Reset counts, sets the preexisting flag and removes the pod's copies.
+// It does not clear fault flags: a fault left behind must be healed
+// through the ledger, which is what the engine's tests check.
 func (l *Lab) Reset(ctx context.Context) error {
 	return l.Update(func(s *State) {
 		s.Resets++
 		s.Flags[PreexistingFlag] = true
+		s.Copies = nil
 		s.Log = append(s.Log, "reset")
 	})
 }
