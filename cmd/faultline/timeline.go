@@ -69,7 +69,7 @@ func writeTimelines(w io.Writer, args []string) error {
 
 func writeTimeline(w io.Writer, run string, rec evidence.Record) {
 	tl := rec.Timeline.Sorted()
-	snaps := len(rec.Window) + len(rec.Settle)
+	snaps := len(rec.PreFault) + len(rec.Window) + len(rec.Heal) + len(rec.Settle)
 	if rec.Baseline != nil {
 		snaps++
 	}

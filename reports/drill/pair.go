@@ -263,9 +263,11 @@ func AnalysePair(run verdict.Run, rec evidence.Record, worker string) (PairArm, 
 }
 
 // samples are every snapshot the record holds after its baseline, in the
-// order taken: the window's, the settle samples and the final one.
+// order taken: the window's, those taken while heal ran, the settle
+// samples and the final one.
 func samples(rec evidence.Record) []evidence.Snapshot {
 	out := append([]evidence.Snapshot{}, rec.Window...)
+	out = append(out, rec.Heal...)
 	out = append(out, rec.Settle...)
 	if rec.Final != nil {
 		out = append(out, *rec.Final)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -893,6 +894,36 @@ func TestEtcdLeaderThrottleProbeLosesTheEffectWhenTheLeaderMoves(t *testing.T) {
 		e, err := f.Probe(ctx, l)
 		if err != nil || e.Observed != c.observed || !strings.Contains(e.Detail, c.detail) {
 			t.Errorf("probe %d: %+v, %v; want observed %v, saying %q", i, e, err, c.observed, c.detail)
+		}
+	}
+}
+
+// The loss's drop count is cumulative since inject: only its growth since
+// the previous probe shows the fault still acts.
+func TestLossProbeSeesTheEffectOnlyWhileDropsGrow(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	f := Loss("worker1", []string{"role:control-plane"}, 12.5).(*loss)
+	if err := f.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	w := l.host("worker1")
+	listing := func(n int) lab.Result {
+		return lab.Result{Stdout: fmt.Sprintf("Chain FAULTLINE-%s (1 references)\n    pkts      bytes target     prot opt in     out     source               destination\n%8d    12345 DROP       all  --  *      *       0.0.0.0/0            10.231.11.21\n", f.p.Tag, n)}
+	}
+	for i, c := range []struct {
+		drops    int
+		observed bool
+		detail   string
+	}{
+		{40, true, "since inject (this process has no earlier reading"},
+		{40, false, "dropped 0 packets it sent to [role:control-plane] since the last probe (40 since inject)"},
+		{55, true, "dropped 15 packets"},
+	} {
+		w.answers["iptables -w -n -v -x -L"] = listing(c.drops)
+		e, err := f.Probe(ctx, l)
+		if err != nil || e.Observed != c.observed || !strings.Contains(e.Detail, c.detail) {
+			t.Errorf("probe %d with %d drops: %+v, %v; want observed %v, saying %q", i, c.drops, e, err, c.observed, c.detail)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
@@ -51,7 +52,14 @@ func Loss(host string, to []string, percent float64) fault.Fault {
 	return &loss{p: lossParams{Host: host, To: to, Percent: percent, Tag: newTag()}}
 }
 
-type loss struct{ p lossParams }
+type loss struct {
+	p lossParams
+	// mu guards lastDrops, the drop count the previous probe read (nil
+	// before any): the count is cumulative since inject, so only its
+	// growth says the fault still acts.
+	mu        sync.Mutex
+	lastDrops *int64
+}
 
 func (f *loss) Kind() string            { return KindLoss }
 func (f *loss) Class() fault.Class      { return ClassSlowNetwork }
@@ -100,7 +108,9 @@ func (f *loss) Heal(ctx context.Context, l lab.Lab) error {
 }
 
 // Probe reads how many packets the fault's rules dropped: the kernel's own
-// count of packets that never left. No chain means nothing was dropped.
+// count of packets that never left, cumulative since inject, so the effect
+// is seen only when it grew since the previous probe. No chain means
+// nothing was dropped.
 func (f *loss) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	h, err := hostByName(l, f.p.Host)
 	if err != nil {
@@ -117,7 +127,19 @@ func (f *loss) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	return fault.Effect{Observed: n > 0, Detail: fmt.Sprintf("%s dropped %d packets it sent to %v", h.Name(), n, f.p.To)}, nil
+	f.mu.Lock()
+	last := f.lastDrops
+	f.lastDrops = &n
+	f.mu.Unlock()
+	if last == nil {
+		return fault.Effect{Observed: n > 0, Detail: fmt.Sprintf("%s dropped %d packets it sent to %v since inject (this process has no earlier reading, so whether it still drops is not known)", h.Name(), n, f.p.To)}, nil
+	}
+	delta := n - *last
+	if delta < 0 {
+		// A count below the last reading belongs to a chain made anew.
+		delta = n
+	}
+	return fault.Effect{Observed: delta > 0, Detail: fmt.Sprintf("%s dropped %d packets it sent to %v since the last probe (%d since inject)", h.Name(), delta, f.p.To, n)}, nil
 }
 
 func init() { register(KindLoss, func(p lossParams) fault.Fault { return &loss{p: p} }) }
