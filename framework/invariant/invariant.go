@@ -28,7 +28,11 @@ const (
 	// invariants are judged over it: a hazard can fall at heal (a frozen
 	// process thawed, a stopped service restarted) or after it.
 	WindowToSettle Moment = "window, heal and settle"
-	// Final: the snapshot taken after heal and settle.
+	// Final: the settle sample a convergence invariant is judged on (the
+	// first in which it settled, or the final snapshot), last, after every
+	// sample taken before it since the fault. The invariant decides from
+	// that last one; the earlier ones only say whether the lab left its
+	// baseline at all, which is whether the invariant was exercised.
 	Final Moment = "final"
 )
 
@@ -44,9 +48,9 @@ type Input struct {
 	Moment Moment
 	// Snapshots are the ones being judged, in the order taken: the
 	// baseline and the pre-fault window before the fault; the window's,
-	// heal's and settle's samples for a safety invariant; one settle
-	// sample (the first that settled it, or the final one) for a
-	// convergence invariant.
+	// heal's and settle's samples for a safety invariant; for a
+	// convergence invariant every sample since the fault up to the settle
+	// sample it is judged on, which is last (see Final).
 	Snapshots []evidence.Snapshot
 	Timeline  evidence.Timeline
 	// Baseline is the pre-fault snapshot, for invariants that compare

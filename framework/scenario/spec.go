@@ -131,7 +131,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 				}
 				Fail(r.abort("inject", fmt.Errorf("%s: %w", fault.Describe(f), err)))
 			}
-			r.event("fault-injected", fault.Describe(f))
+			r.event(invariant.FaultInjectedEvent, fault.Describe(f))
 		})
 
 		It(sc.Title, func(ctx SpecContext) {
@@ -338,6 +338,13 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 	r.record.Final = final
 	r.record.Settle = earlier
 	baseline := r.record.Baseline
+	// What came before the judged sample: the convergence invariants
+	// decide from the sample judged, which they are handed last, and read
+	// the earlier ones only to say whether the lab left its baseline at
+	// all (whether they were exercised).
+	var before []evidence.Snapshot
+	before = append(before, r.record.Window...)
+	before = append(before, r.record.Heal...)
 	r.mu.Unlock()
 	tl := r.timeline.Timeline()
 	failures := r.assertEach(verdict.Convergence, func(name string) invariant.Input {
@@ -345,7 +352,14 @@ func (r *run) settleAndJudge(ctx context.Context) []string {
 		if s, ok := settledIn[name]; ok {
 			snap = s
 		}
-		return invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: tl, Baseline: baseline}
+		snaps := append([]evidence.Snapshot(nil), before...)
+		for _, e := range earlier {
+			if e.Taken.Before(snap.Taken) {
+				snaps = append(snaps, e)
+			}
+		}
+		snaps = append(snaps, *snap)
+		return invariant.Input{Moment: invariant.Final, Snapshots: snaps, Timeline: tl, Baseline: baseline}
 	})
 	r.mu.Lock()
 	for name, j := range r.decided {

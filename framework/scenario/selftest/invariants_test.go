@@ -9,7 +9,8 @@ import (
 	"github.com/faultline/faultline/framework/verdict"
 )
 
-// noFlag is violated by any snapshot in which memlab shows the flag set.
+// noFlag is violated by any snapshot in which memlab shows the flag set
+// (after settle: by the sample judged).
 type noFlag struct {
 	name, flag string
 	phase      verdict.Phase
@@ -22,7 +23,12 @@ func (n noFlag) Reads() []invariant.Reading {
 }
 func (n noFlag) Judge(in invariant.Input) verdict.Judgement {
 	read := 0
-	for _, s := range in.Snapshots {
+	snaps := in.Snapshots
+	if in.Moment == invariant.Final && len(snaps) > 0 {
+		// After settle only the sample judged, the last, decides.
+		snaps = snaps[len(snaps)-1:]
+	}
+	for _, s := range snaps {
 		var flags []string
 		if s.Get(memlab.SourceFlags, memlab.QuestionSet).Decode(&flags) != nil {
 			continue
