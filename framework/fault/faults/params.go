@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/faultline/faultline/framework/fault"
 )
@@ -42,17 +43,30 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// newTag returns four hex digits, not 0000, naming one injected fault's
-// own objects on the hosts (iptables chain, qdisc handle, marker files), so
-// heal removes exactly them. Four digits fit a tc handle's major number.
+// tagsGiven are the tags this process has handed out: random four-digit
+// tags collide by chance (about one in fifty among fifty faults), and two
+// faults of one run sharing a tag would heal each other's rules.
+var (
+	tagsMu    sync.Mutex
+	tagsGiven = map[string]bool{}
+)
+
+// newTag returns four hex digits, not 0000 and not given before by this
+// process, naming one injected fault's own objects on the hosts (iptables
+// chain, qdisc handle, marker files), so heal removes exactly them. Four
+// digits fit a tc handle's major number.
 func newTag() string {
+	tagsMu.Lock()
+	defer tagsMu.Unlock()
 	for {
 		var b [2]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			panic(fmt.Sprintf("faults: no randomness for a fault tag: %v", err))
 		}
-		if b != [2]byte{} {
-			return hex.EncodeToString(b[:])
+		tag := hex.EncodeToString(b[:])
+		if b != [2]byte{} && !tagsGiven[tag] {
+			tagsGiven[tag] = true
+			return tag
 		}
 	}
 }
