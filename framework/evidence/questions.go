@@ -63,7 +63,11 @@ var DefaultSubjects = Subjects{
 // NodeReadyValue is a node's Ready condition. Exists is false when the
 // node object is not there (then the rest is empty).
 type NodeReadyValue struct {
-	Exists             bool      `json:"exists"`
+	Exists bool `json:"exists"`
+	// Name is the node's name (empty in records written before it was
+	// recorded, and when the node does not exist), so an invariant can
+	// tell whether the readiness is that of the node a pod runs on.
+	Name               string    `json:"name,omitempty"`
 	Status             string    `json:"status,omitempty"`
 	Reason             string    `json:"reason,omitempty"`
 	LastHeartbeatTime  time.Time `json:"lastHeartbeatTime,omitzero"`

@@ -12,67 +12,85 @@ import (
 // EndpointsTruthfulName names the endpoints-truthful invariant.
 const EndpointsTruthfulName = "endpoints-truthful"
 
-// EndpointsTruthful: after a bound, the test service's ready endpoints
-// point only at pods whose containers run and answer.
+// EndpointsTruthful: a ready endpoint of the test service stops being
+// ready within the bound once what it points at is dead.
 //
-// Reads: service/endpoints (the ready addresses) and statefulpod/object
-// (the pod's IP, UID and node) from every API server; the pod's
-// containers from the runtime of its node ("cri/<node>"); and whether each
-// address answered a request from a worker ("probe/*",
-// service/endpoint-probes), other than the pod's own node.
+// Reads: service/endpoints (the ready addresses), statefulpod/object (the
+// pod's IP, UID and node) and worker1/ready (the subject node's Ready
+// condition, with its name) from every API server, and the pod's
+// containers from the runtime of its node ("cri/<node>").
 //
-// For each API server and ready address, a round is:
-//   - broken when the address is not the pod's IP as that server shows it
-//     (it points at no pod of the service), or the node's runtime was read
-//     and runs no container of that pod, or every prober that tried the
-//     address got no answer;
-//   - holding when the pod's containers were seen running and a prober got
-//     an answer;
-//   - unknown otherwise (the runtime or the probers unreadable).
+// For each API server and each ready address it has shown, every snapshot
+// leaves a mark:
+//   - broken when, as that server shows it, the address points at no pod
+//     of the service (the pod gone or re-addressed), or the pod's node is
+//     not Ready (known for the node worker1/ready asks after, when the
+//     answer names it), or the node's runtime was read and runs no
+//     container of the pod;
+//   - holding when the pod is at that address, its node is not shown not
+//     Ready, and its runtime was read running a container of it; and, for
+//     an address the server no longer lists as ready, holding;
+//   - unknown when a read it needed failed: the server's endpoints or pod
+//     read, or the node's runtime. A failed endpoint read is a mark too,
+//     never a skipped round: a stretch is never made longer, or ended, by
+//     rounds that could not tell.
 //
 // Fires when an address stayed broken through a stretch proven longer
 // than the bound (see persistence.go).
 //
-// Why: the endpoints controller takes an address out of the ready set
-// when the pod stops being Ready, and the node lifecycle controller marks
-// the pods of an unreachable node not Ready; the bound is how long that
-// chain may take (node-monitor-grace-period plus the controllers' sync).
+// Why: this is what Kubernetes promises. The node lifecycle controller
+// marks the pods of a node that stopped reporting (Ready Unknown or
+// False) not Ready once node-monitor-grace-period passes, the kubelet
+// marks a pod whose containers stopped not Ready, and the EndpointSlice
+// controller then drops the address; the bound is how long that chain may
+// take. Kubernetes does not promise that a ready endpoint is reachable
+// from its peers: no component checks pod-to-pod reachability, and a pod
+// network cut keeps the pod Ready and in the endpoints by design. So the
+// endpoint probes ("probe/*") are evidence shown beside the verdicts, not
+// part of this one.
 //
 // INSUFFICIENT_DATA when broken-or-unknown rounds outlasted the bound
 // (the guarantee needs a positive check of every ready address), or when
 // an address was still not shown right as the evidence ended, less than
 // the bound after it went wrong: the window was too short to tell.
+//
+// Exercised when some ready endpoint was seen pointing at something dead
+// in at least one round, so the removal had to happen; a PRESERVED where
+// no endpoint ever did is not exercised. VIOLATED is always exercised.
 func EndpointsTruthful(bound time.Duration) Invariant { return endpointsTruthful{bound: bound} }
 
 type endpointsTruthful struct{ bound time.Duration }
 
-func (endpointsTruthful) Name() string         { return EndpointsTruthfulName }
-func (endpointsTruthful) Phase() verdict.Phase { return verdict.Safety }
+func (endpointsTruthful) Name() string           { return EndpointsTruthfulName }
+func (endpointsTruthful) Phase() verdict.Phase   { return verdict.Safety }
+func (e endpointsTruthful) Bound() time.Duration { return e.bound }
 func (endpointsTruthful) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.ServiceEndpoints},
 		{Sources: consistentReaders, Question: evidence.PodObject},
+		{Sources: consistentReaders, Question: evidence.NodeReady},
 		{Sources: "cri/*", Question: evidence.PodRunningHere},
-		{Sources: "probe/*", Question: evidence.EndpointProbes},
 	}
+}
+
+// endpointKey is one address as one server shows it.
+type endpointKey struct {
+	server evidence.Source
+	addr   string
 }
 
 func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	eps, epGaps := collect[evidence.EndpointsValue](snaps, consistentReaders, evidence.ServiceEndpoints)
 	pods, podGaps := collect[evidence.PodValue](snaps, consistentReaders, evidence.PodObject)
+	nodes, nodeGaps := collect[evidence.NodeReadyValue](snaps, consistentReaders, evidence.NodeReady)
 	rts, rtGaps := collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
-	probes, prGaps := collect[evidence.EndpointProbesValue](snaps, "probe/*", evidence.EndpointProbes)
 	if len(eps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the service's endpoints: " + gapSummary(epGaps)}
 	}
-	podAt := map[int]map[evidence.Source]observation[evidence.PodValue]{}
-	for _, p := range pods {
-		if podAt[p.Snapshot] == nil {
-			podAt[p.Snapshot] = map[evidence.Source]observation[evidence.PodValue]{}
-		}
-		podAt[p.Snapshot][p.Source] = p
-	}
+	epAt := bySnapshotAndSource(eps)
+	podAt := bySnapshotAndSource(pods)
+	nodeAt := bySnapshotAndSource(nodes)
 	rtAt := map[int]map[string]observation[evidence.RuntimePodValue]{}
 	for _, r := range rts {
 		if rtAt[r.Snapshot] == nil {
@@ -80,51 +98,76 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 		}
 		rtAt[r.Snapshot][hostOf(r.Source)] = r
 	}
-	probeAt := map[int][]observation[evidence.EndpointProbesValue]{}
-	for _, p := range probes {
-		probeAt[p.Snapshot] = append(probeAt[p.Snapshot], p)
+	epFailed := map[int]map[evidence.Source]gap{}
+	for _, g := range epGaps {
+		if epFailed[g.Snapshot] == nil {
+			epFailed[g.Snapshot] = map[evidence.Source]gap{}
+		}
+		epFailed[g.Snapshot][g.Source] = g
 	}
 
-	// marks per (server, address), in round order.
-	type key struct {
-		server evidence.Source
-		addr   string
-	}
-	marks := map[key][]mark{}
-	var keys []key
-	checkedRounds := 0
-	for _, ep := range eps {
-		seenNow := map[string]bool{}
-		for _, addr := range ep.Value.Ready {
-			seenNow[addr] = true
-			k := key{ep.Source, addr}
-			if _, ok := marks[k]; !ok {
-				keys = append(keys, k)
+	marks := map[endpointKey][]mark{}
+	var keys []endpointKey
+	checked, dead := 0, 0
+	var firstDead *mark
+	for i, s := range snaps {
+		for _, server := range serversOf(eps, epGaps) {
+			ep, read := epAt[i][server]
+			if !read {
+				g, failed := epFailed[i][server]
+				if !failed {
+					continue // not asked in this round
+				}
+				for _, k := range keys {
+					if k.server == server {
+						marks[k] = append(marks[k], mark{Taken: s.Taken, ReadAt: g.At, State: unknown,
+							Detail: fmt.Sprintf("%s could not be read for the endpoints (%s)", server, g.Reason)})
+					}
+				}
+				continue
 			}
-			m := e.judgeAddress(ep, addr, podAt[ep.Snapshot][ep.Source], rtAt[ep.Snapshot], probeAt[ep.Snapshot])
-			if m.State != unknown {
-				checkedRounds++
+			readyNow := map[string]bool{}
+			for _, addr := range ep.Value.Ready {
+				readyNow[addr] = true
+				k := endpointKey{server, addr}
+				if _, ok := marks[k]; !ok {
+					keys = append(keys, k)
+				}
+				pod, podRead := podAt[i][server]
+				node, nodeRead := nodeAt[i][server]
+				m := e.judgeAddress(ep, addr, pod, podRead, node, nodeRead, rtAt[i])
+				if m.State != unknown {
+					checked++
+				}
+				if m.State == broken {
+					dead++
+					if firstDead == nil {
+						fd := m
+						firstDead = &fd
+					}
+				}
+				marks[k] = append(marks[k], m)
 			}
-			marks[k] = append(marks[k], m)
+			// An address no longer ready holds for this server.
+			for _, k := range keys {
+				if k.server == server && !readyNow[k.addr] {
+					marks[k] = append(marks[k], mark{Taken: ep.Taken, ReadAt: ep.ReadAt, State: holds})
+				}
+			}
 		}
-		// An address no longer ready holds for this server.
-		for _, k := range keys {
-			if k.server == ep.Source && !seenNow[k.addr] {
-				marks[k] = append(marks[k], mark{Taken: ep.Taken, ReadAt: ep.ReadAt, State: holds})
-			}
-		}
 	}
-	sources := uniqueSorted(append(append(sourcesOf(eps, epGaps), sourcesOf(pods, podGaps)...), append(sourcesOf(rts, rtGaps), sourcesOf(probes, prGaps)...)...))
+	sources := uniqueSorted(append(append(sourcesOf(eps, epGaps), sourcesOf(pods, podGaps)...), append(sourcesOf(nodes, nodeGaps), sourcesOf(rts, rtGaps)...)...))
 	var unsure *stretch
-	var unsureKey key
+	var unsureKey endpointKey
 	var unsureSpan string // how the unsure stretch stands to the bound
 	for _, k := range keys {
 		v, u := persisting(marks[k], e.bound, true)
 		if v != nil {
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s kept %s as a ready endpoint from %s to %s (at least %s, bound %s) while it did not point at a running, answering pod: %s",
+				Reason: fmt.Sprintf("%s kept %s as a ready endpoint from %s to %s (at least %s, bound %s) while it pointed at something dead: %s",
 					k.server, k.addr, stamp(v.First.Taken), stamp(v.Last.Taken), v.Lasted().Round(time.Millisecond), e.bound, v.Last.Detail),
-				Sources: []string{string(k.server)}, At: v.Last.Taken}
+				Sources: []string{string(k.server)}, At: v.Last.Taken, Exercised: verdict.Exercised(),
+				Exercise: "a ready endpoint pointed at something dead: " + v.First.Detail}
 		}
 		if u != nil && unsure == nil {
 			unsure, unsureKey = u, k
@@ -142,13 +185,44 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	}
 	if unsure != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s kept %s ready from %s to %s (%s) without it being shown to run and answer: %s; %s",
-				unsureKey.server, unsureKey.addr, stamp(unsure.First.Taken), stamp(unsure.Last.Taken), unsureSpan, unsure.Last.Detail, gapSummary(append(rtGaps, prGaps...))),
+			Reason: fmt.Sprintf("%s kept %s ready from %s to %s (%s) without it being shown to point at a live pod: %s; %s",
+				unsureKey.server, unsureKey.addr, stamp(unsure.First.Taken), stamp(unsure.Last.Taken), unsureSpan, unsure.Last.Detail,
+				orNone(gapSummary(append(append(epGaps, podGaps...), append(nodeGaps, rtGaps...)...)))),
 			Sources: sources, At: unsure.First.Taken}
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved,
-		Reason:  fmt.Sprintf("every ready endpoint pointed at a running, answering pod, or stopped being ready within %s (%d addresses over %d server reads, %d checks decided)", e.bound, len(keys), len(eps), checkedRounds),
+	j := verdict.Judgement{Verdict: verdict.Preserved,
+		Reason: fmt.Sprintf("every ready endpoint pointed at a live pod, or stopped being ready within %s of pointing at something dead (%d addresses over %d server reads, %d checks decided, %d of them dead)",
+			e.bound, len(keys), len(eps), checked, dead),
 		Sources: sources}
+	if firstDead != nil {
+		j.Exercised = verdict.Exercised()
+		j.Exercise = fmt.Sprintf("a ready endpoint pointed at something dead in %d check(s), first at %s: %s", dead, stamp(firstDead.Taken), firstDead.Detail)
+	} else {
+		j.Exercised = verdict.NotExercised()
+		j.Exercise = "no ready endpoint pointed at a dead pod"
+	}
+	return j
+}
+
+// bySnapshotAndSource indexes observations by snapshot and source.
+func bySnapshotAndSource[T any](obs []observation[T]) map[int]map[evidence.Source]observation[T] {
+	out := map[int]map[evidence.Source]observation[T]{}
+	for _, o := range obs {
+		if out[o.Snapshot] == nil {
+			out[o.Snapshot] = map[evidence.Source]observation[T]{}
+		}
+		out[o.Snapshot][o.Source] = o
+	}
+	return out
+}
+
+// serversOf lists the servers asked for the endpoints, answered or not.
+func serversOf(eps []observation[evidence.EndpointsValue], gaps []gap) []evidence.Source {
+	var out []evidence.Source
+	for _, s := range sourcesOf(eps, gaps) {
+		out = append(out, evidence.Source(s))
+	}
+	return out
 }
 
 // trailing returns the stretch of rounds at the end of marks that are not
@@ -171,9 +245,11 @@ func trailing(marks []mark) *stretch {
 
 // judgeAddress decides one ready address in one round, as one server
 // shows it.
-func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], addr string, pod observation[evidence.PodValue], rts map[string]observation[evidence.RuntimePodValue], probes []observation[evidence.EndpointProbesValue]) mark {
+func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], addr string,
+	pod observation[evidence.PodValue], podRead bool, node observation[evidence.NodeReadyValue], nodeRead bool,
+	rts map[string]observation[evidence.RuntimePodValue]) mark {
 	m := mark{Taken: ep.Taken, ReadAt: ep.ReadAt}
-	if pod.Source == "" {
+	if !podRead {
 		m.State, m.Detail = unknown, fmt.Sprintf("%s did not answer for the pod in this round", ep.Source)
 		return m
 	}
@@ -184,9 +260,15 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 		return m
 	}
 	var problems, unknowns []string
-	runs := false
+	if nodeRead && node.Value.Name != "" && node.Value.Name == pod.Value.NodeName {
+		m.ReadAt = later(m.ReadAt, node.ReadAt)
+		if !node.Value.Exists || node.Value.Status != "True" {
+			problems = append(problems, fmt.Sprintf("%s shows the pod's node %s not Ready (%s)", ep.Source, pod.Value.NodeName, describeNodeReady(node.Value)))
+		}
+	}
 	if rt, ok := rts[pod.Value.NodeName]; ok {
 		m.ReadAt = later(m.ReadAt, rt.ReadAt)
+		runs := false
 		for _, c := range rt.Value.Containers {
 			if c.PodUID == pod.Value.UID && c.State == "CONTAINER_RUNNING" {
 				runs = true
@@ -198,34 +280,6 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 	} else {
 		unknowns = append(unknowns, fmt.Sprintf("the runtime of %q was not readable", pod.Value.NodeName))
 	}
-	answered, tried := false, 0
-	var failures []string
-	for _, p := range probes {
-		// A prober on the pod's own node reaches it over the node's local
-		// bridge, whatever became of the pod network; it cannot speak for
-		// the service's clients elsewhere, so it does not count.
-		if p.Source == evidence.Source("probe/"+pod.Value.NodeName) {
-			continue
-		}
-		for _, pr := range p.Value.Probes {
-			if pr.Address != addr {
-				continue
-			}
-			tried++
-			m.ReadAt = later(m.ReadAt, p.ReadAt)
-			if pr.Answered {
-				answered = true
-			} else {
-				failures = append(failures, fmt.Sprintf("%s: %s", p.Source, pr.Detail))
-			}
-		}
-	}
-	switch {
-	case tried == 0:
-		unknowns = append(unknowns, "no prober tried "+addr)
-	case !answered:
-		problems = append(problems, addr+" did not answer ("+strings.Join(failures, "; ")+")")
-	}
 	switch {
 	case len(problems) > 0:
 		m.State, m.Detail = broken, strings.Join(problems, "; ")
@@ -235,6 +289,20 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 		m.State = holds
 	}
 	return m
+}
+
+func describeNodeReady(v evidence.NodeReadyValue) string {
+	if !v.Exists {
+		return "no node object"
+	}
+	s := "Ready=" + v.Status
+	if v.Reason != "" {
+		s += ", " + v.Reason
+	}
+	if !v.LastTransitionTime.IsZero() {
+		s += ", since " + stamp(v.LastTransitionTime)
+	}
+	return s
 }
 
 func describePod(v evidence.PodValue) string {

@@ -142,7 +142,12 @@ var gray = []scenario.Scenario{
 	// kubelet's heartbeat, stays up. The node stays Ready and readiness
 	// probes (run by the kubelet on the node itself) still pass, so
 	// Kubernetes keeps the pod in the Service's endpoints though no peer
-	// can reach it: endpoints-truthful is expected to break here.
+	// can reach it. That is by design (no component checks pod-to-pod
+	// reachability), so it is no violation of endpoints-truthful, which
+	// judges what Kubernetes promises; the endpoint probes in the
+	// evidence show the unreachable endpoint beside the verdicts. The
+	// promises tested: at most one stateful copy, and no endpoint left
+	// pointing at a dead pod.
 	node("pod-network-cut", "worker1's pod network cut, its management network up",
 		faults.PodNetworkCut("worker1"), paper("gray", "network")),
 	// containerd frozen with SIGSTOP: the kubelet's runtime calls hang, the

@@ -25,7 +25,7 @@ func NodeReadyOf(node *corev1.Node) evidence.NodeReadyValue {
 	if node == nil {
 		return evidence.NodeReadyValue{}
 	}
-	v := evidence.NodeReadyValue{Exists: true}
+	v := evidence.NodeReadyValue{Exists: true, Name: node.Name}
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			v.Status = string(c.Status)
