@@ -80,7 +80,7 @@ func TestApplicabilityIsConservative(t *testing.T) {
 		{"process-freeze", SingleLeaderName}, // a leader frozen holding its lease
 		{"crash-stop", GracefulDeletionName}, // a kubelet gone with its pods
 		{"etcd-no-space", AcknowledgedWritesSurviveName},
-		{"gray-network", EndpointsTruthfulName}, // pod network cut, node Ready
+		{"gray-network", EndpointsTruthfulName}, // a cut pod network can stop the pod's probes, so its containers restart
 		{"clock-skew", SingleLeaderName},        // lease times written by skewed clocks
 		{"gray-network", NoTimeTravelName},      // the informer re-lists through the pod network
 	} {

@@ -24,16 +24,18 @@ const EndpointsTruthfulName = "endpoints-truthful"
 // leaves a mark:
 //   - broken when, as that server shows it, the address points at no pod
 //     of the service (the pod gone or re-addressed), or the pod's node is
-//     not Ready (known for the node worker1/ready asks after, when the
-//     answer names it), or the node's runtime was read and runs no
-//     container of the pod;
-//   - holding when the pod is at that address, its node is not shown not
-//     Ready, and its runtime was read running a container of it; and, for
-//     an address the server no longer lists as ready, holding;
-//   - unknown when a read it needed failed: the server's endpoints or pod
-//     read, or the node's runtime. A failed endpoint read is a mark too,
-//     never a skipped round: a stretch is never made longer, or ended, by
-//     rounds that could not tell.
+//     not Ready or gone (known only for the node worker1/ready asks
+//     after, whose name its answers carry; for a pod on any other node no
+//     question asks, so that part does not apply), or the node's runtime
+//     was read and runs no container of the pod;
+//   - holding when the pod is at that address, that server shows its node
+//     Ready (where the question applies), and its runtime was read
+//     running a container of it; and, for an address the server no
+//     longer lists as ready, holding;
+//   - unknown when a read it needed failed: the server's endpoints, pod
+//     or node read, or the node's runtime. A failed endpoint read is a
+//     mark too, never a skipped round: a stretch is never made longer, or
+//     ended, by rounds that could not tell.
 //
 // Fires when an address stayed broken through a stretch proven longer
 // than the bound (see persistence.go).
@@ -106,12 +108,15 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 		epFailed[g.Snapshot][g.Source] = g
 	}
 
+	subjectNode := nodeNamed(nodes)
+
 	marks := map[endpointKey][]mark{}
 	var keys []endpointKey
 	checked, dead := 0, 0
 	var firstDead *mark
+	servers := serversOf(eps, epGaps)
 	for i, s := range snaps {
-		for _, server := range serversOf(eps, epGaps) {
+		for _, server := range servers {
 			ep, read := epAt[i][server]
 			if !read {
 				g, failed := epFailed[i][server]
@@ -135,7 +140,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 				}
 				pod, podRead := podAt[i][server]
 				node, nodeRead := nodeAt[i][server]
-				m := e.judgeAddress(ep, addr, pod, podRead, node, nodeRead, rtAt[i])
+				m := e.judgeAddress(ep, addr, pod, podRead, subjectNode, node, nodeRead, rtAt[i])
 				if m.State != unknown {
 					checked++
 				}
@@ -163,9 +168,10 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	for _, k := range keys {
 		v, u := persisting(marks[k], e.bound, true)
 		if v != nil {
+			whole := widened(marks[k], *v)
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s kept %s as a ready endpoint from %s to %s (at least %s, bound %s) while it pointed at something dead: %s",
-					k.server, k.addr, stamp(v.First.Taken), stamp(v.Last.Taken), v.Lasted().Round(time.Millisecond), e.bound, v.Last.Detail),
+				Reason: fmt.Sprintf("%s kept %s as a ready endpoint from %s to %s (at least %s, bound %s, first past it at %s) while it pointed at something dead: %s",
+					k.server, k.addr, stamp(whole.First.Taken), stamp(whole.Last.Taken), whole.Lasted().Round(time.Millisecond), e.bound, stamp(v.Last.Taken), whole.Last.Detail),
 				Sources: []string{string(k.server)}, At: v.Last.Taken, Exercised: verdict.Exercised(),
 				Exercise: "a ready endpoint pointed at something dead: " + v.First.Detail}
 		}
@@ -216,6 +222,18 @@ func bySnapshotAndSource[T any](obs []observation[T]) map[int]map[evidence.Sourc
 	return out
 }
 
+// nodeNamed returns the name of the node worker1/ready asks after, from
+// the first answer that names it, or "" when none does (the node never
+// existed in the evidence, or the record predates the name).
+func nodeNamed(nodes []observation[evidence.NodeReadyValue]) string {
+	for _, n := range nodes {
+		if n.Value.Name != "" {
+			return n.Value.Name
+		}
+	}
+	return ""
+}
+
 // serversOf lists the servers asked for the endpoints, answered or not.
 func serversOf(eps []observation[evidence.EndpointsValue], gaps []gap) []evidence.Source {
 	var out []evidence.Source
@@ -244,9 +262,12 @@ func trailing(marks []mark) *stretch {
 }
 
 // judgeAddress decides one ready address in one round, as one server
-// shows it.
+// shows it. subjectNode is the node whose readiness node holds (its read
+// by the same server in the same round, if nodeRead); a pod on any other
+// node is judged without its node's readiness, which no question asks.
 func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], addr string,
-	pod observation[evidence.PodValue], podRead bool, node observation[evidence.NodeReadyValue], nodeRead bool,
+	pod observation[evidence.PodValue], podRead bool,
+	subjectNode string, node observation[evidence.NodeReadyValue], nodeRead bool,
 	rts map[string]observation[evidence.RuntimePodValue]) mark {
 	m := mark{Taken: ep.Taken, ReadAt: ep.ReadAt}
 	if !podRead {
@@ -260,10 +281,15 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 		return m
 	}
 	var problems, unknowns []string
-	if nodeRead && node.Value.Name != "" && node.Value.Name == pod.Value.NodeName {
-		m.ReadAt = later(m.ReadAt, node.ReadAt)
-		if !node.Value.Exists || node.Value.Status != "True" {
-			problems = append(problems, fmt.Sprintf("%s shows the pod's node %s not Ready (%s)", ep.Source, pod.Value.NodeName, describeNodeReady(node.Value)))
+	if subjectNode != "" && pod.Value.NodeName == subjectNode {
+		switch {
+		case !nodeRead:
+			unknowns = append(unknowns, fmt.Sprintf("%s did not answer for the readiness of the pod's node %s", ep.Source, subjectNode))
+		case !node.Value.Exists || node.Value.Status != "True":
+			m.ReadAt = later(m.ReadAt, node.ReadAt)
+			problems = append(problems, fmt.Sprintf("%s shows the pod's node %s not Ready (%s)", ep.Source, subjectNode, describeNodeReady(node.Value)))
+		default:
+			m.ReadAt = later(m.ReadAt, node.ReadAt)
 		}
 	}
 	if rt, ok := rts[pod.Value.NodeName]; ok {

@@ -87,7 +87,7 @@ func TestEndpointsTruthfulViolatedWhenTheNodeIsNotReadyPastTheBound(t *testing.T
 			unreadable(cri1, q, 2, "timeout: no answer within 2s")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated,
-		"apiserver/cp2 kept 10.244.1.5", "bound 5s", "shows the pod's node worker1 not Ready", "Ready=Unknown")
+		"apiserver/cp2 kept 10.244.1.5", "from 10:00:02.000 to 10:00:11.000", "bound 5s", "shows the pod's node worker1 not Ready", "Ready=Unknown")
 	wantExercisedEndpoints(t, j, true)
 }
 
@@ -221,4 +221,37 @@ func TestEndpointsTruthfulIsBounded(t *testing.T) {
 	if !ok || inv.Bound() != 18*time.Second {
 		t.Fatalf("endpoints-truthful does not say its bound (Bounded %v)", ok)
 	}
+}
+
+// The subject node's name is known from the other rounds: a round in
+// which this server's readiness read of that node failed cannot show the
+// pod alive, however its runtime looks.
+func TestEndpointsTruthfulAFailedNodeReadOfThePodsNodeIsUnknown(t *testing.T) {
+	r := newRun(t)
+	live(r, 0).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+	for s := 1.0; s < 10; s++ {
+		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			unreadable(cp1, evidence.NodeReady, 2, "timeout: no answer within 2s").
+			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	}
+	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData,
+		"apiserver/cp1 did not answer for the readiness of the pod's node worker1", "longer than the bound of 5s")
+}
+
+// A node object gone carries no name; the pod's node is still the one
+// the other rounds named, and a server that has no such node shows no
+// Ready node under the pod.
+func TestEndpointsTruthfulViolatedWhenThePodsNodeIsGone(t *testing.T) {
+	r := newRun(t)
+	live(r, 0).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+	for s := 1.0; s < 10; s++ {
+		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			value(cp1, evidence.NodeReady, 0.1, evidence.NodeReadyValue{}, "").
+			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	}
+	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated,
+		"apiserver/cp1 kept 10.244.1.5", "shows the pod's node worker1 not Ready (no node object)")
+	wantExercisedEndpoints(t, j, true)
 }
