@@ -1,12 +1,11 @@
 package reports
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -45,7 +44,7 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 			fmt.Fprintf(&b, "%s\n\n", cell(r.RunReason))
 		}
 		if r.RunRole() == verdict.RoleControl {
-			if ctl := ControlledInvariants(r); len(ctl) > 0 {
+			if ctl := record.ControlledInvariants(r); len(ctl) > 0 {
 				fmt.Fprintf(&b, "Positive control of %s: expected VIOLATED.\n\n", strings.Join(ctl, ", "))
 			} else {
 				b.WriteString("A positive control that names no invariant it must break: none of its verdicts count anywhere.\n\n")
@@ -193,25 +192,6 @@ func exercisedText(j verdict.Judgement) string {
 	return s
 }
 
-// ControlledInvariants names the invariants a control run must break: its
-// controlOf field, or for records written before that field the
-// "control:<invariant>" labels. Nil for a run that is not a control.
-func ControlledInvariants(r verdict.Run) []string {
-	if r.RunRole() != verdict.RoleControl {
-		return nil
-	}
-	if len(r.ControlOf) > 0 {
-		return r.ControlOf
-	}
-	var out []string
-	for _, l := range r.Labels {
-		if inv, ok := strings.CutPrefix(l, "control:"); ok && inv != "" && !slices.Contains(out, inv) {
-			out = append(out, inv)
-		}
-	}
-	return out
-}
-
 // ControlOutcome is what a control's run says of one invariant it must
 // break.
 type ControlOutcome string
@@ -243,7 +223,7 @@ type ControlCheck struct {
 // ControlChecks is a control run's check of each invariant it controls.
 func ControlChecks(r verdict.Run) []ControlCheck {
 	var out []ControlCheck
-	for _, inv := range ControlledInvariants(r) {
+	for _, inv := range record.ControlledInvariants(r) {
 		c := ControlCheck{Run: r, Invariant: inv, Outcome: ControlNotJudged}
 		for i := range r.Judgements {
 			if r.Judgements[i].Invariant == inv {
@@ -454,20 +434,14 @@ func cell(s string) string {
 	return strings.ReplaceAll(s, "\n", "<br>")
 }
 
-// WriteSummary writes summary.md and the applicability table as JSON.
-func (f *Folder) WriteSummary(suite string, runs []verdict.Run, table []verdict.Inapplicable) error {
-	if err := writeFileSynced(f.Path(SummaryFile), []byte(Summary(suite, runs, table))); err != nil {
-		return fmt.Errorf("writing %s: %w", SummaryFile, err)
-	}
-	if table == nil {
-		table = []verdict.Inapplicable{}
-	}
-	b, err := json.MarshalIndent(table, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", ApplicabilityFile, err)
-	}
-	if err := writeFileSynced(f.Path(ApplicabilityFile), append(b, '\n')); err != nil {
-		return fmt.Errorf("writing %s: %w", ApplicabilityFile, err)
+func init() { record.RegisterRenderer(record.SummaryFile, WriteSummary) }
+
+// WriteSummary writes the Summary of a run folder's runs as its
+// summary.md. Linking this package registers it as a renderer of every
+// run folder a suite finishes.
+func WriteSummary(f *record.Folder, suite string, runs []verdict.Run, table []verdict.Inapplicable) error {
+	if err := f.WriteFile(record.SummaryFile, []byte(Summary(suite, runs, table))); err != nil {
+		return fmt.Errorf("writing %s: %w", record.SummaryFile, err)
 	}
 	return nil
 }

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/reports"
 )
 
 // TestReportOverTwoSelftestRuns runs the engine's self-test suite twice
 // (engineered to produce every verdict kind and a FAULT_INEFFECTIVE run),
 // then `faultline report` over both run folders, and checks the rate table
-// against counts made independently from reports.ReadRuns.
+// against counts made independently from record.ReadRuns.
 func TestReportOverTwoSelftestRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the self-test suite twice")
@@ -54,7 +54,7 @@ func TestReportOverTwoSelftestRuns(t *testing.T) {
 	want := map[string]*counts{}
 	excludedRuns, judged := 0, 0
 	for _, f := range folders {
-		runs, err := reports.ReadRuns(f)
+		runs, err := record.ReadRuns(f)
 		if err != nil {
 			t.Fatal(err)
 		}

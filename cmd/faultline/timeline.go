@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
-	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/framework/record"
 )
 
 // evidenceFiles lists the evidence files of run folders (each run's
@@ -28,12 +28,12 @@ func evidenceFiles(args []string) ([]string, error) {
 			out = append(out, a)
 			continue
 		}
-		files, err := filepath.Glob(filepath.Join(a, reports.EvidenceDir, "*.jsonl"))
+		files, err := filepath.Glob(filepath.Join(a, record.EvidenceDir, "*.jsonl"))
 		if err != nil {
 			return nil, fmt.Errorf("reading the timeline of %s: %w", a, err)
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s holds no run evidence (no %s/*.jsonl): give a run folder such as reports/runs/<time>-<suite>", a, reports.EvidenceDir)
+			return nil, fmt.Errorf("%s holds no run evidence (no %s/*.jsonl): give a run folder such as reports/runs/<time>-<suite>", a, record.EvidenceDir)
 		}
 		sort.Strings(files)
 		out = append(out, files...)

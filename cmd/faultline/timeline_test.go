@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
-	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/framework/record"
 )
 
 func TestReportTimeline(t *testing.T) {
 	root := t.TempDir()
-	f, err := reports.NewFolder(filepath.Join(root, "runs"), "disagree", time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	f, err := record.NewFolder(filepath.Join(root, "runs"), "disagree", time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@
 // cluster without the lab's marker) before touching anything, heals
 // whatever the lab's heal ledger holds (and refuses to run if it cannot, or
 // if another live process holds a fault on the lab), and makes the run
-// folder (package reports).
+// folder (package framework/record; its summary.md comes from the
+// renderers the suite links, package reports among them).
 //
 // Each scenario is one Serial spec labelled arm:, fault:, class: and
 // topology: besides its own labels:

@@ -23,9 +23,9 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/ledger"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/reports"
 )
 
 var selftestBinary string
@@ -112,7 +112,7 @@ func (s *selftestRun) folder(t *testing.T) string {
 
 func (s *selftestRun) runs(t *testing.T) []verdict.Run {
 	t.Helper()
-	runs, err := reports.ReadRuns(s.folder(t))
+	runs, err := record.ReadRuns(s.folder(t))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, s.out.String())
 	}
@@ -237,7 +237,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	}
 
 	// verdicts-junit.xml: one case per run × invariant.
-	vj, err := reports.ReadVerdictJUnit(filepath.Join(dir, reports.VerdictJUnitFile))
+	vj, err := record.ReadVerdictJUnit(filepath.Join(dir, record.VerdictJUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,11 +245,11 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	cases, failures := 0, 0
 	for _, tc := range vj.TestSuites[0].TestCases {
 		cases++
-		seen[tc.Properties.WithName(reports.PropVerdict)] = true
-		seen[tc.Properties.WithName(reports.PropRunVerdict)] = true
+		seen[tc.Properties.WithName(record.PropVerdict)] = true
+		seen[tc.Properties.WithName(record.PropRunVerdict)] = true
 		if tc.Failure != nil {
 			failures++
-			if !strings.HasSuffix(tc.Properties.WithName(reports.PropInvariant), "no-flag-a") || tc.Properties.WithName(reports.PropArm) != "fault" {
+			if !strings.HasSuffix(tc.Properties.WithName(record.PropInvariant), "no-flag-a") || tc.Properties.WithName(record.PropArm) != "fault" {
 				t.Errorf("unexpected failure %s", tc.Name)
 			}
 		}
@@ -262,7 +262,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 	}
 
 	// junit.xml: Ginkgo's own, with the verdicts as spec properties.
-	gj, err := reports.ReadVerdictJUnit(filepath.Join(dir, reports.GinkgoJUnitFile))
+	gj, err := record.ReadVerdictJUnit(filepath.Join(dir, record.GinkgoJUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 
 	// Evidence of every run, readable, with baseline, window and final.
 	for _, r := range runs {
-		f, err := os.Open(filepath.Join(dir, reports.EvidenceDir, reports.SafeName(r.RunID)+".jsonl"))
+		f, err := os.Open(filepath.Join(dir, record.EvidenceDir, record.SafeName(r.RunID)+".jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +330,7 @@ func TestSelftestProducesEveryVerdictInEveryFile(t *testing.T) {
 			t.Errorf("evidence of %s: %v (baseline %v, %d window, final %v, %d heal events)", r.RunID, err, rec.Baseline != nil, len(rec.Window), rec.Final != nil, len(rec.Timeline.OfKind("fault-healed")))
 		}
 	}
-	summary, err := os.ReadFile(filepath.Join(dir, reports.SummaryFile))
+	summary, err := os.ReadFile(filepath.Join(dir, record.SummaryFile))
 	if err != nil || !bytes.Contains(summary, []byte("| memlab-flag | unreachable |")) {
 		t.Errorf("summary lacks the applicability table: %v", err)
 	}
@@ -429,7 +429,7 @@ func healsOnSignal(t *testing.T, sig syscall.Signal) {
 			t.Errorf("an interrupted run must not claim %s for %s", j.Verdict, j.Invariant)
 		}
 	}
-	if _, err := reports.ReadVerdictJUnit(filepath.Join(s.folder(t), reports.VerdictJUnitFile)); err != nil {
+	if _, err := record.ReadVerdictJUnit(filepath.Join(s.folder(t), record.VerdictJUnitFile)); err != nil {
 		t.Errorf("no verdict JUnit after %s: %v", sig, err)
 	}
 }
@@ -669,7 +669,7 @@ func TestSelftestLingeringControlIsReleasedAfterItsVerdict(t *testing.T) {
 	if es := ledgerEntries(t, state); len(es) != 0 {
 		t.Errorf("ledger not empty: %v", es)
 	}
-	folder := &reports.Folder{Dir: s.folder(t)}
+	folder := &record.Folder{Dir: s.folder(t)}
 	ev, err := os.ReadFile(folder.EvidencePath(runs[0].RunID))
 	if err != nil {
 		t.Fatal(err)
@@ -683,7 +683,7 @@ func TestSelftestLingeringControlIsReleasedAfterItsVerdict(t *testing.T) {
 // readEvidence reads the evidence record of one run of s.
 func readEvidence(t *testing.T, s *selftestRun, runID string) evidence.Record {
 	t.Helper()
-	f, err := os.Open((&reports.Folder{Dir: s.folder(t)}).EvidencePath(runID))
+	f, err := os.Open((&record.Folder{Dir: s.folder(t)}).EvidencePath(runID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/ledger"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/reports"
 )
 
 // Suite is what the engine needs from a suite besides its table.
@@ -41,7 +40,7 @@ type Suite struct {
 	// Prepare runs after reset and the clean-start check, before the
 	// baseline: install fixtures and wait for them. Optional.
 	Prepare func(ctx context.Context, l lab.Lab) error
-	// ReportsRoot is where run folders are made. Default reports.Root().
+	// ReportsRoot is where run folders are made. Default record.Root().
 	ReportsRoot string
 	// TableOrder runs the scenarios in the order of the table, whatever
 	// the seed, for suites whose scenarios are arms read side by side (a
@@ -62,7 +61,7 @@ type suiteState struct {
 	labInfo    verdict.LabInfo
 	commit     string
 	configHash string
-	folder     *reports.Folder
+	folder     *record.Folder
 }
 
 var (
@@ -167,11 +166,11 @@ func registerSuiteNodes(st *suiteState) {
 		}
 		root := st.cfg.ReportsRoot
 		if root == "" {
-			if root, err = reports.Root(); err != nil {
+			if root, err = record.Root(); err != nil {
 				Fail(err.Error())
 			}
 		}
-		folder, err := reports.NewFolder(root, st.name, time.Now())
+		folder, err := record.NewFolder(root, st.name, time.Now())
 		if err != nil {
 			Fail(err.Error())
 		}
@@ -183,7 +182,7 @@ func registerSuiteNodes(st *suiteState) {
 			Fail(fmt.Sprintf("suite start: %v", err))
 		}
 		st.open(ctx)
-		st.folder = &reports.Folder{Dir: start.Folder}
+		st.folder = &record.Folder{Dir: start.Folder}
 		fmt.Fprintf(GinkgoWriter, "run folder: %s\n", start.Folder)
 	})
 
@@ -199,21 +198,8 @@ func registerSuiteNodes(st *suiteState) {
 		if st.folder == nil {
 			return
 		}
-		var errs []error
-		if err := st.folder.WriteGinkgoJUnit(report); err != nil {
-			errs = append(errs, err)
-		}
-		runs, err := reports.ReadRuns(st.folder.Dir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		if err := st.folder.WriteVerdictJUnit(st.name, runs); err != nil {
-			errs = append(errs, err)
-		}
-		if err := st.folder.WriteSummary(st.name, runs, st.cfg.Applicability); err != nil {
-			errs = append(errs, err)
-		}
-		if err := errors.Join(errs...); err != nil {
+		runs, err := st.folder.Finish(st.name, report, st.cfg.Applicability)
+		if err != nil {
 			Fail(fmt.Sprintf("writing the run folder %s: %v", st.folder.Dir, err))
 		}
 		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.Dir)
@@ -247,8 +233,8 @@ func (st *suiteState) open(ctx context.Context) lab.Lab {
 		KubernetesVersion: info.KubernetesVersion, EtcdVersion: info.EtcdVersion,
 		TimerProfile: info.TimerProfile, Timers: info.Timers,
 	}
-	st.commit = reports.GitCommit(ctx)
-	if st.configHash, err = reports.ConfigHash(l.Config()); err != nil {
+	st.commit = record.GitCommit(ctx)
+	if st.configHash, err = record.ConfigHash(l.Config()); err != nil {
 		Fail(err.Error())
 	}
 	return l

@@ -6,16 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/reports"
 )
 
-// TestReadsWhatTheReportersWrite writes run records with the reporters'
+// TestReadsWhatTheReportersWrite writes run records with the record's
 // own writer and checks that this package reads exactly the runs that
-// reports.ReadRuns reads, and counts them as expected.
+// record.ReadRuns reads, and counts them as expected.
 func TestReadsWhatTheReportersWrite(t *testing.T) {
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	folder, err := reports.NewFolder(t.TempDir(), "disagree", start)
+	folder, err := record.NewFolder(t.TempDir(), "disagree", start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +43,12 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	theirs, err := reports.ReadRuns(folder.Dir)
+	theirs, err := record.ReadRuns(folder.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := []verdict.Inapplicable{{FaultClass: "power", Invariant: "clock-monotonic", Reason: "power-off does not touch clocks"}}
-	if err := folder.WriteSummary("disagree", theirs, table); err != nil {
+	if err := folder.WriteApplicability(table); err != nil {
 		t.Fatal(err)
 	}
 	in, err := ReadRunFolders([]string{folder.Dir})
@@ -55,7 +56,7 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(in.Records) != len(theirs) || len(in.CutShort) != 0 {
-		t.Fatalf("read %d records (%v cut short), reports.ReadRuns read %d", len(in.Records), in.CutShort, len(theirs))
+		t.Fatalf("read %d records (%v cut short), record.ReadRuns read %d", len(in.Records), in.CutShort, len(theirs))
 	}
 	for i := range theirs {
 		if !reflect.DeepEqual(in.Records[i].Run, theirs[i]) {
@@ -79,13 +80,13 @@ func TestReadsWhatTheReportersWrite(t *testing.T) {
 }
 
 // TestReadsTheRoleFieldsTheReportersWrite writes a control run and a
-// finding with every field added for honest rates through the reporters'
+// finding with every field added for honest rates through the record's
 // writer: they read back whole, the control is a control row and no
 // finding row, and the finding's exercised flag and violation kind reach
 // its row.
 func TestReadsTheRoleFieldsTheReportersWrite(t *testing.T) {
 	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	folder, err := reports.NewFolder(t.TempDir(), "disagree", start)
+	folder, err := record.NewFolder(t.TempDir(), "disagree", start)
 	if err != nil {
 		t.Fatal(err)
 	}

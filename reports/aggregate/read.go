@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/reports"
 )
 
 // VerdictsFile is the name of the run record file in a run folder.
-const VerdictsFile = reports.VerdictsFile
+const VerdictsFile = record.VerdictsFile
 
 // Record is one run record together with where it was read from, so that an
 // excluded run or a duplicate can be traced back to its line.
@@ -46,8 +46,8 @@ type Input struct {
 // record is an error naming its file and line: a figure computed while
 // silently skipping records would not be one a paper can quote.
 //
-// It reads records as the reports package writes them, with the same rules
-// as reports.ReadRuns (unknown fields are ignored; an unterminated last line
+// It reads records as framework/record writes them, with the same rules
+// as record.ReadRuns (unknown fields are ignored; an unterminated last line
 // is a record cut short), and checks more: every verdict present, no
 // invariant judged twice, no run read twice. It keeps each record's line.
 func ReadRunFolders(paths []string) (*Input, error) {
@@ -61,7 +61,7 @@ func ReadRunFolders(paths []string) (*Input, error) {
 		if err != nil {
 			return nil, err
 		}
-		table, ok, err := readApplicability(filepath.Dir(file))
+		table, ok, err := record.ReadApplicability(filepath.Dir(file))
 		if err != nil {
 			return nil, err
 		}
@@ -109,30 +109,6 @@ func verdictsFileOf(p string) (string, error) {
 	return file, nil
 }
 
-// readApplicability reads a run folder's applicability table; ok is false
-// when the folder has none.
-func readApplicability(dir string) (table []verdict.Inapplicable, ok bool, err error) {
-	path := filepath.Join(dir, reports.ApplicabilityFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("reading the applicability table: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&table); err != nil {
-		return nil, false, fmt.Errorf("%s: malformed applicability table: %w", path, err)
-	}
-	for i, row := range table {
-		if row.FaultClass == "" || row.Invariant == "" {
-			return nil, false, fmt.Errorf("%s: applicability row %d needs faultClass and invariant", path, i)
-		}
-	}
-	return table, true, nil
-}
-
 // ReadVerdictsFile reads one verdicts.jsonl. Blank lines are allowed. cut
 // is the "file:line" of an unterminated last line, which is left out.
 func ReadVerdictsFile(file string) (recs []Record, cut string, err error) {
@@ -162,7 +138,7 @@ func decodeRecords(rd io.Reader, file string) ([]Record, string, error) {
 		if len(b) == 0 {
 			continue
 		}
-		// Unknown fields are allowed, as reports.ReadRuns allows them: a
+		// Unknown fields are allowed, as record.ReadRuns allows them: a
 		// record written by a newer faultline stays readable. What counts
 		// is checked below, so a misspelt verdict field is still an error.
 		dec := json.NewDecoder(bytes.NewReader(b))

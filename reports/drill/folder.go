@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/reports"
 )
 
 // Files the drill reports write into a run folder.
@@ -28,7 +28,7 @@ var ErrNoDrillRuns = errors.New("no drill runs")
 // when it holds a racks run. It returns the files written; ErrNoDrillRuns
 // when there is nothing to write.
 func WriteFolder(dir string) ([]string, error) {
-	runs, err := reports.ReadRuns(dir)
+	runs, err := record.ReadRuns(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func WriteFolder(dir string) ([]string, error) {
 }
 
 func readEvidence(dir string, r verdict.Run) (evidence.Record, error) {
-	f := &reports.Folder{Dir: dir}
+	f := &record.Folder{Dir: dir}
 	file, err := os.Open(f.EvidencePath(r.RunID))
 	if err != nil {
 		return evidence.Record{}, fmt.Errorf("reading the evidence of run %s: %w", r.RunID, err)

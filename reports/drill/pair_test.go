@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/framework/record"
 )
 
 // The pair drill's evidence recorded on a local lab (testdata/README.md).
 func TestPairOnRecordedRuns(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "testdata/pair-fast", dir)
-	runs, err := reports.ReadRuns(dir)
+	runs, err := record.ReadRuns(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPairOnRecordedRuns(t *testing.T) {
 func TestWriteFolderRefusesOneArm(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "testdata/pair-fast", dir)
-	b, err := os.ReadFile(filepath.Join(dir, reports.VerdictsFile))
+	b, err := os.ReadFile(filepath.Join(dir, record.VerdictsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWriteFolderRefusesOneArm(t *testing.T) {
 			keep = append(keep, l)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, reports.VerdictsFile), []byte(strings.Join(keep, "")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, record.VerdictsFile), []byte(strings.Join(keep, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := WriteFolder(dir); err == nil || !strings.Contains(err.Error(), "only one arm") {

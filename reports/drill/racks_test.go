@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/reports"
 )
 
 // The racks drill's evidence recorded on a local lab (testdata/README.md).
 func TestRacksOnRecordedRuns(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "testdata/racks-fast", dir)
-	runs, err := reports.ReadRuns(dir)
+	runs, err := record.ReadRuns(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

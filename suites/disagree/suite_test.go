@@ -23,6 +23,7 @@ import (
 	_ "github.com/faultline/faultline/lab/proxmox"
 	_ "github.com/faultline/faultline/lab/static"
 	_ "github.com/faultline/faultline/lab/vsphere"
+	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/disagree"
 )
 

@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/drills"
 )
 

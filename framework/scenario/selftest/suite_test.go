@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/reports"
 )
 
 // Environment the driver sets.

@@ -1,8 +1,15 @@
-// Package reports writes and reads run folders: one folder per suite run,
-// reports/runs/<UTC start>-<suite>/, holding verdicts.jsonl (appended and
-// synced as each run ends), the evidence of every run, Ginkgo's JUnit, a
-// verdict JUnit and a Markdown summary.
-package reports
+// Package record owns the run record: the run folder a suite run writes,
+// reports/runs/<UTC start>-<suite>/, and how it is read back. A folder
+// holds verdicts.jsonl (one run record a line, appended and synced as each
+// run ends), the evidence of every run (evidence/<run>.jsonl), Ginkgo's
+// JUnit, the verdict JUnit, the applicability table the runs were judged
+// with and, written by the renderers linked into the suite (package
+// reports links summary.md), its human-readable renderings. Each run
+// record carries its provenance: the git commit and the lab file's hash.
+//
+// The engine (framework/scenario) writes through this package; reports and
+// the papers' own reports read through it.
+package record
 
 import (
 	"errors"
@@ -94,6 +101,12 @@ func (f *Folder) Path(name string) string { return filepath.Join(f.Dir, name) }
 // EvidencePath is where a run's evidence is written.
 func (f *Folder) EvidencePath(runID string) string {
 	return filepath.Join(f.Dir, EvidenceDir, SafeName(runID)+".jsonl")
+}
+
+// WriteFile writes a whole file of the folder (a rendering, say) through
+// a temporary name, synced, so that a reader never sees half of it.
+func (f *Folder) WriteFile(name string, data []byte) error {
+	return writeFileSynced(f.Path(name), data)
 }
 
 // writeFileSynced writes a whole file through a temporary name so a reader

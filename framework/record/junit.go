@@ -1,4 +1,4 @@
-package reports
+package record
 
 import (
 	"encoding/xml"
@@ -181,4 +181,11 @@ func readJUnit(path string) (reporters.JUnitTestSuites, error) {
 		return s, fmt.Errorf("parsing JUnit %s: %w", path, err)
 	}
 	return s, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package reports
+package record
 
 import (
 	"context"
@@ -103,30 +103,6 @@ func TestVerdictJUnitMapsEveryVerdict(t *testing.T) {
 	}
 }
 
-func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
-	runs := []verdict.Run{
-		run("a", verdict.RunJudged, j("x", verdict.Violated), j("y", verdict.NotApplicable)),
-		run("b", verdict.RunJudged, j("x", verdict.Preserved)),
-		run("c", verdict.FaultIneffective, j("x", verdict.Violated)),
-	}
-	table := []verdict.Inapplicable{{FaultClass: "clock-skew", Invariant: "y", Reason: "clocks | never reach y"}}
-	s := Summary("s", runs, table)
-	for _, want := range []string{
-		"3 runs, 2 of them counted",
-		"| sc-c | fault | finding | FAULT_INEFFECTIVE: probe saw nothing |",
-		"| x | 1 | 0 | 0 | 1 | 1/2 = 50.0% [",
-		"| y | 0 | 0 | 0 | 0 | 0/0 (no counted verdicts) | 0/0 (no counted verdicts) | - | NOT_APPLICABLE 1 |",
-		`| clock-skew | y | clocks \| never reach y |`,
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("summary lacks %q:\n%s", want, s)
-		}
-	}
-	if !strings.Contains(Summary("s", nil, nil), "Empty: every invariant was judged") {
-		t.Error("an empty table must be said to be empty")
-	}
-}
-
 func TestEvidenceAndProvenance(t *testing.T) {
 	f, _ := NewFolder(t.TempDir(), "s", t0)
 	b := evidence.NewSnapshot(t0)
@@ -174,9 +150,9 @@ func TestRootIsTheEnvOrTheModuleRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tests run in reports/, one below the module root.
+	// The tests run in framework/record/, two below the module root.
 	wd, _ := os.Getwd()
-	if want := filepath.Join(filepath.Dir(wd), "reports", "runs"); r != want {
+	if want := filepath.Join(filepath.Dir(filepath.Dir(wd)), "reports", "runs"); r != want {
 		t.Errorf("root %q, want %q", r, want)
 	}
 }

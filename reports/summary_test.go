@@ -1,0 +1,45 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+func run(id string, rv verdict.RunVerdict, js ...verdict.Judgement) verdict.Run {
+	return verdict.Run{RunID: id, Suite: "s", Scenario: "sc-" + id, Arm: "fault", Started: t0, Ended: t0.Add(2 * time.Second),
+		RunVerdict: rv, RunReason: map[bool]string{true: "", false: "probe saw nothing"}[rv == verdict.RunJudged], Judgements: js,
+		Lab: verdict.LabInfo{Name: "pair", Kind: "local"}, GitCommit: "abc", ConfigHash: "sha256:00"}
+}
+
+func j(inv string, v verdict.Verdict) verdict.Judgement {
+	return verdict.Judgement{Invariant: inv, Phase: verdict.Safety, Verdict: v, Reason: "because " + strings.ToLower(string(v))}
+}
+
+func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
+	runs := []verdict.Run{
+		run("a", verdict.RunJudged, j("x", verdict.Violated), j("y", verdict.NotApplicable)),
+		run("b", verdict.RunJudged, j("x", verdict.Preserved)),
+		run("c", verdict.FaultIneffective, j("x", verdict.Violated)),
+	}
+	table := []verdict.Inapplicable{{FaultClass: "clock-skew", Invariant: "y", Reason: "clocks | never reach y"}}
+	s := Summary("s", runs, table)
+	for _, want := range []string{
+		"3 runs, 2 of them counted",
+		"| sc-c | fault | finding | FAULT_INEFFECTIVE: probe saw nothing |",
+		"| x | 1 | 0 | 0 | 1 | 1/2 = 50.0% [",
+		"| y | 0 | 0 | 0 | 0 | 0/0 (no counted verdicts) | 0/0 (no counted verdicts) | - | NOT_APPLICABLE 1 |",
+		`| clock-skew | y | clocks \| never reach y |`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if !strings.Contains(Summary("s", nil, nil), "Empty: every invariant was judged") {
+		t.Error("an empty table must be said to be empty")
+	}
+}
