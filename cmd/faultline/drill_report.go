@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/faultline/faultline/reports/drill"
+	drillreport "github.com/faultline/faultline/suites/drills/report"
 )
 
 // writeDrillReports writes the drill reports of every run folder among
@@ -17,8 +17,8 @@ func writeDrillReports(w io.Writer, args []string) error {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			continue
 		}
-		files, err := drill.WriteFolder(dir)
-		if errors.Is(err, drill.ErrNoDrillRuns) || errors.Is(err, os.ErrNotExist) {
+		files, err := drillreport.WriteFolder(dir)
+		if errors.Is(err, drillreport.ErrNoDrillRuns) || errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/faultline/faultline/lab/local/timers"
 )
 
-// Scenario IDs; reports/drill pairs runs by them.
+// Scenario IDs; suites/drills/report pairs runs by them.
 const (
 	IDKubeletStopped = "drill-6c2-kubelet-stopped"
 	IDPowerOff       = "drill-6c1-power-off"

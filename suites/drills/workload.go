@@ -2,7 +2,7 @@
 // worker's power pulled against its kubelet stopped (6.C1 against its
 // control 6.C2, topology pair), and rack R1 cut off from etcd and R2 while
 // its control plane holds the leader leases (topology racks). The Ginkgo
-// suite is drills_test.go; the reports come from reports/drill.
+// suite is drills_test.go; the reports come from suites/drills/report.
 package drills
 
 import (

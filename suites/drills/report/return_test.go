@@ -1,4 +1,4 @@
-package drill
+package report
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // A synthetic pair arm: the fault at t0, the worker "w", its API server
@@ -21,7 +22,7 @@ const synthWorker = "w"
 func newSynthArm() *synthArm {
 	s := &synthArm{t0: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 	base := evidence.NewSnapshot(s.at(-2))
-	base.Set("cri/"+synthWorker, "drill/containers", s.containers(-2, 3))
+	base.Set("cri/"+synthWorker, drills.QuestionContainers, s.containers(-2, 3))
 	s.rec.Baseline = &base
 	s.event(0, "fault-injected", "scenario/x", "")
 	return s
@@ -38,17 +39,9 @@ func (s *synthArm) event(sec float64, kind, subject, detail string) {
 // containers is a runtime read that sees n containers created before the
 // fault running.
 func (s *synthArm) containers(sec float64, n int) evidence.Answer {
-	type c struct {
-		Pod       string    `json:"pod"`
-		ID        string    `json:"id"`
-		State     string    `json:"state"`
-		CreatedAt time.Time `json:"createdAt"`
-	}
-	v := struct {
-		Containers []c `json:"containers"`
-	}{Containers: []c{}}
+	v := drills.ContainersValue{Containers: []drills.ContainerState{}}
 	for i := range n {
-		v.Containers = append(v.Containers, c{Pod: "web", ID: string(rune('a' + i)), State: "CONTAINER_RUNNING", CreatedAt: s.at(-60)})
+		v.Containers = append(v.Containers, drills.ContainerState{Pod: drills.DeploymentName, ID: string(rune('a' + i)), State: "CONTAINER_RUNNING", CreatedAt: s.at(-60)})
 	}
 	a, err := evidence.ValueAnswer(v, s.at(sec), "")
 	if err != nil {
@@ -57,22 +50,20 @@ func (s *synthArm) containers(sec float64, n int) evidence.Answer {
 	return a
 }
 
-type synthPod struct {
-	Name              string     `json:"name"`
-	UID               string     `json:"uid"`
-	Node              string     `json:"node,omitempty"`
-	Phase             string     `json:"phase"`
-	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
-	Created           time.Time  `json:"created"`
-}
+// The drill's pods as the suite names them, and their timeline subjects.
+var (
+	web1   = drills.DeploymentName + "-1"
+	web2   = drills.DeploymentName + "-2"
+	orphan = drills.OrphanName
+)
 
-func (s *synthArm) pods(sec float64, pods ...synthPod) evidence.Answer {
+func podSubject(name string) string { return "pod/" + drills.Namespace + "/" + name }
+
+func (s *synthArm) pods(sec float64, pods ...drills.PodState) evidence.Answer {
 	if pods == nil {
-		pods = []synthPod{}
+		pods = []drills.PodState{}
 	}
-	a, err := evidence.ValueAnswer(struct {
-		Pods []synthPod `json:"pods"`
-	}{pods}, s.at(sec), "")
+	a, err := evidence.ValueAnswer(drills.PodsValue{Pods: pods}, s.at(sec), "")
 	if err != nil {
 		panic(err)
 	}
@@ -94,9 +85,9 @@ func (s *synthArm) window(until float64, n int) {
 	for sec := 1.0; sec < until; sec += 2 {
 		snap := evidence.NewSnapshot(s.at(sec))
 		if n < 0 {
-			snap.Set("cri/"+synthWorker, "drill/containers", evidence.UnreadableAnswer("timeout: ssh to w: i/o timeout", s.at(sec+0.5)))
+			snap.Set("cri/"+synthWorker, drills.QuestionContainers, evidence.UnreadableAnswer("timeout: ssh to w: i/o timeout", s.at(sec+0.5)))
 		} else {
-			snap.Set("cri/"+synthWorker, "drill/containers", s.containers(sec, n))
+			snap.Set("cri/"+synthWorker, drills.QuestionContainers, s.containers(sec, n))
 		}
 		status := "True"
 		if sec >= 12 {
@@ -112,10 +103,10 @@ func (s *synthArm) apiMoments() {
 	s.event(12, "ready-unknown", "node/w", "True → Unknown (NodeStatusUnknown)")
 	s.event(12.5, "taint-added", "node/w", "node.kubernetes.io/unreachable:NoSchedule")
 	s.event(13, "taint-added", "node/w", "node.kubernetes.io/unreachable:NoExecute")
-	s.event(43, "pod-deletion-set", "pod/c1/web-1", "uid u1, deletionTimestamp x")
-	s.event(43, "pod-deletion-set", "pod/c1/orphan", "uid u0, deletionTimestamp x")
-	s.event(43.2, "pod-created", "pod/c1/web-2", "uid u2, created x")
-	s.event(43.3, "failed-scheduling", "pod/c1/web-2", "0/2 nodes are available: 2 node(s) had untolerated taint(s)")
+	s.event(43, "pod-deletion-set", podSubject(web1), "uid u1, deletionTimestamp x")
+	s.event(43, "pod-deletion-set", podSubject(orphan), "uid u0, deletionTimestamp x")
+	s.event(43.2, "pod-created", podSubject(web2), "uid u2, created x")
+	s.event(43.3, drills.KindFailedScheduling, podSubject(web2), "0/2 nodes are available: 2 node(s) had untolerated taint(s)")
 }
 
 func synthRun(id string) verdict.Run {
@@ -144,13 +135,13 @@ func issuePair() (c, e *synthArm) {
 	}
 	c.window(70, 3)
 	e.window(70, -1)
-	c.event(70.8, "pod-scheduled", "pod/c1/web-2", "uid u2 on w")
+	c.event(70.8, "pod-scheduled", podSubject(web2), "uid u2 on w")
 	c.event(71, "fault-healed", "scenario/x", "")
 	e.event(76, "fault-healed", "scenario/x", "")
-	e.event(76.5, "pod-scheduled", "pod/c1/web-2", "uid u2 on w")
+	e.event(76.5, "pod-scheduled", podSubject(web2), "uid u2 on w")
 	for _, s := range []*synthArm{c, e} {
 		final := evidence.NewSnapshot(s.at(90))
-		final.Set("cri/"+synthWorker, "drill/containers", s.containers(90, 0))
+		final.Set("cri/"+synthWorker, drills.QuestionContainers, s.containers(90, 0))
 		final.Set("apiserver/cp", evidence.NodeReady, s.ready(90, "True"))
 		s.rec.Final = &final
 	}
@@ -257,8 +248,8 @@ func TestTerminalPhasesOfTheDeletedPodsAtTheReturn(t *testing.T) {
 		phase string
 	}{{cs, "Succeeded"}, {es, "Failed"}} {
 		del := p.s.at(53)
-		marked := func(name, uid, phase string) synthPod {
-			return synthPod{Name: name, UID: uid, Node: synthWorker, Phase: phase, DeletionTimestamp: &del, Created: p.s.at(-60)}
+		marked := func(name, uid, phase string) drills.PodState {
+			return drills.PodState{Name: name, UID: uid, Node: synthWorker, Phase: phase, DeletionTimestamp: &del, Created: p.s.at(-60)}
 		}
 		for _, sec := range []float64{80, 82} {
 			snap := evidence.NewSnapshot(p.s.at(sec))
@@ -266,12 +257,12 @@ func TestTerminalPhasesOfTheDeletedPodsAtTheReturn(t *testing.T) {
 			if sec >= 82 {
 				phase = p.phase
 			}
-			snap.Set("apiserver/cp", "drill/pods", p.s.pods(sec, marked("orphan", "u0", phase), marked("web-1", "u1", phase)))
+			snap.Set("apiserver/cp", drills.QuestionPods, p.s.pods(sec, marked(orphan, "u0", phase), marked(web1, "u1", phase)))
 			p.s.rec.Settle = append(p.s.rec.Settle, snap)
 		}
-		p.s.rec.Final.Set("apiserver/cp", "drill/pods", p.s.pods(90))
-		p.s.event(84, "pod-deleted", "pod/c1/web-1", "uid u1")
-		p.s.event(84, "pod-deleted", "pod/c1/orphan", "uid u0")
+		p.s.rec.Final.Set("apiserver/cp", drills.QuestionPods, p.s.pods(90))
+		p.s.event(84, "pod-deleted", podSubject(web1), "uid u1")
+		p.s.event(84, "pod-deleted", podSubject(orphan), "uid u0")
 	}
 	var b strings.Builder
 	if err := WritePairMarkdown(&b, cs.analyse(t, "c"), es.analyse(t, "e"), ""); err != nil {
@@ -296,10 +287,10 @@ func TestTerminalPhaseFromThePhaseWatch(t *testing.T) {
 		s     *synthArm
 		phase string
 	}{{cs, "Succeeded"}, {es, "Failed"}} {
-		p.s.event(-1, "pod-phase-watch-started", "namespace/c1", "watching the phases of the pods of c1 on apiserver/cp")
-		for _, pod := range []struct{ name, uid string }{{"orphan", "u0"}, {"web-1", "u1"}} {
-			p.s.event(81, "pod-phase", "pod/c1/"+pod.name, "uid "+pod.uid+", Running → "+p.phase+"; web: Completed, exit 0")
-			p.s.event(82, "pod-deleted", "pod/c1/"+pod.name, "uid "+pod.uid)
+		p.s.event(-1, drills.KindPodPhaseWatching, "namespace/"+drills.Namespace, "watching the phases of the pods of "+drills.Namespace+" on apiserver/cp")
+		for _, pod := range []struct{ name, uid string }{{orphan, "u0"}, {web1, "u1"}} {
+			p.s.event(81, drills.KindPodPhase, podSubject(pod.name), "uid "+pod.uid+", Running → "+p.phase+"; web: Completed, exit 0")
+			p.s.event(82, "pod-deleted", podSubject(pod.name), "uid "+pod.uid)
 		}
 	}
 	c, e := cs.analyse(t, "c"), es.analyse(t, "e")

@@ -1,4 +1,4 @@
-package drill
+package report
 
 import (
 	"fmt"
@@ -8,13 +8,10 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-)
-
-// The racks drill's names (suites/drills).
-const (
-	statefulPod = "p-0"
-	rackTwoPod  = "p2"
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // Statement is one answer of the racks drill with the evidence behind it.
@@ -26,29 +23,6 @@ type Statement struct {
 
 // RacksHosts names the racks drill's hosts as the evidence shows them.
 type RacksHosts struct{ M1, W1, M2, W2 string }
-
-type leaseV struct {
-	HolderIdentity string    `json:"holderIdentity"`
-	RenewTime      time.Time `json:"renewTime"`
-}
-
-type leadersValue struct {
-	Leases map[string]leaseV `json:"leases"`
-}
-
-type runtimePod struct {
-	Running    bool `json:"running"`
-	Containers []struct {
-		PodUID string `json:"podUid"`
-		State  string `json:"state"`
-	} `json:"containers"`
-}
-
-// holderHost is the host part of a leader identity ("m1_<uuid>").
-func holderHost(id string) string {
-	h, _, _ := strings.Cut(id, "_")
-	return h
-}
 
 // AnalyseRacks answers the racks drill's questions from one run.
 func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Statement, error) {
@@ -79,12 +53,12 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	// Placement before the cut.
 	pl := Statement{Question: "Where were the leader leases and the virtual address when R1 was cut off?"}
 	for _, e := range tl {
-		if (e.Kind == "leaders-placed" || e.Kind == "virtual-address-placed") && e.At.Before(faultAt) {
+		if (e.Kind == drills.KindLeadersPlaced || e.Kind == drills.KindVirtualAddressPlaced) && e.At.Before(faultAt) {
 			pl.Evidence = append(pl.Evidence, fmt.Sprintf("timeline %s %s: %s %s", rel(e.At), e.Source, e.Kind, e.Detail))
 		}
 	}
 	kcm, sched := leaderAt(rec.Baseline, "kube-controller-manager"), leaderAt(rec.Baseline, "kube-scheduler")
-	pl.Answer = fmt.Sprintf("at the baseline the kube-controller-manager lease was held by %s and the kube-scheduler lease by %s (drill/leaders)", orNone(holderHost(kcm)), orNone(holderHost(sched)))
+	pl.Answer = fmt.Sprintf("at the baseline the kube-controller-manager lease was held by %s and the kube-scheduler lease by %s (drill/leaders)", orNone(drills.HolderHost(kcm)), orNone(drills.HolderHost(sched)))
 	if len(pl.Evidence) == 0 {
 		pl.Answer += "; the run records no placement of the leases or the virtual address before the cut"
 	}
@@ -107,11 +81,11 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 		for i := range rec.Window {
 			s := &rec.Window[i]
 			for _, src := range s.Sources() {
-				var v leadersValue
-				if err := s.Get(src, "drill/leaders").Decode(&v); err != nil {
+				var v drills.LeadersValue
+				if err := s.Get(src, drills.QuestionLeaders).Decode(&v); err != nil {
 					continue
 				}
-				if hh := v.Leases[lease].HolderIdentity; holderHost(hh) == h.M2 && took == nil {
+				if hh := v.Leases[lease].HolderIdentity; drills.HolderHost(hh) == h.M2 && took == nil {
 					took, takeSrc, holder = s, src, hh
 				}
 			}
@@ -120,12 +94,12 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 			}
 		}
 		switch {
-		case holderHost(before) != h.M1:
+		case drills.HolderHost(before) != h.M1:
 			st.Answer = fmt.Sprintf("not answerable from this run: before the fault %s was held by %q, not by M1 (%s)", lease, before, h.M1)
 		case took == nil:
 			st.Answer = fmt.Sprintf("M1 held the lease before the fault and no API server showed M2 holding it during the window (%s)", timersText)
 		default:
-			a := took.Get(takeSrc, "drill/leaders")
+			a := took.Get(takeSrc, drills.QuestionLeaders)
 			seen, src := a.ReadAt, string(takeSrc)
 			for _, e := range tl {
 				if e.Kind == "leader-changed" && strings.HasSuffix(e.Subject, "/"+lease) && inWindow(e.At) && strings.Contains(e.Detail, "→ "+h.M2+"_") && e.At.Before(seen) {
@@ -165,7 +139,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 			}
 		}
 		st.Answer = fmt.Sprintf("%d process changes on M1 during the window: %d stopped, %d started, %d restarted (a new pid between two reads)",
-			len(acts), n["component-stopped"], n["component-started"], n["component-restarted"])
+			len(acts), n[drills.KindComponentStopped], n[drills.KindComponentStarted], n[drills.KindComponentRestarted])
 		st.Evidence = acts
 	}
 	if restarted != "" {
@@ -185,7 +159,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 			continue
 		}
 		reads++
-		var v runtimePod
+		var v evidence.RuntimePodValue
 		if err := a.Decode(&v); err != nil {
 			if why == "" {
 				why = a.Reason
@@ -215,7 +189,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	rp := Statement{Question: "Does M2 start a replacement of P on W2?"}
 	var created, scheduled, forced []evidence.Event
 	for _, e := range tl {
-		if e.Subject != "pod/"+drillNamespace+"/"+statefulPod || !inWindow(e.At) {
+		if e.Subject != "pod/"+drills.Namespace+"/"+drills.StatefulPodName || !inWindow(e.At) {
 			continue
 		}
 		switch e.Kind {
@@ -247,7 +221,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	w2Running := 0
 	var w2First time.Time
 	for _, s := range rec.Window {
-		var v runtimePod
+		var v evidence.RuntimePodValue
 		a := s.Get(evidence.Source("cri/"+h.W2), evidence.PodRunningHere)
 		if a.Decode(&v) == nil && v.Running {
 			w2Running++
@@ -276,7 +250,7 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	// Two copies.
 	tc := Statement{Question: "Can P1 and its replacement run at the same time?"}
 	for _, j := range run.Judgements {
-		if j.Invariant == "single-copy" {
+		if j.Invariant == invariant.SingleCopyName {
 			tc.Answer = fmt.Sprintf("single-copy %s: %s", j.Verdict, j.Reason)
 			tc.Evidence = append(tc.Evidence, "sources: "+strings.Join(j.Sources, ", "))
 		}
@@ -292,14 +266,14 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	var maxSrc evidence.Source
 	for _, s := range rec.Window {
 		for _, src := range s.Sources() {
-			var v podsValue
-			a := s.Get(src, "drill/pods")
+			var v drills.PodsValue
+			a := s.Get(src, drills.QuestionPods)
 			if a.Decode(&v) != nil {
 				continue
 			}
 			n := 0
 			for _, p := range v.Pods {
-				if strings.HasPrefix(p.Owner, "ReplicaSet/"+deploymentName+"-") {
+				if strings.HasPrefix(p.Owner, "ReplicaSet/"+drills.DeploymentName+"-") {
 					n++
 				}
 			}
@@ -333,18 +307,18 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 	p2 := Statement{Question: "Does the pod on W2 keep running while R1 is cut off?"}
 	r2, ok2, run2 := 0, 0, 0
 	for _, s := range rec.Window {
-		a := s.Get(evidence.Source("cri/"+h.W2), "drill/containers")
+		a := s.Get(evidence.Source("cri/"+h.W2), drills.QuestionContainers)
 		if a.State == evidence.NotAsked {
 			continue
 		}
 		r2++
-		var v containersValue
+		var v drills.ContainersValue
 		if a.Decode(&v) != nil {
 			continue
 		}
 		ok2++
 		for _, c := range v.Containers {
-			if c.Pod == rackTwoPod && c.State == "CONTAINER_RUNNING" {
+			if c.Pod == drills.RackTwoPodName && c.State == "CONTAINER_RUNNING" {
 				run2++
 				break
 			}
@@ -364,13 +338,13 @@ func AnalyseRacks(run verdict.Run, rec evidence.Record, h RacksHosts) ([]Stateme
 }
 
 func webRunning(s evidence.Snapshot, worker string) (int, bool) {
-	var v containersValue
-	if s.Get(evidence.Source("cri/"+worker), "drill/containers").Decode(&v) != nil {
+	var v drills.ContainersValue
+	if s.Get(evidence.Source("cri/"+worker), drills.QuestionContainers).Decode(&v) != nil {
 		return 0, false
 	}
 	n := 0
 	for _, c := range v.Containers {
-		if strings.HasPrefix(c.Pod, deploymentName+"-") && c.State == "CONTAINER_RUNNING" {
+		if strings.HasPrefix(c.Pod, drills.DeploymentName+"-") && c.State == "CONTAINER_RUNNING" {
 			n++
 		}
 	}
@@ -382,8 +356,8 @@ func leaderAt(s *evidence.Snapshot, lease string) string {
 		return ""
 	}
 	for _, src := range s.Sources() {
-		var v leadersValue
-		if s.Get(src, "drill/leaders").Decode(&v) == nil {
+		var v drills.LeadersValue
+		if s.Get(src, drills.QuestionLeaders).Decode(&v) == nil {
 			if h := v.Leases[lease].HolderIdentity; h != "" {
 				return h
 			}
@@ -404,7 +378,7 @@ func racksHostsOf(rec evidence.Record) (RacksHosts, error) {
 		switch {
 		case strings.HasPrefix(s, "controlplane/"):
 			cps = append(cps, strings.TrimPrefix(s, "controlplane/"))
-		case strings.HasPrefix(s, "cri/") && rec.Baseline.Get(src, "drill/containers").State != evidence.NotAsked:
+		case strings.HasPrefix(s, "cri/") && rec.Baseline.Get(src, drills.QuestionContainers).State != evidence.NotAsked:
 			workers = append(workers, strings.TrimPrefix(s, "cri/"))
 		}
 	}
@@ -421,7 +395,7 @@ func writeRacks(dir, path string, runs []verdict.Run) error {
 	return writeFile(path, func(w io.Writer) error {
 		fmt.Fprintf(w, "# The two-rack drill: R1 (M1, W1) cut off from etcd and R2\n\n")
 		for _, r := range runs {
-			rec, err := readEvidence(dir, r)
+			rec, err := record.ReadEvidence(dir, r.RunID)
 			if err != nil {
 				return err
 			}
@@ -446,17 +420,6 @@ func writeRacks(dir, path string, runs []verdict.Run) error {
 	})
 }
 
-type componentsValue struct {
-	Services []struct {
-		Name        string    `json:"name"`
-		PID         int       `json:"pid"`
-		State       string    `json:"state"`
-		Started     time.Time `json:"started"`
-		Restarts    int       `json:"restarts"`
-		LastRestart time.Time `json:"lastRestart"`
-	} `json:"services"`
-}
-
 // componentRestarts tells, from host's process table as the lab reported
 // it in every snapshot (restart count, pid, process start time), how often
 // its controller-manager and scheduler exited and were started again
@@ -478,8 +441,8 @@ func componentRestarts(rec evidence.Record, host string, rel func(time.Time) str
 		byName[n] = &seen{baseCount: -1}
 	}
 	read := func(s *evidence.Snapshot, baseline bool) {
-		var v componentsValue
-		a := s.Get(src, "drill/components")
+		var v drills.ComponentsValue
+		a := s.Get(src, drills.QuestionComponents)
 		if a.Decode(&v) != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package drill
+package report
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // The racks drill's evidence recorded on a local lab (testdata/README.md).
@@ -23,7 +24,7 @@ func TestRacksOnRecordedRuns(t *testing.T) {
 		t.Fatal("no runs in testdata/racks-fast")
 	}
 	for _, r := range runs {
-		rec, err := readEvidence(dir, r)
+		rec, err := record.ReadEvidence(dir, r.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,14 +59,14 @@ func TestRacksOnRecordedRuns(t *testing.T) {
 		rp := answers["Does M2 start a replacement of P on W2?"]
 		tc := answers["Can P1 and its replacement run at the same time?"]
 		switch r.Scenario {
-		case ScenarioRackForce:
+		case drills.IDRackForce:
 			if !strings.HasPrefix(rp.Answer, "yes") || !strings.Contains(rp.Answer, "force-deleted") || !strings.Contains(rp.Answer, "W2's runtime saw it running") {
 				t.Errorf("%s: replacement answer %q", r.RunID, rp.Answer)
 			}
 			if !strings.HasPrefix(tc.Answer, "single-copy VIOLATED") {
 				t.Errorf("%s: two-copies answer %q", r.RunID, tc.Answer)
 			}
-		case ScenarioRackCut:
+		case drills.IDRackCut:
 			if !strings.HasPrefix(rp.Answer, "no") || !strings.HasPrefix(tc.Answer, "single-copy PRESERVED") {
 				t.Errorf("%s: replacement answer %q, two-copies answer %q", r.RunID, rp.Answer, tc.Answer)
 			}

@@ -1,11 +1,15 @@
-// Package drill turns the evidence of the drills' runs (suites/drills) into
+// Package report turns the evidence of the drills' runs (suites/drills) into
 // what the drill asks a person to write down: the two pair timelines side
 // by side with the divergence point and the timer behind each interval, the
 // return timeline of each arm measured from the heal's start, the
 // detection latency explained from the node lease, a plot of both
 // timelines, and the racks drill's answers, each with its evidence.
 // Everything printed is computed from the recorded timeline and snapshots.
-package drill
+//
+// It reads run folders through framework/record and finds the drills' runs,
+// questions, names and values by the suite's own constants and types, so a
+// rename in the suite is a rename here.
+package report
 
 import (
 	"encoding/json"
@@ -16,30 +20,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
-)
-
-// Scenario IDs of the drills (suites/drills).
-const (
-	ScenarioKubeletStopped = "drill-6c2-kubelet-stopped"
-	ScenarioPowerOff       = "drill-6c1-power-off"
-	ScenarioRackCut        = "drill-racks-r1-cut"
-	ScenarioRackForce      = "drill-racks-r1-cut-force-delete"
-)
-
-// Drill namespace and names (suites/drills).
-const (
-	drillNamespace = "c1"
-	deploymentName = "web"
-	orphanName     = "orphan"
-)
-
-// Timeline kinds and questions of the drill sampler (suites/drills), read
-// here by name so that reports never import a suite.
-const (
-	kindPodPhase         = "pod-phase"
-	kindPodPhaseWatching = "pod-phase-watch-started"
-	questionPods         = evidence.Question("drill/pods")
-	questionContainers   = evidence.Question("drill/containers")
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // Moment is one of the drill's moments in one run.
@@ -225,7 +206,7 @@ func AnalysePair(run verdict.Run, rec evidence.Record, worker string) (PairArm, 
 	if w := tl.OfKind("timeline-started"); len(w) > 0 {
 		a.Watching = w[0].Detail
 	}
-	a.PhaseWatched = len(tl.OfKind(kindPodPhaseWatching)) > 0
+	a.PhaseWatched = len(tl.OfKind(drills.KindPodPhaseWatching)) > 0
 	snaps := samples(rec)
 	a.EvidenceEnd = evidenceEnd(tl, snaps)
 
@@ -341,7 +322,7 @@ type pairEvidence struct {
 	arm      *PairArm
 	tl       evidence.Timeline
 	snaps    []evidence.Snapshot
-	baseline map[string]podValue // by UID; nil when the baseline did not list the drill's pods
+	baseline map[string]drills.PodState // by UID; nil when the baseline did not list the drill's pods
 }
 
 // span is the stretch a moment is looked for in: the window (fault to heal
@@ -497,24 +478,8 @@ func readSpan(rs []read, faultAt time.Time) string {
 	return fmt.Sprintf("%d reads from +%s to +%s", len(rs), first, secs(rs[len(rs)-1].a.ReadAt.Sub(faultAt)))
 }
 
-// podValue is one pod as the drill sampler's drill/pods read has it.
-type podValue struct {
-	Name              string     `json:"name"`
-	UID               string     `json:"uid"`
-	Owner             string     `json:"owner,omitempty"`
-	Node              string     `json:"node,omitempty"`
-	Phase             string     `json:"phase"`
-	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
-	Created           time.Time  `json:"created"`
-	Terminated        []string   `json:"terminated,omitempty"`
-}
-
-type podsValue struct {
-	Pods []podValue `json:"pods"`
-}
-
-func decodePods(a evidence.Answer) ([]podValue, bool) {
-	var v podsValue
+func decodePods(a evidence.Answer) ([]drills.PodState, bool) {
+	var v drills.PodsValue
 	if err := a.Decode(&v); err != nil {
 		return nil, false
 	}
@@ -522,7 +487,7 @@ func decodePods(a evidence.Answer) ([]podValue, bool) {
 }
 
 // baselinePods are the drill's pods as the baseline listed them, by UID.
-func baselinePods(rec evidence.Record) map[string]podValue {
+func baselinePods(rec evidence.Record) map[string]drills.PodState {
 	if rec.Baseline == nil {
 		return nil
 	}
@@ -530,8 +495,8 @@ func baselinePods(rec evidence.Record) map[string]podValue {
 		if !strings.HasPrefix(string(src), "apiserver/") {
 			continue
 		}
-		if pods, ok := decodePods(rec.Baseline.Get(src, questionPods)); ok {
-			out := map[string]podValue{}
+		if pods, ok := decodePods(rec.Baseline.Get(src, drills.QuestionPods)); ok {
+			out := map[string]drills.PodState{}
 			for _, p := range pods {
 				out[p.UID] = p
 			}
@@ -541,7 +506,7 @@ func baselinePods(rec evidence.Record) map[string]podValue {
 	return nil
 }
 
-func isWeb(name string) bool { return strings.HasPrefix(name, deploymentName+"-") }
+func isWeb(name string) bool { return strings.HasPrefix(name, drills.DeploymentName+"-") }
 
 func terminal(phase string) bool { return phase == "Succeeded" || phase == "Failed" }
 
@@ -591,7 +556,7 @@ func renewedAfter(t time.Time) func(evidence.Answer) (string, bool) {
 }
 
 // pod shows a read that lists a pod for which ok holds.
-func pod(what string, ok func(podValue) bool) func(evidence.Answer) (string, bool) {
+func pod(what string, ok func(drills.PodState) bool) func(evidence.Answer) (string, bool) {
 	return func(a evidence.Answer) (string, bool) {
 		pods, readable := decodePods(a)
 		if !readable {
@@ -609,10 +574,12 @@ func pod(what string, ok func(podValue) bool) func(evidence.Answer) (string, boo
 func (x pairEvidence) windowSpecs() []momentSpec {
 	a := x.arm
 	node := "node/" + a.Worker
-	web := "pod/" + drillNamespace + "/" + deploymentName + "-"
-	orphan := "pod/" + drillNamespace + "/" + orphanName
-	replacement := func(p podValue) bool { return x.baseline != nil && isWeb(p.Name) && x.baseline[p.UID].UID == "" }
-	recreated := func(p podValue) bool { return x.baseline != nil && p.Name == orphanName && x.baseline[p.UID].UID == "" }
+	web := "pod/" + drills.Namespace + "/" + drills.DeploymentName + "-"
+	orphan := "pod/" + drills.Namespace + "/" + drills.OrphanName
+	replacement := func(p drills.PodState) bool { return x.baseline != nil && isWeb(p.Name) && x.baseline[p.UID].UID == "" }
+	recreated := func(p drills.PodState) bool {
+		return x.baseline != nil && p.Name == drills.OrphanName && x.baseline[p.UID].UID == ""
+	}
 	specs := []momentSpec{
 		{key: "lease-stopped", label: "node lease renewals stopped", event: kind("lease-renewals-stopped", "lease/kube-node-lease/"+a.Worker)},
 		{key: "ready-unknown", label: "node Ready=Unknown", event: kind("ready-unknown", node), question: evidence.NodeReady, shows: nodeStatus("Unknown")},
@@ -620,12 +587,12 @@ func (x pairEvidence) windowSpecs() []momentSpec {
 		{key: "not-ready-taint", label: "not-ready taint", event: kind("taint-added", node, detail("node.kubernetes.io/not-ready")), question: evidence.NodeTaints, shows: taint("node.kubernetes.io/not-ready", "", true)},
 		{key: "unreachable-noschedule", label: "unreachable taint (NoSchedule)", event: kind("taint-added", node, detail("node.kubernetes.io/unreachable:NoSchedule")), question: evidence.NodeTaints, shows: taint("node.kubernetes.io/unreachable", "NoSchedule", true)},
 		{key: "unreachable-noexecute", label: "unreachable taint (NoExecute)", event: kind("taint-added", node, detail("node.kubernetes.io/unreachable:NoExecute")), question: evidence.NodeTaints, shows: taint("node.kubernetes.io/unreachable", "NoExecute", true)},
-		{key: "web-deletion", label: "Deployment's pods get a deletionTimestamp", event: kind("pod-deletion-set", web), question: questionPods, shows: pod("marked for deletion", func(p podValue) bool { return isWeb(p.Name) && p.DeletionTimestamp != nil })},
-		{key: "orphan-deletion", label: "bare pod gets a deletionTimestamp", event: kind("pod-deletion-set", orphan), question: questionPods, shows: pod("marked for deletion", func(p podValue) bool { return p.Name == orphanName && p.DeletionTimestamp != nil })},
-		{key: "replacement-created", label: "replacement pod created", event: kind("pod-created", web), question: questionPods, shows: pod("a pod the baseline did not list", replacement)},
-		{key: "replacement-unschedulable", label: "replacement found no node (FailedScheduling)", event: kind("failed-scheduling", web)},
-		{key: "replacement-scheduled", label: "replacement scheduled while the worker was away", event: kind("pod-scheduled", web), question: questionPods, shows: pod("scheduled", func(p podValue) bool { return replacement(p) && p.Node != "" })},
-		{key: "orphan-recreated", label: "bare pod recreated", event: kind("pod-created", orphan), question: questionPods, shows: pod("a bare pod the baseline did not list", recreated)},
+		{key: "web-deletion", label: "Deployment's pods get a deletionTimestamp", event: kind("pod-deletion-set", web), question: drills.QuestionPods, shows: pod("marked for deletion", func(p drills.PodState) bool { return isWeb(p.Name) && p.DeletionTimestamp != nil })},
+		{key: "orphan-deletion", label: "bare pod gets a deletionTimestamp", event: kind("pod-deletion-set", orphan), question: drills.QuestionPods, shows: pod("marked for deletion", func(p drills.PodState) bool { return p.Name == drills.OrphanName && p.DeletionTimestamp != nil })},
+		{key: "replacement-created", label: "replacement pod created", event: kind("pod-created", web), question: drills.QuestionPods, shows: pod("a pod the baseline did not list", replacement)},
+		{key: "replacement-unschedulable", label: "replacement found no node (FailedScheduling)", event: kind(drills.KindFailedScheduling, web)},
+		{key: "replacement-scheduled", label: "replacement scheduled while the worker was away", event: kind("pod-scheduled", web), question: drills.QuestionPods, shows: pod("scheduled", func(p drills.PodState) bool { return replacement(p) && p.Node != "" })},
+		{key: "orphan-recreated", label: "bare pod recreated", event: kind("pod-created", orphan), question: drills.QuestionPods, shows: pod("a bare pod the baseline did not list", recreated)},
 	}
 	if x.baseline == nil {
 		for i := range specs {
@@ -640,12 +607,12 @@ func (x pairEvidence) windowSpecs() []momentSpec {
 func (x pairEvidence) returnSpecs() []momentSpec {
 	a := x.arm
 	node := "node/" + a.Worker
-	web := "pod/" + drillNamespace + "/" + deploymentName + "-"
-	orphan := "pod/" + drillNamespace + "/" + orphanName
+	web := "pod/" + drills.Namespace + "/" + drills.DeploymentName + "-"
+	orphan := "pod/" + drills.Namespace + "/" + drills.OrphanName
 	scenarioEvent := func(k string) func(evidence.Event) bool {
 		return func(e evidence.Event) bool { return e.Kind == k }
 	}
-	replacement := func(p podValue) bool { return x.baseline != nil && isWeb(p.Name) && x.baseline[p.UID].UID == "" }
+	replacement := func(p drills.PodState) bool { return x.baseline != nil && isWeb(p.Name) && x.baseline[p.UID].UID == "" }
 	specs := []momentSpec{
 		{key: "heal-started", label: "heal started (kubelet start / power on)", ret: true, event: scenarioEvent("heal-started")},
 		{key: "healed", label: "heal call returned (kubelet service started / host powered on)", ret: true, event: scenarioEvent("fault-healed")},
@@ -660,17 +627,17 @@ func (x pairEvidence) returnSpecs() []momentSpec {
 		specs[4].question, specs[4].shows = evidence.NodeTaints, taint("node.kubernetes.io/unreachable", "NoExecute", false)
 	}
 	if x.baseline != nil {
-		specs[5].question, specs[5].shows = questionPods, pod("scheduled", func(p podValue) bool { return replacement(p) && p.Node != "" })
-		specs[6].question, specs[6].shows = questionPods, pod("running", func(p podValue) bool { return replacement(p) && p.Phase == "Running" })
+		specs[5].question, specs[5].shows = drills.QuestionPods, pod("scheduled", func(p drills.PodState) bool { return replacement(p) && p.Node != "" })
+		specs[6].question, specs[6].shows = drills.QuestionPods, pod("running", func(p drills.PodState) bool { return replacement(p) && p.Phase == "Running" })
 		var orphanUIDs []string
 		for uid, p := range x.baseline {
-			if p.Name == orphanName {
+			if p.Name == drills.OrphanName {
 				orphanUIDs = append(orphanUIDs, uid)
 			}
 		}
 		if len(orphanUIDs) == 1 {
 			uid := orphanUIDs[0]
-			specs[7].question, specs[7].shows = questionPods, func(ans evidence.Answer) (string, bool) {
+			specs[7].question, specs[7].shows = drills.QuestionPods, func(ans evidence.Answer) (string, bool) {
 				pods, ok := decodePods(ans)
 				if !ok {
 					return "", false
@@ -730,22 +697,13 @@ func (a PairArm) Moment(key string) Moment {
 	return Moment{Key: key}
 }
 
-type containersValue struct {
-	Containers []struct {
-		Pod       string    `json:"pod"`
-		ID        string    `json:"id"`
-		State     string    `json:"state"`
-		CreatedAt time.Time `json:"createdAt"`
-	} `json:"containers"`
-}
-
 // runtimeView reads what the worker's runtime said: window reads are those
 // made between the fault and the heal start.
 func runtimeView(rec evidence.Record, worker string, faultAt, healStart time.Time) RuntimeView {
 	src := evidence.Source("cri/" + worker)
 	v := RuntimeView{Source: string(src)}
 	oldRunning := func(a evidence.Answer) (old, all int, ok bool) {
-		var cv containersValue
+		var cv drills.ContainersValue
 		if err := a.Decode(&cv); err != nil {
 			return 0, 0, false
 		}
@@ -761,10 +719,10 @@ func runtimeView(rec evidence.Record, worker string, faultAt, healStart time.Tim
 		return old, all, true
 	}
 	if rec.Baseline != nil {
-		v.OldBefore, _, _ = oldRunning(rec.Baseline.Get(src, questionContainers))
+		v.OldBefore, _, _ = oldRunning(rec.Baseline.Get(src, drills.QuestionContainers))
 	}
 	for _, s := range rec.Window {
-		a := s.Get(src, questionContainers)
+		a := s.Get(src, drills.QuestionContainers)
 		if a.State == evidence.NotAsked || !within(a.ReadAt, faultAt, healStart) {
 			continue
 		}
@@ -789,7 +747,7 @@ func runtimeView(rec evidence.Record, worker string, faultAt, healStart time.Tim
 		v.OldRunningLast, v.OldRunningLastAt = old, a.ReadAt
 	}
 	if rec.Final != nil {
-		a := rec.Final.Get(src, questionContainers)
+		a := rec.Final.Get(src, drills.QuestionContainers)
 		old, all, ok := oldRunning(a)
 		v.FinalReadable, v.FinalOldRunning, v.FinalRunning = ok, old, all
 		if ok {
@@ -797,10 +755,6 @@ func runtimeView(rec evidence.Record, worker string, faultAt, healStart time.Tim
 		}
 	}
 	return v
-}
-
-type leaseValue struct {
-	RenewTime time.Time `json:"renewTime"`
 }
 
 // leaseCheck predicts when the node lifecycle controller calls the node
@@ -829,7 +783,7 @@ func leaseCheck(run verdict.Run, rec evidence.Record, a PairArm) LeaseCheck {
 	}
 	for _, s := range snaps {
 		for _, src := range s.Sources() {
-			var lv leaseValue
+			var lv evidence.LeaseValue
 			if err := s.Get(src, evidence.NodeLease).Decode(&lv); err != nil {
 				continue
 			}

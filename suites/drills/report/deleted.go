@@ -1,10 +1,12 @@
-package drill
+package report
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // deletedPods finds the pods marked for deletion in the window (by the
@@ -19,11 +21,11 @@ func (x pairEvidence) deletedPods() []DeletedPod {
 	}
 	names := map[string]string{}
 	for _, e := range x.tl {
-		if e.Kind == "pod-deletion-set" && strings.HasPrefix(e.Subject, "pod/"+drillNamespace+"/") && within(e.At, a.FaultAt, a.HealStart) {
-			names[uidOf(e.Detail)] = strings.TrimPrefix(e.Subject, "pod/"+drillNamespace+"/")
+		if e.Kind == "pod-deletion-set" && strings.HasPrefix(e.Subject, "pod/"+drills.Namespace+"/") && within(e.At, a.FaultAt, a.HealStart) {
+			names[uidOf(e.Detail)] = strings.TrimPrefix(e.Subject, "pod/"+drills.Namespace+"/")
 		}
 	}
-	for _, r := range apiReads(x.snaps, questionPods, a.FaultAt, a.HealStart) {
+	for _, r := range apiReads(x.snaps, drills.QuestionPods, a.FaultAt, a.HealStart) {
 		pods, _ := decodePods(r.a)
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
@@ -32,12 +34,12 @@ func (x pairEvidence) deletedPods() []DeletedPod {
 		}
 	}
 	delete(names, "")
-	returnReads := apiReads(x.snaps, questionPods, a.HealStart, time.Time{})
+	returnReads := apiReads(x.snaps, drills.QuestionPods, a.HealStart, time.Time{})
 	var out []DeletedPod
 	for uid, name := range names {
 		d := DeletedPod{Name: name, UID: uid}
 		for _, e := range x.tl {
-			if e.Kind == kindPodPhase && !e.At.Before(a.HealStart) && uidOf(e.Detail) == uid {
+			if e.Kind == drills.KindPodPhase && !e.At.Before(a.HealStart) && uidOf(e.Detail) == uid {
 				if ph := phaseOf(e.Detail); terminal(ph) {
 					d.Phase, d.PhaseAt, d.PhaseFrom, d.Detail = ph, e.At, fmt.Sprintf("the drill sampler's pod-phase watch of %s", e.Source), e.Detail
 					break
@@ -50,14 +52,14 @@ func (x pairEvidence) deletedPods() []DeletedPod {
 				break
 			}
 		}
-		var lastListed *podValue
+		var lastListed *drills.PodState
 		var lastListedRead read
 		for _, r := range returnReads {
 			pods, ok := decodePods(r.a)
 			if !ok {
 				continue
 			}
-			var listed *podValue
+			var listed *drills.PodState
 			for i := range pods {
 				if pods[i].UID == uid {
 					listed = &pods[i]
@@ -69,7 +71,7 @@ func (x pairEvidence) deletedPods() []DeletedPod {
 					d.GoneAt = r.a.ReadAt
 				}
 			case terminal(listed.Phase) && (d.Phase == "" || r.a.ReadAt.Before(d.PhaseAt)):
-				d.Phase, d.PhaseAt, d.PhaseFrom = listed.Phase, r.a.ReadAt, fmt.Sprintf("%s (%s read)", r.src, questionPods)
+				d.Phase, d.PhaseAt, d.PhaseFrom = listed.Phase, r.a.ReadAt, fmt.Sprintf("%s (%s read)", r.src, drills.QuestionPods)
 				d.Detail = strings.Join(listed.Terminated, "; ")
 			case !terminal(listed.Phase):
 				lastListed, lastListedRead = listed, r
@@ -101,7 +103,7 @@ func phaseOf(detail string) string {
 	return f[0]
 }
 
-func (x pairEvidence) noTerminalPhase(d DeletedPod, last *podValue, lastRead read, reads []read) string {
+func (x pairEvidence) noTerminalPhase(d DeletedPod, last *drills.PodState, lastRead read, reads []read) string {
 	a := x.arm
 	var parts []string
 	if last != nil {
@@ -119,7 +121,7 @@ func (x pairEvidence) noTerminalPhase(d DeletedPod, last *podValue, lastRead rea
 	} else {
 		parts = append(parts, "this record has no pod-phase watch (recorded before the drill sampler watched pod phases), so a phase held only between two reads is missed")
 	}
-	parts = append(parts, coverage(reads, questionPods, a.FaultAt))
+	parts = append(parts, coverage(reads, drills.QuestionPods, a.FaultAt))
 	return "no terminal phase seen: " + strings.Join(parts, "; ")
 }
 
@@ -141,7 +143,7 @@ func (x pairEvidence) terminalMoment() Moment {
 	case len(x.arm.Deleted) == 0:
 		m.NotSeen = "no pod was marked for deletion in the window"
 	default:
-		m.NotSeen, m.Read = x.notSeen(true, questionPods, apiReads(x.snaps, questionPods, x.arm.HealStart, time.Time{}))
+		m.NotSeen, m.Read = x.notSeen(true, drills.QuestionPods, apiReads(x.snaps, drills.QuestionPods, x.arm.HealStart, time.Time{}))
 	}
 	return m
 }
@@ -166,7 +168,7 @@ func (x pairEvidence) terminatingGone() Moment {
 	case len(x.arm.Deleted) == 0:
 		m.NotSeen = "no pod was marked for deletion in the window"
 	case len(left) > 0:
-		m.NotSeen, m.Read = x.notSeen(true, questionPods, apiReads(x.snaps, questionPods, x.arm.HealStart, time.Time{}))
+		m.NotSeen, m.Read = x.notSeen(true, drills.QuestionPods, apiReads(x.snaps, drills.QuestionPods, x.arm.HealStart, time.Time{}))
 		m.NotSeen += "; never seen gone: " + strings.Join(left, ", ")
 	default:
 		m.Seen, m.At, m.Offset, m.Detail = true, last.GoneAt, last.GoneAt.Sub(x.arm.FaultAt), last.Name+" (uid "+last.UID+")"

@@ -1,4 +1,4 @@
-package drill
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // The pair drill's evidence recorded on a local lab (testdata/README.md).
@@ -26,9 +27,9 @@ func TestPairOnRecordedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch r.Scenario {
-		case ScenarioKubeletStopped:
+		case drills.IDKubeletStopped:
 			c = a
-		case ScenarioPowerOff:
+		case drills.IDPowerOff:
 			e = a
 		}
 	}
@@ -100,7 +101,7 @@ func TestWriteFolderRefusesOneArm(t *testing.T) {
 	}
 	var keep []string
 	for _, l := range strings.SplitAfter(string(b), "\n") {
-		if !strings.Contains(l, ScenarioPowerOff) {
+		if !strings.Contains(l, drills.IDPowerOff) {
 			keep = append(keep, l)
 		}
 	}

@@ -1,4 +1,4 @@
-package drill
+package report
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/suites/drills"
 )
 
 // Files the drill reports write into a run folder.
@@ -42,8 +43,8 @@ func WriteFolder(dir string) ([]string, error) {
 		}
 	}
 	var written []string
-	c, okC := latest[ScenarioKubeletStopped]
-	e, okE := latest[ScenarioPowerOff]
+	c, okC := latest[drills.IDKubeletStopped]
+	e, okE := latest[drills.IDPowerOff]
 	switch {
 	case okC && okE:
 		files, err := writePair(dir, c, e)
@@ -53,10 +54,10 @@ func WriteFolder(dir string) ([]string, error) {
 		written = append(written, files...)
 	case okC || okE:
 		return written, fmt.Errorf("%s holds only one arm of the pair drill (%s without %s): the comparison needs both in one run folder", dir,
-			map[bool]string{true: ScenarioKubeletStopped, false: ScenarioPowerOff}[okC], map[bool]string{true: ScenarioPowerOff, false: ScenarioKubeletStopped}[okC])
+			map[bool]string{true: drills.IDKubeletStopped, false: drills.IDPowerOff}[okC], map[bool]string{true: drills.IDPowerOff, false: drills.IDKubeletStopped}[okC])
 	}
 	var rackRuns []verdict.Run
-	for _, id := range []string{ScenarioRackCut, ScenarioRackForce} {
+	for _, id := range []string{drills.IDRackCut, drills.IDRackForce} {
 		if r, ok := latest[id]; ok {
 			rackRuns = append(rackRuns, r)
 		}
@@ -74,20 +75,6 @@ func WriteFolder(dir string) ([]string, error) {
 	return written, nil
 }
 
-func readEvidence(dir string, r verdict.Run) (evidence.Record, error) {
-	f := &record.Folder{Dir: dir}
-	file, err := os.Open(f.EvidencePath(r.RunID))
-	if err != nil {
-		return evidence.Record{}, fmt.Errorf("reading the evidence of run %s: %w", r.RunID, err)
-	}
-	defer file.Close()
-	rec, err := evidence.ReadJSONL(file)
-	if err != nil {
-		return evidence.Record{}, fmt.Errorf("reading the evidence of run %s: %w", r.RunID, err)
-	}
-	return rec, nil
-}
-
 // workerOf names the worker of a pair run: the one runtime the drill's
 // containers were read from.
 func workerOf(rec evidence.Record) (string, error) {
@@ -96,7 +83,7 @@ func workerOf(rec evidence.Record) (string, error) {
 	}
 	var workers []string
 	for _, src := range rec.Baseline.Sources() {
-		if strings.HasPrefix(string(src), "cri/") && rec.Baseline.Get(src, "drill/containers").State != evidence.NotAsked {
+		if strings.HasPrefix(string(src), "cri/") && rec.Baseline.Get(src, drills.QuestionContainers).State != evidence.NotAsked {
 			workers = append(workers, strings.TrimPrefix(string(src), "cri/"))
 		}
 	}
@@ -107,7 +94,7 @@ func workerOf(rec evidence.Record) (string, error) {
 }
 
 func analyse(dir string, r verdict.Run) (PairArm, error) {
-	rec, err := readEvidence(dir, r)
+	rec, err := record.ReadEvidence(dir, r.RunID)
 	if err != nil {
 		return PairArm{}, err
 	}
