@@ -52,7 +52,7 @@ func TestAppendAndReadRuns(t *testing.T) {
 	}
 	// A malformed line that is not the last is an error naming the line.
 	os.WriteFile(f.Path(VerdictsFile), []byte("{\"runID\":\"a\",\"scenario\":\"x\"}\nnot json\n{}\n"), 0o644)
-	if _, err := ReadRuns(f.Dir); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := ReadRuns(f.Dir); err == nil || !strings.Contains(err.Error(), VerdictsFile+":2: malformed run record") {
 		t.Errorf("malformed line: %v", err)
 	}
 	if _, err := ReadRuns(filepath.Join(f.Dir, "nope")); err == nil {
@@ -154,5 +154,22 @@ func TestRootIsTheEnvOrTheModuleRoot(t *testing.T) {
 	wd, _ := os.Getwd()
 	if want := filepath.Join(filepath.Dir(filepath.Dir(wd)), "reports", "runs"); r != want {
 		t.Errorf("root %q, want %q", r, want)
+	}
+}
+
+func TestDecodeRunsKeepsWhereEachRecordWasRead(t *testing.T) {
+	in := "{\"runID\":\"a\",\"scenario\":\"x\"}\n\n{\"runID\":\"b\",\"scenario\":\"x\",\"newerField\":1}\n{\"runID\":\"c\""
+	lines, cut, err := DecodeRuns(strings.NewReader(in), "v.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 || lines[0].Where() != "v.jsonl:1" || lines[1].RunID != "b" || lines[1].Where() != "v.jsonl:3" || cut != "v.jsonl:4" {
+		t.Errorf("lines %+v, cut %q; want a at 1, b at 3 and line 4 cut short", lines, cut)
+	}
+	if _, _, err := DecodeRuns(strings.NewReader(`{"runID":"a"} {"runID":"b"}`+"\n"), "v.jsonl"); err == nil || !strings.Contains(err.Error(), "v.jsonl:1: malformed run record: more than one JSON value") {
+		t.Errorf("two values on a line: %v", err)
+	}
+	if _, _, err := DecodeRuns(strings.NewReader(`{"runID":"a","runVerdict":"FINE"}`+"\n"), "v.jsonl"); err == nil || !strings.Contains(err.Error(), "v.jsonl:1: malformed run record") {
+		t.Errorf("a misspelt run verdict: %v", err)
 	}
 }

@@ -67,31 +67,65 @@ func ReadRuns(dir string) ([]verdict.Run, error) {
 }
 
 func readRuns(rd io.Reader, name string) ([]verdict.Run, error) {
+	lines, _, err := DecodeRuns(rd, name)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]verdict.Run, 0, len(lines))
+	for _, l := range lines {
+		if l.RunID == "" || l.Scenario == "" {
+			return nil, fmt.Errorf("%s line %d: a run record needs runID and scenario", name, l.Line)
+		}
+		runs = append(runs, l.Run)
+	}
+	return runs, nil
+}
+
+// Line is one run record with where it was read from, so that what is
+// made of it can be traced back to its line.
+type Line struct {
+	verdict.Run
+	File string
+	Line int
+}
+
+// Where is "file:line".
+func (l Line) Where() string { return fmt.Sprintf("%s:%d", l.File, l.Line) }
+
+// DecodeRuns decodes the run records of a verdicts.jsonl read from rd
+// (named file in errors and Lines), one JSON value a line; blank lines are
+// allowed. Unknown fields are allowed, so that a record written by a newer
+// faultline stays readable; verdicts are checked as they decode, so a
+// misspelt one is still an error. A last line without a newline is a run
+// a crash cut short: it is left out, and cut is its "file:line" ("" when
+// there is none). Any other malformed line is an error naming file and
+// line. What a record must hold beyond that is its reader's to check.
+func DecodeRuns(rd io.Reader, file string) (lines []Line, cut string, err error) {
 	br := bufio.NewReaderSize(rd, 1<<20)
-	var runs []verdict.Run
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		b, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			// An unterminated last line: cut short by a crash.
-			return runs, nil
+			if len(bytes.TrimSpace(b)) > 0 {
+				return lines, fmt.Sprintf("%s:%d", file, n), nil
+			}
+			return lines, "", nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			return nil, "", fmt.Errorf("reading %s after line %d: %w", file, n-1, err)
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
 			continue
 		}
-		// Unknown fields are allowed: records written by a newer faultline
-		// stay readable. Verdicts are still checked as they decode.
+		dec := json.NewDecoder(bytes.NewReader(b))
 		var r verdict.Run
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
+		if err := dec.Decode(&r); err != nil {
+			return nil, "", fmt.Errorf("%s:%d: malformed run record: %w", file, n, err)
 		}
-		if r.RunID == "" || r.Scenario == "" {
-			return nil, fmt.Errorf("%s line %d: a run record needs runID and scenario", name, n)
+		if dec.More() {
+			return nil, "", fmt.Errorf("%s:%d: malformed run record: more than one JSON value on the line", file, n)
 		}
-		runs = append(runs, r)
+		lines = append(lines, Line{Run: r, File: file, Line: n})
 	}
 }
 

@@ -1,9 +1,6 @@
 package aggregate
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,14 +17,7 @@ const VerdictsFile = record.VerdictsFile
 
 // Record is one run record together with where it was read from, so that an
 // excluded run or a duplicate can be traced back to its line.
-type Record struct {
-	verdict.Run
-	File string
-	Line int
-}
-
-// Where is "file:line".
-func (r Record) Where() string { return fmt.Sprintf("%s:%d", r.File, r.Line) }
+type Record = record.Line
 
 // Input is what was read from a set of run folders.
 type Input struct {
@@ -46,10 +36,10 @@ type Input struct {
 // record is an error naming its file and line: a figure computed while
 // silently skipping records would not be one a paper can quote.
 //
-// It reads records as framework/record writes them, with the same rules
-// as record.ReadRuns (unknown fields are ignored; an unterminated last line
-// is a record cut short), and checks more: every verdict present, no
-// invariant judged twice, no run read twice. It keeps each record's line.
+// It decodes records with record.DecodeRuns, as record.ReadRuns does
+// (unknown fields are ignored; an unterminated last line is a record cut
+// short), and checks more: every verdict present, no invariant judged
+// twice, no run read twice. It keeps each record's line.
 func ReadRunFolders(paths []string) (*Input, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no run folders given")
@@ -121,39 +111,18 @@ func ReadVerdictsFile(file string) (recs []Record, cut string, err error) {
 }
 
 func decodeRecords(rd io.Reader, file string) ([]Record, string, error) {
-	br := bufio.NewReaderSize(rd, 1<<20)
-	var out []Record
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			if len(bytes.TrimSpace(b)) > 0 {
-				return out, fmt.Sprintf("%s:%d", file, line), nil
-			}
-			return out, "", nil
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("reading %s after line %d: %w", file, line-1, err)
-		}
-		b = bytes.TrimSpace(b)
-		if len(b) == 0 {
-			continue
-		}
-		// Unknown fields are allowed, as record.ReadRuns allows them: a
-		// record written by a newer faultline stays readable. What counts
-		// is checked below, so a misspelt verdict field is still an error.
-		dec := json.NewDecoder(bytes.NewReader(b))
-		var run verdict.Run
-		if err := dec.Decode(&run); err != nil {
-			return nil, "", fmt.Errorf("%s:%d: malformed run record: %w", file, line, err)
-		}
-		if dec.More() {
-			return nil, "", fmt.Errorf("%s:%d: malformed run record: more than one JSON value on the line", file, line)
-		}
-		if err := checkRecord(run); err != nil {
-			return nil, "", fmt.Errorf("%s:%d: incomplete run record: %w", file, line, err)
-		}
-		out = append(out, Record{Run: run, File: file, Line: line})
+	lines, cut, err := record.DecodeRuns(rd, file)
+	if err != nil {
+		return nil, "", err
 	}
+	out := make([]Record, 0, len(lines))
+	for _, l := range lines {
+		if err := checkRecord(l.Run); err != nil {
+			return nil, "", fmt.Errorf("%s: incomplete run record: %w", l.Where(), err)
+		}
+		out = append(out, l)
+	}
+	return out, cut, nil
 }
 
 // checkRecord rejects records whose missing fields would otherwise decode
