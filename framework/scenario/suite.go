@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,10 +13,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
-	"github.com/faultline/faultline/framework/ledger"
-	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/reports"
 )
 
 // Suite is what the engine needs from a suite besides its table.
@@ -34,13 +31,25 @@ type Suite struct {
 	// Applicability is the table NOT_APPLICABLE comes from. Default
 	// invariant.Applicability.
 	Applicability invariant.Table
+	// Shape is the lab shape every scenario of the suite needs. It is
+	// checked when the suite starts, before anything is touched (the heal
+	// ledger included): a lab without it is refused, naming what it
+	// lacks. A scenario's own Shape is checked before its reset instead,
+	// and skips only that scenario. Optional.
+	Shape Shape
 	// VerifyLab checks, before anything is touched, that the cluster
 	// behind the lab is the lab's own (it carries the lab's marker), so a
 	// config pointing at someone else's cluster is refused. Optional.
 	VerifyLab func(ctx context.Context, l lab.Lab) error
 	// Prepare runs after reset and the clean-start check, before the
-	// baseline: install fixtures and wait for them. Optional.
-	Prepare func(ctx context.Context, l lab.Lab) error
+	// baseline: install the fixtures the scenario needs and wait for
+	// them. Optional.
+	Prepare func(ctx context.Context, l lab.Lab, sc Scenario) error
+	// SelfCheck runs CheckControls over the suite's runs once they are
+	// all recorded, and fails the suite on any control that did not come
+	// out as it must; the null arms' gaps are printed. For suites whose
+	// table holds positive controls and null arms.
+	SelfCheck bool
 	// ReportsRoot is where run folders are made. Default reports.Root().
 	ReportsRoot string
 	// TableOrder runs the scenarios in the order of the table, whatever
@@ -54,15 +63,11 @@ type Suite struct {
 	TableOrder bool
 }
 
-// suiteState is what one suite process shares across its specs.
+// suiteState is what one suite process shares across its specs: the
+// engine, and the run folder the Ginkgo skin writes.
 type suiteState struct {
-	name       string
-	cfg        Suite
-	lab        lab.Lab
-	labInfo    verdict.LabInfo
-	commit     string
-	configHash string
-	folder     *reports.Folder
+	*engine
+	folder *runFolder
 }
 
 var (
@@ -83,22 +88,14 @@ func Register(s Suite, table []Scenario) bool {
 		panic("scenario.Register called twice: a suite registers all its scenarios in one table")
 	}
 	registered = true
-	if err := validateSuite(s); err != nil {
+	s, err := s.withDefaults()
+	if err != nil {
 		panic(err.Error())
 	}
 	if err := ValidateTable(table); err != nil {
 		panic(err.Error())
 	}
-	if s.SampleEvery <= 0 {
-		s.SampleEvery = time.Second
-	}
-	if s.Applicability == nil {
-		s.Applicability = invariant.Applicability
-	}
-	if err := s.Applicability.Validate(); err != nil {
-		panic(fmt.Sprintf("suite %s: applicability table: %v", s.Name, err))
-	}
-	st := &suiteState{name: s.Name, cfg: s}
+	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}}
 	registerSuiteNodes(st)
 	scenarios := func() {
 		for _, sc := range table {
@@ -113,7 +110,8 @@ func Register(s Suite, table []Scenario) bool {
 	return true
 }
 
-func validateSuite(s Suite) error {
+// withDefaults checks s and fills in its defaults.
+func (s Suite) withDefaults() (Suite, error) {
 	var errs []error
 	if s.Name == "" {
 		errs = append(errs, errors.New("no name"))
@@ -124,10 +122,22 @@ func validateSuite(s Suite) error {
 	if s.Sampler == nil {
 		errs = append(errs, errors.New("no Sampler"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("suite %q: %w", s.Name, err)
+	if err := s.Shape.validate(); err != nil {
+		errs = append(errs, err)
 	}
-	return nil
+	if s.SampleEvery <= 0 {
+		s.SampleEvery = time.Second
+	}
+	if s.Applicability == nil {
+		s.Applicability = invariant.Applicability
+	}
+	if err := s.Applicability.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("applicability table: %v", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s, fmt.Errorf("suite %q: %w", s.Name, err)
+	}
+	return s, nil
 }
 
 // RefuseNonLab returns an error unless l's config declares a disposable lab.
@@ -153,37 +163,32 @@ type suiteStart struct {
 
 func registerSuiteNodes(st *suiteState) {
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-		l := st.open(ctx)
-		rep, err := ledger.HealAll(ctx, l)
+		if err := st.open(ctx); err != nil {
+			Fail(err.Error())
+		}
+		rep, err := st.healLedger(ctx)
 		if !rep.Empty() {
 			fmt.Fprintf(GinkgoWriter, "%s\n", rep)
 			AddReportEntry("heal ledger on start", rep.String())
 		}
 		if err != nil {
-			Fail(fmt.Sprintf("healing what the heal ledger of lab %s holds before the suite: %v\n%s", l.Info().Name, err, rep))
+			Fail(err.Error())
 		}
-		if len(rep.Busy) > 0 {
-			Fail(fmt.Sprintf("lab %s has faults held by another running process; two runs on one lab would judge each other's faults:\n%s", l.Info().Name, rep))
-		}
-		root := st.cfg.ReportsRoot
-		if root == "" {
-			if root, err = reports.Root(); err != nil {
-				Fail(err.Error())
-			}
-		}
-		folder, err := reports.NewFolder(root, st.name, time.Now())
+		dir, err := newRunFolder(st.cfg.ReportsRoot, st.name)
 		if err != nil {
 			Fail(err.Error())
 		}
-		b, _ := json.Marshal(suiteStart{Folder: folder.Dir})
+		b, _ := json.Marshal(suiteStart{Folder: dir})
 		return b
 	}, func(ctx SpecContext, data []byte) {
 		var start suiteStart
 		if err := json.Unmarshal(data, &start); err != nil {
 			Fail(fmt.Sprintf("suite start: %v", err))
 		}
-		st.open(ctx)
-		st.folder = &reports.Folder{Dir: start.Folder}
+		if err := st.open(ctx); err != nil {
+			Fail(err.Error())
+		}
+		st.folder = openRunFolder(start.Folder)
 		fmt.Fprintf(GinkgoWriter, "run folder: %s\n", start.Folder)
 	})
 
@@ -199,57 +204,19 @@ func registerSuiteNodes(st *suiteState) {
 		if st.folder == nil {
 			return
 		}
-		var errs []error
-		if err := st.folder.WriteGinkgoJUnit(report); err != nil {
-			errs = append(errs, err)
+		runs, err := st.finishFolder(report)
+		if err != nil {
+			Fail(err.Error())
 		}
-		runs, err := reports.ReadRuns(st.folder.Dir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.dir())
+		if !st.cfg.SelfCheck {
+			return
 		}
-		if err := st.folder.WriteVerdictJUnit(st.name, runs); err != nil {
-			errs = append(errs, err)
+		for _, gap := range Gaps(runs) {
+			fmt.Printf("self-check: no negative control for %s\n", gap)
 		}
-		if err := st.folder.WriteSummary(st.name, runs, st.cfg.Applicability); err != nil {
-			errs = append(errs, err)
+		if problems := CheckControls(runs); len(problems) > 0 {
+			Fail(fmt.Sprintf("self-check: positive and negative controls: %d did not come out as they must:\n%s", len(problems), strings.Join(problems, "\n")))
 		}
-		if err := errors.Join(errs...); err != nil {
-			Fail(fmt.Sprintf("writing the run folder %s: %v", st.folder.Dir, err))
-		}
-		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.Dir)
 	})
-}
-
-// open opens the lab once per process and refuses a config that is not a
-// lab before anything else touches it.
-func (st *suiteState) open(ctx context.Context) lab.Lab {
-	if st.lab != nil {
-		return st.lab
-	}
-	l, err := st.cfg.OpenLab(ctx)
-	if err != nil {
-		Fail(fmt.Sprintf("opening the lab: %v", err))
-	}
-	if err := RefuseNonLab(l); err != nil {
-		l.Close()
-		Fail(err.Error())
-	}
-	if st.cfg.VerifyLab != nil {
-		if err := st.cfg.VerifyLab(ctx, l); err != nil {
-			l.Close()
-			Fail(fmt.Sprintf("lab %s: refusing to run: %v (nothing was touched)", l.Info().Name, err))
-		}
-	}
-	st.lab = l
-	info := l.Info()
-	st.labInfo = verdict.LabInfo{
-		Name: info.Name, Kind: info.Kind, Topology: info.Topology, ResetKind: string(info.ResetKind),
-		KubernetesVersion: info.KubernetesVersion, EtcdVersion: info.EtcdVersion,
-		TimerProfile: info.TimerProfile, Timers: info.Timers,
-	}
-	st.commit = reports.GitCommit(ctx)
-	if st.configHash, err = reports.ConfigHash(l.Config()); err != nil {
-		Fail(err.Error())
-	}
-	return l
 }
