@@ -54,3 +54,19 @@ func TestCheckControls(t *testing.T) {
 		t.Errorf("gaps %q", gaps)
 	}
 }
+
+func TestSelfCheckFailsTheSuiteOnAControlThatDidNotComeOut(t *testing.T) {
+	clean := []verdict.Run{
+		{Scenario: "c", Arm: "fault", ControlOf: []string{"x"}, RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": verdict.Violated})},
+		{Scenario: "c", Arm: "null", RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": verdict.Preserved, "y": verdict.InsufficientData})},
+	}
+	report, failure := selfCheck(clean)
+	if failure != "" || report != "self-check: no negative control for c [null]: y INSUFFICIENT_DATA\n" {
+		t.Errorf("clean controls: report %q, failure %q", report, failure)
+	}
+	blind := append(clean, verdict.Run{Scenario: "d", Arm: "fault", ControlOf: []string{"x"}, RunVerdict: verdict.RunJudged,
+		Judgements: judged(map[string]verdict.Verdict{"x": verdict.Preserved})})
+	if _, failure := selfCheck(blind); !strings.Contains(failure, "self-check: positive and negative controls: 1 did not come out as they must:\nd [fault]: positive control of x judged PRESERVED") {
+		t.Errorf("a blind control: failure %q", failure)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -212,11 +213,24 @@ func registerSuiteNodes(st *suiteState) {
 		if !st.cfg.SelfCheck {
 			return
 		}
-		for _, gap := range Gaps(runs) {
-			fmt.Printf("self-check: no negative control for %s\n", gap)
-		}
-		if problems := CheckControls(runs); len(problems) > 0 {
-			Fail(fmt.Sprintf("self-check: positive and negative controls: %d did not come out as they must:\n%s", len(problems), strings.Join(problems, "\n")))
+		lines, failure := selfCheck(runs)
+		fmt.Print(lines)
+		if failure != "" {
+			Fail(failure)
 		}
 	})
+}
+
+// selfCheck is Suite.SelfCheck over the runs of a suite run: the lines to
+// print (the null arms' gaps), and the suite's failure, "" when every
+// control came out as it must.
+func selfCheck(runs []verdict.Run) (report, failure string) {
+	var b strings.Builder
+	for _, gap := range Gaps(runs) {
+		fmt.Fprintf(&b, "self-check: no negative control for %s\n", gap)
+	}
+	if problems := CheckControls(runs); len(problems) > 0 {
+		failure = fmt.Sprintf("self-check: positive and negative controls: %d did not come out as they must:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+	return b.String(), failure
 }
