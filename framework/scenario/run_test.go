@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
 )
 
 func TestRunVerdictRule(t *testing.T) {
@@ -89,12 +90,12 @@ func TestValidateTable(t *testing.T) {
 	bad := good
 	bad.ControlOf = []string{"y"}
 	bad.Invariants = []invariant.Invariant{inv{"x", verdict.Safety}, inv{"x", "sometime"}}
-	bad.Labels = []string{"a/b"}
+	bad.Labels = []string{"a/b", "control:x", "writer:cp3"}
 	bad.Window = 0
 	bad.Fault = fault.Null(good.Fault)
 	err := ValidateTable([]Scenario{good, good, bad})
 	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault",
-		"positive control of y, which the scenario does not judge"} {
+		"positive control of y, which the scenario does not judge", `label "control:x": set ControlOf`, `label "writer:cp3": set Writer`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
@@ -105,6 +106,28 @@ func TestValidateTable(t *testing.T) {
 	labels := good.AutoLabels()
 	if strings.Join(labels, " ") != "arm:fault fault:memlab-flag class:memlab-flag" {
 		t.Errorf("labels %v", labels)
+	}
+	// Every typed field gives its label; the null arm of a control keeps
+	// its control: labels.
+	typed := control
+	typed.Shape = Shape{Name: "lab11", Check: func(lab.Lab) error { return nil }}
+	typed.CI, typed.Writer, typed.Labels = true, "cp3", []string{"paper:p"}
+	for i, want := range []string{
+		"arm:fault fault:memlab-flag class:memlab-flag topology:lab11 ci control:x writer:cp3 paper:p",
+		"arm:null fault:memlab-flag class:memlab-flag topology:lab11 ci control:x writer:cp3 paper:p",
+	} {
+		if got := strings.Join(WithNullArms(typed)[i].AllLabels(), " "); got != want {
+			t.Errorf("labels %q, want %q", got, want)
+		}
+	}
+	half := good
+	half.Shape = Shape{Name: "racks"}
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), "shape racks has no check") {
+		t.Errorf("a shape without a check: %v", err)
+	}
+	half.Topology = "lab11"
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), "both a topology (lab11) and a shape (racks)") {
+		t.Errorf("a topology and a shape: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/framework/fault"
@@ -227,6 +228,16 @@ func (s Scenario) Validate() error {
 	}
 	if err := s.Shape.validate(); err != nil {
 		bad("%v", err)
+	}
+	for _, l := range s.Labels {
+		// These labels mean something to the engine only through the
+		// fields they are generated from.
+		switch {
+		case strings.HasPrefix(l, LabelControl):
+			bad("label %q: set ControlOf; the engine generates control: labels from it", l)
+		case strings.HasPrefix(l, LabelWriter):
+			bad("label %q: set Writer; the engine generates the writer: label from it", l)
+		}
 	}
 	if s.Fault != nil {
 		for _, l := range s.AllLabels() {
