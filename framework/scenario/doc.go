@@ -1,6 +1,13 @@
 // Package scenario turns a table of scenarios, declared as data, into
 // Ginkgo specs of one shape, and decides what each run may claim.
 //
+// The phase algorithm is plain Go (runner.go, judge.go): a run moves
+// forward through reset, pre-fault, inject, window, heal, settle, judge
+// and release, with one phase state, and Runner runs scenarios through it
+// without Ginkgo. The Ginkgo layer (spec.go, suite.go) is a skin that
+// calls those phases from its nodes: Serial specs, labels, DeferCleanup
+// and report entries. The run folder is written in folder.go alone.
+//
 // A suite file registers its table once, at the top level:
 //
 //	var _ = scenario.Register(scenario.Suite{
@@ -11,18 +18,27 @@
 //
 // Register also adds the suite-level nodes, so a suite defines no
 // BeforeSuite or ReportAfterSuite of its own. On start it opens the lab,
-// refuses a config without `lab: true` (and, with Suite.VerifyLab, a
-// cluster without the lab's marker) before touching anything, heals
-// whatever the lab's heal ledger holds (and refuses to run if it cannot, or
-// if another live process holds a fault on the lab), and makes the run
-// folder (package framework/record; its summary.md comes from the
-// renderers the suite links, package reports among them).
+// refuses a config without `lab: true` (and, with Suite.Shape, a lab
+// without the hosts and roles the suite needs, naming what is missing;
+// with Suite.VerifyLab, a cluster without the lab's marker) before
+// touching anything, heals whatever the lab's heal ledger holds (and
+// refuses to run if it cannot, or if another live process holds a fault
+// on the lab), and makes the run folder (package framework/record; its
+// summary.md comes from the renderers the suite links, package reports
+// among them). After the suite, with Suite.SelfCheck, it runs CheckControls over the run records
+// and fails the suite on a positive control not VIOLATED or a null arm
+// that fired.
 //
-// Each scenario is one Serial spec labelled arm:, fault:, class: and
-// topology: besides its own labels:
+// Each scenario is one Serial spec with the labels generated from its
+// fields (AutoLabels: arm:, fault:, class:, topology: from Topology or
+// Shape, ci from CI, control: from ControlOf, writer: from Writer)
+// besides its own:
 //
-//	BeforeEach      reset the lab; check it starts clean (empty ledger, up);
-//	                Suite.Prepare; baseline snapshot; a pre-fault window
+//	BeforeEach      skip when the lab lacks the scenario's Topology or
+//	                Shape, naming what is missing (nothing is touched);
+//	                reset the lab; check it starts clean (empty ledger, up);
+//	                Suite.Prepare (handed the scenario); baseline
+//	                snapshot; a pre-fault window
 //	                sampled after it, long enough for every invariant to
 //	                be able to fire (three rounds, and for an
 //	                invariant.Bounded more than its bound plus two sampling

@@ -14,7 +14,6 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
-	"github.com/faultline/faultline/framework/ledger"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 )
@@ -30,42 +29,33 @@ type probe struct {
 // into a verdict.Run at the end.
 type run struct {
 	sc      Scenario
-	suite   *suiteState
+	eng     *engine
 	id      string
 	started time.Time
 	ended   time.Time
 
-	// mu guards what the DeferCleanup heal and the phases share.
+	// act makes heal and release happen at most once each, whoever asks
+	// first (the end of the run, or the last-resort cleanup).
+	act sync.Mutex
+	// mu guards the state and what the phases and the cleanup share.
 	mu       sync.Mutex
+	st       state
 	timings  map[string]float64
 	record   evidence.Record
 	timeline evidence.Recorder
 	decided  map[string]verdict.Judgement
 	probes   []probe
-	// aborted names the phase that failed and why; empty if none did.
-	aborted     string
-	interrupted string
-	// watched is set when the It sampled the whole window.
-	watched bool
-	active  *ledger.Active
-	healed  bool
-	healErr error
 	// The moments that bound the parts of the run a verdict's evidence
 	// can fall in (phaseAt): zero until reached.
 	injectStarted, healStarted, healEnded time.Time
 	// load is the machine's load average at the run's start (and, once
 	// finished, its end).
 	load []verdict.Load
-	// released is set once a lingering fault's Release ran (or there was
-	// nothing to release).
-	released   bool
-	releaseErr error
-	finished   *verdict.Run
 }
 
-func newRun(sc Scenario, st *suiteState, now time.Time) *run {
+func newRun(sc Scenario, eng *engine, now time.Time) *run {
 	id := fmt.Sprintf("%s-%s-%s", sc.ID, sc.arm(), now.UTC().Format("20060102T150405.000Z"))
-	r := &run{sc: sc, suite: st, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
+	r := &run{sc: sc, eng: eng, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
 	if l, ok := readLoad(); ok {
 		r.load = append(r.load, l)
 	}
@@ -106,16 +96,10 @@ func (r *run) abort(phase string, err error) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	msg := fmt.Sprintf("%s failed: %v", phase, err)
-	if r.aborted == "" {
-		r.aborted = msg
+	if r.st.failed == "" {
+		r.st.failed = msg
 	}
 	return msg
-}
-
-func (r *run) isAborted() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.aborted != ""
 }
 
 func (r *run) event(kind, detail string) {
@@ -250,52 +234,66 @@ func (r *run) during(j verdict.Judgement, in invariant.Input) string {
 	return ""
 }
 
-// heal heals the injected fault once, whoever asks first (AfterEach, or
-// the DeferCleanup that stands in when AfterEach cannot run), and settles
-// its ledger entry: removed when healed, kept for the next start if not.
-// With a sampler it also samples, at the suite's interval, while the
+// heal runs PhaseHeal once, whoever asks first (the end of the run, or
+// the cleanup that stands in when the end cannot run), and settles the
+// fault's ledger entry: removed when healed, kept for the next start if
+// not. With a sampler it also samples, at the suite's interval, while the
 // fault's Heal runs, and keeps those snapshots as the record's heal
-// samples: a hazard can fall at heal.
+// samples: a hazard can fall at heal. Nothing is healed before a ledger
+// entry was written, as nothing was injected then.
 func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) error {
+	r.act.Lock()
+	defer r.act.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.healed || r.active == nil {
-		return r.healErr
+	active := r.st.active
+	r.mu.Unlock()
+	if active == nil || !r.enter(PhaseHeal) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.st.healErr
 	}
+	f := r.sc.injected()
 	start := time.Now()
+	r.mu.Lock()
 	r.healStarted = start
-	r.timeline.Add(evidence.Event{At: start.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.HealStartedEvent, Detail: fault.Describe(r.sc.injected())})
+	r.mu.Unlock()
+	r.timeline.Add(evidence.Event{At: start.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.HealStartedEvent, Detail: fault.Describe(f)})
 	stop, sampled := make(chan struct{}), make(chan []evidence.Snapshot, 1)
 	if sampler != nil {
 		go func() { sampled <- r.sampleUntil(ctx, l, sampler, stop) }()
 	} else {
 		sampled <- nil
 	}
-	err := r.sc.injected().Heal(ctx, l)
+	err := f.Heal(ctx, l)
 	// Stopped before the end is stamped, so every heal sample was begun
 	// while heal ran.
 	close(stop)
-	r.healEnded = time.Now()
-	r.record.Heal = append(r.record.Heal, <-sampled...)
-	r.timings["heal"] += r.healEnded.Sub(start).Seconds()
-	r.healed = true
+	ended := time.Now()
+	heal := <-sampled
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.healEnded = ended
+	r.record.Heal = append(r.record.Heal, heal...)
+	r.timings["heal"] += ended.Sub(start).Seconds()
 	if err != nil {
-		r.healErr = fmt.Errorf("healing %s: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(r.sc.injected()), err)
-		if kerr := r.active.Keep(); kerr != nil {
-			r.healErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.healErr, kerr)
+		r.st.healErr = fmt.Errorf("healing %s: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(f), err)
+		if kerr := active.Keep(); kerr != nil {
+			r.st.healErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.st.healErr, kerr)
 		}
-		r.timeline.Add(evidence.Event{At: r.healEnded.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "heal-failed", Detail: err.Error()})
-		return r.healErr
+		r.timeline.Add(evidence.Event{At: ended.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "heal-failed", Detail: err.Error()})
+		return r.st.healErr
 	}
-	r.timeline.Add(evidence.Event{At: r.healEnded.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.FaultHealedEvent, Detail: fault.Describe(r.sc.injected())})
-	if _, lingers := r.sc.injected().(fault.Lingering); lingers {
-		return nil // the entry stays until release
+	r.timeline.Add(evidence.Event{At: ended.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.FaultHealedEvent, Detail: fault.Describe(f)})
+	if _, lingers := f.(fault.Lingering); !lingers {
+		// Nothing is left to release.
+		if derr := active.Done(); derr != nil {
+			r.st.healErr = fmt.Errorf("fault healed, but %w", derr)
+		}
 	}
-	r.released = true
-	if derr := r.active.Done(); derr != nil {
-		r.healErr = fmt.Errorf("fault healed, but %w", derr)
+	if r.st.healErr == nil {
+		r.st.whole[PhaseHeal] = true
 	}
-	return r.healErr
+	return r.st.healErr
 }
 
 // sampleUntil takes snapshots at the suite's interval until stop is
@@ -304,7 +302,7 @@ func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) err
 // nothing r.mu guards (heal holds it meanwhile).
 func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampler, stop <-chan struct{}) []evidence.Snapshot {
 	var out []evidence.Snapshot
-	every := r.suite.cfg.SampleEvery
+	every := r.eng.cfg.SampleEvery
 	for {
 		select {
 		case <-stop:
@@ -334,35 +332,47 @@ func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampl
 	}
 }
 
-// release releases a lingering fault once its run has been judged, and
-// then removes its ledger entry; for any other fault heal already did all
-// of it. A failed release keeps the entry for the next start or
-// `faultline heal`. It does nothing when heal did not succeed: the entry
-// then stays whole, and healing it from the ledger releases it too.
+// release runs PhaseRelease once: it releases a lingering fault once its
+// run has been judged, and then removes its ledger entry; for any other
+// fault heal already did all of it. A failed release keeps the entry for
+// the next start or `faultline heal`. It does nothing when heal did not
+// succeed: the entry then stays whole, and healing it from the ledger
+// releases it too.
 func (r *run) release(ctx context.Context, l lab.Lab) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.released || !r.healed || r.healErr != nil || r.active == nil {
-		return r.releaseErr
+	r.act.Lock()
+	defer r.act.Unlock()
+	if !r.ranWhole(PhaseHeal) || !r.enter(PhaseRelease) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.st.releaseErr
 	}
-	r.released = true
-	lf := r.sc.injected().(fault.Lingering)
+	r.mu.Lock()
+	active := r.st.active
+	r.mu.Unlock()
+	lf, lingers := r.sc.injected().(fault.Lingering)
+	if !lingers {
+		r.complete(PhaseRelease)
+		return nil
+	}
 	start := time.Now()
 	err := lf.Release(ctx, l)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.timings["release"] += time.Since(start).Seconds()
 	if err != nil {
-		r.releaseErr = fmt.Errorf("releasing what %s left after heal: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(lf), err)
-		if kerr := r.active.Keep(); kerr != nil {
-			r.releaseErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.releaseErr, kerr)
+		r.st.releaseErr = fmt.Errorf("releasing what %s left after heal: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(lf), err)
+		if kerr := active.Keep(); kerr != nil {
+			r.st.releaseErr = fmt.Errorf("%w; releasing its ledger entry: %v", r.st.releaseErr, kerr)
 		}
 		r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "release-failed", Detail: err.Error()})
-		return r.releaseErr
+		return r.st.releaseErr
 	}
 	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: "fault-released", Detail: fault.Describe(lf)})
-	if derr := r.active.Done(); derr != nil {
-		r.releaseErr = fmt.Errorf("released, but %w", derr)
+	if derr := active.Done(); derr != nil {
+		r.st.releaseErr = fmt.Errorf("released, but %w", derr)
 	}
-	return r.releaseErr
+	r.st.whole[PhaseRelease] = r.st.releaseErr == nil
+	return r.st.releaseErr
 }
 
 // effectCoverage counts what the window's probes saw. required is the
@@ -445,13 +455,14 @@ func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required f
 // finish turns the run into its record once: every invariant gets a
 // verdict (those never judged get INSUFFICIENT_DATA saying why).
 func (r *run) finish(specState string) verdict.Run {
+	r.enter(PhaseDone)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.finished != nil {
+	if r.st.finished != nil {
 		if specState != "" {
-			r.finished.SpecState = specState
+			r.st.finished.SpecState = specState
 		}
-		return *r.finished
+		return *r.st.finished
 	}
 	if r.ended.IsZero() {
 		r.ended = time.Now()
@@ -460,9 +471,9 @@ func (r *run) finish(specState string) verdict.Run {
 	if r.sc.arm() == NullArm {
 		required = 0
 	}
-	rv, reason := runVerdict(r.sc.arm(), r.aborted, r.interrupted, r.probes, required)
+	rv, reason := runVerdict(r.sc.arm(), r.st.failed, r.st.interrupted, r.probes, required)
 	var coverage *verdict.EffectCoverage
-	if len(r.probes) > 0 || r.watched {
+	if len(r.probes) > 0 || r.st.whole[PhaseWindow] {
 		c := effectCoverage(r.probes, required)
 		coverage = &c
 	}
@@ -482,7 +493,7 @@ func (r *run) finish(specState string) verdict.Run {
 		js = append(js, j)
 	}
 	r.record.Timeline = r.timeline.Timeline()
-	st := r.suite
+	st := r.eng
 	out := verdict.Run{
 		RunID: r.id, Suite: st.name, Scenario: r.sc.ID, Title: r.sc.Title, Arm: string(r.sc.arm()),
 		FaultClass: string(r.sc.Fault.Class()), FaultKind: r.sc.Fault.Kind(),
@@ -490,14 +501,15 @@ func (r *run) finish(specState string) verdict.Run {
 		Started: r.started.UTC(), Ended: r.ended.UTC(),
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
-		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.ControlOf), Load: r.load, Effect: coverage,
+		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
 	}
-	r.finished = &out
+	r.st.finished = &out
+	r.st.whole[PhaseDone] = true
 	return out
 }
 
 func sortedLabels(s Scenario) []string {
-	ls := append(s.AutoLabels(), s.Labels...)
+	ls := s.AllLabels()
 	sort.Strings(ls)
 	return ls
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
 )
 
 func TestRunVerdictRule(t *testing.T) {
@@ -89,12 +90,12 @@ func TestValidateTable(t *testing.T) {
 	bad := good
 	bad.ControlOf = []string{"y"}
 	bad.Invariants = []invariant.Invariant{inv{"x", verdict.Safety}, inv{"x", "sometime"}}
-	bad.Labels = []string{"a/b"}
+	bad.Labels = []string{"a/b", "control:x", "writer:cp3"}
 	bad.Window = 0
 	bad.Fault = fault.Null(good.Fault)
 	err := ValidateTable([]Scenario{good, good, bad})
 	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault",
-		"positive control of y, which the scenario does not judge"} {
+		"positive control of y, which the scenario does not judge", `label "control:x": set ControlOf`, `label "writer:cp3": set Writer`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
@@ -105,6 +106,28 @@ func TestValidateTable(t *testing.T) {
 	labels := good.AutoLabels()
 	if strings.Join(labels, " ") != "arm:fault fault:memlab-flag class:memlab-flag" {
 		t.Errorf("labels %v", labels)
+	}
+	// Every typed field gives its label; the null arm of a control keeps
+	// its control: labels.
+	typed := control
+	typed.Shape = Shape{Name: "lab11", Check: func(lab.Lab) error { return nil }}
+	typed.CI, typed.Writer, typed.Labels = true, "cp3", []string{"paper:p"}
+	for i, want := range []string{
+		"arm:fault fault:memlab-flag class:memlab-flag topology:lab11 ci control:x writer:cp3 paper:p",
+		"arm:null fault:memlab-flag class:memlab-flag topology:lab11 ci control:x writer:cp3 paper:p",
+	} {
+		if got := strings.Join(WithNullArms(typed)[i].AllLabels(), " "); got != want {
+			t.Errorf("labels %q, want %q", got, want)
+		}
+	}
+	half := good
+	half.Shape = Shape{Name: "racks"}
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), "shape racks has no check") {
+		t.Errorf("a shape without a check: %v", err)
+	}
+	half.Topology = "lab11"
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), "both a topology (lab11) and a shape (racks)") {
+		t.Errorf("a topology and a shape: %v", err)
 	}
 }
 
@@ -137,7 +160,7 @@ func TestSettlingGoesOnWhileAConvergenceInvariantLacksEvidence(t *testing.T) {
 			invs = append(invs, fixedInv{inv{fmt.Sprintf("c%d", i), verdict.Convergence}, v})
 		}
 		sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second, Invariants: invs}
-		r := newRun(sc, &suiteState{}, time.Now())
+		r := newRun(sc, &engine{}, time.Now())
 		snap := evidence.NewSnapshot(time.Now())
 		a, err := evidence.ValueAnswer(evidence.NodeReadyValue{Exists: true, Status: "True"}, time.Now(), "1")
 		if err != nil {
@@ -181,7 +204,7 @@ func TestEachConvergenceInvariantKeepsTheSampleThatSettledIt(t *testing.T) {
 		settlesFrom{inv{"safety", verdict.Safety}, never, verdict.Violated},
 	}
 	sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second, Invariants: invs}
-	r := newRun(sc, &suiteState{}, t0)
+	r := newRun(sc, &engine{}, t0)
 	settledIn := map[string]*evidence.Snapshot{}
 	var samples []*evidence.Snapshot
 	for i, want := range [][]string{nil, {"early"}, nil, {"late"}, nil} {
@@ -280,13 +303,13 @@ func TestPreFaultJudgementOverTheWindowFindsABrokenRealInvariant(t *testing.T) {
 		window = append(window, runtimeSnapshot(t, t0.Add(time.Duration(i)*time.Second), "w1", "w2"))
 	}
 
-	alone := newRun(sc, &suiteState{}, t0)
+	alone := newRun(sc, &engine{}, t0)
 	alone.judgePreFault(invariant.Table{}, base, nil)
 	if j, ok := alone.decided[invariant.SingleCopyName]; ok {
 		t.Errorf("over the baseline alone single-copy was decided: %+v", j)
 	}
 
-	r := newRun(sc, &suiteState{}, t0)
+	r := newRun(sc, &engine{}, t0)
 	r.judgePreFault(invariant.Table{}, base, window)
 	j := r.decided[invariant.SingleCopyName]
 	if j.Verdict != verdict.DetectorInvalid || j.During != "pre-fault" || j.At.IsZero() ||
@@ -298,7 +321,7 @@ func TestPreFaultJudgementOverTheWindowFindsABrokenRealInvariant(t *testing.T) {
 
 func TestDuringNamesThePartOfTheRunTheEvidenceFellIn(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	r := newRun(Scenario{ID: "s", Fault: memlab.Flag{Name: "a"}}, &suiteState{}, t0)
+	r := newRun(Scenario{ID: "s", Fault: memlab.Flag{Name: "a"}}, &engine{}, t0)
 	r.injectStarted, r.healStarted, r.healEnded = t0.Add(10*time.Second), t0.Add(70*time.Second), t0.Add(80*time.Second)
 	for at, want := range map[time.Duration]string{
 		5 * time.Second: "pre-fault", 10 * time.Second: "window", 69 * time.Second: "window",
@@ -344,7 +367,7 @@ func TestLoadIsReadFromProcOrLeftOut(t *testing.T) {
 	}
 	defer func(p string) { loadavgPath = p }(loadavgPath)
 	loadavgPath = t.TempDir() + "/no-loadavg"
-	r := newRun(Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}}, &suiteState{}, at)
+	r := newRun(Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}}, &engine{}, at)
 	if out := r.finish("passed"); len(out.Load) != 0 {
 		t.Errorf("an unreadable load average is recorded as %+v, want nothing", out.Load)
 	}
@@ -371,7 +394,7 @@ func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
 		"a positive control":   {WithNullArms(control)[0], verdict.RoleControl, []string{"x"}},
 		"a control's null arm": {WithNullArms(control)[1], verdict.RoleNull, nil},
 	} {
-		out := newRun(c.sc, &suiteState{}, time.Now()).finish("passed")
+		out := newRun(c.sc, &engine{}, time.Now()).finish("passed")
 		if out.Role != c.role || !slices.Equal(out.ControlOf, c.controlOf) || out.RunRole() != c.role {
 			t.Errorf("%s: role %q, controlOf %v; want %s, %v", name, out.Role, out.ControlOf, c.role, c.controlOf)
 		}
@@ -404,7 +427,7 @@ func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
 func TestAControlDecidedBeforeTheFaultFails(t *testing.T) {
 	sc := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
 		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}, inv{"y", verdict.Safety}, inv{"z", verdict.Safety}}, ControlOf: []string{"x", "y", "z"}}
-	r := newRun(sc, &suiteState{}, time.Now())
+	r := newRun(sc, &engine{}, time.Now())
 	r.decide(verdict.Judgement{Invariant: "x", Verdict: verdict.DetectorInvalid, Reason: "already violated before the fault"})
 	r.decide(verdict.Judgement{Invariant: "y", Verdict: verdict.Violated, Reason: "broken under the fault"})
 	r.decide(verdict.Judgement{Invariant: "z", Verdict: verdict.NotApplicable, Reason: "the table says so"})

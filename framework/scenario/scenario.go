@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/framework/fault"
@@ -24,13 +25,25 @@ type Scenario struct {
 	// ID names the scenario in run records, reports and --focus.
 	ID    string
 	Title string
-	// Labels are added to the automatic arm:, fault:, class: and topology:
-	// labels (paper:, component:, ci, ...).
+	// Labels are added to the labels generated from the scenario's fields
+	// (AutoLabels): paper:, component:, ... Ginkgo filters on both.
 	Labels []string
-	// Topology is the lab topology the scenario needs; empty means any.
-	// Against another topology the spec is skipped and says why.
+	// Topology is the lab topology the scenario needs, by name; empty
+	// means any. Against another topology the spec is skipped and says
+	// why. A scenario that needs hosts and roles rather than a name
+	// declares a Shape instead.
 	Topology string
-	Fault    fault.Fault
+	// Shape is the lab shape the scenario needs (label topology:<name>).
+	// It is checked before the lab is reset; a lab without it skips the
+	// spec, naming what is missing. Zero means any lab.
+	Shape Shape
+	// CI puts the scenario in the ci subset (label ci).
+	CI bool
+	// Writer names the control-plane host whose API server alone the
+	// register writer writes through (label writer:<host>); empty means
+	// the lab's usual address. The suite's Prepare reads it.
+	Writer string
+	Fault  fault.Fault
 	// Arm defaults to FaultArm.
 	Arm Arm
 	// Window is how long the fault stays in place while evidence is sampled.
@@ -39,10 +52,13 @@ type Scenario struct {
 	Settle     time.Duration
 	Invariants []invariant.Invariant
 	// ControlOf names the invariants the scenario is a positive control
-	// of: its fault is built to break them. Their verdicts are recorded
-	// as judged; VIOLATED is what the spec expects of them, and any other
-	// verdict fails it (the fault did not break what it should, or the
-	// detector did not see it). Only for the fault arm.
+	// of: its fault is built to break them (labels control:<invariant>).
+	// Their verdicts are recorded as judged; in the fault arm VIOLATED is
+	// what the spec expects of them, and any other verdict fails it (the
+	// fault did not break what it should, or the detector did not see
+	// it). The null arm keeps the field and its labels, and expects
+	// nothing to break: with nothing injected it is the control's null
+	// arm, and its record names no invariant it must break.
 	ControlOf []string
 	// MinEffectShare is the share of the window's effect probes that must
 	// see the fault's effect for the fault arm's run to count; below it
@@ -54,18 +70,26 @@ type Scenario struct {
 }
 
 // WithNullArms returns each scenario as its fault arm followed by its null
-// arm: the same scenario with a fault that does nothing (and no positive
-// control).
+// arm: the same scenario with a fault that does nothing, which expects
+// nothing to break (see ControlOf).
 func WithNullArms(table ...Scenario) []Scenario {
 	var out []Scenario
 	for _, s := range table {
 		f, n := s, s
 		f.Arm, n.Arm = FaultArm, NullArm
-		// With nothing injected nothing is expected to break.
-		n.ControlOf = nil
 		out = append(out, f, n)
 	}
 	return out
+}
+
+// mustBreak are the invariants the run must show VIOLATED: the positive
+// control's, in its fault arm only. With nothing injected nothing is
+// expected to break.
+func (s Scenario) mustBreak() []string {
+	if s.arm() == NullArm {
+		return nil
+	}
+	return s.ControlOf
 }
 
 func (s Scenario) arm() Arm {
@@ -89,7 +113,7 @@ func (s Scenario) role() string {
 	switch {
 	case s.arm() == NullArm:
 		return verdict.RoleNull
-	case len(s.ControlOf) > 0:
+	case len(s.mustBreak()) > 0:
 		return verdict.RoleControl
 	default:
 		return verdict.RoleFinding
@@ -107,16 +131,47 @@ func (s Scenario) injected() fault.Fault {
 // labelText is what Ginkgo accepts in a label.
 var labelText = regexp.MustCompile(`^[^&|!,()/]+$`)
 
-// AutoLabels are the labels every scenario gets from its data.
+// Prefixes and names of the labels generated from a scenario's fields.
+const (
+	LabelArm      = "arm:"
+	LabelFault    = "fault:"
+	LabelClass    = "class:"
+	LabelTopology = "topology:"
+	LabelControl  = "control:"
+	LabelWriter   = "writer:"
+	LabelCI       = "ci"
+)
+
+// AutoLabels are the labels every scenario gets from its fields: arm:,
+// fault:, class:, topology: (Topology or Shape), ci (CI), control: (one
+// per ControlOf) and writer: (Writer).
 func (s Scenario) AutoLabels() []string {
-	ls := []string{"arm:" + string(s.arm())}
+	ls := []string{LabelArm + string(s.arm())}
 	if s.Fault != nil {
-		ls = append(ls, "fault:"+s.Fault.Kind(), "class:"+string(s.Fault.Class()))
+		ls = append(ls, LabelFault+s.Fault.Kind(), LabelClass+string(s.Fault.Class()))
 	}
 	if s.Topology != "" {
-		ls = append(ls, "topology:"+s.Topology)
+		ls = append(ls, LabelTopology+s.Topology)
+	}
+	if s.Shape.Name != "" {
+		ls = append(ls, LabelTopology+s.Shape.Name)
+	}
+	if s.CI {
+		ls = append(ls, LabelCI)
+	}
+	for _, c := range s.ControlOf {
+		ls = append(ls, LabelControl+c)
+	}
+	if s.Writer != "" {
+		ls = append(ls, LabelWriter+s.Writer)
 	}
 	return ls
+}
+
+// AllLabels are the scenario's generated labels followed by its own: the
+// labels its spec carries.
+func (s Scenario) AllLabels() []string {
+	return append(s.AutoLabels(), s.Labels...)
 }
 
 // Validate checks one scenario.
@@ -168,11 +223,24 @@ func (s Scenario) Validate() error {
 			bad("positive control of %s, which the scenario does not judge", c)
 		}
 	}
-	if len(s.ControlOf) > 0 && s.Arm == NullArm {
-		bad("a null arm cannot be a positive control")
+	if s.Topology != "" && s.Shape.Name != "" {
+		bad("both a topology (%s) and a shape (%s): give one", s.Topology, s.Shape.Name)
+	}
+	if err := s.Shape.validate(); err != nil {
+		bad("%v", err)
+	}
+	for _, l := range s.Labels {
+		// These labels mean something to the engine only through the
+		// fields they are generated from.
+		switch {
+		case strings.HasPrefix(l, LabelControl):
+			bad("label %q: set ControlOf; the engine generates control: labels from it", l)
+		case strings.HasPrefix(l, LabelWriter):
+			bad("label %q: set Writer; the engine generates the writer: label from it", l)
+		}
 	}
 	if s.Fault != nil {
-		for _, l := range append(s.AutoLabels(), s.Labels...) {
+		for _, l := range s.AllLabels() {
 			if !labelText.MatchString(l) {
 				bad("label %q has a character Ginkgo does not allow in labels (&|!,()/)", l)
 			}

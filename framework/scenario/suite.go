@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,8 +13,6 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
-	"github.com/faultline/faultline/framework/ledger"
-	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 )
@@ -33,13 +32,25 @@ type Suite struct {
 	// Applicability is the table NOT_APPLICABLE comes from. Default
 	// invariant.Applicability.
 	Applicability invariant.Table
+	// Shape is the lab shape every scenario of the suite needs. It is
+	// checked when the suite starts, before anything is touched (the heal
+	// ledger included): a lab without it is refused, naming what it
+	// lacks. A scenario's own Shape is checked before its reset instead,
+	// and skips only that scenario. Optional.
+	Shape Shape
 	// VerifyLab checks, before anything is touched, that the cluster
 	// behind the lab is the lab's own (it carries the lab's marker), so a
 	// config pointing at someone else's cluster is refused. Optional.
 	VerifyLab func(ctx context.Context, l lab.Lab) error
 	// Prepare runs after reset and the clean-start check, before the
-	// baseline: install fixtures and wait for them. Optional.
-	Prepare func(ctx context.Context, l lab.Lab) error
+	// baseline: install the fixtures the scenario needs and wait for
+	// them. Optional.
+	Prepare func(ctx context.Context, l lab.Lab, sc Scenario) error
+	// SelfCheck runs CheckControls over the suite's runs once they are
+	// all recorded, and fails the suite on any control that did not come
+	// out as it must; the null arms' gaps are printed. For suites whose
+	// table holds positive controls and null arms.
+	SelfCheck bool
 	// ReportsRoot is where run folders are made. Default record.Root().
 	ReportsRoot string
 	// TableOrder runs the scenarios in the order of the table, whatever
@@ -53,15 +64,11 @@ type Suite struct {
 	TableOrder bool
 }
 
-// suiteState is what one suite process shares across its specs.
+// suiteState is what one suite process shares across its specs: the
+// engine, and the run folder the Ginkgo skin writes.
 type suiteState struct {
-	name       string
-	cfg        Suite
-	lab        lab.Lab
-	labInfo    verdict.LabInfo
-	commit     string
-	configHash string
-	folder     *record.Folder
+	*engine
+	folder *runFolder
 }
 
 var (
@@ -82,22 +89,14 @@ func Register(s Suite, table []Scenario) bool {
 		panic("scenario.Register called twice: a suite registers all its scenarios in one table")
 	}
 	registered = true
-	if err := validateSuite(s); err != nil {
+	s, err := s.withDefaults()
+	if err != nil {
 		panic(err.Error())
 	}
 	if err := ValidateTable(table); err != nil {
 		panic(err.Error())
 	}
-	if s.SampleEvery <= 0 {
-		s.SampleEvery = time.Second
-	}
-	if s.Applicability == nil {
-		s.Applicability = invariant.Applicability
-	}
-	if err := s.Applicability.Validate(); err != nil {
-		panic(fmt.Sprintf("suite %s: applicability table: %v", s.Name, err))
-	}
-	st := &suiteState{name: s.Name, cfg: s}
+	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}}
 	registerSuiteNodes(st)
 	scenarios := func() {
 		for _, sc := range table {
@@ -112,7 +111,8 @@ func Register(s Suite, table []Scenario) bool {
 	return true
 }
 
-func validateSuite(s Suite) error {
+// withDefaults checks s and fills in its defaults.
+func (s Suite) withDefaults() (Suite, error) {
 	var errs []error
 	if s.Name == "" {
 		errs = append(errs, errors.New("no name"))
@@ -123,10 +123,22 @@ func validateSuite(s Suite) error {
 	if s.Sampler == nil {
 		errs = append(errs, errors.New("no Sampler"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("suite %q: %w", s.Name, err)
+	if err := s.Shape.validate(); err != nil {
+		errs = append(errs, err)
 	}
-	return nil
+	if s.SampleEvery <= 0 {
+		s.SampleEvery = time.Second
+	}
+	if s.Applicability == nil {
+		s.Applicability = invariant.Applicability
+	}
+	if err := s.Applicability.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("applicability table: %v", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s, fmt.Errorf("suite %q: %w", s.Name, err)
+	}
+	return s, nil
 }
 
 // RefuseNonLab returns an error unless l's config declares a disposable lab.
@@ -152,37 +164,32 @@ type suiteStart struct {
 
 func registerSuiteNodes(st *suiteState) {
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-		l := st.open(ctx)
-		rep, err := ledger.HealAll(ctx, l)
+		if err := st.open(ctx); err != nil {
+			Fail(err.Error())
+		}
+		rep, err := st.healLedger(ctx)
 		if !rep.Empty() {
 			fmt.Fprintf(GinkgoWriter, "%s\n", rep)
 			AddReportEntry("heal ledger on start", rep.String())
 		}
 		if err != nil {
-			Fail(fmt.Sprintf("healing what the heal ledger of lab %s holds before the suite: %v\n%s", l.Info().Name, err, rep))
+			Fail(err.Error())
 		}
-		if len(rep.Busy) > 0 {
-			Fail(fmt.Sprintf("lab %s has faults held by another running process; two runs on one lab would judge each other's faults:\n%s", l.Info().Name, rep))
-		}
-		root := st.cfg.ReportsRoot
-		if root == "" {
-			if root, err = record.Root(); err != nil {
-				Fail(err.Error())
-			}
-		}
-		folder, err := record.NewFolder(root, st.name, time.Now())
+		dir, err := newRunFolder(st.cfg.ReportsRoot, st.name)
 		if err != nil {
 			Fail(err.Error())
 		}
-		b, _ := json.Marshal(suiteStart{Folder: folder.Dir})
+		b, _ := json.Marshal(suiteStart{Folder: dir})
 		return b
 	}, func(ctx SpecContext, data []byte) {
 		var start suiteStart
 		if err := json.Unmarshal(data, &start); err != nil {
 			Fail(fmt.Sprintf("suite start: %v", err))
 		}
-		st.open(ctx)
-		st.folder = &record.Folder{Dir: start.Folder}
+		if err := st.open(ctx); err != nil {
+			Fail(err.Error())
+		}
+		st.folder = openRunFolder(start.Folder)
 		fmt.Fprintf(GinkgoWriter, "run folder: %s\n", start.Folder)
 	})
 
@@ -198,44 +205,32 @@ func registerSuiteNodes(st *suiteState) {
 		if st.folder == nil {
 			return
 		}
-		runs, err := st.folder.Finish(st.name, report, st.cfg.Applicability)
+		runs, err := st.finishFolder(report)
 		if err != nil {
-			Fail(fmt.Sprintf("writing the run folder %s: %v", st.folder.Dir, err))
+			Fail(err.Error())
 		}
-		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.Dir)
+		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.dir())
+		if !st.cfg.SelfCheck {
+			return
+		}
+		lines, failure := selfCheck(runs)
+		fmt.Print(lines)
+		if failure != "" {
+			Fail(failure)
+		}
 	})
 }
 
-// open opens the lab once per process and refuses a config that is not a
-// lab before anything else touches it.
-func (st *suiteState) open(ctx context.Context) lab.Lab {
-	if st.lab != nil {
-		return st.lab
+// selfCheck is Suite.SelfCheck over the runs of a suite run: the lines to
+// print (the null arms' gaps), and the suite's failure, "" when every
+// control came out as it must.
+func selfCheck(runs []verdict.Run) (report, failure string) {
+	var b strings.Builder
+	for _, gap := range Gaps(runs) {
+		fmt.Fprintf(&b, "self-check: no negative control for %s\n", gap)
 	}
-	l, err := st.cfg.OpenLab(ctx)
-	if err != nil {
-		Fail(fmt.Sprintf("opening the lab: %v", err))
+	if problems := CheckControls(runs); len(problems) > 0 {
+		failure = fmt.Sprintf("self-check: positive and negative controls: %d did not come out as they must:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
-	if err := RefuseNonLab(l); err != nil {
-		l.Close()
-		Fail(err.Error())
-	}
-	if st.cfg.VerifyLab != nil {
-		if err := st.cfg.VerifyLab(ctx, l); err != nil {
-			l.Close()
-			Fail(fmt.Sprintf("lab %s: refusing to run: %v (nothing was touched)", l.Info().Name, err))
-		}
-	}
-	st.lab = l
-	info := l.Info()
-	st.labInfo = verdict.LabInfo{
-		Name: info.Name, Kind: info.Kind, Topology: info.Topology, ResetKind: string(info.ResetKind),
-		KubernetesVersion: info.KubernetesVersion, EtcdVersion: info.EtcdVersion,
-		TimerProfile: info.TimerProfile, Timers: info.Timers,
-	}
-	st.commit = record.GitCommit(ctx)
-	if st.configHash, err = record.ConfigHash(l.Config()); err != nil {
-		Fail(err.Error())
-	}
-	return l
+	return b.String(), failure
 }

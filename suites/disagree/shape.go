@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 )
+
+// Lab11 is the shape every scenario of the paper needs, for the engine to
+// check before it touches the lab (label topology:lab11).
+var Lab11 = scenario.Shape{Name: "lab11", Check: func(l lab.Lab) error { return CheckShape(l.Config()) }}
 
 // Shape is the topology the paper's scenarios name hosts of: lab11's five
 // etcd members, three control-plane hosts and three workers. A lab of any

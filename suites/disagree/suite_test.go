@@ -17,7 +17,6 @@ import (
 	_ "github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
-	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/local"
 	_ "github.com/faultline/faultline/lab/proxmox"
@@ -49,21 +48,23 @@ var profile = func() disagree.Bounds {
 // user would (a forced deletion) note what they did on its timeline.
 var suiteSampler = disagree.NewNotingSampler(sampler.New(sampler.Options{}))
 
+// The suite refuses a lab without lab11's shape before it touches it, and
+// its self-check (every positive control VIOLATED, every null arm clean)
+// fails the suite when a control does not come out as it must.
 var _ = scenario.Register(scenario.Suite{
 	Name:        "disagree",
 	OpenLab:     scenario.OpenLabFromEnv,
 	Sampler:     suiteSampler,
 	SampleEvery: disagree.SampleEvery,
+	Shape:       disagree.Lab11,
 	VerifyLab:   verifyLab,
 	Prepare:     installFixtures,
+	SelfCheck:   true,
 }, table())
 
-// verifyLab refuses a lab whose hosts are not lab11's shape, or whose
-// running timer profile is not the one the table's bounds came from.
+// verifyLab refuses a lab whose running timer profile is not the one the
+// table's bounds came from.
 func verifyLab(_ context.Context, l lab.Lab) error {
-	if err := disagree.CheckShape(l.Config()); err != nil {
-		return err
-	}
 	if got := l.Info().TimerProfile; got != profile.Profile {
 		return fmt.Errorf("the lab runs timer profile %q but the scenario bounds were derived from %q (its lab file's); bring the lab up with the profile its file names", got, profile.Profile)
 	}
@@ -75,8 +76,8 @@ func verifyLab(_ context.Context, l lab.Lab) error {
 // elsewhere, which single-copy needs to be able to see), the test
 // Deployment and Service, the orphan on worker2, and the register writer
 // on worker3 writing through the virtual address (or through the one API
-// server a writer: label names).
-func installFixtures(ctx context.Context, l lab.Lab) error {
+// server the scenario's Writer names).
+func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 	// What the timeline watcher saw while the lab was put back belongs to
 	// no run.
 	if n := suiteSampler.DiscardEvents(); n > 0 {
@@ -97,8 +98,8 @@ func installFixtures(ctx context.Context, l lab.Lab) error {
 		Timeout:      profile.Fixtures,
 	}
 	// The virtual address, unless the scenario routes its writer to one
-	// API server (a writer: label).
-	if o.APIServer, err = disagree.WriterAPIServer(CurrentSpecReport().Labels(), l); err != nil {
+	// API server.
+	if o.APIServer, err = disagree.WriterAPIServer(sc.Writer, l); err != nil {
 		return fmt.Errorf("installing fixtures: %w", err)
 	}
 	// Right after a reset the virtual address may still move between API
@@ -138,39 +139,4 @@ func waitConverged(ctx context.Context, l lab.Lab, bound time.Duration) error {
 		fmt.Fprintf(GinkgoWriter, "fixtures settled after %s\n", time.Since(start).Round(time.Second))
 	}
 	return nil
-}
-
-// The suite's own checks: run with the engine's report entries, after
-// every spec, so a self-check that does not come out as expected fails the
-// suite in a way no verdict table can hide.
-var _ = ReportAfterSuite("disagree self-check", func(r Report) {
-	problems := disagree.CheckControls(specRuns(r))
-	for _, gap := range disagree.Gaps(specRuns(r)) {
-		fmt.Printf("self-check: no negative control for %s\n", gap)
-	}
-	Expect(problems).To(BeEmpty(), "self-check: positive and negative controls")
-})
-
-// specRuns turns the spec reports that reached a run verdict into what the
-// self-check reads; specs that did not run (filtered out, skipped before
-// reset) have no run verdict and are left out.
-func specRuns(r Report) []disagree.SpecRun {
-	var out []disagree.SpecRun
-	for _, s := range r.SpecReports {
-		run := disagree.SpecRun{Name: s.FullText(), Labels: s.Labels(), Verdicts: map[string]verdict.Verdict{}}
-		seen := false
-		for _, e := range s.ReportEntries {
-			value := verdict.Verdict(e.StringRepresentation())
-			switch {
-			case e.Name == "run verdict":
-				run.RunVerdict, seen = verdict.RunVerdict(value), true
-			case strings.HasPrefix(e.Name, "verdict "):
-				run.Verdicts[strings.TrimPrefix(e.Name, "verdict ")] = value
-			}
-		}
-		if seen {
-			out = append(out, run)
-		}
-	}
-	return out
 }

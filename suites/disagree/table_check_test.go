@@ -1,13 +1,16 @@
 package disagree_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
-	"github.com/faultline/faultline/suites/disagree"
 )
 
 // TestTable checks the table without a lab: it is a valid table, the paper
@@ -25,7 +28,7 @@ func TestTable(t *testing.T) {
 	ci := map[string]bool{}
 	for _, s := range all {
 		arms[s.ID] = append(arms[s.ID], s.Arm)
-		labels := append(s.AutoLabels(), s.Labels...)
+		labels := s.AllLabels()
 		has := func(prefix string) bool {
 			return slices.ContainsFunc(labels, func(l string) bool { return strings.HasPrefix(l, prefix) })
 		}
@@ -86,7 +89,7 @@ func TestEveryScenarioCarriesItsTrueClass(t *testing.T) {
 		if slices.Contains(s.Labels, "selfcheck") {
 			continue
 		}
-		labels := append(s.AutoLabels(), s.Labels...)
+		labels := s.AllLabels()
 		var got []string
 		for _, c := range paperClasses {
 			if slices.Contains(labels, "class:"+c) {
@@ -107,7 +110,7 @@ func TestEveryScenarioCarriesItsTrueClass(t *testing.T) {
 	}
 }
 
-// TestPositiveControlsNameJudgedInvariants checks that every control label
+// TestPositiveControlsNameJudgedInvariants checks that every control
 // names an invariant each scenario judges, that controls are self-checks,
 // and that each of the nine invariants has one.
 func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
@@ -117,13 +120,9 @@ func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
 		for _, inv := range s.Invariants {
 			judged[inv.Name()] = true
 		}
-		for _, l := range s.Labels {
-			inv, ok := strings.CutPrefix(l, disagree.ControlLabelPrefix)
-			if !ok {
-				continue
-			}
+		for _, inv := range s.ControlOf {
 			if !judged[inv] {
-				t.Errorf("%s [%s]: control label %q names no invariant the scenario judges", s.ID, s.Arm, l)
+				t.Errorf("%s [%s]: control of %q, an invariant the scenario does not judge", s.ID, s.Arm, inv)
 			}
 			if !slices.Contains(s.Labels, "selfcheck") {
 				t.Errorf("%s [%s]: a positive control without the selfcheck label", s.ID, s.Arm)
@@ -139,6 +138,33 @@ func TestPositiveControlsNameJudgedInvariants(t *testing.T) {
 		invariant.ReplicasRestoredName, invariant.ConvergenceName} {
 		if !controlled[want] {
 			t.Errorf("no positive control for %s", want)
+		}
+	}
+}
+
+// TestLabelsAreAsBefore checks that the labels generated from the
+// scenarios' fields (ci, control:, writer:, topology: from the shape) are
+// those the table carried when they were written out by hand:
+// testdata/labels.golden holds every scenario's labels, sorted, as the
+// table gave them then. Every --label-filter selects what it did.
+func TestLabelsAreAsBefore(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "labels.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var got []string
+	for _, s := range table() {
+		ls := s.AllLabels()
+		sort.Strings(ls)
+		got = append(got, fmt.Sprintf("%s [%s]: %s", s.ID, s.Arm, strings.Join(ls, " ")))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d scenarios, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("labels changed:\n got %s\nwant %s", got[i], want[i])
 		}
 	}
 }

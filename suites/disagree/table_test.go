@@ -16,7 +16,7 @@ import (
 
 // paper labels every scenario of paper 1 carries besides its own.
 func paper(class string, components ...string) []string {
-	ls := []string{"paper:disagree", "class:" + class, "topology:lab11"}
+	ls := []string{"paper:disagree", "class:" + class}
 	for _, c := range components {
 		ls = append(ls, "component:"+c)
 	}
@@ -25,15 +25,24 @@ func paper(class string, components ...string) []string {
 
 // node and controlPlane are the two window lengths of the paper: a node
 // fault needs time for the controllers to notice, evict and replace; a
-// control-plane fault needs time for leases to lapse and a failover.
+// control-plane fault needs time for leases to lapse and a failover. Every
+// scenario needs lab11's shape.
 func node(id, title string, f fault.Fault, labels []string) scenario.Scenario {
-	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels,
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: disagree.Lab11,
 		Window: profile.NodeWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
 }
 
 func controlPlane(id, title string, f fault.Fault, labels []string) scenario.Scenario {
-	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels,
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: disagree.Lab11,
 		Window: profile.ControlPlaneWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
+}
+
+// control makes s a positive control of invs (labels selfcheck and
+// control:<invariant>).
+func control(s scenario.Scenario, invs ...string) scenario.Scenario {
+	s.Labels = append([]string{"selfcheck"}, s.Labels...)
+	s.ControlOf = invs
+	return s
 }
 
 // crashStop are the fourteen crash-stop and timing scenarios. Each carries
@@ -212,7 +221,7 @@ var gray = []scenario.Scenario{
 
 // selfCheck are the positive controls: scenarios known to break an
 // invariant, which must be judged VIOLATED (and whose null arm must not).
-// Their labels say which invariant each controls.
+// Each names the invariants it controls.
 var selfCheck = []scenario.Scenario{
 	// worker1's stateful pod left a ready endpoint of nothing: every
 	// controller-manager stopped (so neither the EndpointSlice controller
@@ -221,9 +230,10 @@ var selfCheck = []scenario.Scenario{
 	// containers stopped through worker1's runtime. The API keeps the node
 	// Ready and the address ready while cri/worker1 runs no container of
 	// the pod: endpoints-truthful must be VIOLATED once the bound passes.
-	node("control-endpoints-truthful", "positive control: a pod's containers stopped with its kubelet and every controller-manager down",
+	control(node("control-endpoints-truthful", "positive control: a pod's containers stopped with its kubelet and every controller-manager down",
 		controls.DeadEndpoint("worker1", controls.PodRef{Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName}),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.EndpointsTruthfulName, "topology:lab11", "component:controller-manager", "component:kubelet", "component:containerd"}),
+		[]string{"component:controller-manager", "component:kubelet", "component:containerd"}),
+		invariant.EndpointsTruthfulName),
 	// worker1 cut off from the control plane, and once it is tainted
 	// unreachable its StatefulSet pod force-deleted through the API, as an
 	// operator unsticking it would. The StatefulSet controller starts the
@@ -232,9 +242,10 @@ var selfCheck = []scenario.Scenario{
 	// a forced deletion gives up the at-most-one guarantee, so single-copy,
 	// read from the runtimes over SSH, must be VIOLATED. The deletion is
 	// noted on the timeline, so graceful-deletion judges it as forced.
-	node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
+	control(node("control-single-copy", "positive control: a cut-off StatefulSet pod force-deleted runs twice",
 		controls.CutThenForceDelete(faults.HostFromControlPlane("worker1"), controls.Pod{Node: "worker1", Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName, TaintWait: profile.NodeWindow}, suiteSampler.Note),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:network"}),
+		[]string{"component:kubelet", "component:network"}),
+		invariant.SingleCopyName),
 	// worker1 cut off from the control plane and its Node object deleted,
 	// as an operator removing a dead machine would. The pod garbage
 	// collector deletes the pods of a node that no longer exists without
@@ -247,10 +258,11 @@ var selfCheck = []scenario.Scenario{
 	// minute longer than a node fault's:
 	// the collector waits a fixed 40 s quarantine, checked every 20 s,
 	// whatever the timer profile.
-	withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
+	control(withWindow(node("control-graceful-deletion", "positive control: a cut-off node's object deleted, its pods collected while they run",
 		controls.CutThenDeleteNode(faults.HostFromControlPlane("worker1"), "worker1"),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.GracefulDeletionName, disagree.ControlLabelPrefix + invariant.SingleCopyName, "topology:lab11", "component:kubelet", "component:controller-manager"}),
+		[]string{"component:kubelet", "component:controller-manager"}),
 		profile.NodeWindow+time.Minute),
+		invariant.GracefulDeletionName, invariant.SingleCopyName),
 	// The API server on cp3 (not the one holding the virtual address, so
 	// the kubelets stay with the cluster) given an etcd of its own: a copy
 	// of every key of the cluster's etcd, as after a backup restored under
@@ -268,12 +280,11 @@ var selfCheck = []scenario.Scenario{
 	// only in the copy, which heal drops, and the register reads older
 	// after heal (acknowledged-writes-survive). The window is a node
 	// fault's: the lease must lapse and the grace period pass in the copy.
-	withWindow(controlPlane("control-split-brain", "positive control: one API server on a copy of etcd",
+	control(withWriter(withWindow(controlPlane("control-split-brain", "positive control: one API server on a copy of etcd",
 		faults.APIServerEtcdFork("cp3"),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.APIAgreementName, disagree.ControlLabelPrefix + invariant.NoTimeTravelName,
-			disagree.ControlLabelPrefix + invariant.SingleLeaderName, disagree.ControlLabelPrefix + invariant.AcknowledgedWritesSurviveName,
-			disagree.WriterLabelPrefix + "cp3", "topology:lab11", "component:apiserver", "component:etcd"}),
-		profile.NodeWindow),
+		[]string{"component:apiserver", "component:etcd"}),
+		profile.NodeWindow), "cp3"),
+		invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.SingleLeaderName, invariant.AcknowledgedWritesSurviveName),
 	// The web Deployment's namespace frozen with a ResourceQuota of zero
 	// pods, as an operator stopping a namespace from growing would, and one
 	// of its ready pods deleted gracefully. The ReplicaSet controller's
@@ -281,9 +292,10 @@ var selfCheck = []scenario.Scenario{
 	// replica short with every component healthy: replicas-restored must
 	// be VIOLATED. The quota outlasts heal on purpose (it is what the
 	// invariant is judged on) and is released once the verdicts are in.
-	node("control-replicas-restored", "positive control: a namespace frozen by a quota, a Deployment's pod deleted",
+	control(node("control-replicas-restored", "positive control: a namespace frozen by a quota, a Deployment's pod deleted",
 		controls.QuotaThenDelete(controls.Deployment{Namespace: fixtures.Namespace, Name: fixtures.DeploymentName, Wait: profile.Fixtures}),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.ReplicasRestoredName, "topology:lab11", "component:controller-manager"}),
+		[]string{"component:controller-manager"}),
+		invariant.ReplicasRestoredName),
 	// The stateful pod given a finalizer no controller removes and deleted
 	// gracefully, as a controller that died with its finalizer in place
 	// leaves it. The kubelet stops its containers, the object stays
@@ -291,13 +303,21 @@ var selfCheck = []scenario.Scenario{
 	// replacement while it exists: the lab never returns to its baseline,
 	// so convergence must be VIOLATED. The finalizer outlasts heal on
 	// purpose and is released once the verdicts are in.
-	node("control-convergence", "positive control: the stateful pod held Terminating by a finalizer",
+	control(node("control-convergence", "positive control: the stateful pod held Terminating by a finalizer",
 		controls.FinalizerThenDelete(controls.PodRef{Namespace: evidence.DefaultSubjects.PodNamespace, Name: evidence.DefaultSubjects.PodName}),
-		[]string{"selfcheck", disagree.ControlLabelPrefix + invariant.ConvergenceName, "topology:lab11", "component:controller-manager", "component:kubelet"}),
+		[]string{"component:controller-manager", "component:kubelet"}),
+		invariant.ConvergenceName),
 }
 
 func withWindow(s scenario.Scenario, window time.Duration) scenario.Scenario {
 	s.Window = window
+	return s
+}
+
+// withWriter routes the scenario's register writer through writer's API
+// server alone.
+func withWriter(s scenario.Scenario, writer string) scenario.Scenario {
+	s.Writer = writer
 	return s
 }
 
@@ -313,23 +333,15 @@ var ciRuns = map[string][]scenario.Arm{
 	"control-endpoints-truthful":       {scenario.FaultArm},
 }
 
-// table is every scenario with its null arm, the ci label on ciRuns.
+// table is every scenario with its null arm, ciRuns in the ci subset.
 func table() []scenario.Scenario {
 	all := scenario.WithNullArms(slices.Concat(crashStop, gray, selfCheck)...)
 	for i, s := range all {
+		all[i].CI = slices.Contains(ciRuns[s.ID], s.Arm)
 		// The engine adds class:<fault class> itself; where that is the
 		// paper's class too (crash-stop), say it once.
-		auto := s.AutoLabels()
-		labels := slices.DeleteFunc(slices.Clone(s.Labels), func(l string) bool { return slices.Contains(auto, l) })
-		if slices.Contains(ciRuns[s.ID], s.Arm) {
-			labels = append(labels, "ci")
-		}
-		all[i].Labels = labels
-		// A positive control's spec passes when its invariants come out
-		// VIOLATED and fails on any other verdict of theirs.
-		if s.Arm == scenario.FaultArm {
-			all[i].ControlOf = disagree.ControlsOf(labels)
-		}
+		auto := all[i].AutoLabels()
+		all[i].Labels = slices.DeleteFunc(slices.Clone(s.Labels), func(l string) bool { return slices.Contains(auto, l) })
 	}
 	return all
 }

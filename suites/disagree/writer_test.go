@@ -9,7 +9,7 @@ import (
 	_ "github.com/faultline/faultline/lab/local"
 )
 
-func TestWriterAPIServerFollowsTheLabel(t *testing.T) {
+func TestWriterAPIServerFollowsTheScenario(t *testing.T) {
 	l, err := lab.OpenFile(filepath.Join("..", "..", "testdata", "labs", "lab11.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -21,21 +21,15 @@ func TestWriterAPIServerFollowsTheLabel(t *testing.T) {
 	if c.Network.VirtualIP == "" || cp3.Address == "" {
 		t.Fatal("lab11 names no virtual address or no cp3")
 	}
-	for _, tc := range []struct {
-		labels []string
-		want   string
-	}{
-		{[]string{"ci", "topology:lab11"}, c.Network.VirtualIP + ":" + port},
-		{[]string{"writer:cp3", "control:acknowledged-writes-survive"}, cp3.Address + ":" + port},
-	} {
-		got, err := WriterAPIServer(tc.labels, l)
-		if err != nil || got != tc.want {
-			t.Errorf("WriterAPIServer(%v) = %q, %v; want %q", tc.labels, got, err, tc.want)
+	for writer, want := range map[string]string{"": c.Network.VirtualIP + ":" + port, "cp3": cp3.Address + ":" + port} {
+		got, err := WriterAPIServer(writer, l)
+		if err != nil || got != want {
+			t.Errorf("WriterAPIServer(%q) = %q, %v; want %q", writer, got, err, want)
 		}
 	}
-	for _, bad := range [][]string{{"writer:worker1"}, {"writer:nosuch"}, {"writer:cp1", "writer:cp2"}} {
+	for _, bad := range []string{"worker1", "nosuch"} {
 		if got, err := WriterAPIServer(bad, l); err == nil {
-			t.Errorf("WriterAPIServer(%v) = %q, want an error", bad, got)
+			t.Errorf("WriterAPIServer(%q) = %q, want an error", bad, got)
 		}
 	}
 }

@@ -8,7 +8,6 @@ package drills_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -71,13 +70,12 @@ func table() []scenario.Scenario {
 	return t
 }
 
-// prepare installs the drill's workload after reset, the one that fits the
-// lab's shape, and skips a scenario written for the other shape.
-func prepare(ctx context.Context, l lab.Lab) error {
+// prepare installs the drill's workload after reset, the one for the shape
+// the scenario needs (the engine has checked the lab has it).
+func prepare(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 	if err := sampler.Reset(); err != nil {
 		return err
 	}
-	labels := CurrentSpecReport().Labels()
 	path, err := l.Kubeconfig("")
 	if err != nil {
 		return err
@@ -86,18 +84,18 @@ func prepare(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case slices.Contains(labels, drills.LabelPair):
+	switch sc.Shape.Name {
+	case drills.Pair.Name:
 		s, err := drills.PairShapeOf(l)
 		if err != nil {
-			Skip(err.Error())
+			return err
 		}
 		ns, deps, sets, pods := drills.PairObjects(s.Worker)
 		return drills.Install(ctx, cs, ns, deps, sets, pods, 3*time.Minute)
-	case slices.Contains(labels, drills.LabelRacks):
+	case drills.Racks.Name:
 		s, err := drills.RacksShapeOf(l)
 		if err != nil {
-			Skip(err.Error())
+			return err
 		}
 		ns, deps, sets, pods := drills.RacksObjects(s)
 		if err := drills.Install(ctx, cs, ns, deps, sets, pods, 3*time.Minute); err != nil {
@@ -112,5 +110,5 @@ func prepare(ctx context.Context, l lab.Lab) error {
 		}
 		return drills.PlaceVirtualAddress(ctx, l, s, sampler.Note)
 	}
-	return fmt.Errorf("scenario has neither label %s nor %s", drills.LabelPair, drills.LabelRacks)
+	return fmt.Errorf("scenario %s needs neither the %s nor the %s shape", sc.ID, drills.Pair.Name, drills.Racks.Name)
 }

@@ -22,11 +22,19 @@ const (
 	IDRackForce      = "drill-racks-r1-cut-force-delete"
 )
 
-// Topology labels: a lab of either shape may have any name, so the drills
-// select scenarios by these labels and check the lab's shape in Prepare.
+// The drills' lab shapes: a lab of either may have any name, so each
+// scenario declares the shape it needs, which the engine checks before
+// the lab is reset (a lab without it skips the scenario, saying what it
+// lacks) and which labels it topology:pair or topology:racks.
+var (
+	Pair  = scenario.Shape{Name: "pair", Check: func(l lab.Lab) error { _, err := PairShapeOf(l); return err }}
+	Racks = scenario.Shape{Name: "racks", Check: func(l lab.Lab) error { _, err := RacksShapeOf(l); return err }}
+)
+
+// The topology labels the shapes give, to select the drills by.
 const (
-	LabelPair  = "topology:pair"
-	LabelRacks = "topology:racks"
+	LabelPair  = scenario.LabelTopology + "pair"
+	LabelRacks = scenario.LabelTopology + "racks"
 )
 
 // ProfileOf returns the timer profile the lab $FAULTLINE_LAB names runs
@@ -65,8 +73,8 @@ func RacksWindow(p timers.Profile) time.Duration {
 // receives the positive control's forced deletion.
 func Table(p timers.Profile, sampler *Sampler) []scenario.Scenario {
 	settle := 3*time.Minute + p.NodeMonitorGracePeriod
-	pairLabels := []string{"paper:drills", LabelPair, "ci", "component:kubelet"}
-	racksLabels := []string{"paper:drills", LabelRacks, "component:network", "component:etcd"}
+	pairLabels := []string{"paper:drills", "component:kubelet"}
+	racksLabels := []string{"paper:drills", "component:network", "component:etcd"}
 	single := invariant.SingleCopy()
 	return []scenario.Scenario{
 		{
@@ -74,25 +82,25 @@ func Table(p timers.Profile, sampler *Sampler) []scenario.Scenario {
 			Title: "6.C2 control: with the worker's kubelet stopped, the node goes Unknown and is tainted, its pods are evicted but keep running, and the Terminating pods go once the kubelet returns",
 			// The worker's name is the lab's; the fault is resolved from
 			// the lab when the table is made (see PairTable).
-			Labels: pairLabels, Window: PairWindow(p), Settle: settle,
+			Labels: pairLabels, Shape: Pair, CI: true, Window: PairWindow(p), Settle: settle,
 			Invariants: []invariant.Invariant{single, DeletionsComplete()},
 		},
 		{
 			ID:     IDPowerOff,
 			Title:  "6.C1 experiment: with the worker powered off, the API sees the same as with its kubelet stopped until the pods' fate diverges; the Terminating pods go once it boots",
-			Labels: append(pairLabels, "class:crash-stop"), Window: PairWindow(p), Settle: settle,
+			Labels: append(pairLabels, "class:crash-stop"), Shape: Pair, CI: true, Window: PairWindow(p), Settle: settle,
 			Invariants: []invariant.Invariant{single, DeletionsComplete()},
 		},
 		{
 			ID:     IDRackCut,
 			Title:  "rack R1 loses its links to etcd and R2 while M1 leads: M2 takes the leases, M1's components restart, P1 keeps running on W1 and no second copy of P starts",
-			Labels: racksLabels, Window: RacksWindow(p), Settle: settle,
+			Labels: racksLabels, Shape: Racks, Window: RacksWindow(p), Settle: settle,
 			Invariants: []invariant.Invariant{single, DeletionsComplete()},
 		},
 		{
 			ID:     IDRackForce,
 			Title:  "positive control: rack R1 cut off and P1 force-deleted, the StatefulSet starts P on W2 while P1 still runs on W1 (single-copy VIOLATED)",
-			Labels: racksLabels, Window: RacksWindow(p), Settle: settle,
+			Labels: racksLabels, Shape: Racks, Window: RacksWindow(p), Settle: settle,
 			Invariants: []invariant.Invariant{single, DeletionsComplete()},
 			ControlOf:  []string{invariant.SingleCopyName},
 		},

@@ -224,7 +224,7 @@ func fullTable() []scenario.Scenario {
 
 // prepare puts the stateful pod on two nodes when the two-copies scenario
 // is asked for.
-func prepare(_ context.Context, l lab.Lab) error {
+func prepare(_ context.Context, l lab.Lab, _ scenario.Scenario) error {
 	if os.Getenv(envTwoCopies) == "" {
 		return nil
 	}

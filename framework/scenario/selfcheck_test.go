@@ -1,0 +1,72 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+func judged(verdicts map[string]verdict.Verdict) []verdict.Judgement {
+	var out []verdict.Judgement
+	for _, inv := range sortedKeys(verdicts) {
+		out = append(out, verdict.Judgement{Invariant: inv, Verdict: verdicts[inv]})
+	}
+	return out
+}
+
+func TestCheckControls(t *testing.T) {
+	ctl := []string{"endpoints-truthful"}
+	runs := []verdict.Run{
+		{Scenario: "control works", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.Violated, "single-copy": verdict.Preserved})},
+		{Scenario: "control blind", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.Preserved})},
+		{Scenario: "control ineffective", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.FaultIneffective,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.Violated})},
+		{Scenario: "control unjudged", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged},
+		{Scenario: "null clean", Arm: "null", RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.Preserved, "convergence": verdict.InsufficientData})},
+		{Scenario: "null fires", Arm: "null", RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"single-copy": verdict.Violated})},
+		{Scenario: "null invalid", Arm: "null", RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"single-copy": verdict.DetectorInvalid})},
+		{Scenario: "null aborted", Arm: "null", RunVerdict: verdict.RunAborted},
+		{Scenario: "plain fault arm violated", Arm: "fault", RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"single-copy": verdict.Violated})},
+	}
+	got := strings.Join(CheckControls(runs), "\n")
+	for _, want := range []string{"control blind [fault]: positive control of endpoints-truthful judged PRESERVED",
+		"control ineffective [fault]: positive control of endpoints-truthful reached no verdict: the run is FAULT_INEFFECTIVE",
+		"control unjudged [fault]: positive control of endpoints-truthful: the scenario does not judge",
+		"null fires [null]: null arm judged single-copy VIOLATED", "null invalid [null]: null arm judged single-copy DETECTOR_INVALID",
+		"null aborted [null]: null arm reached no verdict"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+	for _, fine := range []string{"control works", "null clean", "plain fault arm"} {
+		if strings.Contains(got, fine) {
+			t.Errorf("%q is reported as a problem:\n%s", fine, got)
+		}
+	}
+	if gaps := Gaps(runs); len(gaps) != 1 || gaps[0] != "null clean [null]: convergence INSUFFICIENT_DATA" {
+		t.Errorf("gaps %q", gaps)
+	}
+}
+
+func TestSelfCheckFailsTheSuiteOnAControlThatDidNotComeOut(t *testing.T) {
+	clean := []verdict.Run{
+		{Scenario: "c", Arm: "fault", ControlOf: []string{"x"}, RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": verdict.Violated})},
+		{Scenario: "c", Arm: "null", RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": verdict.Preserved, "y": verdict.InsufficientData})},
+	}
+	report, failure := selfCheck(clean)
+	if failure != "" || report != "self-check: no negative control for c [null]: y INSUFFICIENT_DATA\n" {
+		t.Errorf("clean controls: report %q, failure %q", report, failure)
+	}
+	blind := append(clean, verdict.Run{Scenario: "d", Arm: "fault", ControlOf: []string{"x"}, RunVerdict: verdict.RunJudged,
+		Judgements: judged(map[string]verdict.Verdict{"x": verdict.Preserved})})
+	if _, failure := selfCheck(blind); !strings.Contains(failure, "self-check: positive and negative controls: 1 did not come out as they must:\nd [fault]: positive control of x judged PRESERVED") {
+		t.Errorf("a blind control: failure %q", failure)
+	}
+}
