@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
 // Host is one host of a local lab: a network namespace, its links, and the
@@ -16,7 +17,7 @@ type Host struct {
 	lab  *Lab
 	cfg  lab.HostConfig
 	node *nodeAddresses // nil for hosts that run no kubelet
-	ssh  *sshRunner
+	ssh  *labssh.Client
 }
 
 var _ lab.Host = (*Host)(nil)
@@ -36,9 +37,14 @@ func (h *Host) hostNet() hostNet {
 	}
 }
 
-// Run runs a command on the host over SSH, as on any other lab.
+// Run runs a command on the host over SSH, with the client every SSH lab
+// uses. A non-zero exit is a result, not an error.
 func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
-	return h.ssh.Run(ctx, cmd)
+	res, err := h.ssh.Run(ctx, cmd)
+	if err != nil {
+		return res, fmt.Errorf("running %q on %s: %w", cmd, h.cfg.Name, err)
+	}
+	return res, nil
 }
 
 func (h *Host) service(name string) (service, error) {
@@ -117,7 +123,7 @@ func (h *Host) PowerOff(ctx context.Context) error {
 			return err
 		}
 	}
-	h.ssh.Close()
+	h.ssh.Disconnect()
 	return h.lab.dropVolatile(h.cfg.Name)
 }
 

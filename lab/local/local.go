@@ -96,7 +96,9 @@ func New(c *lab.Config) (*Lab, error) {
 			n := n
 			h.node = &n
 		}
-		h.ssh = &sshRunner{host: hc.Name, addr: hc.Address, files: l.ssh}
+		if h.ssh, err = l.ssh.client(hc); err != nil {
+			return nil, fmt.Errorf("lab %s: %w", c.Name, err)
+		}
 		l.hosts = append(l.hosts, h)
 		l.byName[hc.Name] = h
 	}

@@ -12,6 +12,17 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/faultline/faultline/lab"
+	labssh "github.com/faultline/faultline/lab/ssh"
+)
+
+// Sessions one host's sshd allows on a connection, and the client's bound
+// on those it opens at once: below the server's, because OpenSSH counts a
+// session that ended against the limit until the client's close reaches it.
+const (
+	sshdMaxSessions   = 100
+	clientMaxSessions = 90
 )
 
 // ensureKey returns the ed25519 key at path, generating it (and its .pub)
@@ -67,6 +78,22 @@ func (f sshFiles) sshdConfig(host string) string {
 	return filepath.Join(f.dir, "hosts", host, "sshd_config")
 }
 
+// client is the SSH client of one host, the one every SSH lab uses: root
+// with the lab's key, the host's key checked against the lab's known_hosts.
+// The lab is built before its key exists (Up makes it, and makes it anew
+// after a Down), so the key is read at each dial.
+func (f sshFiles) client(hc lab.HostConfig) (*labssh.Client, error) {
+	return labssh.New(labssh.Options{
+		Name:               hc.Name,
+		Address:            hc.Address,
+		User:               "root",
+		IdentityFile:       f.clientKey(),
+		ReadIdentityOnDial: true,
+		KnownHosts:         f.knownHosts(),
+		MaxSessions:        clientMaxSessions,
+	})
+}
+
 // ensureSSHMaterial generates the client key, each host's key and the
 // known_hosts file that pins every host key to its management address.
 func ensureSSHMaterial(f sshFiles, labName string, hosts map[string]string) error {
@@ -113,8 +140,8 @@ PrintLastLog no
 UseDNS no
 PermitUserEnvironment no
 MaxStartups 100:30:200
-MaxSessions 100
 `)
+	fmt.Fprintf(&b, "MaxSessions %d\n", sshdMaxSessions)
 	if len(env) > 0 {
 		fmt.Fprintf(&b, "SetEnv %s\n", strings.Join(env, " "))
 	}

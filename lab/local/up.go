@@ -161,7 +161,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 				return err
 			}
 		}
-		h.ssh.Close()
+		h.ssh.Disconnect()
 		return l.dropVolatile(h.cfg.Name)
 	})
 }
@@ -177,7 +177,7 @@ func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
 	if err := l.net.createHost(h.hostNet()); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	h.ssh.Close()
+	h.ssh.Disconnect()
 	return nil
 }
 

@@ -50,15 +50,16 @@ func (c *connection) alive() bool {
 	}
 }
 
-// New checks the options and reads the identity file; it does not connect.
+// New checks the options and reads the identity file (unless it is to be
+// read on each dial); it does not connect.
 func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults()
 	target, _ := o.target()
-	c := &Client{opts: o, target: target, sessions: make(chan struct{}, maxSessions)}
-	if o.IdentityFile != "" {
+	c := &Client{opts: o, target: target, sessions: make(chan struct{}, o.MaxSessions)}
+	if o.IdentityFile != "" && !o.ReadIdentityOnDial {
 		s, err := loadIdentity(o.IdentityFile)
 		if err != nil {
 			return nil, fmt.Errorf("ssh to %s: %w", o.Name, err)
@@ -163,6 +164,15 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
 
+	identity := c.identity
+	if o.ReadIdentityOnDial {
+		s, err := loadIdentity(o.IdentityFile)
+		if err != nil {
+			return nil, fmt.Errorf("ssh to %s: %w", o.Name, err)
+		}
+		identity = s
+	}
+
 	var nc net.Conn
 	var err error
 	if c.jump != nil {
@@ -178,7 +188,7 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 		}
 	}
 
-	auth, agentConn, err := authMethod(c.identity, o.UseAgent)
+	auth, agentConn, err := authMethod(identity, o.UseAgent)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("ssh to %s: %w", o.Name, err)

@@ -19,9 +19,9 @@ const (
 	// that is hard powered off sends no FIN, so without probes a connection
 	// to it would hang until TCP gives up, minutes later.
 	keepAliveMisses = 3
-	// maxSessions stays below OpenSSH's default MaxSessions (10), above
-	// which the server refuses new sessions on a connection outright.
-	maxSessions = 8
+	// DefaultMaxSessions stays below OpenSSH's default MaxSessions (10),
+	// above which the server refuses new sessions on a connection outright.
+	DefaultMaxSessions = 8
 )
 
 // Options say how to reach one SSH server.
@@ -36,6 +36,11 @@ type Options struct {
 	// IdentityFile is a private key file (not passphrase-protected; keys
 	// with a passphrase belong in the agent).
 	IdentityFile string
+	// ReadIdentityOnDial reads IdentityFile at every dial instead of once
+	// in New, for a key that is made, or made anew, after the client is
+	// built (the local lab makes its key when it is brought up). A missing
+	// or unreadable file is then an error of the dial, not of New.
+	ReadIdentityOnDial bool
 	// UseAgent offers the keys of the agent at $SSH_AUTH_SOCK as well.
 	UseAgent bool
 	// KnownHosts is the known_hosts file host keys are verified against.
@@ -53,6 +58,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// KeepAlive is the interval between keepalive probes. Default 5s.
 	KeepAlive time.Duration
+	// MaxSessions bounds the sessions open at once on the connection;
+	// further commands wait for one to end. Default DefaultMaxSessions;
+	// more only for a server whose MaxSessions allows them.
+	MaxSessions int
 }
 
 // OptionsFor builds the Options that reach a host at address with a lab's
@@ -122,6 +131,9 @@ func (o *Options) withDefaults() Options {
 	if d.KeepAlive == 0 {
 		d.KeepAlive = DefaultKeepAlive
 	}
+	if d.MaxSessions == 0 {
+		d.MaxSessions = DefaultMaxSessions
+	}
 	if d.Name == "" {
 		d.Name = d.Address
 	}
@@ -156,6 +168,12 @@ func (o *Options) validate() error {
 	}
 	if _, err := o.target(); err != nil {
 		return fmt.Errorf("ssh to %s: address %w", o.Name, err)
+	}
+	if o.ReadIdentityOnDial && o.IdentityFile == "" {
+		return fmt.Errorf("ssh to %s: reading the identity file on dial needs an identity file", o.Name)
+	}
+	if o.MaxSessions < 0 {
+		return fmt.Errorf("ssh to %s: max sessions %d is negative", o.Name, o.MaxSessions)
 	}
 	if o.Jump != nil && o.Via == nil {
 		return o.Jump.validate()

@@ -1,0 +1,63 @@
+package local
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/internal/sshdtest"
+)
+
+// sshdtestKey is a key of the lab's SSH material as the test sshd takes it.
+func sshdtestKey(t *testing.T, path string) sshdtest.Key {
+	t.Helper()
+	b, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sshdtest.Key{Path: path, Public: pub}
+}
+
+// A host's client is made with the lab, before Up makes the key and the
+// known_hosts it needs; once they exist it reaches the host as root, its
+// host key checked.
+func TestHostClientUsesTheMaterialMadeAfterIt(t *testing.T) {
+	sshdtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	files := sshFiles{dir: t.TempDir()}
+	port := sshdtest.FreePort(t, []string{"127.0.0.1"})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c, err := files.client(lab.HostConfig{Name: "h1", Address: addr})
+	if err != nil {
+		t.Fatalf("client before the lab's SSH material exists: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Run(ctx, "true"); err == nil || !strings.Contains(err.Error(), files.clientKey()) || !strings.Contains(err.Error(), "h1") {
+		t.Fatalf("Run before the key exists: %v, want an error naming the host and the key file", err)
+	}
+
+	if err := ensureSSHMaterial(files, "t", map[string]string{"h1": addr}); err != nil {
+		t.Fatal(err)
+	}
+	sshdtest.Start(t, sshdtest.Config{
+		Port:           port,
+		HostKey:        sshdtestKey(t, files.hostKey("h1")),
+		AuthorizedKeys: []sshdtest.Key{sshdtestKey(t, files.clientKey())},
+	})
+	res, err := c.Run(ctx, "id -un")
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "root" {
+		t.Fatalf("Run once the material exists = %+v, %v, want root", res, err)
+	}
+}
