@@ -74,8 +74,9 @@ type Parts struct {
 	// Runtime are questions each worker's container runtime source
 	// ("cri/<worker>") answers from the crictl listings it takes anyway.
 	Runtime []source.RuntimeQuestion
-	// Watches stamp moments between samples; their events are taken after
-	// every round, after the framework's timeline and before the notes.
+	// Watches stamp moments between samples; their events are taken at
+	// every sample while the readers are asked (under the same bound), and
+	// come after the framework's timeline and before the notes.
 	Watches []Watch
 }
 
@@ -286,9 +287,22 @@ func combineBySource(readers []evidence.Reader) ([]evidence.Reader, error) {
 	return out, nil
 }
 
-// take asks the extras' readers and adds their answers to snap, then takes
-// their watches' events.
+// take asks the extras' readers and adds their answers to snap, and takes
+// their watches' events meanwhile, under the same bound, so that the
+// extras lengthen a sample by one read timeout at most.
 func (o *opened) take(ctx context.Context, snap *evidence.Snapshot, readTimeout time.Duration) []evidence.Event {
+	events := make(chan []evidence.Event, 1)
+	go func() {
+		var out []evidence.Event
+		if len(o.watches) > 0 {
+			wctx, cancel := context.WithTimeout(ctx, readTimeout)
+			defer cancel()
+			for _, w := range o.watches {
+				out = append(out, w.Events(wctx)...)
+			}
+		}
+		events <- out
+	}()
 	if o.round != nil {
 		extra := o.round.Take(ctx)
 		for _, r := range o.round.Readers() {
@@ -297,15 +311,7 @@ func (o *opened) take(ctx context.Context, snap *evidence.Snapshot, readTimeout 
 			}
 		}
 	}
-	var events []evidence.Event
-	if len(o.watches) > 0 {
-		wctx, cancel := context.WithTimeout(ctx, readTimeout)
-		defer cancel()
-		for _, w := range o.watches {
-			events = append(events, w.Events(wctx)...)
-		}
-	}
-	return events
+	return <-events
 }
 
 // sources lists the extras' sources.
