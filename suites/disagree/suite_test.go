@@ -45,8 +45,9 @@ var profile = func() disagree.Bounds {
 }()
 
 // suiteSampler takes every snapshot; faults that act through the API as a
-// user would (a forced deletion) note what they did on its timeline.
-var suiteSampler = disagree.NewNotingSampler(sampler.New(sampler.Options{}))
+// user would (a forced deletion) note what they did on its timeline
+// (Sampler.Note).
+var suiteSampler = sampler.New(sampler.Options{})
 
 // The suite refuses a lab without lab11's shape before it touches it, and
 // its self-check (every positive control VIOLATED, every null arm clean)
@@ -129,7 +130,7 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 // what is left of the fixtures bound.
 func waitConverged(ctx context.Context, l lab.Lab, bound time.Duration) error {
 	start := time.Now()
-	unsettled, err := disagree.WaitConverged(ctx, suiteSampler, l, invariant.All(profile.Invariants), max(bound, 30*time.Second), time.Second)
+	unsettled, err := scenario.WaitConverged(ctx, suiteSampler, l, invariant.All(profile.Invariants), max(bound, 30*time.Second), time.Second)
 	if err != nil {
 		return err
 	}

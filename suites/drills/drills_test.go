@@ -14,8 +14,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/faultline/faultline/framework/evidence"
-	evsampler "github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
@@ -36,17 +34,9 @@ var (
 	racks      = drills.RacksShape{M1: "m1", W1: "w1", M2: "m2", W2: "w2"}
 )
 
-var sampler = drills.NewSampler(func(l lab.Lab) (evidence.Sampler, error) {
-	subjects := evidence.Subjects{PodNamespace: drills.Namespace, ServiceNamespace: drills.Namespace, ServiceName: drills.DeploymentName}
-	if s, err := drills.PairShapeOf(l); err == nil {
-		subjects.Node, subjects.PodName = s.Worker, drills.OrphanName
-	} else if r, err := drills.RacksShapeOf(l); err == nil {
-		subjects.Node, subjects.PodName = r.W1, drills.StatefulPodName
-	} else {
-		return nil, fmt.Errorf("lab %s has neither the pair nor the racks shape", l.Info().Name)
-	}
-	return evsampler.New(evsampler.Options{Sources: source.Options{Subjects: subjects}}), nil
-})
+// sampler is the framework's, with the drills' questions; the positive
+// control's forced deletion and the placements note what they did on it.
+var sampler = drills.NewSampler()
 
 var _ = scenario.Register(scenario.Suite{
 	Name:    "drills",

@@ -2,11 +2,8 @@ package drills
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/framework/evidence"
+	evsampler "github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"
+	"github.com/faultline/faultline/framework/evidence/watch"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -32,18 +31,22 @@ const (
 // LeaderLeases are the leader-election leases the racks drill follows.
 var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler"}
 
+// Timeline kinds the drills' evidence stamps, as the framework's readers
+// and watches name them.
+const (
+	KindFailedScheduling    = watch.KindFailedScheduling
+	KindComponentRestarted  = source.KindComponentRestarted
+	KindComponentStopped    = source.KindComponentStopped
+	KindComponentStarted    = source.KindComponentStarted
+	KindPodPhase            = watch.KindPodPhase
+	KindPodPhaseWatching    = watch.KindPodPhaseWatching
+	KindPodPhaseWatchFailed = watch.KindPodPhaseWatchFailed
+)
+
 // LeadersValue is each leader-election lease as one API server has it.
 type LeadersValue struct {
 	Leases map[string]evidence.LeaseValue `json:"leases"`
 }
-
-// Timeline kinds the drill sampler stamps.
-const (
-	KindFailedScheduling   = "failed-scheduling"
-	KindComponentRestarted = "component-restarted"
-	KindComponentStopped   = "component-stopped"
-	KindComponentStarted   = "component-started"
-)
 
 // PodsValue is every pod of the drill namespace, by name.
 type PodsValue struct {
@@ -66,271 +69,95 @@ type PodState struct {
 	Terminated []string `json:"terminated,omitempty"`
 }
 
-// ContainersValue is the drill namespace's containers in one runtime.
-type ContainersValue struct {
-	Containers []ContainerState `json:"containers"`
-}
-
-// ContainerState is one container as crictl lists it.
-type ContainerState struct {
-	Pod       string    `json:"pod"`
-	PodUID    string    `json:"podUid"`
-	ID        string    `json:"id"`
-	State     string    `json:"state"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// Running counts the containers in state CONTAINER_RUNNING.
-func (v ContainersValue) Running() []ContainerState {
-	var out []ContainerState
-	for _, c := range v.Containers {
-		if c.State == "CONTAINER_RUNNING" {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+// ContainersValue is the drill namespace's containers in one runtime;
+// ContainerState is one of them as crictl lists it.
+type (
+	ContainersValue = evidence.NamespaceContainersValue
+	ContainerState  = evidence.NamespaceContainer
+)
 
 // ComponentsValue is the control-plane processes of one host.
-type ComponentsValue struct {
-	Services []lab.ServiceState `json:"services"`
+type ComponentsValue = evidence.ServicesValue
+
+// Sampler is the framework's sampler; NewSampler gives it the drills'
+// questions.
+type Sampler = evsampler.Sampler
+
+// NewSampler is the framework's sampler with the drills' subjects and
+// questions (Evidence).
+func NewSampler() *Sampler {
+	return evsampler.New(evsampler.Options{SubjectsFor: SubjectsOf, Extras: Evidence()})
 }
 
-// Sampler is the framework's sampler with the drill's questions added to
-// every snapshot and the drill's moments added to the timeline.
-type Sampler struct {
-	// inner is made on first use from the lab, whose shape says which
-	// node and pod the framework's questions ask after.
-	newInner func(lab.Lab) (evidence.Sampler, error)
-	inner    evidence.Sampler
-
-	mu         sync.Mutex
-	clients    map[string]kubernetes.Interface
-	seenEvents map[string]int32
-	procs      map[string]lab.ServiceState
-	notes      []evidence.Event
-	// phases watches the drill pods' phases on the first API server, from
-	// the first sample after a reset.
-	phases *phaseWatch
+// SubjectsOf names what the framework's questions ask after in a lab of
+// either drill's shape: the pair's worker and bare pod, or the racks' W1
+// and P1, in the drill's namespace.
+func SubjectsOf(l lab.Lab) (evidence.Subjects, error) {
+	subjects := evidence.Subjects{PodNamespace: Namespace, ServiceNamespace: Namespace, ServiceName: DeploymentName}
+	if s, err := PairShapeOf(l); err == nil {
+		subjects.Node, subjects.PodName = s.Worker, OrphanName
+	} else if r, err := RacksShapeOf(l); err == nil {
+		subjects.Node, subjects.PodName = r.W1, StatefulPodName
+	} else {
+		return evidence.Subjects{}, fmt.Errorf("lab %s has neither the pair nor the racks shape", l.Info().Name)
+	}
+	return subjects, nil
 }
 
-// NewSampler wraps the sampler newInner makes for the lab.
-func NewSampler(newInner func(lab.Lab) (evidence.Sampler, error)) *Sampler {
-	return &Sampler{newInner: newInner, clients: map[string]kubernetes.Interface{}, seenEvents: map[string]int32{}, procs: map[string]lab.ServiceState{}}
+// Evidence is what the drills read besides the framework's questions, and
+// how:
+//   - drill/pods: the namespace's pods, listed from every API server;
+//   - drill/leaders: the LeaderLeases, from every API server;
+//   - drill/components: the API server, controller-manager and scheduler
+//     processes of every control-plane host, from the lab's process table,
+//     each restart, stop and start stamped on the timeline;
+//   - drill/containers: the namespace's containers, from every worker's
+//     container runtime (the crictl listing the framework takes anyway);
+//   - the scheduler's FailedScheduling events of the namespace, and every
+//     phase change of its pods (a finished pod holds its terminal phase
+//     for less than a sampling interval), from the first API server.
+func Evidence() []evsampler.Extra {
+	return []evsampler.Extra{
+		evsampler.OnAPIServers(QuestionPods, readPods),
+		evsampler.OnAPIServers(QuestionLeaders, readLeaders),
+		evsampler.ServicesOn(lab.RoleControlPlane, "controlplane", QuestionComponents,
+			lab.ServiceAPIServer, lab.ServiceControllerManager, lab.ServiceScheduler),
+		evsampler.OnRuntimes(source.NamespaceContainers(QuestionContainers, Namespace)),
+		evsampler.SchedulingFailures(Namespace),
+		evsampler.PodPhaseWatch(Namespace),
+	}
 }
 
-// Note adds an event faultline itself caused (a forced deletion) to the
-// timeline at the next sample.
-func (s *Sampler) Note(e evidence.Event) {
-	s.mu.Lock()
-	s.notes = append(s.notes, e)
-	s.mu.Unlock()
-}
-
-// Reset forgets what was seen before, the inner sampler's timeline
-// watcher included: after a lab reset the cluster's history starts again
-// from the cold snapshot, and a watcher carried over from the previous run
-// would hand this run that run's late events, or none at all once its
-// informers lost their place. A new run starts from its baseline.
-func (s *Sampler) Reset() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	if c, ok := s.inner.(interface{ Close() error }); ok {
-		err = c.Close()
-	}
-	s.inner = nil
-	if s.phases != nil {
-		s.phases.close()
-		s.phases = nil
-	}
-	s.seenEvents = map[string]int32{}
-	s.procs = map[string]lab.ServiceState{}
-	s.notes = nil
-	if err != nil {
-		return fmt.Errorf("closing the previous run's sampler: %w", err)
-	}
-	return nil
-}
-
-// Sample takes the inner snapshot and adds the drill's answers to it.
-func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []evidence.Event, error) {
-	s.mu.Lock()
-	if s.inner == nil {
-		inner, err := s.newInner(l)
-		if err != nil {
-			s.mu.Unlock()
-			return evidence.Snapshot{}, nil, err
-		}
-		s.inner = inner
-	}
-	inner := s.inner
-	s.mu.Unlock()
-	snap, events, err := inner.Sample(ctx, l)
-	if err != nil {
-		return snap, events, err
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	set := func(src evidence.Source, q evidence.Question, a evidence.Answer, evs []evidence.Event) {
-		mu.Lock()
-		snap.Set(src, q, a)
-		events = append(events, evs...)
-		mu.Unlock()
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	firstAPI := true
-	for _, h := range lab.HostsWithRole(l, lab.RoleControlPlane) {
-		cs, err := s.client(l, h.Name())
-		src := evidence.Source("apiserver/" + h.Name())
-		if err != nil {
-			set(src, QuestionPods, evidence.UnreadableAnswer("no client: "+err.Error(), time.Now().UTC()), nil)
-			continue
-		}
-		withEvents := firstAPI
-		firstAPI = false
-		if withEvents {
-			if err := s.watchPhases(cs, src); err != nil {
-				events = append(events, evidence.Event{At: time.Now().UTC(), Source: src, Subject: "namespace/" + Namespace, Kind: KindPodPhaseWatchFailed, Detail: err.Error()})
-			}
-		}
-		wg.Go(func() {
-			a, evs := s.readPods(rctx, cs, src, withEvents)
-			set(src, QuestionPods, a, evs)
-		})
-		wg.Go(func() {
-			set(src, QuestionLeaders, readLeaders(rctx, cs), nil)
-		})
-		wg.Go(func() {
-			a, evs := s.readComponents(rctx, h)
-			set(evidence.Source("controlplane/"+h.Name()), QuestionComponents, a, evs)
-		})
-	}
-	for _, h := range lab.HostsWithRole(l, lab.RoleWorker) {
-		wg.Go(func() {
-			set(evidence.Source("cri/"+h.Name()), QuestionContainers, readContainers(rctx, h), nil)
-		})
-	}
-	wg.Wait()
-	s.mu.Lock()
-	events = append(events, s.notes...)
-	s.notes = nil
-	if s.phases != nil {
-		events = append(events, s.phases.drain()...)
-	}
-	s.mu.Unlock()
-	return snap, events, nil
-}
-
-// watchPhases starts the pod-phase watch once per run.
-func (s *Sampler) watchPhases(cs kubernetes.Interface, src evidence.Source) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.phases != nil {
-		return nil
-	}
-	w, err := startPhaseWatch(cs, src, Namespace)
-	if err != nil {
-		return err
-	}
-	s.phases = w
-	return nil
-}
-
-func (s *Sampler) client(l lab.Lab, host string) (kubernetes.Interface, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cs, ok := s.clients[host]; ok {
-		return cs, nil
-	}
-	path, err := l.Kubeconfig(host)
-	if err != nil {
-		return nil, err
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 3*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	s.clients[host] = cs
-	return cs, nil
-}
-
-// readPods lists the drill namespace's pods; from the first API server it
-// also turns new FailedScheduling events into timeline moments, since the
-// scheduler says there why a replacement found no node.
-func (s *Sampler) readPods(ctx context.Context, cs kubernetes.Interface, src evidence.Source, withEvents bool) (evidence.Answer, []evidence.Event) {
+// readPods lists the drill namespace's pods.
+func readPods(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 	list, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
-	at := time.Now().UTC()
 	if err != nil {
-		return evidence.UnreadableAnswer(source.Reason(err), at), nil
+		return nil, "", err
 	}
 	v := PodsValue{Pods: []PodState{}}
 	for _, p := range list.Items {
 		v.Pods = append(v.Pods, podState(&p))
 	}
 	sort.Slice(v.Pods, func(i, j int) bool { return v.Pods[i].Name < v.Pods[j].Name })
-	a, err := evidence.ValueAnswer(v, at, list.ResourceVersion)
-	if err != nil {
-		return evidence.UnreadableAnswer("error: "+err.Error(), at), nil
-	}
-	if !withEvents {
-		return a, nil
-	}
-	evs, err := cs.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-	if err != nil {
-		return a, nil
-	}
-	var out []evidence.Event
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range evs.Items {
-		count := max(e.Count, 1)
-		if e.Series != nil {
-			count = max(count, e.Series.Count)
-		}
-		key := string(e.UID)
-		if s.seenEvents[key] >= count {
-			continue
-		}
-		s.seenEvents[key] = count
-		when := e.LastTimestamp.Time
-		if e.Series != nil && !e.Series.LastObservedTime.IsZero() {
-			when = e.Series.LastObservedTime.Time
-		}
-		if when.IsZero() {
-			when = e.EventTime.Time
-		}
-		if when.IsZero() {
-			when = at
-		}
-		out = append(out, evidence.Event{At: when.UTC(), Source: src, Subject: "pod/" + Namespace + "/" + e.InvolvedObject.Name,
-			Kind: KindFailedScheduling, Detail: fmt.Sprintf("%s (uid %s, seen %d times)", e.Message, e.InvolvedObject.UID, count)})
-	}
-	return a, out
+	return v, list.ResourceVersion, nil
 }
 
 // readLeaders reads the leader-election leases: who leads, by the API
 // server's account.
-func readLeaders(ctx context.Context, cs kubernetes.Interface) evidence.Answer {
+func readLeaders(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 	v := LeadersValue{Leases: map[string]evidence.LeaseValue{}}
 	for _, name := range LeaderLeases {
 		l, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return evidence.UnreadableAnswer(source.Reason(err), time.Now().UTC())
+			return nil, "", err
 		}
 		v.Leases[name] = source.LeaseOf(l)
 	}
-	at := time.Now().UTC()
-	a, err := evidence.ValueAnswer(v, at, "")
-	if err != nil {
-		return evidence.UnreadableAnswer("error: "+err.Error(), at)
-	}
-	return a
+	return v, "", nil
 }
 
 func podState(p *corev1.Pod) PodState {
-	st := PodState{Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Created: p.CreationTimestamp.UTC(), Terminated: terminatedOf(p)}
+	st := PodState{Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Created: p.CreationTimestamp.UTC(), Terminated: watch.TerminatedOf(p)}
 	for _, o := range p.OwnerReferences {
 		st.Owner = o.Kind + "/" + o.Name
 	}
@@ -344,108 +171,4 @@ func podState(p *corev1.Pod) PodState {
 		st.DeletionTimestamp = &t
 	}
 	return st
-}
-
-// readComponents reads the control-plane processes of a host as its lab
-// reports them, and stamps a process that stopped, started or was replaced
-// by a new one (a restart).
-func (s *Sampler) readComponents(ctx context.Context, h lab.Host) (evidence.Answer, []evidence.Event) {
-	svcs, err := h.Services(ctx)
-	at := time.Now().UTC()
-	if err != nil {
-		return evidence.UnreadableAnswer(source.Reason(err), at), nil
-	}
-	v := ComponentsValue{}
-	var out []evidence.Event
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, st := range svcs {
-		switch st.Name {
-		case lab.ServiceAPIServer, lab.ServiceControllerManager, lab.ServiceScheduler:
-		default:
-			continue
-		}
-		v.Services = append(v.Services, st)
-		key := h.Name() + "/" + st.Name
-		prev, seen := s.procs[key]
-		s.procs[key] = st
-		if !seen {
-			continue
-		}
-		subject := "process/" + key
-		up, wasUp := st.State == "running", prev.State == "running"
-		switch {
-		case wasUp && up && prev.PID != st.PID:
-			out = append(out, evidence.Event{At: at, Source: evidence.Source("controlplane/" + h.Name()), Subject: subject, Kind: KindComponentRestarted,
-				Detail: fmt.Sprintf("pid %d → %d", prev.PID, st.PID)})
-		case wasUp && !up:
-			out = append(out, evidence.Event{At: at, Source: evidence.Source("controlplane/" + h.Name()), Subject: subject, Kind: KindComponentStopped,
-				Detail: fmt.Sprintf("pid %d is %s", prev.PID, st.State)})
-		case !wasUp && up:
-			out = append(out, evidence.Event{At: at, Source: evidence.Source("controlplane/" + h.Name()), Subject: subject, Kind: KindComponentStarted,
-				Detail: fmt.Sprintf("pid %d (was %s)", st.PID, prev.State)})
-		}
-	}
-	a, err := evidence.ValueAnswer(v, at, "")
-	if err != nil {
-		return evidence.UnreadableAnswer("error: "+err.Error(), at), out
-	}
-	return a, out
-}
-
-// crictlContainers is the part of `crictl ps -a -o json` the drill reads.
-type crictlContainers struct {
-	Containers []struct {
-		ID        string            `json:"id"`
-		State     string            `json:"state"`
-		CreatedAt json.Number       `json:"createdAt"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"containers"`
-}
-
-// readContainers lists the drill namespace's containers on a worker with
-// crictl over SSH: the runtime, not the API, says what still runs.
-func readContainers(ctx context.Context, h lab.Host) evidence.Answer {
-	res, err := h.Run(ctx, "crictl ps -a -o json")
-	at := time.Now().UTC()
-	if err != nil {
-		return evidence.UnreadableAnswer(source.Reason(err), at)
-	}
-	if res.ExitCode != 0 {
-		return evidence.UnreadableAnswer(fmt.Sprintf("error: crictl on %s exited %d: %s", h.Name(), res.ExitCode, strings.TrimSpace(res.Stderr)), at)
-	}
-	v, err := ContainersFromCrictl([]byte(res.Stdout), Namespace)
-	if err != nil {
-		return evidence.UnreadableAnswer("error: "+err.Error(), at)
-	}
-	a, err := evidence.ValueAnswer(v, at, "")
-	if err != nil {
-		return evidence.UnreadableAnswer("error: "+err.Error(), at)
-	}
-	return a
-}
-
-// ContainersFromCrictl picks namespace's containers out of
-// `crictl ps -a -o json` (protojson: createdAt is int64 nanoseconds, quoted).
-func ContainersFromCrictl(out []byte, namespace string) (ContainersValue, error) {
-	var c crictlContainers
-	if err := json.Unmarshal(out, &c); err != nil {
-		return ContainersValue{}, fmt.Errorf("decoding crictl ps: %w", err)
-	}
-	v := ContainersValue{Containers: []ContainerState{}}
-	for _, x := range c.Containers {
-		if x.Labels["io.kubernetes.pod.namespace"] != namespace {
-			continue
-		}
-		var created time.Time
-		if n, err := x.CreatedAt.Int64(); err == nil && n > 0 {
-			created = time.Unix(0, n).UTC()
-		}
-		v.Containers = append(v.Containers, ContainerState{
-			Pod: x.Labels["io.kubernetes.pod.name"], PodUID: x.Labels["io.kubernetes.pod.uid"],
-			ID: x.ID, State: x.State, CreatedAt: created,
-		})
-	}
-	sort.Slice(v.Containers, func(i, j int) bool { return v.Containers[i].CreatedAt.Before(v.Containers[j].CreatedAt) })
-	return v, nil
 }

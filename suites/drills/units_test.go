@@ -1,7 +1,6 @@
 package drills_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ func TestTablesValidateForBothProfiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := drills.NewSampler(nil)
+		s := drills.NewSampler()
 		table, err := drills.WithFaults(drills.Table(p, s), "pair-worker", drills.RacksShape{M1: "m1", W1: "w1", M2: "m2", W2: "w2"}, s.Note)
 		if err != nil {
 			t.Fatal(err)
@@ -34,40 +33,6 @@ func TestTablesValidateForBothProfiles(t *testing.T) {
 		if w := drills.PairWindow(p); w <= need {
 			t.Errorf("%s: pair window %s does not outlast grace + toleration %s", name, w, need)
 		}
-	}
-}
-
-// The crictl output is the evidence package's testdata, printed with
-// crictl's own marshalling.
-func TestContainersFromCrictl(t *testing.T) {
-	b, err := os.ReadFile("../../framework/evidence/source/testdata/crictl/ps.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := drills.ContainersFromCrictl(b, "faultline")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Containers) == 0 {
-		t.Fatal("no container of namespace faultline found")
-	}
-	for i, c := range v.Containers {
-		if c.ID == "" || c.Pod == "" || c.CreatedAt.IsZero() {
-			t.Errorf("container %d lacks a field: %+v", i, c)
-		}
-		if i > 0 && c.CreatedAt.Before(v.Containers[i-1].CreatedAt) {
-			t.Errorf("containers not in creation order")
-		}
-	}
-	if got := v.Running(); len(got) == 0 || got[0].State != "CONTAINER_RUNNING" {
-		t.Errorf("Running() = %+v", got)
-	}
-	none, err := drills.ContainersFromCrictl(b, "no-such-namespace")
-	if err != nil || len(none.Containers) != 0 {
-		t.Errorf("other namespace: %+v, %v", none, err)
-	}
-	if _, err := drills.ContainersFromCrictl([]byte("{not json"), "c1"); err == nil {
-		t.Error("malformed crictl output was accepted")
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package sampler is the evidence.Sampler of real labs: every source of
 // the lab asked every question in parallel, plus the timeline the watcher
-// records between samples.
+// records between samples. A suite adds its own questions, readers and
+// watches through Options.Extras, and its own steps put what they did on
+// the timeline with Note.
 package sampler
 
 import (
@@ -40,6 +42,20 @@ type Options struct {
 	Watch watch.Options
 	// NoTimeline leaves the watcher out (snapshots only).
 	NoTimeline bool
+	// SubjectsFor, when set, picks the subjects for the lab being opened
+	// (a suite whose labs differ in shape names its pod and node by the
+	// shape); it overrides Sources.Subjects. An error means no snapshot.
+	SubjectsFor func(lab.Lab) (evidence.Subjects, error)
+	// Extras are the suite's own questions, readers and watches (see
+	// Extra).
+	Extras []Extra
+	// ExtraReadTimeout bounds each read of the extras' readers and the
+	// reads their watches make at a sample (default
+	// DefaultExtraReadTimeout).
+	ExtraReadTimeout time.Duration
+	// ExtraRequestTimeout bounds one request of the API server clients the
+	// extras are opened with (default DefaultExtraRequestTimeout).
+	ExtraRequestTimeout time.Duration
 }
 
 // Sampler takes snapshots of a lab and records its timeline. It opens the
@@ -52,6 +68,14 @@ type Sampler struct {
 	set     *source.Set
 	round   *evidence.Round
 	watcher *watch.Watcher
+	extras  *opened
+	// subjects are those of the open lab.
+	subjects evidence.Subjects
+
+	// notesMu guards notes alone, so that a step noting what it did never
+	// waits for a round.
+	notesMu sync.Mutex
+	notes   []evidence.Event
 }
 
 // New makes a sampler; nothing is opened until the first Sample.
@@ -66,27 +90,49 @@ func New(opts Options) *Sampler {
 		opts.Sources.Subjects = evidence.DefaultSubjects
 	}
 	opts.Watch.Subjects = opts.Sources.Subjects
+	if opts.ExtraReadTimeout <= 0 {
+		opts.ExtraReadTimeout = DefaultExtraReadTimeout
+	}
+	if opts.ExtraRequestTimeout <= 0 {
+		opts.ExtraRequestTimeout = DefaultExtraRequestTimeout
+	}
 	return &Sampler{opts: opts}
 }
 
 var _ evidence.Sampler = (*Sampler)(nil)
 
-// open makes the lab's sources (once per lab).
+// open makes the lab's sources (once per lab): the extras first, since
+// they may add questions to the framework's runtime sources.
 func (s *Sampler) open(l lab.Lab) error {
 	if s.lab == l && s.round != nil {
 		return nil
 	}
 	s.closeLocked()
-	set, err := source.FromLab(l, s.opts.Sources)
+	sources := s.opts.Sources
+	if s.opts.SubjectsFor != nil {
+		subjects, err := s.opts.SubjectsFor(l)
+		if err != nil {
+			return fmt.Errorf("the subjects of lab %s: %w", l.Info().Name, err)
+		}
+		sources.Subjects = subjects
+	}
+	extras, err := openExtras(l, s.opts.Extras, s.opts.ExtraRequestTimeout, s.opts.ExtraReadTimeout)
 	if err != nil {
+		return fmt.Errorf("opening the suite's evidence for lab %s: %w", l.Info().Name, err)
+	}
+	sources.RuntimeQuestions = append(append([]source.RuntimeQuestion(nil), sources.RuntimeQuestions...), extras.runtime...)
+	set, err := source.FromLab(l, sources)
+	if err != nil {
+		extras.close()
 		return fmt.Errorf("opening the sources of lab %s: %w", l.Info().Name, err)
 	}
 	round, err := evidence.NewRound(set.Readers, evidence.WithTimeouts(s.timeoutOf))
 	if err != nil {
+		extras.close()
 		set.Close()
 		return err
 	}
-	s.lab, s.set, s.round = l, set, round
+	s.lab, s.set, s.round, s.extras, s.subjects = l, set, round, extras, sources.Subjects
 	return nil
 }
 
@@ -111,7 +157,9 @@ func (s *Sampler) startWatcher(ctx context.Context) []evidence.Event {
 	fail := func(err error) []evidence.Event {
 		return []evidence.Event{{At: time.Now().UTC(), Source: "faultline", Subject: "timeline", Kind: "timeline-unavailable", Detail: err.Error()}}
 	}
-	w, err := watch.New(s.set.Watch, s.set.Poll, s.opts.Watch)
+	wopts := s.opts.Watch
+	wopts.Subjects = s.subjects
+	w, err := watch.New(s.set.Watch, s.set.Poll, wopts)
 	if err != nil {
 		return fail(err)
 	}
@@ -124,8 +172,10 @@ func (s *Sampler) startWatcher(ctx context.Context) []evidence.Event {
 		Detail: fmt.Sprintf("watching %s, polling %d more", s.set.Watch.Source, len(s.set.Poll))}}
 }
 
-// Sample asks every source every question once and returns the snapshot
-// with the timeline's events since the previous Sample.
+// Sample asks every source every question once, then the extras' readers,
+// and returns the snapshot with the timeline's events since the previous
+// Sample: the watcher's, the extras' watches', and the notes. A failed
+// Sample keeps the notes for the next.
 func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []evidence.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,20 +187,65 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 	if s.watcher != nil {
 		events = append(events, s.watcher.Drain()...)
 	}
-	return snap, events, nil
+	events = append(events, s.extras.take(ctx, &snap, s.opts.ExtraReadTimeout)...)
+	return snap, append(events, s.takeNotes()...), nil
 }
 
-// DiscardEvents drops the timeline's events not yet handed out. A suite
-// calls it from Suite.Prepare, after the lab's reset: what the watcher saw
-// while the lab was put back (pods gone, nodes restarting) belongs to no
-// run, and must not open the next run's timeline.
+// Note puts e on the timeline at the next sample: for what faultline
+// itself does to the cluster (a forced deletion, a placement of the
+// leaders), which no watcher can tell apart from the cluster's own doing.
+// It never waits for a round.
+func (s *Sampler) Note(e evidence.Event) {
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	s.notes = append(s.notes, e)
+}
+
+func (s *Sampler) takeNotes() []evidence.Event {
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	out := s.notes
+	s.notes = nil
+	return out
+}
+
+// DiscardEvents drops the timeline's events not yet handed out: the
+// watcher's, the extras' watches' and the notes. A suite calls it from
+// Suite.Prepare, after the lab's reset: what the watcher saw while the lab
+// was put back (pods gone, nodes restarting) belongs to no run, and must
+// not open the next run's timeline.
 func (s *Sampler) DiscardEvents() int {
+	n := len(s.takeNotes())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.watcher == nil {
-		return 0
+	if s.watcher != nil {
+		n += len(s.watcher.Drain())
 	}
-	return len(s.watcher.Drain())
+	if s.extras != nil && len(s.extras.watches) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.ExtraReadTimeout)
+		defer cancel()
+		for _, w := range s.extras.watches {
+			n += len(w.Events(ctx))
+		}
+	}
+	return n
+}
+
+// Reset forgets everything: it closes the sources, the watcher and the
+// extras and drops the notes, and the next Sample opens them again. A
+// suite calls it from Suite.Prepare, after the lab's reset, when the run
+// must start from its own baseline: after a reset the cluster's history
+// starts again from the cold snapshot, and a watcher carried over from the
+// previous run would hand this run that run's late events, or none at all
+// once its informers lost their place.
+func (s *Sampler) Reset() error {
+	s.takeNotes()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.closeLocked(); err != nil {
+		return fmt.Errorf("closing the previous run's sampler: %w", err)
+	}
+	return nil
 }
 
 // Run samples l every interval (DefaultRate when zero) until ctx ends,
@@ -187,8 +282,15 @@ func (s *Sampler) Sources() []evidence.Source {
 		return nil
 	}
 	var out []evidence.Source
+	seen := map[evidence.Source]bool{}
 	for _, r := range s.round.Readers() {
 		out = append(out, r.Source())
+		seen[r.Source()] = true
+	}
+	for _, src := range s.extras.sources() {
+		if !seen[src] {
+			out = append(out, src)
+		}
 	}
 	return out
 }
@@ -205,6 +307,10 @@ func (s *Sampler) closeLocked() error {
 	if s.watcher != nil {
 		s.watcher.Stop()
 		s.watcher = nil
+	}
+	if s.extras != nil {
+		errs = append(errs, s.extras.close())
+		s.extras = nil
 	}
 	if s.set != nil {
 		errs = append(errs, s.set.Close())

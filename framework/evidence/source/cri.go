@@ -42,38 +42,81 @@ type Runtime struct {
 	name     evidence.Source
 	host     lab.Host
 	subjects evidence.Subjects
+	also     []RuntimeQuestion
 }
 
-// NewRuntime makes a reader named "cri/<host>".
-func NewRuntime(host lab.Host, subjects evidence.Subjects) *Runtime {
-	return &Runtime{name: evidence.Source("cri/" + host.Name()), host: host, subjects: subjects}
+// RuntimeQuestion is a suite's own question about a node's container
+// runtime, answered from the listings the runtime source takes anyway, so
+// that a suite asking after its own containers starts no second crictl.
+type RuntimeQuestion struct {
+	Question evidence.Question
+	// Answer makes the question's value from the listings; an error is an
+	// unreadable answer naming it.
+	Answer func(Crictl) (any, error)
+}
+
+// NamespaceContainers is the RuntimeQuestion q answered with every
+// container of namespace (an evidence.NamespaceContainersValue).
+func NamespaceContainers(q evidence.Question, namespace string) RuntimeQuestion {
+	return RuntimeQuestion{Question: q, Answer: func(c Crictl) (any, error) {
+		return c.NamespaceContainers(namespace), nil
+	}}
+}
+
+// NewRuntime makes a reader named "cri/<host>"; it answers PodRunningHere
+// and each of also.
+func NewRuntime(host lab.Host, subjects evidence.Subjects, also ...RuntimeQuestion) *Runtime {
+	return &Runtime{name: evidence.Source("cri/" + host.Name()), host: host, subjects: subjects, also: also}
 }
 
 func (r *Runtime) Source() evidence.Source { return r.name }
 
 func (r *Runtime) Questions() []evidence.Question {
-	return []evidence.Question{evidence.PodRunningHere}
+	qs := []evidence.Question{evidence.PodRunningHere}
+	for _, a := range r.also {
+		qs = append(qs, a.Question)
+	}
+	return qs
 }
 
 func (r *Runtime) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	res, err := r.host.Run(ctx, crictlCommand)
 	at := now()
 	if err != nil {
-		return map[evidence.Question]evidence.Answer{evidence.PodRunningHere: evidence.UnreadableAnswer(Reason(err), at)}
+		return r.unreadable(Reason(err), at)
 	}
 	if res.ExitCode != 0 {
-		why := fmt.Sprintf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr)))
-		return map[evidence.Question]evidence.Answer{evidence.PodRunningHere: evidence.UnreadableAnswer(why, at)}
+		return r.unreadable(fmt.Sprintf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at)
 	}
 	pods, containers, ok := strings.Cut(res.Stdout, crictlSeparator)
 	if !ok {
-		return map[evidence.Question]evidence.Answer{evidence.PodRunningHere: evidence.UnreadableAnswer("error: crictl output lacks its separator", at)}
+		return r.unreadable("error: crictl output lacks its separator", at)
 	}
-	v, err := RuntimePodFromCrictl([]byte(pods), []byte(containers), r.subjects.PodNamespace, r.subjects.PodName)
+	c, err := ParseCrictl([]byte(pods), []byte(containers))
 	if err != nil {
-		return map[evidence.Question]evidence.Answer{evidence.PodRunningHere: evidence.UnreadableAnswer("error: "+err.Error(), at)}
+		return r.unreadable("error: "+err.Error(), at)
 	}
-	return map[evidence.Question]evidence.Answer{evidence.PodRunningHere: answer(v, at, "")}
+	out := map[evidence.Question]evidence.Answer{
+		evidence.PodRunningHere: answer(c.RuntimePod(r.subjects.PodNamespace, r.subjects.PodName), at, ""),
+	}
+	for _, a := range r.also {
+		v, err := a.Answer(c)
+		if err != nil {
+			out[a.Question] = evidence.UnreadableAnswer("error: "+err.Error(), at)
+			continue
+		}
+		out[a.Question] = answer(v, at, "")
+	}
+	return out
+}
+
+// unreadable answers every question of r with why.
+func (r *Runtime) unreadable(why string, at time.Time) map[evidence.Question]evidence.Answer {
+	out := map[evidence.Question]evidence.Answer{}
+	for _, q := range r.Questions() {
+		out[q] = evidence.UnreadableAnswer(why, at)
+	}
+	return out
 }
 
 // crictl prints the CRI responses with protojson: lowerCamelCase names,
@@ -129,21 +172,52 @@ func (p protoInt64) time() time.Time {
 	return time.Unix(0, int64(p)).UTC()
 }
 
+// Crictl is what `crictl pods -o json` and `crictl ps -a -o json` list
+// on one node: every sandbox and every container, of every namespace.
+type Crictl struct {
+	pods crictlPods
+	ctrs crictlContainers
+}
+
+// ParseCrictl decodes the two listings.
+func ParseCrictl(podsJSON, containersJSON []byte) (Crictl, error) {
+	var c Crictl
+	if err := json.Unmarshal(podsJSON, &c.pods); err != nil {
+		return Crictl{}, fmt.Errorf("decoding crictl pods: %w", err)
+	}
+	ctrs, err := parseCrictlContainers(containersJSON)
+	if err != nil {
+		return Crictl{}, err
+	}
+	c.ctrs = ctrs
+	return c, nil
+}
+
+func parseCrictlContainers(containersJSON []byte) (crictlContainers, error) {
+	var ctrs crictlContainers
+	if err := json.Unmarshal(containersJSON, &ctrs); err != nil {
+		return crictlContainers{}, fmt.Errorf("decoding crictl ps: %w", err)
+	}
+	return ctrs, nil
+}
+
 // RuntimePodFromCrictl picks the pod's sandboxes and containers out of
 // `crictl pods -o json` and `crictl ps -a -o json`. Running means a ready
 // sandbox of the pod with a running container in it.
 func RuntimePodFromCrictl(podsJSON, containersJSON []byte, namespace, name string) (evidence.RuntimePodValue, error) {
-	var pods crictlPods
-	if err := json.Unmarshal(podsJSON, &pods); err != nil {
-		return evidence.RuntimePodValue{}, fmt.Errorf("decoding crictl pods: %w", err)
+	c, err := ParseCrictl(podsJSON, containersJSON)
+	if err != nil {
+		return evidence.RuntimePodValue{}, err
 	}
-	var ctrs crictlContainers
-	if err := json.Unmarshal(containersJSON, &ctrs); err != nil {
-		return evidence.RuntimePodValue{}, fmt.Errorf("decoding crictl ps: %w", err)
-	}
+	return c.RuntimePod(namespace, name), nil
+}
+
+// RuntimePod is the pod's sandboxes and containers. Running means a ready
+// sandbox of the pod with a running container in it.
+func (c Crictl) RuntimePod(namespace, name string) evidence.RuntimePodValue {
 	v := evidence.RuntimePodValue{Sandboxes: []evidence.RuntimeSandbox{}, Containers: []evidence.RuntimeContainer{}}
 	readySandbox := map[string]bool{}
-	for _, p := range pods.Items {
+	for _, p := range c.pods.Items {
 		if p.Metadata.Namespace != namespace || p.Metadata.Name != name {
 			continue
 		}
@@ -155,19 +229,46 @@ func RuntimePodFromCrictl(podsJSON, containersJSON []byte, namespace, name strin
 			readySandbox[p.ID] = true
 		}
 	}
-	for _, c := range ctrs.Containers {
-		if c.Labels[labelPodNamespace] != namespace || c.Labels[labelPodName] != name {
+	for _, ct := range c.ctrs.Containers {
+		if ct.Labels[labelPodNamespace] != namespace || ct.Labels[labelPodName] != name {
 			continue
 		}
 		v.Containers = append(v.Containers, evidence.RuntimeContainer{
-			ID: c.ID, Name: c.Metadata.Name, SandboxID: c.PodSandboxID, PodUID: c.Labels[labelPodUID],
-			State: c.State, CreatedAt: c.CreatedAt.time(),
+			ID: ct.ID, Name: ct.Metadata.Name, SandboxID: ct.PodSandboxID, PodUID: ct.Labels[labelPodUID],
+			State: ct.State, CreatedAt: ct.CreatedAt.time(),
 		})
-		if c.State == "CONTAINER_RUNNING" && readySandbox[c.PodSandboxID] {
+		if ct.State == "CONTAINER_RUNNING" && readySandbox[ct.PodSandboxID] {
 			v.Running = true
 		}
 	}
 	sort.Slice(v.Sandboxes, func(i, j int) bool { return v.Sandboxes[i].CreatedAt.Before(v.Sandboxes[j].CreatedAt) })
 	sort.Slice(v.Containers, func(i, j int) bool { return v.Containers[i].CreatedAt.Before(v.Containers[j].CreatedAt) })
-	return v, nil
+	return v
+}
+
+// NamespaceContainersFromCrictl picks namespace's containers out of
+// `crictl ps -a -o json`.
+func NamespaceContainersFromCrictl(containersJSON []byte, namespace string) (evidence.NamespaceContainersValue, error) {
+	ctrs, err := parseCrictlContainers(containersJSON)
+	if err != nil {
+		return evidence.NamespaceContainersValue{}, err
+	}
+	return Crictl{ctrs: ctrs}.NamespaceContainers(namespace), nil
+}
+
+// NamespaceContainers is every container of namespace, in creation order,
+// with its pod's name and UID from the kubelet's labels.
+func (c Crictl) NamespaceContainers(namespace string) evidence.NamespaceContainersValue {
+	v := evidence.NamespaceContainersValue{Containers: []evidence.NamespaceContainer{}}
+	for _, ct := range c.ctrs.Containers {
+		if ct.Labels[labelPodNamespace] != namespace {
+			continue
+		}
+		v.Containers = append(v.Containers, evidence.NamespaceContainer{
+			Pod: ct.Labels[labelPodName], PodUID: ct.Labels[labelPodUID],
+			ID: ct.ID, State: ct.State, CreatedAt: ct.CreatedAt.time(),
+		})
+	}
+	sort.Slice(v.Containers, func(i, j int) bool { return v.Containers[i].CreatedAt.Before(v.Containers[j].CreatedAt) })
+	return v
 }

@@ -226,3 +226,32 @@ func TestFindPodInRealKubeletPods(t *testing.T) {
 		t.Errorf("kubelet's pod = %+v", v)
 	}
 }
+
+func TestNamespaceContainersFromCrictl(t *testing.T) {
+	b := readTestdata(t, "crictl", "ps.json")
+	v, err := NamespaceContainersFromCrictl(b, "faultline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Containers) == 0 {
+		t.Fatal("no container of namespace faultline found")
+	}
+	for i, c := range v.Containers {
+		if c.ID == "" || c.Pod == "" || c.PodUID == "" || c.CreatedAt.IsZero() {
+			t.Errorf("container %d lacks a field: %+v", i, c)
+		}
+		if i > 0 && c.CreatedAt.Before(v.Containers[i-1].CreatedAt) {
+			t.Errorf("containers not in creation order")
+		}
+	}
+	if got := v.Running(); len(got) == 0 || got[0].State != "CONTAINER_RUNNING" {
+		t.Errorf("Running() = %+v", got)
+	}
+	none, err := NamespaceContainersFromCrictl(b, "no-such-namespace")
+	if err != nil || none.Containers == nil || len(none.Containers) != 0 {
+		t.Errorf("other namespace: %+v, %v", none, err)
+	}
+	if _, err := NamespaceContainersFromCrictl([]byte("{not json"), "c1"); err == nil {
+		t.Error("malformed crictl output was accepted")
+	}
+}

@@ -29,6 +29,9 @@ type Options struct {
 	// ProbePath is the HTTP path the endpoint probers ask (default
 	// DefaultProbePath).
 	ProbePath string
+	// RuntimeQuestions are a suite's own questions that each worker's
+	// container runtime source answers besides PodRunningHere.
+	RuntimeQuestions []RuntimeQuestion
 }
 
 // DefaultProbePath is what the fixtures' netexec pods answer on.
@@ -169,7 +172,7 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	}
 
 	for _, h := range lab.HostsWithRole(l, lab.RoleWorker) {
-		s.Readers = append(s.Readers, NewRuntime(h, o.Subjects))
+		s.Readers = append(s.Readers, NewRuntime(h, o.Subjects, o.RuntimeQuestions...))
 	}
 	proxyHost, err := l.Host(o.ProxyHost)
 	if err != nil {

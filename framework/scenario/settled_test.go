@@ -1,4 +1,4 @@
-package disagree
+package scenario
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package drills
+package watch
 
 import (
 	"fmt"
@@ -14,33 +14,33 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 )
 
-// Timeline kinds of the drill's pod-phase watch: a drill pod's phase
-// changed; the watch began (so that a report can tell a pod that never
-// reached a phase from a run that did not watch for it); it could not start.
+// Timeline kinds of a pod-phase watch: a pod's phase changed; the watch
+// began (so that a report can tell a pod that never reached a phase from a
+// run that did not watch for it); it could not start.
 const (
 	KindPodPhase            = "pod-phase"
 	KindPodPhaseWatching    = "pod-phase-watch-started"
 	KindPodPhaseWatchFailed = "pod-phase-watch-failed"
 )
 
-// phaseWatch watches the drill namespace's pods on one API server and
-// stamps every phase change. A pod the kubelet finishes after the node's
-// return holds its terminal phase (Succeeded or Failed) only until the
-// kubelet confirms its deletion, far less than a sampling interval, so the
-// snapshots alone mostly miss the phase that tells a stopped kubelet from
-// a power-off at the return.
-type phaseWatch struct {
+// PodPhases watches one namespace's pods on one API server and stamps
+// every phase change. A pod the kubelet finishes after its node's return
+// holds its terminal phase (Succeeded or Failed) only until the kubelet
+// confirms its deletion, far less than a sampling interval, so snapshots
+// alone mostly miss it.
+type PodPhases struct {
 	src  evidence.Source
 	stop chan struct{}
+	once sync.Once
 
 	mu     sync.Mutex
 	events []evidence.Event
 }
 
-// startPhaseWatch starts watching namespace's pods through cs; the events
-// it stamps are taken with drain.
-func startPhaseWatch(cs kubernetes.Interface, src evidence.Source, namespace string) (*phaseWatch, error) {
-	w := &phaseWatch{src: src, stop: make(chan struct{})}
+// StartPodPhases starts watching namespace's pods through cs; the events
+// it stamps are taken with Drain.
+func StartPodPhases(cs kubernetes.Interface, src evidence.Source, namespace string) (*PodPhases, error) {
+	w := &PodPhases{src: src, stop: make(chan struct{})}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -71,21 +71,15 @@ func startPhaseWatch(cs kubernetes.Interface, src evidence.Source, namespace str
 // how the pod's containers ended, which is what decides the phase.
 func phaseDetail(p *corev1.Pod, was corev1.PodPhase) string {
 	d := fmt.Sprintf("uid %s, %s → %s", p.UID, orNone(string(was)), orNone(string(p.Status.Phase)))
-	if t := terminatedOf(p); len(t) > 0 {
+	if t := TerminatedOf(p); len(t) > 0 {
 		d += "; " + strings.Join(t, "; ")
 	}
 	return d
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// terminatedOf lists how each terminated container of the pod ended.
-func terminatedOf(p *corev1.Pod) []string {
+// TerminatedOf lists how each terminated container of the pod ended
+// ("web: Completed, exit 0").
+func TerminatedOf(p *corev1.Pod) []string {
 	var out []string
 	for _, c := range p.Status.ContainerStatuses {
 		if t := c.State.Terminated; t != nil {
@@ -95,14 +89,14 @@ func terminatedOf(p *corev1.Pod) []string {
 	return out
 }
 
-func (w *phaseWatch) add(e evidence.Event) {
+func (w *PodPhases) add(e evidence.Event) {
 	w.mu.Lock()
 	w.events = append(w.events, e)
 	w.mu.Unlock()
 }
 
-// drain returns the events stamped since the last drain.
-func (w *phaseWatch) drain() []evidence.Event {
+// Drain returns the events stamped since the last Drain.
+func (w *PodPhases) Drain() []evidence.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := w.events
@@ -110,4 +104,5 @@ func (w *phaseWatch) drain() []evidence.Event {
 	return out
 }
 
-func (w *phaseWatch) close() { close(w.stop) }
+// Stop ends the watch; it may be called more than once.
+func (w *PodPhases) Stop() { w.once.Do(func() { close(w.stop) }) }

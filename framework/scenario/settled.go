@@ -1,4 +1,4 @@
-package disagree
+package scenario
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 )
 
 // WaitConverged samples l until no convergence invariant of invs is
-// violated by a snapshot on its own, or bound runs out. The suite calls it
-// after installing the fixtures: the fixtures' pods are ready before every
-// node's kube-proxy has programmed their endpoints, and a baseline taken in
-// between would call the detector invalid for what is only the fixtures
-// settling. It returns what was still unsettled when bound ran out (the
-// engine's pre-fault judgement then says so), or nil.
+// violated by a snapshot on its own, or bound runs out. A suite calls it
+// from Suite.Prepare after installing its fixtures: the fixtures' pods are
+// ready before every node's kube-proxy has programmed their endpoints, and
+// a baseline taken in between would call the detector invalid for what is
+// only the fixtures settling. It returns what was still unsettled when
+// bound ran out (the engine's pre-fault judgement then says so), or nil.
 func WaitConverged(ctx context.Context, s evidence.Sampler, l lab.Lab, invs []invariant.Invariant, bound, every time.Duration) ([]string, error) {
 	deadline := time.Now().Add(bound)
 	for {
