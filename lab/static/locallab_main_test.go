@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/local"
+	"github.com/faultline/faultline/lab/static"
 )
 
 // The local lab brought up for these tests is named and addressed apart
@@ -155,7 +156,7 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 	}
 	static := lab.Config{
 		Name:       c.Name,
-		Kind:       lab.KindStatic,
+		Kind:       static.Kind,
 		Lab:        true,
 		Kubeconfig: kubeconfig,
 		// The static lab's state (its per-API-server kubeconfigs) is kept

@@ -21,12 +21,17 @@ import (
 	"github.com/faultline/faultline/lab/ssh"
 )
 
-func init() { lab.Register(lab.KindStatic, Open) }
+// Kind is the lab file's kind this backend serves.
+const Kind = "static"
+
+func init() {
+	lab.Register(lab.Backend{Kind: Kind, Validate: lab.RemoteProblems, Open: Open})
+}
 
 // Open builds the static lab a config describes; it connects to nothing.
 func Open(c *lab.Config) (lab.Lab, error) {
-	if c.Kind != lab.KindStatic {
-		return nil, fmt.Errorf("lab %s: kind %q is not %q", c.Name, c.Kind, lab.KindStatic)
+	if c.Kind != Kind {
+		return nil, fmt.Errorf("lab %s: kind %q is not %q", c.Name, c.Kind, Kind)
 	}
 	jump, err := ssh.NewJump(c.SSH)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/lab"
+	// The lab file is read through the backends' registry: every kind.
+	_ "github.com/faultline/faultline/lab/backends"
 	"github.com/faultline/faultline/lab/local/timers"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 	_ "github.com/faultline/faultline/lab/proxmox"
 	_ "github.com/faultline/faultline/lab/static"
 	_ "github.com/faultline/faultline/lab/vsphere"

@@ -20,7 +20,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 	"github.com/faultline/faultline/suites/drills"
 )
 

@@ -11,6 +11,8 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
+	// The lab file is read through the backends' registry: every kind.
+	_ "github.com/faultline/faultline/lab/backends"
 	"github.com/faultline/faultline/lab/local/timers"
 )
 

@@ -38,7 +38,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/evidence/watch"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 )
 
 // The lab11 shape made smaller for a shared machine: three hosts each

@@ -161,6 +161,14 @@ func (l *recordingLab) Info() lab.Info {
 	return lab.Info{Name: l.cfg.Name, Kind: l.cfg.Kind, Topology: l.cfg.Name}
 }
 func (l *recordingLab) Config() *lab.Config { return l.cfg }
+
+// SharesWallClock answers as the local lab does, for a config of its kind.
+func (l *recordingLab) SharesWallClock() (bool, string) {
+	if l.cfg.Kind == "local" {
+		return true, "one kernel, one CLOCK_REALTIME: the vDSO serves every host the same wall clock"
+	}
+	return false, ""
+}
 func (l *recordingLab) Hosts() []lab.Host {
 	var out []lab.Host
 	for _, h := range l.hosts {
