@@ -171,8 +171,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// plainConfig is Config without its JSON methods.
-type plainConfig Config
+// labFile is Config without its JSON methods (and the name decoding
+// errors give for its fields).
+type labFile Config
 
 // UnmarshalJSON decodes a lab file's fields, unknown ones being errors,
 // and hands the section of the file's kind to its backend's decoder. A
@@ -218,7 +219,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	var p plainConfig
+	var p labFile
 	if err := strictJSON(rest, &p); err != nil {
 		errs = append(errs, err)
 	}
@@ -233,7 +234,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the config as a lab file, its section included.
 func (c Config) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(plainConfig(c))
+	b, err := json.Marshal(labFile(c))
 	if err != nil || c.section == nil {
 		return b, err
 	}
@@ -261,9 +262,6 @@ func strictJSON(b []byte, v any) error {
 func (c *Config) applyDefaults() {
 	if c.Network.APIServerPort == 0 {
 		c.Network.APIServerPort = 6443
-	}
-	if c.Kubernetes.TimerProfile == "" {
-		c.Kubernetes.TimerProfile = ProfileKubernetesDefaults
 	}
 	if c.SSH != nil {
 		if c.SSH.Port == 0 {
@@ -308,7 +306,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("kind: %w", unknownKind(c.Kind)))
 	}
 	switch c.Kubernetes.TimerProfile {
-	case ProfileKubernetesDefaults, ProfileFast:
+	case "", ProfileKubernetesDefaults, ProfileFast:
 	default:
 		bad("kubernetes.timerProfile", "%q is not a timer profile (kubernetes-defaults or fast)", c.Kubernetes.TimerProfile)
 	}

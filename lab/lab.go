@@ -139,6 +139,10 @@ type Status struct {
 type Lab interface {
 	Info() Info
 	Config() *Config
+	// Timers are the timers the lab's cluster runs with: those the lab
+	// ran it with where it built the cluster, else those its lab file
+	// declares; an error says why neither is known.
+	Timers() (Timers, error)
 	Hosts() []Host
 	// Host returns the named host or an error naming the unknown host.
 	Host(name string) (Host, error)

@@ -29,6 +29,11 @@ type Backend struct {
 	// file, each naming its field, after the checks every lab shares
 	// passed or failed. Optional.
 	Validate func(*Config) []error
+	// Timers returns the timers the cluster a validated config describes
+	// runs with, from the file alone (see TimersOf), or an error saying
+	// why the file does not tell. Optional: without it TimersOf says the
+	// backend does not report them.
+	Timers func(*Config) (Timers, error)
 	// Open builds the lab a validated config describes; it touches
 	// nothing and connects only where it must.
 	Open func(*Config) (Lab, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // alphaSection is the section of the test backends' kind alpha.
@@ -30,7 +31,11 @@ func init() {
 		},
 		Open: func(c *Config) (Lab, error) { return nil, errors.New("alpha opened") },
 	})
-	Register(Backend{Kind: "beta", Open: func(c *Config) (Lab, error) { return nil, errors.New("beta opened") }})
+	Register(Backend{Kind: "beta", Open: func(c *Config) (Lab, error) { return nil, errors.New("beta opened") },
+		Timers: func(c *Config) (Timers, error) {
+			return Timers{Profile: c.Kubernetes.TimerProfile, NodeMonitorPeriod: time.Second, NodeMonitorGracePeriod: time.Second,
+				NodeStatusUpdateFrequency: time.Second, NotReadyToleration: time.Second, UnreachableToleration: time.Second}, nil
+		}})
 }
 
 const commonFile = "name: t\nlab: true\nnetwork: {management: 10.1.0.0/24}\nhosts: [{name: cp, roles: [control-plane], address: 10.1.0.2}]\n"
@@ -120,5 +125,18 @@ func TestRegisterRefusesMistakes(t *testing.T) {
 	}
 	if got := strings.Join(Kinds(), ","); got != "alpha,beta" {
 		t.Errorf("Kinds = %s after refused registrations", got)
+	}
+}
+
+func TestTimersOfAsksTheBackend(t *testing.T) {
+	if _, err := TimersOf(&Config{Name: "t", Kind: "alpha"}); err == nil || !strings.Contains(err.Error(), "the alpha backend does not say the timers") {
+		t.Errorf("a backend without Timers: %v", err)
+	}
+	if _, err := TimersOf(&Config{Name: "t", Kind: "gamma"}); err == nil || !strings.Contains(err.Error(), "registered: alpha, beta") {
+		t.Errorf("an unknown kind: %v", err)
+	}
+	// beta reports no leader lease: a suite must not size a window from it.
+	if _, err := TimersOf(&Config{Name: "t", Kind: "beta"}); err == nil || !strings.Contains(err.Error(), "leader-elect-lease-duration must be positive") {
+		t.Errorf("timers with a value missing: %v", err)
 	}
 }

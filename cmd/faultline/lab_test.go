@@ -28,7 +28,10 @@ func (l *recordingLab) Hosts() []lab.Host                        { return nil }
 func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
 func (l *recordingLab) Kubeconfig(target string) (string, error) { return "", nil }
 func (l *recordingLab) StateDir() string                         { return l.stateDir }
-func (l *recordingLab) Close() error                             { l.closed = true; return nil }
+func (l *recordingLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported(l.info.Kind, "timers", "it runs no cluster")
+}
+func (l *recordingLab) Close() error { l.closed = true; return nil }
 
 func (l *recordingLab) Reset(ctx context.Context) error {
 	l.calls = append(l.calls, "reset")

@@ -23,7 +23,9 @@ import (
 func init() {
 	lab.Register(lab.Backend{
 		Kind:     Kind,
+		Defaults: defaults,
 		Validate: validate,
+		Timers:   profileTimers,
 		Open:     func(c *lab.Config) (lab.Lab, error) { return New(c) },
 	})
 }

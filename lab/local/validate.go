@@ -5,10 +5,33 @@ import (
 	"net/netip"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // Kind is the lab file's kind this backend serves.
 const Kind = "local"
+
+// defaults sets the timer profile a local lab runs its components with
+// when the file names none: Kubernetes' own defaults.
+func defaults(c *lab.Config) {
+	if c.Kubernetes.TimerProfile == "" {
+		c.Kubernetes.TimerProfile = timers.KubernetesDefaults
+	}
+}
+
+// profileTimers are the timers of the profile the local lab runs its
+// components with.
+func profileTimers(c *lab.Config) (lab.Timers, error) {
+	p, err := timers.Get(c.Kubernetes.TimerProfile)
+	if err != nil {
+		return lab.Timers{}, fmt.Errorf("lab %s: %w", c.Name, err)
+	}
+	return p.Timers(), nil
+}
+
+// Timers are those of the profile the lab runs with: the running lab's,
+// where one is recorded, else the file's.
+func (l *Lab) Timers() (lab.Timers, error) { return profileTimers(l.cfg) }
 
 // validate is what a local lab file needs beyond what every lab file does:
 // the lab builds the cluster, so it needs the whole address plan, an etcd

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/ssh"
 	"github.com/faultline/faultline/lab/static"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // Kind is the lab file's kind this backend serves.
@@ -36,6 +37,7 @@ func init() {
 		Section:    "proxmox",
 		NewSection: func() any { return new(Section) },
 		Validate:   validate,
+		Timers:     timers.Declared,
 		Open:       Open,
 	})
 }

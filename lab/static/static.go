@@ -19,13 +19,14 @@ import (
 	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/ssh"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // Kind is the lab file's kind this backend serves.
 const Kind = "static"
 
 func init() {
-	lab.Register(lab.Backend{Kind: Kind, Validate: lab.RemoteProblems, Open: Open})
+	lab.Register(lab.Backend{Kind: Kind, Validate: lab.RemoteProblems, Timers: timers.Declared, Open: Open})
 }
 
 // Open builds the static lab a config describes; it connects to nothing.
@@ -144,6 +145,10 @@ func (l *Lab) Info() lab.Info {
 }
 
 func (l *Lab) Config() *lab.Config { return l.cfg }
+
+// Timers are those of the profile the lab file declares: the lab neither
+// sets nor reads its cluster's timers.
+func (l *Lab) Timers() (lab.Timers, error) { return timers.Declared(l.cfg) }
 
 func (l *Lab) Hosts() []lab.Host {
 	out := make([]lab.Host, len(l.opts.Hosts))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	labssh "github.com/faultline/faultline/lab/ssh"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 func init() {
@@ -24,6 +25,7 @@ func init() {
 		Section:    "vsphere",
 		NewSection: func() any { return new(Section) },
 		Validate:   validate,
+		Timers:     timers.Declared,
 		Open:       openRegistered,
 	})
 }
@@ -188,6 +190,10 @@ func (l *Lab) Info() lab.Info {
 }
 
 func (l *Lab) Config() *lab.Config { return l.cfg }
+
+// Timers are those of the profile the lab file declares: the lab neither
+// sets nor reads its cluster's timers.
+func (l *Lab) Timers() (lab.Timers, error) { return timers.Declared(l.cfg) }
 
 func (l *Lab) StateDir() string { return l.cfg.StateDir }
 

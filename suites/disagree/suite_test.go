@@ -34,10 +34,10 @@ func TestDisagree(t *testing.T) {
 	RunSpecs(t, "disagree: Kubernetes' guarantees when its components disagree")
 }
 
-// profile is the timer profile of the lab file FAULTLINE_LAB names; every
-// window and settle bound of the table is derived from it.
+// profile holds the bounds derived from the timers of the lab file
+// FAULTLINE_LAB names; every window and settle bound of the table is one.
 var profile = func() disagree.Bounds {
-	p, err := disagree.ProfileFromEnv()
+	p, err := disagree.TimersFromEnv()
 	if err != nil {
 		panic(err.Error())
 	}
@@ -58,13 +58,18 @@ var _ = scenario.Register(scenario.Suite{
 }, table())
 
 // verifyLab refuses a lab whose hosts are not lab11's shape, or whose
-// running timer profile is not the one the table's bounds came from.
+// timers are not the ones the table's bounds came from.
 func verifyLab(_ context.Context, l lab.Lab) error {
 	if err := disagree.CheckShape(l.Config()); err != nil {
 		return err
 	}
-	if got := l.Info().TimerProfile; got != profile.Profile {
-		return fmt.Errorf("the lab runs timer profile %q but the scenario bounds were derived from %q (its lab file's); bring the lab up with the profile its file names", got, profile.Profile)
+	got, err := l.Timers()
+	if err != nil {
+		return fmt.Errorf("the lab's timers: %w", err)
+	}
+	if got != profile.Timers {
+		return fmt.Errorf("the lab runs timers %+v (profile %q) but the scenario bounds were derived from %+v (profile %q, its lab file's); bring the lab up with the profile its file names",
+			got, got.Profile, profile.Timers, profile.Profile)
 	}
 	return nil
 }

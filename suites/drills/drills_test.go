@@ -59,9 +59,9 @@ var _ = scenario.Register(scenario.Suite{
 }, table())
 
 func table() []scenario.Scenario {
-	p, err := drills.ProfileOf()
+	p, err := drills.TimersOf()
 	if err != nil {
-		panic(fmt.Sprintf("drills: reading the lab's timer profile: %v", err))
+		panic(fmt.Sprintf("drills: reading the lab's timers: %v", err))
 	}
 	t, err := drills.WithFaults(drills.Table(p, sampler), pairWorker, racks, sampler.Note)
 	if err != nil {
@@ -102,11 +102,11 @@ func prepare(ctx context.Context, l lab.Lab) error {
 		if err := drills.Install(ctx, cs, ns, deps, sets, pods, 3*time.Minute); err != nil {
 			return err
 		}
-		p, err := drills.ProfileOf()
+		p, err := l.Timers()
 		if err != nil {
 			return err
 		}
-		if err := drills.PlaceLeaders(ctx, l, cs, s, p.LeaderElection.LeaseDuration, sampler.Note); err != nil {
+		if err := drills.PlaceLeaders(ctx, l, cs, s, p.LeaderLeaseDuration, sampler.Note); err != nil {
 			return err
 		}
 		return drills.PlaceVirtualAddress(ctx, l, s, sampler.Note)

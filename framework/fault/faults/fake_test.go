@@ -193,7 +193,10 @@ func (l *recordingLab) host(name string) *recordingHost {
 func (l *recordingLab) Kubeconfig(string) (string, error) {
 	return "", lab.Unsupported(l.cfg.Kind, "kubeconfig", "test double")
 }
-func (l *recordingLab) StateDir() string            { return "" }
+func (l *recordingLab) StateDir() string { return "" }
+func (l *recordingLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported(l.cfg.Kind, "timers", "it runs no cluster")
+}
 func (l *recordingLab) Reset(context.Context) error { return nil }
 func (l *recordingLab) Status(context.Context) (lab.Status, error) {
 	st := lab.Status{Info: l.Info(), Up: true}
