@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/fixtures"
+	// The images the local lab loads into its nodes: this suite's fixtures.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	_ "github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
@@ -20,9 +22,6 @@ import (
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends"
-	_ "github.com/faultline/faultline/lab/proxmox"
-	_ "github.com/faultline/faultline/lab/static"
-	_ "github.com/faultline/faultline/lab/vsphere"
 	"github.com/faultline/faultline/suites/disagree"
 )
 

@@ -15,6 +15,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	// The images the local lab loads into its nodes: this suite's fixtures.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	evsampler "github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"

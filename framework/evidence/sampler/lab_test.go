@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/fixtures"
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"
