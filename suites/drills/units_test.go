@@ -72,6 +72,25 @@ func TestWindowsOfBothProfilesAreUnchanged(t *testing.T) {
 	}
 }
 
+// The drills size their windows from the lab file of any backend: the
+// Proxmox pair reads through the registry and declares its timers.
+func TestTimersOfReadsAProxmoxLabFile(t *testing.T) {
+	t.Setenv(scenario.EnvLab, "../../testdata/labs/proxmox-pair.yaml")
+	got, err := drills.TimersOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := timers.Get(timers.KubernetesDefaults)
+	if got != d.Timers() {
+		t.Errorf("proxmox-pair timers %+v, want the kubernetes-defaults it declares", got)
+	}
+	t.Setenv(scenario.EnvLab, "")
+	f, _ := timers.Get(timers.Fast)
+	if got, err := drills.TimersOf(); err != nil || got != f.Timers() {
+		t.Errorf("no lab named: %+v, %v; want fast's", got, err)
+	}
+}
+
 // The crictl output is the evidence package's testdata, printed with
 // crictl's own marshalling.
 func TestContainersFromCrictl(t *testing.T) {
