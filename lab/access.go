@@ -85,3 +85,23 @@ type EtcdFork struct {
 	// and remove; it is the same for every call about the host.
 	Dir string
 }
+
+// SharedWallClock is a lab that says whether its hosts read one wall
+// clock. Where they do (the local lab: network namespaces on one kernel),
+// stepping one host's clock steps every host's and the clock of the
+// program running the faults, so no fault may skew one host. A lab that
+// does not implement it gives every host a clock of its own.
+type SharedWallClock interface {
+	// SharesWallClock reports whether every host reads one wall clock,
+	// and why (the reason a fault that needs its own clock per host
+	// gives when it refuses).
+	SharesWallClock() (shared bool, why string)
+}
+
+// SharesWallClock asks l whether its hosts read one wall clock, and why.
+func SharesWallClock(l Lab) (bool, string) {
+	if s, ok := l.(SharedWallClock); ok {
+		return s.SharesWallClock()
+	}
+	return false, ""
+}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,18 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
-)
-
-// Lab kinds.
-const (
-	KindLocal   = "local"
-	KindStatic  = "static"
-	KindVSphere = "vsphere"
-	KindProxmox = "proxmox"
 )
 
 // Timer profiles.
@@ -29,11 +23,13 @@ const (
 )
 
 // Config is a lab file (testdata/labs/*.yaml): the topology of a lab, its
-// hosts and networks, and how its backend reaches them.
+// hosts and networks, and how its backend reaches them. The fields below
+// are those every lab file shares; a backend's own settings are its
+// section (see Backend), decoded by the backend's registration.
 type Config struct {
 	// Name identifies the lab in reports and run records.
 	Name string `json:"name"`
-	// Kind selects the backend: local, static, vsphere or proxmox.
+	// Kind selects the backend; Kinds lists those this program links.
 	Kind string `json:"kind"`
 	// Lab must be true for any destructive scenario to run: it says this
 	// config describes a disposable lab, not someone's cluster.
@@ -47,18 +43,25 @@ type Config struct {
 	Kubernetes KubernetesSettings `json:"kubernetes,omitempty"`
 	Network    Network            `json:"network"`
 	Hosts      []HostConfig       `json:"hosts"`
-	SSH        *SSHConfig         `json:"ssh,omitempty"`
-	VSphere    *VSphereConfig     `json:"vsphere,omitempty"`
-	Proxmox    *ProxmoxConfig     `json:"proxmox,omitempty"`
+	// SSH says how hosts are reached, for the backends that reach them
+	// over SSH.
+	SSH *SSHConfig `json:"ssh,omitempty"`
 
+	// section is the backend's own section, as its NewSection made it;
+	// nil when the file has none.
+	section any
 	// path is the file the config was read from.
 	path string
 }
 
 // KubernetesSettings pins versions and the timer profile.
 type KubernetesSettings struct {
-	Version      string `json:"version,omitempty"`
-	EtcdVersion  string `json:"etcdVersion,omitempty"`
+	Version     string `json:"version,omitempty"`
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// TimerProfile names the timer profile the cluster runs with (see
+	// Timers). The local backend defaults it to kubernetes-defaults and
+	// runs its components with it; for a cluster the lab did not build it
+	// is a declaration of what the cluster runs with.
 	TimerProfile string `json:"timerProfile,omitempty"`
 }
 
@@ -113,26 +116,12 @@ type SSHConfig struct {
 	CommandTimeout Duration `json:"commandTimeout,omitempty"`
 }
 
-// VSphereConfig says how to reach vCenter.
-type VSphereConfig struct {
-	URL        string `json:"url"`
-	Insecure   bool   `json:"insecure,omitempty"`
-	Datacenter string `json:"datacenter,omitempty"`
-	// ColdSnapshot is the name of the snapshot taken with the whole fleet
-	// powered off; Reset reverts every VM to it.
-	ColdSnapshot string `json:"coldSnapshot"`
-	// CredentialsFile holds "username" and "password" (YAML). Without it
-	// FAULTLINE_VSPHERE_USERNAME and FAULTLINE_VSPHERE_PASSWORD are used.
-	CredentialsFile string `json:"credentialsFile,omitempty"`
-}
+// Section is the backend's own section of the lab file, as the backend's
+// NewSection made it, or nil when the file has none.
+func (c *Config) Section() any { return c.section }
 
-// ProxmoxConfig says how to reach the hypervisor that runs `qm`.
-type ProxmoxConfig struct {
-	// Host is the hypervisor's address (host or host:port), reached over
-	// SSH with the lab's SSH settings.
-	Host string `json:"host"`
-	User string `json:"user,omitempty"`
-}
+// SetSection sets the backend's own section, for configs built in code.
+func (c *Config) SetSection(v any) { c.section = v }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration struct{ time.Duration }
@@ -182,12 +171,97 @@ func ParseConfig(data []byte) (*Config, error) {
 	return &c, nil
 }
 
+// labFile is Config without its JSON methods (and the name decoding
+// errors give for its fields).
+type labFile Config
+
+// UnmarshalJSON decodes a lab file's fields, unknown ones being errors,
+// and hands the section of the file's kind to its backend's decoder. A
+// section of another registered backend is an error naming its kind; so
+// is any other key no backend claims.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var kind string
+	if k, ok := raw["kind"]; ok {
+		_ = json.Unmarshal(k, &kind) // a kind that is no string fails the decoding below
+	}
+	own, known := backendOf(kind)
+	var section any
+	var errs []error
+	secs := sections()
+	keys := make([]string, 0, len(secs))
+	for key := range secs {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		v, present := raw[key]
+		if !present {
+			continue
+		}
+		delete(raw, key)
+		switch {
+		case !known:
+			// The kind is wrong; Validate says so.
+		case secs[key] != own.Kind:
+			errs = append(errs, fmt.Errorf("%s: is only for a %s lab", key, secs[key]))
+		default:
+			section = own.NewSection()
+			if err := strictJSON(v, section); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
+		}
+	}
+	rest, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	var p labFile
+	if err := strictJSON(rest, &p); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	path := c.path
+	*c = Config(p)
+	c.section, c.path = section, path
+	return nil
+}
+
+// MarshalJSON writes the config as a lab file, its section included.
+func (c Config) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(labFile(c))
+	if err != nil || c.section == nil {
+		return b, err
+	}
+	own, ok := backendOf(c.Kind)
+	if !ok || own.Section == "" {
+		return nil, fmt.Errorf("lab %s: a section for kind %q, which has none in this program", c.Name, c.Kind)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m[own.Section], err = json.Marshal(c.section); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// strictJSON decodes b into v, unknown fields being errors.
+func strictJSON(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
 func (c *Config) applyDefaults() {
 	if c.Network.APIServerPort == 0 {
 		c.Network.APIServerPort = 6443
-	}
-	if c.Kubernetes.TimerProfile == "" {
-		c.Kubernetes.TimerProfile = ProfileKubernetesDefaults
 	}
 	if c.SSH != nil {
 		if c.SSH.Port == 0 {
@@ -204,12 +278,16 @@ func (c *Config) applyDefaults() {
 		}
 		c.StateDir = filepath.Join(base, c.Name)
 	}
+	if b, ok := backendOf(c.Kind); ok && b.Defaults != nil {
+		b.Defaults(c)
+	}
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // Validate checks the config and returns every problem, each naming the
-// field it is about.
+// field it is about: first what every lab file must satisfy, then what the
+// backend of its kind requires.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -220,33 +298,26 @@ func (c *Config) Validate() error {
 	} else if !dnsLabel.MatchString(c.Name) {
 		bad("name", "%q must be a lower-case DNS label", c.Name)
 	}
-	switch c.Kind {
-	case KindLocal, KindStatic, KindVSphere, KindProxmox:
-	case "":
-		bad("kind", "is required (one of local, static, vsphere, proxmox)")
-	default:
-		bad("kind", "%q is not a lab kind (one of local, static, vsphere, proxmox)", c.Kind)
+	own, known := backendOf(c.Kind)
+	switch {
+	case c.Kind == "":
+		bad("kind", "is required (registered: %s)", strings.Join(Kinds(), ", "))
+	case !known:
+		errs = append(errs, fmt.Errorf("kind: %w", unknownKind(c.Kind)))
 	}
 	switch c.Kubernetes.TimerProfile {
-	case ProfileKubernetesDefaults, ProfileFast:
+	case "", ProfileKubernetesDefaults, ProfileFast:
 	default:
 		bad("kubernetes.timerProfile", "%q is not a timer profile (kubernetes-defaults or fast)", c.Kubernetes.TimerProfile)
 	}
 
-	var mgmt netip.Prefix
-	var mgmtOK bool
 	if c.Network.Management == "" {
 		bad("network.management", "is required (a CIDR such as 10.66.0.0/24)")
-	} else if p, err := netip.ParsePrefix(c.Network.Management); err != nil {
+	} else if _, err := netip.ParsePrefix(c.Network.Management); err != nil {
 		bad("network.management", "%q is not a CIDR: %v", c.Network.Management, err)
-	} else {
-		mgmt, mgmtOK = p.Masked(), true
 	}
 	for _, f := range []struct{ name, val string }{{"network.pods", c.Network.Pods}, {"network.services", c.Network.Services}} {
 		if f.val == "" {
-			if c.Kind == KindLocal {
-				bad(f.name, "is required for a local lab")
-			}
 			continue
 		}
 		if _, err := netip.ParsePrefix(f.val); err != nil {
@@ -261,9 +332,6 @@ func (c *Config) Validate() error {
 		if a, err := netip.ParseAddr(c.Network.VirtualIP); err != nil {
 			bad("network.virtualIP", "%q is not an IP address", c.Network.VirtualIP)
 		} else {
-			if mgmtOK && c.Kind == KindLocal && !mgmt.Contains(a) {
-				bad("network.virtualIP", "%s is outside network.management %s", a, mgmt)
-			}
 			addrs[a] = "network.virtualIP"
 		}
 	}
@@ -283,9 +351,6 @@ func (c *Config) Validate() error {
 			bad(f+".name", "%q is already the name of hosts[%d]", h.Name, j)
 		} else {
 			names[h.Name] = i
-			if c.Kind == KindLocal && len(h.Name) > 11 {
-				bad(f+".name", "%q is longer than 11 characters (local hosts name network interfaces)", h.Name)
-			}
 		}
 		if len(h.Roles) == 0 {
 			bad(f+".roles", "at least one of etcd, control-plane, worker is required")
@@ -306,47 +371,18 @@ func (c *Config) Validate() error {
 		}
 		if h.Address == "" {
 			bad(f+".address", "is required")
-		} else if a, err := netip.ParseAddr(h.Address); err != nil {
-			if c.Kind == KindLocal {
-				bad(f+".address", "%q is not an IP address", h.Address)
-			}
-			// Remote labs may name hosts by DNS name.
-		} else {
+		} else if a, err := netip.ParseAddr(h.Address); err == nil {
+			// A host may be named by a DNS name where its backend allows.
 			if other, dup := addrs[a]; dup {
 				bad(f+".address", "%s is already used by %s", a, other)
 			}
 			addrs[a] = f + ".address"
-			if mgmtOK && c.Kind == KindLocal && !mgmt.Contains(a) {
-				bad(f+".address", "%s is outside network.management %s", a, mgmt)
-			}
-		}
-		if c.Kind == KindVSphere && h.VM == "" {
-			bad(f+".vm", "is required for a vsphere lab (the VM's inventory path or name)")
-		}
-		if h.VMID < 0 {
-			bad(f+".vmid", "%d is not a vmid", h.VMID)
 		}
 	}
 	if roles[RoleControlPlane] == 0 && len(c.Hosts) > 0 {
 		bad("hosts", "no host has the control-plane role")
 	}
-	if c.Kind == KindLocal {
-		if roles[RoleEtcd] == 0 && len(c.Hosts) > 0 {
-			bad("hosts", "no host has the etcd role")
-		}
-		if roles[RoleControlPlane] > 1 && c.Network.VirtualIP == "" {
-			bad("network.virtualIP", "is required when there is more than one control-plane host")
-		}
-	}
 
-	if c.Kind != KindLocal && c.Kind != "" {
-		if c.SSH == nil {
-			bad("ssh", "is required for a %s lab", c.Kind)
-		}
-		if c.Kubeconfig == "" {
-			bad("kubeconfig", "is required for a %s lab", c.Kind)
-		}
-	}
 	if c.SSH != nil {
 		if c.SSH.User == "" {
 			bad("ssh.user", "is required")
@@ -364,32 +400,29 @@ func (c *Config) Validate() error {
 			bad("ssh.jump", "%q must be user@host[:port]", c.SSH.Jump)
 		}
 	}
-	switch c.Kind {
-	case KindVSphere:
-		if c.VSphere == nil {
-			bad("vsphere", "is required for a vsphere lab")
-		} else {
-			if c.VSphere.URL == "" {
-				bad("vsphere.url", "is required")
-			}
-			if c.VSphere.ColdSnapshot == "" {
-				bad("vsphere.coldSnapshot", "is required (the snapshot taken with the fleet powered off)")
-			}
+	if known {
+		if own.Section == "" && c.section != nil {
+			bad("kind", "%s has no section of its own, yet the config carries one", c.Kind)
 		}
-	case KindProxmox:
-		if c.Proxmox == nil {
-			bad("proxmox", "is required for a proxmox lab")
-		} else if c.Proxmox.Host == "" {
-			bad("proxmox.host", "is required (the hypervisor that runs qm)")
+		if own.Validate != nil {
+			errs = append(errs, own.Validate(c)...)
 		}
-	}
-	if c.Kind != KindVSphere && c.VSphere != nil {
-		bad("vsphere", "is only for a vsphere lab")
-	}
-	if c.Kind != KindProxmox && c.Proxmox != nil {
-		bad("proxmox", "is only for a proxmox lab")
 	}
 	return errors.Join(errs...)
+}
+
+// RemoteProblems are the checks every backend that runs no cluster of its
+// own makes: it reaches the hosts over SSH and the cluster through the
+// kubeconfig the file names.
+func RemoteProblems(c *Config) []error {
+	var errs []error
+	if c.SSH == nil {
+		errs = append(errs, fmt.Errorf("ssh: is required for a %s lab", c.Kind))
+	}
+	if c.Kubeconfig == "" {
+		errs = append(errs, fmt.Errorf("kubeconfig: is required for a %s lab", c.Kind))
+	}
+	return errs
 }
 
 // HostConfig returns the named host's config.

@@ -3,8 +3,10 @@
 // A Lab resets to a clean state and hands out Hosts. Faults are written only
 // against these interfaces, so every fault works on every lab that can do
 // what it needs and says clearly (ErrUnsupported) when a lab cannot.
-// Backends live in sub-packages (local, ssh, vsphere, proxmox, static) and
-// never import the framework.
+// Backends live in sub-packages (local, static, proxmox, vsphere; lab/ssh
+// is their shared SSH client), never import the framework or the fixtures,
+// and register their kind, lab-file section and checks (Register); this
+// package knows none of them, and lab/backends links them all.
 package lab
 
 import (
@@ -139,6 +141,10 @@ type Status struct {
 type Lab interface {
 	Info() Info
 	Config() *Config
+	// Timers are the timers the lab's cluster runs with: those the lab
+	// ran it with where it built the cluster, else those its lab file
+	// declares; an error says why neither is known.
+	Timers() (Timers, error)
 	Hosts() []Host
 	// Host returns the named host or an error naming the unknown host.
 	Host(name string) (Host, error)

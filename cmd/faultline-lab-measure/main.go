@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local"
 )

@@ -1,14 +1,15 @@
 package main
 
-// The lab backends this program can open, each registering its kind with
-// lab.Register from its init function. A kind with no import here is
-// reported as "no backend for kind ..." when a lab of that kind is opened.
+// Every lab backend registers its kind with the lab package from its init
+// function; lab/backends links them all, so this program opens a lab of
+// any kind. A kind no backend registers is reported with the registered
+// ones when its lab file is read.
 //
-// Backends are linked here, and only here, with blank imports.
+// fixtures/images provides the images a lab without a registry (the local
+// lab) loads into its nodes: the suites' fixtures, which the lab backends
+// do not know.
 
 import (
-	_ "github.com/faultline/faultline/lab/local"
-	_ "github.com/faultline/faultline/lab/proxmox"
-	_ "github.com/faultline/faultline/lab/static"
-	_ "github.com/faultline/faultline/lab/vsphere"
+	_ "github.com/faultline/faultline/fixtures/images"
+	_ "github.com/faultline/faultline/lab/backends"
 )

@@ -43,7 +43,7 @@ func init() {
 
 func labWithLedger(t *testing.T) (*recordingLab, *ledger.Ledger) {
 	t.Helper()
-	l := &recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal}, stateDir: t.TempDir()}
+	l := &recordingLab{info: lab.Info{Name: "lab11", Kind: "local"}, stateDir: t.TempDir()}
 	led, err := ledger.Open(l.stateDir)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,10 @@ func (l *recordingLab) Hosts() []lab.Host                        { return nil }
 func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
 func (l *recordingLab) Kubeconfig(target string) (string, error) { return "", nil }
 func (l *recordingLab) StateDir() string                         { return l.stateDir }
-func (l *recordingLab) Close() error                             { l.closed = true; return nil }
+func (l *recordingLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported(l.info.Kind, "timers", "it runs no cluster")
+}
+func (l *recordingLab) Close() error { l.closed = true; return nil }
 
 func (l *recordingLab) Reset(ctx context.Context) error {
 	l.calls = append(l.calls, "reset")
@@ -81,7 +84,7 @@ func runInProcess(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestLabUpNeedsAProvisioner(t *testing.T) {
-	l := &recordingLab{info: lab.Info{Name: "fleet", Kind: lab.KindVSphere}}
+	l := &recordingLab{info: lab.Info{Name: "fleet", Kind: "vsphere"}}
 	useLab(t, l)
 	for _, op := range []string{"up", "down"} {
 		code, _, errs := runInProcess(t, "lab", op, "--lab", "fleet.yaml")
@@ -98,7 +101,7 @@ func TestLabUpNeedsAProvisioner(t *testing.T) {
 }
 
 func TestLabUpDownResetDriveTheLab(t *testing.T) {
-	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal, TimerProfile: "kubernetes-defaults", ResetKind: lab.ResetColdSnapshot}}}
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: "local", TimerProfile: "kubernetes-defaults", ResetKind: lab.ResetColdSnapshot}}}
 	opened := useLab(t, p)
 
 	code, out, errs := runInProcess(t, "lab", "up", "--topology", "lab11", "--profile", "kubernetes-defaults")
@@ -130,7 +133,7 @@ func TestLabUpDownResetDriveTheLab(t *testing.T) {
 }
 
 func TestLabStatus(t *testing.T) {
-	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal, Topology: "lab11", TimerProfile: "fast",
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: "local", Topology: "lab11", TimerProfile: "fast",
 		ResetKind: lab.ResetColdSnapshot, KubernetesVersion: "v1.36.3", EtcdVersion: "v3.6.8"}}}
 	useLab(t, p)
 
@@ -171,7 +174,7 @@ func TestLabStatus(t *testing.T) {
 }
 
 func TestInterruptedContextReachesTheLab(t *testing.T) {
-	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: lab.KindLocal}}}
+	p := &recordingProvisioner{recordingLab{info: lab.Info{Name: "lab11", Kind: "local"}}}
 	var seen error
 	prev := openLab
 	openLab = func(string, string) (lab.Lab, error) { return &contextCheckingLab{p, &seen}, nil }
@@ -209,13 +212,13 @@ func (l *snapshottingLab) ColdSnapshot(ctx context.Context, replace bool) error 
 }
 
 func TestLabSnapshotCold(t *testing.T) {
-	plain := &recordingLab{info: lab.Info{Name: "pair", Kind: lab.KindStatic}}
+	plain := &recordingLab{info: lab.Info{Name: "pair", Kind: "static"}}
 	useLab(t, plain)
 	if code, _, errs := runInProcess(t, "lab", "snapshot", "--cold", "--lab", "pair"); code != exitError || !strings.Contains(errs, "a static lab does not take cold snapshots") {
 		t.Errorf("snapshot of a lab without snapshots: exit %d, %q", code, errs)
 	}
 
-	s := &snapshottingLab{recordingLab{info: lab.Info{Name: "fleet", Kind: lab.KindVSphere}}}
+	s := &snapshottingLab{recordingLab{info: lab.Info{Name: "fleet", Kind: "vsphere"}}}
 	useLab(t, s)
 	if code, _, errs := runInProcess(t, "lab", "snapshot", "--lab", "fleet"); code != exitUsage || !strings.Contains(errs, "say --cold") {
 		t.Errorf("snapshot without --cold: exit %d, %q", code, errs)

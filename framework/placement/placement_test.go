@@ -78,6 +78,9 @@ type fakeLab struct {
 func (l fakeLab) Info() lab.Info      { return lab.Info{Name: "fake"} }
 func (l fakeLab) Config() *lab.Config { return l.cfg }
 func (l fakeLab) Hosts() []lab.Host   { return []lab.Host{host{"m1", l.w}, host{"m2", l.w}} }
+func (l fakeLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported("test", "timers", "it runs no cluster")
+}
 func (l fakeLab) Host(name string) (lab.Host, error) {
 	if name == "m1" || name == "m2" {
 		return host{name, l.w}, nil

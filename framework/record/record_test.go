@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/backends" // lab files are read through the backends' registry
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)

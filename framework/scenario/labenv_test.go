@@ -23,9 +23,10 @@ func TestOpenLabFromEnvSaysWhatIsWrong(t *testing.T) {
 	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "surprise") {
 		t.Errorf("malformed file: %v", err)
 	}
-	// A valid file of a kind this program links no backend for.
+	// A file of a kind this program links no backend for: the engine
+	// links none, and says where they are.
 	t.Setenv(EnvLab, "../../testdata/labs/pair.yaml")
-	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), `no backend for kind "local"`) {
+	if _, err := OpenLabFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), `kind: "local" is not a lab kind this program knows: it links no backend (import github.com/faultline/faultline/lab/backends)`) {
 		t.Errorf("no backend: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // kube-apiserver.
 
 func labConfig(isLab bool) *lab.Config {
-	return &lab.Config{Name: "pair", Kind: lab.KindStatic, Lab: isLab}
+	return &lab.Config{Name: "pair", Kind: "static", Lab: isLab}
 }
 
 func marker(labName string) *corev1.ConfigMap {

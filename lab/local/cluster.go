@@ -13,7 +13,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/pki"
-	"github.com/faultline/faultline/lab/local/timers"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // Ports the lab's components listen on, inside each host's namespace.

@@ -5,18 +5,36 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
 )
 
-// imageSet is what every node's containerd gets: OCI tarballs built from
-// the project's own programs (there is no registry) and the sandbox image
-// the runtime pins.
+// imageSet is what every node's containerd gets: the OCI tarballs of the
+// program's node images (there is no registry) and the sandbox image the
+// runtime pins.
 type imageSet struct {
 	pause    string   // image reference of the pod sandbox image
 	tarballs []string // OCI archives, each holding one or more tagged images
 	refs     []string // every reference the tarballs hold
 }
 
-// importImages imports the fixture images into a node's containerd, in
+// images asks the program's node image source (lab.ProvideNodeImages)
+// for the images, once per Lab value, built into the cache next to the
+// binaries.
+func (l *Lab) images() (imageSet, error) {
+	l.imagesOnce.Do(func() {
+		imgs, err := lab.BuildNodeImages(context.Background(), binpaths.CacheDir())
+		if err != nil {
+			l.imagesErr = fmt.Errorf("node images: %w", err)
+			return
+		}
+		l.imageSet = imageSet{pause: imgs.Sandbox, tarballs: imgs.Tarballs, refs: imgs.Refs}
+	})
+	return l.imageSet, l.imagesErr
+}
+
+// importImages imports the node images into a node's containerd, in
 // the namespace the CRI uses, unless they are already there.
 func (l *Lab) importImages(ctx context.Context, h *Host) error {
 	imgs, err := l.images()

@@ -14,7 +14,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/pki"
-	"github.com/faultline/faultline/lab/local/timers"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // restartLab is one host running etcd and the control plane, on addresses

@@ -13,7 +13,7 @@ import (
 func (l *Lab) Info() lab.Info {
 	return lab.Info{
 		Name:              l.cfg.Name,
-		Kind:              lab.KindLocal,
+		Kind:              Kind,
 		Topology:          l.cfg.Name,
 		ResetKind:         lab.ResetColdSnapshot,
 		KubernetesVersion: l.cfg.Kubernetes.Version,

@@ -21,7 +21,13 @@ import (
 )
 
 func init() {
-	lab.Register(lab.KindLocal, func(c *lab.Config) (lab.Lab, error) { return New(c) })
+	lab.Register(lab.Backend{
+		Kind:     Kind,
+		Defaults: defaults,
+		Validate: validate,
+		Timers:   profileTimers,
+		Open:     func(c *lab.Config) (lab.Lab, error) { return New(c) },
+	})
 }
 
 // Lab is a local lab. Open touches nothing; Up builds it, Down removes it.
@@ -59,7 +65,7 @@ var _ lab.Provisioner = (*Lab)(nil)
 // New checks a local lab's config and returns the lab without touching the
 // machine.
 func New(c *lab.Config) (*Lab, error) {
-	if c.Kind != lab.KindLocal {
+	if c.Kind != Kind {
 		return nil, fmt.Errorf("lab %s: kind %q is not local", c.Name, c.Kind)
 	}
 	if err := c.Validate(); err != nil {

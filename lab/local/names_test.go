@@ -99,7 +99,7 @@ func TestNewTouchesNothingAndNamesBadHosts(t *testing.T) {
 		t.Error("New wrote state")
 	}
 	c2 := *c
-	c2.Kind = lab.KindStatic
+	c2.Kind = "static"
 	if _, err := New(&c2); err == nil {
 		t.Error("a static lab was opened as local")
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/lab/local/timers"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // A lab brought up with `lab up --profile fast` and opened later from a file
@@ -46,6 +46,13 @@ func TestInfoNamesTheProfileTheRunningLabWasBroughtUpWith(t *testing.T) {
 	}
 	if want := fast.Flat(); fmt.Sprint(info.Timers) != fmt.Sprint(want) {
 		t.Errorf("timer values %v, want the fast profile's %v", info.Timers, want)
+	}
+	// Suites size their windows from what the running lab reports.
+	if got, err := l.Timers(); err != nil || got != fast.Timers() {
+		t.Errorf("Timers() = %+v, %v; want the fast profile's %+v", got, err, fast.Timers())
+	}
+	if got, err := lab.TimersOf(file); err != nil || got.Profile != lab.ProfileKubernetesDefaults {
+		t.Errorf("TimersOf(the file) = %+v, %v; want the file's kubernetes-defaults", got, err)
 	}
 	if l.asked.TimerProfile != lab.ProfileKubernetesDefaults {
 		t.Errorf("the profile asked for was lost: %q", l.asked.TimerProfile)

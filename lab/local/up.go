@@ -25,7 +25,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	if _, err := binpaths.Locate(l.cfg); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
-	l.logf("building fixture images")
+	l.logf("building node images")
 	if _, err := l.images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}

@@ -16,9 +16,54 @@ import (
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/ssh"
 	"github.com/faultline/faultline/lab/static"
+	"github.com/faultline/faultline/lab/timers"
 )
 
-func init() { lab.Register(lab.KindProxmox, Open) }
+// Kind is the lab file's kind this backend serves.
+const Kind = "proxmox"
+
+// Section is a proxmox lab file's own section: how to reach the
+// hypervisor that runs qm.
+type Section struct {
+	// Host is the hypervisor's address (host or host:port), reached over
+	// SSH with the lab's SSH settings.
+	Host string `json:"host"`
+	User string `json:"user,omitempty"`
+}
+
+func init() {
+	lab.Register(lab.Backend{
+		Kind:       Kind,
+		Section:    "proxmox",
+		NewSection: func() any { return new(Section) },
+		Validate:   validate,
+		Timers:     timers.Declared,
+		Open:       Open,
+	})
+}
+
+// sectionOf is c's proxmox section, nil when it has none.
+func sectionOf(c *lab.Config) *Section {
+	s, _ := c.Section().(*Section)
+	return s
+}
+
+// validate is what a proxmox lab file needs beyond what every lab file
+// does: SSH, a kubeconfig, the hypervisor, and vmids that can be vmids.
+func validate(c *lab.Config) []error {
+	errs := lab.RemoteProblems(c)
+	if s := sectionOf(c); s == nil {
+		errs = append(errs, fmt.Errorf("proxmox: is required for a proxmox lab"))
+	} else if s.Host == "" {
+		errs = append(errs, fmt.Errorf("proxmox.host: is required (the hypervisor that runs qm)"))
+	}
+	for i, h := range c.Hosts {
+		if h.VMID < 0 {
+			errs = append(errs, fmt.Errorf("hosts[%d].vmid: %d is not a vmid", i, h.VMID))
+		}
+	}
+	return errs
+}
 
 // minVMID is the smallest vmid Proxmox gives a guest.
 const minVMID = 100
@@ -32,7 +77,7 @@ type Lab struct {
 
 // Open builds the proxmox lab a config describes; it connects to nothing.
 func Open(c *lab.Config) (lab.Lab, error) {
-	if c.Kind != lab.KindProxmox || c.Proxmox == nil {
+	if c.Kind != Kind || sectionOf(c) == nil {
 		return nil, fmt.Errorf("lab %s: not a proxmox lab (kind %q)", c.Name, c.Kind)
 	}
 	vmids := map[string]int{}
@@ -93,9 +138,10 @@ func closeJump(j *ssh.Client) {
 // host included); proxmox.user and a port in proxmox.host override them.
 func newHypervisor(c *lab.Config, jump *ssh.Client) (*ssh.Host, error) {
 	settings := *c.SSH
-	host, portText, err := net.SplitHostPort(c.Proxmox.Host)
+	px := sectionOf(c)
+	host, portText, err := net.SplitHostPort(px.Host)
 	if err != nil {
-		host = strings.Trim(c.Proxmox.Host, "[]")
+		host = strings.Trim(px.Host, "[]")
 	} else {
 		port, err := strconv.Atoi(portText)
 		if err != nil || port < 1 || port > 65535 {
@@ -103,8 +149,8 @@ func newHypervisor(c *lab.Config, jump *ssh.Client) (*ssh.Host, error) {
 		}
 		settings.Port = port
 	}
-	if c.Proxmox.User != "" {
-		settings.User = c.Proxmox.User
+	if px.User != "" {
+		settings.User = px.User
 	}
 	// The hypervisor is often the jump host itself: reach it directly
 	// then, not through itself.
@@ -113,7 +159,7 @@ func newHypervisor(c *lab.Config, jump *ssh.Client) (*ssh.Host, error) {
 			settings.Jump = ""
 		}
 	}
-	opts := []ssh.HostOption{ssh.WithLabKind(lab.KindProxmox)}
+	opts := []ssh.HostOption{ssh.WithLabKind(Kind)}
 	if settings.Jump != "" && jump != nil {
 		opts = append(opts, ssh.WithJump(jump))
 	}

@@ -194,7 +194,7 @@ func TestQmFailureIsReported(t *testing.T) {
 func TestInfoSaysTheResetIsACleanup(t *testing.T) {
 	p := newPair(t)
 	info := p.lab.Info()
-	if info.Kind != lab.KindProxmox || info.ResetKind != lab.ResetCleanup {
+	if info.Kind != proxmox.Kind || info.ResetKind != lab.ResetCleanup {
 		t.Fatalf("Info = %+v, want kind proxmox with a cleanup reset", info)
 	}
 }

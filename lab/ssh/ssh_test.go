@@ -397,7 +397,7 @@ func TestConcurrentRunsShareTheHost(t *testing.T) {
 
 func TestPowerWithoutABackendIsUnsupported(t *testing.T) {
 	f := newFixture(t, sshdtest.Config{})
-	h := f.newHost(t, ssh.WithLabKind(lab.KindStatic))
+	h := f.newHost(t, ssh.WithLabKind("static"))
 	for name, op := range map[string]func(context.Context) error{"off": h.PowerOff, "on": h.PowerOn} {
 		err := op(testContext(t))
 		if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "static") {

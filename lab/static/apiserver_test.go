@@ -28,7 +28,7 @@ func TestResetAgainstARealAPIServer(t *testing.T) {
 	kube := cluster.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := &lab.Config{Name: "apiserver-test", Kind: lab.KindStatic, Lab: true, Kubeconfig: cluster.Kubeconfig, StateDir: t.TempDir()}
+	cfg := &lab.Config{Name: "apiserver-test", Kind: static.Kind, Lab: true, Kubeconfig: cluster.Kubeconfig, StateDir: t.TempDir()}
 	l := static.New(cfg, static.Options{})
 	defer l.Close()
 

@@ -17,9 +17,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/local"
+	"github.com/faultline/faultline/lab/static"
 )
 
 // The local lab brought up for these tests is named and addressed apart
@@ -155,7 +158,7 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 	}
 	static := lab.Config{
 		Name:       c.Name,
-		Kind:       lab.KindStatic,
+		Kind:       static.Kind,
 		Lab:        true,
 		Kubeconfig: kubeconfig,
 		// The static lab's state (its per-API-server kubeconfigs) is kept

@@ -19,14 +19,20 @@ import (
 	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/ssh"
+	"github.com/faultline/faultline/lab/timers"
 )
 
-func init() { lab.Register(lab.KindStatic, Open) }
+// Kind is the lab file's kind this backend serves.
+const Kind = "static"
+
+func init() {
+	lab.Register(lab.Backend{Kind: Kind, Validate: lab.RemoteProblems, Timers: timers.Declared, Open: Open})
+}
 
 // Open builds the static lab a config describes; it connects to nothing.
 func Open(c *lab.Config) (lab.Lab, error) {
-	if c.Kind != lab.KindStatic {
-		return nil, fmt.Errorf("lab %s: kind %q is not %q", c.Name, c.Kind, lab.KindStatic)
+	if c.Kind != Kind {
+		return nil, fmt.Errorf("lab %s: kind %q is not %q", c.Name, c.Kind, Kind)
 	}
 	jump, err := ssh.NewJump(c.SSH)
 	if err != nil {
@@ -139,6 +145,10 @@ func (l *Lab) Info() lab.Info {
 }
 
 func (l *Lab) Config() *lab.Config { return l.cfg }
+
+// Timers are those of the profile the lab file declares: the lab neither
+// sets nor reads its cluster's timers.
+func (l *Lab) Timers() (lab.Timers, error) { return timers.Declared(l.cfg) }
 
 func (l *Lab) Hosts() []lab.Host {
 	out := make([]lab.Host, len(l.opts.Hosts))

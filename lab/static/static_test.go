@@ -12,7 +12,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/internal/sshdtest"
-	_ "github.com/faultline/faultline/lab/static"
+	"github.com/faultline/faultline/lab/static"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -53,7 +53,7 @@ func exampleLab(t *testing.T) lab.Lab {
 func TestExampleLabSaysItHasNoSnapshot(t *testing.T) {
 	l := exampleLab(t)
 	info := l.Info()
-	if info.Kind != lab.KindStatic || info.ResetKind != lab.ResetCleanup || info.Name != "static-example" {
+	if info.Kind != static.Kind || info.ResetKind != lab.ResetCleanup || info.Name != "static-example" {
 		t.Fatalf("Info = %+v", info)
 	}
 	if !strings.Contains(info.Timers["profileSource"], "declared") {

@@ -112,7 +112,7 @@ current-context: admin@fleet
 }
 
 func clusterConfig(kubeconfig string) *lab.Config {
-	c := &lab.Config{Name: "fleet", Kind: lab.KindVSphere, Lab: true, Kubeconfig: kubeconfig, Network: lab.Network{APIServerPort: 6443}}
+	c := &lab.Config{Name: "fleet", Kind: Kind, Lab: true, Kubeconfig: kubeconfig, Network: lab.Network{APIServerPort: 6443}}
 	for _, h := range []struct {
 		n string
 		r lab.Role

@@ -13,8 +13,6 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
-
-	"github.com/faultline/faultline/lab"
 )
 
 // sessionKeepAlive is shorter than vCenter's default 30-minute idle
@@ -23,7 +21,7 @@ const sessionKeepAlive = 10 * time.Minute
 
 // vcenterURL parses vsphere.url. Credentials inside the URL are refused:
 // they would end up in error messages and process listings.
-func vcenterURL(vc *lab.VSphereConfig) (*url.URL, error) {
+func vcenterURL(vc *Section) (*url.URL, error) {
 	u, err := soap.ParseURL(vc.URL)
 	if err != nil || u == nil || u.Host == "" {
 		// The raw value is not repeated: it may hold a password.
@@ -40,7 +38,7 @@ func vcenterURL(vc *lab.VSphereConfig) (*url.URL, error) {
 
 // connect logs in to vCenter. Its errors name the vCenter and the user,
 // never the password.
-func connect(ctx context.Context, vc *lab.VSphereConfig, cred credentials) (*govmomi.Client, error) {
+func connect(ctx context.Context, vc *Section, cred credentials) (*govmomi.Client, error) {
 	u, err := vcenterURL(vc)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ func (c credentials) GoString() string { return c.String() }
 // from the lab file's directory, so a lab file and its credentials can be
 // kept together) or, without one, the two environment variables.
 func loadCredentials(c *lab.Config) (credentials, error) {
-	if c.VSphere.CredentialsFile == "" {
+	if sectionOf(c).CredentialsFile == "" {
 		user, pass := os.Getenv(EnvUsername), os.Getenv(EnvPassword)
 		var missing []error
 		if user == "" {
@@ -49,7 +49,7 @@ func loadCredentials(c *lab.Config) (credentials, error) {
 		}
 		return credentials{Username: user, Password: pass}, nil
 	}
-	path := labssh.ExpandHome(c.VSphere.CredentialsFile)
+	path := labssh.ExpandHome(sectionOf(c).CredentialsFile)
 	if !filepath.IsAbs(path) && c.Path() != "" {
 		path = filepath.Join(filepath.Dir(c.Path()), path)
 	}

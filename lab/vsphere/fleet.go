@@ -35,10 +35,10 @@ func (v *fleetVM) String() string {
 // the field, before anything is touched.
 func findFleet(ctx context.Context, c *vim25.Client, cfg *lab.Config) ([]*fleetVM, error) {
 	finder := find.NewFinder(c, true)
-	if cfg.VSphere.Datacenter != "" {
-		dc, err := finder.Datacenter(ctx, cfg.VSphere.Datacenter)
+	if sectionOf(cfg).Datacenter != "" {
+		dc, err := finder.Datacenter(ctx, sectionOf(cfg).Datacenter)
 		if err != nil {
-			return nil, fmt.Errorf("vsphere.datacenter %q: %w", cfg.VSphere.Datacenter, err)
+			return nil, fmt.Errorf("vsphere.datacenter %q: %w", sectionOf(cfg).Datacenter, err)
 		}
 		finder.SetDatacenter(dc)
 	} else {

@@ -16,7 +16,7 @@ func TestShippedFleetFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("loading testdata/labs/vsphere-fleet.yaml: %v", err)
 	}
-	if c.Kind != lab.KindVSphere || !c.Lab {
+	if c.Kind != Kind || !c.Lab {
 		t.Errorf("kind %q lab %v, want vsphere and true", c.Kind, c.Lab)
 	}
 	count := map[lab.Role]int{}
@@ -37,8 +37,8 @@ func TestShippedFleetFile(t *testing.T) {
 	if _, err := netip.ParseAddr(c.Network.VirtualIP); err != nil {
 		t.Errorf("network.virtualIP %q: %v", c.Network.VirtualIP, err)
 	}
-	if c.VSphere.ColdSnapshot == "" || c.VSphere.CredentialsFile == "" {
-		t.Errorf("vsphere block %+v lacks the cold snapshot or the credentials file", c.VSphere)
+	if sectionOf(c).ColdSnapshot == "" || sectionOf(c).CredentialsFile == "" {
+		t.Errorf("vsphere block %+v lacks the cold snapshot or the credentials file", sectionOf(c))
 	}
 	var fleet []*fleetVM
 	for _, h := range c.Hosts {

@@ -16,21 +16,32 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	labssh "github.com/faultline/faultline/lab/ssh"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 func init() {
-	lab.Register(lab.KindVSphere, func(c *lab.Config) (lab.Lab, error) {
-		// lab.Open has no context; a vCenter that swallows packets must
-		// still end in an error, not a hang.
-		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-		defer cancel()
-		l, err := Open(ctx, c)
-		if err != nil {
-			// A nil *Lab must not become a non-nil lab.Lab.
-			return nil, err
-		}
-		return l, nil
+	lab.Register(lab.Backend{
+		Kind:       Kind,
+		Section:    "vsphere",
+		NewSection: func() any { return new(Section) },
+		Validate:   validate,
+		Timers:     timers.Declared,
+		Open:       openRegistered,
 	})
+}
+
+// openRegistered is lab.Open's way into Open.
+func openRegistered(c *lab.Config) (lab.Lab, error) {
+	// lab.Open has no context; a vCenter that swallows packets must
+	// still end in an error, not a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	l, err := Open(ctx, c)
+	if err != nil {
+		// A nil *Lab must not become a non-nil lab.Lab.
+		return nil, err
+	}
+	return l, nil
 }
 
 // openTimeout bounds logging in and finding the fleet when the lab is
@@ -114,7 +125,7 @@ var _ lab.Lab = (*Lab)(nil)
 // vCenter. Bad credentials, an unreachable vCenter or a VM that cannot be
 // found are errors that name the problem.
 func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
-	if c.Kind != lab.KindVSphere || c.VSphere == nil {
+	if c.Kind != Kind || sectionOf(c) == nil {
 		return nil, fmt.Errorf("lab %s is a %q lab, not a vsphere lab", c.Name, c.Kind)
 	}
 	o := options{
@@ -140,7 +151,7 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 		}
 		o.remoteHost = sshRemoteHosts(jump)
 	}
-	client, err := connect(ctx, c.VSphere, cred)
+	client, err := connect(ctx, sectionOf(c), cred)
 	if err != nil {
 		if jump != nil {
 			_ = jump.Close()
@@ -169,7 +180,7 @@ func Open(ctx context.Context, c *lab.Config, opt ...Option) (*Lab, error) {
 func (l *Lab) Info() lab.Info {
 	return lab.Info{
 		Name:              l.cfg.Name,
-		Kind:              lab.KindVSphere,
+		Kind:              Kind,
 		Topology:          l.cfg.Name,
 		ResetKind:         lab.ResetColdSnapshot,
 		KubernetesVersion: l.cfg.Kubernetes.Version,
@@ -179,6 +190,10 @@ func (l *Lab) Info() lab.Info {
 }
 
 func (l *Lab) Config() *lab.Config { return l.cfg }
+
+// Timers are those of the profile the lab file declares: the lab neither
+// sets nor reads its cluster's timers.
+func (l *Lab) Timers() (lab.Timers, error) { return timers.Declared(l.cfg) }
 
 func (l *Lab) StateDir() string { return l.cfg.StateDir }
 

@@ -48,7 +48,7 @@ func TestOpenReadsCredentialsFromEnvironment(t *testing.T) {
 	f := newSimFleet(t)
 	text := strings.Replace(f.configYAML("cold"), "  credentialsFile: credentials.yaml\n", "", 1)
 	c := f.writeConfig(text, "unused", "unused")
-	if c.VSphere.CredentialsFile != "" {
+	if sectionOf(c).CredentialsFile != "" {
 		t.Fatal("the lab file still names a credentials file")
 	}
 

@@ -14,7 +14,7 @@ func sshRemoteHosts(jump *labssh.Client) RemoteHostFactory {
 	return func(hc lab.HostConfig, c *lab.Config, power Power) (RemoteHost, error) {
 		opts := []labssh.HostOption{
 			labssh.WithPower(power.Off, power.On),
-			labssh.WithLabKind(lab.KindVSphere),
+			labssh.WithLabKind(Kind),
 			labssh.WithBootTimeout(power.BootTimeout),
 		}
 		if jump != nil {

@@ -76,7 +76,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
 	}
-	snaps, err := coldSnapshots(l.fleet, props, l.cfg.VSphere.ColdSnapshot)
+	snaps, err := coldSnapshots(l.fleet, props, sectionOf(l.cfg).ColdSnapshot)
 	if err != nil {
 		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
 	}
@@ -92,7 +92,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 		snapshotOf[v] = snaps[i].Snapshot
 	}
 	err = forEach(ctx, l.fleet, func(ctx context.Context, v *fleetVM) error {
-		return v.revert(ctx, snapshotOf[v], l.cfg.VSphere.ColdSnapshot)
+		return v.revert(ctx, snapshotOf[v], sectionOf(l.cfg).ColdSnapshot)
 	})
 	if err != nil {
 		return fmt.Errorf("resetting lab %s: %w", l.cfg.Name, err)
@@ -136,7 +136,7 @@ func (l *Lab) checkReverted(ctx context.Context, snapshotOf map[*fleetVM]types.M
 	for i, v := range l.fleet {
 		m := props[i]
 		if m.Snapshot == nil || m.Snapshot.CurrentSnapshot == nil || *m.Snapshot.CurrentSnapshot != snapshotOf[v] {
-			errs = append(errs, fmt.Errorf("%s: current snapshot is not %q after the revert", v, l.cfg.VSphere.ColdSnapshot))
+			errs = append(errs, fmt.Errorf("%s: current snapshot is not %q after the revert", v, sectionOf(l.cfg).ColdSnapshot))
 		}
 		if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
 			errs = append(errs, fmt.Errorf("%s is %s after the revert, not powered off", v, m.Runtime.PowerState))

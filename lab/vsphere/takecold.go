@@ -36,7 +36,7 @@ func (l *Lab) ColdSnapshot(ctx context.Context, replace bool) error {
 	if err := guard.CheckConfig(l.cfg); err != nil {
 		return fmt.Errorf("taking the cold snapshot of lab %s: %w", l.cfg.Name, err)
 	}
-	name := l.cfg.VSphere.ColdSnapshot
+	name := sectionOf(l.cfg).ColdSnapshot
 	c := l.client.Client
 	props, err := retrieve(ctx, c, l.fleet)
 	if err != nil {

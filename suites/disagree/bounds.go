@@ -1,8 +1,8 @@
 // Package disagree is paper 1's suite: which of Kubernetes' guarantees
 // still hold when its components disagree. The scenario table lives in the
 // suite's test files (run with ginkgo); this file derives every time bound
-// the table uses from the lab's timer profile, so that a window means the
-// same thing under `fast` and under `kubernetes-defaults`.
+// the table uses from the timers the lab reports, so that a window means
+// the same thing under `fast` and under `kubernetes-defaults`, on any lab.
 package disagree
 
 import (
@@ -13,14 +13,18 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/lab/local/timers"
+	// The lab file is read through the backends' registry: every kind.
+	_ "github.com/faultline/faultline/lab/backends"
+	"github.com/faultline/faultline/lab/timers"
 )
 
-// Bounds are the windows and timeouts of the suite, all derived from one
-// timer profile.
+// Bounds are the windows and timeouts of the suite, all derived from the
+// timers of one lab.
 type Bounds struct {
 	// Profile is the timer profile the bounds come from.
 	Profile string
+	// Timers are the values they come from.
+	Timers lab.Timers
 	// NodeWindow covers a node fault: the controller notices (grace
 	// period), evicts (unreachable toleration), and a replacement has
 	// time to be scheduled and start (two more grace periods).
@@ -43,13 +47,14 @@ type Bounds struct {
 // convergence: image unpacking, pod sandboxes, and CPU starvation.
 const settleMargin = 2 * time.Minute
 
-// BoundsFor derives the suite's bounds from a timer profile.
-func BoundsFor(p timers.Profile) Bounds {
+// BoundsFor derives the suite's bounds from a lab's timers.
+func BoundsFor(p lab.Timers) Bounds {
 	grace := p.NodeMonitorGracePeriod
-	evict := time.Duration(p.DefaultUnreachableTolerationSeconds) * time.Second
-	lease := p.LeaderElection.LeaseDuration
+	evict := p.UnreachableToleration
+	lease := p.LeaderLeaseDuration
 	return Bounds{
-		Profile:            p.Name,
+		Profile:            p.Profile,
+		Timers:             p,
 		NodeWindow:         grace + evict + 2*grace,
 		ControlPlaneWindow: 3*lease + 2*grace,
 		Settle:             2*(grace+evict) + settleMargin,
@@ -108,27 +113,28 @@ func orderingBound() invariant.Bound {
 		Why: fmt.Sprintf("two sampling periods of a %s pause plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
 }
 
-// ProfileFromEnv returns the timer profile of the lab $FAULTLINE_LAB names,
-// read from its lab file without opening the lab. The table is built
-// before the suite opens the lab, so the profile must come from the file;
-// the suite checks the opened lab reports the same profile before it runs.
-func ProfileFromEnv() (timers.Profile, error) {
+// TimersFromEnv returns the timers of the lab $FAULTLINE_LAB names, as its
+// backend reads them from its lab file without opening the lab (Kubernetes'
+// defaults when no lab is named). The table is built before the suite
+// opens the lab, so the timers must come from the file; the suite checks
+// the opened lab reports the same before it runs.
+func TimersFromEnv() (lab.Timers, error) {
 	arg := os.Getenv("FAULTLINE_LAB")
-	name := lab.ProfileKubernetesDefaults
-	if arg != "" {
-		path, err := lab.ResolveConfigPath(arg)
-		if err != nil {
-			return timers.Profile{}, fmt.Errorf("finding the lab file FAULTLINE_LAB=%s: %w", arg, err)
-		}
-		c, err := lab.LoadConfig(path)
-		if err != nil {
-			return timers.Profile{}, fmt.Errorf("reading the lab file %s: %w", path, err)
-		}
-		name = c.Kubernetes.TimerProfile
+	if arg == "" {
+		p, err := timers.Get(timers.KubernetesDefaults)
+		return p.Timers(), err
 	}
-	p, err := timers.Get(name)
+	path, err := lab.ResolveConfigPath(arg)
 	if err != nil {
-		return timers.Profile{}, fmt.Errorf("the timer profile of FAULTLINE_LAB=%s: %w", arg, err)
+		return lab.Timers{}, fmt.Errorf("finding the lab file FAULTLINE_LAB=%s: %w", arg, err)
 	}
-	return p, nil
+	c, err := lab.LoadConfig(path)
+	if err != nil {
+		return lab.Timers{}, fmt.Errorf("reading the lab file %s: %w", path, err)
+	}
+	t, err := lab.TimersOf(c)
+	if err != nil {
+		return lab.Timers{}, fmt.Errorf("the timers of FAULTLINE_LAB=%s: %w", arg, err)
+	}
+	return t, nil
 }

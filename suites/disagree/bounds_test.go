@@ -10,18 +10,48 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/lab/local/timers"
+	"github.com/faultline/faultline/lab/timers"
 )
 
+// profileTimers are the named profile's timers, as a lab running it
+// reports them.
+func profileTimers(t *testing.T, name string) lab.Timers {
+	t.Helper()
+	p, err := timers.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Timers()
+}
+
+// The bounds of both profiles, written out as they were when the suite
+// read the profiles themselves: deriving them from the timers a lab
+// reports changes none.
+func TestBoundsOfBothProfilesAreUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		profile                                    string
+		node, controlPlane, settle, fixtures, ends time.Duration
+	}{
+		{timers.Fast, 66 * time.Second, 42 * time.Second, 204 * time.Second, 204 * time.Second, 18 * time.Second},
+		{timers.KubernetesDefaults, 450 * time.Second, 145 * time.Second, 820 * time.Second, 820 * time.Second, 80 * time.Second},
+	} {
+		b := BoundsFor(profileTimers(t, c.profile))
+		got := []time.Duration{b.NodeWindow, b.ControlPlaneWindow, b.Settle, b.Fixtures, b.Invariants.Endpoints}
+		want := []time.Duration{c.node, c.controlPlane, c.settle, c.fixtures, c.ends}
+		for i, name := range []string{"node window", "control-plane window", "settle", "fixtures", "endpoints bound"} {
+			if got[i] != want[i] {
+				t.Errorf("%s: %s %s, was %s", c.profile, name, got[i], want[i])
+			}
+		}
+		if b.Profile != c.profile || b.Timers.Profile != c.profile {
+			t.Errorf("%s: bounds say profile %q (timers %q)", c.profile, b.Profile, b.Timers.Profile)
+		}
+	}
+}
+
 func TestBoundsFollowTheProfile(t *testing.T) {
-	fast, err := timers.Get(timers.Fast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defaults, err := timers.Get(timers.KubernetesDefaults)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fast := profileTimers(t, timers.Fast)
+	defaults := profileTimers(t, timers.KubernetesDefaults)
 	f, d := BoundsFor(fast), BoundsFor(defaults)
 	// fast: grace 12s, toleration 30s, lease 6s.
 	if want := 12*time.Second + 30*time.Second + 24*time.Second; f.NodeWindow != want {
@@ -38,20 +68,20 @@ func TestBoundsFollowTheProfile(t *testing.T) {
 	// before the behaviour it is about can happen.
 	for _, b := range []struct {
 		b Bounds
-		p timers.Profile
+		p lab.Timers
 	}{{f, fast}, {d, defaults}} {
-		evict := b.p.NodeMonitorGracePeriod + time.Duration(b.p.DefaultUnreachableTolerationSeconds)*time.Second
+		evict := b.p.NodeMonitorGracePeriod + b.p.UnreachableToleration
 		if b.b.NodeWindow <= evict {
-			t.Errorf("%s: node window %s does not outlast notice and eviction (%s)", b.p.Name, b.b.NodeWindow, evict)
+			t.Errorf("%s: node window %s does not outlast notice and eviction (%s)", b.p.Profile, b.b.NodeWindow, evict)
 		}
-		if b.b.ControlPlaneWindow <= b.p.LeaderElection.LeaseDuration {
-			t.Errorf("%s: control-plane window %s does not outlast a leader lease", b.p.Name, b.b.ControlPlaneWindow)
+		if b.b.ControlPlaneWindow <= b.p.LeaderLeaseDuration {
+			t.Errorf("%s: control-plane window %s does not outlast a leader lease", b.p.Profile, b.b.ControlPlaneWindow)
 		}
 		if b.b.Invariants.Endpoints <= b.p.NodeMonitorGracePeriod {
-			t.Errorf("%s: endpoints bound %s is within the grace period: the detector would fire before Kubernetes may react", b.p.Name, b.b.Invariants.Endpoints)
+			t.Errorf("%s: endpoints bound %s is within the grace period: the detector would fire before Kubernetes may react", b.p.Profile, b.b.Invariants.Endpoints)
 		}
-		if b.b.Profile != b.p.Name {
-			t.Errorf("bounds say profile %q, made from %q", b.b.Profile, b.p.Name)
+		if b.b.Profile != b.p.Profile {
+			t.Errorf("bounds say profile %q, made from %q", b.b.Profile, b.p.Profile)
 		}
 	}
 	if d.Settle <= f.Settle || d.NodeWindow <= f.NodeWindow {
@@ -60,14 +90,8 @@ func TestBoundsFollowTheProfile(t *testing.T) {
 }
 
 func TestAgreementBoundsModelConsistentReadsNotNodeStatus(t *testing.T) {
-	fast, err := timers.Get(timers.Fast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defaults, err := timers.Get(timers.KubernetesDefaults)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fast := profileTimers(t, timers.Fast)
+	defaults := profileTimers(t, timers.KubernetesDefaults)
 	f, d := BoundsFor(fast).Invariants, BoundsFor(defaults).Invariants
 	period := SampleEvery + evidence.DefaultReadTimeout
 	mechanism := map[evidence.Question]string{
@@ -106,28 +130,43 @@ func TestAgreementBoundsModelConsistentReadsNotNodeStatus(t *testing.T) {
 	}
 }
 
-func TestProfileFromEnvReadsTheLabFile(t *testing.T) {
+func TestTimersFromEnvReadsTheLabFile(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "x.yaml")
-	if err := os.WriteFile(path, []byte("name: x\nkind: local\nlab: true\nstateDir: "+dir+"\nkubernetes: {timerProfile: fast}\n"+
-		"network: {management: 10.231.99.0/24, pods: 10.249.0.0/16, services: 10.250.99.0/24}\nhosts:\n  - {name: cp1, roles: [etcd, control-plane, worker], address: 10.231.99.11}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	t.Setenv("FAULTLINE_LAB", path)
-	p, err := ProfileFromEnv()
+	hosts := "network: {management: 10.231.99.0/24, pods: 10.249.0.0/16, services: 10.250.99.0/24}\nhosts:\n  - {name: cp1, roles: [etcd, control-plane, worker], address: 10.231.99.11}\n"
+	t.Setenv("FAULTLINE_LAB", write("x.yaml", "name: x\nkind: local\nlab: true\nstateDir: "+dir+"\nkubernetes: {timerProfile: fast}\n"+hosts))
+	p, err := TimersFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != timers.Fast {
-		t.Errorf("profile %q, want fast", p.Name)
+	if p != profileTimers(t, timers.Fast) {
+		t.Errorf("timers %+v, want fast's", p)
+	}
+	// A lab the suite did not build says its timers in its file, or the
+	// suite cannot size its windows.
+	remote := "name: remote\nkind: static\nlab: true\nstateDir: " + dir + "\nkubeconfig: /nonexistent/admin.conf\n" +
+		"ssh: {user: root, knownHosts: /nonexistent/known_hosts, identityFile: /nonexistent/id}\n" + hosts
+	t.Setenv("FAULTLINE_LAB", write("y.yaml", remote+"kubernetes: {timerProfile: kubernetes-defaults}\n"))
+	if p, err := TimersFromEnv(); err != nil || p != profileTimers(t, timers.KubernetesDefaults) {
+		t.Errorf("a static lab declaring kubernetes-defaults: %+v %v", p, err)
+	}
+	t.Setenv("FAULTLINE_LAB", write("z.yaml", remote))
+	if _, err := TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "kubernetes.timerProfile is not set") {
+		t.Errorf("a static lab declaring no timers: err %v, want one naming kubernetes.timerProfile", err)
 	}
 	t.Setenv("FAULTLINE_LAB", filepath.Join(dir, "missing.yaml"))
-	if _, err := ProfileFromEnv(); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("a missing lab file: err %v, want one naming it", err)
 	}
 	t.Setenv("FAULTLINE_LAB", "")
-	if p, err := ProfileFromEnv(); err != nil || p.Name != lab.ProfileKubernetesDefaults {
-		t.Errorf("no lab: %q %v, want kubernetes-defaults", p.Name, err)
+	if p, err := TimersFromEnv(); err != nil || p.Profile != lab.ProfileKubernetesDefaults {
+		t.Errorf("no lab: %q %v, want kubernetes-defaults", p.Profile, err)
 	}
 }
 

@@ -13,15 +13,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/fixtures"
+	// The images the local lab loads into its nodes: this suite's fixtures.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	_ "github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
-	_ "github.com/faultline/faultline/lab/proxmox"
-	_ "github.com/faultline/faultline/lab/static"
-	_ "github.com/faultline/faultline/lab/vsphere"
+	_ "github.com/faultline/faultline/lab/backends"
 	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/disagree"
 )
@@ -34,10 +33,10 @@ func TestDisagree(t *testing.T) {
 	RunSpecs(t, "disagree: Kubernetes' guarantees when its components disagree")
 }
 
-// profile is the timer profile of the lab file FAULTLINE_LAB names; every
-// window and settle bound of the table is derived from it.
+// profile holds the bounds derived from the timers of the lab file
+// FAULTLINE_LAB names; every window and settle bound of the table is one.
 var profile = func() disagree.Bounds {
-	p, err := disagree.ProfileFromEnv()
+	p, err := disagree.TimersFromEnv()
 	if err != nil {
 		panic(err.Error())
 	}
@@ -63,11 +62,16 @@ var _ = scenario.Register(scenario.Suite{
 	SelfCheck:   true,
 }, table())
 
-// verifyLab refuses a lab whose running timer profile is not the one the
-// table's bounds came from.
+// verifyLab refuses a lab whose timers are not the ones the table's
+// bounds came from (the engine checks the lab's shape, Suite.Shape).
 func verifyLab(_ context.Context, l lab.Lab) error {
-	if got := l.Info().TimerProfile; got != profile.Profile {
-		return fmt.Errorf("the lab runs timer profile %q but the scenario bounds were derived from %q (its lab file's); bring the lab up with the profile its file names", got, profile.Profile)
+	got, err := l.Timers()
+	if err != nil {
+		return fmt.Errorf("the lab's timers: %w", err)
+	}
+	if got != profile.Timers {
+		return fmt.Errorf("the lab runs timers %+v (profile %q) but the scenario bounds were derived from %+v (profile %q, its lab file's); bring the lab up with the profile its file names",
+			got, got.Profile, profile.Timers, profile.Profile)
 	}
 	return nil
 }

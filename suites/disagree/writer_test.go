@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 )
 
 func TestWriterAPIServerFollowsTheScenario(t *testing.T) {

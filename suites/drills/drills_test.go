@@ -14,10 +14,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	// The images the local lab loads into its nodes: this suite's fixtures.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/drills"
 )
@@ -49,9 +51,9 @@ var _ = scenario.Register(scenario.Suite{
 }, table())
 
 func table() []scenario.Scenario {
-	p, err := drills.ProfileOf()
+	p, err := drills.TimersOf()
 	if err != nil {
-		panic(fmt.Sprintf("drills: reading the lab's timer profile: %v", err))
+		panic(fmt.Sprintf("drills: reading the lab's timers: %v", err))
 	}
 	t, err := drills.WithFaults(drills.Table(p, sampler), pairWorker, racks, sampler.Note)
 	if err != nil {
@@ -91,11 +93,11 @@ func prepare(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 		if err := drills.Install(ctx, cs, ns, deps, sets, pods, 3*time.Minute); err != nil {
 			return err
 		}
-		p, err := drills.ProfileOf()
+		p, err := l.Timers()
 		if err != nil {
 			return err
 		}
-		if err := drills.PlaceLeaders(ctx, l, cs, s, p.LeaderElection.LeaseDuration, sampler.Note); err != nil {
+		if err := drills.PlaceLeaders(ctx, l, cs, s, p.LeaderLeaseDuration, sampler.Note); err != nil {
 			return err
 		}
 		return drills.PlaceVirtualAddress(ctx, l, s, sampler.Note)

@@ -11,7 +11,9 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/lab/local/timers"
+	// The lab file is read through the backends' registry: every kind.
+	_ "github.com/faultline/faultline/lab/backends"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // Scenario IDs; suites/drills/report pairs runs by them.
@@ -37,41 +39,44 @@ const (
 	LabelRacks = scenario.LabelTopology + "racks"
 )
 
-// ProfileOf returns the timer profile the lab $FAULTLINE_LAB names runs
-// with (fast when none is named: the suite then stops at opening the lab).
-func ProfileOf() (timers.Profile, error) {
+// TimersOf returns the timers of the lab $FAULTLINE_LAB names, as its
+// backend reads them from its lab file without opening the lab (the fast
+// profile's when no lab is named: the suite then stops at opening the
+// lab).
+func TimersOf() (lab.Timers, error) {
 	arg := os.Getenv(scenario.EnvLab)
 	if arg == "" {
-		return timers.Get(timers.Fast)
+		p, err := timers.Get(timers.Fast)
+		return p.Timers(), err
 	}
 	path, err := lab.ResolveConfigPath(arg)
 	if err != nil {
-		return timers.Profile{}, err
+		return lab.Timers{}, err
 	}
 	c, err := lab.LoadConfig(path)
 	if err != nil {
-		return timers.Profile{}, err
+		return lab.Timers{}, err
 	}
-	return timers.Get(c.Kubernetes.TimerProfile)
+	return lab.TimersOf(c)
 }
 
 // PairWindow is how long the pair drill keeps the worker away: long
 // enough for detection (the grace period, plus a monitor pass), the
 // NoExecute toleration to run out, and the replacements' fate to show.
-func PairWindow(p timers.Profile) time.Duration {
-	tol := time.Duration(max(p.DefaultNotReadyTolerationSeconds, p.DefaultUnreachableTolerationSeconds)) * time.Second
+func PairWindow(p lab.Timers) time.Duration {
+	tol := max(p.NotReadyToleration, p.UnreachableToleration)
 	return p.NodeMonitorGracePeriod + p.NodeMonitorPeriod + tol + 30*time.Second
 }
 
 // RacksWindow is how long rack R1 stays cut off: past leader election,
 // detection and eviction, as for the pair.
-func RacksWindow(p timers.Profile) time.Duration {
-	return PairWindow(p) + p.LeaderElection.LeaseDuration
+func RacksWindow(p lab.Timers) time.Duration {
+	return PairWindow(p) + p.LeaderLeaseDuration
 }
 
-// Table is the drills' scenarios for a lab running profile p. sampler
-// receives the positive control's forced deletion.
-func Table(p timers.Profile, sampler *Sampler) []scenario.Scenario {
+// Table is the drills' scenarios for a lab whose cluster runs with timers
+// p. sampler receives the positive control's forced deletion.
+func Table(p lab.Timers, sampler *Sampler) []scenario.Scenario {
 	settle := 3*time.Minute + p.NodeMonitorGracePeriod
 	pairLabels := []string{"paper:drills", "component:kubelet"}
 	racksLabels := []string{"paper:drills", "component:network", "component:etcd"}

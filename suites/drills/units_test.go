@@ -9,16 +9,17 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/lab/local/timers"
+	"github.com/faultline/faultline/lab/timers"
 	"github.com/faultline/faultline/suites/drills"
 )
 
 func TestTablesValidateForBothProfiles(t *testing.T) {
 	for _, name := range timers.Names() {
-		p, err := timers.Get(name)
+		prof, err := timers.Get(name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		p := prof.Timers()
 		s := drills.NewSampler()
 		table, err := drills.WithFaults(drills.Table(p, s), "pair-worker", drills.RacksShape{M1: "m1", W1: "w1", M2: "m2", W2: "w2"}, s.Note)
 		if err != nil {
@@ -29,10 +30,63 @@ func TestTablesValidateForBothProfiles(t *testing.T) {
 		}
 		// The window must outlast detection and the NoExecute toleration,
 		// or the drill never sees the evictions it is about.
-		need := p.NodeMonitorGracePeriod + time.Duration(p.DefaultUnreachableTolerationSeconds)*time.Second
+		need := p.NodeMonitorGracePeriod + p.UnreachableToleration
 		if w := drills.PairWindow(p); w <= need {
 			t.Errorf("%s: pair window %s does not outlast grace + toleration %s", name, w, need)
 		}
+	}
+}
+
+// The windows and settle bounds of both profiles, written out as they were
+// when the drills read the profiles themselves: deriving them from the
+// timers a lab reports changes none.
+func TestWindowsOfBothProfilesAreUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		profile             string
+		pair, racks, settle time.Duration
+	}{
+		{timers.Fast, 73 * time.Second, 79 * time.Second, 192 * time.Second},
+		{timers.KubernetesDefaults, 385 * time.Second, 400 * time.Second, 230 * time.Second},
+	} {
+		prof, err := timers.Get(c.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := prof.Timers()
+		if got := drills.PairWindow(p); got != c.pair {
+			t.Errorf("%s: pair window %s, was %s", c.profile, got, c.pair)
+		}
+		if got := drills.RacksWindow(p); got != c.racks {
+			t.Errorf("%s: racks window %s, was %s", c.profile, got, c.racks)
+		}
+		for _, s := range drills.Table(p, drills.NewSampler()) {
+			want := c.pair
+			if s.ID == drills.IDRackCut || s.ID == drills.IDRackForce {
+				want = c.racks
+			}
+			if s.Window != want || s.Settle != c.settle {
+				t.Errorf("%s: %s window %s settle %s, was %s and %s", c.profile, s.ID, s.Window, s.Settle, want, c.settle)
+			}
+		}
+	}
+}
+
+// The drills size their windows from the lab file of any backend: the
+// Proxmox pair reads through the registry and declares its timers.
+func TestTimersOfReadsAProxmoxLabFile(t *testing.T) {
+	t.Setenv(scenario.EnvLab, "../../testdata/labs/proxmox-pair.yaml")
+	got, err := drills.TimersOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := timers.Get(timers.KubernetesDefaults)
+	if got != d.Timers() {
+		t.Errorf("proxmox-pair timers %+v, want the kubernetes-defaults it declares", got)
+	}
+	t.Setenv(scenario.EnvLab, "")
+	f, _ := timers.Get(timers.Fast)
+	if got, err := drills.TimersOf(); err != nil || got != f.Timers() {
+		t.Errorf("no lab named: %+v, %v; want fast's", got, err)
 	}
 }
 

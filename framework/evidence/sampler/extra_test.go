@@ -51,10 +51,13 @@ func (fakeHost) Services(context.Context) ([]lab.ServiceState, error) { return n
 func (fakeHost) PowerOff(context.Context) error                       { return errNoCommand }
 func (fakeHost) PowerOn(context.Context) error                        { return errNoCommand }
 
-func (l *fakeLab) Info() lab.Info                             { return lab.Info{Name: "fake", Kind: "test"} }
-func (l *fakeLab) Config() *lab.Config                        { return &lab.Config{Name: "fake"} }
-func (l *fakeLab) Hosts() []lab.Host                          { return l.hosts }
-func (l *fakeLab) StateDir() string                           { return "" }
+func (l *fakeLab) Info() lab.Info      { return lab.Info{Name: "fake", Kind: "test"} }
+func (l *fakeLab) Config() *lab.Config { return &lab.Config{Name: "fake"} }
+func (l *fakeLab) Hosts() []lab.Host   { return l.hosts }
+func (l *fakeLab) StateDir() string    { return "" }
+func (l *fakeLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported("test", "timers", "it runs no cluster")
+}
 func (l *fakeLab) Close() error                               { return nil }
 func (l *fakeLab) Reset(context.Context) error                { return nil }
 func (l *fakeLab) Status(context.Context) (lab.Status, error) { return lab.Status{}, nil }

@@ -33,12 +33,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/fixtures"
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/evidence/watch"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 )
 
 // The lab11 shape made smaller for a shared machine: three hosts each

@@ -66,10 +66,13 @@ func (h unreachableHost) Services(context.Context) ([]lab.ServiceState, error) {
 func (h unreachableHost) PowerOff(context.Context) error                       { return errNoSSH }
 func (h unreachableHost) PowerOn(context.Context) error                        { return errNoSSH }
 
-func (l *loopbackLab) Info() lab.Info              { return lab.Info{Name: "loopback", Kind: "test"} }
-func (l *loopbackLab) Config() *lab.Config         { return &lab.Config{Name: "loopback"} }
-func (l *loopbackLab) Hosts() []lab.Host           { return l.hosts }
-func (l *loopbackLab) StateDir() string            { return "" }
+func (l *loopbackLab) Info() lab.Info      { return lab.Info{Name: "loopback", Kind: "test"} }
+func (l *loopbackLab) Config() *lab.Config { return &lab.Config{Name: "loopback"} }
+func (l *loopbackLab) Hosts() []lab.Host   { return l.hosts }
+func (l *loopbackLab) StateDir() string    { return "" }
+func (l *loopbackLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported("loopback", "timers", "it runs no cluster")
+}
 func (l *loopbackLab) Close() error                { return nil }
 func (l *loopbackLab) Reset(context.Context) error { return nil }
 func (l *loopbackLab) Status(context.Context) (lab.Status, error) {

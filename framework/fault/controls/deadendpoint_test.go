@@ -224,7 +224,10 @@ func (l *fakeLab) Host(name string) (lab.Host, error) {
 func (l *fakeLab) Kubeconfig(string) (string, error) {
 	return "", errors.New("no kubeconfig in this test")
 }
-func (l *fakeLab) StateDir() string                           { return "" }
+func (l *fakeLab) StateDir() string { return "" }
+func (l *fakeLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported("fake", "timers", "it runs no cluster")
+}
 func (l *fakeLab) Reset(context.Context) error                { return errors.New("not in this test") }
 func (l *fakeLab) Status(context.Context) (lab.Status, error) { return lab.Status{}, nil }
 func (l *fakeLab) Close() error                               { return nil }

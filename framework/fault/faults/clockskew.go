@@ -23,12 +23,6 @@ const ClassClockSkew fault.Class = "clock-skew"
 // SSH round trip takes.
 const minProbedSkew = 2 * time.Second
 
-// localClockUnsupported says why the local lab cannot skew one host's clock.
-const localClockUnsupported = "every host of the local lab is a network namespace on one kernel, which has one CLOCK_REALTIME; " +
-	"time namespaces offset only CLOCK_MONOTONIC and CLOCK_BOOTTIME, and Go programs (etcd, kubelet, the API server) read the " +
-	"wall clock through the vDSO, so LD_PRELOAD tools such as libfaketime never reach them; stepping the machine's clock would " +
-	"skew every host and the test runner alike"
-
 // timeSyncServices are the time-sync daemons a skew stops (the active
 // ones) and heal starts again.
 var timeSyncServices = []string{"chrony", "chronyd", "systemd-timesyncd", "ntp", "ntpd", "ntpsec", "openntpd"}
@@ -81,8 +75,8 @@ func (f *clockSkew) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("clock skew: %w", err)
 	}
-	if l.Info().Kind == lab.KindLocal {
-		return lab.Unsupported(lab.KindLocal, "clock skew", localClockUnsupported)
+	if shared, why := lab.SharesWallClock(l); shared {
+		return lab.Unsupported(l.Info().Kind, "clock skew", why)
 	}
 	if _, err := run(ctx, h, skewScript(f.marker(), f.p.offset())); err != nil {
 		return fmt.Errorf("clock skew on %s: %w", h.Name(), err)
@@ -117,7 +111,7 @@ func healSkewScript(marker string, offset time.Duration) string {
 }
 
 func (f *clockSkew) Heal(ctx context.Context, l lab.Lab) error {
-	if l.Info().Kind == lab.KindLocal {
+	if shared, _ := lab.SharesWallClock(l); shared {
 		return nil // inject never changes anything there
 	}
 	h, err := hostByName(l, f.p.Host)

@@ -161,6 +161,14 @@ func (l *recordingLab) Info() lab.Info {
 	return lab.Info{Name: l.cfg.Name, Kind: l.cfg.Kind, Topology: l.cfg.Name}
 }
 func (l *recordingLab) Config() *lab.Config { return l.cfg }
+
+// SharesWallClock answers as the local lab does, for a config of its kind.
+func (l *recordingLab) SharesWallClock() (bool, string) {
+	if l.cfg.Kind == "local" {
+		return true, "one kernel, one CLOCK_REALTIME: the vDSO serves every host the same wall clock"
+	}
+	return false, ""
+}
 func (l *recordingLab) Hosts() []lab.Host {
 	var out []lab.Host
 	for _, h := range l.hosts {
@@ -185,7 +193,10 @@ func (l *recordingLab) host(name string) *recordingHost {
 func (l *recordingLab) Kubeconfig(string) (string, error) {
 	return "", lab.Unsupported(l.cfg.Kind, "kubeconfig", "test double")
 }
-func (l *recordingLab) StateDir() string            { return "" }
+func (l *recordingLab) StateDir() string { return "" }
+func (l *recordingLab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported(l.cfg.Kind, "timers", "it runs no cluster")
+}
 func (l *recordingLab) Reset(context.Context) error { return nil }
 func (l *recordingLab) Status(context.Context) (lab.Status, error) {
 	st := lab.Status{Info: l.Info(), Up: true}

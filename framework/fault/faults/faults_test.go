@@ -15,6 +15,8 @@ import (
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
+	// The testdata lab files are read through the backends' registry.
+	_ "github.com/faultline/faultline/lab/backends"
 )
 
 func loadLab(t *testing.T, topology string) *recordingLab {
@@ -585,7 +587,7 @@ func TestLossRules(t *testing.T) {
 func TestPodNetworkCutOnOverlayDevices(t *testing.T) {
 	ctx := context.Background()
 	l := loadLab(t, "lab11")
-	l.cfg.Kind = lab.KindStatic
+	l.cfg.Kind = "static"
 	w := l.host("worker1")
 	w.answers["ip -o link show type vxlan"] = lab.Result{Stdout: "7: flannel.1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 qdisc noqueue state UNKNOWN mode DEFAULT group default \\    link/ether 1a:2b brd ff:ff:ff:ff:ff:ff\n"}
 	f := PodNetworkCut("worker1").(*podNetworkCut)
@@ -600,7 +602,7 @@ func TestPodNetworkCutOnOverlayDevices(t *testing.T) {
 
 	// No pod interface named and no overlay device: unsupported, untouched.
 	l2 := loadLab(t, "lab11")
-	l2.cfg.Kind = lab.KindStatic
+	l2.cfg.Kind = "static"
 	err := PodNetworkCut("worker1").Inject(ctx, l2)
 	if !errors.Is(err, lab.ErrUnsupported) {
 		t.Errorf("Inject without pod devices = %v", err)
@@ -621,7 +623,7 @@ func TestClockSkew(t *testing.T) {
 		t.Errorf("local lab: changed %q", ch)
 	}
 
-	l.cfg.Kind = lab.KindStatic
+	l.cfg.Kind = "static"
 	f := ClockSkew("worker1", -90*time.Second).(*clockSkew)
 	if err := f.Inject(ctx, l); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ import (
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/ledger"
 	"github.com/faultline/faultline/lab"
-	_ "github.com/faultline/faultline/lab/local"
+	_ "github.com/faultline/faultline/lab/backends"
 )
 
 // The lab these tests build: its own name and subnets, so it never meets

@@ -158,6 +158,9 @@ func (l *Lab) Kubeconfig(string) (string, error) {
 	return "", lab.Unsupported("memlab", "kubeconfig", "it runs no cluster")
 }
 func (l *Lab) StateDir() string { return l.dir }
+func (l *Lab) Timers() (lab.Timers, error) {
+	return lab.Timers{}, lab.Unsupported("memory", "timers", "it runs no cluster")
+}
 
 // Reset counts, sets the preexisting flag and removes the pod's copies.
 // It does not clear fault flags: a fault left behind must be healed

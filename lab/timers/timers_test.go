@@ -151,3 +151,48 @@ func TestProfileNamesMatchTheLabFileFormat(t *testing.T) {
 		t.Errorf("Get(slow) error = %v", err)
 	}
 }
+
+func TestTimersAreTheProfilesValues(t *testing.T) {
+	d, _ := Get(KubernetesDefaults)
+	want := lab.Timers{
+		Profile:                   KubernetesDefaults,
+		NodeMonitorPeriod:         5 * time.Second,
+		NodeMonitorGracePeriod:    50 * time.Second,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		NotReadyToleration:        300 * time.Second,
+		UnreachableToleration:     300 * time.Second,
+		LeaderLeaseDuration:       15 * time.Second,
+	}
+	if got := d.Timers(); got != want {
+		t.Errorf("kubernetes-defaults Timers() = %+v, want %+v", got, want)
+	}
+	f, _ := Get(Fast)
+	if got := f.Timers(); got.NotReadyToleration != 30*time.Second || got.LeaderLeaseDuration != 6*time.Second || got.Profile != Fast {
+		t.Errorf("fast Timers() = %+v", got)
+	}
+	for _, name := range Names() {
+		p, _ := Get(name)
+		if err := p.Timers().Check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := (lab.Timers{Profile: "half", NodeMonitorPeriod: time.Second}).Check(); err == nil || !strings.Contains(err.Error(), "leader-elect-lease-duration must be positive") {
+		t.Errorf("Check of a half-filled Timers = %v", err)
+	}
+}
+
+func TestDeclaredReadsTheFileOrSaysItCannot(t *testing.T) {
+	c := &lab.Config{Name: "pair", Kind: "static", Kubernetes: lab.KubernetesSettings{TimerProfile: Fast}}
+	f, _ := Get(Fast)
+	if got, err := Declared(c); err != nil || got != f.Timers() {
+		t.Errorf("Declared(fast) = %+v, %v", got, err)
+	}
+	c.Kubernetes.TimerProfile = ""
+	if _, err := Declared(c); err == nil || !strings.Contains(err.Error(), "lab pair: kubernetes.timerProfile is not set, and a static lab does not read") {
+		t.Errorf("Declared(no profile) = %v", err)
+	}
+	c.Kubernetes.TimerProfile = "slow"
+	if _, err := Declared(c); err == nil || !strings.Contains(err.Error(), `unknown timer profile "slow"`) {
+		t.Errorf("Declared(slow) = %v", err)
+	}
+}

@@ -1,4 +1,10 @@
-// Package timers holds the timer profiles a local lab runs Kubernetes with.
+// Package timers holds the timer profiles Kubernetes is run with in a lab.
+//
+// The profiles are Kubernetes' own values, not any backend's: the local lab
+// passes one to every component it starts (the flag and config renderings
+// below), and a lab file for a cluster faultline did not build names the
+// profile that cluster runs with (kubernetes.timerProfile). Suites read the
+// values through lab.Timers, which Profile.Timers gives.
 //
 // Two profiles exist. kubernetes-defaults is exactly what Kubernetes v1.36
 // and etcd v3.6 do when nothing is set, so that figures measured with it are
@@ -17,6 +23,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/faultline/faultline/lab"
 )
 
 // Profile names, as written in a lab file's kubernetes.timerProfile.
@@ -174,6 +182,36 @@ func Get(name string) (Profile, error) {
 		return fast, nil
 	}
 	return Profile{}, fmt.Errorf("unknown timer profile %q (known: %s, %s)", name, KubernetesDefaults, Fast)
+}
+
+// Timers are the profile's values suites derive their bounds from.
+func (p Profile) Timers() lab.Timers {
+	return lab.Timers{
+		Profile:                   p.Name,
+		NodeMonitorPeriod:         p.NodeMonitorPeriod,
+		NodeMonitorGracePeriod:    p.NodeMonitorGracePeriod,
+		NodeStatusUpdateFrequency: p.NodeStatusUpdateFrequency,
+		NotReadyToleration:        time.Duration(p.DefaultNotReadyTolerationSeconds) * time.Second,
+		UnreachableToleration:     time.Duration(p.DefaultUnreachableTolerationSeconds) * time.Second,
+		LeaderLeaseDuration:       p.LeaderElection.LeaseDuration,
+	}
+}
+
+// Declared returns the timers of the profile a lab file names in
+// kubernetes.timerProfile, for a backend that runs no cluster of its own
+// and reads no component's flags: the file's word is all it has, and a
+// file that names no profile is an error saying so.
+func Declared(c *lab.Config) (lab.Timers, error) {
+	name := c.Kubernetes.TimerProfile
+	if name == "" {
+		return lab.Timers{}, fmt.Errorf("lab %s: kubernetes.timerProfile is not set, and a %s lab does not read its cluster's timers from the components: "+
+			"name the profile the cluster runs with (%s or %s)", c.Name, c.Kind, KubernetesDefaults, Fast)
+	}
+	p, err := Get(name)
+	if err != nil {
+		return lab.Timers{}, fmt.Errorf("lab %s: kubernetes.timerProfile: %w", c.Name, err)
+	}
+	return p.Timers(), nil
 }
 
 // NodeLeaseDuration is the kubelet's node lease duration.

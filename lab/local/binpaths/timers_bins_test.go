@@ -1,6 +1,6 @@
 //go:build bins
 
-package timers
+package binpaths_test
 
 import (
 	"os/exec"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab/local/binpaths"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // flagDefault returns the default a binary's --help states for a flag.
@@ -40,7 +41,7 @@ func TestKubernetesDefaultsMatchTheBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := Get(KubernetesDefaults)
+	p, _ := timers.Get(timers.KubernetesDefaults)
 	help := func(bin string) string {
 		out, _ := exec.Command(bin, "--help").CombinedOutput() // some exit non-zero after printing help
 		if len(out) == 0 {

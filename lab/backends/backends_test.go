@@ -1,0 +1,42 @@
+package backends_test
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/backends"
+)
+
+func TestEveryBackendIsRegistered(t *testing.T) {
+	if got, want := lab.Kinds(), []string{"local", "proxmox", "static", "vsphere"}; !slices.Equal(got, want) {
+		t.Errorf("registered kinds %v, want %v", got, want)
+	}
+}
+
+// Every shipped lab file reads and validates through its backend's
+// registration; no lab is opened.
+func TestEveryShippedLabFileValidates(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "labs", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no lab files: %v", err)
+	}
+	kinds := map[string]bool{}
+	for _, f := range files {
+		c, err := lab.LoadConfig(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: validates once, not twice: %v", f, err)
+		}
+		kinds[c.Kind] = true
+	}
+	for _, k := range lab.Kinds() {
+		if !kinds[k] {
+			t.Errorf("no shipped lab file of kind %s", k)
+		}
+	}
+}
