@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/timers"
 )

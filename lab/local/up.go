@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faultline/faultline/lab/local/binpaths"
+	"github.com/faultline/faultline/internal/binpaths"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every

@@ -1,0 +1,231 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/faultline/faultline"
+
+// pkg is what the rules need of one package: its path inside the module,
+// its direct and transitive imports inside the module (non-test files
+// only), and whether it registers a lab backend.
+type pkg struct {
+	Path     string
+	Imports  []string
+	Deps     []string
+	Backend  bool
+	FromTest bool
+}
+
+// under reports whether p is prefix or a package below it.
+func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+
+func anyUnder(p string, prefixes ...string) bool {
+	for _, pre := range prefixes {
+		if under(p, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// violations applies the layering rules to the packages and returns one
+// line per broken rule. Only non-test imports count: a test may link what
+// it exercises (the engine's self-test links the renderers to check the
+// summary it writes).
+//
+//   - lab/... depends on nothing of framework, suites, reports, fixtures
+//     or cmd: the lab layer is at the bottom.
+//   - A backend (a package that registers a lab kind, and everything
+//     below it) depends on no framework and no fixtures.
+//   - framework/... depends on no suite, no reports, no cmd, and on no
+//     backend: it sees labs through package lab only.
+//   - reports/... depends on no suite, no cmd and no backend: it reads
+//     records and renders them.
+//   - fixtures/... depends on no framework, suite, reports or cmd.
+//   - suites/... depend on no cmd, and import no backend directly: they
+//     link lab/backends.
+func violations(pkgs []pkg) []string {
+	var backends []string
+	for _, p := range pkgs {
+		if p.Backend {
+			backends = append(backends, p.Path)
+		}
+	}
+	isBackend := func(p string) bool { return anyUnder(p, backends...) }
+	var out []string
+	bad := func(p pkg, dep, why string) {
+		out = append(out, fmt.Sprintf("%s depends on %s: %s", p.Path, dep, why))
+	}
+	for _, p := range pkgs {
+		for _, d := range p.Deps {
+			switch {
+			case under(p.Path, "lab") && anyUnder(d, "framework", "suites", "reports", "fixtures", "cmd"):
+				bad(p, d, "the lab layer is below the framework, the suites and the fixtures")
+			case isBackend(p.Path) && anyUnder(d, "framework", "fixtures"):
+				bad(p, d, "a backend knows no framework and no fixtures")
+			case under(p.Path, "framework") && anyUnder(d, "suites", "reports", "cmd"):
+				bad(p, d, "the framework is below the suites and the renderers")
+			case under(p.Path, "framework") && isBackend(d):
+				bad(p, d, "the framework sees labs through package lab only, never a backend")
+			case under(p.Path, "reports") && (anyUnder(d, "suites", "cmd") || isBackend(d)):
+				bad(p, d, "reports reads records and renders them; it knows no suite and no backend")
+			case under(p.Path, "fixtures") && anyUnder(d, "framework", "suites", "reports", "cmd"):
+				bad(p, d, "fixtures are below the framework and the suites")
+			case under(p.Path, "suites") && under(d, "cmd"):
+				bad(p, d, "a suite is below the command")
+			}
+		}
+		if under(p.Path, "suites") {
+			for _, d := range p.Imports {
+				if isBackend(d) && !under(d, "lab/backends") {
+					bad(p, d, "a suite links every backend through lab/backends, not one by name")
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listed is one package as `go list -json` prints it.
+type listed struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+}
+
+func inModule(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == module {
+			out = append(out, ".")
+		} else if strings.HasPrefix(p, module+"/") {
+			out = append(out, strings.TrimPrefix(p, module+"/"))
+		}
+	}
+	return out
+}
+
+// registersBackend reports whether a package's non-test files call
+// lab.Register, which is how a backend makes its kind known.
+func registersBackend(l listed) (bool, error) {
+	for _, f := range l.GoFiles {
+		b, err := os.ReadFile(filepath.Join(l.Dir, f))
+		if err != nil {
+			return false, err
+		}
+		if bytes.Contains(b, []byte("lab.Register(")) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func modulePackages(t *testing.T) []pkg {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the layering test lists packages with the go command: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(outb))
+	var pkgs []pkg
+	for {
+		var l listed
+		if err := dec.Decode(&l); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		rel := inModule([]string{l.ImportPath})
+		if len(rel) == 0 {
+			continue
+		}
+		backend, err := registersBackend(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, pkg{Path: rel[0], Imports: inModule(l.Imports), Deps: inModule(l.Deps), Backend: backend})
+	}
+	return pkgs
+}
+
+func TestTheLayersHold(t *testing.T) {
+	pkgs := modulePackages(t)
+	var backends, frameworks []string
+	for _, p := range pkgs {
+		if p.Backend {
+			backends = append(backends, p.Path)
+		}
+		if under(p.Path, "framework") {
+			frameworks = append(frameworks, p.Path)
+		}
+	}
+	// The rules mean nothing if the listing found no backend or no
+	// framework package to hold them against.
+	for _, want := range []string{"lab/local", "lab/static", "lab/proxmox", "lab/vsphere"} {
+		if !anyUnder(want, backends...) {
+			t.Errorf("%s does not register a lab backend (lab.Register): the backend rules would not apply to it; found %v", want, backends)
+		}
+	}
+	if len(frameworks) < 5 {
+		t.Fatalf("go list found %d framework packages: %v", len(frameworks), frameworks)
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// Each rule fires on a graph that breaks it and stays quiet on one that
+// keeps it, so the test above can fail.
+func TestEachRuleCanFail(t *testing.T) {
+	backend := pkg{Path: "lab/local", Backend: true}
+	for _, c := range []struct {
+		name string
+		p    pkg
+		want string
+	}{
+		{"lab on framework", pkg{Path: "lab/ssh", Deps: []string{"framework/fault"}}, "lab/ssh depends on framework/fault"},
+		{"backend on fixtures", pkg{Path: "lab/local/pki", Deps: []string{"fixtures/images"}}, "lab/local/pki depends on fixtures/images"},
+		{"framework on reports", pkg{Path: "framework/scenario", Deps: []string{"reports"}}, "framework/scenario depends on reports"},
+		{"framework on a suite", pkg{Path: "framework/invariant", Deps: []string{"suites/drills"}}, "framework/invariant depends on suites/drills"},
+		{"framework on a backend", pkg{Path: "framework/fault/faults", Deps: []string{"lab/local/binpaths"}}, "framework/fault/faults depends on lab/local/binpaths"},
+		{"reports on a suite", pkg{Path: "reports/aggregate", Deps: []string{"suites/drills"}}, "reports/aggregate depends on suites/drills"},
+		{"fixtures on framework", pkg{Path: "fixtures", Deps: []string{"framework/evidence"}}, "fixtures depends on framework/evidence"},
+		{"suite on one backend", pkg{Path: "suites/drills", Imports: []string{"lab/local"}, Deps: []string{"lab/local"}}, "suites/drills depends on lab/local"},
+	} {
+		got := violations([]pkg{backend, c.p})
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%s: got %q, want one violation starting %q", c.name, got, c.want)
+		}
+	}
+	ok := []pkg{
+		backend,
+		{Path: "lab/backends", Imports: []string{"lab/local"}, Deps: []string{"lab/local", "lab"}},
+		{Path: "framework/scenario", Deps: []string{"lab", "framework/record"}},
+		{Path: "reports", Deps: []string{"framework/record", "lab"}},
+		{Path: "suites/disagree", Imports: []string{"lab/backends"}, Deps: []string{"lab/backends", "lab/local", "framework/scenario", "fixtures"}},
+		{Path: "fixtures/images", Deps: []string{"lab"}},
+	}
+	if got := violations(ok); len(got) != 0 {
+		t.Errorf("a graph that keeps the layers: %q", got)
+	}
+}
