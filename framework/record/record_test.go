@@ -6,25 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/internal/runstest"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends" // lab files are read through the backends' registry
 )
 
-var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-
-func run(id string, rv verdict.RunVerdict, js ...verdict.Judgement) verdict.Run {
-	return verdict.Run{RunID: id, Suite: "s", Scenario: "sc-" + id, Arm: "fault", Started: t0, Ended: t0.Add(2 * time.Second),
-		RunVerdict: rv, RunReason: map[bool]string{true: "", false: "probe saw nothing"}[rv == verdict.RunJudged], Judgements: js,
-		Lab: verdict.LabInfo{Name: "pair", Kind: "local"}, GitCommit: "abc", ConfigHash: "sha256:00"}
-}
-
-func j(inv string, v verdict.Verdict) verdict.Judgement {
-	return verdict.Judgement{Invariant: inv, Phase: verdict.Safety, Verdict: v, Reason: "because " + strings.ToLower(string(v))}
-}
+var (
+	t0  = runstest.T0
+	run = runstest.Run
+	j   = runstest.J
+)
 
 func TestAppendAndReadRuns(t *testing.T) {
 	f, err := NewFolder(t.TempDir(), "self test", t0)

@@ -3,31 +3,11 @@ package record
 import (
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/internal/runstest"
 )
 
-// rolesRuns: a finding, its null arm with a false alarm, a control that
-// hits, an old-style control (labels only) that misses, and a finding
-// whose violation names its kind.
-func rolesRuns() []verdict.Run {
-	finding := run("f", verdict.RunJudged,
-		verdict.Judgement{Invariant: "endpoints-truthful", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "kept out", Exercised: verdict.Exercised(), Exercise: "worker1's address left the endpoints"},
-		verdict.Judgement{Invariant: "graceful-deletion", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "none left the API", Exercised: verdict.NotExercised(), Exercise: "no pod left the API"})
-	finding.Scenario, finding.Role = "pod-network-cut", verdict.RoleFinding
-	finding.Load = []verdict.Load{{At: t0, One: 0.5, Five: 0.4, Fifteen: 0.3}, {At: t0.Add(time.Minute), One: 3.2, Five: 1.1, Fifteen: 0.6}}
-	finding.Effect = &verdict.EffectCoverage{Probes: 10, Observed: 7, Failed: 1, Required: 0.5}
-	null := run("n", verdict.RunJudged, j("endpoints-truthful", verdict.Violated), j("graceful-deletion", verdict.Preserved))
-	null.Scenario, null.Arm, null.Role = "pod-network-cut", "null", verdict.RoleNull
-	ctl := run("c", verdict.RunJudged, j("endpoints-truthful", verdict.Violated), j("graceful-deletion", verdict.Violated))
-	ctl.Scenario, ctl.Role, ctl.ControlOf = "control-endpoints-truthful", verdict.RoleControl, []string{"endpoints-truthful"}
-	old := run("o", verdict.RunJudged, j("single-copy", verdict.Preserved))
-	old.Scenario, old.Labels = "control-single-copy", []string{"selfcheck", "control:single-copy"}
-	writer := run("w", verdict.RunJudged, verdict.Judgement{Invariant: "acknowledged-writes-survive", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "read 41 of 42", Violation: "stale-read", Exercised: verdict.Exercised(), During: "settle"})
-	writer.Scenario = "writer-cut"
-	return []verdict.Run{finding, null, ctl, old, writer}
-}
+var rolesRuns = runstest.RolesRuns
 
 func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
 	ts := VerdictJUnit("disagree", rolesRuns()).TestSuites[0]
