@@ -285,6 +285,28 @@ func TestRunPageTimeline(t *testing.T) {
 		t.Errorf("graceful-deletion's window is not marked")
 	}
 
+	// Every verdict in a row under the lanes: single-copy with a dot at
+	// its moment and an outline over the window it names, convergence
+	// with neither.
+	vrows := map[string]*xhtml.Node{}
+	for _, r := range find(doc, func(n *xhtml.Node) bool { return n.Data == "g" && hasClass(n, "verdict-row") }) {
+		inv, _ := attr(r, "data-invariant")
+		vrows[inv] = r
+	}
+	count := func(n *xhtml.Node, class string) int {
+		return len(find(n, func(n *xhtml.Node) bool { return hasClass(n, class) }))
+	}
+	if len(vrows) != 3 {
+		t.Errorf("%d verdict rows, want 3", len(vrows))
+	} else {
+		if v, _ := attr(vrows["single-copy"], "data-verdict"); v != "VIOLATED" || count(vrows["single-copy"], "vat") != 1 || count(vrows["single-copy"], "vspan") != 1 {
+			t.Errorf("single-copy's row lacks its verdict, moment or window")
+		}
+		if count(vrows["convergence"], "vat")+count(vrows["convergence"], "vspan") != 0 {
+			t.Errorf("convergence's row marks a moment it does not have")
+		}
+	}
+
 	// Provenance and the verdict table beside the timeline.
 	page := text(doc)
 	for _, want := range []string{"v1.36.3", "v3.6.8", "fast", "abc123", "sha256:feed", "1.50/2.00/3.00 → 4.25/2.00/3.00"} {

@@ -20,7 +20,8 @@ const (
 	laneGap     = 2.0
 	headHeight  = 64.0 // axis, spans and events above the first lane
 	footHeight  = 24.0
-	maxTitle    = 240 // characters of a value shown in a tooltip
+	verdictGap  = 12.0 // between the lanes and the verdicts under them
+	maxTitle    = 240  // characters of a value shown in a tooltip
 )
 
 // palette colours the distinct values of one lane, in order of first
@@ -40,6 +41,9 @@ type timeline struct {
 	Events        []eventMark
 	Lanes         []lane
 	Violations    []violation
+	// Verdicts are the run's verdicts in rows under the lanes, each
+	// marked at its moment or over the part of the run it names.
+	Verdicts []verdictRow
 	// Origin is the moment offsets are counted from: the fault's
 	// injection, else the first thing recorded.
 	Origin     time.Time
@@ -94,6 +98,18 @@ type violation struct {
 	X, W      float64
 	Line      bool
 	Title     string
+}
+
+// verdictRow is one invariant's verdict drawn under the lanes.
+type verdictRow struct {
+	Invariant string
+	Verdict   verdict.Verdict
+	Y         float64
+	// X is the verdict's moment (At), if it has one; SpanX and SpanW
+	// the part of the run it names (During), if any.
+	X, SpanX, SpanW float64
+	HasAt, HasSpan  bool
+	Title           string
 }
 
 // snapshotAt is one snapshot with the part of the run it was taken in.
@@ -377,8 +393,23 @@ func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
 		}
 		tl.Violations = append(tl.Violations, v)
 	}
+	// The verdicts, under the lanes.
+	y := lanesBottom + verdictGap
+	for _, j := range run.Judgements {
+		row := verdictRow{Invariant: j.Invariant, Verdict: j.Verdict, Y: y, Title: fmt.Sprintf("%s %s: %s", j.Invariant, j.Verdict, clip(j.Reason))}
+		if !j.At.IsZero() {
+			row.HasAt, row.X = true, x(j.At)
+			row.Title = fmt.Sprintf("%s %s at %s: %s", j.Invariant, j.Verdict, off(j.At), clip(j.Reason))
+		}
+		if b, ok := bounds[j.During]; ok && j.During != "" {
+			row.HasSpan, row.SpanX = true, x(b[0])
+			row.SpanW = max(x(b[1])-row.SpanX, 1)
+		}
+		tl.Verdicts = append(tl.Verdicts, row)
+		y += laneHeight + laneGap
+	}
 	tl.Width = labelWidth + plotWidth + rightMargin
-	tl.Height = lanesBottom + footHeight
+	tl.Height = y + footHeight
 	return tl
 }
 
