@@ -167,6 +167,9 @@ func Build(folders []string) (*Site, error) {
 			Href: RunsDir + "/" + record.SafeName(filepath.Base(folder)) + "--" + record.SafeName(r.RunID) + ".html"})
 	}
 	for _, rp := range runs {
+		if _, dup := site.Files[rp.Href]; dup {
+			return nil, fmt.Errorf("html report: %s: run %s of folder %s has the page of another run given; give folders of different names", rp.Where(), rp.RunID, filepath.Base(rp.Folder))
+		}
 		b, err := renderRun(rp)
 		if err != nil {
 			return nil, err
@@ -186,8 +189,11 @@ func Build(folders []string) (*Site, error) {
 
 // runView is what a run page shows.
 type runView struct {
-	Style      template.CSS
-	Run        runPage
+	Style template.CSS
+	Run   runPage
+	// Record is where the run record was read, from the run folder's
+	// name: the page says nothing of the machine it was made on.
+	Record     string
 	Controls   []string
 	Role       string
 	Load       string
@@ -213,7 +219,7 @@ type eventRow struct {
 var timingOrder = []string{"reset", "pre-fault", "inject", "window", "heal", "settle"}
 
 func renderRun(rp runPage) ([]byte, error) {
-	v := runView{Style: style, Run: rp, Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
+	v := runView{Style: style, Run: rp, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
 		v.Controls = record.ControlledInvariants(rp.Run)
 	}

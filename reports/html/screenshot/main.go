@@ -19,8 +19,9 @@ import (
 
 func main() {
 	width := flag.Int("width", 1300, "viewport width in CSS pixels")
+	maxHeight := flag.Int("max-height", 0, "keep only the top N CSS pixels of each page (0: the whole page)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: screenshot [-width N] PAGE.html...\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: screenshot [-width N] [-max-height N] PAGE.html...\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -28,13 +29,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Args(), *width); err != nil {
+	if err := run(flag.Args(), *width, float64(*maxHeight)); err != nil {
 		fmt.Fprintln(os.Stderr, "screenshot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(pages []string, width int) error {
+func run(pages []string, width int, maxHeight float64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+30*len(pages))*time.Second)
 	defer cancel()
 	b, err := browser.Start(ctx)
@@ -63,7 +64,7 @@ func run(pages []string, width int) error {
 				return fmt.Errorf("%s asks for %s", page, r)
 			}
 		}
-		png, err := p.Screenshot(ctx)
+		png, err := p.Screenshot(ctx, maxHeight)
 		if err != nil {
 			return err
 		}

@@ -369,8 +369,9 @@ func (p *Page) Eval(ctx context.Context, expr string, out any) error {
 	return json.Unmarshal(r.Result.Value, out)
 }
 
-// Screenshot captures the whole page, beyond the viewport, as a PNG.
-func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
+// Screenshot captures the whole page, beyond the viewport, as a PNG; its
+// top maxHeight CSS pixels only, when maxHeight is above zero.
+func (p *Page) Screenshot(ctx context.Context, maxHeight float64) ([]byte, error) {
 	var m struct {
 		CSSContentSize struct {
 			Width, Height float64
@@ -382,7 +383,11 @@ func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
 	var shot struct {
 		Data string `json:"data"`
 	}
-	clip := map[string]any{"x": 0, "y": 0, "width": m.CSSContentSize.Width, "height": m.CSSContentSize.Height, "scale": 1}
+	h := m.CSSContentSize.Height
+	if maxHeight > 0 && h > maxHeight {
+		h = maxHeight
+	}
+	clip := map[string]any{"x": 0, "y": 0, "width": m.CSSContentSize.Width, "height": h, "scale": 1}
 	if err := p.b.call(ctx, p.session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true, "clip": clip}, &shot); err != nil {
 		return nil, err
 	}
