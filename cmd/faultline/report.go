@@ -74,11 +74,11 @@ versions, timer profile, commit, lab config hash, host load at start and
 end, role; the verdict table with reasons and exercised; a timeline drawn as
 SVG with one lane per source and question, unreadable stretches hatched with
 their reason on hover, the injection and heal, the window and settle, the
-timeline's events, and each VIOLATED verdict's moment). Beside them:
-rates.svg and rates.png (the findings' rate per invariant with its
-interval), rates.tex and rates.csv. DIR may exist (its earlier site is
-replaced) but must not be a file; every folder is read before anything is
-written.
+timeline's events, each VIOLATED verdict's moment, and every verdict in a
+row under the lanes). Beside them: rates.svg and rates.png (the findings'
+rate per invariant with its interval), rates.tex and rates.csv. DIR may
+exist (files of an earlier site are overwritten, other files left) but must
+not be a file; every folder is read before anything is written.
 
 A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,

@@ -111,7 +111,7 @@ func checkOutputDir(dir string) error {
 }
 
 // Write writes the site's files into dir, making it if needed; files of
-// an earlier site there are replaced.
+// an earlier site of the same names are overwritten, others left.
 func (s *Site) Write(dir string) error {
 	if err := checkOutputDir(dir); err != nil {
 		return err
