@@ -15,6 +15,11 @@ SUITE   ?= disagree
 GINKGO_FLAGS ?=
 # Run folders `make report` aggregates.
 RUNS    ?= $(wildcard reports/runs/*)
+# The run folder `make report-screenshot` renders, where its site goes, and
+# which of its run pages (a glob over run ids) it screenshots.
+RUN     ?=
+SITE    ?= reports/sites/$(notdir $(patsubst %/,%,$(RUN)))
+PAGES   ?= *
 
 BIN     := bin
 # The ginkgo CLI at the version go.mod pins for the library.
@@ -32,7 +37,7 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help setup ginkgo test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report run
+.PHONY: help setup ginkgo test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report report-screenshot run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -96,6 +101,13 @@ report: faultline ## aggregate every run folder under reports/runs into reports/
 		echo "make report: no run folders under reports/runs (run a suite first)"; exit 1; fi
 	$(BIN)/faultline report -o reports/report.md $(RUNS)
 	@echo "wrote reports/report.md"
+
+report-screenshot: faultline ## render RUN=<run folder> as HTML into reports/sites/<folder> and screenshot its pages (headless chromium)
+	@if [ -z "$(RUN)" ]; then echo "make report-screenshot: give RUN=<run folder>, such as RUN=reports/runs/<time>-<suite>"; exit 1; fi
+	@mkdir -p $(dir $(SITE))
+	$(BIN)/faultline report --format html -o $(SITE) $(RUN)
+	$(GO) run ./reports/html/screenshot $(SITE)/index.html $(SITE)/runs/*--$(PAGES).html
+	@echo "open $(SITE)/index.html; the screenshots are beside each page (.png)"
 
 run: ## the main job: build what is missing, bring LAB up (fast profile), run the ci set with progress, print the verdict table, bring LAB down
 	@# RUN_PROFILE (default fast) and RUN_FILTER (default ci) select the

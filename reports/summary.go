@@ -52,7 +52,7 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 		b.WriteString("| invariant | phase | verdict | exercised | during | reason |\n|---|---|---|---|---|---|\n")
 		for _, j := range r.Judgements {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(j.Invariant), j.Phase, verdictText(j), cell(exercisedText(j)), orDash(j.During), cell(j.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(j.Invariant), j.Phase, VerdictText(j), cell(ExercisedText(j)), orDash(j.During), cell(j.Reason))
 		}
 	}
 
@@ -171,14 +171,17 @@ func scenariosPerInvariant(runs []verdict.Run, role string) string {
 	return strings.Join(parts, "; ")
 }
 
-func verdictText(j verdict.Judgement) string {
+// VerdictText is a verdict with its violation kind, "VIOLATED (lost-write)".
+func VerdictText(j verdict.Judgement) string {
 	if j.Violation != "" {
 		return fmt.Sprintf("%s (%s)", j.Verdict, j.Violation)
 	}
 	return string(j.Verdict)
 }
 
-func exercisedText(j verdict.Judgement) string {
+// ExercisedText says whether a verdict was exercised and by what, "yes: a
+// pod moved"; its Exercise text alone, or "-", where it was not recorded.
+func ExercisedText(j verdict.Judgement) string {
 	if j.Exercised == nil {
 		return orDash(j.Exercise)
 	}
@@ -251,7 +254,7 @@ func (c ControlCheck) VerdictText() string {
 	if c.Judgement == nil {
 		return "-"
 	}
-	return verdictText(*c.Judgement)
+	return VerdictText(*c.Judgement)
 }
 
 // Reason is the verdict's reason, or the run's when its verdicts do not

@@ -83,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lab", "up", "--profile", "slow"}, []string{`--profile "slow" is not a timer profile`}},
 		{[]string{"lab", "status", "--lab", "lab11", "--topology", "pair"}, []string{`--lab "lab11" and --topology "pair" name different labs`}},
 		{[]string{"report"}, []string{"no run folders given"}},
-		{[]string{"report", "--format", "html", "x"}, []string{`--format "html": give markdown or csv`}},
+		{[]string{"report", "--format", "pdf", "x"}, []string{`--format "pdf": give markdown, csv, latex or html`}},
 		{[]string{"report", "--by", "class:gray", "x"}, []string{"not a dimension name"}},
 		{[]string{"version", "now"}, []string{`unknown command "now"`}},
 		{[]string{"heal", "now"}, []string{`unknown command "now" for "faultline heal"`}},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/reports/aggregate"
+	"github.com/faultline/faultline/reports/html"
 )
 
 func newReportCommand() *cobra.Command {
@@ -60,11 +61,32 @@ findings and null-arm rows with their counts, and a row per control run and
 invariant (by = control) with the expected and the got verdict and the
 outcome; excluded runs go to standard error.
 
+--format latex writes the findings' rate tables as LaTeX tabulars in the
+booktabs style (\usepackage{booktabs}): key columns, violated, counted, rate
+and 95% interval.
+
+--format html -o DIR writes a static site into DIR that works offline (no
+script, nothing fetched, its style inline): index.html over every run given
+(findings, positive controls and null arms in tables of their own, each rate
+with its Wilson interval drawn as a bar, the applicability table, a link to
+every run's page), and runs/<folder>--<run>.html for each run (provenance:
+versions, timer profile, commit, lab config hash, host load at start and
+end, role; the verdict table with reasons and exercised; a timeline drawn as
+SVG with one lane per source and question, unreadable stretches hatched with
+their reason on hover, the injection and heal, the window and settle, the
+timeline's events, each VIOLATED verdict's moment, and every verdict in a
+row under the lanes). Beside them: rates.svg and rates.png (the findings'
+rate per invariant with its interval), rates.tex and rates.csv. DIR may
+exist (files of an earlier site are overwritten, other files left) but must
+not be a file; every folder is read before anything is written.
+
 A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,
 		Example: `  faultline report reports/runs/*
   faultline report --by class --by fault reports/runs/20261101T100000Z-disagree
   faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*
+  faultline report --format latex -o rates.tex reports/runs/*
+  faultline report --format html -o site reports/runs/20261101T100000Z-disagree
   faultline report --timeline reports/runs/20261101T100000Z-disagree`,
 		Args: checkArgs(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -79,8 +101,18 @@ last line cut short by a crash is left out, and the report names it.`,
 				}
 				return writeDrillReports(cmd.OutOrStdout(), args)
 			}
-			if format != "markdown" && format != "csv" {
-				return usagef("--format %q: give markdown or csv", format)
+			switch format {
+			case "markdown", "csv", "latex":
+			case "html":
+				if len(by) > 0 {
+					return usagef("--by does not apply to --format html: its page shows the tables by invariant and by scenario")
+				}
+				if output == "" {
+					return usagef("--format html writes a site into a directory: give it with -o DIR")
+				}
+				return html.WriteSite(output, args)
+			default:
+				return usagef("--format %q: give markdown, csv, latex or html", format)
 			}
 			var groupings [][]string
 			for _, b := range by {
@@ -102,8 +134,8 @@ last line cut short by a crash is left out, and the report names it.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
-	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown or csv")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
+	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown, csv, latex, or html (a site written into the directory -o names)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output (with --format html: the site's directory)")
 	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence) instead of rates; for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
 	return cmd
 }
@@ -123,6 +155,11 @@ func writeReport(cmd *cobra.Command, rep *aggregate.Report, format, output strin
 		w = f
 	}
 	switch format {
+	case "latex":
+		if err := aggregate.WriteLaTeX(w, rep); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		return aggregate.WriteExcludedSummary(cmd.ErrOrStderr(), rep)
 	case "csv":
 		if err := aggregate.WriteCSV(w, rep); err != nil {
 			return fmt.Errorf("writing report: %w", err)

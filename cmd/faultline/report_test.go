@@ -140,3 +140,54 @@ func TestReportKeepsControlsOutOfFindings(t *testing.T) {
 		}
 	}
 }
+
+func TestReportLaTeX(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "runs", "20261101T100000Z-disagree")
+	control := strings.Replace(runRecord("c1", "control_breaks", "fault", "JUDGED", "", "VIOLATED"),
+		`"labels":["class:gray"`, `"labels":["selfcheck","control:inv-1","class:gray"`, 1)
+	writeTestFile(t, filepath.Join(dir, "verdicts.jsonl"),
+		runRecord("f1", "pod_cut", "fault", "JUDGED", "", "PRESERVED")+"\n"+
+			runRecord("f2", "pod_cut", "fault", "JUDGED", "", "VIOLATED")+"\n"+control+"\n")
+	r := faultline(t, root, "report", "--format", "latex", dir)
+	r.expect(t, exitOK)
+	for _, want := range []string{
+		"\\begin{tabular}{lrrrr}\n\\toprule\ninvariant & violated & counted & rate & 95\\% CI \\\\\n\\midrule\n",
+		"inv-1 & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] \\\\\n",
+		// Underscores are escaped; the control is no row of a findings table.
+		"pod\\_cut & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] \\\\\n\\bottomrule\n\\end{tabular}\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("latex lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "control") {
+		t.Errorf("latex findings tables hold the control:\n%s", r.stdout)
+	}
+}
+
+func TestReportHTML(t *testing.T) {
+	root, a, b := twoRunFolders(t)
+	site := filepath.Join(root, "site")
+	faultline(t, root, "report", "--format", "html", "-o", site, a, b).expect(t, exitOK)
+	for _, f := range []string{"index.html", "rates.svg", "rates.png", "rates.tex", "rates.csv", "runs/20261101T100000Z-disagree--a1.html"} {
+		if _, err := os.Stat(filepath.Join(site, f)); err != nil {
+			t.Errorf("site lacks %s: %v", f, err)
+		}
+	}
+
+	faultline(t, root, "report", "--format", "html", a).expect(t, exitUsage, "give it with -o DIR")
+	faultline(t, root, "report", "--format", "html", "--by", "class", "-o", site, a).expect(t, exitUsage, "--by does not apply")
+	file := filepath.Join(root, "rates.csv")
+	writeTestFile(t, file, "keep")
+	faultline(t, root, "report", "--format", "html", "-o", file, a).expect(t, exitError, file+" is a file, not a directory")
+	empty := filepath.Join(root, "runs", "20261101T130000Z-empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(root, "site2")
+	faultline(t, root, "report", "--format", "html", "-o", fresh, empty).expect(t, exitError, "has no verdicts.jsonl")
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a failed report wrote %s: %v", fresh, err)
+	}
+}

@@ -1,0 +1,146 @@
+//go:build browser
+
+package html
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/reports/html/internal/browser"
+)
+
+// The browser test: `go test -tags browser ./reports/html/` with Debian's
+// chromium installed. It renders a run folder built here (and, with
+// FAULTLINE_BROWSER_RUN=<run folder>, that folder too), loads every page
+// in headless Chromium and checks that it raises no script error, asks
+// nothing of the network, and that the timeline has a drawn lane for
+// every source and question the run's evidence asked.
+
+// laneInfo is what the browser drew for each lane: its source, question
+// and the size of its box.
+const laneInfo = `Array.from(document.querySelectorAll('#timeline-svg g.lane')).map(g => {
+	const b = g.getBBox();
+	return {source: g.dataset.source, question: g.dataset.question, width: b.width, height: b.height,
+		unreadable: Array.from(g.querySelectorAll('rect.unreadable')).reduce((w, r) => w + r.getBBox().width, 0)};
+})`
+
+type drawnLane struct {
+	Source, Question string
+	Width, Height    float64
+	Unreadable       float64
+}
+
+func TestPagesInChromium(t *testing.T) {
+	folders := []string{runFolder(t)}
+	if d := os.Getenv("FAULTLINE_BROWSER_RUN"); d != "" {
+		folders = append(folders, d)
+	}
+	site := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	b, err := browser.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i, folder := range folders {
+		dir := filepath.Join(site, strings.Repeat("x", i+1))
+		if err := WriteSite(dir, []string{folder}); err != nil {
+			t.Fatal(err)
+		}
+		load := func(page string) *browser.Page {
+			t.Helper()
+			url := "file://" + filepath.Join(dir, page)
+			p, err := b.Open(ctx, url, 1300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Errors) > 0 {
+				t.Errorf("%s: script errors: %v", page, p.Errors)
+			}
+			for _, r := range p.Requests {
+				if r != url {
+					t.Errorf("%s asks for %s", page, r)
+				}
+			}
+			return p
+		}
+		var links []string
+		if err := load(IndexFile).Eval(ctx, `Array.from(document.querySelectorAll('#run-table a')).map(a => a.getAttribute('href'))`, &links); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := record.ReadRuns(folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(links) != len(runs) {
+			t.Errorf("%s: index links %d runs, the folder holds %d", folder, len(links), len(runs))
+		}
+		for _, r := range runs {
+			href := RunsDir + "/" + record.SafeName(filepath.Base(folder)) + "--" + record.SafeName(r.RunID) + ".html"
+			p := load(href)
+			var lanes []drawnLane
+			if err := p.Eval(ctx, laneInfo, &lanes); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := record.ReadEvidence(folder, r.RunID)
+			if err != nil {
+				if len(lanes) != 0 {
+					t.Errorf("%s: lanes drawn without evidence", href)
+				}
+				continue
+			}
+			want := askedPairs(rec)
+			var got []string
+			for _, l := range lanes {
+				got = append(got, l.Source+" "+l.Question)
+				if l.Width < 1 || l.Height < 1 {
+					t.Errorf("%s: lane %s %s is not drawn (box %.0f×%.0f)", href, l.Source, l.Question, l.Width, l.Height)
+				}
+				if rec.Window != nil && l.Unreadable > 0 && l.Unreadable > l.Width {
+					t.Errorf("%s: lane %s %s shades more than its width", href, l.Source, l.Question)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s: lanes drawn\n%s\nwant one per source and question asked\n%s", href, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if r.RunID == "frozen-fault-1" {
+				// The runtime unreadable over the window: 10 of the 24 s
+				// the lane spans.
+				for _, l := range lanes {
+					if l.Source == "cri/worker1" && (l.Unreadable < 0.3*l.Width || l.Unreadable > 0.5*l.Width) {
+						t.Errorf("cri/worker1 lane shades %.0f of %.0f px, want the window's share", l.Unreadable, l.Width)
+					}
+				}
+			}
+		}
+	}
+}
+
+// askedPairs are "source question" for every pair some snapshot of the
+// record asked, sorted as the page sorts its lanes.
+func askedPairs(rec evidence.Record) []string {
+	seen := map[string]bool{}
+	for _, s := range orderedSnapshots(rec) {
+		for src, qs := range s.snap.Answers {
+			for q, a := range qs {
+				if a.State != evidence.NotAsked {
+					seen[string(src)+" "+string(q)] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
