@@ -56,4 +56,23 @@ func TestUpRefusesATakenAddressPlanAndTouchesNothing(t *testing.T) {
 	if err := l2.Reset(ctx); err == nil || !strings.Contains(err.Error(), "is it up") {
 		t.Errorf("reset of a lab that is not up: %v", err)
 	}
+
+	// The same lab from another state dir: its bridge is the live lab's,
+	// and building over it would take the live lab's hosts.
+	same := testConfig(t, "pair")
+	same.StateDir = filepath.Join(t.TempDir(), "same")
+	l3, err := New(same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l3.Up(ctx)
+	if err == nil || !strings.Contains(err.Error(), "from another state dir is up") {
+		t.Fatalf("up of a lab already up from another state dir: %v", err)
+	}
+	if _, serr := os.Stat(same.StateDir); serr == nil {
+		t.Errorf("the refused up wrote its state dir")
+	}
+	if _, serr := os.Stat(netnsPath(netnsName(c.Name, c.Hosts[0].Name))); serr != nil {
+		t.Errorf("the refused up touched the live lab's host %s: %v", c.Hosts[0].Name, serr)
+	}
 }

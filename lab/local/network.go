@@ -35,8 +35,12 @@ func prefixToIPNet(p netip.Prefix) *net.IPNet {
 }
 
 // checkFree refuses to build when an address of the lab's management
-// network is already on a link of the machine that is not the lab's own:
-// two bridges with one subnet would make routing from the machine ambiguous.
+// network is already on a link of the machine: two bridges with one subnet
+// would make routing from the machine ambiguous. It is asked only when the
+// state dir holds no lab, so the lab's own bridge existing means a copy of
+// the lab from another state dir is up (or one was not brought down), and
+// building over it would replace the hosts' keys and certificates under
+// its feet.
 func (n *network) checkFree() error {
 	links, err := listLinks()
 	if err != nil {
@@ -45,7 +49,7 @@ func (n *network) checkFree() error {
 	mine := managementBridgeName(n.lab)
 	for _, l := range links {
 		if l.Attrs().Name == mine {
-			continue
+			return fmt.Errorf("the bridge %s of lab %s already exists, though this state dir holds no lab: a copy of lab %s from another state dir is up, or one was not brought down; bring it down with its own lab file first", mine, n.lab, n.lab)
 		}
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
 		if err != nil {
