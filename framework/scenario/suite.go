@@ -190,7 +190,10 @@ func registerSuiteNodes(st *suiteState) {
 			Fail(err.Error())
 		}
 		st.folder = openRunFolder(start.Folder)
-		fmt.Fprintf(GinkgoWriter, "run folder: %s\n", start.Folder)
+		if err := captureClientLogs(st.folder.f.Path(ClientLogName)); err != nil {
+			Fail(err.Error())
+		}
+		fmt.Fprintf(GinkgoWriter, "run folder: %s (client-go's log lines in %s)\n", start.Folder, ClientLogName)
 	})
 
 	SynchronizedAfterSuite(func() {
