@@ -162,11 +162,11 @@ func (f *deadEndpoint) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing dead endpoint: %w", err)
 	}
-	if err := startIfDown(ctx, node, lab.ServiceKubelet); err != nil {
+	if err := faults.StartIfDown(ctx, node, lab.ServiceKubelet); err != nil {
 		return fmt.Errorf("healing dead endpoint: %w", err)
 	}
 	for _, h := range controlPlane {
-		if err := startIfDown(ctx, h, lab.ServiceControllerManager); err != nil {
+		if err := faults.StartIfDown(ctx, h, lab.ServiceControllerManager); err != nil {
 			return fmt.Errorf("healing dead endpoint: %w", err)
 		}
 	}
@@ -183,17 +183,17 @@ func (f *deadEndpoint) Probe(ctx context.Context, l lab.Lab) (fault.Effect, erro
 	}
 	var running, down []string
 	for _, h := range controlPlane {
-		st, err := serviceState(ctx, h, lab.ServiceControllerManager)
+		st, err := faults.ServiceState(ctx, h, lab.ServiceControllerManager)
 		if err != nil {
 			return fault.Effect{}, err
 		}
-		if isUp(st) {
+		if faults.IsUp(st) {
 			running = append(running, h.Name())
 		} else {
 			down = append(down, h.Name())
 		}
 	}
-	kubelet, err := serviceState(ctx, node, lab.ServiceKubelet)
+	kubelet, err := faults.ServiceState(ctx, node, lab.ServiceKubelet)
 	if err != nil {
 		return fault.Effect{}, err
 	}
@@ -273,46 +273,15 @@ func runningContainers(v evidence.RuntimePodValue) []string {
 	return ids
 }
 
-func serviceState(ctx context.Context, h lab.Host, service string) (lab.ServiceState, error) {
-	states, err := h.Services(ctx)
-	if err != nil {
-		return lab.ServiceState{}, fmt.Errorf("%s: listing services: %w", h.Name(), err)
-	}
-	for _, s := range states {
-		if s.Name == service {
-			return s, nil
-		}
-	}
-	return lab.ServiceState{}, fmt.Errorf("%s has no service %q", h.Name(), service)
-}
-
 // mustRun refuses a service that is not running: heal would start what
 // the fault did not stop.
 func mustRun(ctx context.Context, h lab.Host, service string) error {
-	st, err := serviceState(ctx, h, service)
+	st, err := faults.ServiceState(ctx, h, service)
 	if err != nil {
 		return err
 	}
 	if st.State != "running" {
 		return fmt.Errorf("%s on %s is already %s: heal would start what the fault did not stop", service, h.Name(), st.State)
-	}
-	return nil
-}
-
-// isUp counts a frozen service as up: it holds its lease and its place,
-// and starting it again would fail or start a second one.
-func isUp(st lab.ServiceState) bool { return st.State == "running" || st.State == "frozen" }
-
-func startIfDown(ctx context.Context, h lab.Host, service string) error {
-	st, err := serviceState(ctx, h, service)
-	if err != nil {
-		return err
-	}
-	if isUp(st) {
-		return nil
-	}
-	if err := h.StartService(ctx, service); err != nil {
-		return fmt.Errorf("starting %s on %s: %w", service, h.Name(), err)
 	}
 	return nil
 }

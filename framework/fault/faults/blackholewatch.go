@@ -150,7 +150,7 @@ func (f *blackholeWatch) nodeHost(ctx context.Context, l lab.Lab) (lab.Host, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := serviceState(ctx, h, lab.ServiceKubelet); err != nil {
+	if _, err := ServiceState(ctx, h, lab.ServiceKubelet); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -197,7 +197,7 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 // webhook put first, after checking nothing of the fault is there yet and
 // nothing serves the port the webhook is sent to.
 func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost) ([]byte, error) {
-	st, err := serviceState(ctx, s.host, lab.ServiceAPIServer)
+	st, err := ServiceState(ctx, s.host, lab.ServiceAPIServer)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func (f *blackholeWatch) Heal(ctx context.Context, l lab.Lab) error {
 			errs = append(errs, fmt.Errorf("%s: no hash of %s", s.host.Name(), s.config))
 			continue
 		}
-		st, err := serviceState(ctx, s.host, lab.ServiceAPIServer)
+		st, err := ServiceState(ctx, s.host, lab.ServiceAPIServer)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -50,11 +50,11 @@ func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("healing freeze %s: %w", f.p, err)
 	}
 	for _, h := range hosts {
-		st, err := serviceState(ctx, h, f.p.Service)
+		st, err := ServiceState(ctx, h, f.p.Service)
 		if err != nil {
 			return fmt.Errorf("healing freeze %s: %w", f.p, err)
 		}
-		if st.PID == 0 || !isUp(st) {
+		if st.PID == 0 || !IsUp(st) {
 			continue
 		}
 		if err := h.Signal(ctx, f.p.Service, syscall.SIGCONT); err != nil {
@@ -73,7 +73,7 @@ func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 		return fault.Effect{}, err
 	}
 	if pid == 0 {
-		st, err := serviceState(ctx, h, f.p.Service)
+		st, err := ServiceState(ctx, h, f.p.Service)
 		if err != nil {
 			return fault.Effect{}, err
 		}

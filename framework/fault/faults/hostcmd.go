@@ -37,9 +37,9 @@ func hostByName(l lab.Lab, name string) (lab.Host, error) {
 	return h, nil
 }
 
-// serviceState returns the named service's state on h, or an error naming
+// ServiceState returns the named service's state on h, or an error naming
 // the services h has when it has no such service.
-func serviceState(ctx context.Context, h lab.Host, service string) (lab.ServiceState, error) {
+func ServiceState(ctx context.Context, h lab.Host, service string) (lab.ServiceState, error) {
 	states, err := h.Services(ctx)
 	if err != nil {
 		return lab.ServiceState{}, fmt.Errorf("%s: listing services: %w", h.Name(), err)

@@ -47,7 +47,7 @@ func (f *kill) Heal(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("healing kill %s: %w", f.p, err)
 	}
 	for _, h := range hosts {
-		if err := startIfDown(ctx, h, f.p.Service); err != nil {
+		if err := StartIfDown(ctx, h, f.p.Service); err != nil {
 			return fmt.Errorf("healing kill %s: %w", f.p, err)
 		}
 	}
@@ -62,12 +62,12 @@ func (f *kill) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	st, err := serviceState(ctx, h, f.p.Service)
+	st, err := ServiceState(ctx, h, f.p.Service)
 	if err != nil {
 		return fault.Effect{}, err
 	}
 	switch {
-	case !isUp(st):
+	case !IsUp(st):
 		return fault.Effect{Observed: true, Detail: fmt.Sprintf("%s on %s is %s", f.p.Service, h.Name(), st.State)}, nil
 	case killed != 0 && st.PID != killed:
 		return fault.Effect{Observed: true, Detail: fmt.Sprintf("%s on %s runs as pid %d, not the killed pid %d: it was restarted", f.p.Service, h.Name(), st.PID, killed)}, nil
@@ -75,13 +75,13 @@ func (f *kill) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	return fault.Effect{Detail: fmt.Sprintf("%s on %s is %s as pid %d", f.p.Service, h.Name(), st.State, st.PID)}, nil
 }
 
-// startIfDown starts service on h unless it runs (or is frozen).
-func startIfDown(ctx context.Context, h lab.Host, service string) error {
-	st, err := serviceState(ctx, h, service)
+// StartIfDown starts service on h unless it runs (or is frozen).
+func StartIfDown(ctx context.Context, h lab.Host, service string) error {
+	st, err := ServiceState(ctx, h, service)
 	if err != nil {
 		return err
 	}
-	if isUp(st) {
+	if IsUp(st) {
 		return nil
 	}
 	if err := h.StartService(ctx, service); err != nil {

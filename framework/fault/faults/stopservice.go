@@ -40,7 +40,7 @@ func (f *stopService) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("stop %s: %w", f.p, err)
 	}
-	if !isUp(st) {
+	if !IsUp(st) {
 		return fmt.Errorf("stop %s: it is already %s: stopping it would show nothing", f.p, st.State)
 	}
 	f.inj.set(h, st.PID)
@@ -56,7 +56,7 @@ func (f *stopService) Heal(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("healing stop %s: %w", f.p, err)
 	}
 	for _, h := range hosts {
-		if err := startIfDown(ctx, h, f.p.Service); err != nil {
+		if err := StartIfDown(ctx, h, f.p.Service); err != nil {
 			return fmt.Errorf("healing stop %s: %w", f.p, err)
 		}
 	}
@@ -70,11 +70,11 @@ func (f *stopService) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	st, err := serviceState(ctx, h, f.p.Service)
+	st, err := ServiceState(ctx, h, f.p.Service)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	return fault.Effect{Observed: !isUp(st), Detail: fmt.Sprintf("%s on %s is %s (pid %d)", f.p.Service, h.Name(), st.State, st.PID)}, nil
+	return fault.Effect{Observed: !IsUp(st), Detail: fmt.Sprintf("%s on %s is %s (pid %d)", f.p.Service, h.Name(), st.State, st.PID)}, nil
 }
 
 func init() {

@@ -67,7 +67,7 @@ func (t serviceTarget) resolve(ctx context.Context, l lab.Lab) (lab.Host, lab.Se
 	if err != nil {
 		return nil, lab.ServiceState{}, err
 	}
-	st, err := serviceState(ctx, h, t.Service)
+	st, err := ServiceState(ctx, h, t.Service)
 	if err != nil {
 		return nil, lab.ServiceState{}, err
 	}
@@ -125,7 +125,9 @@ func (t serviceTarget) probeHost(ctx context.Context, l lab.Lab, inj *injected) 
 	return h, 0, err
 }
 
-func isUp(st lab.ServiceState) bool { return st.State == "running" || st.State == "frozen" }
+// IsUp counts a frozen service as up: it holds its lease and its place,
+// and starting it again would fail or start a second one.
+func IsUp(st lab.ServiceState) bool { return st.State == "running" || st.State == "frozen" }
 
 // signalRunning resolves the target, refuses one that is not running (a
 // signal to it would show nothing), records the host and pid in inj for
