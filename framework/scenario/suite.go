@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/lab"
 )
@@ -164,6 +165,11 @@ type suiteStart struct {
 
 func registerSuiteNodes(st *suiteState) {
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+		// A suite that links no renderer would run every scenario and only
+		// then fail for want of summary.md: refuse before the lab is opened.
+		if len(record.RendererNames()) == 0 {
+			Fail(record.ErrNoRenderer.Error())
+		}
 		if err := st.open(ctx); err != nil {
 			Fail(err.Error())
 		}
