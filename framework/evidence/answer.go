@@ -38,6 +38,9 @@ type Answer struct {
 	State AnswerState `json:"state"`
 	// Value is the answer as read, in JSON (only when State is Answered).
 	Value json.RawMessage `json:"value,omitempty"`
+	// AskedAt is when the read began (set by the round; never before the
+	// snapshot's Taken).
+	AskedAt time.Time `json:"askedAt,omitzero"`
 	// ReadAt is when the source answered (or failed to).
 	ReadAt time.Time `json:"readAt,omitzero"`
 	// ResourceVersion is the Kubernetes or etcd revision the value was read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -21,12 +22,25 @@ type Reader interface {
 	Read(ctx context.Context) map[Question]Answer
 }
 
-// Round asks a fixed set of readers every question, all at once, each
-// bounded by its own timeout, so a slow or dead source never delays the
-// others by more than its own timeout.
+// Round asks a fixed set of readers every question, each bounded by its own
+// timeout, so a slow or dead source never delays the others.
+//
+// A Round is one tick of a schedule (Begin) or a whole snapshot (Take).
+// It remembers which readers have a read outstanding: a reader whose read
+// of an earlier tick has not returned (it hangs and ignores its context,
+// or its timeout is longer than the interval between ticks) is not asked
+// again, and its answers for the new tick are unreadable with a timeout
+// reason that says when the outstanding read began. So one source that
+// hangs makes its own answers unknown and holds nothing else, and reads of
+// one source never overlap.
 type Round struct {
 	readers []Reader
 	timeout func(Reader) time.Duration
+
+	mu sync.Mutex
+	// busy holds, per reader, when its outstanding read began; a reader
+	// with no read outstanding is absent.
+	busy map[int]time.Time
 }
 
 // DefaultReadTimeout bounds one source's read in a round.
@@ -50,7 +64,7 @@ func NewRound(readers []Reader, opts ...RoundOption) (*Round, error) {
 		}
 		seen[rd.Source()] = true
 	}
-	r := &Round{readers: readers, timeout: func(Reader) time.Duration { return DefaultReadTimeout }}
+	r := &Round{readers: readers, timeout: func(Reader) time.Duration { return DefaultReadTimeout }, busy: map[int]time.Time{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -60,71 +74,130 @@ func NewRound(readers []Reader, opts ...RoundOption) (*Round, error) {
 // Readers returns the round's readers.
 func (r *Round) Readers() []Reader { return r.readers }
 
-type readResult struct {
-	reader  Reader
-	answers map[Question]Answer
-}
+// Timeout is the read timeout the round gives rd.
+func (r *Round) Timeout(rd Reader) time.Duration { return r.timeout(rd) }
 
 // graceAfterTimeout is how long a round waits past a source's timeout for
 // a reader that ignores its context, before recording it as timed out and
 // moving on without it.
 const graceAfterTimeout = 50 * time.Millisecond
 
-// Take asks every reader once, in parallel, and returns the snapshot. It
-// returns after the slowest source's timeout at the latest.
-func (r *Round) Take(ctx context.Context) Snapshot {
+// Pending is one tick's snapshot while its reads are outstanding.
+type Pending struct {
+	taken time.Time
+	done  chan struct{}
+	snap  Snapshot
+}
+
+// Taken is when the tick began: every read of the tick began then or
+// later.
+func (p *Pending) Taken() time.Time { return p.taken }
+
+// Done is closed once every reader of the tick has answered, passed its
+// timeout, or was found busy.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Snapshot returns the tick's snapshot; it waits for Done.
+func (p *Pending) Snapshot() Snapshot {
+	<-p.done
+	return p.snap
+}
+
+type tickResult struct {
+	index   int
+	answers map[Question]Answer
+	asked   time.Time
+	why     string
+}
+
+// Begin starts one tick: every reader without a read outstanding is asked
+// now, under its own timeout; every other reader's answers are unreadable
+// at once. It returns without waiting; the Pending completes when the last
+// read asked returns or passes its timeout (plus a short grace for a
+// reader that ignores its context), at the latest when ctx ends.
+func (r *Round) Begin(ctx context.Context) *Pending {
 	taken := time.Now().UTC()
-	snap := NewSnapshot(taken)
-	results := make(chan readResult, len(r.readers))
-	deadlines := map[Source]time.Duration{}
-	for _, rd := range r.readers {
+	p := &Pending{taken: taken, done: make(chan struct{}), snap: NewSnapshot(taken)}
+	results := make(chan tickResult, len(r.readers))
+	var asked []int
+	var longest time.Duration
+	r.mu.Lock()
+	for i, rd := range r.readers {
+		if since, busy := r.busy[i]; busy {
+			results <- tickResult{index: i, asked: taken, why: fmt.Sprintf("timeout: its read begun at %s had not returned when this round began (%s later)",
+				since.Format("15:04:05.000"), taken.Sub(since).Round(time.Millisecond))}
+			continue
+		}
+		r.busy[i] = taken
+		asked = append(asked, i)
 		to := r.timeout(rd)
-		deadlines[rd.Source()] = to
+		longest = max(longest, to)
 		go func() {
 			rctx, cancel := context.WithTimeout(ctx, to)
 			defer cancel()
-			results <- readResult{reader: rd, answers: rd.Read(rctx)}
+			start := time.Now().UTC()
+			answers := rd.Read(rctx)
+			r.mu.Lock()
+			delete(r.busy, i)
+			r.mu.Unlock()
+			results <- tickResult{index: i, answers: answers, asked: start}
 		}()
 	}
-	var longest time.Duration
-	for _, to := range deadlines {
-		longest = max(longest, to)
-	}
-	done := map[Source]bool{}
-	timer := time.NewTimer(longest + graceAfterTimeout)
+	r.mu.Unlock()
+	go r.collect(ctx, p, results, len(r.readers), longest, asked)
+	return p
+}
+
+// collect fills p from results until every reader has reported, the
+// longest timeout (and grace) has passed, or ctx ends; readers that have
+// not answered by then are recorded as timed out or cancelled.
+func (r *Round) collect(ctx context.Context, p *Pending, results <-chan tickResult, want int, longest time.Duration, asked []int) {
+	defer close(p.done)
+	done := map[int]bool{}
+	timer := time.NewTimer(time.Until(p.taken.Add(longest + graceAfterTimeout)))
 	defer timer.Stop()
 collect:
-	for len(done) < len(r.readers) {
+	for len(done) < want {
 		select {
 		case res := <-results:
-			done[res.reader.Source()] = true
-			record(&snap, res.reader, res.answers, time.Now().UTC(), "")
+			if done[res.index] {
+				continue
+			}
+			done[res.index] = true
+			record(&p.snap, r.readers[res.index], res.answers, res.asked, time.Now().UTC(), res.why)
 		case <-timer.C:
 			break collect
 		case <-ctx.Done():
 			break collect
 		}
 	}
-	for _, rd := range r.readers {
-		if done[rd.Source()] {
+	for _, i := range asked {
+		if done[i] {
 			continue
 		}
-		why := fmt.Sprintf("timeout: no answer within %s", deadlines[rd.Source()])
+		rd := r.readers[i]
+		why := fmt.Sprintf("timeout: no answer within %s", r.timeout(rd))
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			why = "snapshot cancelled: " + ctx.Err().Error()
 		}
-		record(&snap, rd, nil, time.Now().UTC(), why)
+		record(&p.snap, rd, nil, p.taken, time.Now().UTC(), why)
 	}
-	return snap
+}
+
+// Take asks every reader once, in parallel, and returns the snapshot. It
+// returns after the slowest source's timeout at the latest.
+func (r *Round) Take(ctx context.Context) Snapshot {
+	return r.Begin(ctx).Snapshot()
 }
 
 // record puts a reader's answers into the snapshot: every question it can
 // answer gets an answer (unreadable with why, or "no answer given", when
-// missing), every other question is NotAsked.
-func record(snap *Snapshot, rd Reader, answers map[Question]Answer, now time.Time, why string) {
-	asked := map[Question]bool{}
+// missing), each stamped with when it was asked; every other question is
+// NotAsked.
+func record(snap *Snapshot, rd Reader, answers map[Question]Answer, asked, now time.Time, why string) {
+	can := map[Question]bool{}
 	for _, q := range rd.Questions() {
-		asked[q] = true
+		can[q] = true
 		a, ok := answers[q]
 		if !ok || a.Validate() != nil {
 			reason := why
@@ -137,10 +210,11 @@ func record(snap *Snapshot, rd Reader, answers map[Question]Answer, now time.Tim
 			}
 			a = UnreadableAnswer(reason, now)
 		}
+		a.AskedAt = asked
 		snap.Set(rd.Source(), q, a)
 	}
 	for _, q := range Questions {
-		if !asked[q] {
+		if !can[q] {
 			snap.Set(rd.Source(), q, NotAskedAnswer())
 		}
 	}

@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -115,4 +116,42 @@ func TestNewRoundRefusesTwoReadersOfOneSource(t *testing.T) {
 	if _, err := NewRound([]Reader{a, a}); err == nil || !strings.Contains(err.Error(), "same") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+func TestRoundDoesNotAskASourceWhoseReadIsOutstanding(t *testing.T) {
+	var reads atomic.Int32
+	hung := &scriptedReader{name: "hung", questions: []Question{NodeReady}, delay: 700 * time.Millisecond, ignoreCtx: true, answers: func() map[Question]Answer {
+		return readyAnswer()
+	}}
+	counting := &countingReader{Reader: hung, n: &reads}
+	r, err := NewRound([]Reader{counting}, WithTimeouts(func(Reader) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Take(context.Background())
+	second := r.Take(context.Background())
+	if a := first.Get("hung", NodeReady); !strings.HasPrefix(a.Reason, "timeout: no answer within") {
+		t.Errorf("first tick: %+v", a)
+	}
+	if a := second.Get("hung", NodeReady); !strings.Contains(a.Reason, "had not returned when this round began") || a.Refused() {
+		t.Errorf("second tick: %+v, want a timeout naming the outstanding read", a)
+	}
+	if reads.Load() != 1 {
+		t.Errorf("asked %d times while its first read was outstanding", reads.Load())
+	}
+	time.Sleep(800 * time.Millisecond)
+	third := r.Take(context.Background())
+	if reads.Load() != 2 || third.Get("hung", NodeReady).Reason == second.Get("hung", NodeReady).Reason {
+		t.Errorf("after the read returned the source was not asked again (%d reads): %+v", reads.Load(), third.Get("hung", NodeReady))
+	}
+}
+
+type countingReader struct {
+	Reader
+	n *atomic.Int32
+}
+
+func (c *countingReader) Read(ctx context.Context) map[Question]Answer {
+	c.n.Add(1)
+	return c.Reader.Read(ctx)
 }

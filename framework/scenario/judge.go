@@ -49,31 +49,31 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	var all []*evidence.Snapshot
 	var lastErr error
 	settledIn := map[string]*evidence.Snapshot{}
-	for {
-		snap, events, err := st.cfg.Sampler.Sample(ctx, l)
-		if err == nil {
-			r.addEvents(events)
-			final = &snap
-			all = append(all, final)
-			newly, done := r.settle(final, settledIn)
-			for _, name := range newly {
-				r.event("invariant-settled", fmt.Sprintf("%s, in the sample taken at %s, %s after heal",
-					name, snap.Taken.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond)))
-			}
-			if done {
-				r.event("settled", fmt.Sprintf("after %s", time.Since(start).Round(time.Millisecond)))
-				break
-			}
-		} else {
+	sctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	done := false
+	evidence.Stream(sctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
+		if err != nil {
 			lastErr = err
+			return true
 		}
-		if !time.Now().Before(deadline) {
-			r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(names(r.unsettled(settledIn)), ", ")))
-			break
+		r.addEvents(events)
+		final = &snap
+		all = append(all, final)
+		newly, settled := r.settle(final, settledIn)
+		for _, name := range newly {
+			r.event("invariant-settled", fmt.Sprintf("%s, in the sample taken at %s, %s after heal",
+				name, snap.Taken.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond)))
 		}
-		if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
-			break
+		if settled {
+			done = true
+			r.event("settled", fmt.Sprintf("after %s", time.Since(start).Round(time.Millisecond)))
+			return false
 		}
+		return true
+	})
+	if !done && ctx.Err() == nil {
+		r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(names(r.unsettled(settledIn)), ", ")))
 	}
 	r.timed("settle", start)
 	if final == nil {
@@ -166,25 +166,27 @@ func (r *run) samplePreFault(ctx context.Context, baseline evidence.Snapshot) ([
 	deadline := start.Add(2*need + 10*every)
 	var out []evidence.Snapshot
 	failed := 0
-	for !preFaultLongEnough(baseline, out, rounds, span) {
-		if !time.Now().Before(deadline) {
-			return out, fmt.Errorf("%d samples in %s (%d failed), short of the %d rounds spanning more than %s after the baseline that every invariant needs to be able to fire",
-				len(out), time.Since(start).Round(time.Millisecond), failed, rounds, span)
-		}
-		if !sleepCtx(ctx, every) {
-			return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
-		}
-		snap, events, err := st.cfg.Sampler.Sample(ctx, st.lab)
-		if ctx.Err() != nil {
-			return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
-		}
+	if !sleepCtx(ctx, every) {
+		return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
+	}
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	evidence.Stream(pctx, st.cfg.Sampler, st.lab, every, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			failed++
 			r.event("sample-failed", "in the pre-fault window: "+err.Error())
-			continue
+			return true
 		}
 		r.addEvents(events)
 		out = append(out, snap)
+		return !preFaultLongEnough(baseline, out, rounds, span)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return out, fmt.Errorf("interrupted after %d samples: %w", len(out), context.Cause(ctx))
+	case !preFaultLongEnough(baseline, out, rounds, span):
+		return out, fmt.Errorf("%d samples in %s (%d failed), short of the %d rounds spanning more than %s after the baseline that every invariant needs to be able to fire",
+			len(out), time.Since(start).Round(time.Millisecond), failed, rounds, span)
 	}
 	r.event("pre-fault-window", fmt.Sprintf("%d samples after the baseline, to %s (needed: %d rounds spanning more than %s)",
 		len(out), out[len(out)-1].Taken.Sub(baseline.Taken).Round(time.Millisecond), rounds, span))

@@ -302,34 +302,25 @@ func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) err
 // nothing r.mu guards (heal holds it meanwhile).
 func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampler, stop <-chan struct{}) []evidence.Snapshot {
 	var out []evidence.Snapshot
-	every := r.eng.cfg.SampleEvery
-	for {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
 		case <-stop:
-			return out
-		default:
+			cancel()
+		case <-sctx.Done():
 		}
-		snap, events, err := sampler.Sample(ctx, l)
-		if ctx.Err() != nil {
-			return out
-		}
+	}()
+	evidence.Stream(sctx, sampler, l, r.eng.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			r.event("sample-failed", "while healing: "+err.Error())
-		} else {
-			r.addEvents(events)
-			out = append(out, snap)
+			return true
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-stop:
-			t.Stop()
-			return out
-		case <-ctx.Done():
-			t.Stop()
-			return out
-		case <-t.C:
-		}
-	}
+		r.addEvents(events)
+		out = append(out, snap)
+		return true
+	})
+	return out
 }
 
 // release runs PhaseRelease once: it releases a lingering fault once its

@@ -333,31 +333,28 @@ func (r *run) window(ctx context.Context) {
 	r.enter(PhaseWindow)
 	start := time.Now()
 	deadline := start.Add(r.sc.Window)
-	for {
-		snap, events, err := st.cfg.Sampler.Sample(ctx, l)
-		if ctx.Err() != nil {
-			break
-		}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	// The probes run beside the sampling, at the same interval, so a
+	// probe that takes long delays no snapshot (and the reverse).
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		r.probeUntil(wctx, l, f)
+	}()
+	evidence.Stream(wctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			r.event("sample-failed", err.Error())
-		} else {
-			r.addEvents(events)
-			r.mu.Lock()
-			r.record.Window = append(r.record.Window, snap)
-			r.mu.Unlock()
+			return true
 		}
-		eff, err := f.Probe(ctx, l)
-		if ctx.Err() != nil {
-			break
-		}
-		r.addProbe(probe{At: time.Now(), Effect: eff, Err: err})
-		if !time.Now().Before(deadline) {
-			break
-		}
-		if !sleepCtx(ctx, min(st.cfg.SampleEvery, time.Until(deadline))) {
-			break
-		}
-	}
+		r.addEvents(events)
+		r.mu.Lock()
+		r.record.Window = append(r.record.Window, snap)
+		r.mu.Unlock()
+		return true
+	})
+	cancel()
+	<-probed
 	r.timed("window", start)
 	if ctx.Err() != nil {
 		r.interrupt(fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
@@ -366,6 +363,25 @@ func (r *run) window(ctx context.Context) {
 	// The safety invariants are judged after settle, over the window,
 	// heal and settle samples: a hazard can fall at heal.
 	r.complete(PhaseWindow)
+}
+
+// probeUntil asks the fault for its effect at the suite's interval until
+// ctx ends. A probe cut short by ctx is not counted.
+func (r *run) probeUntil(ctx context.Context, l lab.Lab, f fault.Fault) {
+	t := time.NewTicker(r.eng.cfg.SampleEvery)
+	defer t.Stop()
+	for {
+		eff, err := f.Probe(ctx, l)
+		if ctx.Err() != nil {
+			return
+		}
+		r.addProbe(probe{At: time.Now(), Effect: eff, Err: err})
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // outcome is what the end of a run says of its spec.

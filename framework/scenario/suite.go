@@ -27,8 +27,11 @@ type Suite struct {
 	OpenLab func(ctx context.Context) (lab.Lab, error)
 	// Sampler takes the snapshots every invariant is judged from.
 	Sampler evidence.Sampler
-	// SampleEvery is the pause between snapshots in the window and while
-	// settling. Default 1s.
+	// SampleEvery is the interval between the sampler's ticks in the
+	// pre-fault window, the window, heal and settle, and between the
+	// window's probes of the fault's effect. A Streamer sampler keeps it
+	// whatever a source does; another sampler is asked once per tick, a
+	// Sample that runs long delaying the next. Default 1s.
 	SampleEvery time.Duration
 	// Applicability is the table NOT_APPLICABLE comes from. Default
 	// invariant.Applicability.

@@ -70,14 +70,15 @@ func BoundsFor(p lab.Timers) Bounds {
 	}
 }
 
-// SampleEvery is the pause between the suite's snapshots: the engine's
+// SampleEvery is the interval between the sampler's ticks: the engine's
 // default, which the suite registers with. The bounds that are a matter
 // of sampling resolution are derived from it.
 const SampleEvery = time.Second
 
-// samplingPeriod is the longest one round of API-server reads and the
-// pause after it take, when the round is not held up by slower sources:
-// an API server's read is cut off at the round's per-source timeout.
+// samplingPeriod is the longest between the starts of two consecutive
+// reads of one API server: a read is cut off at its timeout, a tick that
+// finds it outstanding skips the source, and the next tick comes at most
+// one interval later.
 func samplingPeriod() time.Duration { return SampleEvery + evidence.DefaultReadTimeout }
 
 // agreementBounds are api-agreement's bounds, one per question, from how
@@ -89,7 +90,7 @@ func samplingPeriod() time.Duration { return SampleEvery + evidence.DefaultReadT
 // writes) does not enter: both servers read the same etcd.
 func agreementBounds() map[evidence.Question]invariant.Bound {
 	limit := 2 * samplingPeriod()
-	periods := fmt.Sprintf("two sampling periods of a %s pause plus a read of up to %s", SampleEvery, evidence.DefaultReadTimeout)
+	periods := fmt.Sprintf("two sampling periods, each a %s tick interval plus a read of up to %s", SampleEvery, evidence.DefaultReadTimeout)
 	return map[evidence.Question]invariant.Bound{
 		// GET nodes/worker1 with no resourceVersion: the API server
 		// passes it to etcd as a quorum read (k8s.io/apiserver cacher
@@ -110,7 +111,7 @@ func agreementBounds() map[evidence.Question]invariant.Bound {
 // resolution at which api-agreement can see a server serve an old state.
 func orderingBound() invariant.Bound {
 	return invariant.Bound{Limit: 2 * samplingPeriod(),
-		Why: fmt.Sprintf("two sampling periods of a %s pause plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
+		Why: fmt.Sprintf("two sampling periods, each a %s tick interval plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
 }
 
 // TimersFromEnv returns the timers of the lab $FAULTLINE_LAB names, as its

@@ -76,6 +76,10 @@ type Sampler struct {
 	// waits for a round.
 	notesMu sync.Mutex
 	notes   []evidence.Event
+
+	// pump holds what the extras' watches gave during a stream and no
+	// snapshot has carried yet.
+	pump watchPump
 }
 
 // New makes a sampler; nothing is opened until the first Sample.
@@ -187,6 +191,7 @@ func (s *Sampler) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []e
 	if s.watcher != nil {
 		events = append(events, s.watcher.Drain()...)
 	}
+	events = append(events, s.pump.take()...)
 	events = append(events, s.extras.take(ctx, &snap, s.opts.ExtraReadTimeout)...)
 	return snap, append(events, s.takeNotes()...), nil
 }
@@ -215,7 +220,7 @@ func (s *Sampler) takeNotes() []evidence.Event {
 // was put back (pods gone, nodes restarting) belongs to no run, and must
 // not open the next run's timeline.
 func (s *Sampler) DiscardEvents() int {
-	n := len(s.takeNotes())
+	n := len(s.takeNotes()) + len(s.pump.take())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.watcher != nil {
