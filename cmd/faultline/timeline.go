@@ -77,6 +77,7 @@ func writeTimeline(w io.Writer, run string, rec evidence.Record) {
 		snaps++
 	}
 	fmt.Fprintf(w, "## %s: %d events, %d snapshots\n\n", run, len(tl), snaps)
+	writeCadence(w, rec)
 	if len(tl) == 0 {
 		fmt.Fprintln(w, "(no events recorded)")
 		return
@@ -89,4 +90,32 @@ func writeTimeline(w io.Writer, run string, rec evidence.Record) {
 			e.At.Sub(start).Round(time.Millisecond), e.Source, e.Subject, e.Kind, e.Detail)
 	}
 	tw.Flush()
+}
+
+// writeCadence prints, per phase, how often snapshots were taken (median
+// and maximum interval between ticks) and the longest stretch one source
+// went without an answer that held a value.
+func writeCadence(w io.Writer, rec evidence.Record) {
+	if len(rec.PreFault)+len(rec.Window)+len(rec.Heal)+len(rec.Settle) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "phase\tsnapshots\tmedian interval\tmax interval\tlongest without a value (source)")
+	for _, ph := range []struct {
+		name  string
+		snaps []evidence.Snapshot
+	}{{"pre-fault", rec.PreFault}, {"window", rec.Window}, {"heal", rec.Heal}, {"settle", rec.Settle}} {
+		c := evidence.CadenceOf(ph.snaps)
+		if c.Snapshots < 2 {
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\n", ph.name, c.Snapshots)
+			continue
+		}
+		slowest := "-"
+		if c.SlowestSource != "" {
+			slowest = fmt.Sprintf("%s (%s)", c.SourceMax.Round(10*time.Millisecond), c.SlowestSource)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", ph.name, c.Snapshots, c.Median.Round(10*time.Millisecond), c.Max.Round(10*time.Millisecond), slowest)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }

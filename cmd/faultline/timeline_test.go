@@ -18,7 +18,11 @@ func TestReportTimeline(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 1, 10, 0, 5, 0, time.UTC)
 	base := evidence.NewSnapshot(t0)
-	rec := evidence.Record{Baseline: &base, Timeline: evidence.Timeline{
+	var window []evidence.Snapshot
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 7 * time.Second} {
+		window = append(window, evidence.NewSnapshot(t0.Add(at)))
+	}
+	rec := evidence.Record{Baseline: &base, Window: window, Timeline: evidence.Timeline{
 		// Out of order on purpose: the report sorts by time.
 		{At: t0.Add(52 * time.Second), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Detail: "True → Unknown (NodeStatusUnknown)"},
 		{At: t0, Source: "faultline", Subject: "fault/freeze", Kind: "fault-injected", Detail: "SIGSTOP kubelet on worker1"},
@@ -39,7 +43,8 @@ func TestReportTimeline(t *testing.T) {
 		t.Errorf("events missing or out of order:\n%s", r.stdout)
 	}
 	for _, want := range []string{
-		"## s1_fault_1: 3 events, 1 snapshots",
+		"## s1_fault_1: 3 events, 5 snapshots",
+		"window     4          1s               4s",
 		"10:00:57.000  +52s",
 		"apiserver/cp1  node/worker1",
 		"## s1_null_1: 0 events, 1 snapshots\n\n(no events recorded)",
