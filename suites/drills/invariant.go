@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faultline/faultline/framework/evidence"
+
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -16,8 +18,11 @@ const DeletionsCompleteName = "deletions-complete"
 // removed only when the node's kubelet confirms its containers stopped;
 // the node back, that confirmation must come without anyone forcing it.
 //
-// Reads drill/pods from every API server; judged on the final snapshot
-// from the API servers that answered there.
+// Reads drill/pods from every API server; judged on the sample it is
+// handed last (the settle sample it settled in, or the final snapshot),
+// from the API servers that answered there. The earlier samples only say
+// whether it was exercised: whether any pod of the drill was Terminating
+// at all since the fault.
 func DeletionsComplete() invariant.Invariant { return deletionsComplete{} }
 
 type deletionsComplete struct{}
@@ -29,31 +34,51 @@ func (deletionsComplete) Reads() []invariant.Reading {
 }
 
 func (deletionsComplete) Judge(in invariant.Input) verdict.Judgement {
-	var stuck, sources []string
-	readable := 0
-	for _, snap := range in.Snapshots {
-		for _, src := range snap.Sources() {
-			if !strings.HasPrefix(string(src), "apiserver/") {
-				continue
-			}
-			var v PodsValue
-			if err := snap.Get(src, QuestionPods).Decode(&v); err != nil {
-				continue
-			}
-			readable++
-			sources = append(sources, string(src))
-			for _, p := range v.Pods {
-				if p.DeletionTimestamp != nil {
-					stuck = append(stuck, fmt.Sprintf("%s (uid %s, on %s, deletionTimestamp %s, per %s)", p.Name, p.UID, p.Node, p.DeletionTimestamp.Format("15:04:05"), src))
-				}
+	if len(in.Snapshots) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
+	}
+	stuck, sources := terminating(in.Snapshots[len(in.Snapshots)-1])
+	if len(sources) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server listed the drill's pods in the judged sample"}
+	}
+	if len(stuck) > 0 {
+		return verdict.Judgement{Verdict: verdict.Violated, Sources: sources, Reason: "pods still Terminating: " + strings.Join(stuck, "; "),
+			Exercised: verdict.Exercised(), Exercise: "pods Terminating in the judged sample"}
+	}
+	j := verdict.Judgement{Verdict: verdict.Preserved, Sources: sources, Reason: "no pod of the drill is Terminating"}
+	earlier := in.Snapshots[:len(in.Snapshots)-1]
+	for _, snap := range earlier {
+		if stuck, _ := terminating(snap); len(stuck) > 0 {
+			j.Exercised, j.Exercise = verdict.Exercised(), "earlier, at "+snap.Taken.UTC().Format("15:04:05.000")+": "+stuck[0]
+			return j
+		}
+	}
+	if len(earlier) == 0 {
+		j.Exercise = "not known: the input holds only the judged sample"
+		return j
+	}
+	j.Exercised = verdict.NotExercised()
+	j.Exercise = fmt.Sprintf("no pod of the drill Terminating in any of %d earlier sample(s)", len(earlier))
+	return j
+}
+
+// terminating lists the drill's pods with a deletionTimestamp in snap, per
+// API server that listed them, and those servers.
+func terminating(snap evidence.Snapshot) (stuck, sources []string) {
+	for _, src := range snap.Sources() {
+		if !strings.HasPrefix(string(src), "apiserver/") {
+			continue
+		}
+		var v PodsValue
+		if err := snap.Get(src, QuestionPods).Decode(&v); err != nil {
+			continue
+		}
+		sources = append(sources, string(src))
+		for _, p := range v.Pods {
+			if p.DeletionTimestamp != nil {
+				stuck = append(stuck, fmt.Sprintf("%s (uid %s, on %s, deletionTimestamp %s, per %s)", p.Name, p.UID, p.Node, p.DeletionTimestamp.Format("15:04:05"), src))
 			}
 		}
 	}
-	if readable == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server listed the drill's pods"}
-	}
-	if len(stuck) > 0 {
-		return verdict.Judgement{Verdict: verdict.Violated, Sources: sources, Reason: "pods still Terminating: " + strings.Join(stuck, "; ")}
-	}
-	return verdict.Judgement{Verdict: verdict.Preserved, Sources: sources, Reason: "no pod of the drill is Terminating"}
+	return stuck, sources
 }

@@ -123,4 +123,18 @@ func TestDeletionsComplete(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s mentioning %q", c.name, j.Verdict, j.Reason, c.want, c.says)
 		}
 	}
+	// Judged from the sample handed last: pods Terminating earlier (the
+	// window, before the node came back) make it exercised, not VIOLATED.
+	j := invariant.Judge(inv, invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{stuck, stuck, clean}})
+	if j.Verdict != verdict.Preserved || j.Exercised == nil || !*j.Exercised || strings.Count(j.Reason, "web-b") != 0 {
+		t.Errorf("terminating earlier, gone in the judged sample: %s %q exercised %v (%s)", j.Verdict, j.Reason, j.Exercised, j.Exercise)
+	}
+	j = invariant.Judge(inv, invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{stuck, stuck, stuck}})
+	if j.Verdict != verdict.Violated || strings.Count(j.Reason, "web-b") != 1 {
+		t.Errorf("terminating in the judged sample: %s %q, want VIOLATED naming the pod once", j.Verdict, j.Reason)
+	}
+	j = invariant.Judge(inv, invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{clean, clean}})
+	if j.Exercised == nil || *j.Exercised {
+		t.Errorf("never terminating: exercised %v, want not exercised", j.Exercised)
+	}
 }
