@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -107,6 +108,11 @@ func newLabUpCommand(flags *labFlags) *cobra.Command {
 				}
 				info := p.Info()
 				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is up (timer profile %s)\n", info.Name, info.TimerProfile)
+				var cps []string
+				for _, h := range lab.HostsWithRole(p, lab.RoleControlPlane) {
+					cps = append(cps, h.Name())
+				}
+				writeKubeconfigs(cmd.OutOrStdout(), p, cps)
 				return nil
 			})
 		},
@@ -203,7 +209,20 @@ func newLabStatusCommand(flags *labFlags) *cobra.Command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(st)
 				}
-				return writeStatus(cmd.OutOrStdout(), st)
+				if err := writeStatus(cmd.OutOrStdout(), st); err != nil {
+					return err
+				}
+				if st.Up {
+					var cps []string
+					for _, h := range st.Hosts {
+						if slices.Contains(h.Roles, lab.RoleControlPlane) {
+							cps = append(cps, h.Name)
+						}
+					}
+					fmt.Fprintln(cmd.OutOrStdout())
+					writeKubeconfigs(cmd.OutOrStdout(), l, cps)
+				}
+				return nil
 			})
 		},
 	}
@@ -268,6 +287,22 @@ func writeStatus(w io.Writer, st lab.Status) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, strings.Join(roles, ","), h.Address, orDash(h.Power), orDash(strings.Join(svcs, " ")), h.Detail)
 	}
 	return tw.Flush()
+}
+
+// writeKubeconfigs prints the admin kubeconfig a user's kubectl should use
+// (the virtual address's, where the lab has one) and each control-plane
+// host's, which reaches that API server alone.
+func writeKubeconfigs(w io.Writer, l lab.Lab, controlPlanes []string) {
+	if path, err := l.Kubeconfig(""); err == nil && path != "" {
+		fmt.Fprintf(w, "export KUBECONFIG=%s   # for kubectl: the cluster's address\n", path)
+	} else if err != nil {
+		fmt.Fprintf(w, "no kubeconfig for the cluster's address: %v\n", err)
+	}
+	for _, cp := range controlPlanes {
+		if path, err := l.Kubeconfig(cp); err == nil && path != "" {
+			fmt.Fprintf(w, "  %s's API server alone: %s\n", cp, path)
+		}
+	}
 }
 
 func orDash(s string) string {

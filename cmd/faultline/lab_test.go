@@ -26,7 +26,12 @@ func (l *recordingLab) Info() lab.Info                           { return l.info
 func (l *recordingLab) Config() *lab.Config                      { return nil }
 func (l *recordingLab) Hosts() []lab.Host                        { return nil }
 func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
-func (l *recordingLab) Kubeconfig(target string) (string, error) { return "", nil }
+func (l *recordingLab) Kubeconfig(target string) (string, error) {
+	if target == "" {
+		return "/state/admin.kubeconfig", nil
+	}
+	return "/state/" + target + ".kubeconfig", nil
+}
 func (l *recordingLab) StateDir() string                         { return l.stateDir }
 func (l *recordingLab) Timers() (lab.Timers, error) {
 	return lab.Timers{}, lab.Unsupported(l.info.Kind, "timers", "it runs no cluster")
@@ -105,7 +110,7 @@ func TestLabUpDownResetDriveTheLab(t *testing.T) {
 	opened := useLab(t, p)
 
 	code, out, errs := runInProcess(t, "lab", "up", "--topology", "lab11", "--profile", "kubernetes-defaults")
-	if code != exitOK || out != "lab lab11 is up (timer profile kubernetes-defaults)\n" {
+	if code != exitOK || out != "lab lab11 is up (timer profile kubernetes-defaults)\nexport KUBECONFIG=/state/admin.kubeconfig   # for kubectl: the cluster's address\n" {
 		t.Errorf("up: exit %d, out %q, err %q", code, out, errs)
 	}
 	code, out, _ = runInProcess(t, "lab", "reset")
@@ -148,6 +153,8 @@ func TestLabStatus(t *testing.T) {
 		"cp1      control-plane,etcd  10.231.11.21  on     kube-apiserver=running etcd=frozen kube-scheduler=running(restarted 2x)",
 		"worker1  worker              10.231.11.31  off    -",
 		"powered off by a fault",
+		"export KUBECONFIG=/state/admin.kubeconfig   # for kubectl: the cluster's address",
+		"  cp1's API server alone: /state/cp1.kubeconfig",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
