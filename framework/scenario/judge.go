@@ -76,6 +76,15 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 		r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(names(r.unsettled(settledIn)), ", ")))
 	}
 	r.timed("settle", start)
+	var settled []evidence.Snapshot
+	for _, snap := range all {
+		settled = append(settled, *snap)
+	}
+	more := "settled"
+	if !done {
+		more = "not settled"
+	}
+	r.progress("settle", start, settled, more)
 	if final == nil {
 		r.abort("final snapshot", fmt.Errorf("no snapshot could be taken while settling: %v", lastErr))
 		return nil

@@ -106,6 +106,24 @@ func (r *run) event(kind, detail string) {
 	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: kind, Detail: detail})
 }
 
+// progress prints a phase's line: how long it took and how often its
+// snapshots came (the median and maximum interval between ticks, and the
+// longest any source went without a value), with more said after it.
+func (r *run) progress(phase string, since time.Time, snaps []evidence.Snapshot, more string) {
+	c := evidence.CadenceOf(snaps)
+	line := fmt.Sprintf("%s: %s %s, %d snapshots", r.id, phase, time.Since(since).Round(100*time.Millisecond), c.Snapshots)
+	if c.Snapshots > 1 {
+		line += fmt.Sprintf(" every %s (max %s)", c.Median.Round(10*time.Millisecond), c.Max.Round(10*time.Millisecond))
+		if c.SlowestSource != "" && c.SourceMax > 2*c.Max {
+			line += fmt.Sprintf(", %s %s without a value", c.SlowestSource, c.SourceMax.Round(100*time.Millisecond))
+		}
+	}
+	if more != "" {
+		line += ", " + more
+	}
+	r.eng.logf("%s", line)
+}
+
 func (r *run) timed(phase string, since time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -274,6 +292,7 @@ func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) err
 	defer r.mu.Unlock()
 	r.healEnded = ended
 	r.record.Heal = append(r.record.Heal, heal...)
+	r.progress("heal", start, heal, "")
 	r.timings["heal"] += ended.Sub(start).Seconds()
 	if err != nil {
 		r.st.healErr = fmt.Errorf("healing %s: %w (it stays in the heal ledger for the next start or `faultline heal`)", fault.Describe(f), err)
@@ -508,4 +527,38 @@ func sortedLabels(s Scenario) []string {
 // violations renders the failure messages of several matchers as one.
 func violations(phase string, msgs []string) string {
 	return fmt.Sprintf("%d %s invariant(s) VIOLATED (or, for a positive control, not VIOLATED):\n\n%s", len(msgs), phase, strings.Join(msgs, "\n\n"))
+}
+
+// verdictLine is a run's closing line: its run verdict (with the reason
+// when it reached no judgement) and how many invariants came out each way,
+// naming the VIOLATED ones.
+func verdictLine(id string, rec verdict.Run) string {
+	line := fmt.Sprintf("%s: %s", id, rec.RunVerdict)
+	if rec.RunReason != "" {
+		line += " (" + rec.RunReason + ")"
+	}
+	counts := map[verdict.Verdict]int{}
+	var order []verdict.Verdict
+	var violated []string
+	for _, j := range rec.Judgements {
+		if counts[j.Verdict] == 0 {
+			order = append(order, j.Verdict)
+		}
+		counts[j.Verdict]++
+		if j.Verdict == verdict.Violated {
+			violated = append(violated, j.Invariant)
+		}
+	}
+	var parts []string
+	for _, v := range order {
+		part := fmt.Sprintf("%d %s", counts[v], v)
+		if v == verdict.Violated {
+			part += " (" + strings.Join(violated, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	return line
 }

@@ -436,3 +436,18 @@ func TestAControlDecidedBeforeTheFaultFails(t *testing.T) {
 		t.Errorf("failures %q, want x and z named", got)
 	}
 }
+
+func TestVerdictLineCountsAndNamesTheViolated(t *testing.T) {
+	rec := verdict.Run{RunVerdict: verdict.RunJudged, Judgements: []verdict.Judgement{
+		{Invariant: "a", Verdict: verdict.Preserved}, {Invariant: "b", Verdict: verdict.Violated},
+		{Invariant: "c", Verdict: verdict.Preserved}, {Invariant: "d", Verdict: verdict.Violated},
+		{Invariant: "e", Verdict: verdict.InsufficientData},
+	}}
+	if got, want := verdictLine("s/fault/1", rec), "s/fault/1: JUDGED: 2 PRESERVED, 2 VIOLATED (b, d), 1 INSUFFICIENT_DATA"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	aborted := verdict.Run{RunVerdict: verdict.RunAborted, RunReason: "inject failed"}
+	if got, want := verdictLine("s/fault/1", aborted), "s/fault/1: ABORTED (inject failed)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -356,6 +356,16 @@ func (r *run) window(ctx context.Context) {
 	cancel()
 	<-probed
 	r.timed("window", start)
+	r.mu.Lock()
+	window := append([]evidence.Snapshot(nil), r.record.Window...)
+	seen, probes := 0, len(r.probes)
+	for _, p := range r.probes {
+		if p.Err == nil && p.Effect.Observed {
+			seen++
+		}
+	}
+	r.mu.Unlock()
+	r.progress("window", start, window, fmt.Sprintf("the fault's effect seen by %d of %d probes", seen, probes))
 	if ctx.Err() != nil {
 		r.interrupt(fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
 		return

@@ -74,7 +74,7 @@ func registerScenario(st *suiteState, sc Scenario) {
 			}
 			AddReportEntry("run verdict", string(out.RunVerdict), ReportEntryVisibilityNever)
 			st.writeEvidence(r)
-			fmt.Fprintf(GinkgoWriter, "%s: %s %s\n", r.id, out.RunVerdict, out.RunReason)
+			fmt.Fprintf(GinkgoWriter, "%s\n", verdictLine(r.id, out))
 			if msg := o.failure(); msg != "" {
 				Fail(msg)
 			}
