@@ -22,17 +22,17 @@ type recordingLab struct {
 	closed   bool
 }
 
-func (l *recordingLab) Info() lab.Info                           { return l.info }
-func (l *recordingLab) Config() *lab.Config                      { return nil }
-func (l *recordingLab) Hosts() []lab.Host                        { return nil }
-func (l *recordingLab) Host(name string) (lab.Host, error)       { return nil, errors.New("no hosts") }
+func (l *recordingLab) Info() lab.Info                     { return l.info }
+func (l *recordingLab) Config() *lab.Config                { return nil }
+func (l *recordingLab) Hosts() []lab.Host                  { return nil }
+func (l *recordingLab) Host(name string) (lab.Host, error) { return nil, errors.New("no hosts") }
 func (l *recordingLab) Kubeconfig(target string) (string, error) {
 	if target == "" {
 		return "/state/admin.kubeconfig", nil
 	}
 	return "/state/" + target + ".kubeconfig", nil
 }
-func (l *recordingLab) StateDir() string                         { return l.stateDir }
+func (l *recordingLab) StateDir() string { return l.stateDir }
 func (l *recordingLab) Timers() (lab.Timers, error) {
 	return lab.Timers{}, lab.Unsupported(l.info.Kind, "timers", "it runs no cluster")
 }
