@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -13,10 +15,10 @@ type Cadence struct {
 	// Median and Max interval between consecutive snapshots' ticks (zero
 	// with fewer than two snapshots).
 	Median, Max time.Duration
-	// SlowestSource is the source with the longest interval between two
-	// of its consecutive answered reads inside the stretch (by read time),
-	// and SourceMax that interval; a source with fewer than two answered
-	// reads is not counted.
+	// SlowestSource is the source that went longest without an answer
+	// holding a value (between two ticks it answered at, or between the
+	// stretch's first or last tick and its nearest one; the whole stretch
+	// for a source that never answered), and SourceMax how long.
 	SlowestSource Source
 	SourceMax     time.Duration
 }
@@ -41,29 +43,29 @@ func CadenceOf(snaps []Snapshot) Cadence {
 	if len(gaps)%2 == 0 {
 		c.Median = (gaps[len(gaps)/2-1] + gaps[len(gaps)/2]) / 2
 	}
-	// A source answers when any of its questions holds a value.
+	// A source answers at a tick when any of its questions holds a value.
+	// Its longest stretch without one runs between the ticks it answered
+	// at, and from the first tick to its first, and from its last to the
+	// last tick: a source that never answered went the whole stretch
+	// without.
+	first, last := taken[0], taken[len(taken)-1]
 	reads := map[Source][]time.Time{}
 	for _, s := range snaps {
 		for src, qs := range s.Answers {
-			var at time.Time
-			for _, a := range qs {
-				if a.Readable() && a.ReadAt.After(at) {
-					at = a.ReadAt
-				}
+			if _, ok := reads[src]; !ok && deployed(qs) {
+				reads[src] = nil
 			}
-			if !at.IsZero() {
-				reads[src] = append(reads[src], at)
+			for _, a := range qs {
+				if a.Readable() {
+					reads[src] = append(reads[src], s.Taken)
+					break
+				}
 			}
 		}
 	}
-	for _, src := range slices.Sorted(func(yield func(Source) bool) {
-		for s := range reads {
-			if !yield(s) {
-				return
-			}
-		}
-	}) {
-		at := reads[src]
+	for _, src := range slices.Sorted(maps.Keys(reads)) {
+		at := append([]time.Time{first}, reads[src]...)
+		at = append(at, last)
 		slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 		for i := 1; i < len(at); i++ {
 			if g := at[i].Sub(at[i-1]); g > c.SourceMax {
@@ -72,4 +74,19 @@ func CadenceOf(snaps []Snapshot) Cadence {
 		}
 	}
 	return c
+}
+
+// deployed reports whether a source's answers show it exists in the lab:
+// a source that only says "not deployed" (a virtual address the lab has
+// not) has no cadence to measure.
+func deployed(qs map[Question]Answer) bool {
+	for _, a := range qs {
+		switch {
+		case a.State == NotAsked:
+		case a.State == Unreadable && strings.HasPrefix(a.Reason, "not deployed"):
+		default:
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,15 @@ func TestCadenceOf(t *testing.T) {
 	if c.SlowestSource != "b" || c.SourceMax != 6*time.Second {
 		t.Errorf("slowest source %s %s, want b 6 s (unreadable between)", c.SlowestSource, c.SourceMax)
 	}
+	// A source that never answered went the whole stretch without; one
+	// that is not deployed is not measured.
+	dead := []Snapshot{snap(0, map[Source]bool{"a": true, "c": false}), snap(time.Second, map[Source]bool{"a": true, "c": false}), snap(4*time.Second, map[Source]bool{"a": true, "c": false})}
+	for i := range dead {
+		dead[i].Set("vip", NodeReady, UnreadableAnswer("not deployed: no virtual address", dead[i].Taken))
+	}
+	if c := CadenceOf(dead); c.SlowestSource != "c" || c.SourceMax != 4*time.Second {
+		t.Errorf("a dead source: %s %s, want c over the whole 4 s", c.SlowestSource, c.SourceMax)
+	}
 	if one := CadenceOf(snaps[:1]); one.Median != 0 || one.Max != 0 || one.Snapshots != 1 {
 		t.Errorf("one snapshot: %+v", one)
 	}
