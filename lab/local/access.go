@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 var (
@@ -47,7 +48,7 @@ func (l *Lab) ManagementInterface(host string) (string, error) {
 	if _, err := l.Host(host); err != nil {
 		return "", err
 	}
-	return hostManagementIf, nil
+	return layout.HostManagementIf, nil
 }
 
 // PodInterface is the pod transport link of a host that runs a kubelet.
@@ -59,7 +60,7 @@ func (l *Lab) PodInterface(host string) (string, error) {
 		if h.node == nil {
 			return "", fmt.Errorf("host %s runs no pods", host)
 		}
-		return hostPodIf, nil
+		return layout.HostPodIf, nil
 	}
 	_, err := l.Host(host)
 	return "", err

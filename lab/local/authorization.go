@@ -24,7 +24,7 @@ authorizers:
 `
 
 func (l *Lab) authorizationConfigPath(host string) string {
-	return filepath.Join(l.dataDir(host), "kubernetes", "authorization-config.yaml")
+	return filepath.Join(l.dirs.Data(host), "kubernetes", "authorization-config.yaml")
 }
 
 // writeAuthorizationConfig writes the host's authorization configuration

@@ -52,19 +52,12 @@ func (l *Lab) cluster(ctx context.Context) (*clusterCtx, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := pki.Ensure(ctx, l.cfg, l.pkiDir())
+	files, err := pki.Ensure(ctx, l.cfg, l.dirs.PKI())
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
 	l.cc = &clusterCtx{bins: bins, pki: files, profile: prof}
 	return l.cc, nil
-}
-
-func (l *Lab) pkiDir() string { return filepath.Join(l.cfg.StateDir, "pki") }
-
-// containerdSocket is the host's containerd socket, under its runtime dir.
-func (l *Lab) containerdSocket(host string) string {
-	return filepath.Join(l.runtimeDir(host), "containerd", "containerd.sock")
 }
 
 // binDirs are the directories of the lab's built binaries, for PATH.
@@ -179,7 +172,7 @@ func etcdService() service {
 			a := h.cfg.Address
 			argv := []string{cc.bins.Etcd,
 				"--name=" + h.cfg.Name,
-				"--data-dir=" + filepath.Join(l.dataDir(h.cfg.Name), "etcd"),
+				"--data-dir=" + filepath.Join(l.dirs.Data(h.cfg.Name), "etcd"),
 				fmt.Sprintf("--listen-client-urls=https://%s:%d,https://127.0.0.1:%d", a, etcdClientPort, etcdClientPort),
 				fmt.Sprintf("--advertise-client-urls=https://%s:%d", a, etcdClientPort),
 				fmt.Sprintf("--listen-peer-urls=https://%s:%d", a, etcdPeerPort),

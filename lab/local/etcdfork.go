@@ -46,7 +46,7 @@ func (l *Lab) EtcdFork(host string) (lab.EtcdFork, error) {
 		CertFile:      m.Server.Cert,
 		KeyFile:       m.Server.Key,
 		TrustedCAFile: cc.pki.CA.Cert,
-		Dir:           filepath.Join(l.runtimeDir(host), "etcd-fork"),
+		Dir:           filepath.Join(l.dirs.Runtime(host), "etcd-fork"),
 	}
 	for _, o := range members[1:] {
 		f.Others = append(f.Others, fmt.Sprintf("https://%s:%d", o.cfg.Address, etcdClientPort))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
@@ -27,7 +28,7 @@ func (h *Host) Roles() []lab.Role       { return slices.Clone(h.cfg.Roles) }
 func (h *Host) HasRole(r lab.Role) bool { return slices.Contains(h.cfg.Roles, r) }
 func (h *Host) Address() string         { return h.cfg.Address }
 
-func (h *Host) netns() string { return netnsName(h.lab.cfg.Name, h.cfg.Name) }
+func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Name) }
 
 func (h *Host) hostNet() hostNet {
 	return hostNet{
@@ -152,7 +153,7 @@ func (h *Host) PowerOn(ctx context.Context) error {
 
 // powered says whether the host is on: its management link is up.
 func (h *Host) powered() string {
-	up, err := linkUp(managementVethName(h.lab.cfg.Name, h.cfg.Name))
+	up, err := linkUp(layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	switch {
 	case err != nil:
 		return "absent"
@@ -184,7 +185,7 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	if err != nil {
 		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
 	}
-	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.utsPath(h.cfg.Name)
+	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
 	spec.restartDelay = s.restartDelay
 	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
@@ -288,12 +289,12 @@ const (
 func (h *Host) SetLink(ctx context.Context, network string, up bool) error {
 	switch network {
 	case NetworkManagement:
-		return h.lab.net.setHostLinks(h.cfg.Name, up, managementVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.setHostLinks(h.cfg.Name, up, layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	case NetworkPods:
 		if h.node == nil {
 			return fmt.Errorf("host %s has no pod network link (it runs no kubelet)", h.cfg.Name)
 		}
-		return h.lab.net.setHostLinks(h.cfg.Name, up, podVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.setHostLinks(h.cfg.Name, up, layout.PodVethName(h.lab.cfg.Name, h.cfg.Name))
 	}
 	return fmt.Errorf("host %s: no network %q (management or pods)", h.cfg.Name, network)
 }

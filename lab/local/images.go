@@ -8,6 +8,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // imageSet is what every node's containerd gets: the OCI tarballs of the
@@ -43,8 +44,8 @@ func (l *Lab) importImages(ctx context.Context, h *Host) error {
 	}
 	cc := l.cc
 	ctr := func(args ...string) ([]byte, error) {
-		full := append([]string{"--net=" + netnsPath(h.netns()), "--", cc.bins.Ctr,
-			"--address=" + l.containerdSocket(h.cfg.Name), "--namespace=k8s.io"}, args...)
+		full := append([]string{"--net=" + layout.NetnsPath(h.netns()), "--", cc.bins.Ctr,
+			"--address=" + l.dirs.ContainerdSocket(h.cfg.Name), "--namespace=k8s.io"}, args...)
 		return exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
 	}
 	out, err := ctr("images", "ls", "-q")

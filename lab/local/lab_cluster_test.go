@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // nodeCondition returns a node's Ready status ("True", "False", "Unknown").
@@ -190,7 +191,7 @@ func TestPairCluster(t *testing.T) {
 	}
 	t.Logf("up (boot, cold snapshot, boot) took %s", time.Since(start).Round(time.Second))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		ino, _ := netnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 
@@ -343,7 +344,7 @@ func TestLab11Cluster(t *testing.T) {
 	}
 	t.Logf("up took %s (cold boot to all Ready %s)", time.Since(start).Round(time.Second), l.LastUp().ColdBoot.Round(100*time.Millisecond))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		ino, _ := netnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 	checkNodesEverywhere(ctx, t, l)

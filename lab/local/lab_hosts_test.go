@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // testConfig loads a topology from testdata and gives it a state dir of the
@@ -50,28 +51,28 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	t.Helper()
 	var out []string
 	for _, h := range c.Hosts {
-		if _, err := os.Stat(netnsPath(netnsName(c.Name, h.Name))); err == nil {
-			out = append(out, "netns "+netnsName(c.Name, h.Name))
+		if _, err := os.Stat(layout.NetnsPath(layout.NetnsName(c.Name, h.Name))); err == nil {
+			out = append(out, "netns "+layout.NetnsName(c.Name, h.Name))
 		}
 		for _, root := range cgroupRoots() {
-			if _, err := os.Stat(filepath.Join(root, cgroupName(c.Name, h.Name))); err == nil {
-				out = append(out, "cgroup "+filepath.Join(root, cgroupName(c.Name, h.Name)))
+			if _, err := os.Stat(filepath.Join(root, layout.CgroupName(c.Name, h.Name))); err == nil {
+				out = append(out, "cgroup "+filepath.Join(root, layout.CgroupName(c.Name, h.Name)))
 			}
 		}
 	}
 	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	for _, l := range strings.Split(string(links), "\n") {
-		if strings.Contains(l, interfaceAliasPrefix+c.Name+":") {
+		if strings.Contains(l, layout.InterfaceAliasPrefix+c.Name+":") {
 			out = append(out, "link "+l)
 		}
 	}
-	for _, name := range []string{managementBridgeName(c.Name), podBridgeName(c.Name)} {
+	for _, name := range []string{layout.ManagementBridgeName(c.Name), layout.PodBridgeName(c.Name)} {
 		if exec.Command("ip", "link", "show", name).Run() == nil {
 			out = append(out, "link "+name)
 		}
 	}
 	for _, h := range c.Hosts {
-		for _, n := range []string{managementVethName(c.Name, h.Name), podVethName(c.Name, h.Name)} {
+		for _, n := range []string{layout.ManagementVethName(c.Name, h.Name), layout.PodVethName(c.Name, h.Name)} {
 			if exec.Command("ip", "link", "show", n).Run() == nil {
 				out = append(out, "link "+n)
 			}
@@ -143,7 +144,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 	var inodes []uint64
 	for _, h := range c.Hosts {
-		ino, ok := netnsInode(netnsName(c.Name, h.Name))
+		ino, ok := netnsInode(layout.NetnsName(c.Name, h.Name))
 		if !ok {
 			t.Fatalf("namespace of %s missing", h.Name)
 		}
@@ -244,7 +245,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 
 	// Power off: nothing of the host runs and it does not answer.
-	stray := exec.Command("nsenter", "--net="+netnsPath(netnsName(c.Name, "pair-worker")), "sleep", "600")
+	stray := exec.Command("nsenter", "--net="+layout.NetnsPath(layout.NetnsName(c.Name, "pair-worker")), "sleep", "600")
 	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 
 	// A crash of the lab command: a new Lab value, with only the state
 	// dir to go on, and a stray process in a host's namespace.
-	stray = exec.Command("nsenter", "--net="+netnsPath(netnsName(c.Name, "pair-cp")), "sleep", "600")
+	stray = exec.Command("nsenter", "--net="+layout.NetnsPath(layout.NetnsName(c.Name, "pair-cp")), "sleep", "600")
 	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func provisionWithBins(t *testing.T, ctx context.Context, l *Lab, bins binpaths.
 	if err := l.provisionHosts(ctx); err != nil {
 		t.Fatal(err)
 	}
-	files, err := pki.Ensure(ctx, l.cfg, l.pkiDir())
+	files, err := pki.Ensure(ctx, l.cfg, l.dirs.PKI())
 	if err != nil {
 		t.Fatal(err)
 	}

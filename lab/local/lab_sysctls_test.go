@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // TestSysctlsRestoredByTheLastLabDown: two labs up, the first one down
@@ -25,7 +27,7 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(recordPath(d), []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(layout.State(d).Record(), []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)

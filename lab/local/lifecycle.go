@@ -56,9 +56,9 @@ func (l *Lab) sshSessionEnv(h *Host) []string {
 	// or change every command.
 	env := []string{"PATH=" + path, "HOME=" + l.ssh.home()}
 	if h.node != nil {
-		sock := "unix://" + l.containerdSocket(h.cfg.Name)
+		sock := "unix://" + l.dirs.ContainerdSocket(h.cfg.Name)
 		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,
-			"CONTAINERD_ADDRESS="+l.containerdSocket(h.cfg.Name), "CONTAINERD_NAMESPACE=k8s.io")
+			"CONTAINERD_ADDRESS="+l.dirs.ContainerdSocket(h.cfg.Name), "CONTAINERD_NAMESPACE=k8s.io")
 	}
 	return env
 }
@@ -66,12 +66,12 @@ func (l *Lab) sshSessionEnv(h *Host) []string {
 // dropVolatile forgets what a host's RAM and /run held at a power cut:
 // mounts made by kubelet and containerd, and the runtime dir.
 func (l *Lab) dropVolatile(host string) error {
-	if err := unmountAll(l.runtimeDir(host), l.dataDir(host)); err != nil {
+	if err := unmountAll(l.dirs.Runtime(host), l.dirs.Data(host)); err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
 	// The supervisor's records live under the runtime dir too; keep them
 	// (the services are recorded as stopped) and drop the rest.
-	ents, err := os.ReadDir(l.runtimeDir(host))
+	ents, err := os.ReadDir(l.dirs.Runtime(host))
 	if err != nil {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (l *Lab) dropVolatile(host string) error {
 		if strings.HasSuffix(e.Name(), ".pid") {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(l.runtimeDir(host), e.Name())); err != nil {
+		if err := os.RemoveAll(filepath.Join(l.dirs.Runtime(host), e.Name())); err != nil {
 			return fmt.Errorf("host %s: clearing runtime state: %w", host, err)
 		}
 	}

@@ -12,12 +12,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 func init() {
@@ -36,6 +36,7 @@ type Lab struct {
 	// asked is the Kubernetes settings the opener asked for; cfg holds
 	// those of the running lab when one is recorded (see New).
 	asked  lab.KubernetesSettings
+	dirs   layout.State
 	plan   *addressPlan
 	net    *network
 	sup    *supervisor
@@ -90,10 +91,11 @@ func New(c *lab.Config) (*Lab, error) {
 	l := &Lab{
 		asked:  asked,
 		cfg:    c,
+		dirs:   layout.State(c.StateDir),
 		plan:   plan,
 		net:    &network{lab: c.Name, plan: plan},
 		sup:    newSupervisor(c.StateDir),
-		ssh:    sshFiles{dir: filepath.Join(c.StateDir, "ssh")},
+		ssh:    sshFiles{dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
 	}
 	for _, hc := range c.Hosts {
@@ -151,14 +153,6 @@ func (l *Lab) KnownHostsFile() string { return l.ssh.knownHosts() }
 // SSHKeyFile is the private key every host's sshd accepts.
 func (l *Lab) SSHKeyFile() string { return l.ssh.clientKey() }
 
-// dataDir is a host's persistent data: what a VM's disk would hold and
-// what the cold snapshot copies.
-func (l *Lab) dataDir(host string) string { return filepath.Join(l.cfg.StateDir, "hosts", host) }
-
-// runtimeDir is a host's runtime state (sockets, pod network namespaces):
-// what a VM's /run would hold, lost at power off.
-func (l *Lab) runtimeDir(host string) string { return filepath.Join(l.cfg.StateDir, "run", host) }
-
 func (l *Lab) Close() error {
 	for _, h := range l.hosts {
 		h.ssh.Close()
@@ -196,7 +190,7 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 		if err := l.net.createHost(h.hostNet()); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(l.dataDir(h.cfg.Name), 0o755); err != nil {
+		if err := os.MkdirAll(l.dirs.Data(h.cfg.Name), 0o755); err != nil {
 			return err
 		}
 	}

@@ -17,27 +17,6 @@ func loadTopology(t *testing.T, name string) *lab.Config {
 	return c
 }
 
-func TestInterfaceNamesFitTheKernelLimit(t *testing.T) {
-	longest := "abcdefghijk" // the longest host name a local lab allows
-	names := []string{
-		managementBridgeName("a-very-long-lab-name-indeed"),
-		podBridgeName("a-very-long-lab-name-indeed"),
-		managementVethName("a-very-long-lab-name-indeed", longest),
-		podVethName("a-very-long-lab-name-indeed", longest),
-	}
-	for _, n := range names {
-		if len(n) > 15 {
-			t.Errorf("interface name %q is longer than 15 bytes", n)
-		}
-	}
-	if managementVethName("lab11", "worker1") == managementVethName("lab11", "worker2") {
-		t.Error("two hosts share a veth name")
-	}
-	if managementVethName("lab11", "worker1") == managementVethName("racks", "worker1") {
-		t.Error("two labs share a veth name")
-	}
-}
-
 func TestAddressPlan(t *testing.T) {
 	c := loadTopology(t, "lab11")
 	p, err := planAddresses(c)

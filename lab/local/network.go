@@ -16,13 +16,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
-
-// netnsDir is where named network namespaces live (the iproute2
-// convention, so `ip netns` and nsenter see them too).
-const netnsDir = "/run/netns"
-
-func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
 
 // network builds and removes the lab's links, bridges and namespaces.
 type network struct {
@@ -46,7 +42,7 @@ func (n *network) checkFree() error {
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
-	mine := managementBridgeName(n.lab)
+	mine := layout.ManagementBridgeName(n.lab)
 	for _, l := range links {
 		if l.Attrs().Name == mine {
 			return fmt.Errorf("the bridge %s of lab %s already exists, though this state dir holds no lab: a copy of lab %s from another state dir is up, or one was not brought down; bring it down with its own lab file first", mine, n.lab, n.lab)
@@ -102,7 +98,7 @@ func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
 			return fmt.Errorf("looking up bridge %s: %w", name, err)
 		}
 	}
-	if err := netlink.LinkSetAlias(l, linkAlias(n.lab, what)); err != nil {
+	if err := netlink.LinkSetAlias(l, layout.LinkAlias(n.lab, what)); err != nil {
 		return fmt.Errorf("naming bridge %s: %w", name, err)
 	}
 	if addr.IsValid() {
@@ -121,16 +117,16 @@ func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
 // route pod traffic), and lets bridged lab traffic through the root
 // namespace's FORWARD chain whatever its policy.
 func (n *network) createBridges(ctx context.Context) error {
-	if err := n.ensureBridge(managementBridgeName(n.lab), "management", n.plan.rootAddress); err != nil {
+	if err := n.ensureBridge(layout.ManagementBridgeName(n.lab), "management", n.plan.rootAddress); err != nil {
 		return err
 	}
 	if len(n.plan.nodes) > 0 {
-		if err := n.ensureBridge(podBridgeName(n.lab), "pods", netip.Prefix{}); err != nil {
+		if err := n.ensureBridge(layout.PodBridgeName(n.lab), "pods", netip.Prefix{}); err != nil {
 			return err
 		}
 	}
-	for _, br := range []string{managementBridgeName(n.lab), podBridgeName(n.lab)} {
-		rule := []string{"FORWARD", "-i", br, "-o", br, "-m", "comment", "--comment", iptablesComment(n.lab), "-j", "ACCEPT"}
+	for _, br := range []string{layout.ManagementBridgeName(n.lab), layout.PodBridgeName(n.lab)} {
+		rule := []string{"FORWARD", "-i", br, "-o", br, "-m", "comment", "--comment", layout.IptablesComment(n.lab), "-j", "ACCEPT"}
 		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
 			continue
 		}
@@ -151,7 +147,7 @@ func withNetns(name string, f func() error) error {
 		return fmt.Errorf("getting current network namespace: %w", err)
 	}
 	defer orig.Close()
-	target, err := netns.GetFromPath(netnsPath(name))
+	target, err := netns.GetFromPath(layout.NetnsPath(name))
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", name, err)
 	}
@@ -175,22 +171,22 @@ func isNamespace(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
-// ensureNetnsDir makes netnsDir a shared mount point of its own, as
+// ensureNetnsDir makes layout.NetnsDir a shared mount point of its own, as
 // iproute2 does before its first `ip netns add`. Done first, iproute2 run
 // later by anyone finds it so and does not mount over it, which would hide
 // the lab's namespace mounts beneath a fresh directory.
 func ensureNetnsDir() error {
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+	if err := os.MkdirAll(layout.NetnsDir, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
+	if err := unix.Mount("", layout.NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
 		return nil
 	}
-	if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind-mounting %s: %w", netnsDir, err)
+	if err := unix.Mount(layout.NetnsDir, layout.NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s: %w", layout.NetnsDir, err)
 	}
-	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("sharing %s: %w", netnsDir, err)
+	if err := unix.Mount("", layout.NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("sharing %s: %w", layout.NetnsDir, err)
 	}
 	return nil
 }
@@ -201,11 +197,11 @@ func createNamespace(name string) error {
 	if err := ensureNetnsDir(); err != nil {
 		return err
 	}
-	if isNamespace(netnsPath(name)) {
+	if isNamespace(layout.NetnsPath(name)) {
 		return nil
 	}
 	// A plain file left by an interrupted teardown is not a namespace.
-	if err := os.Remove(netnsPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(layout.NetnsPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("creating network namespace %s: %w", name, err)
 	}
 	runtime.LockOSThread()
@@ -239,11 +235,11 @@ type hostNet struct {
 // createHost builds a host's namespace and links. It is idempotent so that
 // `up` can be run again over a half-built lab.
 func (n *network) createHost(h hostNet) error {
-	ns := netnsName(n.lab, h.name)
+	ns := layout.NetnsName(n.lab, h.name)
 	if err := createNamespace(ns); err != nil {
 		return err
 	}
-	nsh, err := netns.GetFromPath(netnsPath(ns))
+	nsh, err := netns.GetFromPath(layout.NetnsPath(ns))
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", ns, err)
 	}
@@ -261,11 +257,11 @@ func (n *network) createHost(h hostNet) error {
 	if err := inside.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("%s: loopback up: %w", ns, err)
 	}
-	if err := n.addVeth(nsh, inside, managementVethName(n.lab, h.name), hostManagementIf, managementBridgeName(n.lab), "host "+h.name+" management", h.address); err != nil {
+	if err := n.addVeth(nsh, inside, layout.ManagementVethName(n.lab, h.name), layout.HostManagementIf, layout.ManagementBridgeName(n.lab), "host "+h.name+" management", h.address); err != nil {
 		return err
 	}
 	if h.node != nil {
-		if err := n.addVeth(nsh, inside, podVethName(n.lab, h.name), hostPodIf, podBridgeName(n.lab), "host "+h.name+" pods", h.node.transport); err != nil {
+		if err := n.addVeth(nsh, inside, layout.PodVethName(n.lab, h.name), layout.HostPodIf, layout.PodBridgeName(n.lab), "host "+h.name+" pods", h.node.transport); err != nil {
 			return err
 		}
 		if err := n.addPodRoutes(inside, h.name); err != nil {
@@ -307,7 +303,7 @@ func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, 
 	if err != nil {
 		return fmt.Errorf("looking up bridge %s: %w", bridge, err)
 	}
-	if err := netlink.LinkSetAlias(root, linkAlias(n.lab, what)); err != nil {
+	if err := netlink.LinkSetAlias(root, layout.LinkAlias(n.lab, what)); err != nil {
 		return fmt.Errorf("naming link %s: %w", rootName, err)
 	}
 	if err := netlink.LinkSetMaster(root, br); err != nil {
@@ -332,7 +328,7 @@ func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, 
 // addPodRoutes sends each other node's pod subnet to that node's transport
 // address: flat routing, as the CNI bridge plugin leaves it to the network.
 func (n *network) addPodRoutes(inside *netlink.Handle, host string) error {
-	link, err := inside.LinkByName(hostPodIf)
+	link, err := inside.LinkByName(layout.HostPodIf)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
@@ -410,9 +406,9 @@ func (n *network) setHostLinks(host string, up bool, which ...string) error {
 
 // hostLinks are the root-namespace ends of a host's links.
 func (n *network) hostLinks(host string) []string {
-	out := []string{managementVethName(n.lab, host)}
+	out := []string{layout.ManagementVethName(n.lab, host)}
 	if _, ok := n.plan.nodes[host]; ok {
-		out = append(out, podVethName(n.lab, host))
+		out = append(out, layout.PodVethName(n.lab, host))
 	}
 	return out
 }
@@ -428,7 +424,7 @@ func linkUp(name string) (bool, error) {
 
 // stableMAC is a locally administered unicast MAC derived from names.
 func stableMAC(parts ...string) net.HardwareAddr {
-	h := shortHash(parts...) + shortHash(append(parts, "mac")...)
+	h := layout.ShortHash(parts...) + layout.ShortHash(append(parts, "mac")...)
 	b := make(net.HardwareAddr, 6)
 	for i := range b {
 		fmt.Sscanf(h[2*i:2*i+2], "%02x", &b[i])
@@ -440,11 +436,11 @@ func stableMAC(parts ...string) net.HardwareAddr {
 // removeHost deletes a host's namespace and links. Its processes must be
 // gone: a namespace lives on while any process is in it.
 func (n *network) removeHost(host string) error {
-	ns := netnsName(n.lab, host)
-	if err := unmountAll(netnsPath(ns)); err != nil {
+	ns := layout.NetnsName(n.lab, host)
+	if err := unmountAll(layout.NetnsPath(ns)); err != nil {
 		return err
 	}
-	if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(layout.NetnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("deleting network namespace %s: %w", ns, err)
 	}
 	for _, name := range n.hostLinks(host) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // The machine-wide sysctls kubelet insists on. With protectKernelDefaults
@@ -50,8 +51,8 @@ func keepalivedService() service {
 			if err != nil {
 				return processSpec{}, err
 			}
-			run := l.runtimeDir(h.cfg.Name)
-			conf := filepath.Join(l.dataDir(h.cfg.Name), "keepalived", "keepalived.conf")
+			run := l.dirs.Runtime(h.cfg.Name)
+			conf := filepath.Join(l.dirs.Data(h.cfg.Name), "keepalived", "keepalived.conf")
 			if err := writeFile(conf, l.keepalivedConfig(h)); err != nil {
 				return processSpec{}, err
 			}
@@ -84,7 +85,7 @@ func (l *Lab) keepalivedConfig(h *Host) string {
 		}
 		peers = append(peers, "    "+c.cfg.Address)
 	}
-	vrid := 1 + int(shortHash(l.cfg.Name)[0])%250
+	vrid := 1 + int(layout.ShortHash(l.cfg.Name)[0])%250
 	port := l.cfg.Network.APIServerPort
 	return fmt.Sprintf(`global_defs {
   router_id fl_%[1]s
@@ -116,7 +117,7 @@ vrrp_instance apiserver {
     apiserver
   }
 }
-`, h.cfg.Name, h.cfg.Address, port, hostManagementIf, vrid, prio, strings.Join(peers, "\n"),
+`, h.cfg.Name, h.cfg.Address, port, layout.HostManagementIf, vrid, prio, strings.Join(peers, "\n"),
 		l.cfg.Network.VirtualIP, l.plan.management.Bits())
 }
 
@@ -128,8 +129,8 @@ func (l *Lab) cniNetworkName() string { return "fl-" + l.cfg.Name }
 // no registry), NRI off (its socket is machine-wide).
 func (l *Lab) containerdConfig(h *Host, pause string) string {
 	cc := l.cc
-	data, run := l.dataDir(h.cfg.Name), l.runtimeDir(h.cfg.Name)
-	sock := l.containerdSocket(h.cfg.Name)
+	data, run := l.dirs.Data(h.cfg.Name), l.dirs.Runtime(h.cfg.Name)
+	sock := l.dirs.ContainerdSocket(h.cfg.Name)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return fmt.Sprintf(`version = 3
 root = %[1]s
@@ -180,7 +181,7 @@ func (l *Lab) cniConfig(h *Host) string {
 		"plugins": []any{
 			map[string]any{
 				"type":        "bridge",
-				"bridge":      hostCNIBridge,
+				"bridge":      layout.HostCNIBridge,
 				"isGateway":   true,
 				"ipMasq":      false,
 				"hairpinMode": true,
@@ -188,7 +189,7 @@ func (l *Lab) cniConfig(h *Host) string {
 					"type":    "host-local",
 					"ranges":  [][]map[string]string{{{"subnet": h.node.podSubnet.String()}}},
 					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": filepath.Join(l.runtimeDir(h.cfg.Name), "cni-ipam"),
+					"dataDir": filepath.Join(l.dirs.Runtime(h.cfg.Name), "cni-ipam"),
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
@@ -212,7 +213,7 @@ func containerdService() service {
 			if err != nil {
 				return processSpec{}, err
 			}
-			data := l.dataDir(h.cfg.Name)
+			data := l.dirs.Data(h.cfg.Name)
 			conf := filepath.Join(data, "containerd.toml")
 			if err := writeFile(conf, l.containerdConfig(h, imgs.pause)); err != nil {
 				return processSpec{}, err
@@ -228,7 +229,7 @@ func containerdService() service {
 			}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
-			c, err := net.DialTimeout("unix", h.lab.containerdSocket(h.cfg.Name), time.Second)
+			c, err := net.DialTimeout("unix", h.lab.dirs.ContainerdSocket(h.cfg.Name), time.Second)
 			if err != nil {
 				return err
 			}
@@ -242,7 +243,7 @@ func containerdService() service {
 func (l *Lab) kubeletConfig(h *Host) (string, error) {
 	cc := l.cc
 	node := cc.pki.Nodes[h.cfg.Name]
-	data := l.dataDir(h.cfg.Name)
+	data := l.dirs.Data(h.cfg.Name)
 	cfg := map[string]any{
 		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
 		"kind":               "KubeletConfiguration",
@@ -260,10 +261,10 @@ func (l *Lab) kubeletConfig(h *Host) (string, error) {
 		"tlsCertFile":              node.Serving.Cert,
 		"tlsPrivateKeyFile":        node.Serving.Key,
 		"cgroupDriver":             "cgroupfs",
-		"cgroupRoot":               "/" + cgroupName(l.cfg.Name, h.cfg.Name),
+		"cgroupRoot":               "/" + layout.CgroupName(l.cfg.Name, h.cfg.Name),
 		"failCgroupV1":             false,
 		"failSwapOn":               false,
-		"containerRuntimeEndpoint": "unix://" + l.containerdSocket(h.cfg.Name),
+		"containerRuntimeEndpoint": "unix://" + l.dirs.ContainerdSocket(h.cfg.Name),
 		"podLogsDir":               filepath.Join(data, "pod-logs"),
 		"volumePluginDir":          filepath.Join(data, "volume-plugins"),
 		"protectKernelDefaults":    true,
@@ -307,10 +308,10 @@ func kubeletService() service {
 			if !ok {
 				return processSpec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
 			}
-			if err := createNodeCgroups(cgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
+			if err := createNodeCgroups(layout.CgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
 				return processSpec{}, err
 			}
-			data := l.dataDir(h.cfg.Name)
+			data := l.dirs.Data(h.cfg.Name)
 			conf := filepath.Join(data, "kubelet.yaml")
 			kc, err := l.kubeletConfig(h)
 			if err != nil {
@@ -366,7 +367,7 @@ func kubeProxyService() service {
 			if err != nil {
 				return processSpec{}, err
 			}
-			conf := filepath.Join(l.dataDir(h.cfg.Name), "kube-proxy.yaml")
+			conf := filepath.Join(l.dirs.Data(h.cfg.Name), "kube-proxy.yaml")
 			if err := writeFile(conf, string(b)); err != nil {
 				return processSpec{}, err
 			}

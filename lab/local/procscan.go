@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // A host's processes are found from the kernel, not from what the lab
@@ -23,7 +25,7 @@ import (
 // netnsInode is the inode that identifies a named namespace.
 func netnsInode(name string) (uint64, bool) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(netnsPath(name), &st); err != nil {
+	if err := syscall.Stat(layout.NetnsPath(name), &st); err != nil {
 		return 0, false
 	}
 	return st.Ino, true
@@ -74,8 +76,8 @@ func pidInCgroup(pid int, name string) bool {
 
 // hostProcesses lists the live processes of one host.
 func hostProcesses(lab, host string) []int {
-	ino, haveNS := netnsInode(netnsName(lab, host))
-	cg := cgroupName(lab, host)
+	ino, haveNS := netnsInode(layout.NetnsName(lab, host))
+	cg := layout.CgroupName(lab, host)
 	var out []int
 	for _, pid := range allPids() {
 		if gone(pid) {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // record is what the lab writes to its state dir before it touches the
@@ -37,22 +37,20 @@ var sharedPaths = []string{
 	"/run/sshd",
 }
 
-func recordPath(stateDir string) string { return filepath.Join(stateDir, "lab.json") }
-
 func loadRecord(stateDir string) (*record, error) {
-	b, err := os.ReadFile(recordPath(stateDir))
+	b, err := os.ReadFile(layout.State(stateDir).Record())
 	if err != nil {
 		return nil, err
 	}
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+		return nil, fmt.Errorf("reading %s: %w", layout.State(stateDir).Record(), err)
 	}
 	if r.Config == nil {
-		return nil, fmt.Errorf("reading %s: no config", recordPath(stateDir))
+		return nil, fmt.Errorf("reading %s: no config", layout.State(stateDir).Record())
 	}
 	if err := r.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+		return nil, fmt.Errorf("reading %s: %w", layout.State(stateDir).Record(), err)
 	}
 	return &r, nil
 }
@@ -67,7 +65,7 @@ func saveRecord(stateDir string, r *record) error {
 	if err != nil {
 		return err
 	}
-	tmp := recordPath(stateDir) + ".tmp"
+	tmp := layout.State(stateDir).Record() + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("writing lab record: %w", err)
@@ -81,10 +79,10 @@ func saveRecord(stateDir string, r *record) error {
 		return fmt.Errorf("writing lab record: %w", err)
 	}
 	f.Close()
-	return os.Rename(tmp, recordPath(stateDir))
+	return os.Rename(tmp, layout.State(stateDir).Record())
 }
 
 func recordExists(stateDir string) bool {
-	_, err := os.Stat(recordPath(stateDir))
+	_, err := os.Stat(layout.State(stateDir).Record())
 	return !errors.Is(err, os.ErrNotExist)
 }

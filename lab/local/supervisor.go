@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // processSpec is how one service of one host is started.
@@ -44,8 +46,8 @@ type supervisor struct {
 
 func newSupervisor(stateDir string) *supervisor {
 	return &supervisor{
-		runDir: filepath.Join(stateDir, "run"),
-		logDir: filepath.Join(stateDir, "logs"),
+		runDir: layout.State(stateDir).RunRoot(),
+		logDir: layout.State(stateDir).Logs(),
 		reaped: map[int]chan struct{}{},
 	}
 }
@@ -160,9 +162,9 @@ func (s *supervisor) start(p processSpec) (int, error) {
 	// nsenter execs the service in place, so its pid is the service's.
 	// `ip netns exec` is not used: it makes a private mount namespace,
 	// hiding kubelet's volume mounts from runc.
-	argv := append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
+	argv := append([]string{"--net=" + layout.NetnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
 	if kept {
-		argv = append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, s.keeperArgv(p)...)
+		argv = append([]string{"--net=" + layout.NetnsPath(p.netns), "--uts=" + p.uts, "--"}, s.keeperArgv(p)...)
 		// The keeper writes the pid file; an old one must not be taken
 		// for the new process.
 		if err := os.Remove(s.pidFile(p.host, p.service)); err != nil && !errors.Is(err, os.ErrNotExist) {

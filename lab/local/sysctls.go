@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // Machine-wide sysctls are shared by every lab on the machine, so they are
@@ -137,7 +139,7 @@ func releaseSysctls(stateDir string) error {
 			if d == stateDir {
 				continue
 			}
-			if _, err := os.Stat(recordPath(d)); err != nil {
+			if _, err := os.Stat(layout.State(d).Record()); err != nil {
 				continue
 			}
 			keep = append(keep, d)

@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
@@ -39,13 +40,13 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	}
 	var nsPaths []string
 	for _, h := range cfg.Hosts {
-		nsPaths = append(nsPaths, netnsPath(netnsName(cfg.Name, h.Name)))
+		nsPaths = append(nsPaths, layout.NetnsPath(layout.NetnsName(cfg.Name, h.Name)))
 	}
 	note(unmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
 	for _, h := range cfg.Hosts {
-		ns := netnsName(cfg.Name, h.Name)
+		ns := layout.NetnsName(cfg.Name, h.Name)
 		// Unmounted above; the namespace ends with its last process.
-		if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(layout.NetnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			note(fmt.Errorf("deleting network namespace %s: %w", ns, err))
 		}
 	}
@@ -53,7 +54,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	note(deleteLabLinks(cfg.Name))
 	note(deleteIptablesRules(ctx, cfg.Name))
 	for _, h := range cfg.Hosts {
-		note(removeNodeCgroups(cgroupName(cfg.Name, h.Name)))
+		note(removeNodeCgroups(layout.CgroupName(cfg.Name, h.Name)))
 	}
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
@@ -82,7 +83,7 @@ func removeCreatedShared(labName string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) > 0 {
+	if ents, err := os.ReadDir(layout.NetnsDir); err == nil && len(ents) > 0 {
 		return nil
 	}
 	for _, pid := range allPids() {
@@ -110,15 +111,15 @@ func removeCreatedShared(labName string, paths []string) error {
 // releaseNetnsDir undoes ensureNetnsDir once no namespace is left in it
 // (another lab's or anyone's keeps it as it is).
 func releaseNetnsDir() error {
-	ents, err := os.ReadDir(netnsDir)
+	ents, err := os.ReadDir(layout.NetnsDir)
 	if err != nil || len(ents) > 0 {
 		return nil
 	}
-	if mps, _ := mountsUnder(netnsDir); len(mps) != 1 || mps[0] != netnsDir {
+	if mps, _ := mountsUnder(layout.NetnsDir); len(mps) != 1 || mps[0] != layout.NetnsDir {
 		return nil
 	}
-	if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
-		return fmt.Errorf("unmounting %s: %w", netnsDir, err)
+	if err := syscall.Unmount(layout.NetnsDir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmounting %s: %w", layout.NetnsDir, err)
 	}
 	return nil
 }
@@ -138,7 +139,7 @@ func deleteLabLinks(labName string) error {
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
-	prefix := interfaceAliasPrefix + labName + ":"
+	prefix := layout.InterfaceAliasPrefix + labName + ":"
 	var errs []error
 	// veths first, bridges last.
 	for _, pass := range []bool{false, true} {
@@ -169,7 +170,7 @@ func labIptablesRules(ctx context.Context, labName string) ([]string, error) {
 		return nil, fmt.Errorf("listing iptables rules: %w", err)
 	}
 	var rules []string
-	tag := fmt.Sprintf("--comment %q", iptablesComment(labName))
+	tag := fmt.Sprintf("--comment %q", layout.IptablesComment(labName))
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(line, "-A ") && strings.Contains(line, tag) {
 			rules = append(rules, line)

@@ -181,8 +181,6 @@ func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
 	return nil
 }
 
-func (l *Lab) coldDir() string { return filepath.Join(l.cfg.StateDir, "cold") }
-
 // snapshotted is what the cold snapshot holds: every host's data and the
 // certificates.
 func (l *Lab) snapshotted() []string { return []string{"hosts", "pki"} }
@@ -211,16 +209,16 @@ func (l *Lab) takeColdSnapshot(ctx context.Context) error {
 		return err
 	}
 	l.logf("copying")
-	tmp := l.coldDir() + ".new"
+	tmp := l.dirs.Cold() + ".new"
 	for _, d := range l.snapshotted() {
 		if err := copyTree(ctx, filepath.Join(l.cfg.StateDir, d), filepath.Join(tmp, d)); err != nil {
 			return err
 		}
 	}
-	if err := os.RemoveAll(l.coldDir()); err != nil {
+	if err := os.RemoveAll(l.dirs.Cold()); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, l.coldDir()); err != nil {
+	if err := os.Rename(tmp, l.dirs.Cold()); err != nil {
 		return err
 	}
 	rec := l.loadOrNewRecord()
@@ -261,7 +259,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	}
 	l.logf("restoring the cold snapshot")
 	for _, d := range l.snapshotted() {
-		if err := copyTree(ctx, filepath.Join(l.coldDir(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
+		if err := copyTree(ctx, filepath.Join(l.dirs.Cold(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
 			return fmt.Errorf("lab %s reset: restoring: %w", l.cfg.Name, err)
 		}
 	}
