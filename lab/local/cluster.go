@@ -238,7 +238,7 @@ func apiServerService() service {
 				"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 				"--service-account-key-file=" + p.ServiceAccountPub,
 				"--service-account-signing-key-file=" + p.ServiceAccountKey,
-				"--service-cluster-ip-range=" + l.plan.services.String(),
+				"--service-cluster-ip-range=" + l.plan.Services.String(),
 				"--allow-privileged=true",
 				"--requestheader-client-ca-file=" + p.FrontProxyCA.Cert,
 				"--requestheader-username-headers=X-Remote-User",
@@ -289,7 +289,7 @@ func controllerManagerService() service {
 				// Each node's pod subnet is fixed by the lab's CNI
 				// config, not allocated.
 				"--allocate-node-cidrs=false",
-				"--service-cluster-ip-range=" + h.lab.plan.services.String(),
+				"--service-cluster-ip-range=" + h.lab.plan.Services.String(),
 				"--profiling=false",
 			}
 			argv = append(argv, cc.profile.ControllerManagerFlags()...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	labssh "github.com/faultline/faultline/lab/ssh"
 )
@@ -17,7 +18,7 @@ import (
 type Host struct {
 	lab  *Lab
 	cfg  lab.HostConfig
-	node *nodeAddresses // nil for hosts that run no kubelet
+	node *addressing.Node // nil for hosts that run no kubelet
 	ssh  *labssh.Client
 }
 
@@ -33,7 +34,7 @@ func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Na
 func (h *Host) hostNet() hostNet {
 	return hostNet{
 		name:    h.cfg.Name,
-		address: mustPrefix(h.cfg.Address, h.lab.plan.management.Bits()),
+		address: mustPrefix(h.cfg.Address, h.lab.plan.Management.Bits()),
 		node:    h.node,
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
@@ -37,7 +38,7 @@ type Lab struct {
 	// those of the running lab when one is recorded (see New).
 	asked  lab.KubernetesSettings
 	dirs   layout.State
-	plan   *addressPlan
+	plan   *addressing.Plan
 	net    *network
 	sup    *supervisor
 	ssh    sshFiles
@@ -75,7 +76,7 @@ func New(c *lab.Config) (*Lab, error) {
 	if c.StateDir == "" {
 		return nil, fmt.Errorf("lab %s: stateDir: is required", c.Name)
 	}
-	plan, err := planAddresses(c)
+	plan, err := addressing.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
 	}
@@ -100,7 +101,7 @@ func New(c *lab.Config) (*Lab, error) {
 	}
 	for _, hc := range c.Hosts {
 		h := &Host{lab: l, cfg: hc}
-		if n, ok := plan.nodes[hc.Name]; ok {
+		if n, ok := plan.Nodes[hc.Name]; ok {
 			n := n
 			h.node = &n
 		}

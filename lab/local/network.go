@@ -17,13 +17,14 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // network builds and removes the lab's links, bridges and namespaces.
 type network struct {
 	lab  string
-	plan *addressPlan
+	plan *addressing.Plan
 }
 
 func prefixToIPNet(p netip.Prefix) *net.IPNet {
@@ -56,8 +57,8 @@ func (n *network) checkFree() error {
 			if !ok {
 				continue
 			}
-			if n.plan.management.Contains(ip) || n.plan.pods.Contains(ip) {
-				return fmt.Errorf("network %s of lab %s is already in use on link %s (%s): is another lab with this address plan up?", n.plan.management, n.lab, l.Attrs().Name, a.IPNet)
+			if n.plan.Management.Contains(ip) || n.plan.Pods.Contains(ip) {
+				return fmt.Errorf("network %s of lab %s is already in use on link %s (%s): is another lab with this address plan up?", n.plan.Management, n.lab, l.Attrs().Name, a.IPNet)
 			}
 		}
 	}
@@ -117,10 +118,10 @@ func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
 // route pod traffic), and lets bridged lab traffic through the root
 // namespace's FORWARD chain whatever its policy.
 func (n *network) createBridges(ctx context.Context) error {
-	if err := n.ensureBridge(layout.ManagementBridgeName(n.lab), "management", n.plan.rootAddress); err != nil {
+	if err := n.ensureBridge(layout.ManagementBridgeName(n.lab), "management", n.plan.RootAddress); err != nil {
 		return err
 	}
-	if len(n.plan.nodes) > 0 {
+	if len(n.plan.Nodes) > 0 {
 		if err := n.ensureBridge(layout.PodBridgeName(n.lab), "pods", netip.Prefix{}); err != nil {
 			return err
 		}
@@ -229,7 +230,7 @@ func createNamespace(name string) error {
 type hostNet struct {
 	name    string
 	address netip.Prefix
-	node    *nodeAddresses
+	node    *addressing.Node
 }
 
 // createHost builds a host's namespace and links. It is idempotent so that
@@ -261,7 +262,7 @@ func (n *network) createHost(h hostNet) error {
 		return err
 	}
 	if h.node != nil {
-		if err := n.addVeth(nsh, inside, layout.PodVethName(n.lab, h.name), layout.HostPodIf, layout.PodBridgeName(n.lab), "host "+h.name+" pods", h.node.transport); err != nil {
+		if err := n.addVeth(nsh, inside, layout.PodVethName(n.lab, h.name), layout.HostPodIf, layout.PodBridgeName(n.lab), "host "+h.name+" pods", h.node.Transport); err != nil {
 			return err
 		}
 		if err := n.addPodRoutes(inside, h.name); err != nil {
@@ -332,18 +333,18 @@ func (n *network) addPodRoutes(inside *netlink.Handle, host string) error {
 	if err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
-	for _, other := range n.plan.nodeOrder {
+	for _, other := range n.plan.NodeOrder {
 		if other == host {
 			continue
 		}
-		o := n.plan.nodes[other]
+		o := n.plan.Nodes[other]
 		r := &netlink.Route{
 			LinkIndex: link.Attrs().Index,
-			Dst:       prefixToIPNet(o.podSubnet),
-			Gw:        o.transport.Addr().AsSlice(),
+			Dst:       prefixToIPNet(o.PodSubnet),
+			Gw:        o.Transport.Addr().AsSlice(),
 		}
 		if err := inside.RouteReplace(r); err != nil {
-			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.podSubnet, err)
+			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.PodSubnet, err)
 		}
 	}
 	return nil
@@ -407,7 +408,7 @@ func (n *network) setHostLinks(host string, up bool, which ...string) error {
 // hostLinks are the root-namespace ends of a host's links.
 func (n *network) hostLinks(host string) []string {
 	out := []string{layout.ManagementVethName(n.lab, host)}
-	if _, ok := n.plan.nodes[host]; ok {
+	if _, ok := n.plan.Nodes[host]; ok {
 		out = append(out, layout.PodVethName(n.lab, host))
 	}
 	return out

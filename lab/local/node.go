@@ -118,7 +118,7 @@ vrrp_instance apiserver {
   }
 }
 `, h.cfg.Name, h.cfg.Address, port, layout.HostManagementIf, vrid, prio, strings.Join(peers, "\n"),
-		l.cfg.Network.VirtualIP, l.plan.management.Bits())
+		l.cfg.Network.VirtualIP, l.plan.Management.Bits())
 }
 
 func (l *Lab) cniNetworkName() string { return "fl-" + l.cfg.Name }
@@ -187,7 +187,7 @@ func (l *Lab) cniConfig(h *Host) string {
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": h.node.podSubnet.String()}}},
+					"ranges":  [][]map[string]string{{{"subnet": h.node.PodSubnet.String()}}},
 					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
 					"dataDir": filepath.Join(l.dirs.Runtime(h.cfg.Name), "cni-ipam"),
 				},
@@ -355,7 +355,7 @@ func kubeProxyService() service {
 				"kind":               "KubeProxyConfiguration",
 				"clientConnection":   map[string]any{"kubeconfig": cc.pki.KubeProxyKubeconfig},
 				"mode":               "iptables",
-				"clusterCIDR":        l.plan.pods.String(),
+				"clusterCIDR":        l.plan.Pods.String(),
 				"hostnameOverride":   h.cfg.Name,
 				"bindAddress":        "0.0.0.0",
 				"healthzBindAddress": fmt.Sprintf("%s:%d", h.cfg.Address, kubeProxyHealthPort),
