@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
 
 // testConfig loads a topology from testdata and gives it a state dir of the
@@ -85,11 +86,11 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	for _, r := range rules {
 		out = append(out, "iptables "+r)
 	}
-	mounts, err := mountsUnder(c.StateDir)
+	mps, err := mounts.Under(c.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range mounts {
+	for _, m := range mps {
 		out = append(out, "mount "+m)
 	}
 	for _, pid := range allPids() {

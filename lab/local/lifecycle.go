@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
 
 func (l *Lab) Info() lab.Info {
@@ -66,7 +67,7 @@ func (l *Lab) sshSessionEnv(h *Host) []string {
 // dropVolatile forgets what a host's RAM and /run held at a power cut:
 // mounts made by kubelet and containerd, and the runtime dir.
 func (l *Lab) dropVolatile(host string) error {
-	if err := unmountAll(l.dirs.Runtime(host), l.dirs.Data(host)); err != nil {
+	if err := mounts.UnmountAll(l.dirs.Runtime(host), l.dirs.Data(host)); err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
 	// The supervisor's records live under the runtime dir too; keep them

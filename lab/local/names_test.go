@@ -25,12 +25,6 @@ func TestSplitIptablesRule(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	if got := unescapeMountinfo(`/var/lib/a\040b\134c`); got != `/var/lib/a b\c` {
-		t.Errorf("got %q", got)
-	}
-}
-
 func TestNewTouchesNothingAndNamesBadHosts(t *testing.T) {
 	c := loadTopology(t, "pair")
 	c.StateDir = filepath.Join(t.TempDir(), "state")

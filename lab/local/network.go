@@ -19,6 +19,7 @@ import (
 
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
 
 // network builds and removes the lab's links, bridges and namespaces.
@@ -438,7 +439,7 @@ func stableMAC(parts ...string) net.HardwareAddr {
 // gone: a namespace lives on while any process is in it.
 func (n *network) removeHost(host string) error {
 	ns := layout.NetnsName(n.lab, host)
-	if err := unmountAll(layout.NetnsPath(ns)); err != nil {
+	if err := mounts.UnmountAll(layout.NetnsPath(ns)); err != nil {
 		return err
 	}
 	if err := os.Remove(layout.NetnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
@@ -42,7 +43,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	for _, h := range cfg.Hosts {
 		nsPaths = append(nsPaths, layout.NetnsPath(layout.NetnsName(cfg.Name, h.Name)))
 	}
-	note(unmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
+	note(mounts.UnmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
 	for _, h := range cfg.Hosts {
 		ns := layout.NetnsName(cfg.Name, h.Name)
 		// Unmounted above; the namespace ends with its last process.
@@ -98,7 +99,7 @@ func removeCreatedShared(labName string, paths []string) error {
 	}
 	var errs []error
 	for _, p := range paths {
-		if mps, err := mountsUnder(p); err != nil || len(mps) > 0 {
+		if mps, err := mounts.Under(p); err != nil || len(mps) > 0 {
 			continue // never remove through a mount
 		}
 		if err := os.RemoveAll(p); err != nil {
@@ -115,7 +116,7 @@ func releaseNetnsDir() error {
 	if err != nil || len(ents) > 0 {
 		return nil
 	}
-	if mps, _ := mountsUnder(layout.NetnsDir); len(mps) != 1 || mps[0] != layout.NetnsDir {
+	if mps, _ := mounts.Under(layout.NetnsDir); len(mps) != 1 || mps[0] != layout.NetnsDir {
 		return nil
 	}
 	if err := syscall.Unmount(layout.NetnsDir, syscall.MNT_DETACH); err != nil {
