@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
@@ -55,7 +56,7 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 		if _, err := os.Stat(layout.NetnsPath(layout.NetnsName(c.Name, h.Name))); err == nil {
 			out = append(out, "netns "+layout.NetnsName(c.Name, h.Name))
 		}
-		for _, root := range cgroupRoots() {
+		for _, root := range cgroups.Roots() {
 			if _, err := os.Stat(filepath.Join(root, layout.CgroupName(c.Name, h.Name))); err == nil {
 				out = append(out, "cgroup "+filepath.Join(root, layout.CgroupName(c.Name, h.Name)))
 			}

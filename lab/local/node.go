@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
@@ -308,7 +309,7 @@ func kubeletService() service {
 			if !ok {
 				return processSpec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
 			}
-			if err := createNodeCgroups(layout.CgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
+			if err := cgroups.CreateNode(layout.CgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
 				return processSpec{}, err
 			}
 			data := l.dirs.Data(h.cfg.Name)

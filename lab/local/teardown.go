@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
@@ -55,7 +56,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 	note(deleteLabLinks(cfg.Name))
 	note(deleteIptablesRules(ctx, cfg.Name))
 	for _, h := range cfg.Hosts {
-		note(removeNodeCgroups(layout.CgroupName(cfg.Name, h.Name)))
+		note(cgroups.RemoveNode(layout.CgroupName(cfg.Name, h.Name)))
 	}
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
