@@ -10,6 +10,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
@@ -92,7 +93,7 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 		pid, st := h.lab.sup.lookup(h.cfg.Name, s.name)
 		state := lab.ServiceState{Name: s.name, PID: pid, State: st}
 		if pid != 0 {
-			if at, err := processStarted(pid); err == nil {
+			if at, err := procs.Started(pid); err == nil {
 				state.Started = at
 			}
 		}
@@ -117,7 +118,7 @@ func (h *Host) PowerOff(ctx context.Context) error {
 	if err := h.lab.net.setHostLinks(h.cfg.Name, false, h.lab.net.hostLinks(h.cfg.Name)...); err != nil {
 		return err
 	}
-	if err := killHostProcesses(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
+	if err := procs.KillHost(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
 		return err
 	}
 	for _, s := range h.services() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // Some services are restarted when they exit, as systemd or the kubelet
@@ -82,7 +84,7 @@ func (s *supervisor) keeper(host, service string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	st, start, err := procStat(rec.pid)
+	st, start, err := procs.Stat(rec.pid)
 	if err != nil || start != rec.startTime || st == 'Z' || st == 'X' {
 		return 0, false
 	}
@@ -178,32 +180,4 @@ func parseRestart(line string) (Restart, error) {
 		return Restart{}, fmt.Errorf("malformed restart record %q", line)
 	}
 	return Restart{At: at.UTC(), ExitedPID: pid, ExitStatus: status}, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100
-// on every Linux architecture the lab runs on (the kernel fixes it for
-// user space whatever its internal HZ).
-const clockTicks = 100
-
-// processStarted returns when a process started, from its start time in
-// clock ticks since boot and the boot time in /proc/stat.
-func processStarted(pid int) (time.Time, error) {
-	_, ticks, err := procStat(pid)
-	if err != nil {
-		return time.Time{}, err
-	}
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("/proc/stat: btime: %w", err)
-			}
-			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / clockTicks).UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("/proc/stat: no btime")
 }

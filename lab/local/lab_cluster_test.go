@@ -19,6 +19,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // nodeCondition returns a node's Ready status ("True", "False", "Unknown").
@@ -191,7 +192,7 @@ func TestPairCluster(t *testing.T) {
 	}
 	t.Logf("up (boot, cold snapshot, boot) took %s", time.Since(start).Round(time.Second))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(layout.NetnsName(c.Name, h.Name))
+		ino, _ := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 
@@ -259,7 +260,7 @@ func TestPairCluster(t *testing.T) {
 	if err := worker.PowerOff(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := hostProcesses(c.Name, "pair-worker"); len(p) != 0 {
+	if p := procs.OfHost(c.Name, "pair-worker"); len(p) != 0 {
 		t.Errorf("processes of the powered-off worker: %v", p)
 	}
 	waitCondition(ctx, t, kc, "pair-worker", "Unknown", 2*time.Minute)
@@ -344,7 +345,7 @@ func TestLab11Cluster(t *testing.T) {
 	}
 	t.Logf("up took %s (cold boot to all Ready %s)", time.Since(start).Round(time.Second), l.LastUp().ColdBoot.Round(100*time.Millisecond))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(layout.NetnsName(c.Name, h.Name))
+		ino, _ := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 	checkNodesEverywhere(ctx, t, l)

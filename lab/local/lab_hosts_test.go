@@ -17,6 +17,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // testConfig loads a topology from testdata and gives it a state dir of the
@@ -94,8 +95,8 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	for _, m := range mps {
 		out = append(out, "mount "+m)
 	}
-	for _, pid := range allPids() {
-		if n, ok := pidNetnsInode(pid); ok {
+	for _, pid := range procs.All() {
+		if n, ok := procs.NetnsInode(pid); ok {
 			for _, ino := range nsInodes {
 				if n == ino {
 					out = append(out, "process "+string(must(os.ReadFile("/proc/"+itoa(pid)+"/cmdline"))))
@@ -146,7 +147,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 	var inodes []uint64
 	for _, h := range c.Hosts {
-		ino, ok := netnsInode(layout.NetnsName(c.Name, h.Name))
+		ino, ok := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		if !ok {
 			t.Fatalf("namespace of %s missing", h.Name)
 		}
@@ -256,7 +257,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if err := worker.PowerOff(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := hostProcesses(c.Name, "pair-worker"); len(p) != 0 {
+	if p := procs.OfHost(c.Name, "pair-worker"); len(p) != 0 {
 		t.Errorf("processes of a powered-off host: %v", p)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)

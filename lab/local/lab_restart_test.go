@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/timers"
 )
@@ -34,7 +35,7 @@ hosts:
 // running counts the host's processes whose executable is named exe.
 func running(lab, host, exe string) int {
 	n := 0
-	for _, pid := range hostProcesses(lab, host) {
+	for _, pid := range procs.OfHost(lab, host) {
 		if p, err := os.Readlink("/proc/" + itoa(pid) + "/exe"); err == nil && filepath.Base(p) == exe {
 			n++
 		}
@@ -110,7 +111,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	}
 	// Cleanups run last first: the keeper check comes after the lab is down.
 	t.Cleanup(func() {
-		for _, pid := range allPids() {
+		for _, pid := range procs.All() {
 			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), keeperName) && strings.Contains(string(b), c.StateDir) {
 				t.Errorf("keeper left after down: pid %d", pid)
 			}
@@ -223,7 +224,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if pids := hostProcesses(c.Name, "cp"); len(pids) != 0 {
+	if pids := procs.OfHost(c.Name, "cp"); len(pids) != 0 {
 		t.Errorf("processes of cp %s after its power-off: %v", settle, pids)
 	}
 	for _, name := range []string{cm, sched} {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // processSpec is how one service of one host is started.
@@ -84,28 +85,6 @@ func readRecord(path string) (processRecord, error) {
 	return processRecord{pid: pid, startTime: st}, nil
 }
 
-// procStat returns a process's state letter and start time.
-func procStat(pid int) (state byte, start uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
-	}
-	return f[0][0], start, nil
-}
-
 // Process states as ServiceState reports them.
 const (
 	stateRunning = "running"
@@ -121,7 +100,7 @@ func (s *supervisor) lookup(host, service string) (int, string) {
 	if err != nil {
 		return 0, stateStopped
 	}
-	st, start, err := procStat(rec.pid)
+	st, start, err := procs.Stat(rec.pid)
 	if err != nil || start != rec.startTime {
 		return 0, stateExited
 	}
@@ -191,7 +170,7 @@ func (s *supervisor) start(p processSpec) (int, error) {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	_, start, err := procStat(pid)
+	_, start, err := procs.Stat(pid)
 	if err != nil {
 		return 0, fmt.Errorf("starting %s on %s: it exited at once (see %s)", p.service, p.host, s.LogFile(p.host, p.service))
 	}
@@ -322,7 +301,7 @@ func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) boo
 				return true
 			default:
 			}
-		} else if gone(pid) {
+		} else if procs.Gone(pid) {
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -330,12 +309,6 @@ func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) boo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// gone reports whether a process no longer runs (absent or a zombie).
-func gone(pid int) bool {
-	st, _, err := procStat(pid)
-	return err != nil || st == 'Z' || st == 'X'
 }
 
 // baseEnv is the environment every service starts with: the machine's

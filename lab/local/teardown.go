@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
@@ -38,7 +39,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
 		}
 	}
 	for _, h := range cfg.Hosts {
-		note(killHostProcesses(ctx, cfg.Name, h.Name))
+		note(procs.KillHost(ctx, cfg.Name, h.Name))
 	}
 	var nsPaths []string
 	for _, h := range cfg.Hosts {
@@ -88,7 +89,7 @@ func removeCreatedShared(labName string, paths []string) error {
 	if ents, err := os.ReadDir(layout.NetnsDir); err == nil && len(ents) > 0 {
 		return nil
 	}
-	for _, pid := range allPids() {
+	for _, pid := range procs.All() {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err != nil {
 			continue

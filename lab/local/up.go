@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every
@@ -153,7 +154,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 		}
 	}
 	return l.forEachHost(func(h *Host) error {
-		if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+		if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 			return err
 		}
 		for _, s := range h.services() {
@@ -168,7 +169,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 
 // rebuildHostNetwork makes a stopped host's namespace and links anew.
 func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
-	if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+	if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 		return err
 	}
 	if err := l.net.removeHost(h.cfg.Name); err != nil {

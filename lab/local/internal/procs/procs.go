@@ -1,4 +1,8 @@
-package local
+// Package procs finds a local lab's processes from the kernel: a
+// process's state and start time from /proc, and every process of a host,
+// in its network namespace or its cgroup tree, found without trusting any
+// record the lab wrote.
+package procs
 
 import (
 	"bufio"
@@ -21,8 +25,8 @@ import (
 // container shims they started) and everything in its cgroup tree (its
 // pods, which live in their own network namespaces).
 
-// netnsInode is the inode that identifies a named namespace.
-func netnsInode(name string) (uint64, bool) {
+// NamedNetnsInode is the inode that identifies a named namespace.
+func NamedNetnsInode(name string) (uint64, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(layout.NetnsPath(name), &st); err != nil {
 		return 0, false
@@ -30,7 +34,8 @@ func netnsInode(name string) (uint64, bool) {
 	return st.Ino, true
 }
 
-func allPids() []int {
+// All lists every process on the machine but this one.
+func All() []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range ents {
@@ -41,7 +46,8 @@ func allPids() []int {
 	return out
 }
 
-func pidNetnsInode(pid int) (uint64, bool) {
+// NetnsInode is the inode of the network namespace a process is in.
+func NetnsInode(pid int) (uint64, bool) {
 	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
 		return 0, false
@@ -51,9 +57,9 @@ func pidNetnsInode(pid int) (uint64, bool) {
 	return n, err == nil
 }
 
-// pidInCgroup reports whether pid is in the named top-level cgroup (or
+// inCgroup reports whether pid is in the named top-level cgroup (or
 // below it) in any hierarchy.
-func pidInCgroup(pid int, name string) bool {
+func inCgroup(pid int, name string) bool {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return false
@@ -73,22 +79,22 @@ func pidInCgroup(pid int, name string) bool {
 	return false
 }
 
-// hostProcesses lists the live processes of one host.
-func hostProcesses(lab, host string) []int {
-	ino, haveNS := netnsInode(layout.NetnsName(lab, host))
+// OfHost lists the live processes of one host.
+func OfHost(lab, host string) []int {
+	ino, haveNS := NamedNetnsInode(layout.NetnsName(lab, host))
 	cg := layout.CgroupName(lab, host)
 	var out []int
-	for _, pid := range allPids() {
-		if gone(pid) {
+	for _, pid := range All() {
+		if Gone(pid) {
 			continue // a zombie waiting for its parent holds nothing
 		}
 		if haveNS {
-			if n, ok := pidNetnsInode(pid); ok && n == ino {
+			if n, ok := NetnsInode(pid); ok && n == ino {
 				out = append(out, pid)
 				continue
 			}
 		}
-		if pidInCgroup(pid, cg) {
+		if inCgroup(pid, cg) {
 			out = append(out, pid)
 		}
 	}
@@ -152,11 +158,11 @@ func shimSocketPath(address, ns, id string) string {
 	return filepath.Join(shimSocketRoot, hex.EncodeToString(sum[:]))
 }
 
-// killHostProcesses SIGKILLs every process of a host until none is left:
+// KillHost SIGKILLs every process of a host until none is left:
 // a supervisor (kubelet, containerd) may start more while it is killed.
 // The sockets of killed container shims, which live in a machine-wide
 // directory, are removed too.
-func killHostProcesses(ctx context.Context, lab, host string) error {
+func KillHost(ctx context.Context, lab, host string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	sockets := map[string]bool{}
 	defer func() {
@@ -165,7 +171,7 @@ func killHostProcesses(ctx context.Context, lab, host string) error {
 		}
 	}()
 	for {
-		pids := hostProcesses(lab, host)
+		pids := OfHost(lab, host)
 		for _, pid := range pids {
 			if s, ok := shimSocket(pid); ok {
 				sockets[s] = true
@@ -176,7 +182,7 @@ func killHostProcesses(ctx context.Context, lab, host string) error {
 		}
 		alive := 0
 		for _, pid := range pids {
-			if gone(pid) {
+			if Gone(pid) {
 				continue
 			}
 			alive++
@@ -190,4 +196,81 @@ func killHostProcesses(ctx context.Context, lab, host string) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Stat returns a process's state letter and start time.
+func Stat(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return f[0][0], start, nil
+}
+
+// Gone reports whether a process no longer runs (absent or a zombie).
+func Gone(pid int) bool {
+	st, _, err := Stat(pid)
+	return err != nil || st == 'Z' || st == 'X'
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100
+// on every Linux architecture the lab runs on (the kernel fixes it for
+// user space whatever its internal HZ).
+const clockTicks = 100
+
+// Started returns when a process started, from its start time in
+// clock ticks since boot and the boot time in /proc/stat.
+func Started(pid int) (time.Time, error) {
+	_, ticks, err := Stat(pid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("/proc/stat: btime: %w", err)
+			}
+			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / clockTicks).UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("/proc/stat: no btime")
+}
+
+// RSS is a process's resident memory in bytes.
+func RSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
 }
