@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 func (l *Lab) Info() lab.Info {
@@ -26,7 +27,7 @@ func (l *Lab) Info() lab.Info {
 
 // Status reports every host, its power and its services.
 func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
-	st := lab.Status{Info: l.Info(), Up: recordExists(l.cfg.StateDir)}
+	st := lab.Status{Info: l.Info(), Up: state.Exists(l.cfg.StateDir)}
 	for _, h := range l.hosts {
 		hs := lab.HostStatus{
 			Name:    h.cfg.Name,

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 func init() {
@@ -84,7 +85,7 @@ func New(c *lab.Config) (*Lab, error) {
 	// A lab that is up runs with the versions and timers it was brought up
 	// with, whatever the file opened now says (`lab up --profile` overrides
 	// the file): every report must name the profile the cluster really runs.
-	if r, err := loadRecord(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
+	if r, err := state.Load(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
 		running := *c
 		running.Kubernetes = r.Config.Kubernetes
 		c = &running
@@ -174,12 +175,12 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 	if err := requireRoot("lab up"); err != nil {
 		return err
 	}
-	if !recordExists(l.cfg.StateDir) {
+	if !state.Exists(l.cfg.StateDir) {
 		if err := l.net.checkFree(); err != nil {
 			return err
 		}
 	}
-	if err := saveRecord(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
+	if err := state.Save(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
 		return err
 	}
 	if err := l.net.createBridges(ctx); err != nil {
@@ -211,11 +212,22 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 	return nil
 }
 
-func (l *Lab) loadOrNewRecord() *record {
-	if r, err := loadRecord(l.cfg.StateDir); err == nil {
+// sharedPaths are the fixed machine-wide paths the lab's components
+// create whatever they are told.
+var sharedPaths = []string{
+	"/var/lib/kubelet",
+	"/var/lib/cni",
+	"/run/containerd",
+	"/var/log/containers",
+	"/var/log/pods",
+	"/run/sshd",
+}
+
+func (l *Lab) loadOrNewRecord() *state.Record {
+	if r, err := state.Load(l.cfg.StateDir); err == nil {
 		return r
 	}
-	r := &record{Config: l.cfg}
+	r := &state.Record{Config: l.cfg}
 	for _, p := range sharedPaths {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			r.CreatedShared = append(r.CreatedShared, p)
@@ -232,7 +244,7 @@ func (l *Lab) Down(ctx context.Context) error {
 		return err
 	}
 	cfg := l.cfg
-	rec, err := loadRecord(l.cfg.StateDir)
+	rec, err := state.Load(l.cfg.StateDir)
 	if err == nil {
 		cfg = rec.Config
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 func loadTopology(t *testing.T, name string) *lab.Config {
@@ -35,7 +36,7 @@ func TestNewTouchesNothingAndNamesBadHosts(t *testing.T) {
 	if _, err := l.Host("nope"); err == nil {
 		t.Error("unknown host accepted")
 	}
-	if recordExists(c.StateDir) {
+	if state.Exists(c.StateDir) {
 		t.Error("New wrote state")
 	}
 	c2 := *c

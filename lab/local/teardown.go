@@ -17,13 +17,14 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
 // links, bridges, iptables rules, cgroups, machine-wide sysctls and the
 // state dir. Each step runs even when an earlier one failed; all failures
 // are returned together.
-func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
+func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 	var errs []error
 	note := func(err error) {
 		if err != nil {

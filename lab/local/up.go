@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every
@@ -35,7 +36,7 @@ func (l *Lab) Up(ctx context.Context) error {
 			l.cfg.Name, l.cfg.Kubernetes.Version, l.cfg.Kubernetes.EtcdVersion, l.cfg.Kubernetes.TimerProfile,
 			l.asked.Version, l.asked.EtcdVersion, l.asked.TimerProfile)
 	}
-	if !recordExists(l.cfg.StateDir) {
+	if !state.Exists(l.cfg.StateDir) {
 		if err := l.net.checkFree(); err != nil {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}
@@ -224,7 +225,7 @@ func (l *Lab) takeColdSnapshot(ctx context.Context) error {
 	}
 	rec := l.loadOrNewRecord()
 	rec.Snapshot = true
-	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
+	if err := state.Save(l.cfg.StateDir, rec); err != nil {
 		return err
 	}
 	return l.boot(ctx, time.Now())
@@ -237,7 +238,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err := requireRoot("lab reset"); err != nil {
 		return err
 	}
-	rec, err := loadRecord(l.cfg.StateDir)
+	rec, err := state.Load(l.cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("lab %s reset: is it up? %w", l.cfg.Name, err)
 	}
