@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // nodeCondition returns a node's Ready status ("True", "False", "Unknown").
@@ -91,15 +92,15 @@ func crictlRunning(ctx context.Context, t *testing.T, h lab.Host, name string) [
 // machineSysctls reads the machine-wide sysctls the lab changes.
 func machineSysctls(t *testing.T) map[string]string {
 	out := map[string]string{}
-	for k := range kubeletSysctls {
-		v, err := readSysctl(k)
+	for k := range sysctl.Kubelet {
+		v, err := sysctl.Read(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out[k] = v
 	}
-	for k := range minimumSysctls {
-		v, err := readSysctl(k)
+	for k := range sysctl.Minimum {
+		v, err := sysctl.Read(k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // TestSysctlsRestoredByTheLastLabDown: two labs up, the first one down
@@ -17,7 +18,7 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	if _, err := os.Stat(sysctlRegister); err == nil {
+	if _, err := os.Stat(sysctl.Register); err == nil {
 		t.Skip("another lab is up on this machine")
 	}
 	before := machineSysctls(t)
@@ -34,24 +35,24 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, d := range dirs {
-			_ = releaseSysctls(d)
+			_ = sysctl.Release(d)
 		}
 	})
 	for _, d := range dirs {
-		if err := acquireSysctls(d); err != nil {
+		if err := sysctl.Acquire(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+	if v, _ := sysctl.Read("kernel.panic"); v != sysctl.Kubelet["kernel.panic"] {
 		t.Fatalf("kernel.panic is %s while labs are up", v)
 	}
-	if err := releaseSysctls(dirs[0]); err != nil {
+	if err := sysctl.Release(dirs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+	if v, _ := sysctl.Read("kernel.panic"); v != sysctl.Kubelet["kernel.panic"] {
 		t.Errorf("kernel.panic is %s after the first of two labs went down", v)
 	}
-	if err := releaseSysctls(dirs[1]); err != nil {
+	if err := sysctl.Release(dirs[1]); err != nil {
 		t.Fatal(err)
 	}
 	after := machineSysctls(t)
@@ -60,7 +61,7 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 			t.Errorf("%s: %s before, %s after the last lab went down", k, v, after[k])
 		}
 	}
-	if _, err := os.Stat(sysctlRegister); err == nil {
+	if _, err := os.Stat(sysctl.Register); err == nil {
 		t.Error("the register outlived the last lab")
 	}
 }

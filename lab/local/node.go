@@ -16,32 +16,6 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
-// The machine-wide sysctls kubelet insists on. With protectKernelDefaults
-// it refuses to start unless they are already set (instead of setting them
-// itself), so the lab presets them and restores the originals at down.
-var kubeletSysctls = map[string]string{
-	"vm.overcommit_memory":      "1",
-	"vm.panic_on_oom":           "0",
-	"kernel.panic":              "10",
-	"kernel.panic_on_oops":      "1",
-	"kernel.keys.root_maxkeys":  "1000000",
-	"kernel.keys.root_maxbytes": "25000000",
-}
-
-// minimumSysctls are machine-wide limits that many kubelets, containerds
-// and kube-proxies on one machine exhaust at their defaults (each takes
-// inotify instances; 128 is Debian's default): raised, never lowered.
-var minimumSysctls = map[string]int{
-	"fs.inotify.max_user_instances": 8192,
-	"fs.inotify.max_user_watches":   524288,
-}
-
-// presetKubeletSysctls sets the machine-wide sysctls the lab needs; the
-// machine's register keeps the originals until the last lab is down.
-func (l *Lab) presetKubeletSysctls() error {
-	return acquireSysctls(l.cfg.StateDir)
-}
-
 func keepalivedService() service {
 	return service{
 		name:  lab.ServiceKeepalived,

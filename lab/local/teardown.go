@@ -18,6 +18,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
@@ -63,9 +64,9 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
 		// Records of older labs hold their own originals.
-		note(restoreSysctls(rec.Sysctls))
+		note(sysctl.Restore(rec.Sysctls))
 	}
-	note(releaseSysctls(cfg.StateDir))
+	note(sysctl.Release(cfg.StateDir))
 	if rec != nil {
 		note(removeCreatedShared(cfg.Name, rec.CreatedShared))
 	}
@@ -251,14 +252,4 @@ func removeContainerLogLinks(stateDir string) error {
 		}
 	}
 	return nil
-}
-
-func restoreSysctls(orig map[string]string) error {
-	var errs []error
-	for k, v := range orig {
-		if err := writeSysctl(k, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every
@@ -75,7 +76,7 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 	if _, err := l.cluster(ctx); err != nil {
 		return err
 	}
-	if err := l.presetKubeletSysctls(); err != nil {
+	if err := sysctl.Acquire(l.cfg.StateDir); err != nil {
 		return err
 	}
 	for _, p := range allPhases {

@@ -1,4 +1,6 @@
-package local
+// Package sysctl sets the machine-wide sysctls a local lab's kubelets need
+// and restores the machine's own values once no lab needs them.
+package sysctl
 
 import (
 	"encoding/json"
@@ -15,30 +17,53 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
+// Kubelet are the machine-wide sysctls kubelet insists on. With protectKernelDefaults
+// it refuses to start unless they are already set (instead of setting them
+// itself), so the lab presets them and restores the originals at down.
+var Kubelet = map[string]string{
+	"vm.overcommit_memory":      "1",
+	"vm.panic_on_oom":           "0",
+	"kernel.panic":              "10",
+	"kernel.panic_on_oops":      "1",
+	"kernel.keys.root_maxkeys":  "1000000",
+	"kernel.keys.root_maxbytes": "25000000",
+}
+
+// Minimum are machine-wide limits that many kubelets, containerds
+// and kube-proxies on one machine exhaust at their defaults (each takes
+// inotify instances; 128 is Debian's default): raised, never lowered.
+var Minimum = map[string]int{
+	"fs.inotify.max_user_instances": 8192,
+	"fs.inotify.max_user_watches":   524288,
+}
+
 // Machine-wide sysctls are shared by every lab on the machine, so they are
 // tracked in one place: the first lab up records the machine's original
 // values, every lab registers itself, and the last one down restores them.
 // Per-lab records would restore values another lab had set.
 //
 // The register lives under /run: it is gone after a reboot, as are the
-// values it protects.
+// values it protects. Register is where it is, for tests that look for it.
 var (
-	sysctlRegister     = "/run/faultline/sysctls.json"
-	sysctlRegisterLock = "/run/faultline/sysctls.lock"
+	Register     = "/run/faultline/sysctls.json"
+	registerLock = "/run/faultline/sysctls.lock"
 )
 
-type sysctlRegistration struct {
+// registration is what the register holds.
+type registration struct {
 	// Originals are the machine's values before any lab changed them.
 	Originals map[string]string `json:"originals"`
 	// Labs are the state dirs of the labs relying on the changed values.
 	Labs []string `json:"labs"`
 }
 
-func withSysctlRegister(f func(r *sysctlRegistration) error) error {
-	if err := os.MkdirAll(filepath.Dir(sysctlRegister), 0o755); err != nil {
+// withRegister runs f on the register under its lock and writes back
+// what f left, removing the register when no lab is left in it.
+func withRegister(f func(r *registration) error) error {
+	if err := os.MkdirAll(filepath.Dir(Register), 0o755); err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(sysctlRegisterLock, os.O_CREATE|os.O_RDWR, 0o644)
+	lf, err := os.OpenFile(registerLock, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("sysctl register: %w", err)
 	}
@@ -47,10 +72,10 @@ func withSysctlRegister(f func(r *sysctlRegistration) error) error {
 		return fmt.Errorf("sysctl register: lock: %w", err)
 	}
 	defer unix.Flock(int(lf.Fd()), unix.LOCK_UN)
-	r := &sysctlRegistration{Originals: map[string]string{}}
-	if b, err := os.ReadFile(sysctlRegister); err == nil {
+	r := &registration{Originals: map[string]string{}}
+	if b, err := os.ReadFile(Register); err == nil {
 		if err := json.Unmarshal(b, r); err != nil {
-			return fmt.Errorf("sysctl register %s: %w", sysctlRegister, err)
+			return fmt.Errorf("sysctl register %s: %w", Register, err)
 		}
 		if r.Originals == nil {
 			r.Originals = map[string]string{}
@@ -62,7 +87,7 @@ func withSysctlRegister(f func(r *sysctlRegistration) error) error {
 		return err
 	}
 	if len(r.Labs) == 0 {
-		if err := os.Remove(sysctlRegister); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(Register); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
@@ -71,22 +96,22 @@ func withSysctlRegister(f func(r *sysctlRegistration) error) error {
 	if err != nil {
 		return err
 	}
-	tmp := sysctlRegister + ".tmp"
+	tmp := Register + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, sysctlRegister)
+	return os.Rename(tmp, Register)
 }
 
-// wantedSysctls are the values the lab needs: kubelet's, and the limits it
+// wanted are the values the lab needs: kubelet's, and the limits it
 // raises where they are lower.
-func wantedSysctls() (map[string]string, error) {
+func wanted() (map[string]string, error) {
 	want := map[string]string{}
-	for k, v := range kubeletSysctls {
+	for k, v := range Kubelet {
 		want[k] = v
 	}
-	for k, min := range minimumSysctls {
-		cur, err := readSysctl(k)
+	for k, min := range Minimum {
+		cur, err := Read(k)
 		if err != nil {
 			return nil, err
 		}
@@ -98,19 +123,19 @@ func wantedSysctls() (map[string]string, error) {
 	return want, nil
 }
 
-// acquireSysctls registers the lab and sets the values it needs,
+// Acquire registers the lab and sets the values it needs,
 // recording originals first.
-func acquireSysctls(stateDir string) error {
-	want, err := wantedSysctls()
+func Acquire(stateDir string) error {
+	want, err := wanted()
 	if err != nil {
 		return err
 	}
-	return withSysctlRegister(func(r *sysctlRegistration) error {
+	return withRegister(func(r *registration) error {
 		for k := range want {
 			if _, ok := r.Originals[k]; ok {
 				continue
 			}
-			v, err := readSysctl(k)
+			v, err := Read(k)
 			if err != nil {
 				return err
 			}
@@ -121,7 +146,7 @@ func acquireSysctls(stateDir string) error {
 			sort.Strings(r.Labs)
 		}
 		for k, v := range want {
-			if err := writeSysctl(k, v); err != nil {
+			if err := write(k, v); err != nil {
 				return err
 			}
 		}
@@ -129,11 +154,11 @@ func acquireSysctls(stateDir string) error {
 	})
 }
 
-// releaseSysctls unregisters the lab; the last lab out restores the
+// Release unregisters the lab; the last lab out restores the
 // originals. Labs whose state dir is gone (removed without down) no longer
 // count.
-func releaseSysctls(stateDir string) error {
-	return withSysctlRegister(func(r *sysctlRegistration) error {
+func Release(stateDir string) error {
+	return withRegister(func(r *registration) error {
 		var keep []string
 		for _, d := range r.Labs {
 			if d == stateDir {
@@ -150,7 +175,7 @@ func releaseSysctls(stateDir string) error {
 		}
 		var errs []error
 		for k, v := range r.Originals {
-			if err := writeSysctl(k, v); err != nil {
+			if err := write(k, v); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -167,21 +192,33 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-func sysctlPath(key string) string {
+func path(key string) string {
 	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
 }
 
-func readSysctl(key string) (string, error) {
-	b, err := os.ReadFile(sysctlPath(key))
+// Read returns a sysctl's value ("kernel.panic").
+func Read(key string) (string, error) {
+	b, err := os.ReadFile(path(key))
 	if err != nil {
 		return "", fmt.Errorf("reading sysctl %s: %w", key, err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
 
-func writeSysctl(key, val string) error {
-	if err := os.WriteFile(sysctlPath(key), []byte(val), 0o644); err != nil {
+func write(key, val string) error {
+	if err := os.WriteFile(path(key), []byte(val), 0o644); err != nil {
 		return fmt.Errorf("setting sysctl %s=%s: %w", key, val, err)
 	}
 	return nil
+}
+
+// Restore writes back the values a record of an older lab holds.
+func Restore(orig map[string]string) error {
+	var errs []error
+	for k, v := range orig {
+		if err := write(k, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
