@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	labssh "github.com/faultline/faultline/lab/ssh"
@@ -32,11 +33,11 @@ func (h *Host) Address() string         { return h.cfg.Address }
 
 func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Name) }
 
-func (h *Host) hostNet() hostNet {
-	return hostNet{
-		name:    h.cfg.Name,
-		address: mustPrefix(h.cfg.Address, h.lab.plan.Management.Bits()),
-		node:    h.node,
+func (h *Host) hostNet() hostns.Host {
+	return hostns.Host{
+		Name:    h.cfg.Name,
+		Address: mustPrefix(h.cfg.Address, h.lab.plan.Management.Bits()),
+		Node:    h.node,
 	}
 }
 
@@ -115,7 +116,7 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 // PowerOff cuts the host's links and kills every process it has, its
 // containers included, at once; what a VM's RAM and /run held is gone.
 func (h *Host) PowerOff(ctx context.Context) error {
-	if err := h.lab.net.setHostLinks(h.cfg.Name, false, h.lab.net.hostLinks(h.cfg.Name)...); err != nil {
+	if err := h.lab.net.SetHostLinks(h.cfg.Name, false, h.lab.net.HostLinks(h.cfg.Name)...); err != nil {
 		return err
 	}
 	if err := procs.KillHost(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
@@ -155,7 +156,7 @@ func (h *Host) PowerOn(ctx context.Context) error {
 
 // powered says whether the host is on: its management link is up.
 func (h *Host) powered() string {
-	up, err := linkUp(layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
+	up, err := hostns.LinkUp(layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	switch {
 	case err != nil:
 		return "absent"
@@ -189,7 +190,7 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	}
 	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
 	spec.restartDelay = s.restartDelay
-	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
+	if err := hostns.EnsureUTS(spec.uts, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	launch := func() (int, error) { return h.lab.sup.start(spec) }
@@ -291,12 +292,12 @@ const (
 func (h *Host) SetLink(ctx context.Context, network string, up bool) error {
 	switch network {
 	case NetworkManagement:
-		return h.lab.net.setHostLinks(h.cfg.Name, up, layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.SetHostLinks(h.cfg.Name, up, layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	case NetworkPods:
 		if h.node == nil {
 			return fmt.Errorf("host %s has no pod network link (it runs no kubelet)", h.cfg.Name)
 		}
-		return h.lab.net.setHostLinks(h.cfg.Name, up, layout.PodVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.SetHostLinks(h.cfg.Name, up, layout.PodVethName(h.lab.cfg.Name, h.cfg.Name))
 	}
 	return fmt.Errorf("host %s: no network %q (management or pods)", h.cfg.Name, network)
 }

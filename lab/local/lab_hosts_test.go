@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 	"github.com/faultline/faultline/lab/local/internal/procs"
@@ -81,7 +82,7 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 			}
 		}
 	}
-	rules, err := labIptablesRules(context.Background(), c.Name)
+	rules, err := hostns.LabIptablesRules(context.Background(), c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

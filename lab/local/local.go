@@ -18,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/state"
 )
@@ -40,7 +41,7 @@ type Lab struct {
 	asked  lab.KubernetesSettings
 	dirs   layout.State
 	plan   *addressing.Plan
-	net    *network
+	net    *hostns.Network
 	sup    *supervisor
 	ssh    sshFiles
 	hosts  []*Host
@@ -95,7 +96,7 @@ func New(c *lab.Config) (*Lab, error) {
 		cfg:    c,
 		dirs:   layout.State(c.StateDir),
 		plan:   plan,
-		net:    &network{lab: c.Name, plan: plan},
+		net:    &hostns.Network{Lab: c.Name, Plan: plan},
 		sup:    newSupervisor(c.StateDir),
 		ssh:    sshFiles{dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
@@ -176,20 +177,20 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 		return err
 	}
 	if !state.Exists(l.cfg.StateDir) {
-		if err := l.net.checkFree(); err != nil {
+		if err := l.net.CheckFree(); err != nil {
 			return err
 		}
 	}
 	if err := state.Save(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
 		return err
 	}
-	if err := l.net.createBridges(ctx); err != nil {
+	if err := l.net.CreateBridges(ctx); err != nil {
 		return err
 	}
 	addrs := map[string]string{}
 	for _, h := range l.hosts {
 		addrs[h.cfg.Name] = h.cfg.Address
-		if err := l.net.createHost(h.hostNet()); err != nil {
+		if err := l.net.CreateHost(h.hostNet()); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(l.dirs.Data(h.cfg.Name), 0o755); err != nil {

@@ -2,7 +2,6 @@ package local
 
 import (
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/faultline/faultline/lab"
@@ -16,14 +15,6 @@ func loadTopology(t *testing.T, name string) *lab.Config {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func TestSplitIptablesRule(t *testing.T) {
-	got := splitIptablesRule(`FORWARD -i flmab -o flmab -m comment --comment "faultline lab pair" -j ACCEPT`)
-	want := []string{"FORWARD", "-i", "flmab", "-o", "flmab", "-m", "comment", "--comment", "faultline lab pair", "-j", "ACCEPT"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q", got)
-	}
 }
 
 func TestNewTouchesNothingAndNamesBadHosts(t *testing.T) {

@@ -38,7 +38,7 @@ func (l *Lab) Up(ctx context.Context) error {
 			l.asked.Version, l.asked.EtcdVersion, l.asked.TimerProfile)
 	}
 	if !state.Exists(l.cfg.StateDir) {
-		if err := l.net.checkFree(); err != nil {
+		if err := l.net.CheckFree(); err != nil {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}
 	}
@@ -174,10 +174,10 @@ func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
 	if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 		return err
 	}
-	if err := l.net.removeHost(h.cfg.Name); err != nil {
+	if err := l.net.RemoveHost(h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	if err := l.net.createHost(h.hostNet()); err != nil {
+	if err := l.net.CreateHost(h.hostNet()); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	h.ssh.Disconnect()
