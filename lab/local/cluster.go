@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/timers"
 )
@@ -155,15 +156,15 @@ func etcdService() service {
 	return service{
 		name:  lab.ServiceEtcd,
 		phase: phaseEtcd,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			m, ok := cc.pki.Etcd[h.cfg.Name]
 			if !ok {
-				return processSpec{}, fmt.Errorf("no etcd certificates for %s", h.cfg.Name)
+				return supervise.Spec{}, fmt.Errorf("no etcd certificates for %s", h.cfg.Name)
 			}
 			var initial []string
 			for _, e := range l.etcdHosts() {
@@ -188,7 +189,7 @@ func etcdService() service {
 				"--log-level=warn",
 			}
 			argv = append(argv, cc.profile.EtcdFlags()...)
-			return processSpec{argv: argv}, nil
+			return supervise.Spec{Argv: argv}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/health", h.cfg.Address, etcdClientPort), `"health":"true"`)
@@ -201,19 +202,19 @@ func apiServerService() service {
 	return service{
 		name:  lab.ServiceAPIServer,
 		phase: phaseAPIServer,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			cp, ok := cc.pki.ControlPlane[h.cfg.Name]
 			if !ok {
-				return processSpec{}, fmt.Errorf("no API server certificates for %s", h.cfg.Name)
+				return supervise.Spec{}, fmt.Errorf("no API server certificates for %s", h.cfg.Name)
 			}
 			authzConf, err := l.writeAuthorizationConfig(h)
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			p := cc.pki
 			argv := []string{cc.bins.KubeAPIServer,
@@ -249,7 +250,7 @@ func apiServerService() service {
 				"--profiling=false",
 			}
 			argv = append(argv, cc.profile.APIServerFlags()...)
-			return processSpec{argv: argv}, nil
+			return supervise.Spec{Argv: argv}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/readyz", h.cfg.Address, h.lab.cfg.Network.APIServerPort), "ok")
@@ -265,10 +266,10 @@ func controllerManagerService() service {
 	return service{
 		name:  lab.ServiceControllerManager,
 		phase: phaseControlPlane,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			cc, err := h.lab.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			cp := cc.pki.ControlPlane[h.cfg.Name]
 			kc := cp.ControllerManagerKubeconfig
@@ -293,7 +294,7 @@ func controllerManagerService() service {
 				"--profiling=false",
 			}
 			argv = append(argv, cc.profile.ControllerManagerFlags()...)
-			return processSpec{argv: argv, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: argv, Env: cc.profile.ClientEnv()}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/healthz", h.cfg.Address, controllerManagerPort), "ok")
@@ -309,10 +310,10 @@ func schedulerService() service {
 	return service{
 		name:  lab.ServiceScheduler,
 		phase: phaseControlPlane,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			cc, err := h.lab.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			kc := cc.pki.ControlPlane[h.cfg.Name].SchedulerKubeconfig
 			argv := []string{cc.bins.KubeScheduler,
@@ -325,7 +326,7 @@ func schedulerService() service {
 				"--profiling=false",
 			}
 			argv = append(argv, cc.profile.SchedulerFlags()...)
-			return processSpec{argv: argv, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: argv, Env: cc.profile.ClientEnv()}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return h.lab.httpsOK(ctx, fmt.Sprintf("https://%s:%d/healthz", h.cfg.Address, schedulerPort), "ok")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // devicePluginDir is where every kubelet serves its device-plugin
@@ -35,7 +36,7 @@ const devicePluginWait = time.Minute
 // lock until the new kubelet's socket is there, the kubelet exited, or
 // devicePluginWait passed. A kubelet that already runs is left alone.
 func startKubeletAlone(ctx context.Context, h *Host, launch func() (int, error)) (int, error) {
-	if _, st := h.lab.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st == stateRunning || st == stateFrozen {
+	if _, st := h.lab.sup.Lookup(h.cfg.Name, lab.ServiceKubelet); st == supervise.StateRunning || st == supervise.StateFrozen {
 		return launch()
 	}
 	if err := os.MkdirAll(devicePluginDir, 0o750); err != nil {
@@ -56,7 +57,7 @@ func startKubeletAlone(ctx context.Context, h *Host, launch func() (int, error))
 		if socketReplaced(before, devicePluginSocket) {
 			return pid, nil
 		}
-		if _, st := h.lab.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st != stateRunning && st != stateFrozen {
+		if _, st := h.lab.sup.Lookup(h.cfg.Name, lab.ServiceKubelet); st != supervise.StateRunning && st != supervise.StateFrozen {
 			return pid, nil // the caller finds it exited and says so
 		}
 		select {

@@ -12,6 +12,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
@@ -77,7 +78,7 @@ func (h *Host) StopService(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+	return h.lab.sup.Stop(ctx, h.cfg.Name, s.name, s.stopGrace)
 }
 
 func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) error {
@@ -85,13 +86,13 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.signal(h.cfg.Name, s.name, sig)
+	return h.lab.sup.Signal(h.cfg.Name, s.name, sig)
 }
 
 func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 	var out []lab.ServiceState
 	for _, s := range h.services() {
-		pid, st := h.lab.sup.lookup(h.cfg.Name, s.name)
+		pid, st := h.lab.sup.Lookup(h.cfg.Name, s.name)
 		state := lab.ServiceState{Name: s.name, PID: pid, State: st}
 		if pid != 0 {
 			if at, err := procs.Started(pid); err == nil {
@@ -99,7 +100,7 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 			}
 		}
 		if s.restartDelay > 0 {
-			rs, err := h.lab.sup.restarts(h.cfg.Name, s.name)
+			rs, err := h.lab.sup.Restarts(h.cfg.Name, s.name)
 			if err != nil {
 				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
 			}
@@ -123,7 +124,7 @@ func (h *Host) PowerOff(ctx context.Context) error {
 		return err
 	}
 	for _, s := range h.services() {
-		if err := h.lab.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+		if err := h.lab.sup.Kill(ctx, h.cfg.Name, s.name); err != nil {
 			return err
 		}
 	}
@@ -188,12 +189,12 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	if err != nil {
 		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
 	}
-	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
-	spec.restartDelay = s.restartDelay
-	if err := hostns.EnsureUTS(spec.uts, h.cfg.Name); err != nil {
+	spec.Host, spec.Service, spec.Netns, spec.UTS = h.cfg.Name, s.name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
+	spec.RestartDelay = s.restartDelay
+	if err := hostns.EnsureUTS(spec.UTS, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	launch := func() (int, error) { return h.lab.sup.start(spec) }
+	launch := func() (int, error) { return h.lab.sup.Start(spec) }
 	if s.startAlone != nil {
 		_, err = s.startAlone(ctx, h, launch)
 	} else {
@@ -218,7 +219,7 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 	defer cancel()
 	var exited error
 	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning {
+		if _, st := h.lab.sup.Lookup(h.cfg.Name, s.name); st != supervise.StateRunning {
 			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
 			cancel()
 			return false, exited
@@ -242,8 +243,8 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 // the keeper's restart is waited for and given the same first moments.
 func (h *Host) survived(ctx context.Context, s service) bool {
 	runs := func() bool {
-		_, st := h.lab.sup.lookup(h.cfg.Name, s.name)
-		return st == stateRunning || st == stateFrozen
+		_, st := h.lab.sup.Lookup(h.cfg.Name, s.name)
+		return st == supervise.StateRunning || st == supervise.StateFrozen
 	}
 	if runs() {
 		return true
@@ -251,10 +252,10 @@ func (h *Host) survived(ctx context.Context, s service) bool {
 	if s.restartDelay == 0 {
 		return false
 	}
-	if _, ok := h.lab.sup.keeper(h.cfg.Name, s.name); !ok {
+	if _, ok := h.lab.sup.Keeper(h.cfg.Name, s.name); !ok {
 		return false
 	}
-	if _, err := h.lab.sup.waitKept(h.cfg.Name, s.name, s.restartDelay+10*time.Second); err != nil {
+	if _, err := h.lab.sup.WaitKept(h.cfg.Name, s.name, s.restartDelay+10*time.Second); err != nil {
 		return false
 	}
 	select {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // Kubeconfig returns an admin kubeconfig: for the address a user's kubectl
@@ -67,7 +68,7 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 	var exited error
 	err = lab.WaitFor(wctx, "every node Ready", timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		for _, h := range want {
-			if _, st := l.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st == stateExited {
+			if _, st := l.sup.Lookup(h.cfg.Name, lab.ServiceKubelet); st == supervise.StateExited {
 				exited = fmt.Errorf("waiting for every node Ready: the kubelet of %s exited (log: %s)", h.cfg.Name, l.sup.LogFile(h.cfg.Name, lab.ServiceKubelet))
 				cancel()
 				return false, exited

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
@@ -307,7 +308,7 @@ func TestPairCluster(t *testing.T) {
 	}
 	for _, hs := range st.Hosts {
 		for _, s := range hs.Services {
-			if s.State != stateRunning {
+			if s.State != supervise.StateRunning {
 				t.Errorf("after reset %s on %s is %s", s.Name, hs.Name, s.State)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // testConfig loads a topology from testdata and gives it a state dir of the
@@ -217,31 +218,31 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 		return 0, ""
 	}
 	pid, st := state(worker, "sshd")
-	if st != stateRunning || pid == 0 {
+	if st != supervise.StateRunning || pid == 0 {
 		t.Fatalf("sshd on worker: %d %s", pid, st)
 	}
 	if err := worker.Signal(ctx, "sshd", syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateFrozen {
+	if _, st := state(worker, "sshd"); st != supervise.StateFrozen {
 		t.Errorf("after SIGSTOP sshd is %s", st)
 	}
 	if err := worker.Signal(ctx, "sshd", syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateRunning {
+	if _, st := state(worker, "sshd"); st != supervise.StateRunning {
 		t.Errorf("after SIGCONT sshd is %s", st)
 	}
 	if err := worker.StopService(ctx, "sshd"); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateStopped {
+	if _, st := state(worker, "sshd"); st != supervise.StateStopped {
 		t.Errorf("after stop sshd is %s", st)
 	}
 	if err := worker.StartService(ctx, "sshd"); err != nil {
 		t.Fatal(err)
 	}
-	if pid2, st := state(worker, "sshd"); st != stateRunning || pid2 == pid {
+	if pid2, st := state(worker, "sshd"); st != supervise.StateRunning || pid2 == pid {
 		t.Errorf("after start sshd is %s (pid %d, was %d)", st, pid2, pid)
 	}
 	if err := worker.StartService(ctx, "no-such-service"); err == nil || !strings.Contains(err.Error(), "no-such-service") {

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/timers"
 )
@@ -112,7 +113,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	// Cleanups run last first: the keeper check comes after the lab is down.
 	t.Cleanup(func() {
 		for _, pid := range procs.All() {
-			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), keeperName) && strings.Contains(string(b), c.StateDir) {
+			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), supervise.KeeperName) && strings.Contains(string(b), c.StateDir) {
 				t.Errorf("keeper left after down: pid %d", pid)
 			}
 		}
@@ -135,7 +136,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 
 	// An exit is followed by a restart, recorded with the pid that exited.
 	before := serviceOf(ctx, t, h, cm)
-	if before.State != stateRunning || before.Restarts != 0 || before.Started.IsZero() {
+	if before.State != supervise.StateRunning || before.Restarts != 0 || before.Started.IsZero() {
 		t.Fatalf("%s before: %+v; want running, no restart, a start time", cm, before)
 	}
 	killed := time.Now()
@@ -145,14 +146,14 @@ func TestComponentRestartPolicy(t *testing.T) {
 	var after lab.ServiceState
 	if err := lab.WaitFor(ctx, cm+" restarted", componentRestartDelay+15*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		after = serviceOf(ctx, t, h, cm)
-		return after.State == stateRunning && after.PID != before.PID, nil
+		return after.State == supervise.StateRunning && after.PID != before.PID, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if after.Restarts != 1 || after.LastRestart.Before(killed.Add(componentRestartDelay-time.Second)) || !after.Started.After(before.Started) {
 		t.Errorf("%s after SIGKILL: %+v; want one restart at least %s after the kill (%s), a later start than %s", cm, after, componentRestartDelay, killed.UTC(), before.Started)
 	}
-	rs, err := l.sup.restarts("cp", cm)
+	rs, err := l.sup.Restarts("cp", cm)
 	if err != nil || len(rs) != 1 || rs[0].ExitedPID != before.PID || rs[0].ExitStatus != 128+int(syscall.SIGKILL) {
 		t.Errorf("restart record %+v (%v); want one restart of pid %d, status %d", rs, err, before.PID, 128+int(syscall.SIGKILL))
 	}
@@ -180,7 +181,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	if n := running(c.Name, "cp", "kube-controller-manager"); n != 1 {
 		t.Errorf("%d kube-controller-manager processes after a kill and a start; want 1", n)
 	}
-	if s := serviceOf(ctx, t, h, cm); s.State != stateRunning || s.PID == pid || s.Restarts != 2 {
+	if s := serviceOf(ctx, t, h, cm); s.State != supervise.StateRunning || s.PID == pid || s.Restarts != 2 {
 		t.Errorf("%s after a kill and a start: %+v; want running under a new pid, two restarts", cm, s)
 	}
 
@@ -190,7 +191,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if s := serviceOf(ctx, t, h, sched); s.State != stateFrozen || s.PID != frozen.PID || s.Restarts != 0 {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateFrozen || s.PID != frozen.PID || s.Restarts != 0 {
 		t.Errorf("%s frozen for %s: %+v; want frozen, pid %d, no restart", sched, settle, s, frozen.PID)
 	}
 	if err := h.Signal(ctx, sched, syscall.SIGCONT); err != nil {
@@ -202,19 +203,19 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if s := serviceOf(ctx, t, h, sched); s.State != stateStopped || s.PID != 0 {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateStopped || s.PID != 0 {
 		t.Errorf("%s %s after a stop: %+v; want stopped", sched, settle, s)
 	}
 	if n := running(c.Name, "cp", "kube-scheduler"); n != 0 {
 		t.Errorf("%d kube-scheduler processes after a stop; want none", n)
 	}
-	if _, ok := l.sup.keeper("cp", sched); ok {
+	if _, ok := l.sup.Keeper("cp", sched); ok {
 		t.Errorf("the keeper of %s runs after a stop", sched)
 	}
 	if err := h.StartService(ctx, sched); err != nil {
 		t.Fatal(err)
 	}
-	if s := serviceOf(ctx, t, h, sched); s.State != stateRunning || s.PID == frozen.PID {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateRunning || s.PID == frozen.PID {
 		t.Errorf("%s after a start: %+v; want running under a new pid", sched, s)
 	}
 
@@ -228,7 +229,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Errorf("processes of cp %s after its power-off: %v", settle, pids)
 	}
 	for _, name := range []string{cm, sched} {
-		if s := serviceOf(ctx, t, h, name); s.State == stateRunning {
+		if s := serviceOf(ctx, t, h, name); s.State == supervise.StateRunning {
 			t.Errorf("%s runs after the power-off: %+v", name, s)
 		}
 	}

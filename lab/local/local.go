@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 func init() {
@@ -42,7 +43,7 @@ type Lab struct {
 	dirs   layout.State
 	plan   *addressing.Plan
 	net    *hostns.Network
-	sup    *supervisor
+	sup    *supervise.Supervisor
 	ssh    sshFiles
 	hosts  []*Host
 	byName map[string]*Host
@@ -97,7 +98,7 @@ func New(c *lab.Config) (*Lab, error) {
 		dirs:   layout.State(c.StateDir),
 		plan:   plan,
 		net:    &hostns.Network{Lab: c.Name, Plan: plan},
-		sup:    newSupervisor(c.StateDir),
+		sup:    supervise.New(c.StateDir),
 		ssh:    sshFiles{dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
 	}

@@ -14,22 +14,23 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 func keepalivedService() service {
 	return service{
 		name:  lab.ServiceKeepalived,
 		phase: phaseAPIServer,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			run := l.dirs.Runtime(h.cfg.Name)
 			conf := filepath.Join(l.dirs.Data(h.cfg.Name), "keepalived", "keepalived.conf")
 			if err := writeFile(conf, l.keepalivedConfig(h)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			argv := []string{cc.bins.Keepalived,
 				"--dont-fork", "--log-console", "--vrrp",
@@ -40,7 +41,7 @@ func keepalivedService() service {
 				"--vrrp_pid=" + filepath.Join(run, "keepalived.pid.vrrp"),
 				"--checkers_pid=" + filepath.Join(run, "keepalived.pid.checkers"),
 			}
-			return processSpec{argv: argv}, nil
+			return supervise.Spec{Argv: argv}, nil
 		},
 		stopGrace: 5 * time.Second,
 	}
@@ -178,29 +179,28 @@ func containerdService() service {
 	return service{
 		name:  lab.ServiceContainerd,
 		phase: phaseRuntime,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			imgs, err := l.images()
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			data := l.dirs.Data(h.cfg.Name)
 			conf := filepath.Join(data, "containerd.toml")
 			if err := writeFile(conf, l.containerdConfig(h, imgs.pause)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			if err := writeFile(filepath.Join(data, "cni", "net.d", "10-lab.conflist"), l.cniConfig(h)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			return processSpec{
-				argv: []string{cc.bins.Containerd, "--config=" + conf, "--log-level=warn"},
+			return supervise.Spec{
+				Argv: []string{cc.bins.Containerd, "--config=" + conf, "--log-level=warn"},
 				// containerd finds its shim, and the shim runc, by PATH.
-				env:       []string{"PATH=" + cc.bins.ContainerdDir() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-				stopGrace: 10 * time.Second,
+				Env: []string{"PATH=" + cc.bins.ContainerdDir() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 			}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
@@ -273,27 +273,27 @@ func kubeletService() service {
 		name:       lab.ServiceKubelet,
 		phase:      phaseNode,
 		startAlone: startKubeletAlone,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			node, ok := cc.pki.Nodes[h.cfg.Name]
 			if !ok {
-				return processSpec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
+				return supervise.Spec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
 			}
 			if err := cgroups.CreateNode(layout.CgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			data := l.dirs.Data(h.cfg.Name)
 			conf := filepath.Join(data, "kubelet.yaml")
 			kc, err := l.kubeletConfig(h)
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			if err := writeFile(conf, kc); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			argv := []string{cc.bins.Kubelet,
 				"--config=" + conf,
@@ -306,7 +306,7 @@ func kubeletService() service {
 				"--hostname-override=" + h.cfg.Name,
 				"--node-ip=" + h.cfg.Address,
 			}
-			return processSpec{argv: argv, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: argv, Env: cc.profile.ClientEnv()}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return tcpReady(ctx, h.cfg.Address, kubeletPort)
@@ -319,11 +319,11 @@ func kubeProxyService() service {
 	return service{
 		name:  lab.ServiceKubeProxy,
 		phase: phaseNode,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			l := h.lab
 			cc, err := l.cluster(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			cfg := map[string]any{
 				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
@@ -340,13 +340,13 @@ func kubeProxyService() service {
 			}
 			b, err := yaml.Marshal(cfg)
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			conf := filepath.Join(l.dirs.Data(h.cfg.Name), "kube-proxy.yaml")
 			if err := writeFile(conf, string(b)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			return processSpec{argv: []string{cc.bins.KubeProxy, "--config=" + conf}, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: []string{cc.bins.KubeProxy, "--config=" + conf}, Env: cc.profile.ClientEnv()}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
 			return tcpReady(ctx, h.cfg.Address, kubeProxyHealthPort)

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // phase is a step of a boot: every host's services of one phase are
@@ -33,7 +35,7 @@ var allPhases = []phase{phaseSSH, phaseEtcd, phaseAPIServer, phaseControlPlane, 
 type service struct {
 	name  string
 	phase phase
-	spec  func(h *Host) (processSpec, error)
+	spec  func(h *Host) (supervise.Spec, error)
 	// ready returns nil once the service serves.
 	ready     func(ctx context.Context, h *Host) error
 	readyWait time.Duration
@@ -74,20 +76,19 @@ func sshdService() service {
 	return service{
 		name:  "sshd",
 		phase: phaseSSH,
-		spec: func(h *Host) (processSpec, error) {
+		spec: func(h *Host) (supervise.Spec, error) {
 			f := h.lab.ssh
 			env := h.lab.sshSessionEnv(h)
 			if err := os.WriteFile(f.sshdConfig(h.cfg.Name), []byte(sshdConfig(f, h.cfg.Name, h.cfg.Address, env)), 0o644); err != nil {
-				return processSpec{}, fmt.Errorf("writing sshd config: %w", err)
+				return supervise.Spec{}, fmt.Errorf("writing sshd config: %w", err)
 			}
 			// sshd needs its privilege separation directory, which
 			// Debian creates only when its own sshd is started.
 			if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			return processSpec{
-				argv:      []string{"/usr/sbin/sshd", "-D", "-e", "-f", f.sshdConfig(h.cfg.Name)},
-				stopGrace: 5 * time.Second,
+			return supervise.Spec{
+				Argv: []string{"/usr/sbin/sshd", "-D", "-e", "-f", f.sshdConfig(h.cfg.Name)},
 			}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/mounts"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
@@ -29,12 +30,12 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 			errs = append(errs, err)
 		}
 	}
-	sup := newSupervisor(cfg.StateDir)
+	sup := supervise.New(cfg.StateDir)
 	for _, h := range cfg.Hosts {
 		// Stop the recorded services politely first (API servers before
 		// etcd, as a clean shutdown needs), then kill whatever is left.
 		for _, name := range stopOrder {
-			note(sup.kill(ctx, h.Name, name))
+			note(sup.Kill(ctx, h.Name, name))
 		}
 	}
 	for _, h := range cfg.Hosts {

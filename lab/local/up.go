@@ -150,7 +150,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			if err != nil {
 				return nil // the host does not run it
 			}
-			return l.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+			return l.sup.Stop(ctx, h.cfg.Name, s.name, s.stopGrace)
 		}); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			return err
 		}
 		for _, s := range h.services() {
-			if err := l.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+			if err := l.sup.Kill(ctx, h.cfg.Name, s.name); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package local
+package supervise
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func TestParseRestart(t *testing.T) {
 func startKeeper(t *testing.T, dir string, delay string, argv ...string) (*exec.Cmd, string, string) {
 	t.Helper()
 	pidfile, restarts := filepath.Join(dir, "svc.pid"), filepath.Join(dir, "svc.restarts")
-	cmd := exec.Command("/bin/sh", append([]string{"-c", keeperScript, keeperName, pidfile, restarts, delay}, argv...)...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", keeperScript, KeeperName, pidfile, restarts, delay}, argv...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
