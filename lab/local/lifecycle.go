@@ -56,7 +56,7 @@ func (l *Lab) sshSessionEnv(h *Host) []string {
 	// A home of the lab's own: root's dotfiles on this machine (shell
 	// setup of whoever uses it) are no part of a lab host, and can stall
 	// or change every command.
-	env := []string{"PATH=" + path, "HOME=" + l.ssh.home()}
+	env := []string{"PATH=" + path, "HOME=" + l.ssh.Home()}
 	if h.node != nil {
 		sock := "unix://" + l.dirs.ContainerdSocket(h.cfg.Name)
 		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,

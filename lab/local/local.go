@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/hostns"
+	"github.com/faultline/faultline/lab/local/internal/hostssh"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/state"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
@@ -44,7 +45,7 @@ type Lab struct {
 	plan   *addressing.Plan
 	net    *hostns.Network
 	sup    *supervise.Supervisor
-	ssh    sshFiles
+	ssh    hostssh.Files
 	hosts  []*Host
 	byName map[string]*Host
 	cc     *clusterCtx
@@ -99,7 +100,7 @@ func New(c *lab.Config) (*Lab, error) {
 		plan:   plan,
 		net:    &hostns.Network{Lab: c.Name, Plan: plan},
 		sup:    supervise.New(c.StateDir),
-		ssh:    sshFiles{dir: layout.State(c.StateDir).SSH()},
+		ssh:    hostssh.Files{Dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
 	}
 	for _, hc := range c.Hosts {
@@ -108,7 +109,7 @@ func New(c *lab.Config) (*Lab, error) {
 			n := n
 			h.node = &n
 		}
-		if h.ssh, err = l.ssh.client(hc); err != nil {
+		if h.ssh, err = l.ssh.Client(hc); err != nil {
 			return nil, fmt.Errorf("lab %s: %w", c.Name, err)
 		}
 		l.hosts = append(l.hosts, h)
@@ -152,10 +153,10 @@ func (l *Lab) Host(name string) (lab.Host, error) {
 }
 
 // KnownHostsFile is the known_hosts file that pins every host's key.
-func (l *Lab) KnownHostsFile() string { return l.ssh.knownHosts() }
+func (l *Lab) KnownHostsFile() string { return l.ssh.KnownHosts() }
 
 // SSHKeyFile is the private key every host's sshd accepts.
-func (l *Lab) SSHKeyFile() string { return l.ssh.clientKey() }
+func (l *Lab) SSHKeyFile() string { return l.ssh.ClientKey() }
 
 func (l *Lab) Close() error {
 	for _, h := range l.hosts {
@@ -198,7 +199,7 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := ensureSSHMaterial(l.ssh, l.cfg.Name, addrs); err != nil {
+	if err := hostssh.Ensure(l.ssh, l.cfg.Name, addrs); err != nil {
 		return err
 	}
 	for _, h := range l.hosts {

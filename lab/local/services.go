@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/faultline/faultline/lab/local/internal/hostssh"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
@@ -79,7 +80,7 @@ func sshdService() service {
 		spec: func(h *Host) (supervise.Spec, error) {
 			f := h.lab.ssh
 			env := h.lab.sshSessionEnv(h)
-			if err := os.WriteFile(f.sshdConfig(h.cfg.Name), []byte(sshdConfig(f, h.cfg.Name, h.cfg.Address, env)), 0o644); err != nil {
+			if err := os.WriteFile(f.SSHDConfigFile(h.cfg.Name), []byte(hostssh.SSHDConfig(f, h.cfg.Name, h.cfg.Address, env)), 0o644); err != nil {
 				return supervise.Spec{}, fmt.Errorf("writing sshd config: %w", err)
 			}
 			// sshd needs its privilege separation directory, which
@@ -88,7 +89,7 @@ func sshdService() service {
 				return supervise.Spec{}, err
 			}
 			return supervise.Spec{
-				Argv: []string{"/usr/sbin/sshd", "-D", "-e", "-f", f.sshdConfig(h.cfg.Name)},
+				Argv: []string{"/usr/sbin/sshd", "-D", "-e", "-f", f.SSHDConfigFile(h.cfg.Name)},
 			}, nil
 		},
 		ready: func(ctx context.Context, h *Host) error {
