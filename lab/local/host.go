@@ -3,12 +3,14 @@ package local
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/procs"
@@ -32,6 +34,11 @@ func (h *Host) Roles() []lab.Role       { return slices.Clone(h.cfg.Roles) }
 func (h *Host) HasRole(r lab.Role) bool { return slices.Contains(h.cfg.Roles, r) }
 func (h *Host) Address() string         { return h.cfg.Address }
 
+// component is the host as its components see it.
+func (h *Host) component() components.Host {
+	return components.Host{HostConfig: h.cfg, Node: h.node}
+}
+
 func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Name) }
 
 func (h *Host) hostNet() hostns.Host {
@@ -52,17 +59,17 @@ func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
 	return res, nil
 }
 
-func (h *Host) service(name string) (service, error) {
+func (h *Host) service(name string) (components.Service, error) {
 	for _, s := range h.services() {
-		if s.name == name {
+		if s.Name == name {
 			return s, nil
 		}
 	}
 	var names []string
 	for _, s := range h.services() {
-		names = append(names, s.name)
+		names = append(names, s.Name)
 	}
-	return service{}, fmt.Errorf("host %s runs no service %q (it runs %v)", h.cfg.Name, name, names)
+	return components.Service{}, fmt.Errorf("host %s runs no service %q (it runs %v)", h.cfg.Name, name, names)
 }
 
 func (h *Host) StartService(ctx context.Context, name string) error {
@@ -78,7 +85,7 @@ func (h *Host) StopService(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.Stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+	return h.lab.sup.Stop(ctx, h.cfg.Name, s.Name, s.StopGrace)
 }
 
 func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) error {
@@ -86,23 +93,23 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.Signal(h.cfg.Name, s.name, sig)
+	return h.lab.sup.Signal(h.cfg.Name, s.Name, sig)
 }
 
 func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 	var out []lab.ServiceState
 	for _, s := range h.services() {
-		pid, st := h.lab.sup.Lookup(h.cfg.Name, s.name)
-		state := lab.ServiceState{Name: s.name, PID: pid, State: st}
+		pid, st := h.lab.sup.Lookup(h.cfg.Name, s.Name)
+		state := lab.ServiceState{Name: s.Name, PID: pid, State: st}
 		if pid != 0 {
 			if at, err := procs.Started(pid); err == nil {
 				state.Started = at
 			}
 		}
-		if s.restartDelay > 0 {
-			rs, err := h.lab.sup.Restarts(h.cfg.Name, s.name)
+		if s.RestartDelay > 0 {
+			rs, err := h.lab.sup.Restarts(h.cfg.Name, s.Name)
 			if err != nil {
-				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.Name, err)
 			}
 			state.Restarts = len(rs)
 			if len(rs) > 0 {
@@ -124,7 +131,7 @@ func (h *Host) PowerOff(ctx context.Context) error {
 		return err
 	}
 	for _, s := range h.services() {
-		if err := h.lab.sup.Kill(ctx, h.cfg.Name, s.name); err != nil {
+		if err := h.lab.sup.Kill(ctx, h.cfg.Name, s.Name); err != nil {
 			return err
 		}
 	}
@@ -140,14 +147,14 @@ func (h *Host) PowerOn(ctx context.Context) error {
 	if err := h.lab.rebuildHostNetwork(ctx, h); err != nil {
 		return err
 	}
-	for _, p := range allPhases {
+	for _, p := range components.AllPhases {
 		for _, s := range h.services() {
-			if s.phase != p {
+			if s.Phase != p {
 				continue
 			}
 			// Only the runtime is waited for (kubelet needs its
 			// socket); the rest may depend on other hosts that are off.
-			if err := h.start(ctx, s, p == phaseRuntime || p == phaseSSH); err != nil {
+			if err := h.start(ctx, s, p == components.PhaseRuntime || p == components.PhaseSSH); err != nil {
 				return err
 			}
 		}
@@ -170,9 +177,9 @@ func (h *Host) powered() string {
 
 // startServices starts the host's services of one boot phase and waits
 // until each is ready.
-func (h *Host) startServices(ctx context.Context, p phase) error {
+func (h *Host) startServices(ctx context.Context, p components.Phase) error {
 	for _, s := range h.services() {
-		if s.phase != p {
+		if s.Phase != p {
 			continue
 		}
 		if err := h.start(ctx, s, true); err != nil {
@@ -184,26 +191,26 @@ func (h *Host) startServices(ctx context.Context, p phase) error {
 
 // start starts a service; with waitReady it then waits until the service
 // serves, otherwise only until it has survived its first moments.
-func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
-	spec, err := s.spec(h)
+func (h *Host) start(ctx context.Context, s components.Service, waitReady bool) error {
+	spec, err := s.Spec(h.lab.comp, h.component())
 	if err != nil {
-		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.Name, err)
 	}
-	spec.Host, spec.Service, spec.Netns, spec.UTS = h.cfg.Name, s.name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
-	spec.RestartDelay = s.restartDelay
+	spec.Host, spec.Service, spec.Netns, spec.UTS = h.cfg.Name, s.Name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
+	spec.RestartDelay = s.RestartDelay
 	if err := hostns.EnsureUTS(spec.UTS, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	launch := func() (int, error) { return h.lab.sup.Start(spec) }
-	if s.startAlone != nil {
-		_, err = s.startAlone(ctx, h, launch)
+	if s.StartAlone != nil {
+		_, err = s.StartAlone(ctx, h.lab.comp, h.component(), launch)
 	} else {
 		_, err = launch()
 	}
 	if err != nil {
 		return err
 	}
-	if s.ready == nil || !waitReady {
+	if s.Ready == nil || !waitReady {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -212,19 +219,19 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 		if h.survived(ctx, s) {
 			return nil
 		}
-		return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
+		return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.Name, h.lab.sup.LogFile(h.cfg.Name, s.Name))
 	}
 	// A service that exited will not become ready: stop waiting at once.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exited error
-	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if _, st := h.lab.sup.Lookup(h.cfg.Name, s.name); st != supervise.StateRunning {
-			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
+	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.Name, h.cfg.Name), s.ReadyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if _, st := h.lab.sup.Lookup(h.cfg.Name, s.Name); st != supervise.StateRunning {
+			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.Name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.Name))
 			cancel()
 			return false, exited
 		}
-		err := s.ready(ctx, h)
+		err := s.Ready(ctx, h.lab.comp, h.component())
 		return err == nil, err
 	})
 	if exited != nil {
@@ -241,21 +248,21 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 // (a SIGKILL is delivered, not done, when kill returns; this is what
 // starting it right after the Kill fault meets): when its keeper lives,
 // the keeper's restart is waited for and given the same first moments.
-func (h *Host) survived(ctx context.Context, s service) bool {
+func (h *Host) survived(ctx context.Context, s components.Service) bool {
 	runs := func() bool {
-		_, st := h.lab.sup.Lookup(h.cfg.Name, s.name)
+		_, st := h.lab.sup.Lookup(h.cfg.Name, s.Name)
 		return st == supervise.StateRunning || st == supervise.StateFrozen
 	}
 	if runs() {
 		return true
 	}
-	if s.restartDelay == 0 {
+	if s.RestartDelay == 0 {
 		return false
 	}
-	if _, ok := h.lab.sup.Keeper(h.cfg.Name, s.name); !ok {
+	if _, ok := h.lab.sup.Keeper(h.cfg.Name, s.Name); !ok {
 		return false
 	}
-	if _, err := h.lab.sup.WaitKept(h.cfg.Name, s.name, s.restartDelay+10*time.Second); err != nil {
+	if _, err := h.lab.sup.WaitKept(h.cfg.Name, s.Name, s.RestartDelay+10*time.Second); err != nil {
 		return false
 	}
 	select {
@@ -301,4 +308,8 @@ func (h *Host) SetLink(ctx context.Context, network string, up bool) error {
 		return h.lab.net.SetHostLinks(h.cfg.Name, up, layout.PodVethName(h.lab.cfg.Name, h.cfg.Name))
 	}
 	return fmt.Errorf("host %s: no network %q (management or pods)", h.cfg.Name, network)
+}
+
+func mustPrefix(addr string, bits int) netip.Prefix {
+	return netip.PrefixFrom(netip.MustParseAddr(addr), bits)
 }

@@ -22,14 +22,14 @@ import (
 // would use (the virtual address, or the sole API server) when target is
 // empty, else for the named control-plane host's own API server.
 func (l *Lab) Kubeconfig(target string) (string, error) {
-	cc, err := l.cluster(context.Background())
+	cc, err := l.comp.Env(context.Background())
 	if err != nil {
 		return "", err
 	}
 	if target == "" {
-		return cc.pki.AdminKubeconfig, nil
+		return cc.PKI.AdminKubeconfig, nil
 	}
-	cp, ok := cc.pki.ControlPlane[target]
+	cp, ok := cc.PKI.ControlPlane[target]
 	if !ok {
 		var names []string
 		for _, h := range l.controlPlaneHosts() {

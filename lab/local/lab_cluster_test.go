@@ -110,7 +110,7 @@ func machineSysctls(t *testing.T) map[string]string {
 	return out
 }
 
-// keepLogs copies a failed test's service logs out of the state dir, which
+// keepLogs copies a failed test's components.Service logs out of the state dir, which
 // down removes.
 func keepLogs(t *testing.T, c *lab.Config) {
 	if !t.Failed() {
@@ -212,18 +212,18 @@ func TestPairCluster(t *testing.T) {
 
 	// A StatefulSet pod runs on the worker and its runtime shows it.
 	worker, _ := l.Host("pair-worker")
-	imgs, err := l.images()
+	imgs, err := l.comp.Images()
 	if err != nil {
 		t.Fatal(err)
 	}
 	image := ""
-	for _, r := range imgs.refs {
+	for _, r := range imgs.Refs {
 		if strings.Contains(r, "netexec") {
 			image = r
 		}
 	}
 	if image == "" {
-		t.Fatalf("no netexec image among %v", imgs.refs)
+		t.Fatalf("no netexec image among %v", imgs.Refs)
 	}
 	if _, err := kc.AppsV1().StatefulSets("default").Create(ctx, statefulSet(image, "pair-worker"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

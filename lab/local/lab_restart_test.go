@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/pki"
@@ -75,7 +76,7 @@ func provisionWithBins(t *testing.T, ctx context.Context, l *Lab, bins binpaths.
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.cc = &clusterCtx{bins: bins, pki: files, profile: prof}
+	l.comp.SetEnv(&components.Env{Bins: bins, PKI: files, Profile: prof})
 }
 
 // TestComponentRestartPolicy boots etcd, an API server, a controller-manager
@@ -126,13 +127,13 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := hh.(*Host)
-	for _, p := range []phase{phaseSSH, phaseEtcd, phaseAPIServer, phaseControlPlane} {
+	for _, p := range []components.Phase{components.PhaseSSH, components.PhaseEtcd, components.PhaseAPIServer, components.PhaseControlPlane} {
 		if err := h.startServices(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const cm, sched = lab.ServiceControllerManager, lab.ServiceScheduler
-	settle := 3 * componentRestartDelay
+	settle := 3 * components.ComponentRestartDelay
 
 	// An exit is followed by a restart, recorded with the pid that exited.
 	before := serviceOf(ctx, t, h, cm)
@@ -144,14 +145,14 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after lab.ServiceState
-	if err := lab.WaitFor(ctx, cm+" restarted", componentRestartDelay+15*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+	if err := lab.WaitFor(ctx, cm+" restarted", components.ComponentRestartDelay+15*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		after = serviceOf(ctx, t, h, cm)
 		return after.State == supervise.StateRunning && after.PID != before.PID, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if after.Restarts != 1 || after.LastRestart.Before(killed.Add(componentRestartDelay-time.Second)) || !after.Started.After(before.Started) {
-		t.Errorf("%s after SIGKILL: %+v; want one restart at least %s after the kill (%s), a later start than %s", cm, after, componentRestartDelay, killed.UTC(), before.Started)
+	if after.Restarts != 1 || after.LastRestart.Before(killed.Add(components.ComponentRestartDelay-time.Second)) || !after.Started.After(before.Started) {
+		t.Errorf("%s after SIGKILL: %+v; want one restart at least %s after the kill (%s), a later start than %s", cm, after, components.ComponentRestartDelay, killed.UTC(), before.Started)
 	}
 	rs, err := l.sup.Restarts("cp", cm)
 	if err != nil || len(rs) != 1 || rs[0].ExitedPID != before.PID || rs[0].ExitStatus != 128+int(syscall.SIGKILL) {
@@ -162,7 +163,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	}
 	if err := lab.WaitFor(ctx, cm+" healthy after its restart", time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		s, _ := h.service(cm)
-		err := s.ready(ctx, h)
+		err := s.Ready(ctx, h.lab.comp, h.component())
 		return err == nil, err
 	}); err != nil {
 		t.Fatal(err)

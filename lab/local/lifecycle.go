@@ -45,26 +45,6 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 	return st, nil
 }
 
-// sshSessionEnv is the environment an SSH session on the host gets: the
-// lab's binaries on PATH and, on nodes, crictl pointed at the host's own
-// containerd (the machine may run others).
-func (l *Lab) sshSessionEnv(h *Host) []string {
-	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	if dirs := l.binDirs(); len(dirs) > 0 {
-		path = strings.Join(dirs, ":") + ":" + path
-	}
-	// A home of the lab's own: root's dotfiles on this machine (shell
-	// setup of whoever uses it) are no part of a lab host, and can stall
-	// or change every command.
-	env := []string{"PATH=" + path, "HOME=" + l.ssh.Home()}
-	if h.node != nil {
-		sock := "unix://" + l.dirs.ContainerdSocket(h.cfg.Name)
-		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,
-			"CONTAINERD_ADDRESS="+l.dirs.ContainerdSocket(h.cfg.Name), "CONTAINERD_NAMESPACE=k8s.io")
-	}
-	return env
-}
-
 // dropVolatile forgets what a host's RAM and /run held at a power cut:
 // mounts made by kubelet and containerd, and the runtime dir.
 func (l *Lab) dropVolatile(host string) error {

@@ -10,14 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/hostssh"
 	"github.com/faultline/faultline/lab/local/internal/layout"
@@ -48,19 +47,13 @@ type Lab struct {
 	ssh    hostssh.Files
 	hosts  []*Host
 	byName map[string]*Host
-	cc     *clusterCtx
-
-	httpOnce   sync.Once
-	httpClient *http.Client
-	httpErr    error
+	// comp is the lab as its components see it.
+	comp *components.Cluster
 
 	timings UpTimings
 	// progress receives a line per step of up, reset and down.
 	progress io.Writer
 
-	imagesOnce sync.Once
-	imageSet   imageSet
-	imagesErr  error
 	// bareHosts limits every host to its sshd: the hosts without a
 	// cluster, for testing the layer below it.
 	bareHosts bool
@@ -103,6 +96,7 @@ func New(c *lab.Config) (*Lab, error) {
 		ssh:    hostssh.Files{Dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
 	}
+	l.comp = &components.Cluster{Config: c, Dirs: l.dirs, Plan: plan, SSH: l.ssh, Sup: l.sup}
 	for _, hc := range c.Hosts {
 		h := &Host{lab: l, cfg: hc}
 		if n, ok := plan.Nodes[hc.Name]; ok {
@@ -203,7 +197,7 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 		return err
 	}
 	for _, h := range l.hosts {
-		if err := h.startServices(ctx, phaseSSH); err != nil {
+		if err := h.startServices(ctx, components.PhaseSSH); err != nil {
 			return err
 		}
 	}
@@ -215,23 +209,12 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 	return nil
 }
 
-// sharedPaths are the fixed machine-wide paths the lab's components
-// create whatever they are told.
-var sharedPaths = []string{
-	"/var/lib/kubelet",
-	"/var/lib/cni",
-	"/run/containerd",
-	"/var/log/containers",
-	"/var/log/pods",
-	"/run/sshd",
-}
-
 func (l *Lab) loadOrNewRecord() *state.Record {
 	if r, err := state.Load(l.cfg.StateDir); err == nil {
 		return r
 	}
 	r := &state.Record{Config: l.cfg}
-	for _, p := range sharedPaths {
+	for _, p := range components.SharedPaths {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			r.CreatedShared = append(r.CreatedShared, p)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
+	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/hostns"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/mounts"
@@ -34,7 +35,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 	for _, h := range cfg.Hosts {
 		// Stop the recorded services politely first (API servers before
 		// etcd, as a clean shutdown needs), then kill whatever is left.
-		for _, name := range stopOrder {
+		for _, name := range components.StopOrder {
 			note(sup.Kill(ctx, h.Name, name))
 		}
 	}
@@ -109,14 +110,6 @@ func removeCreatedShared(labName string, paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// stopOrder lists every service the lab may run, in the order a clean
-// shutdown stops them.
-var stopOrder = []string{
-	"kube-proxy", "kubelet", "containerd",
-	"kube-scheduler", "kube-controller-manager", "keepalived", "kube-apiserver",
-	"etcd", "sshd",
 }
 
 // containerLogDir is kubelet's fixed directory of container log links; it

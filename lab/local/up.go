@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/state"
 	"github.com/faultline/faultline/lab/local/internal/sysctl"
@@ -29,7 +30,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	l.logf("building node images")
-	if _, err := l.images(); err != nil {
+	if _, err := l.comp.Images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	if l.asked != l.cfg.Kubernetes {
@@ -42,7 +43,7 @@ func (l *Lab) Up(ctx context.Context) error {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}
 	}
-	if _, err := l.cluster(ctx); err != nil {
+	if _, err := l.comp.Env(ctx); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	t0 := time.Now()
@@ -73,17 +74,17 @@ func (l *Lab) Up(ctx context.Context) error {
 // the control plane, runtimes, node agents), each phase on every host at
 // once and ready before the next, then waits for a healthy cluster.
 func (l *Lab) boot(ctx context.Context, since time.Time) error {
-	if _, err := l.cluster(ctx); err != nil {
+	if _, err := l.comp.Env(ctx); err != nil {
 		return err
 	}
 	if err := sysctl.Acquire(l.cfg.StateDir); err != nil {
 		return err
 	}
-	for _, p := range allPhases {
+	for _, p := range components.AllPhases {
 		l.logf("starting %s", p)
 		if err := l.forEachHost(func(h *Host) error {
 			for _, s := range h.services() {
-				if s.phase == p {
+				if s.Phase == p {
 					if err := h.start(ctx, s, true); err != nil {
 						return err
 					}
@@ -94,12 +95,12 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 			return err
 		}
 		l.logf("%s ready", p)
-		if p == phaseRuntime {
+		if p == components.PhaseRuntime {
 			if err := l.forEachHost(func(h *Host) error {
 				if h.node == nil {
 					return nil
 				}
-				return l.importImages(ctx, h)
+				return l.comp.ImportImages(ctx, h.component())
 			}); err != nil {
 				return err
 			}
@@ -141,7 +142,7 @@ func (l *Lab) forEachHost(f func(h *Host) error) error {
 // otherwise at once, as pulling the power does. Then whatever still runs
 // (containers, shims) is killed and what RAM held is dropped.
 func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
-	for _, name := range stopOrder {
+	for _, name := range components.StopOrder {
 		if !graceful {
 			break
 		}
@@ -150,7 +151,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			if err != nil {
 				return nil // the host does not run it
 			}
-			return l.sup.Stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+			return l.sup.Stop(ctx, h.cfg.Name, s.Name, s.StopGrace)
 		}); err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			return err
 		}
 		for _, s := range h.services() {
-			if err := l.sup.Kill(ctx, h.cfg.Name, s.name); err != nil {
+			if err := l.sup.Kill(ctx, h.cfg.Name, s.Name); err != nil {
 				return err
 			}
 		}
