@@ -47,6 +47,9 @@ func anyUnder(p string, prefixes ...string) bool {
 //     or cmd: the lab layer is at the bottom.
 //   - A backend (a package that registers a lab kind, and everything
 //     below it) depends on no framework and no fixtures.
+//   - lab/local/internal/... (the local lab's parts: host namespaces,
+//     processes, supervision, component configs) depends on no
+//     lab/local: the life cycle is built on the parts, not the reverse.
 //   - framework/... depends on no suite, no reports, no cmd, and on no
 //     backend: it sees labs through package lab only.
 //   - reports/... depends on no suite, no cmd and no backend: it reads
@@ -73,6 +76,8 @@ func violations(pkgs []pkg) []string {
 				bad(p, d, "the lab layer is below the framework, the suites and the fixtures")
 			case isBackend(p.Path) && anyUnder(d, "framework", "fixtures"):
 				bad(p, d, "a backend knows no framework and no fixtures")
+			case under(p.Path, "lab/local/internal") && d == "lab/local":
+				bad(p, d, "the local lab's parts are below its life cycle")
 			case under(p.Path, "framework") && anyUnder(d, "suites", "reports", "cmd"):
 				bad(p, d, "the framework is below the suites and the renderers")
 			case under(p.Path, "framework") && isBackend(d):
@@ -189,6 +194,15 @@ func TestTheLayersHold(t *testing.T) {
 	if len(frameworks) < 5 {
 		t.Fatalf("go list found %d framework packages: %v", len(frameworks), frameworks)
 	}
+	parts := 0
+	for _, p := range pkgs {
+		if under(p.Path, "lab/local/internal") {
+			parts++
+		}
+	}
+	if parts == 0 {
+		t.Error("go list found no package under lab/local/internal: the rule on the local lab's parts holds against nothing")
+	}
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}
@@ -205,6 +219,7 @@ func TestEachRuleCanFail(t *testing.T) {
 	}{
 		{"lab on framework", pkg{Path: "lab/ssh", Deps: []string{"framework/fault"}}, "lab/ssh depends on framework/fault"},
 		{"backend on fixtures", pkg{Path: "lab/local/pki", Deps: []string{"fixtures/images"}}, "lab/local/pki depends on fixtures/images"},
+		{"local lab part on the local lab", pkg{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local"}}, "lab/local/internal/components depends on lab/local:"},
 		{"framework on reports", pkg{Path: "framework/scenario", Deps: []string{"reports"}}, "framework/scenario depends on reports"},
 		{"framework on a suite", pkg{Path: "framework/invariant", Deps: []string{"suites/drills"}}, "framework/invariant depends on suites/drills"},
 		{"framework on a backend", pkg{Path: "framework/fault/faults", Deps: []string{"lab/local/binpaths"}}, "framework/fault/faults depends on lab/local/binpaths"},
@@ -219,6 +234,7 @@ func TestEachRuleCanFail(t *testing.T) {
 	}
 	ok := []pkg{
 		backend,
+		{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local/internal/layout", "lab/local/pki", "lab"}},
 		{Path: "lab/backends", Imports: []string{"lab/local"}, Deps: []string{"lab/local", "lab"}},
 		{Path: "framework/scenario", Deps: []string{"lab", "framework/record"}},
 		{Path: "reports", Deps: []string{"framework/record", "lab"}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 var (
@@ -19,23 +20,23 @@ var (
 // EtcdClientConfig gives faultline's own etcd client identity and the lab
 // CA, and every etcd member's client URL.
 func (l *Lab) EtcdClientConfig() ([]string, *tls.Config, error) {
-	cc, err := l.cluster(context.Background())
+	cc, err := l.comp.Env(context.Background())
 	if err != nil {
 		return nil, nil, err
 	}
-	pem, err := os.ReadFile(cc.pki.CA.Cert)
+	pem, err := os.ReadFile(cc.PKI.CA.Cert)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the lab CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("the lab CA %s holds no certificate", cc.pki.CA.Cert)
+		return nil, nil, fmt.Errorf("the lab CA %s holds no certificate", cc.PKI.CA.Cert)
 	}
-	cert, err := tls.LoadX509KeyPair(cc.pki.EtcdAdmin.Cert, cc.pki.EtcdAdmin.Key)
+	cert, err := tls.LoadX509KeyPair(cc.PKI.EtcdAdmin.Cert, cc.PKI.EtcdAdmin.Key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the etcd admin certificate: %w", err)
 	}
-	eps := l.etcdEndpoints()
+	eps := l.comp.EtcdEndpoints()
 	if eps == "" {
 		return nil, nil, fmt.Errorf("lab %s has no etcd host", l.cfg.Name)
 	}
@@ -47,7 +48,7 @@ func (l *Lab) ManagementInterface(host string) (string, error) {
 	if _, err := l.Host(host); err != nil {
 		return "", err
 	}
-	return hostManagementIf, nil
+	return layout.HostManagementIf, nil
 }
 
 // PodInterface is the pod transport link of a host that runs a kubelet.
@@ -59,7 +60,7 @@ func (l *Lab) PodInterface(host string) (string, error) {
 		if h.node == nil {
 			return "", fmt.Errorf("host %s runs no pods", host)
 		}
-		return hostPodIf, nil
+		return layout.HostPodIf, nil
 	}
 	_, err := l.Host(host)
 	return "", err

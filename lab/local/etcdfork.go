@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/components"
 )
 
 var _ lab.EtcdForks = (*Lab)(nil)
@@ -31,25 +32,25 @@ func (l *Lab) EtcdFork(host string) (lab.EtcdFork, error) {
 	if len(members) == 0 {
 		return lab.EtcdFork{}, fmt.Errorf("lab %s has no etcd host", l.cfg.Name)
 	}
-	cc, err := l.cluster(context.Background())
+	cc, err := l.comp.Env(context.Background())
 	if err != nil {
 		return lab.EtcdFork{}, err
 	}
 	first := members[0]
-	m, ok := cc.pki.Etcd[first.cfg.Name]
+	m, ok := cc.PKI.Etcd[first.cfg.Name]
 	if !ok {
 		return lab.EtcdFork{}, fmt.Errorf("lab %s: no certificate for etcd member %s", l.cfg.Name, first.cfg.Name)
 	}
 	f := lab.EtcdFork{
-		Binary:        cc.bins.Etcd,
-		Member:        fmt.Sprintf("https://%s:%d", first.cfg.Address, etcdClientPort),
+		Binary:        cc.Bins.Etcd,
+		Member:        fmt.Sprintf("https://%s:%d", first.cfg.Address, components.EtcdClientPort),
 		CertFile:      m.Server.Cert,
 		KeyFile:       m.Server.Key,
-		TrustedCAFile: cc.pki.CA.Cert,
-		Dir:           filepath.Join(l.runtimeDir(host), "etcd-fork"),
+		TrustedCAFile: cc.PKI.CA.Cert,
+		Dir:           filepath.Join(l.dirs.Runtime(host), "etcd-fork"),
 	}
 	for _, o := range members[1:] {
-		f.Others = append(f.Others, fmt.Sprintf("https://%s:%d", o.cfg.Address, etcdClientPort))
+		f.Others = append(f.Others, fmt.Sprintf("https://%s:%d", o.cfg.Address, components.EtcdClientPort))
 	}
 	return f, nil
 }

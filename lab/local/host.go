@@ -3,11 +3,18 @@ package local
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	labssh "github.com/faultline/faultline/lab/ssh"
 )
 
@@ -16,7 +23,7 @@ import (
 type Host struct {
 	lab  *Lab
 	cfg  lab.HostConfig
-	node *nodeAddresses // nil for hosts that run no kubelet
+	node *addressing.Node // nil for hosts that run no kubelet
 	ssh  *labssh.Client
 }
 
@@ -27,13 +34,18 @@ func (h *Host) Roles() []lab.Role       { return slices.Clone(h.cfg.Roles) }
 func (h *Host) HasRole(r lab.Role) bool { return slices.Contains(h.cfg.Roles, r) }
 func (h *Host) Address() string         { return h.cfg.Address }
 
-func (h *Host) netns() string { return netnsName(h.lab.cfg.Name, h.cfg.Name) }
+// component is the host as its components see it.
+func (h *Host) component() components.Host {
+	return components.Host{HostConfig: h.cfg, Node: h.node}
+}
 
-func (h *Host) hostNet() hostNet {
-	return hostNet{
-		name:    h.cfg.Name,
-		address: mustPrefix(h.cfg.Address, h.lab.plan.management.Bits()),
-		node:    h.node,
+func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Name) }
+
+func (h *Host) hostNet() hostns.Host {
+	return hostns.Host{
+		Name:    h.cfg.Name,
+		Address: mustPrefix(h.cfg.Address, h.lab.plan.Management.Bits()),
+		Node:    h.node,
 	}
 }
 
@@ -47,17 +59,17 @@ func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
 	return res, nil
 }
 
-func (h *Host) service(name string) (service, error) {
+func (h *Host) service(name string) (components.Service, error) {
 	for _, s := range h.services() {
-		if s.name == name {
+		if s.Name == name {
 			return s, nil
 		}
 	}
 	var names []string
 	for _, s := range h.services() {
-		names = append(names, s.name)
+		names = append(names, s.Name)
 	}
-	return service{}, fmt.Errorf("host %s runs no service %q (it runs %v)", h.cfg.Name, name, names)
+	return components.Service{}, fmt.Errorf("host %s runs no service %q (it runs %v)", h.cfg.Name, name, names)
 }
 
 func (h *Host) StartService(ctx context.Context, name string) error {
@@ -73,7 +85,7 @@ func (h *Host) StopService(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+	return h.lab.sup.Stop(ctx, h.cfg.Name, s.Name, s.StopGrace)
 }
 
 func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) error {
@@ -81,23 +93,23 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	if err != nil {
 		return err
 	}
-	return h.lab.sup.signal(h.cfg.Name, s.name, sig)
+	return h.lab.sup.Signal(h.cfg.Name, s.Name, sig)
 }
 
 func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 	var out []lab.ServiceState
 	for _, s := range h.services() {
-		pid, st := h.lab.sup.lookup(h.cfg.Name, s.name)
-		state := lab.ServiceState{Name: s.name, PID: pid, State: st}
+		pid, st := h.lab.sup.Lookup(h.cfg.Name, s.Name)
+		state := lab.ServiceState{Name: s.Name, PID: pid, State: st}
 		if pid != 0 {
-			if at, err := processStarted(pid); err == nil {
+			if at, err := procs.Started(pid); err == nil {
 				state.Started = at
 			}
 		}
-		if s.restartDelay > 0 {
-			rs, err := h.lab.sup.restarts(h.cfg.Name, s.name)
+		if s.RestartDelay > 0 {
+			rs, err := h.lab.sup.Restarts(h.cfg.Name, s.Name)
 			if err != nil {
-				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+				return out, fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.Name, err)
 			}
 			state.Restarts = len(rs)
 			if len(rs) > 0 {
@@ -112,14 +124,14 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 // PowerOff cuts the host's links and kills every process it has, its
 // containers included, at once; what a VM's RAM and /run held is gone.
 func (h *Host) PowerOff(ctx context.Context) error {
-	if err := h.lab.net.setHostLinks(h.cfg.Name, false, h.lab.net.hostLinks(h.cfg.Name)...); err != nil {
+	if err := h.lab.net.SetHostLinks(h.cfg.Name, false, h.lab.net.HostLinks(h.cfg.Name)...); err != nil {
 		return err
 	}
-	if err := killHostProcesses(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
+	if err := procs.KillHost(ctx, h.lab.cfg.Name, h.cfg.Name); err != nil {
 		return err
 	}
 	for _, s := range h.services() {
-		if err := h.lab.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+		if err := h.lab.sup.Kill(ctx, h.cfg.Name, s.Name); err != nil {
 			return err
 		}
 	}
@@ -135,14 +147,14 @@ func (h *Host) PowerOn(ctx context.Context) error {
 	if err := h.lab.rebuildHostNetwork(ctx, h); err != nil {
 		return err
 	}
-	for _, p := range allPhases {
+	for _, p := range components.AllPhases {
 		for _, s := range h.services() {
-			if s.phase != p {
+			if s.Phase != p {
 				continue
 			}
 			// Only the runtime is waited for (kubelet needs its
 			// socket); the rest may depend on other hosts that are off.
-			if err := h.start(ctx, s, p == phaseRuntime || p == phaseSSH); err != nil {
+			if err := h.start(ctx, s, p == components.PhaseRuntime || p == components.PhaseSSH); err != nil {
 				return err
 			}
 		}
@@ -152,7 +164,7 @@ func (h *Host) PowerOn(ctx context.Context) error {
 
 // powered says whether the host is on: its management link is up.
 func (h *Host) powered() string {
-	up, err := linkUp(managementVethName(h.lab.cfg.Name, h.cfg.Name))
+	up, err := hostns.LinkUp(layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	switch {
 	case err != nil:
 		return "absent"
@@ -165,9 +177,9 @@ func (h *Host) powered() string {
 
 // startServices starts the host's services of one boot phase and waits
 // until each is ready.
-func (h *Host) startServices(ctx context.Context, p phase) error {
+func (h *Host) startServices(ctx context.Context, p components.Phase) error {
 	for _, s := range h.services() {
-		if s.phase != p {
+		if s.Phase != p {
 			continue
 		}
 		if err := h.start(ctx, s, true); err != nil {
@@ -179,26 +191,26 @@ func (h *Host) startServices(ctx context.Context, p phase) error {
 
 // start starts a service; with waitReady it then waits until the service
 // serves, otherwise only until it has survived its first moments.
-func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
-	spec, err := s.spec(h)
+func (h *Host) start(ctx context.Context, s components.Service, waitReady bool) error {
+	spec, err := s.Spec(h.lab.comp, h.component())
 	if err != nil {
-		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.name, err)
+		return fmt.Errorf("host %s: %s: %w", h.cfg.Name, s.Name, err)
 	}
-	spec.host, spec.service, spec.netns, spec.uts = h.cfg.Name, s.name, h.netns(), h.lab.utsPath(h.cfg.Name)
-	spec.restartDelay = s.restartDelay
-	if err := ensureUTS(spec.uts, h.cfg.Name); err != nil {
+	spec.Host, spec.Service, spec.Netns, spec.UTS = h.cfg.Name, s.Name, h.netns(), h.lab.dirs.UTS(h.cfg.Name)
+	spec.RestartDelay = s.RestartDelay
+	if err := hostns.EnsureUTS(spec.UTS, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	launch := func() (int, error) { return h.lab.sup.start(spec) }
-	if s.startAlone != nil {
-		_, err = s.startAlone(ctx, h, launch)
+	launch := func() (int, error) { return h.lab.sup.Start(spec) }
+	if s.StartAlone != nil {
+		_, err = s.StartAlone(ctx, h.lab.comp, h.component(), launch)
 	} else {
 		_, err = launch()
 	}
 	if err != nil {
 		return err
 	}
-	if s.ready == nil || !waitReady {
+	if s.Ready == nil || !waitReady {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -207,19 +219,19 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 		if h.survived(ctx, s) {
 			return nil
 		}
-		return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.name, h.lab.sup.LogFile(h.cfg.Name, s.name))
+		return fmt.Errorf("host %s: %s exited at start (log: %s)", h.cfg.Name, s.Name, h.lab.sup.LogFile(h.cfg.Name, s.Name))
 	}
 	// A service that exited will not become ready: stop waiting at once.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exited error
-	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.name, h.cfg.Name), s.readyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if _, st := h.lab.sup.lookup(h.cfg.Name, s.name); st != stateRunning {
-			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.name))
+	err = lab.WaitFor(wctx, fmt.Sprintf("%s on %s to be ready", s.Name, h.cfg.Name), s.ReadyTimeout(), 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if _, st := h.lab.sup.Lookup(h.cfg.Name, s.Name); st != supervise.StateRunning {
+			exited = fmt.Errorf("%s on %s is %s (log: %s)", s.Name, h.cfg.Name, st, h.lab.sup.LogFile(h.cfg.Name, s.Name))
 			cancel()
 			return false, exited
 		}
-		err := s.ready(ctx, h)
+		err := s.Ready(ctx, h.lab.comp, h.component())
 		return err == nil, err
 	})
 	if exited != nil {
@@ -236,21 +248,21 @@ func (h *Host) start(ctx context.Context, s service, waitReady bool) error {
 // (a SIGKILL is delivered, not done, when kill returns; this is what
 // starting it right after the Kill fault meets): when its keeper lives,
 // the keeper's restart is waited for and given the same first moments.
-func (h *Host) survived(ctx context.Context, s service) bool {
+func (h *Host) survived(ctx context.Context, s components.Service) bool {
 	runs := func() bool {
-		_, st := h.lab.sup.lookup(h.cfg.Name, s.name)
-		return st == stateRunning || st == stateFrozen
+		_, st := h.lab.sup.Lookup(h.cfg.Name, s.Name)
+		return st == supervise.StateRunning || st == supervise.StateFrozen
 	}
 	if runs() {
 		return true
 	}
-	if s.restartDelay == 0 {
+	if s.RestartDelay == 0 {
 		return false
 	}
-	if _, ok := h.lab.sup.keeper(h.cfg.Name, s.name); !ok {
+	if _, ok := h.lab.sup.Keeper(h.cfg.Name, s.Name); !ok {
 		return false
 	}
-	if _, err := h.lab.sup.waitKept(h.cfg.Name, s.name, s.restartDelay+10*time.Second); err != nil {
+	if _, err := h.lab.sup.WaitKept(h.cfg.Name, s.Name, s.RestartDelay+10*time.Second); err != nil {
 		return false
 	}
 	select {
@@ -288,12 +300,16 @@ const (
 func (h *Host) SetLink(ctx context.Context, network string, up bool) error {
 	switch network {
 	case NetworkManagement:
-		return h.lab.net.setHostLinks(h.cfg.Name, up, managementVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.SetHostLinks(h.cfg.Name, up, layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	case NetworkPods:
 		if h.node == nil {
 			return fmt.Errorf("host %s has no pod network link (it runs no kubelet)", h.cfg.Name)
 		}
-		return h.lab.net.setHostLinks(h.cfg.Name, up, podVethName(h.lab.cfg.Name, h.cfg.Name))
+		return h.lab.net.SetHostLinks(h.cfg.Name, up, layout.PodVethName(h.lab.cfg.Name, h.cfg.Name))
 	}
 	return fmt.Errorf("host %s: no network %q (management or pods)", h.cfg.Name, network)
+}
+
+func mustPrefix(addr string, bits int) netip.Prefix {
+	return netip.PrefixFrom(netip.MustParseAddr(addr), bits)
 }

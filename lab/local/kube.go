@@ -15,20 +15,21 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // Kubeconfig returns an admin kubeconfig: for the address a user's kubectl
 // would use (the virtual address, or the sole API server) when target is
 // empty, else for the named control-plane host's own API server.
 func (l *Lab) Kubeconfig(target string) (string, error) {
-	cc, err := l.cluster(context.Background())
+	cc, err := l.comp.Env(context.Background())
 	if err != nil {
 		return "", err
 	}
 	if target == "" {
-		return cc.pki.AdminKubeconfig, nil
+		return cc.PKI.AdminKubeconfig, nil
 	}
-	cp, ok := cc.pki.ControlPlane[target]
+	cp, ok := cc.PKI.ControlPlane[target]
 	if !ok {
 		var names []string
 		for _, h := range l.controlPlaneHosts() {
@@ -67,7 +68,7 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 	var exited error
 	err = lab.WaitFor(wctx, "every node Ready", timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		for _, h := range want {
-			if _, st := l.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st == stateExited {
+			if _, st := l.sup.Lookup(h.cfg.Name, lab.ServiceKubelet); st == supervise.StateExited {
 				exited = fmt.Errorf("waiting for every node Ready: the kubelet of %s exited (log: %s)", h.cfg.Name, l.sup.LogFile(h.cfg.Name, lab.ServiceKubelet))
 				cancel()
 				return false, exited

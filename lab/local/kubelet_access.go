@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/components"
 )
 
 var _ lab.KubeletAccess = (*Lab)(nil)
@@ -31,22 +32,22 @@ func (l *Lab) KubeletClientConfig(host string) (string, *tls.Config, error) {
 	if node.node == nil {
 		return "", nil, fmt.Errorf("host %s runs no kubelet", host)
 	}
-	cc, err := l.cluster(context.Background())
+	cc, err := l.comp.Env(context.Background())
 	if err != nil {
 		return "", nil, err
 	}
-	pem, err := os.ReadFile(cc.pki.CA.Cert)
+	pem, err := os.ReadFile(cc.PKI.CA.Cert)
 	if err != nil {
 		return "", nil, fmt.Errorf("reading the lab CA: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return "", nil, fmt.Errorf("the lab CA %s holds no certificate", cc.pki.CA.Cert)
+		return "", nil, fmt.Errorf("the lab CA %s holds no certificate", cc.PKI.CA.Cert)
 	}
-	cert, err := tls.LoadX509KeyPair(cc.pki.APIServerKubeletClient.Cert, cc.pki.APIServerKubeletClient.Key)
+	cert, err := tls.LoadX509KeyPair(cc.PKI.APIServerKubeletClient.Cert, cc.PKI.APIServerKubeletClient.Key)
 	if err != nil {
 		return "", nil, fmt.Errorf("loading the kubelet client certificate: %w", err)
 	}
-	url := "https://" + net.JoinHostPort(node.cfg.Address, strconv.Itoa(kubeletPort))
+	url := "https://" + net.JoinHostPort(node.cfg.Address, strconv.Itoa(components.KubeletPort))
 	return url, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
 // TestUpRefusesATakenAddressPlanAndTouchesNothing: a second lab with the
@@ -72,7 +74,7 @@ func TestUpRefusesATakenAddressPlanAndTouchesNothing(t *testing.T) {
 	if _, serr := os.Stat(same.StateDir); serr == nil {
 		t.Errorf("the refused up wrote its state dir")
 	}
-	if _, serr := os.Stat(netnsPath(netnsName(c.Name, c.Hosts[0].Name))); serr != nil {
+	if _, serr := os.Stat(layout.NetnsPath(layout.NetnsName(c.Name, c.Hosts[0].Name))); serr != nil {
 		t.Errorf("the refused up touched the live lab's host %s: %v", c.Hosts[0].Name, serr)
 	}
 }

@@ -18,6 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // nodeCondition returns a node's Ready status ("True", "False", "Unknown").
@@ -89,15 +93,15 @@ func crictlRunning(ctx context.Context, t *testing.T, h lab.Host, name string) [
 // machineSysctls reads the machine-wide sysctls the lab changes.
 func machineSysctls(t *testing.T) map[string]string {
 	out := map[string]string{}
-	for k := range kubeletSysctls {
-		v, err := readSysctl(k)
+	for k := range sysctl.Kubelet {
+		v, err := sysctl.Read(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out[k] = v
 	}
-	for k := range minimumSysctls {
-		v, err := readSysctl(k)
+	for k := range sysctl.Minimum {
+		v, err := sysctl.Read(k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +110,7 @@ func machineSysctls(t *testing.T) map[string]string {
 	return out
 }
 
-// keepLogs copies a failed test's service logs out of the state dir, which
+// keepLogs copies a failed test's components.Service logs out of the state dir, which
 // down removes.
 func keepLogs(t *testing.T, c *lab.Config) {
 	if !t.Failed() {
@@ -190,7 +194,7 @@ func TestPairCluster(t *testing.T) {
 	}
 	t.Logf("up (boot, cold snapshot, boot) took %s", time.Since(start).Round(time.Second))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		ino, _ := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 
@@ -208,18 +212,18 @@ func TestPairCluster(t *testing.T) {
 
 	// A StatefulSet pod runs on the worker and its runtime shows it.
 	worker, _ := l.Host("pair-worker")
-	imgs, err := l.images()
+	imgs, err := l.comp.Images()
 	if err != nil {
 		t.Fatal(err)
 	}
 	image := ""
-	for _, r := range imgs.refs {
+	for _, r := range imgs.Refs {
 		if strings.Contains(r, "netexec") {
 			image = r
 		}
 	}
 	if image == "" {
-		t.Fatalf("no netexec image among %v", imgs.refs)
+		t.Fatalf("no netexec image among %v", imgs.Refs)
 	}
 	if _, err := kc.AppsV1().StatefulSets("default").Create(ctx, statefulSet(image, "pair-worker"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -258,7 +262,7 @@ func TestPairCluster(t *testing.T) {
 	if err := worker.PowerOff(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := hostProcesses(c.Name, "pair-worker"); len(p) != 0 {
+	if p := procs.OfHost(c.Name, "pair-worker"); len(p) != 0 {
 		t.Errorf("processes of the powered-off worker: %v", p)
 	}
 	waitCondition(ctx, t, kc, "pair-worker", "Unknown", 2*time.Minute)
@@ -304,7 +308,7 @@ func TestPairCluster(t *testing.T) {
 	}
 	for _, hs := range st.Hosts {
 		for _, s := range hs.Services {
-			if s.State != stateRunning {
+			if s.State != supervise.StateRunning {
 				t.Errorf("after reset %s on %s is %s", s.Name, hs.Name, s.State)
 			}
 		}
@@ -343,7 +347,7 @@ func TestLab11Cluster(t *testing.T) {
 	}
 	t.Logf("up took %s (cold boot to all Ready %s)", time.Since(start).Round(time.Second), l.LastUp().ColdBoot.Round(100*time.Millisecond))
 	for _, h := range c.Hosts {
-		ino, _ := netnsInode(netnsName(c.Name, h.Name))
+		ino, _ := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		inodes = append(inodes, ino)
 	}
 	checkNodesEverywhere(ctx, t, l)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/components"
 )
 
 // TestEtcdAndAPIServers boots only the first phases of lab11 (five etcd
@@ -50,18 +51,18 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	}
 	downAtCleanup(t, l, c)
 	provisionWithBins(t, ctx, l, binpaths.Paths{Etcd: etcd, KubeAPIServer: apiserver, KubeControllerManager: cm, KubeScheduler: sched, Keepalived: "/usr/sbin/keepalived"})
-	phases := []phase{phaseEtcd}
+	phases := []components.Phase{components.PhaseEtcd}
 	if withAPIServers {
-		phases = append(phases, phaseAPIServer)
+		phases = append(phases, components.PhaseAPIServer)
 	}
 	if withControlPlane {
-		phases = append(phases, phaseControlPlane)
+		phases = append(phases, components.PhaseControlPlane)
 	}
 	start := time.Now()
 	for _, p := range phases {
 		if err := l.forEachHost(func(h *Host) error {
 			for _, s := range h.services() {
-				if s.phase == p {
+				if s.Phase == p {
 					if err := h.start(ctx, s, true); err != nil {
 						return err
 					}
@@ -74,7 +75,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		t.Logf("phase %d ready after %s", p, time.Since(start).Round(100*time.Millisecond))
 	}
 	for _, h := range l.etcdHosts() {
-		if err := l.httpsOK(ctx, fmt.Sprintf("https://%s:%d/health", h.Address(), etcdClientPort), `"health":"true"`); err != nil {
+		if err := l.comp.HTTPSOK(ctx, fmt.Sprintf("https://%s:%d/health", h.Address(), components.EtcdClientPort), `"health":"true"`); err != nil {
 			t.Errorf("etcd on %s: %v", h.Name(), err)
 		}
 	}
@@ -82,13 +83,17 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		t.Skip("kube-apiserver not built: checked etcd only")
 	}
 	for _, h := range l.controlPlaneHosts() {
-		if err := l.httpsOK(ctx, fmt.Sprintf("https://%s:%d/readyz", h.Address(), c.Network.APIServerPort), "ok"); err != nil {
+		if err := l.comp.HTTPSOK(ctx, fmt.Sprintf("https://%s:%d/readyz", h.Address(), c.Network.APIServerPort), "ok"); err != nil {
 			t.Errorf("API server on %s: %v", h.Name(), err)
 		}
 	}
 	if withControlPlane {
 		// Leader election works through the virtual address.
-		rc, err := clientcmd.BuildConfigFromFlags("", l.cc.pki.AdminKubeconfig)
+		env, err := l.comp.Env(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", env.PKI.AdminKubeconfig)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +114,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	}
 	vip := fmt.Sprintf("https://%s:%d/readyz", c.Network.VirtualIP, c.Network.APIServerPort)
 	if err := lab.WaitFor(ctx, "the virtual address", 30*time.Second, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
-		err := l.httpsOK(ctx, vip, "ok")
+		err := l.comp.HTTPSOK(ctx, vip, "ok")
 		return err == nil, err
 	}); err != nil {
 		t.Fatal(err)
@@ -146,7 +151,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 		if strings.Contains(r.Stdout, " "+c.Network.VirtualIP+"/") {
 			return false, nil
 		}
-		err = l.httpsOK(ctx, vip, "ok")
+		err = l.comp.HTTPSOK(ctx, vip, "ok")
 		return err == nil, err
 	}); err != nil {
 		t.Fatal(err)

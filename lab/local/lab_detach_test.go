@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // provisionChild, run as a child test process, builds bare hosts for the
@@ -65,7 +66,7 @@ func TestServicesOutliveTheCommand(t *testing.T) {
 			t.Errorf("host %s power %s", hs.Name, hs.Power)
 		}
 		for _, s := range hs.Services {
-			if s.Name == "sshd" && (s.State != stateRunning || s.PID == 0) {
+			if s.Name == "sshd" && (s.State != supervise.StateRunning || s.PID == 0) {
 				t.Errorf("host %s: sshd %s (pid %d) after the command that started it exited", hs.Name, s.State, s.PID)
 			}
 		}

@@ -14,6 +14,12 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // testConfig loads a topology from testdata and gives it a state dir of the
@@ -50,49 +56,49 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	t.Helper()
 	var out []string
 	for _, h := range c.Hosts {
-		if _, err := os.Stat(netnsPath(netnsName(c.Name, h.Name))); err == nil {
-			out = append(out, "netns "+netnsName(c.Name, h.Name))
+		if _, err := os.Stat(layout.NetnsPath(layout.NetnsName(c.Name, h.Name))); err == nil {
+			out = append(out, "netns "+layout.NetnsName(c.Name, h.Name))
 		}
-		for _, root := range cgroupRoots() {
-			if _, err := os.Stat(filepath.Join(root, cgroupName(c.Name, h.Name))); err == nil {
-				out = append(out, "cgroup "+filepath.Join(root, cgroupName(c.Name, h.Name)))
+		for _, root := range cgroups.Roots() {
+			if _, err := os.Stat(filepath.Join(root, layout.CgroupName(c.Name, h.Name))); err == nil {
+				out = append(out, "cgroup "+filepath.Join(root, layout.CgroupName(c.Name, h.Name)))
 			}
 		}
 	}
 	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	for _, l := range strings.Split(string(links), "\n") {
-		if strings.Contains(l, interfaceAliasPrefix+c.Name+":") {
+		if strings.Contains(l, layout.InterfaceAliasPrefix+c.Name+":") {
 			out = append(out, "link "+l)
 		}
 	}
-	for _, name := range []string{managementBridgeName(c.Name), podBridgeName(c.Name)} {
+	for _, name := range []string{layout.ManagementBridgeName(c.Name), layout.PodBridgeName(c.Name)} {
 		if exec.Command("ip", "link", "show", name).Run() == nil {
 			out = append(out, "link "+name)
 		}
 	}
 	for _, h := range c.Hosts {
-		for _, n := range []string{managementVethName(c.Name, h.Name), podVethName(c.Name, h.Name)} {
+		for _, n := range []string{layout.ManagementVethName(c.Name, h.Name), layout.PodVethName(c.Name, h.Name)} {
 			if exec.Command("ip", "link", "show", n).Run() == nil {
 				out = append(out, "link "+n)
 			}
 		}
 	}
-	rules, err := labIptablesRules(context.Background(), c.Name)
+	rules, err := hostns.LabIptablesRules(context.Background(), c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rules {
 		out = append(out, "iptables "+r)
 	}
-	mounts, err := mountsUnder(c.StateDir)
+	mps, err := mounts.Under(c.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range mounts {
+	for _, m := range mps {
 		out = append(out, "mount "+m)
 	}
-	for _, pid := range allPids() {
-		if n, ok := pidNetnsInode(pid); ok {
+	for _, pid := range procs.All() {
+		if n, ok := procs.NetnsInode(pid); ok {
 			for _, ino := range nsInodes {
 				if n == ino {
 					out = append(out, "process "+string(must(os.ReadFile("/proc/"+itoa(pid)+"/cmdline"))))
@@ -143,7 +149,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 	var inodes []uint64
 	for _, h := range c.Hosts {
-		ino, ok := netnsInode(netnsName(c.Name, h.Name))
+		ino, ok := procs.NamedNetnsInode(layout.NetnsName(c.Name, h.Name))
 		if !ok {
 			t.Fatalf("namespace of %s missing", h.Name)
 		}
@@ -212,31 +218,31 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 		return 0, ""
 	}
 	pid, st := state(worker, "sshd")
-	if st != stateRunning || pid == 0 {
+	if st != supervise.StateRunning || pid == 0 {
 		t.Fatalf("sshd on worker: %d %s", pid, st)
 	}
 	if err := worker.Signal(ctx, "sshd", syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateFrozen {
+	if _, st := state(worker, "sshd"); st != supervise.StateFrozen {
 		t.Errorf("after SIGSTOP sshd is %s", st)
 	}
 	if err := worker.Signal(ctx, "sshd", syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateRunning {
+	if _, st := state(worker, "sshd"); st != supervise.StateRunning {
 		t.Errorf("after SIGCONT sshd is %s", st)
 	}
 	if err := worker.StopService(ctx, "sshd"); err != nil {
 		t.Fatal(err)
 	}
-	if _, st := state(worker, "sshd"); st != stateStopped {
+	if _, st := state(worker, "sshd"); st != supervise.StateStopped {
 		t.Errorf("after stop sshd is %s", st)
 	}
 	if err := worker.StartService(ctx, "sshd"); err != nil {
 		t.Fatal(err)
 	}
-	if pid2, st := state(worker, "sshd"); st != stateRunning || pid2 == pid {
+	if pid2, st := state(worker, "sshd"); st != supervise.StateRunning || pid2 == pid {
 		t.Errorf("after start sshd is %s (pid %d, was %d)", st, pid2, pid)
 	}
 	if err := worker.StartService(ctx, "no-such-service"); err == nil || !strings.Contains(err.Error(), "no-such-service") {
@@ -244,7 +250,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	}
 
 	// Power off: nothing of the host runs and it does not answer.
-	stray := exec.Command("nsenter", "--net="+netnsPath(netnsName(c.Name, "pair-worker")), "sleep", "600")
+	stray := exec.Command("nsenter", "--net="+layout.NetnsPath(layout.NetnsName(c.Name, "pair-worker")), "sleep", "600")
 	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)
@@ -253,7 +259,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 	if err := worker.PowerOff(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := hostProcesses(c.Name, "pair-worker"); len(p) != 0 {
+	if p := procs.OfHost(c.Name, "pair-worker"); len(p) != 0 {
 		t.Errorf("processes of a powered-off host: %v", p)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
@@ -270,7 +276,7 @@ func TestHostsNetworkSupervisorAndDown(t *testing.T) {
 
 	// A crash of the lab command: a new Lab value, with only the state
 	// dir to go on, and a stray process in a host's namespace.
-	stray = exec.Command("nsenter", "--net="+netnsPath(netnsName(c.Name, "pair-cp")), "sleep", "600")
+	stray = exec.Command("nsenter", "--net="+layout.NetnsPath(layout.NetnsName(c.Name, "pair-cp")), "sleep", "600")
 	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,9 @@ import (
 
 	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/timers"
 )
@@ -34,7 +37,7 @@ hosts:
 // running counts the host's processes whose executable is named exe.
 func running(lab, host, exe string) int {
 	n := 0
-	for _, pid := range hostProcesses(lab, host) {
+	for _, pid := range procs.OfHost(lab, host) {
 		if p, err := os.Readlink("/proc/" + itoa(pid) + "/exe"); err == nil && filepath.Base(p) == exe {
 			n++
 		}
@@ -65,7 +68,7 @@ func provisionWithBins(t *testing.T, ctx context.Context, l *Lab, bins binpaths.
 	if err := l.provisionHosts(ctx); err != nil {
 		t.Fatal(err)
 	}
-	files, err := pki.Ensure(ctx, l.cfg, l.pkiDir())
+	files, err := pki.Ensure(ctx, l.cfg, l.dirs.PKI())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +76,7 @@ func provisionWithBins(t *testing.T, ctx context.Context, l *Lab, bins binpaths.
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.cc = &clusterCtx{bins: bins, pki: files, profile: prof}
+	l.comp.SetEnv(&components.Env{Bins: bins, PKI: files, Profile: prof})
 }
 
 // TestComponentRestartPolicy boots etcd, an API server, a controller-manager
@@ -110,8 +113,8 @@ func TestComponentRestartPolicy(t *testing.T) {
 	}
 	// Cleanups run last first: the keeper check comes after the lab is down.
 	t.Cleanup(func() {
-		for _, pid := range allPids() {
-			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), keeperName) && strings.Contains(string(b), c.StateDir) {
+		for _, pid := range procs.All() {
+			if b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(b), supervise.KeeperName) && strings.Contains(string(b), c.StateDir) {
 				t.Errorf("keeper left after down: pid %d", pid)
 			}
 		}
@@ -124,17 +127,17 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := hh.(*Host)
-	for _, p := range []phase{phaseSSH, phaseEtcd, phaseAPIServer, phaseControlPlane} {
+	for _, p := range []components.Phase{components.PhaseSSH, components.PhaseEtcd, components.PhaseAPIServer, components.PhaseControlPlane} {
 		if err := h.startServices(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const cm, sched = lab.ServiceControllerManager, lab.ServiceScheduler
-	settle := 3 * componentRestartDelay
+	settle := 3 * components.ComponentRestartDelay
 
 	// An exit is followed by a restart, recorded with the pid that exited.
 	before := serviceOf(ctx, t, h, cm)
-	if before.State != stateRunning || before.Restarts != 0 || before.Started.IsZero() {
+	if before.State != supervise.StateRunning || before.Restarts != 0 || before.Started.IsZero() {
 		t.Fatalf("%s before: %+v; want running, no restart, a start time", cm, before)
 	}
 	killed := time.Now()
@@ -142,16 +145,16 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after lab.ServiceState
-	if err := lab.WaitFor(ctx, cm+" restarted", componentRestartDelay+15*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+	if err := lab.WaitFor(ctx, cm+" restarted", components.ComponentRestartDelay+15*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		after = serviceOf(ctx, t, h, cm)
-		return after.State == stateRunning && after.PID != before.PID, nil
+		return after.State == supervise.StateRunning && after.PID != before.PID, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if after.Restarts != 1 || after.LastRestart.Before(killed.Add(componentRestartDelay-time.Second)) || !after.Started.After(before.Started) {
-		t.Errorf("%s after SIGKILL: %+v; want one restart at least %s after the kill (%s), a later start than %s", cm, after, componentRestartDelay, killed.UTC(), before.Started)
+	if after.Restarts != 1 || after.LastRestart.Before(killed.Add(components.ComponentRestartDelay-time.Second)) || !after.Started.After(before.Started) {
+		t.Errorf("%s after SIGKILL: %+v; want one restart at least %s after the kill (%s), a later start than %s", cm, after, components.ComponentRestartDelay, killed.UTC(), before.Started)
 	}
-	rs, err := l.sup.restarts("cp", cm)
+	rs, err := l.sup.Restarts("cp", cm)
 	if err != nil || len(rs) != 1 || rs[0].ExitedPID != before.PID || rs[0].ExitStatus != 128+int(syscall.SIGKILL) {
 		t.Errorf("restart record %+v (%v); want one restart of pid %d, status %d", rs, err, before.PID, 128+int(syscall.SIGKILL))
 	}
@@ -160,7 +163,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	}
 	if err := lab.WaitFor(ctx, cm+" healthy after its restart", time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		s, _ := h.service(cm)
-		err := s.ready(ctx, h)
+		err := s.Ready(ctx, h.lab.comp, h.component())
 		return err == nil, err
 	}); err != nil {
 		t.Fatal(err)
@@ -179,7 +182,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 	if n := running(c.Name, "cp", "kube-controller-manager"); n != 1 {
 		t.Errorf("%d kube-controller-manager processes after a kill and a start; want 1", n)
 	}
-	if s := serviceOf(ctx, t, h, cm); s.State != stateRunning || s.PID == pid || s.Restarts != 2 {
+	if s := serviceOf(ctx, t, h, cm); s.State != supervise.StateRunning || s.PID == pid || s.Restarts != 2 {
 		t.Errorf("%s after a kill and a start: %+v; want running under a new pid, two restarts", cm, s)
 	}
 
@@ -189,7 +192,7 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if s := serviceOf(ctx, t, h, sched); s.State != stateFrozen || s.PID != frozen.PID || s.Restarts != 0 {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateFrozen || s.PID != frozen.PID || s.Restarts != 0 {
 		t.Errorf("%s frozen for %s: %+v; want frozen, pid %d, no restart", sched, settle, s, frozen.PID)
 	}
 	if err := h.Signal(ctx, sched, syscall.SIGCONT); err != nil {
@@ -201,19 +204,19 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if s := serviceOf(ctx, t, h, sched); s.State != stateStopped || s.PID != 0 {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateStopped || s.PID != 0 {
 		t.Errorf("%s %s after a stop: %+v; want stopped", sched, settle, s)
 	}
 	if n := running(c.Name, "cp", "kube-scheduler"); n != 0 {
 		t.Errorf("%d kube-scheduler processes after a stop; want none", n)
 	}
-	if _, ok := l.sup.keeper("cp", sched); ok {
+	if _, ok := l.sup.Keeper("cp", sched); ok {
 		t.Errorf("the keeper of %s runs after a stop", sched)
 	}
 	if err := h.StartService(ctx, sched); err != nil {
 		t.Fatal(err)
 	}
-	if s := serviceOf(ctx, t, h, sched); s.State != stateRunning || s.PID == frozen.PID {
+	if s := serviceOf(ctx, t, h, sched); s.State != supervise.StateRunning || s.PID == frozen.PID {
 		t.Errorf("%s after a start: %+v; want running under a new pid", sched, s)
 	}
 
@@ -223,11 +226,11 @@ func TestComponentRestartPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(settle)
-	if pids := hostProcesses(c.Name, "cp"); len(pids) != 0 {
+	if pids := procs.OfHost(c.Name, "cp"); len(pids) != 0 {
 		t.Errorf("processes of cp %s after its power-off: %v", settle, pids)
 	}
 	for _, name := range []string{cm, sched} {
-		if s := serviceOf(ctx, t, h, name); s.State == stateRunning {
+		if s := serviceOf(ctx, t, h, name); s.State == supervise.StateRunning {
 			t.Errorf("%s runs after the power-off: %+v", name, s)
 		}
 	}

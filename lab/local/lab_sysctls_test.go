@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // TestSysctlsRestoredByTheLastLabDown: two labs up, the first one down
@@ -15,7 +18,7 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	if _, err := os.Stat(sysctlRegister); err == nil {
+	if _, err := os.Stat(sysctl.Register); err == nil {
 		t.Skip("another lab is up on this machine")
 	}
 	before := machineSysctls(t)
@@ -25,31 +28,31 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(recordPath(d), []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(layout.State(d).Record(), []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)
 	}
 	t.Cleanup(func() {
 		for _, d := range dirs {
-			_ = releaseSysctls(d)
+			_ = sysctl.Release(d)
 		}
 	})
 	for _, d := range dirs {
-		if err := acquireSysctls(d); err != nil {
+		if err := sysctl.Acquire(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+	if v, _ := sysctl.Read("kernel.panic"); v != sysctl.Kubelet["kernel.panic"] {
 		t.Fatalf("kernel.panic is %s while labs are up", v)
 	}
-	if err := releaseSysctls(dirs[0]); err != nil {
+	if err := sysctl.Release(dirs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := readSysctl("kernel.panic"); v != kubeletSysctls["kernel.panic"] {
+	if v, _ := sysctl.Read("kernel.panic"); v != sysctl.Kubelet["kernel.panic"] {
 		t.Errorf("kernel.panic is %s after the first of two labs went down", v)
 	}
-	if err := releaseSysctls(dirs[1]); err != nil {
+	if err := sysctl.Release(dirs[1]); err != nil {
 		t.Fatal(err)
 	}
 	after := machineSysctls(t)
@@ -58,7 +61,7 @@ func TestSysctlsRestoredByTheLastLabDown(t *testing.T) {
 			t.Errorf("%s: %s before, %s after the last lab went down", k, v, after[k])
 		}
 	}
-	if _, err := os.Stat(sysctlRegister); err == nil {
+	if _, err := os.Stat(sysctl.Register); err == nil {
 		t.Error("the register outlived the last lab")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/state"
 )
 
 func (l *Lab) Info() lab.Info {
@@ -25,7 +27,7 @@ func (l *Lab) Info() lab.Info {
 
 // Status reports every host, its power and its services.
 func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
-	st := lab.Status{Info: l.Info(), Up: recordExists(l.cfg.StateDir)}
+	st := lab.Status{Info: l.Info(), Up: state.Exists(l.cfg.StateDir)}
 	for _, h := range l.hosts {
 		hs := lab.HostStatus{
 			Name:    h.cfg.Name,
@@ -43,35 +45,15 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 	return st, nil
 }
 
-// sshSessionEnv is the environment an SSH session on the host gets: the
-// lab's binaries on PATH and, on nodes, crictl pointed at the host's own
-// containerd (the machine may run others).
-func (l *Lab) sshSessionEnv(h *Host) []string {
-	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	if dirs := l.binDirs(); len(dirs) > 0 {
-		path = strings.Join(dirs, ":") + ":" + path
-	}
-	// A home of the lab's own: root's dotfiles on this machine (shell
-	// setup of whoever uses it) are no part of a lab host, and can stall
-	// or change every command.
-	env := []string{"PATH=" + path, "HOME=" + l.ssh.home()}
-	if h.node != nil {
-		sock := "unix://" + l.containerdSocket(h.cfg.Name)
-		env = append(env, "CONTAINER_RUNTIME_ENDPOINT="+sock, "IMAGE_SERVICE_ENDPOINT="+sock,
-			"CONTAINERD_ADDRESS="+l.containerdSocket(h.cfg.Name), "CONTAINERD_NAMESPACE=k8s.io")
-	}
-	return env
-}
-
 // dropVolatile forgets what a host's RAM and /run held at a power cut:
 // mounts made by kubelet and containerd, and the runtime dir.
 func (l *Lab) dropVolatile(host string) error {
-	if err := unmountAll(l.runtimeDir(host), l.dataDir(host)); err != nil {
+	if err := mounts.UnmountAll(l.dirs.Runtime(host), l.dirs.Data(host)); err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
 	// The supervisor's records live under the runtime dir too; keep them
 	// (the services are recorded as stopped) and drop the rest.
-	ents, err := os.ReadDir(l.runtimeDir(host))
+	ents, err := os.ReadDir(l.dirs.Runtime(host))
 	if err != nil {
 		return nil
 	}
@@ -79,7 +61,7 @@ func (l *Lab) dropVolatile(host string) error {
 		if strings.HasSuffix(e.Name(), ".pid") {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(l.runtimeDir(host), e.Name())); err != nil {
+		if err := os.RemoveAll(filepath.Join(l.dirs.Runtime(host), e.Name())); err != nil {
 			return fmt.Errorf("host %s: clearing runtime state: %w", host, err)
 		}
 	}

@@ -10,14 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
+	"github.com/faultline/faultline/lab/local/internal/hostssh"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 func init() {
@@ -36,25 +40,20 @@ type Lab struct {
 	// asked is the Kubernetes settings the opener asked for; cfg holds
 	// those of the running lab when one is recorded (see New).
 	asked  lab.KubernetesSettings
-	plan   *addressPlan
-	net    *network
-	sup    *supervisor
-	ssh    sshFiles
+	dirs   layout.State
+	plan   *addressing.Plan
+	net    *hostns.Network
+	sup    *supervise.Supervisor
+	ssh    hostssh.Files
 	hosts  []*Host
 	byName map[string]*Host
-	cc     *clusterCtx
-
-	httpOnce   sync.Once
-	httpClient *http.Client
-	httpErr    error
+	// comp is the lab as its components see it.
+	comp *components.Cluster
 
 	timings UpTimings
 	// progress receives a line per step of up, reset and down.
 	progress io.Writer
 
-	imagesOnce sync.Once
-	imageSet   imageSet
-	imagesErr  error
 	// bareHosts limits every host to its sshd: the hosts without a
 	// cluster, for testing the layer below it.
 	bareHosts bool
@@ -74,7 +73,7 @@ func New(c *lab.Config) (*Lab, error) {
 	if c.StateDir == "" {
 		return nil, fmt.Errorf("lab %s: stateDir: is required", c.Name)
 	}
-	plan, err := planAddresses(c)
+	plan, err := addressing.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", c.Name, err)
 	}
@@ -82,7 +81,7 @@ func New(c *lab.Config) (*Lab, error) {
 	// A lab that is up runs with the versions and timers it was brought up
 	// with, whatever the file opened now says (`lab up --profile` overrides
 	// the file): every report must name the profile the cluster really runs.
-	if r, err := loadRecord(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
+	if r, err := state.Load(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
 		running := *c
 		running.Kubernetes = r.Config.Kubernetes
 		c = &running
@@ -90,19 +89,21 @@ func New(c *lab.Config) (*Lab, error) {
 	l := &Lab{
 		asked:  asked,
 		cfg:    c,
+		dirs:   layout.State(c.StateDir),
 		plan:   plan,
-		net:    &network{lab: c.Name, plan: plan},
-		sup:    newSupervisor(c.StateDir),
-		ssh:    sshFiles{dir: filepath.Join(c.StateDir, "ssh")},
+		net:    &hostns.Network{Lab: c.Name, Plan: plan},
+		sup:    supervise.New(c.StateDir),
+		ssh:    hostssh.Files{Dir: layout.State(c.StateDir).SSH()},
 		byName: map[string]*Host{},
 	}
+	l.comp = &components.Cluster{Config: c, Dirs: l.dirs, Plan: plan, SSH: l.ssh, Sup: l.sup}
 	for _, hc := range c.Hosts {
 		h := &Host{lab: l, cfg: hc}
-		if n, ok := plan.nodes[hc.Name]; ok {
+		if n, ok := plan.Nodes[hc.Name]; ok {
 			n := n
 			h.node = &n
 		}
-		if h.ssh, err = l.ssh.client(hc); err != nil {
+		if h.ssh, err = l.ssh.Client(hc); err != nil {
 			return nil, fmt.Errorf("lab %s: %w", c.Name, err)
 		}
 		l.hosts = append(l.hosts, h)
@@ -146,18 +147,10 @@ func (l *Lab) Host(name string) (lab.Host, error) {
 }
 
 // KnownHostsFile is the known_hosts file that pins every host's key.
-func (l *Lab) KnownHostsFile() string { return l.ssh.knownHosts() }
+func (l *Lab) KnownHostsFile() string { return l.ssh.KnownHosts() }
 
 // SSHKeyFile is the private key every host's sshd accepts.
-func (l *Lab) SSHKeyFile() string { return l.ssh.clientKey() }
-
-// dataDir is a host's persistent data: what a VM's disk would hold and
-// what the cold snapshot copies.
-func (l *Lab) dataDir(host string) string { return filepath.Join(l.cfg.StateDir, "hosts", host) }
-
-// runtimeDir is a host's runtime state (sockets, pod network namespaces):
-// what a VM's /run would hold, lost at power off.
-func (l *Lab) runtimeDir(host string) string { return filepath.Join(l.cfg.StateDir, "run", host) }
+func (l *Lab) SSHKeyFile() string { return l.ssh.ClientKey() }
 
 func (l *Lab) Close() error {
 	for _, h := range l.hosts {
@@ -179,32 +172,32 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 	if err := requireRoot("lab up"); err != nil {
 		return err
 	}
-	if !recordExists(l.cfg.StateDir) {
-		if err := l.net.checkFree(); err != nil {
+	if !state.Exists(l.cfg.StateDir) {
+		if err := l.net.CheckFree(); err != nil {
 			return err
 		}
 	}
-	if err := saveRecord(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
+	if err := state.Save(l.cfg.StateDir, l.loadOrNewRecord()); err != nil {
 		return err
 	}
-	if err := l.net.createBridges(ctx); err != nil {
+	if err := l.net.CreateBridges(ctx); err != nil {
 		return err
 	}
 	addrs := map[string]string{}
 	for _, h := range l.hosts {
 		addrs[h.cfg.Name] = h.cfg.Address
-		if err := l.net.createHost(h.hostNet()); err != nil {
+		if err := l.net.CreateHost(h.hostNet()); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(l.dataDir(h.cfg.Name), 0o755); err != nil {
+		if err := os.MkdirAll(l.dirs.Data(h.cfg.Name), 0o755); err != nil {
 			return err
 		}
 	}
-	if err := ensureSSHMaterial(l.ssh, l.cfg.Name, addrs); err != nil {
+	if err := hostssh.Ensure(l.ssh, l.cfg.Name, addrs); err != nil {
 		return err
 	}
 	for _, h := range l.hosts {
-		if err := h.startServices(ctx, phaseSSH); err != nil {
+		if err := h.startServices(ctx, components.PhaseSSH); err != nil {
 			return err
 		}
 	}
@@ -216,12 +209,12 @@ func (l *Lab) provisionHosts(ctx context.Context) error {
 	return nil
 }
 
-func (l *Lab) loadOrNewRecord() *record {
-	if r, err := loadRecord(l.cfg.StateDir); err == nil {
+func (l *Lab) loadOrNewRecord() *state.Record {
+	if r, err := state.Load(l.cfg.StateDir); err == nil {
 		return r
 	}
-	r := &record{Config: l.cfg}
-	for _, p := range sharedPaths {
+	r := &state.Record{Config: l.cfg}
+	for _, p := range components.SharedPaths {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			r.CreatedShared = append(r.CreatedShared, p)
 		}
@@ -237,7 +230,7 @@ func (l *Lab) Down(ctx context.Context) error {
 		return err
 	}
 	cfg := l.cfg
-	rec, err := loadRecord(l.cfg.StateDir)
+	rec, err := state.Load(l.cfg.StateDir)
 	if err == nil {
 		cfg = rec.Config
 	} else if !errors.Is(err, os.ErrNotExist) {

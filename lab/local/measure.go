@@ -1,12 +1,10 @@
 package local
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // UpTimings is how long the parts of the last Up took.
@@ -24,37 +22,17 @@ func (l *Lab) LastUp() UpTimings { return l.timings }
 
 // HostRSS is the resident memory of every process of a host, its pods
 // included, and the number of processes counted.
-func (l *Lab) HostRSS(host string) (bytes int64, procs int, err error) {
+func (l *Lab) HostRSS(host string) (bytes int64, counted int, err error) {
 	if _, ok := l.byName[host]; !ok {
 		return 0, 0, fmt.Errorf("lab %s has no host %q", l.cfg.Name, host)
 	}
-	for _, pid := range hostProcesses(l.cfg.Name, host) {
-		rss, err := processRSS(pid)
+	for _, pid := range procs.OfHost(l.cfg.Name, host) {
+		rss, err := procs.RSS(pid)
 		if err != nil {
 			continue // exited meanwhile
 		}
 		bytes += rss
-		procs++
+		counted++
 	}
-	return bytes, procs, nil
-}
-
-func processRSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, err
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
+	return bytes, counted, nil
 }

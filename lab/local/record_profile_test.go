@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/state"
 	"github.com/faultline/faultline/lab/timers"
 )
 
@@ -29,7 +30,7 @@ func TestInfoNamesTheProfileTheRunningLabWasBroughtUpWith(t *testing.T) {
 
 	running := *file
 	running.Kubernetes.TimerProfile = lab.ProfileFast
-	if err := saveRecord(file.StateDir, &record{Config: &running}); err != nil {
+	if err := state.Save(file.StateDir, &state.Record{Config: &running}); err != nil {
 		t.Fatal(err)
 	}
 	l, err = New(file)

@@ -5,62 +5,67 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-
-	"github.com/vishvananda/netlink"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
+	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/internal/hostns"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
 // links, bridges, iptables rules, cgroups, machine-wide sysctls and the
 // state dir. Each step runs even when an earlier one failed; all failures
 // are returned together.
-func teardown(ctx context.Context, cfg *lab.Config, rec *record) error {
+func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 	var errs []error
 	note := func(err error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	sup := newSupervisor(cfg.StateDir)
+	sup := supervise.New(cfg.StateDir)
 	for _, h := range cfg.Hosts {
 		// Stop the recorded services politely first (API servers before
 		// etcd, as a clean shutdown needs), then kill whatever is left.
-		for _, name := range stopOrder {
-			note(sup.kill(ctx, h.Name, name))
+		for _, name := range components.StopOrder {
+			note(sup.Kill(ctx, h.Name, name))
 		}
 	}
 	for _, h := range cfg.Hosts {
-		note(killHostProcesses(ctx, cfg.Name, h.Name))
+		note(procs.KillHost(ctx, cfg.Name, h.Name))
 	}
 	var nsPaths []string
 	for _, h := range cfg.Hosts {
-		nsPaths = append(nsPaths, netnsPath(netnsName(cfg.Name, h.Name)))
+		nsPaths = append(nsPaths, layout.NetnsPath(layout.NetnsName(cfg.Name, h.Name)))
 	}
-	note(unmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
+	note(mounts.UnmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
 	for _, h := range cfg.Hosts {
-		ns := netnsName(cfg.Name, h.Name)
+		ns := layout.NetnsName(cfg.Name, h.Name)
 		// Unmounted above; the namespace ends with its last process.
-		if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(layout.NetnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			note(fmt.Errorf("deleting network namespace %s: %w", ns, err))
 		}
 	}
-	note(releaseNetnsDir())
-	note(deleteLabLinks(cfg.Name))
-	note(deleteIptablesRules(ctx, cfg.Name))
+	note(hostns.ReleaseNetnsDir())
+	note(hostns.DeleteLabLinks(cfg.Name))
+	note(hostns.DeleteIptablesRules(ctx, cfg.Name))
 	for _, h := range cfg.Hosts {
-		note(removeNodeCgroups(cgroupName(cfg.Name, h.Name)))
+		note(cgroups.RemoveNode(layout.CgroupName(cfg.Name, h.Name)))
 	}
 	note(removeContainerLogLinks(cfg.StateDir))
 	if rec != nil {
 		// Records of older labs hold their own originals.
-		note(restoreSysctls(rec.Sysctls))
+		note(sysctl.Restore(rec.Sysctls))
 	}
-	note(releaseSysctls(cfg.StateDir))
+	note(sysctl.Release(cfg.StateDir))
 	if rec != nil {
 		note(removeCreatedShared(cfg.Name, rec.CreatedShared))
 	}
@@ -82,10 +87,10 @@ func removeCreatedShared(labName string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) > 0 {
+	if ents, err := os.ReadDir(layout.NetnsDir); err == nil && len(ents) > 0 {
 		return nil
 	}
-	for _, pid := range allPids() {
+	for _, pid := range procs.All() {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err != nil {
 			continue
@@ -97,7 +102,7 @@ func removeCreatedShared(labName string, paths []string) error {
 	}
 	var errs []error
 	for _, p := range paths {
-		if mps, err := mountsUnder(p); err != nil || len(mps) > 0 {
+		if mps, err := mounts.Under(p); err != nil || len(mps) > 0 {
 			continue // never remove through a mount
 		}
 		if err := os.RemoveAll(p); err != nil {
@@ -105,119 +110,6 @@ func removeCreatedShared(labName string, paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// releaseNetnsDir undoes ensureNetnsDir once no namespace is left in it
-// (another lab's or anyone's keeps it as it is).
-func releaseNetnsDir() error {
-	ents, err := os.ReadDir(netnsDir)
-	if err != nil || len(ents) > 0 {
-		return nil
-	}
-	if mps, _ := mountsUnder(netnsDir); len(mps) != 1 || mps[0] != netnsDir {
-		return nil
-	}
-	if err := syscall.Unmount(netnsDir, syscall.MNT_DETACH); err != nil {
-		return fmt.Errorf("unmounting %s: %w", netnsDir, err)
-	}
-	return nil
-}
-
-// stopOrder lists every service the lab may run, in the order a clean
-// shutdown stops them.
-var stopOrder = []string{
-	"kube-proxy", "kubelet", "containerd",
-	"kube-scheduler", "kube-controller-manager", "keepalived", "kube-apiserver",
-	"etcd", "sshd",
-}
-
-// deleteLabLinks removes every root-namespace link whose alias names this
-// lab: the bridges and the root ends of the hosts' veths.
-func deleteLabLinks(labName string) error {
-	links, err := listLinks()
-	if err != nil {
-		return fmt.Errorf("listing links: %w", err)
-	}
-	prefix := interfaceAliasPrefix + labName + ":"
-	var errs []error
-	// veths first, bridges last.
-	for _, pass := range []bool{false, true} {
-		for _, l := range links {
-			if !strings.HasPrefix(l.Attrs().Alias, prefix) {
-				continue
-			}
-			if (l.Type() == "bridge") != pass {
-				continue
-			}
-			if err := netlink.LinkDel(l); err != nil {
-				var nf netlink.LinkNotFoundError
-				// A veth goes with its peer's namespace: gone is fine.
-				if !errors.As(err, &nf) && !errors.Is(err, syscall.ENODEV) && !errors.Is(err, os.ErrNotExist) {
-					errs = append(errs, fmt.Errorf("deleting link %s: %w", l.Attrs().Name, err))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// labIptablesRules lists the root namespace's filter rules that carry the
-// lab's comment, as iptables -S prints them.
-func labIptablesRules(ctx context.Context, labName string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "iptables", "-w", "-S").Output()
-	if err != nil {
-		return nil, fmt.Errorf("listing iptables rules: %w", err)
-	}
-	var rules []string
-	tag := fmt.Sprintf("--comment %q", iptablesComment(labName))
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "-A ") && strings.Contains(line, tag) {
-			rules = append(rules, line)
-		}
-	}
-	return rules, nil
-}
-
-func deleteIptablesRules(ctx context.Context, labName string) error {
-	rules, err := labIptablesRules(ctx, labName)
-	if err != nil {
-		return err
-	}
-	for _, r := range rules {
-		args := splitIptablesRule(strings.TrimPrefix(r, "-A "))
-		if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w", "-D"}, args...)...).CombinedOutput(); err != nil {
-			return fmt.Errorf("deleting iptables rule %q: %v: %s", r, err, out)
-		}
-	}
-	return nil
-}
-
-// splitIptablesRule splits an iptables -S line into arguments, keeping
-// double-quoted words (comments) whole.
-func splitIptablesRule(s string) []string {
-	var out []string
-	var cur strings.Builder
-	inQuote, have := false, false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			inQuote = !inQuote
-			have = true
-		case r == ' ' && !inQuote:
-			if have {
-				out = append(out, cur.String())
-				cur.Reset()
-				have = false
-			}
-		default:
-			cur.WriteRune(r)
-			have = true
-		}
-	}
-	if have {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // containerLogDir is kubelet's fixed directory of container log links; it
@@ -246,14 +138,4 @@ func removeContainerLogLinks(stateDir string) error {
 		}
 	}
 	return nil
-}
-
-func restoreSysctls(orig map[string]string) error {
-	var errs []error
-	for k, v := range orig {
-		if err := writeSysctl(k, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/internal/procs"
+	"github.com/faultline/faultline/lab/local/internal/state"
+	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
 
 // Up builds the lab from nothing, boots it in order, waits until every
@@ -26,7 +30,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	l.logf("building node images")
-	if _, err := l.images(); err != nil {
+	if _, err := l.comp.Images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	if l.asked != l.cfg.Kubernetes {
@@ -34,12 +38,12 @@ func (l *Lab) Up(ctx context.Context) error {
 			l.cfg.Name, l.cfg.Kubernetes.Version, l.cfg.Kubernetes.EtcdVersion, l.cfg.Kubernetes.TimerProfile,
 			l.asked.Version, l.asked.EtcdVersion, l.asked.TimerProfile)
 	}
-	if !recordExists(l.cfg.StateDir) {
-		if err := l.net.checkFree(); err != nil {
+	if !state.Exists(l.cfg.StateDir) {
+		if err := l.net.CheckFree(); err != nil {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}
 	}
-	if _, err := l.cluster(ctx); err != nil {
+	if _, err := l.comp.Env(ctx); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	t0 := time.Now()
@@ -70,17 +74,17 @@ func (l *Lab) Up(ctx context.Context) error {
 // the control plane, runtimes, node agents), each phase on every host at
 // once and ready before the next, then waits for a healthy cluster.
 func (l *Lab) boot(ctx context.Context, since time.Time) error {
-	if _, err := l.cluster(ctx); err != nil {
+	if _, err := l.comp.Env(ctx); err != nil {
 		return err
 	}
-	if err := l.presetKubeletSysctls(); err != nil {
+	if err := sysctl.Acquire(l.cfg.StateDir); err != nil {
 		return err
 	}
-	for _, p := range allPhases {
+	for _, p := range components.AllPhases {
 		l.logf("starting %s", p)
 		if err := l.forEachHost(func(h *Host) error {
 			for _, s := range h.services() {
-				if s.phase == p {
+				if s.Phase == p {
 					if err := h.start(ctx, s, true); err != nil {
 						return err
 					}
@@ -91,12 +95,12 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 			return err
 		}
 		l.logf("%s ready", p)
-		if p == phaseRuntime {
+		if p == components.PhaseRuntime {
 			if err := l.forEachHost(func(h *Host) error {
 				if h.node == nil {
 					return nil
 				}
-				return l.importImages(ctx, h)
+				return l.comp.ImportImages(ctx, h.component())
 			}); err != nil {
 				return err
 			}
@@ -138,7 +142,7 @@ func (l *Lab) forEachHost(f func(h *Host) error) error {
 // otherwise at once, as pulling the power does. Then whatever still runs
 // (containers, shims) is killed and what RAM held is dropped.
 func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
-	for _, name := range stopOrder {
+	for _, name := range components.StopOrder {
 		if !graceful {
 			break
 		}
@@ -147,17 +151,17 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			if err != nil {
 				return nil // the host does not run it
 			}
-			return l.sup.stop(ctx, h.cfg.Name, s.name, s.stopGrace)
+			return l.sup.Stop(ctx, h.cfg.Name, s.Name, s.StopGrace)
 		}); err != nil {
 			return err
 		}
 	}
 	return l.forEachHost(func(h *Host) error {
-		if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+		if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 			return err
 		}
 		for _, s := range h.services() {
-			if err := l.sup.kill(ctx, h.cfg.Name, s.name); err != nil {
+			if err := l.sup.Kill(ctx, h.cfg.Name, s.Name); err != nil {
 				return err
 			}
 		}
@@ -168,20 +172,18 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 
 // rebuildHostNetwork makes a stopped host's namespace and links anew.
 func (l *Lab) rebuildHostNetwork(ctx context.Context, h *Host) error {
-	if err := killHostProcesses(ctx, l.cfg.Name, h.cfg.Name); err != nil {
+	if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 		return err
 	}
-	if err := l.net.removeHost(h.cfg.Name); err != nil {
+	if err := l.net.RemoveHost(h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
-	if err := l.net.createHost(h.hostNet()); err != nil {
+	if err := l.net.CreateHost(h.hostNet()); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
 	h.ssh.Disconnect()
 	return nil
 }
-
-func (l *Lab) coldDir() string { return filepath.Join(l.cfg.StateDir, "cold") }
 
 // snapshotted is what the cold snapshot holds: every host's data and the
 // certificates.
@@ -211,21 +213,21 @@ func (l *Lab) takeColdSnapshot(ctx context.Context) error {
 		return err
 	}
 	l.logf("copying")
-	tmp := l.coldDir() + ".new"
+	tmp := l.dirs.Cold() + ".new"
 	for _, d := range l.snapshotted() {
 		if err := copyTree(ctx, filepath.Join(l.cfg.StateDir, d), filepath.Join(tmp, d)); err != nil {
 			return err
 		}
 	}
-	if err := os.RemoveAll(l.coldDir()); err != nil {
+	if err := os.RemoveAll(l.dirs.Cold()); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, l.coldDir()); err != nil {
+	if err := os.Rename(tmp, l.dirs.Cold()); err != nil {
 		return err
 	}
 	rec := l.loadOrNewRecord()
 	rec.Snapshot = true
-	if err := saveRecord(l.cfg.StateDir, rec); err != nil {
+	if err := state.Save(l.cfg.StateDir, rec); err != nil {
 		return err
 	}
 	return l.boot(ctx, time.Now())
@@ -238,7 +240,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err := requireRoot("lab reset"); err != nil {
 		return err
 	}
-	rec, err := loadRecord(l.cfg.StateDir)
+	rec, err := state.Load(l.cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("lab %s reset: is it up? %w", l.cfg.Name, err)
 	}
@@ -261,7 +263,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	}
 	l.logf("restoring the cold snapshot")
 	for _, d := range l.snapshotted() {
-		if err := copyTree(ctx, filepath.Join(l.coldDir(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
+		if err := copyTree(ctx, filepath.Join(l.dirs.Cold(), d), filepath.Join(l.cfg.StateDir, d)); err != nil {
 			return fmt.Errorf("lab %s reset: restoring: %w", l.cfg.Name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package local
+package supervise
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 func TestParseRestart(t *testing.T) {
@@ -26,7 +28,7 @@ func TestParseRestart(t *testing.T) {
 func startKeeper(t *testing.T, dir string, delay string, argv ...string) (*exec.Cmd, string, string) {
 	t.Helper()
 	pidfile, restarts := filepath.Join(dir, "svc.pid"), filepath.Join(dir, "svc.restarts")
-	cmd := exec.Command("/bin/sh", append([]string{"-c", keeperScript, keeperName, pidfile, restarts, delay}, argv...)...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", keeperScript, KeeperName, pidfile, restarts, delay}, argv...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +92,14 @@ func TestKeeperEndsWithoutTouchingTheService(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(rec.pid, syscall.SIGKILL) })
-	if _, start, err := procStat(rec.pid); err != nil || start != rec.startTime {
+	if _, start, err := procs.Stat(rec.pid); err != nil || start != rec.startTime {
 		t.Fatalf("pid file %+v does not name the running service (%v)", rec, err)
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if _, err := cmd.Process.Wait(); err != nil {
 		t.Errorf("keeper on SIGTERM: %v", err)
 	}
-	if gone(rec.pid) {
+	if procs.Gone(rec.pid) {
 		t.Errorf("the service ended with its keeper")
 	}
 	_ = syscall.Kill(rec.pid, syscall.SIGKILL)

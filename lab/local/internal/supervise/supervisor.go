@@ -1,4 +1,9 @@
-package local
+// Package supervise starts, signals, stops and finds a local lab's
+// services: each one a process in its host's namespaces, detached from
+// whoever started it, with its pid and start time in the state dir so any
+// later process finds it; and, for the services that are restarted when
+// they exit, the keeper that restarts them.
+package supervise
 
 import (
 	"context"
@@ -12,29 +17,30 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
-// processSpec is how one service of one host is started.
-type processSpec struct {
-	host    string
-	service string
-	netns   string // the host's network namespace, entered with nsenter --net
-	uts     string // the file of the host's UTS namespace
-	argv    []string
-	env     []string
-	dir     string
-	// stopGrace is how long a SIGTERM is given before SIGKILL.
-	stopGrace time.Duration
-	// restartDelay, when set, has a keeper (keeper.go) start the service
+// Spec is how one service of one host is started.
+type Spec struct {
+	Host    string
+	Service string
+	Netns   string // the host's network namespace, entered with nsenter --net
+	UTS     string // the file of the host's UTS namespace
+	Argv    []string
+	Env     []string
+	Dir     string
+	// RestartDelay, when set, has a keeper (keeper.go) start the service
 	// again that long after it exits.
-	restartDelay time.Duration
+	RestartDelay time.Duration
 }
 
-// supervisor owns the lab's processes. Each is started detached in its own
+// Supervisor owns the lab's processes. Each is started detached in its own
 // session with its pid and start time in the state dir, so that a later
 // `lab status` or `lab down` in another process finds it, and a recycled
 // pid is never mistaken for it.
-type supervisor struct {
+type Supervisor struct {
 	runDir string // <state>/run/<host>/<service>.pid
 	logDir string // <state>/logs/<host>/<service>.log
 
@@ -42,20 +48,21 @@ type supervisor struct {
 	reaped map[int]chan struct{} // children of this process, closed when waited for
 }
 
-func newSupervisor(stateDir string) *supervisor {
-	return &supervisor{
-		runDir: filepath.Join(stateDir, "run"),
-		logDir: filepath.Join(stateDir, "logs"),
+// New is the supervisor of the lab with the given state dir.
+func New(stateDir string) *Supervisor {
+	return &Supervisor{
+		runDir: layout.State(stateDir).RunRoot(),
+		logDir: layout.State(stateDir).Logs(),
 		reaped: map[int]chan struct{}{},
 	}
 }
 
-func (s *supervisor) pidFile(host, service string) string {
+func (s *Supervisor) pidFile(host, service string) string {
 	return filepath.Join(s.runDir, host, service+".pid")
 }
 
 // LogFile is where a service's output goes.
-func (s *supervisor) LogFile(host, service string) string {
+func (s *Supervisor) LogFile(host, service string) string {
 	return filepath.Join(s.logDir, host, service+".log")
 }
 
@@ -82,101 +89,79 @@ func readRecord(path string) (processRecord, error) {
 	return processRecord{pid: pid, startTime: st}, nil
 }
 
-// procStat returns a process's state letter and start time.
-func procStat(pid int) (state byte, start uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
-	}
-	return f[0][0], start, nil
-}
-
 // Process states as ServiceState reports them.
 const (
-	stateRunning = "running"
-	stateFrozen  = "frozen"
-	stateStopped = "stopped"
-	stateExited  = "exited"
+	StateRunning = "running"
+	StateFrozen  = "frozen"
+	StateStopped = "stopped"
+	StateExited  = "exited"
 )
 
-// lookup returns the pid of a service and its state. A pid file whose
+// Lookup returns the pid of a service and its state. A pid file whose
 // process is gone or is another process reads as exited.
-func (s *supervisor) lookup(host, service string) (int, string) {
+func (s *Supervisor) Lookup(host, service string) (int, string) {
 	rec, err := readRecord(s.pidFile(host, service))
 	if err != nil {
-		return 0, stateStopped
+		return 0, StateStopped
 	}
-	st, start, err := procStat(rec.pid)
+	st, start, err := procs.Stat(rec.pid)
 	if err != nil || start != rec.startTime {
-		return 0, stateExited
+		return 0, StateExited
 	}
 	switch st {
 	case 'Z', 'X', 'x':
-		return rec.pid, stateExited
+		return rec.pid, StateExited
 	case 'T', 't':
-		return rec.pid, stateFrozen
+		return rec.pid, StateFrozen
 	default:
-		return rec.pid, stateRunning
+		return rec.pid, StateRunning
 	}
 }
 
-// start starts a service unless it already runs. A service with a
+// Start starts a service unless it already runs. A service with a
 // restart delay is started under its keeper; while the keeper runs, the
 // keeper restarts the service and start only waits for that, so there is
 // never a second copy.
-func (s *supervisor) start(p processSpec) (int, error) {
-	if pid, st := s.lookup(p.host, p.service); st == stateRunning || st == stateFrozen {
+func (s *Supervisor) Start(p Spec) (int, error) {
+	if pid, st := s.Lookup(p.Host, p.Service); st == StateRunning || st == StateFrozen {
 		return pid, nil
 	}
-	kept := p.restartDelay > 0
-	if _, ok := s.keeper(p.host, p.service); ok && kept {
-		return s.waitKept(p.host, p.service, p.restartDelay+10*time.Second)
+	kept := p.RestartDelay > 0
+	if _, ok := s.Keeper(p.Host, p.Service); ok && kept {
+		return s.WaitKept(p.Host, p.Service, p.RestartDelay+10*time.Second)
 	}
-	for _, d := range []string{filepath.Dir(s.pidFile(p.host, p.service)), filepath.Dir(s.LogFile(p.host, p.service))} {
+	for _, d := range []string{filepath.Dir(s.pidFile(p.Host, p.Service)), filepath.Dir(s.LogFile(p.Host, p.Service))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+			return 0, fmt.Errorf("starting %s on %s: %w", p.Service, p.Host, err)
 		}
 	}
-	logf, err := os.OpenFile(s.LogFile(p.host, p.service), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(s.LogFile(p.Host, p.Service), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("starting %s on %s: log: %w", p.service, p.host, err)
+		return 0, fmt.Errorf("starting %s on %s: log: %w", p.Service, p.Host, err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "---- %s starting: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(p.argv, " "))
+	fmt.Fprintf(logf, "---- %s starting: %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(p.Argv, " "))
 
 	// nsenter execs the service in place, so its pid is the service's.
 	// `ip netns exec` is not used: it makes a private mount namespace,
 	// hiding kubelet's volume mounts from runc.
-	argv := append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, p.argv...)
+	argv := append([]string{"--net=" + layout.NetnsPath(p.Netns), "--uts=" + p.UTS, "--"}, p.Argv...)
 	if kept {
-		argv = append([]string{"--net=" + netnsPath(p.netns), "--uts=" + p.uts, "--"}, s.keeperArgv(p)...)
+		argv = append([]string{"--net=" + layout.NetnsPath(p.Netns), "--uts=" + p.UTS, "--"}, s.keeperArgv(p)...)
 		// The keeper writes the pid file; an old one must not be taken
 		// for the new process.
-		if err := os.Remove(s.pidFile(p.host, p.service)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+		if err := os.Remove(s.pidFile(p.Host, p.Service)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("starting %s on %s: %w", p.Service, p.Host, err)
 		}
 	}
 	cmd := exec.Command("nsenter", argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = p.dir
-	cmd.Env = append(baseEnv(), p.env...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(baseEnv(), p.Env...)
 	// A new session: the service outlives this process and its terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("starting %s on %s: %w", p.service, p.host, err)
+		return 0, fmt.Errorf("starting %s on %s: %w", p.Service, p.Host, err)
 	}
 	pid := cmd.Process.Pid
 	done := make(chan struct{})
@@ -189,29 +174,29 @@ func (s *supervisor) start(p processSpec) (int, error) {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	_, start, err := procStat(pid)
+	_, start, err := procs.Stat(pid)
 	if err != nil {
-		return 0, fmt.Errorf("starting %s on %s: it exited at once (see %s)", p.service, p.host, s.LogFile(p.host, p.service))
+		return 0, fmt.Errorf("starting %s on %s: it exited at once (see %s)", p.Service, p.Host, s.LogFile(p.Host, p.Service))
 	}
 	rec := fmt.Sprintf("%d %d\n", pid, start)
 	if kept {
-		if err := os.WriteFile(s.keeperFile(p.host, p.service), []byte(rec), 0o644); err != nil {
+		if err := os.WriteFile(s.keeperFile(p.Host, p.Service), []byte(rec), 0o644); err != nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return 0, fmt.Errorf("starting %s on %s: recording its keeper's pid: %w", p.service, p.host, err)
+			return 0, fmt.Errorf("starting %s on %s: recording its keeper's pid: %w", p.Service, p.Host, err)
 		}
-		return s.waitKept(p.host, p.service, 10*time.Second)
+		return s.WaitKept(p.Host, p.Service, 10*time.Second)
 	}
-	if err := os.WriteFile(s.pidFile(p.host, p.service), []byte(rec), 0o644); err != nil {
+	if err := os.WriteFile(s.pidFile(p.Host, p.Service), []byte(rec), 0o644); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		return 0, fmt.Errorf("starting %s on %s: recording pid: %w", p.service, p.host, err)
+		return 0, fmt.Errorf("starting %s on %s: recording pid: %w", p.Service, p.Host, err)
 	}
 	return pid, nil
 }
 
-// signal sends sig to a running or frozen service.
-func (s *supervisor) signal(host, service string, sig syscall.Signal) error {
-	pid, st := s.lookup(host, service)
-	if st != stateRunning && st != stateFrozen {
+// Signal sends sig to a running or frozen service.
+func (s *Supervisor) Signal(host, service string, sig syscall.Signal) error {
+	pid, st := s.Lookup(host, service)
+	if st != StateRunning && st != StateFrozen {
 		return fmt.Errorf("signal %v to %s on %s: it is %s", sig, service, host, st)
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
@@ -222,24 +207,24 @@ func (s *supervisor) signal(host, service string, sig syscall.Signal) error {
 	var want func(string) bool
 	switch sig {
 	case syscall.SIGSTOP, syscall.SIGTSTP:
-		want = func(st string) bool { return st == stateFrozen }
+		want = func(st string) bool { return st == StateFrozen }
 	case syscall.SIGCONT:
-		want = func(st string) bool { return st != stateFrozen }
+		want = func(st string) bool { return st != StateFrozen }
 	default:
 		return nil
 	}
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, st := s.lookup(host, service); want(st) {
+		if _, st := s.Lookup(host, service); want(st) {
 			return nil
 		}
 	}
 	return fmt.Errorf("signal %v to %s on %s (pid %d): its state did not change", sig, service, host, pid)
 }
 
-// stop ends a service: its keeper first, so nothing restarts it, then
+// Stop ends a service: its keeper first, so nothing restarts it, then
 // SIGTERM (and SIGCONT, so a frozen one sees it), SIGKILL after grace. Its
 // pid file is removed once it is gone.
-func (s *supervisor) stop(ctx context.Context, host, service string, grace time.Duration) error {
+func (s *Supervisor) Stop(ctx context.Context, host, service string, grace time.Duration) error {
 	kpid, keeperGone := s.endKeeper(ctx, host, service)
 	if err := s.stopProcess(ctx, host, service, grace); err != nil {
 		return err
@@ -256,9 +241,9 @@ func (s *supervisor) stop(ctx context.Context, host, service string, grace time.
 	return removeIfExists(s.keeperFile(host, service))
 }
 
-func (s *supervisor) stopProcess(ctx context.Context, host, service string, grace time.Duration) error {
-	pid, st := s.lookup(host, service)
-	if st == stateRunning || st == stateFrozen {
+func (s *Supervisor) stopProcess(ctx context.Context, host, service string, grace time.Duration) error {
+	pid, st := s.Lookup(host, service)
+	if st == StateRunning || st == StateFrozen {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 		if !s.waitGone(ctx, pid, grace) {
@@ -274,10 +259,10 @@ func (s *supervisor) stopProcess(ctx context.Context, host, service string, grac
 	return nil
 }
 
-// kill sends SIGKILL at once, as a power cut does, to the service's
+// Kill sends SIGKILL at once, as a power cut does, to the service's
 // keeper and then to the service.
-func (s *supervisor) kill(ctx context.Context, host, service string) error {
-	if kpid, ok := s.keeper(host, service); ok {
+func (s *Supervisor) Kill(ctx context.Context, host, service string) error {
+	if kpid, ok := s.Keeper(host, service); ok {
 		_ = syscall.Kill(kpid, syscall.SIGKILL)
 		if !s.waitGone(ctx, kpid, 10*time.Second) {
 			return fmt.Errorf("killing the keeper of %s on %s: pid %d survived SIGKILL", service, host, kpid)
@@ -286,8 +271,8 @@ func (s *supervisor) kill(ctx context.Context, host, service string) error {
 	if err := removeIfExists(s.keeperFile(host, service)); err != nil {
 		return err
 	}
-	pid, st := s.lookup(host, service)
-	if st == stateRunning || st == stateFrozen {
+	pid, st := s.Lookup(host, service)
+	if st == StateRunning || st == StateFrozen {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		if !s.waitGone(ctx, pid, 10*time.Second) {
 			return fmt.Errorf("killing %s on %s: pid %d survived SIGKILL", service, host, pid)
@@ -308,7 +293,7 @@ func removeIfExists(path string) error {
 
 // waitGone waits until pid has exited (reaped, or a zombie of another
 // parent, or gone).
-func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) bool {
+func (s *Supervisor) waitGone(ctx context.Context, pid int, d time.Duration) bool {
 	s.mu.Lock()
 	done := s.reaped[pid]
 	s.mu.Unlock()
@@ -320,7 +305,7 @@ func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) boo
 				return true
 			default:
 			}
-		} else if gone(pid) {
+		} else if procs.Gone(pid) {
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -328,12 +313,6 @@ func (s *supervisor) waitGone(ctx context.Context, pid int, d time.Duration) boo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// gone reports whether a process no longer runs (absent or a zombie).
-func gone(pid int) bool {
-	st, _, err := procStat(pid)
-	return err != nil || st == 'Z' || st == 'X'
 }
 
 // baseEnv is the environment every service starts with: the machine's

@@ -1,4 +1,4 @@
-package local
+package hostns
 
 import (
 	"fmt"
@@ -13,13 +13,9 @@ import (
 // as the hostname, as on a VM: leader-election identities, kubelet's
 // hostname and `hostname` over SSH name the host, not the machine.
 
-func (l *Lab) utsPath(host string) string {
-	return filepath.Join(l.cfg.StateDir, "ns", host+".uts")
-}
-
-// ensureUTS makes the host's UTS namespace, bound to a file in the state
+// EnsureUTS makes the host's UTS namespace, bound to a file in the state
 // dir, unless it exists.
-func ensureUTS(path, hostname string) error {
+func EnsureUTS(path, hostname string) error {
 	var st unix.Statfs_t
 	if unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC {
 		return nil

@@ -1,19 +1,21 @@
-package local
+// Package state reads and writes a local lab's record, lab.json in its
+// state dir: what `down` in any later process needs to know.
+package state
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 
-// record is what the lab writes to its state dir before it touches the
+// Record is what the lab writes to its state dir before it touches the
 // machine, so that `down` in any later process, even after a crash, knows
 // what to remove and what to restore.
-type record struct {
+type Record struct {
 	Config *lab.Config `json:"config"`
 	// Sysctls holds the machine-wide sysctls the lab changed, with the
 	// values they had before it did.
@@ -26,40 +28,28 @@ type record struct {
 	CreatedShared []string `json:"createdShared,omitempty"`
 }
 
-// sharedPaths are the fixed machine-wide paths the lab's components
-// create whatever they are told.
-var sharedPaths = []string{
-	"/var/lib/kubelet",
-	"/var/lib/cni",
-	"/run/containerd",
-	"/var/log/containers",
-	"/var/log/pods",
-	"/run/sshd",
-}
-
-func recordPath(stateDir string) string { return filepath.Join(stateDir, "lab.json") }
-
-func loadRecord(stateDir string) (*record, error) {
-	b, err := os.ReadFile(recordPath(stateDir))
+// Load reads the record in a state dir.
+func Load(stateDir string) (*Record, error) {
+	b, err := os.ReadFile(layout.State(stateDir).Record())
 	if err != nil {
 		return nil, err
 	}
-	var r record
+	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+		return nil, fmt.Errorf("reading %s: %w", layout.State(stateDir).Record(), err)
 	}
 	if r.Config == nil {
-		return nil, fmt.Errorf("reading %s: no config", recordPath(stateDir))
+		return nil, fmt.Errorf("reading %s: no config", layout.State(stateDir).Record())
 	}
 	if err := r.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", recordPath(stateDir), err)
+		return nil, fmt.Errorf("reading %s: %w", layout.State(stateDir).Record(), err)
 	}
 	return &r, nil
 }
 
-// saveRecord writes the record atomically: a crash mid-write must not
+// Save writes the record atomically: a crash mid-write must not
 // leave a record that down cannot read.
-func saveRecord(stateDir string, r *record) error {
+func Save(stateDir string, r *Record) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("creating state dir: %w", err)
 	}
@@ -67,7 +57,7 @@ func saveRecord(stateDir string, r *record) error {
 	if err != nil {
 		return err
 	}
-	tmp := recordPath(stateDir) + ".tmp"
+	tmp := layout.State(stateDir).Record() + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("writing lab record: %w", err)
@@ -81,10 +71,12 @@ func saveRecord(stateDir string, r *record) error {
 		return fmt.Errorf("writing lab record: %w", err)
 	}
 	f.Close()
-	return os.Rename(tmp, recordPath(stateDir))
+	return os.Rename(tmp, layout.State(stateDir).Record())
 }
 
-func recordExists(stateDir string) bool {
-	_, err := os.Stat(recordPath(stateDir))
+// Exists says whether a state dir holds a record (perhaps one it cannot
+// read).
+func Exists(stateDir string) bool {
+	_, err := os.Stat(layout.State(stateDir).Record())
 	return !errors.Is(err, os.ErrNotExist)
 }

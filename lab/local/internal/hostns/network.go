@@ -1,4 +1,8 @@
-package local
+// Package hostns builds and removes what makes a local lab's hosts hosts:
+// each one's network namespace, its links to the lab's bridges, its
+// routes and namespace sysctls, and its UTS namespace; and the bridges
+// and iptables rules of the lab in the root namespace.
+package hostns
 
 import (
 	"context"
@@ -16,40 +20,38 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/mounts"
 )
 
-// netnsDir is where named network namespaces live (the iproute2
-// convention, so `ip netns` and nsenter see them too).
-const netnsDir = "/run/netns"
-
-func netnsPath(name string) string { return filepath.Join(netnsDir, name) }
-
-// network builds and removes the lab's links, bridges and namespaces.
-type network struct {
-	lab  string
-	plan *addressPlan
+// Network builds and removes the lab's links, bridges and namespaces.
+type Network struct {
+	Lab  string
+	Plan *addressing.Plan
 }
 
 func prefixToIPNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
-// checkFree refuses to build when an address of the lab's management
+// CheckFree refuses to build when an address of the lab's management
 // network is already on a link of the machine: two bridges with one subnet
 // would make routing from the machine ambiguous. It is asked only when the
 // state dir holds no lab, so the lab's own bridge existing means a copy of
 // the lab from another state dir is up (or one was not brought down), and
 // building over it would replace the hosts' keys and certificates under
 // its feet.
-func (n *network) checkFree() error {
+func (n *Network) CheckFree() error {
 	links, err := listLinks()
 	if err != nil {
 		return fmt.Errorf("listing links: %w", err)
 	}
-	mine := managementBridgeName(n.lab)
+	mine := layout.ManagementBridgeName(n.Lab)
 	for _, l := range links {
 		if l.Attrs().Name == mine {
-			return fmt.Errorf("the bridge %s of lab %s already exists, though this state dir holds no lab: a copy of lab %s from another state dir is up, or one was not brought down; bring it down with its own lab file first", mine, n.lab, n.lab)
+			return fmt.Errorf("the bridge %s of lab %s already exists, though this state dir holds no lab: a copy of lab %s from another state dir is up, or one was not brought down; bring it down with its own lab file first", mine, n.Lab, n.Lab)
 		}
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
 		if err != nil {
@@ -60,8 +62,8 @@ func (n *network) checkFree() error {
 			if !ok {
 				continue
 			}
-			if n.plan.management.Contains(ip) || n.plan.pods.Contains(ip) {
-				return fmt.Errorf("network %s of lab %s is already in use on link %s (%s): is another lab with this address plan up?", n.plan.management, n.lab, l.Attrs().Name, a.IPNet)
+			if n.Plan.Management.Contains(ip) || n.Plan.Pods.Contains(ip) {
+				return fmt.Errorf("network %s of lab %s is already in use on link %s (%s): is another lab with this address plan up?", n.Plan.Management, n.Lab, l.Attrs().Name, a.IPNet)
 			}
 		}
 	}
@@ -87,7 +89,7 @@ func listLinks() ([]netlink.Link, error) {
 }
 
 // ensureBridge creates a bridge with the lab's alias if it is not there.
-func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
+func (n *Network) ensureBridge(name, what string, addr netip.Prefix) error {
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		var nf netlink.LinkNotFoundError
@@ -102,7 +104,7 @@ func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
 			return fmt.Errorf("looking up bridge %s: %w", name, err)
 		}
 	}
-	if err := netlink.LinkSetAlias(l, linkAlias(n.lab, what)); err != nil {
+	if err := netlink.LinkSetAlias(l, layout.LinkAlias(n.Lab, what)); err != nil {
 		return fmt.Errorf("naming bridge %s: %w", name, err)
 	}
 	if addr.IsValid() {
@@ -116,21 +118,21 @@ func (n *network) ensureBridge(name, what string, addr netip.Prefix) error {
 	return nil
 }
 
-// createBridges makes the management bridge (the machine holds an address
+// CreateBridges makes the management bridge (the machine holds an address
 // on it) and the pod transport bridge (no address: the machine does not
 // route pod traffic), and lets bridged lab traffic through the root
 // namespace's FORWARD chain whatever its policy.
-func (n *network) createBridges(ctx context.Context) error {
-	if err := n.ensureBridge(managementBridgeName(n.lab), "management", n.plan.rootAddress); err != nil {
+func (n *Network) CreateBridges(ctx context.Context) error {
+	if err := n.ensureBridge(layout.ManagementBridgeName(n.Lab), "management", n.Plan.RootAddress); err != nil {
 		return err
 	}
-	if len(n.plan.nodes) > 0 {
-		if err := n.ensureBridge(podBridgeName(n.lab), "pods", netip.Prefix{}); err != nil {
+	if len(n.Plan.Nodes) > 0 {
+		if err := n.ensureBridge(layout.PodBridgeName(n.Lab), "pods", netip.Prefix{}); err != nil {
 			return err
 		}
 	}
-	for _, br := range []string{managementBridgeName(n.lab), podBridgeName(n.lab)} {
-		rule := []string{"FORWARD", "-i", br, "-o", br, "-m", "comment", "--comment", iptablesComment(n.lab), "-j", "ACCEPT"}
+	for _, br := range []string{layout.ManagementBridgeName(n.Lab), layout.PodBridgeName(n.Lab)} {
+		rule := []string{"FORWARD", "-i", br, "-o", br, "-m", "comment", "--comment", layout.IptablesComment(n.Lab), "-j", "ACCEPT"}
 		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
 			continue
 		}
@@ -151,7 +153,7 @@ func withNetns(name string, f func() error) error {
 		return fmt.Errorf("getting current network namespace: %w", err)
 	}
 	defer orig.Close()
-	target, err := netns.GetFromPath(netnsPath(name))
+	target, err := netns.GetFromPath(layout.NetnsPath(name))
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", name, err)
 	}
@@ -175,22 +177,22 @@ func isNamespace(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
-// ensureNetnsDir makes netnsDir a shared mount point of its own, as
+// ensureNetnsDir makes layout.NetnsDir a shared mount point of its own, as
 // iproute2 does before its first `ip netns add`. Done first, iproute2 run
 // later by anyone finds it so and does not mount over it, which would hide
 // the lab's namespace mounts beneath a fresh directory.
 func ensureNetnsDir() error {
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+	if err := os.MkdirAll(layout.NetnsDir, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
+	if err := unix.Mount("", layout.NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err == nil {
 		return nil
 	}
-	if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind-mounting %s: %w", netnsDir, err)
+	if err := unix.Mount(layout.NetnsDir, layout.NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s: %w", layout.NetnsDir, err)
 	}
-	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("sharing %s: %w", netnsDir, err)
+	if err := unix.Mount("", layout.NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("sharing %s: %w", layout.NetnsDir, err)
 	}
 	return nil
 }
@@ -201,11 +203,11 @@ func createNamespace(name string) error {
 	if err := ensureNetnsDir(); err != nil {
 		return err
 	}
-	if isNamespace(netnsPath(name)) {
+	if isNamespace(layout.NetnsPath(name)) {
 		return nil
 	}
 	// A plain file left by an interrupted teardown is not a namespace.
-	if err := os.Remove(netnsPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(layout.NetnsPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("creating network namespace %s: %w", name, err)
 	}
 	runtime.LockOSThread()
@@ -228,22 +230,22 @@ func createNamespace(name string) error {
 	return nil
 }
 
-// hostNet is what one host gets: its namespace, a management link and,
+// Host is what one host gets: its namespace, a management link and,
 // for kubelet hosts, a pod transport link.
-type hostNet struct {
-	name    string
-	address netip.Prefix
-	node    *nodeAddresses
+type Host struct {
+	Name    string
+	Address netip.Prefix     // with the management network's length
+	Node    *addressing.Node // nil for hosts that run no kubelet
 }
 
-// createHost builds a host's namespace and links. It is idempotent so that
+// CreateHost builds a host's namespace and links. It is idempotent so that
 // `up` can be run again over a half-built lab.
-func (n *network) createHost(h hostNet) error {
-	ns := netnsName(n.lab, h.name)
+func (n *Network) CreateHost(h Host) error {
+	ns := layout.NetnsName(n.Lab, h.Name)
 	if err := createNamespace(ns); err != nil {
 		return err
 	}
-	nsh, err := netns.GetFromPath(netnsPath(ns))
+	nsh, err := netns.GetFromPath(layout.NetnsPath(ns))
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", ns, err)
 	}
@@ -261,21 +263,21 @@ func (n *network) createHost(h hostNet) error {
 	if err := inside.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("%s: loopback up: %w", ns, err)
 	}
-	if err := n.addVeth(nsh, inside, managementVethName(n.lab, h.name), hostManagementIf, managementBridgeName(n.lab), "host "+h.name+" management", h.address); err != nil {
+	if err := n.addVeth(nsh, inside, layout.ManagementVethName(n.Lab, h.Name), layout.HostManagementIf, layout.ManagementBridgeName(n.Lab), "host "+h.Name+" management", h.Address); err != nil {
 		return err
 	}
-	if h.node != nil {
-		if err := n.addVeth(nsh, inside, podVethName(n.lab, h.name), hostPodIf, podBridgeName(n.lab), "host "+h.name+" pods", h.node.transport); err != nil {
+	if h.Node != nil {
+		if err := n.addVeth(nsh, inside, layout.PodVethName(n.Lab, h.Name), layout.HostPodIf, layout.PodBridgeName(n.Lab), "host "+h.Name+" pods", h.Node.Transport); err != nil {
 			return err
 		}
-		if err := n.addPodRoutes(inside, h.name); err != nil {
+		if err := n.addPodRoutes(inside, h.Name); err != nil {
 			return err
 		}
 	}
-	return n.setHostSysctls(ns, h.node != nil)
+	return n.setHostSysctls(ns, h.Node != nil)
 }
 
-func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, nsName, bridge, what string, addr netip.Prefix) error {
+func (n *Network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, nsName, bridge, what string, addr netip.Prefix) error {
 	if old, err := netlink.LinkByName(rootName); err == nil {
 		// A root end left from an earlier namespace has no peer in
 		// this one: start over.
@@ -290,9 +292,9 @@ func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, 
 		// (power on, reset) keeps them, so no neighbour on the bridge
 		// holds a stale entry for its address.
 		v := &netlink.Veth{
-			LinkAttrs:        netlink.LinkAttrs{Name: rootName, HardwareAddr: stableMAC(n.lab, rootName, "root")},
+			LinkAttrs:        netlink.LinkAttrs{Name: rootName, HardwareAddr: stableMAC(n.Lab, rootName, "root")},
 			PeerName:         nsName,
-			PeerHardwareAddr: stableMAC(n.lab, rootName, "host"),
+			PeerHardwareAddr: stableMAC(n.Lab, rootName, "host"),
 			PeerNamespace:    netlink.NsFd(int(nsh)),
 		}
 		if err := netlink.LinkAdd(v); err != nil {
@@ -307,7 +309,7 @@ func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, 
 	if err != nil {
 		return fmt.Errorf("looking up bridge %s: %w", bridge, err)
 	}
-	if err := netlink.LinkSetAlias(root, linkAlias(n.lab, what)); err != nil {
+	if err := netlink.LinkSetAlias(root, layout.LinkAlias(n.Lab, what)); err != nil {
 		return fmt.Errorf("naming link %s: %w", rootName, err)
 	}
 	if err := netlink.LinkSetMaster(root, br); err != nil {
@@ -331,23 +333,23 @@ func (n *network) addVeth(nsh netns.NsHandle, inside *netlink.Handle, rootName, 
 
 // addPodRoutes sends each other node's pod subnet to that node's transport
 // address: flat routing, as the CNI bridge plugin leaves it to the network.
-func (n *network) addPodRoutes(inside *netlink.Handle, host string) error {
-	link, err := inside.LinkByName(hostPodIf)
+func (n *Network) addPodRoutes(inside *netlink.Handle, host string) error {
+	link, err := inside.LinkByName(layout.HostPodIf)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", host, err)
 	}
-	for _, other := range n.plan.nodeOrder {
+	for _, other := range n.Plan.NodeOrder {
 		if other == host {
 			continue
 		}
-		o := n.plan.nodes[other]
+		o := n.Plan.Nodes[other]
 		r := &netlink.Route{
 			LinkIndex: link.Attrs().Index,
-			Dst:       prefixToIPNet(o.podSubnet),
-			Gw:        o.transport.Addr().AsSlice(),
+			Dst:       prefixToIPNet(o.PodSubnet),
+			Gw:        o.Transport.Addr().AsSlice(),
 		}
 		if err := inside.RouteReplace(r); err != nil {
-			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.podSubnet, err)
+			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.PodSubnet, err)
 		}
 	}
 	return nil
@@ -357,7 +359,7 @@ func (n *network) addPodRoutes(inside *netlink.Handle, host string) error {
 // their pods and the transport network, see bridged pod traffic in
 // iptables (kube-proxy needs that) and do not drop the asymmetric replies
 // that flat routing produces.
-func (n *network) setHostSysctls(ns string, node bool) error {
+func (n *Network) setHostSysctls(ns string, node bool) error {
 	vals := map[string]string{
 		"net/ipv4/conf/all/rp_filter":     "0",
 		"net/ipv4/conf/default/rp_filter": "0",
@@ -383,10 +385,10 @@ func (n *network) setHostSysctls(ns string, node bool) error {
 	})
 }
 
-// setHostLinks takes a host's links up or down from the root side, like
+// SetHostLinks takes a host's links up or down from the root side, like
 // pulling its cables: routes and addresses inside the host stay as they
 // were, so bringing them up again restores the host's network as it was.
-func (n *network) setHostLinks(host string, up bool, which ...string) error {
+func (n *Network) SetHostLinks(host string, up bool, which ...string) error {
 	for _, name := range which {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
@@ -408,17 +410,17 @@ func (n *network) setHostLinks(host string, up bool, which ...string) error {
 	return nil
 }
 
-// hostLinks are the root-namespace ends of a host's links.
-func (n *network) hostLinks(host string) []string {
-	out := []string{managementVethName(n.lab, host)}
-	if _, ok := n.plan.nodes[host]; ok {
-		out = append(out, podVethName(n.lab, host))
+// HostLinks are the root-namespace ends of a host's links.
+func (n *Network) HostLinks(host string) []string {
+	out := []string{layout.ManagementVethName(n.Lab, host)}
+	if _, ok := n.Plan.Nodes[host]; ok {
+		out = append(out, layout.PodVethName(n.Lab, host))
 	}
 	return out
 }
 
-// linkUp reports whether the root-side end of a link is administratively up.
-func linkUp(name string) (bool, error) {
+// LinkUp reports whether the root-side end of a link is administratively up.
+func LinkUp(name string) (bool, error) {
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return false, err
@@ -428,7 +430,7 @@ func linkUp(name string) (bool, error) {
 
 // stableMAC is a locally administered unicast MAC derived from names.
 func stableMAC(parts ...string) net.HardwareAddr {
-	h := shortHash(parts...) + shortHash(append(parts, "mac")...)
+	h := layout.ShortHash(parts...) + layout.ShortHash(append(parts, "mac")...)
 	b := make(net.HardwareAddr, 6)
 	for i := range b {
 		fmt.Sscanf(h[2*i:2*i+2], "%02x", &b[i])
@@ -437,17 +439,17 @@ func stableMAC(parts ...string) net.HardwareAddr {
 	return b
 }
 
-// removeHost deletes a host's namespace and links. Its processes must be
+// RemoveHost deletes a host's namespace and links. Its processes must be
 // gone: a namespace lives on while any process is in it.
-func (n *network) removeHost(host string) error {
-	ns := netnsName(n.lab, host)
-	if err := unmountAll(netnsPath(ns)); err != nil {
+func (n *Network) RemoveHost(host string) error {
+	ns := layout.NetnsName(n.Lab, host)
+	if err := mounts.UnmountAll(layout.NetnsPath(ns)); err != nil {
 		return err
 	}
-	if err := os.Remove(netnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(layout.NetnsPath(ns)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("deleting network namespace %s: %w", ns, err)
 	}
-	for _, name := range n.hostLinks(host) {
+	for _, name := range n.HostLinks(host) {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			continue

@@ -1,4 +1,6 @@
-package local
+// Package addressing turns a local lab's network section into the
+// addresses of its bridges, hosts and pods.
+package addressing
 
 import (
 	"fmt"
@@ -7,32 +9,33 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// addressPlan turns a lab's network section into addresses: the root
+// Plan is a lab's network section as addresses: the root
 // namespace's address on the management bridge, and for each kubelet host
 // its pod transport address and pod subnet.
 //
 // The pod CIDR's first /24 is the transport network (node k has .k on it);
 // node k's pods get the k-th /24 after it. Keeping the transport inside the
 // pod CIDR means the lab uses no address it was not given.
-type addressPlan struct {
-	management  netip.Prefix
-	rootAddress netip.Prefix // the root namespace's address on the management bridge
-	pods        netip.Prefix
-	transport   netip.Prefix
-	services    netip.Prefix
-	nodes       map[string]nodeAddresses // by host name, kubelet hosts only
-	nodeOrder   []string
+type Plan struct {
+	Management  netip.Prefix
+	RootAddress netip.Prefix // the root namespace's address on the management bridge
+	Pods        netip.Prefix
+	Transport   netip.Prefix
+	Services    netip.Prefix
+	Nodes       map[string]Node // by host name, kubelet hosts only
+	NodeOrder   []string
 }
 
-type nodeAddresses struct {
-	index     int
-	transport netip.Prefix // the node's address on the pod transport network, with its length
-	podSubnet netip.Prefix
+// Node is the addresses of one kubelet host.
+type Node struct {
+	Index     int
+	Transport netip.Prefix // the node's address on the pod transport network, with its length
+	PodSubnet netip.Prefix
 }
 
-// runsKubelet says whether a host is a Kubernetes node: workers and
+// RunsKubelet says whether a host is a Kubernetes node: workers and
 // control-plane hosts are (the latter tainted), etcd-only hosts are not.
-func runsKubelet(h lab.HostConfig) bool {
+func RunsKubelet(h lab.HostConfig) bool {
 	for _, r := range h.Roles {
 		if r == lab.RoleWorker || r == lab.RoleControlPlane {
 			return true
@@ -41,7 +44,9 @@ func runsKubelet(h lab.HostConfig) bool {
 	return false
 }
 
-func planAddresses(c *lab.Config) (*addressPlan, error) {
+// New plans a lab's addresses, or says why its network section cannot
+// hold the lab.
+func New(c *lab.Config) (*Plan, error) {
 	mgmt, err := netip.ParsePrefix(c.Network.Management)
 	if err != nil {
 		return nil, fmt.Errorf("network.management: %w", err)
@@ -97,13 +102,13 @@ func planAddresses(c *lab.Config) (*addressPlan, error) {
 		return nil, fmt.Errorf("network.management %s has no free address for the machine itself", mgmt)
 	}
 
-	p := &addressPlan{
-		management:  mgmt,
-		rootAddress: netip.PrefixFrom(root, mgmt.Bits()),
-		pods:        pods,
-		transport:   netip.PrefixFrom(pods.Addr(), 24),
-		services:    svc.Masked(),
-		nodes:       map[string]nodeAddresses{},
+	p := &Plan{
+		Management:  mgmt,
+		RootAddress: netip.PrefixFrom(root, mgmt.Bits()),
+		Pods:        pods,
+		Transport:   netip.PrefixFrom(pods.Addr(), 24),
+		Services:    svc.Masked(),
+		Nodes:       map[string]Node{},
 	}
 	maxNodes := 1<<(24-pods.Bits()) - 1
 	if maxNodes > 250 {
@@ -111,7 +116,7 @@ func planAddresses(c *lab.Config) (*addressPlan, error) {
 	}
 	k := 0
 	for _, h := range c.Hosts {
-		if !runsKubelet(h) {
+		if !RunsKubelet(h) {
 			continue
 		}
 		k++
@@ -126,20 +131,20 @@ func planAddresses(c *lab.Config) (*addressPlan, error) {
 		// wider than /16; the size check above keeps k small enough.
 		n := (uint32(sub[1])<<8 | uint32(sub[2])) + uint32(k)
 		sub[1], sub[2], sub[3] = byte(n>>8), byte(n), 0
-		p.nodes[h.Name] = nodeAddresses{
-			index:     k,
-			transport: netip.PrefixFrom(netip.AddrFrom4(t), 24),
-			podSubnet: netip.PrefixFrom(netip.AddrFrom4(sub), 24),
+		p.Nodes[h.Name] = Node{
+			Index:     k,
+			Transport: netip.PrefixFrom(netip.AddrFrom4(t), 24),
+			PodSubnet: netip.PrefixFrom(netip.AddrFrom4(sub), 24),
 		}
-		p.nodeOrder = append(p.nodeOrder, h.Name)
+		p.NodeOrder = append(p.NodeOrder, h.Name)
 	}
 	return p, nil
 }
 
-// serviceIP returns the n-th address of the service CIDR (the kubernetes
+// ServiceIP returns the n-th address of the service CIDR (the kubernetes
 // service takes the first, cluster DNS would take the tenth).
-func (p *addressPlan) serviceIP(n int) netip.Addr {
-	a := p.services.Addr()
+func (p *Plan) ServiceIP(n int) netip.Addr {
+	a := p.Services.Addr()
 	for i := 0; i < n; i++ {
 		a = a.Next()
 	}

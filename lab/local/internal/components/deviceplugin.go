@@ -1,4 +1,4 @@
-package local
+package components
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
 // devicePluginDir is where every kubelet serves its device-plugin
@@ -34,16 +35,16 @@ const devicePluginWait = time.Minute
 // faultline processes, of this lab or another, wait too), and keeps the
 // lock until the new kubelet's socket is there, the kubelet exited, or
 // devicePluginWait passed. A kubelet that already runs is left alone.
-func startKubeletAlone(ctx context.Context, h *Host, launch func() (int, error)) (int, error) {
-	if _, st := h.lab.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st == stateRunning || st == stateFrozen {
+func startKubeletAlone(ctx context.Context, c *Cluster, h Host, launch func() (int, error)) (int, error) {
+	if _, st := c.Sup.Lookup(h.Name, lab.ServiceKubelet); st == supervise.StateRunning || st == supervise.StateFrozen {
 		return launch()
 	}
 	if err := os.MkdirAll(devicePluginDir, 0o750); err != nil {
-		return 0, fmt.Errorf("host %s: kubelet: %w", h.cfg.Name, err)
+		return 0, fmt.Errorf("host %s: kubelet: %w", h.Name, err)
 	}
 	unlock, err := lockDir(ctx, devicePluginDir)
 	if err != nil {
-		return 0, fmt.Errorf("host %s: kubelet: waiting for the other kubelets to start: %w", h.cfg.Name, err)
+		return 0, fmt.Errorf("host %s: kubelet: waiting for the other kubelets to start: %w", h.Name, err)
 	}
 	defer unlock()
 	before, _ := os.Lstat(devicePluginSocket)
@@ -56,7 +57,7 @@ func startKubeletAlone(ctx context.Context, h *Host, launch func() (int, error))
 		if socketReplaced(before, devicePluginSocket) {
 			return pid, nil
 		}
-		if _, st := h.lab.sup.lookup(h.cfg.Name, lab.ServiceKubelet); st != stateRunning && st != stateFrozen {
+		if _, st := c.Sup.Lookup(h.Name, lab.ServiceKubelet); st != supervise.StateRunning && st != supervise.StateFrozen {
 			return pid, nil // the caller finds it exited and says so
 		}
 		select {

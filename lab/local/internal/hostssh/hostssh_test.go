@@ -1,4 +1,4 @@
-package local
+package hostssh
 
 import (
 	"context"
@@ -36,25 +36,25 @@ func TestHostClientUsesTheMaterialMadeAfterIt(t *testing.T) {
 	sshdtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	files := sshFiles{dir: t.TempDir()}
+	files := Files{Dir: t.TempDir()}
 	port := sshdtest.FreePort(t, []string{"127.0.0.1"})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c, err := files.client(lab.HostConfig{Name: "h1", Address: addr})
+	c, err := files.Client(lab.HostConfig{Name: "h1", Address: addr})
 	if err != nil {
 		t.Fatalf("client before the lab's SSH material exists: %v", err)
 	}
 	defer c.Close()
-	if _, err := c.Run(ctx, "true"); err == nil || !strings.Contains(err.Error(), files.clientKey()) || !strings.Contains(err.Error(), "h1") {
+	if _, err := c.Run(ctx, "true"); err == nil || !strings.Contains(err.Error(), files.ClientKey()) || !strings.Contains(err.Error(), "h1") {
 		t.Fatalf("Run before the key exists: %v, want an error naming the host and the key file", err)
 	}
 
-	if err := ensureSSHMaterial(files, "t", map[string]string{"h1": addr}); err != nil {
+	if err := Ensure(files, "t", map[string]string{"h1": addr}); err != nil {
 		t.Fatal(err)
 	}
 	sshdtest.Start(t, sshdtest.Config{
 		Port:           port,
-		HostKey:        sshdtestKey(t, files.hostKey("h1")),
-		AuthorizedKeys: []sshdtest.Key{sshdtestKey(t, files.clientKey())},
+		HostKey:        sshdtestKey(t, files.HostKey("h1")),
+		AuthorizedKeys: []sshdtest.Key{sshdtestKey(t, files.ClientKey())},
 	})
 	res, err := c.Run(ctx, "id -un")
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "root" {

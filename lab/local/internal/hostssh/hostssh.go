@@ -1,4 +1,7 @@
-package local
+// Package hostssh is how a local lab's hosts are reached over SSH: the
+// lab's client key, each host's key, the known_hosts file that pins them,
+// each host's sshd config, and the client every SSH lab uses.
+package hostssh
 
 import (
 	"crypto/ed25519"
@@ -62,73 +65,78 @@ func ensureKey(path, comment string) (ssh.Signer, error) {
 	return s, nil
 }
 
-// sshFiles is where the lab keeps its SSH material.
-type sshFiles struct {
-	dir string
+// Files is where the lab keeps its SSH material.
+type Files struct {
+	Dir string
 }
 
-func (f sshFiles) clientKey() string      { return filepath.Join(f.dir, "id_ed25519") }
-func (f sshFiles) authorizedKeys() string { return filepath.Join(f.dir, "authorized_keys") }
-func (f sshFiles) knownHosts() string     { return filepath.Join(f.dir, "known_hosts") }
-func (f sshFiles) home() string           { return filepath.Join(f.dir, "home") }
-func (f sshFiles) hostKey(host string) string {
-	return filepath.Join(f.dir, "hosts", host, "ssh_host_ed25519_key")
+// ClientKey is the private key every host accepts, AuthorizedKeys its
+// public half as every sshd reads it, KnownHosts the file that pins every
+// host's key, and Home the home dir of SSH sessions.
+func (f Files) ClientKey() string      { return filepath.Join(f.Dir, "id_ed25519") }
+func (f Files) AuthorizedKeys() string { return filepath.Join(f.Dir, "authorized_keys") }
+func (f Files) KnownHosts() string     { return filepath.Join(f.Dir, "known_hosts") }
+func (f Files) Home() string           { return filepath.Join(f.Dir, "home") }
+
+// HostKey is a host's private key, SSHDConfigFile its sshd's config.
+func (f Files) HostKey(host string) string {
+	return filepath.Join(f.Dir, "hosts", host, "ssh_host_ed25519_key")
 }
-func (f sshFiles) sshdConfig(host string) string {
-	return filepath.Join(f.dir, "hosts", host, "sshd_config")
+func (f Files) SSHDConfigFile(host string) string {
+	return filepath.Join(f.Dir, "hosts", host, "sshd_config")
 }
 
-// client is the SSH client of one host, the one every SSH lab uses: root
+// Client is the SSH client of one host, the one every SSH lab uses: root
 // with the lab's key, the host's key checked against the lab's known_hosts.
 // The lab is built before its key exists (Up makes it, and makes it anew
 // after a Down), so the key is read at each dial.
-func (f sshFiles) client(hc lab.HostConfig) (*labssh.Client, error) {
+func (f Files) Client(hc lab.HostConfig) (*labssh.Client, error) {
 	return labssh.New(labssh.Options{
 		Name:               hc.Name,
 		Address:            hc.Address,
 		User:               "root",
-		IdentityFile:       f.clientKey(),
+		IdentityFile:       f.ClientKey(),
 		ReadIdentityOnDial: true,
-		KnownHosts:         f.knownHosts(),
+		KnownHosts:         f.KnownHosts(),
 		MaxSessions:        clientMaxSessions,
 	})
 }
 
-// ensureSSHMaterial generates the client key, each host's key and the
+// Ensure generates the client key, each host's key and the
 // known_hosts file that pins every host key to its management address.
-func ensureSSHMaterial(f sshFiles, labName string, hosts map[string]string) error {
-	if err := os.MkdirAll(f.home(), 0o700); err != nil {
+func Ensure(f Files, labName string, hosts map[string]string) error {
+	if err := os.MkdirAll(f.Home(), 0o700); err != nil {
 		return err
 	}
-	client, err := ensureKey(f.clientKey(), "faultline-"+labName)
+	client, err := ensureKey(f.ClientKey(), "faultline-"+labName)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(f.authorizedKeys(), ssh.MarshalAuthorizedKey(client.PublicKey()), 0o600); err != nil {
+	if err := os.WriteFile(f.AuthorizedKeys(), ssh.MarshalAuthorizedKey(client.PublicKey()), 0o600); err != nil {
 		return fmt.Errorf("writing authorized_keys: %w", err)
 	}
 	var kh strings.Builder
 	for host, addr := range hosts {
-		s, err := ensureKey(f.hostKey(host), "faultline-"+labName+"-"+host)
+		s, err := ensureKey(f.HostKey(host), "faultline-"+labName+"-"+host)
 		if err != nil {
 			return err
 		}
 		kh.WriteString(knownhosts.Line([]string{addr}, s.PublicKey()) + "\n")
 	}
-	if err := os.WriteFile(f.knownHosts(), []byte(kh.String()), 0o644); err != nil {
+	if err := os.WriteFile(f.KnownHosts(), []byte(kh.String()), 0o644); err != nil {
 		return fmt.Errorf("writing known_hosts: %w", err)
 	}
 	return nil
 }
 
-// sshdConfig is one host's sshd: it listens on the host's management
+// SSHDConfig is one host's sshd: it listens on the host's management
 // address only, accepts the lab's client key only, and gives sessions a
 // PATH with the lab's binaries and crictl pointed at the host's runtime.
-func sshdConfig(f sshFiles, host, addr string, env []string) string {
+func SSHDConfig(f Files, host, addr string, env []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ListenAddress %s:22\n", addr)
-	fmt.Fprintf(&b, "HostKey %s\n", f.hostKey(host))
-	fmt.Fprintf(&b, "AuthorizedKeysFile %s\n", f.authorizedKeys())
+	fmt.Fprintf(&b, "HostKey %s\n", f.HostKey(host))
+	fmt.Fprintf(&b, "AuthorizedKeysFile %s\n", f.AuthorizedKeys())
 	b.WriteString(`PidFile none
 PermitRootLogin prohibit-password
 PasswordAuthentication no

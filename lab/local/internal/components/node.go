@@ -1,4 +1,4 @@
-package local
+package components
 
 import (
 	"context"
@@ -12,50 +12,26 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/cgroups"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
 
-// The machine-wide sysctls kubelet insists on. With protectKernelDefaults
-// it refuses to start unless they are already set (instead of setting them
-// itself), so the lab presets them and restores the originals at down.
-var kubeletSysctls = map[string]string{
-	"vm.overcommit_memory":      "1",
-	"vm.panic_on_oom":           "0",
-	"kernel.panic":              "10",
-	"kernel.panic_on_oops":      "1",
-	"kernel.keys.root_maxkeys":  "1000000",
-	"kernel.keys.root_maxbytes": "25000000",
-}
-
-// minimumSysctls are machine-wide limits that many kubelets, containerds
-// and kube-proxies on one machine exhaust at their defaults (each takes
-// inotify instances; 128 is Debian's default): raised, never lowered.
-var minimumSysctls = map[string]int{
-	"fs.inotify.max_user_instances": 8192,
-	"fs.inotify.max_user_watches":   524288,
-}
-
-// presetKubeletSysctls sets the machine-wide sysctls the lab needs; the
-// machine's register keeps the originals until the last lab is down.
-func (l *Lab) presetKubeletSysctls() error {
-	return acquireSysctls(l.cfg.StateDir)
-}
-
-func keepalivedService() service {
-	return service{
-		name:  lab.ServiceKeepalived,
-		phase: phaseAPIServer,
-		spec: func(h *Host) (processSpec, error) {
-			l := h.lab
-			cc, err := l.cluster(context.Background())
+func keepalivedService() Service {
+	return Service{
+		Name:  lab.ServiceKeepalived,
+		Phase: PhaseAPIServer,
+		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
+			cc, err := c.Env(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			run := l.runtimeDir(h.cfg.Name)
-			conf := filepath.Join(l.dataDir(h.cfg.Name), "keepalived", "keepalived.conf")
-			if err := writeFile(conf, l.keepalivedConfig(h)); err != nil {
-				return processSpec{}, err
+			run := c.Dirs.Runtime(h.Name)
+			conf := filepath.Join(c.Dirs.Data(h.Name), "keepalived", "keepalived.conf")
+			if err := writeFile(conf, c.keepalivedConfig(h)); err != nil {
+				return supervise.Spec{}, err
 			}
-			argv := []string{cc.bins.Keepalived,
+			argv := []string{cc.Bins.Keepalived,
 				"--dont-fork", "--log-console", "--vrrp",
 				"--use-file=" + conf,
 				// Keepalived's pid files default to /run; other
@@ -64,28 +40,28 @@ func keepalivedService() service {
 				"--vrrp_pid=" + filepath.Join(run, "keepalived.pid.vrrp"),
 				"--checkers_pid=" + filepath.Join(run, "keepalived.pid.checkers"),
 			}
-			return processSpec{argv: argv}, nil
+			return supervise.Spec{Argv: argv}, nil
 		},
-		stopGrace: 5 * time.Second,
+		StopGrace: 5 * time.Second,
 	}
 }
 
 // keepalivedConfig is one control-plane host's VRRP instance: unicast to
 // the other control-plane hosts on the management network, the virtual
 // address on eth0, held only while the local API server answers.
-func (l *Lab) keepalivedConfig(h *Host) string {
-	cps := l.controlPlaneHosts()
+func (c *Cluster) keepalivedConfig(h Host) string {
+	cps := c.hostsWithRole(lab.RoleControlPlane)
 	prio := 100
 	var peers []string
-	for i, c := range cps {
-		if c == h {
+	for i, o := range cps {
+		if o.Name == h.Name {
 			prio = 150 - i
 			continue
 		}
-		peers = append(peers, "    "+c.cfg.Address)
+		peers = append(peers, "    "+o.Address)
 	}
-	vrid := 1 + int(shortHash(l.cfg.Name)[0])%250
-	port := l.cfg.Network.APIServerPort
+	vrid := 1 + int(layout.ShortHash(c.Config.Name)[0])%250
+	port := c.Config.Network.APIServerPort
 	return fmt.Sprintf(`global_defs {
   router_id fl_%[1]s
   enable_script_security
@@ -116,20 +92,19 @@ vrrp_instance apiserver {
     apiserver
   }
 }
-`, h.cfg.Name, h.cfg.Address, port, hostManagementIf, vrid, prio, strings.Join(peers, "\n"),
-		l.cfg.Network.VirtualIP, l.plan.management.Bits())
+`, h.Name, h.Address, port, layout.HostManagementIf, vrid, prio, strings.Join(peers, "\n"),
+		c.Config.Network.VirtualIP, c.Plan.Management.Bits())
 }
 
-func (l *Lab) cniNetworkName() string { return "fl-" + l.cfg.Name }
+func (c *Cluster) cniNetworkName() string { return "fl-" + c.Config.Name }
 
 // containerdConfig follows what 1.36 clusters run, with what sharing one
 // machine needs: every path per node, oom_score_adj restricted (no
 // CAP_SYS_RESOURCE for a negative one), the sandbox image pinned (there is
 // no registry), NRI off (its socket is machine-wide).
-func (l *Lab) containerdConfig(h *Host, pause string) string {
-	cc := l.cc
-	data, run := l.dataDir(h.cfg.Name), l.runtimeDir(h.cfg.Name)
-	sock := l.containerdSocket(h.cfg.Name)
+func (c *Cluster) containerdConfig(cc *Env, h Host, pause string) string {
+	data, run := c.Dirs.Data(h.Name), c.Dirs.Runtime(h.Name)
+	sock := c.Dirs.ContainerdSocket(h.Name)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return fmt.Sprintf(`version = 3
 root = %[1]s
@@ -167,28 +142,28 @@ state = %[2]s
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
 `, q(filepath.Join(data, "containerd")), q(filepath.Join(run, "containerd-state")), q(sock), q(sock+".ttrpc"),
-		q(cc.bins.Runc), q(filepath.Join(run, "runc")), q(cc.bins.CNIBinDir), q(filepath.Join(data, "cni", "net.d")), q(pause))
+		q(cc.Bins.Runc), q(filepath.Join(run, "runc")), q(cc.Bins.CNIBinDir), q(filepath.Join(data, "cni", "net.d")), q(pause))
 }
 
 // cniConfig gives the node's pods its /24 on a bridge inside the node,
 // with the node as their gateway and no masquerade: pod traffic leaves the
 // node with the pod's own address, over the pod transport network.
-func (l *Lab) cniConfig(h *Host) string {
+func (c *Cluster) cniConfig(h Host) string {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       l.cniNetworkName(),
+		"name":       c.cniNetworkName(),
 		"plugins": []any{
 			map[string]any{
 				"type":        "bridge",
-				"bridge":      hostCNIBridge,
+				"bridge":      layout.HostCNIBridge,
 				"isGateway":   true,
 				"ipMasq":      false,
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": h.node.podSubnet.String()}}},
+					"ranges":  [][]map[string]string{{{"subnet": h.Node.PodSubnet.String()}}},
 					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": filepath.Join(l.runtimeDir(h.cfg.Name), "cni-ipam"),
+					"dataDir": filepath.Join(c.Dirs.Runtime(h.Name), "cni-ipam"),
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
@@ -198,72 +173,69 @@ func (l *Lab) cniConfig(h *Host) string {
 	return string(b)
 }
 
-func containerdService() service {
-	return service{
-		name:  lab.ServiceContainerd,
-		phase: phaseRuntime,
-		spec: func(h *Host) (processSpec, error) {
-			l := h.lab
-			cc, err := l.cluster(context.Background())
+func containerdService() Service {
+	return Service{
+		Name:  lab.ServiceContainerd,
+		Phase: PhaseRuntime,
+		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
+			cc, err := c.Env(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			imgs, err := l.images()
+			imgs, err := c.Images()
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			data := l.dataDir(h.cfg.Name)
+			data := c.Dirs.Data(h.Name)
 			conf := filepath.Join(data, "containerd.toml")
-			if err := writeFile(conf, l.containerdConfig(h, imgs.pause)); err != nil {
-				return processSpec{}, err
+			if err := writeFile(conf, c.containerdConfig(cc, h, imgs.Pause)); err != nil {
+				return supervise.Spec{}, err
 			}
-			if err := writeFile(filepath.Join(data, "cni", "net.d", "10-lab.conflist"), l.cniConfig(h)); err != nil {
-				return processSpec{}, err
+			if err := writeFile(filepath.Join(data, "cni", "net.d", "10-lab.conflist"), c.cniConfig(h)); err != nil {
+				return supervise.Spec{}, err
 			}
-			return processSpec{
-				argv: []string{cc.bins.Containerd, "--config=" + conf, "--log-level=warn"},
+			return supervise.Spec{
+				Argv: []string{cc.Bins.Containerd, "--config=" + conf, "--log-level=warn"},
 				// containerd finds its shim, and the shim runc, by PATH.
-				env:       []string{"PATH=" + cc.bins.ContainerdDir() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-				stopGrace: 10 * time.Second,
+				Env: []string{"PATH=" + cc.Bins.ContainerdDir() + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 			}, nil
 		},
-		ready: func(ctx context.Context, h *Host) error {
-			c, err := net.DialTimeout("unix", h.lab.containerdSocket(h.cfg.Name), time.Second)
+		Ready: func(ctx context.Context, c *Cluster, h Host) error {
+			conn, err := net.DialTimeout("unix", c.Dirs.ContainerdSocket(h.Name), time.Second)
 			if err != nil {
 				return err
 			}
-			return c.Close()
+			return conn.Close()
 		},
-		readyWait: 30 * time.Second,
-		stopGrace: 10 * time.Second,
+		ReadyWait: 30 * time.Second,
+		StopGrace: 10 * time.Second,
 	}
 }
 
-func (l *Lab) kubeletConfig(h *Host) (string, error) {
-	cc := l.cc
-	node := cc.pki.Nodes[h.cfg.Name]
-	data := l.dataDir(h.cfg.Name)
+func (c *Cluster) kubeletConfig(cc *Env, h Host) (string, error) {
+	node := cc.PKI.Nodes[h.Name]
+	data := c.Dirs.Data(h.Name)
 	cfg := map[string]any{
 		"apiVersion":         "kubelet.config.k8s.io/v1beta1",
 		"kind":               "KubeletConfiguration",
-		"address":            h.cfg.Address,
-		"port":               kubeletPort,
+		"address":            h.Address,
+		"port":               KubeletPort,
 		"readOnlyPort":       0,
-		"healthzBindAddress": h.cfg.Address,
+		"healthzBindAddress": h.Address,
 		"healthzPort":        10248,
 		"authentication": map[string]any{
 			"anonymous": map[string]any{"enabled": false},
 			"webhook":   map[string]any{"enabled": true},
-			"x509":      map[string]any{"clientCAFile": cc.pki.CA.Cert},
+			"x509":      map[string]any{"clientCAFile": cc.PKI.CA.Cert},
 		},
 		"authorization":            map[string]any{"mode": "Webhook"},
 		"tlsCertFile":              node.Serving.Cert,
 		"tlsPrivateKeyFile":        node.Serving.Key,
 		"cgroupDriver":             "cgroupfs",
-		"cgroupRoot":               "/" + cgroupName(l.cfg.Name, h.cfg.Name),
+		"cgroupRoot":               "/" + layout.CgroupName(c.Config.Name, h.Name),
 		"failCgroupV1":             false,
 		"failSwapOn":               false,
-		"containerRuntimeEndpoint": "unix://" + l.containerdSocket(h.cfg.Name),
+		"containerRuntimeEndpoint": "unix://" + c.Dirs.ContainerdSocket(h.Name),
 		"podLogsDir":               filepath.Join(data, "pod-logs"),
 		"volumePluginDir":          filepath.Join(data, "volume-plugins"),
 		"protectKernelDefaults":    true,
@@ -285,41 +257,40 @@ func (l *Lab) kubeletConfig(h *Host) (string, error) {
 	if h.HasRole(lab.RoleControlPlane) {
 		cfg["registerWithTaints"] = []map[string]string{{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}}
 	}
-	for k, v := range cc.profile.KubeletConfig() {
+	for k, v := range cc.Profile.KubeletConfig() {
 		cfg[k] = v
 	}
 	b, err := yaml.Marshal(cfg)
 	return string(b), err
 }
 
-func kubeletService() service {
-	return service{
-		name:       lab.ServiceKubelet,
-		phase:      phaseNode,
-		startAlone: startKubeletAlone,
-		spec: func(h *Host) (processSpec, error) {
-			l := h.lab
-			cc, err := l.cluster(context.Background())
+func kubeletService() Service {
+	return Service{
+		Name:       lab.ServiceKubelet,
+		Phase:      PhaseNode,
+		StartAlone: startKubeletAlone,
+		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
+			cc, err := c.Env(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			node, ok := cc.pki.Nodes[h.cfg.Name]
+			node, ok := cc.PKI.Nodes[h.Name]
 			if !ok {
-				return processSpec{}, fmt.Errorf("no kubelet certificates for %s", h.cfg.Name)
+				return supervise.Spec{}, fmt.Errorf("no kubelet certificates for %s", h.Name)
 			}
-			if err := createNodeCgroups(cgroupName(l.cfg.Name, h.cfg.Name)); err != nil {
-				return processSpec{}, err
+			if err := cgroups.CreateNode(layout.CgroupName(c.Config.Name, h.Name)); err != nil {
+				return supervise.Spec{}, err
 			}
-			data := l.dataDir(h.cfg.Name)
+			data := c.Dirs.Data(h.Name)
 			conf := filepath.Join(data, "kubelet.yaml")
-			kc, err := l.kubeletConfig(h)
+			kc, err := c.kubeletConfig(cc, h)
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			if err := writeFile(conf, kc); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			argv := []string{cc.bins.Kubelet,
+			argv := []string{cc.Bins.Kubelet,
 				"--config=" + conf,
 				"--kubeconfig=" + node.Kubeconfig,
 				// Every kubelet on the machine shares one mount
@@ -327,54 +298,53 @@ func kubeletService() service {
 				// collide.
 				"--root-dir=" + filepath.Join(data, "kubelet"),
 				"--cert-dir=" + filepath.Join(data, "kubelet-pki"),
-				"--hostname-override=" + h.cfg.Name,
-				"--node-ip=" + h.cfg.Address,
+				"--hostname-override=" + h.Name,
+				"--node-ip=" + h.Address,
 			}
-			return processSpec{argv: argv, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: argv, Env: cc.Profile.ClientEnv()}, nil
 		},
-		ready: func(ctx context.Context, h *Host) error {
-			return tcpReady(ctx, h.cfg.Address, kubeletPort)
+		Ready: func(ctx context.Context, c *Cluster, h Host) error {
+			return tcpReady(ctx, h.Address, KubeletPort)
 		},
-		stopGrace: 10 * time.Second,
+		StopGrace: 10 * time.Second,
 	}
 }
 
-func kubeProxyService() service {
-	return service{
-		name:  lab.ServiceKubeProxy,
-		phase: phaseNode,
-		spec: func(h *Host) (processSpec, error) {
-			l := h.lab
-			cc, err := l.cluster(context.Background())
+func kubeProxyService() Service {
+	return Service{
+		Name:  lab.ServiceKubeProxy,
+		Phase: PhaseNode,
+		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
+			cc, err := c.Env(context.Background())
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
 			cfg := map[string]any{
 				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 				"kind":               "KubeProxyConfiguration",
-				"clientConnection":   map[string]any{"kubeconfig": cc.pki.KubeProxyKubeconfig},
+				"clientConnection":   map[string]any{"kubeconfig": cc.PKI.KubeProxyKubeconfig},
 				"mode":               "iptables",
-				"clusterCIDR":        l.plan.pods.String(),
-				"hostnameOverride":   h.cfg.Name,
+				"clusterCIDR":        c.Plan.Pods.String(),
+				"hostnameOverride":   h.Name,
 				"bindAddress":        "0.0.0.0",
-				"healthzBindAddress": fmt.Sprintf("%s:%d", h.cfg.Address, kubeProxyHealthPort),
-				"metricsBindAddress": fmt.Sprintf("%s:10249", h.cfg.Address),
+				"healthzBindAddress": fmt.Sprintf("%s:%d", h.Address, kubeProxyHealthPort),
+				"metricsBindAddress": fmt.Sprintf("%s:10249", h.Address),
 				// 0 leaves the machine-wide nf_conntrack_max alone.
 				"conntrack": map[string]any{"maxPerCore": 0},
 			}
 			b, err := yaml.Marshal(cfg)
 			if err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			conf := filepath.Join(l.dataDir(h.cfg.Name), "kube-proxy.yaml")
+			conf := filepath.Join(c.Dirs.Data(h.Name), "kube-proxy.yaml")
 			if err := writeFile(conf, string(b)); err != nil {
-				return processSpec{}, err
+				return supervise.Spec{}, err
 			}
-			return processSpec{argv: []string{cc.bins.KubeProxy, "--config=" + conf}, env: cc.profile.ClientEnv()}, nil
+			return supervise.Spec{Argv: []string{cc.Bins.KubeProxy, "--config=" + conf}, Env: cc.Profile.ClientEnv()}, nil
 		},
-		ready: func(ctx context.Context, h *Host) error {
-			return tcpReady(ctx, h.cfg.Address, kubeProxyHealthPort)
+		Ready: func(ctx context.Context, c *Cluster, h Host) error {
+			return tcpReady(ctx, h.Address, kubeProxyHealthPort)
 		},
-		stopGrace: 5 * time.Second,
+		StopGrace: 5 * time.Second,
 	}
 }

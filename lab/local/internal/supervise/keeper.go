@@ -1,4 +1,4 @@
-package local
+package supervise
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/lab/local/internal/procs"
 )
 
 // Some services are restarted when they exit, as systemd or the kubelet
@@ -55,50 +57,50 @@ done
 exit 0
 `
 
-// keeperName is the keeper's $0, so that ps names it.
-const keeperName = "faultline-keeper"
+// KeeperName is the keeper's $0, so that ps names it.
+const KeeperName = "faultline-keeper"
 
-func (s *supervisor) keeperFile(host, service string) string {
+func (s *Supervisor) keeperFile(host, service string) string {
 	return filepath.Join(s.runDir, host, service+".keeper.pid")
 }
 
 // restartsFile holds one line per restart: when, the pid that had exited
 // and its exit status. It lives with the host's /run, so a power cycle or
 // a reset starts the count again, as a reboot does.
-func (s *supervisor) restartsFile(host, service string) string {
+func (s *Supervisor) restartsFile(host, service string) string {
 	return filepath.Join(s.runDir, host, service+".restarts")
 }
 
 // keeperArgv wraps a service's argv in its keeper.
-func (s *supervisor) keeperArgv(p processSpec) []string {
-	secs := strconv.FormatFloat(p.restartDelay.Seconds(), 'f', -1, 64)
-	return append([]string{"/bin/sh", "-c", keeperScript, keeperName,
-		s.pidFile(p.host, p.service), s.restartsFile(p.host, p.service), secs}, p.argv...)
+func (s *Supervisor) keeperArgv(p Spec) []string {
+	secs := strconv.FormatFloat(p.RestartDelay.Seconds(), 'f', -1, 64)
+	return append([]string{"/bin/sh", "-c", keeperScript, KeeperName,
+		s.pidFile(p.Host, p.Service), s.restartsFile(p.Host, p.Service), secs}, p.Argv...)
 }
 
-// keeper returns the pid of a service's keeper while it runs.
-func (s *supervisor) keeper(host, service string) (int, bool) {
+// Keeper returns the pid of a service's keeper while it runs.
+func (s *Supervisor) Keeper(host, service string) (int, bool) {
 	rec, err := readRecord(s.keeperFile(host, service))
 	if err != nil {
 		return 0, false
 	}
-	st, start, err := procStat(rec.pid)
+	st, start, err := procs.Stat(rec.pid)
 	if err != nil || start != rec.startTime || st == 'Z' || st == 'X' {
 		return 0, false
 	}
 	return rec.pid, true
 }
 
-// waitKept waits until a kept service runs (or is frozen), for at most d:
+// WaitKept waits until a kept service runs (or is frozen), for at most d:
 // after its keeper started it, or restarted it after an exit.
-func (s *supervisor) waitKept(host, service string, d time.Duration) (int, error) {
+func (s *Supervisor) WaitKept(host, service string, d time.Duration) (int, error) {
 	deadline := time.Now().Add(d)
 	for {
-		pid, st := s.lookup(host, service)
-		if st == stateRunning || st == stateFrozen {
+		pid, st := s.Lookup(host, service)
+		if st == StateRunning || st == StateFrozen {
 			return pid, nil
 		}
-		if _, ok := s.keeper(host, service); !ok {
+		if _, ok := s.Keeper(host, service); !ok {
 			return 0, fmt.Errorf("starting %s on %s: its keeper exited (see %s)", service, host, s.LogFile(host, service))
 		}
 		if time.Now().After(deadline) {
@@ -113,8 +115,8 @@ func (s *supervisor) waitKept(host, service string, d time.Duration) (int, error
 // returns false when the keeper outlived a polite end: it may have started
 // a process it had not recorded yet, which the caller stops after
 // endKeeperHard.
-func (s *supervisor) endKeeper(ctx context.Context, host, service string) (int, bool) {
-	kpid, ok := s.keeper(host, service)
+func (s *Supervisor) endKeeper(ctx context.Context, host, service string) (int, bool) {
+	kpid, ok := s.Keeper(host, service)
 	if !ok {
 		return 0, true
 	}
@@ -123,7 +125,7 @@ func (s *supervisor) endKeeper(ctx context.Context, host, service string) (int, 
 }
 
 // endKeeperHard kills a keeper that did not end on SIGTERM.
-func (s *supervisor) endKeeperHard(ctx context.Context, host, service string, kpid int) error {
+func (s *Supervisor) endKeeperHard(ctx context.Context, host, service string, kpid int) error {
 	if !s.waitGone(ctx, kpid, 2*time.Second) {
 		_ = syscall.Kill(kpid, syscall.SIGKILL)
 		if !s.waitGone(ctx, kpid, 10*time.Second) {
@@ -140,8 +142,8 @@ type Restart struct {
 	ExitStatus int
 }
 
-// restarts reads a service's restart record; none is no restart.
-func (s *supervisor) restarts(host, service string) ([]Restart, error) {
+// Restarts reads a service's restart record; none is no restart.
+func (s *Supervisor) Restarts(host, service string) ([]Restart, error) {
 	return readRestarts(s.restartsFile(host, service))
 }
 
@@ -178,32 +180,4 @@ func parseRestart(line string) (Restart, error) {
 		return Restart{}, fmt.Errorf("malformed restart record %q", line)
 	}
 	return Restart{At: at.UTC(), ExitedPID: pid, ExitStatus: status}, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100
-// on every Linux architecture the lab runs on (the kernel fixes it for
-// user space whatever its internal HZ).
-const clockTicks = 100
-
-// processStarted returns when a process started, from its start time in
-// clock ticks since boot and the boot time in /proc/stat.
-func processStarted(pid int) (time.Time, error) {
-	_, ticks, err := procStat(pid)
-	if err != nil {
-		return time.Time{}, err
-	}
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("/proc/stat: btime: %w", err)
-			}
-			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / clockTicks).UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("/proc/stat: no btime")
 }

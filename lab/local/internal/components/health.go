@@ -1,4 +1,4 @@
-package local
+package components
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// httpsOK GETs url as the lab's admin (which etcd and the API servers
+// HTTPSOK GETs url as the lab's admin (which etcd and the API servers
 // accept) and checks the body contains want. The serving certificate is
 // verified against the lab CA except for the controller-manager and
 // scheduler, whose self-signed serving certificates no CA vouches for.
-func (l *Lab) httpsOK(ctx context.Context, url, want string) error {
-	c, err := l.adminHTTPClient()
+func (c *Cluster) HTTPSOK(ctx context.Context, url, want string) error {
+	hc, err := c.adminHTTPClient()
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (l *Lab) httpsOK(ctx context.Context, url, want string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -39,28 +39,28 @@ func (l *Lab) httpsOK(ctx context.Context, url, want string) error {
 	return nil
 }
 
-func (l *Lab) adminHTTPClient() (*http.Client, error) {
-	l.httpOnce.Do(func() {
-		cc, err := l.cluster(context.Background())
+func (c *Cluster) adminHTTPClient() (*http.Client, error) {
+	c.httpOnce.Do(func() {
+		cc, err := c.Env(context.Background())
 		if err != nil {
-			l.httpErr = err
+			c.httpErr = err
 			return
 		}
-		pem, err := os.ReadFile(cc.pki.CA.Cert)
+		pem, err := os.ReadFile(cc.PKI.CA.Cert)
 		if err != nil {
-			l.httpErr = err
+			c.httpErr = err
 			return
 		}
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(pem)
-		cert, err := tls.LoadX509KeyPair(cc.pki.Admin.Cert, cc.pki.Admin.Key)
+		cert, err := tls.LoadX509KeyPair(cc.PKI.Admin.Cert, cc.PKI.Admin.Key)
 		if err != nil {
-			l.httpErr = fmt.Errorf("admin certificate: %w", err)
+			c.httpErr = fmt.Errorf("admin certificate: %w", err)
 			return
 		}
 		verify := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}
 		self := &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}} //nolint:gosec // self-signed health endpoints only
-		l.httpClient = &http.Client{
+		c.httpClient = &http.Client{
 			Timeout: 5 * time.Second,
 			Transport: &selfSignedAware{
 				verified:   &http.Transport{TLSClientConfig: verify, DisableKeepAlives: true},
@@ -68,7 +68,7 @@ func (l *Lab) adminHTTPClient() (*http.Client, error) {
 			},
 		}
 	})
-	return l.httpClient, l.httpErr
+	return c.httpClient, c.httpErr
 }
 
 // selfSignedAware sends requests to the controller-manager and scheduler

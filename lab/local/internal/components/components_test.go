@@ -1,0 +1,155 @@
+package components
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/faultline/faultline/lab/local/internal/layout"
+)
+
+// The local backend imports this package, so its tests cannot link it; the
+// topologies are read through a backend of the local kind that only parses.
+func init() {
+	lab.Register(lab.Backend{Kind: "local", Open: func(c *lab.Config) (lab.Lab, error) {
+		return nil, errors.New("components tests open no lab")
+	}})
+}
+
+// testCluster is a topology of testdata as its components see it, with a
+// state dir of the test's own.
+func testCluster(t *testing.T, topology string) (*Cluster, map[string]Host) {
+	t.Helper()
+	cfg, err := lab.LoadConfig(filepath.Join("..", "..", "..", "..", "testdata", "labs", topology+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := addressing.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Config: cfg, Dirs: layout.State(t.TempDir()), Plan: plan}
+	hosts := map[string]Host{}
+	for _, hc := range cfg.Hosts {
+		h := Host{HostConfig: hc}
+		if n, ok := plan.Nodes[hc.Name]; ok {
+			h.Node = &n
+		}
+		hosts[hc.Name] = h
+	}
+	return c, hosts
+}
+
+func names(ss []Service) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// Each role runs its services in boot order, and a clean shutdown knows
+// every one of them.
+func TestServicesByRoleInBootOrder(t *testing.T) {
+	c, hosts := testCluster(t, "lab11")
+	for host, want := range map[string][]string{
+		"etcd1":   {"etcd"},
+		"cp1":     {"kube-apiserver", "keepalived", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"},
+		"worker1": {"containerd", "kubelet", "kube-proxy"},
+	} {
+		got := ForHost(c, hosts[host])
+		if !slices.Equal(names(got), want) {
+			t.Errorf("%s runs %v, want %v", host, names(got), want)
+		}
+		all := append([]Service{SSHD()}, got...)
+		for i := 1; i < len(all); i++ {
+			if all[i].Phase < all[i-1].Phase {
+				t.Errorf("%s: %s (%s) comes after %s (%s)", host, all[i].Name, all[i].Phase, all[i-1].Name, all[i-1].Phase)
+			}
+		}
+		for _, s := range all {
+			if !slices.Contains(StopOrder, s.Name) {
+				t.Errorf("%s: %s is missing from StopOrder: down would leave it running", host, s.Name)
+			}
+		}
+	}
+	pair, hosts := testCluster(t, "pair")
+	for _, h := range hosts {
+		if slices.Contains(names(ForHost(pair, h)), "keepalived") {
+			t.Errorf("%s runs keepalived in a lab without a virtual address", h.Name)
+		}
+	}
+}
+
+// Each control-plane host's VRRP instance has a priority of its own, in
+// config order, and the other control-plane hosts as its peers.
+func TestKeepalivedConfig(t *testing.T) {
+	c, hosts := testCluster(t, "lab11")
+	for host, prio := range map[string]string{"cp1": "150", "cp2": "149", "cp3": "148"} {
+		conf := c.keepalivedConfig(hosts[host])
+		if !strings.Contains(conf, "priority "+prio+"\n") {
+			t.Errorf("%s: no priority %s in\n%s", host, prio, conf)
+		}
+		for other, h := range hosts {
+			if !h.HasRole(lab.RoleControlPlane) {
+				continue
+			}
+			peer := strings.Contains(conf, "    "+h.Address+"\n")
+			if peer != (other != host) {
+				t.Errorf("%s: %s listed as a peer: %v", host, other, peer)
+			}
+		}
+		if !strings.Contains(conf, "10.231.11.10/24 dev eth0") {
+			t.Errorf("%s: the virtual address is not on eth0:\n%s", host, conf)
+		}
+	}
+}
+
+// A node's pods get the node's own pod subnet.
+func TestCNIConfigGivesTheNodesSubnet(t *testing.T) {
+	c, hosts := testCluster(t, "lab11")
+	var conf struct {
+		Plugins []struct {
+			IPAM struct {
+				Ranges [][]struct{ Subnet string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(c.cniConfig(hosts["worker3"])), &conf); err != nil {
+		t.Fatal(err)
+	}
+	if got := conf.Plugins[0].IPAM.Ranges[0][0].Subnet; got != "10.240.6.0/24" {
+		t.Errorf("worker3's pods get %s, want 10.240.6.0/24", got)
+	}
+}
+
+// The authorization configuration is written once: what a fault or an
+// operator changed survives the API server's next start.
+func TestAuthorizationConfigIsWrittenOnce(t *testing.T) {
+	c, hosts := testCluster(t, "lab11")
+	path, err := c.writeAuthorizationConfig(hosts["cp1"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != AuthorizationConfigPath(c.Dirs, "cp1") {
+		t.Errorf("written to %s, named %s", path, AuthorizationConfigPath(c.Dirs, "cp1"))
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != authorizationConfig {
+		t.Fatalf("first write: %q, %v", b, err)
+	}
+	if err := os.WriteFile(path, []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.writeAuthorizationConfig(hosts["cp1"]); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "changed" {
+		t.Errorf("the second start rewrote the file: %q", b)
+	}
+}

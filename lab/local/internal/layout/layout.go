@@ -1,0 +1,69 @@
+// Package layout names everything a local lab makes on the machine: the
+// kernel objects of its hosts (namespaces, cgroups, links, iptables
+// rules) and the files of its state dir.
+//
+// Every kernel name derives from the lab and host names alone, so that
+// `down` after a crash can find what an earlier process made without
+// trusting any state it may not have written.
+package layout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+)
+
+// InterfaceAliasPrefix marks every link the lab creates in the root
+// namespace; the alias names the lab, so a scan never touches another lab's
+// or anyone else's links.
+const InterfaceAliasPrefix = "faultline:"
+
+// ShortHash is 8 hex digits: interface names are at most 15 bytes, so the lab
+// and host names cannot be spelled out in them.
+func ShortHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// NetnsDir is where named network namespaces live (the iproute2
+// convention, so `ip netns` and nsenter see them too).
+const NetnsDir = "/run/netns"
+
+// NetnsPath is the file of a named network namespace.
+func NetnsPath(name string) string { return filepath.Join(NetnsDir, name) }
+
+// NetnsName is the host's network namespace under /run/netns.
+func NetnsName(lab, host string) string { return "fl-" + lab + "-" + host }
+
+// CgroupName is the per-node cgroup root kubelet puts its pods under, in
+// every cgroup v1 hierarchy.
+func CgroupName(lab, host string) string { return "fl-" + lab + "-" + host }
+
+// ManagementBridgeName is the lab's management bridge in the root namespace.
+func ManagementBridgeName(lab string) string { return "flm" + ShortHash(lab) }
+
+// PodBridgeName is the lab's pod transport bridge in the root namespace.
+func PodBridgeName(lab string) string { return "flp" + ShortHash(lab) }
+
+// ManagementVethName is the root-namespace end of a host's management link.
+func ManagementVethName(lab, host string) string { return "fm" + ShortHash(lab, host) }
+
+// PodVethName is the root-namespace end of a host's pod transport link.
+func PodVethName(lab, host string) string { return "fp" + ShortHash(lab, host) }
+
+// Inside a host's namespace the names are the host's own and need no hash.
+const (
+	HostManagementIf = "eth0"
+	HostPodIf        = "pod0"
+	HostCNIBridge    = "cni0"
+)
+
+// LinkAlias is the alias set on every root-namespace link of a lab.
+func LinkAlias(lab, what string) string { return InterfaceAliasPrefix + lab + ":" + what }
+
+// IptablesComment tags the lab's root-namespace iptables rules.
+func IptablesComment(lab string) string { return "faultline lab " + lab }
