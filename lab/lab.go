@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 	"time"
 )
@@ -49,6 +50,13 @@ func Unsupported(kind, op, why string) error {
 		return fmt.Errorf("%s lab: %s: %w", kind, op, ErrUnsupported)
 	}
 	return fmt.Errorf("%s lab: %s: %w: %s", kind, op, ErrUnsupported, why)
+}
+
+// ProgressReporter is a lab that says what it is doing during its long
+// operations (up, reset, down): a line per step, with the time since the
+// operation began.
+type ProgressReporter interface {
+	SetProgress(w io.Writer)
 }
 
 // Result is the outcome of a command run on a host.

@@ -239,6 +239,9 @@ func withLab(cmd *cobra.Command, flags *labFlags, profile string, do func(lab.La
 	if err != nil {
 		return err
 	}
+	if pr, ok := l.(lab.ProgressReporter); ok {
+		pr.SetProgress(cmd.ErrOrStderr())
+	}
 	defer func() {
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing lab %s: %w", l.Info().Name, cerr))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ type recordingLab struct {
 	calls    []string
 	failWith error
 	closed   bool
+	progress io.Writer
 }
 
 func (l *recordingLab) Info() lab.Info                     { return l.info }
@@ -37,6 +39,9 @@ func (l *recordingLab) Timers() (lab.Timers, error) {
 	return lab.Timers{}, lab.Unsupported(l.info.Kind, "timers", "it runs no cluster")
 }
 func (l *recordingLab) Close() error { l.closed = true; return nil }
+
+// SetProgress makes the lab a progress reporter: Up says one step.
+func (l *recordingLab) SetProgress(w io.Writer) { l.progress = w }
 
 func (l *recordingLab) Reset(ctx context.Context) error {
 	l.calls = append(l.calls, "reset")
@@ -57,6 +62,9 @@ type recordingProvisioner struct{ recordingLab }
 
 func (p *recordingProvisioner) Up(ctx context.Context) error {
 	p.calls = append(p.calls, "up")
+	if p.progress != nil {
+		fmt.Fprintln(p.progress, "lab lab11: starting etcd")
+	}
 	return p.failWith
 }
 
@@ -110,6 +118,9 @@ func TestLabUpDownResetDriveTheLab(t *testing.T) {
 	opened := useLab(t, p)
 
 	code, out, errs := runInProcess(t, "lab", "up", "--topology", "lab11", "--profile", "kubernetes-defaults")
+	if !strings.Contains(errs, "lab lab11: starting etcd") {
+		t.Errorf("up: the lab's progress did not reach stderr: %q", errs)
+	}
 	if code != exitOK || out != "lab lab11 is up (timer profile kubernetes-defaults)\nexport KUBECONFIG=/state/admin.kubeconfig   # for kubectl: the cluster's address\n" {
 		t.Errorf("up: exit %d, out %q, err %q", code, out, errs)
 	}

@@ -66,6 +66,7 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exited error
+	lastReady := -1
 	err = lab.WaitFor(wctx, "every node Ready", timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		for _, h := range want {
 			if _, st := l.sup.Lookup(h.cfg.Name, lab.ServiceKubelet); st == supervise.StateExited {
@@ -105,6 +106,10 @@ func (l *Lab) waitNodesReady(ctx context.Context, since time.Time, timeout time.
 			if !ok || ls.Spec.RenewTime == nil || ls.Spec.RenewTime.Time.Before(since.Truncate(time.Second)) {
 				notReady = append(notReady, h.cfg.Name+" (lease not renewed)")
 			}
+		}
+		if ready := len(want) - len(notReady); ready != lastReady {
+			lastReady = ready
+			l.logf("nodes Ready %d/%d", ready, len(want))
 		}
 		if len(notReady) > 0 {
 			sort.Strings(notReady)

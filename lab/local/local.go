@@ -51,8 +51,10 @@ type Lab struct {
 	comp *components.Cluster
 
 	timings UpTimings
-	// progress receives a line per step of up, reset and down.
+	// progress receives a line per step of up, reset and down, with the
+	// time since the operation began (opStart).
 	progress io.Writer
+	opStart  time.Time
 
 	// bareHosts limits every host to its sshd: the hosts without a
 	// cluster, for testing the layer below it.
@@ -60,6 +62,7 @@ type Lab struct {
 }
 
 var _ lab.Provisioner = (*Lab)(nil)
+var _ lab.ProgressReporter = (*Lab)(nil)
 
 // New checks a local lab's config and returns the lab without touching the
 // machine.
@@ -116,9 +119,18 @@ func New(c *lab.Config) (*Lab, error) {
 // w (nil: quiet).
 func (l *Lab) SetProgress(w io.Writer) { l.progress = w }
 
+// began marks the start of an operation, for the elapsed times of its
+// progress lines.
+func (l *Lab) began() { l.opStart = time.Now() }
+
 func (l *Lab) logf(format string, args ...any) {
 	if l.progress != nil {
-		fmt.Fprintf(l.progress, "%s lab %s: %s\n", time.Now().Format("15:04:05.000"), l.cfg.Name, fmt.Sprintf(format, args...))
+		now := time.Now()
+		elapsed := ""
+		if !l.opStart.IsZero() {
+			elapsed = fmt.Sprintf(" +%.1fs", now.Sub(l.opStart).Seconds())
+		}
+		fmt.Fprintf(l.progress, "%s%s lab %s: %s\n", now.Format("15:04:05.000"), elapsed, l.cfg.Name, fmt.Sprintf(format, args...))
 	}
 }
 

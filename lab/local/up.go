@@ -24,6 +24,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	if err := requireRoot("lab up"); err != nil {
 		return err
 	}
+	l.began()
 	// Name missing binaries, images and a taken address plan before
 	// touching anything.
 	if _, err := binpaths.Locate(l.cfg); err != nil {
@@ -119,7 +120,11 @@ func (l *Lab) waitHealthy(ctx context.Context, since time.Time) error {
 	if err := l.labelControlPlaneNodes(ctx); err != nil {
 		return err
 	}
-	return l.waitLeaders(ctx, since, time.Minute)
+	if err := l.waitLeaders(ctx, since, time.Minute); err != nil {
+		return err
+	}
+	l.logf("leader leases held")
+	return nil
 }
 
 // forEachHost runs f on every host at once and joins the errors.
@@ -248,6 +253,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 		return fmt.Errorf("lab %s reset: no cold snapshot (the lab's up did not finish; run lab down and lab up)", l.cfg.Name)
 	}
 	since := time.Now()
+	l.began()
 	// Everything running now is thrown away with its data, as a VM
 	// revert does: no need to stop it gently.
 	l.logf("stopping the fleet")
