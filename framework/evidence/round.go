@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -26,21 +27,34 @@ type Reader interface {
 // timeout, so a slow or dead source never delays the others.
 //
 // A Round is one tick of a schedule (Begin) or a whole snapshot (Take).
-// It remembers which readers have a read outstanding: a reader whose read
-// of an earlier tick has not returned (it hangs and ignores its context,
-// or its timeout is longer than the interval between ticks) is not asked
-// again, and its answers for the new tick are unreadable with a timeout
-// reason that says when the outstanding read began. So one source that
-// hangs makes its own answers unknown and holds nothing else, and reads of
-// one source never overlap.
+// A reader whose read of an earlier tick has not returned yet is asked
+// again all the same, each read under its own deadline: a source slower
+// than the interval between ticks still answers at every tick, and one
+// that hangs makes each of its own reads time out and holds nothing else.
+// Only when a reader has MaxOutstanding reads unreturned (it hangs and
+// ignores its context) is it not asked; its answers for the tick are then
+// unreadable with a timeout reason that says since when its reads have
+// been outstanding.
 type Round struct {
 	readers []Reader
 	timeout func(Reader) time.Duration
 
+	maxOutstanding int
+
 	mu sync.Mutex
-	// busy holds, per reader, when its outstanding read began; a reader
-	// with no read outstanding is absent.
-	busy map[int]time.Time
+	// busy holds, per reader, when each of its unreturned reads began, in
+	// order.
+	busy map[int][]time.Time
+}
+
+// DefaultMaxOutstanding is how many unreturned reads a reader may have
+// before a tick skips it.
+const DefaultMaxOutstanding = 8
+
+// WithMaxOutstanding sets how many unreturned reads a reader may have
+// before a tick skips it (at least 1).
+func WithMaxOutstanding(n int) RoundOption {
+	return func(r *Round) { r.maxOutstanding = max(n, 1) }
 }
 
 // DefaultReadTimeout bounds one source's read in a round.
@@ -64,7 +78,8 @@ func NewRound(readers []Reader, opts ...RoundOption) (*Round, error) {
 		}
 		seen[rd.Source()] = true
 	}
-	r := &Round{readers: readers, timeout: func(Reader) time.Duration { return DefaultReadTimeout }, busy: map[int]time.Time{}}
+	r := &Round{readers: readers, timeout: func(Reader) time.Duration { return DefaultReadTimeout },
+		maxOutstanding: DefaultMaxOutstanding, busy: map[int][]time.Time{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -123,12 +138,13 @@ func (r *Round) Begin(ctx context.Context) *Pending {
 	var longest time.Duration
 	r.mu.Lock()
 	for i, rd := range r.readers {
-		if since, busy := r.busy[i]; busy {
-			results <- tickResult{index: i, asked: taken, why: fmt.Sprintf("timeout: its read begun at %s had not returned when this round began (%s later)",
-				since.Format("15:04:05.000"), taken.Sub(since).Round(time.Millisecond))}
+		if out := r.busy[i]; len(out) >= r.maxOutstanding {
+			since := out[0]
+			results <- tickResult{index: i, asked: taken, why: fmt.Sprintf("timeout: %d reads unreturned, the first begun at %s (%s before this round); not asked again until one returns",
+				len(out), since.Format("15:04:05.000"), taken.Sub(since).Round(time.Millisecond))}
 			continue
 		}
-		r.busy[i] = taken
+		r.busy[i] = append(r.busy[i], taken)
 		asked = append(asked, i)
 		to := r.timeout(rd)
 		longest = max(longest, to)
@@ -138,7 +154,12 @@ func (r *Round) Begin(ctx context.Context) *Pending {
 			start := time.Now().UTC()
 			answers := rd.Read(rctx)
 			r.mu.Lock()
-			delete(r.busy, i)
+			if k := slices.IndexFunc(r.busy[i], func(t time.Time) bool { return t.Equal(taken) }); k >= 0 {
+				r.busy[i] = slices.Delete(r.busy[i], k, k+1)
+			}
+			if len(r.busy[i]) == 0 {
+				delete(r.busy, i)
+			}
 			r.mu.Unlock()
 			results <- tickResult{index: i, answers: answers, asked: start}
 		}()

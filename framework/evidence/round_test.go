@@ -124,7 +124,7 @@ func TestRoundDoesNotAskASourceWhoseReadIsOutstanding(t *testing.T) {
 		return readyAnswer()
 	}}
 	counting := &countingReader{Reader: hung, n: &reads}
-	r, err := NewRound([]Reader{counting}, WithTimeouts(func(Reader) time.Duration { return 100 * time.Millisecond }))
+	r, err := NewRound([]Reader{counting}, WithTimeouts(func(Reader) time.Duration { return 100 * time.Millisecond }), WithMaxOutstanding(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRoundDoesNotAskASourceWhoseReadIsOutstanding(t *testing.T) {
 	if a := first.Get("hung", NodeReady); !strings.HasPrefix(a.Reason, "timeout: no answer within") {
 		t.Errorf("first tick: %+v", a)
 	}
-	if a := second.Get("hung", NodeReady); !strings.Contains(a.Reason, "had not returned when this round began") || a.Refused() {
+	if a := second.Get("hung", NodeReady); !strings.Contains(a.Reason, "1 reads unreturned, the first begun at") || a.Refused() {
 		t.Errorf("second tick: %+v, want a timeout naming the outstanding read", a)
 	}
 	if reads.Load() != 1 {
@@ -154,4 +154,24 @@ type countingReader struct {
 func (c *countingReader) Read(ctx context.Context) map[Question]Answer {
 	c.n.Add(1)
 	return c.Reader.Read(ctx)
+}
+
+func TestRoundAsksASlowSourceAgainWhileItsReadIsOutstanding(t *testing.T) {
+	var reads atomic.Int32
+	slow := &countingReader{Reader: &scriptedReader{name: "slow", questions: []Question{NodeReady}, delay: 300 * time.Millisecond, answers: readyAnswer}, n: &reads}
+	r, err := NewRound([]Reader{slow}, WithTimeouts(func(Reader) time.Duration { return time.Second }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Begin(context.Background())
+	time.Sleep(50 * time.Millisecond)
+	second := r.Begin(context.Background())
+	for i, p := range []*Pending{first, second} {
+		if a := p.Snapshot().Get("slow", NodeReady); !a.Readable() {
+			t.Errorf("tick %d: %+v, want the slow source's value", i, a)
+		}
+	}
+	if reads.Load() != 2 {
+		t.Errorf("asked %d times in two ticks", reads.Load())
+	}
 }
