@@ -15,6 +15,11 @@ import (
 // errors) go to, so that the terminal shows the engine's lines only.
 const ClientLogName = "client-go.log"
 
+// LabLogName is the file in the run folder that the lab's own steps (a
+// reset's stop, restore and boot, each with its elapsed time) go to, for a
+// lab that reports them (lab.ProgressReporter).
+const LabLogName = "lab.log"
+
 var clientLog struct {
 	mu   sync.Mutex
 	file *os.File

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -202,7 +203,15 @@ func registerSuiteNodes(st *suiteState) {
 		if err := captureClientLogs(st.folder.f.Path(ClientLogName)); err != nil {
 			Fail(err.Error())
 		}
-		fmt.Fprintf(GinkgoWriter, "run folder: %s (client-go's log lines in %s)\n", start.Folder, ClientLogName)
+		if pr, ok := st.lab.(lab.ProgressReporter); ok {
+			f, err := os.OpenFile(st.folder.f.Path(LabLogName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				Fail(fmt.Sprintf("the lab's log file: %v", err))
+			}
+			DeferCleanup(f.Close)
+			pr.SetProgress(f)
+		}
+		fmt.Fprintf(GinkgoWriter, "run folder: %s (client-go's log lines in %s, the lab's steps in %s)\n", start.Folder, ClientLogName, LabLogName)
 	})
 
 	SynchronizedAfterSuite(func() {
