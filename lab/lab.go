@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"syscall"
 	"time"
 )
@@ -84,6 +85,15 @@ type Host interface {
 	// error: it is reported in Result.ExitCode. Errors mean the command
 	// could not be run (unreachable, timeout, auth).
 	Run(ctx context.Context, cmd string) (Result, error)
+	// Dial opens a connection that starts on the host, without running a
+	// command there: network "tcp" to address (host:port) as the host
+	// routes it, or "unix" to the socket at path address on the host.
+	// Over SSH it is a channel of the host's connection (port
+	// forwarding), opened as the SSH user (the lab's sudo does not
+	// apply). A refusal the host explains wraps the matching syscall
+	// error (syscall.ECONNREFUSED for a refused connection or a socket
+	// nobody listens on). ctx bounds the dial, not the connection.
+	Dial(ctx context.Context, network, address string) (net.Conn, error)
 	StopService(ctx context.Context, name string) error
 	StartService(ctx context.Context, name string) error
 	// Signal sends sig to the main process of the named service.

@@ -124,6 +124,9 @@ func ensureSSHMaterial(f sshFiles, labName string, hosts map[string]string) erro
 // sshdConfig is one host's sshd: it listens on the host's management
 // address only, accepts the lab's client key only, and gives sessions a
 // PATH with the lab's binaries and crictl pointed at the host's runtime.
+// It forwards TCP and unix sockets (the defaults, written out because
+// lab.Host.Dial, and so the evidence read from the container runtime's
+// socket and the endpoint probes, depends on them).
 func sshdConfig(f sshFiles, host, addr string, env []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ListenAddress %s:22\n", addr)
@@ -139,6 +142,8 @@ PrintMotd no
 PrintLastLog no
 UseDNS no
 PermitUserEnvironment no
+AllowTcpForwarding yes
+AllowStreamLocalForwarding yes
 MaxStartups 100:30:200
 `)
 	fmt.Fprintf(&b, "MaxSessions %d\n", sshdMaxSessions)

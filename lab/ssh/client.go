@@ -176,7 +176,7 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 	var nc net.Conn
 	var err error
 	if c.jump != nil {
-		nc, err = c.jump.dialThrough(ctx, c.target)
+		nc, err = c.jump.Dial(ctx, "tcp", c.target)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s (%s) through %s: %w", o.Name, c.target, c.jump.opts.Name, err)
 		}
@@ -280,23 +280,38 @@ func (c *Client) keepAlive(conn *connection) {
 	}
 }
 
-// dialThrough opens a TCP connection from this server to addr (ProxyJump).
-func (c *Client) dialThrough(ctx context.Context, addr string) (net.Conn, error) {
+// Dial opens a connection from the server: network "tcp" to address
+// (host:port) as the server routes it (direct-tcpip, as ProxyJump uses),
+// or "unix" to the socket at path address on the server
+// (direct-streamlocal). The channel is opened as the SSH user. A dial on a
+// connection that turned out to be broken redials once; a refusal by the
+// server is returned at once, wrapping the matching syscall error where
+// the server's message names one (see ChannelRefusal). ctx bounds the dial,
+// not the connection.
+func (c *Client) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, fmt.Errorf("dialing %s %s from %s: network %q is neither tcp nor unix", network, address, c.opts.Name, network)
+	}
 	for attempt := 0; ; attempt++ {
 		conn, err := c.connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		nc, err := conn.client.DialContext(ctx, "tcp", addr)
+		nc, err := conn.client.DialContext(ctx, network, address)
 		if err == nil {
 			return nc, nil
 		}
 		var refused *xssh.OpenChannelError
-		if errors.As(err, &refused) || ctx.Err() != nil || attempt > 0 {
+		if errors.As(err, &refused) {
+			return nil, channelRefusal(network, address, refused)
+		}
+		if ctx.Err() != nil || attempt > 0 {
 			return nil, err
 		}
-		// The jump connection broke since it was last used: drop it and
-		// dial once more.
+		// The connection broke since it was last used: drop it and dial
+		// once more.
 		c.drop(conn)
 	}
 }

@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"syscall"
@@ -44,12 +45,13 @@ func (h fakeHost) Run(_ context.Context, cmd string) (lab.Result, error) {
 	}
 	return lab.Result{}, errNoCommand
 }
-func (fakeHost) StopService(context.Context, string) error            { return errNoCommand }
-func (fakeHost) StartService(context.Context, string) error           { return errNoCommand }
-func (fakeHost) Signal(context.Context, string, syscall.Signal) error { return errNoCommand }
-func (fakeHost) Services(context.Context) ([]lab.ServiceState, error) { return nil, errNoCommand }
-func (fakeHost) PowerOff(context.Context) error                       { return errNoCommand }
-func (fakeHost) PowerOn(context.Context) error                        { return errNoCommand }
+func (fakeHost) StopService(context.Context, string) error              { return errNoCommand }
+func (fakeHost) StartService(context.Context, string) error             { return errNoCommand }
+func (fakeHost) Signal(context.Context, string, syscall.Signal) error   { return errNoCommand }
+func (fakeHost) Services(context.Context) ([]lab.ServiceState, error)   { return nil, errNoCommand }
+func (fakeHost) PowerOff(context.Context) error                         { return errNoCommand }
+func (fakeHost) PowerOn(context.Context) error                          { return errNoCommand }
+func (fakeHost) Dial(context.Context, string, string) (net.Conn, error) { return nil, errNoCommand }
 
 func (l *fakeLab) Info() lab.Info      { return lab.Info{Name: "fake", Kind: "test"} }
 func (l *fakeLab) Config() *lab.Config { return &lab.Config{Name: "fake"} }

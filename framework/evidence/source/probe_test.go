@@ -49,6 +49,12 @@ func (shellHost) Services(context.Context) ([]lab.ServiceState, error) {
 func (shellHost) PowerOff(context.Context) error { return lab.ErrUnsupported }
 func (shellHost) PowerOn(context.Context) error  { return lab.ErrUnsupported }
 
+// Dial dials from this machine, as the worker would from its own.
+func (shellHost) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
+
 func listen(t *testing.T, addr string) net.Listener {
 	l, err := net.Listen("tcp", addr+":0")
 	if err != nil {

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +36,9 @@ func (h scriptedHost) StartService(context.Context, string) error           { re
 func (h scriptedHost) Signal(context.Context, string, syscall.Signal) error { return nil }
 func (h scriptedHost) PowerOff(context.Context) error                       { return nil }
 func (h scriptedHost) PowerOn(context.Context) error                        { return nil }
+func (h scriptedHost) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("the scripted host dials nothing")
+}
 func (h scriptedHost) Services(context.Context) ([]lab.ServiceState, error) {
 	i := *h.calls
 	*h.calls++
