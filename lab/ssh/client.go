@@ -305,7 +305,7 @@ func (c *Client) Dial(ctx context.Context, network, address string) (net.Conn, e
 		}
 		var refused *xssh.OpenChannelError
 		if errors.As(err, &refused) {
-			return nil, channelRefusal(network, address, refused)
+			return nil, channelRefusal(network, refused)
 		}
 		if ctx.Err() != nil || attempt > 0 {
 			return nil, err

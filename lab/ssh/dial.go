@@ -30,18 +30,18 @@ var refusalErrnos = map[string]syscall.Errno{
 	"connection timed out":   syscall.ETIMEDOUT,
 }
 
-// ChannelRefusal is a dial the server refused: its reason and message
-// (the OpenChannelError, which it wraps) and, where they say, the syscall
-// error the server met (which it wraps too).
+// ChannelRefusal is a dial the server refused: the server's reason and
+// message (the OpenChannelError, which it wraps) and, where they say, the
+// syscall error the server met (which it wraps too). Its message names
+// neither the network nor the address: the dial's caller does.
 type ChannelRefusal struct {
-	Network, Address string
-	Err              *xssh.OpenChannelError
+	Err *xssh.OpenChannelError
 	// Errno is what the refusal stands for; 0 when it does not say.
 	Errno syscall.Errno
 }
 
 func (r *ChannelRefusal) Error() string {
-	msg := fmt.Sprintf("%s %s: %v", r.Network, r.Address, r.Err)
+	msg := r.Err.Error()
 	if r.Errno != 0 && !strings.Contains(strings.ToLower(msg), r.Errno.Error()) {
 		msg += " (" + r.Errno.Error() + ")"
 	}
@@ -61,8 +61,8 @@ func (r *ChannelRefusal) Unwrap() []error {
 // on it, the SSH user may not open it or the server forbids forwarding it
 // (AllowStreamLocalForwarding no): a refused connection in every case, the
 // server's words kept in the message.
-func channelRefusal(network, address string, err *xssh.OpenChannelError) error {
-	r := &ChannelRefusal{Network: network, Address: address, Err: err}
+func channelRefusal(network string, err *xssh.OpenChannelError) error {
+	r := &ChannelRefusal{Err: err}
 	if err.Reason == xssh.ConnectionFailed {
 		if network == "unix" {
 			r.Errno = syscall.ECONNREFUSED
