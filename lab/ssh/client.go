@@ -295,12 +295,14 @@ func (c *Client) keepAlive(conn *connection) {
 // the server's message names one (see ChannelRefusal). ctx bounds the dial,
 // not the connection.
 //
-// A dial that ctx ends is abandoned, not cancelled: SSH cannot withdraw a
-// channel request, so the server keeps trying (OpenSSH until the kernel
-// gives up on the TCP connection, about two minutes for an address that
-// drops packets), holding a socket meanwhile. At most MaxPendingDialsTo of
-// those may wait for the server's answer per address and MaxPendingDials
-// in all; past either, Dial fails at once with ErrTooManyPendingDials.
+// A dial that ctx ends once the channel is asked for is abandoned, not
+// cancelled (its error wraps lab.ErrNotConnectedByHost and ctx's error):
+// SSH cannot withdraw a channel request, so the server keeps trying
+// (OpenSSH until the kernel gives up on the TCP connection, about two
+// minutes for an address that drops packets), holding a socket meanwhile.
+// At most MaxPendingDialsTo of those may wait for the server's answer per
+// address and MaxPendingDials in all; past either, Dial fails at once with
+// ErrTooManyPendingDials (and lab.ErrNotConnectedByHost).
 func (c *Client) Dial(ctx context.Context, network, address string) (net.Conn, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "unix":
@@ -354,7 +356,7 @@ func (c *Client) openChannel(ctx context.Context, conn *connection, network, add
 	if n := c.pending[key]; n >= MaxPendingDialsTo || c.pendingN >= MaxPendingDials {
 		all := c.pendingN
 		c.pendingMu.Unlock()
-		return nil, fmt.Errorf("%w: %d to %s, %d in all", ErrTooManyPendingDials, n, address, all)
+		return nil, fmt.Errorf("%w: %w: %d to %s, %d in all", lab.ErrNotConnectedByHost, ErrTooManyPendingDials, n, address, all)
 	}
 	c.pending[key]++
 	c.pendingN++
@@ -383,7 +385,7 @@ func (c *Client) openChannel(ctx context.Context, conn *connection, network, add
 				d.nc.Close()
 			}
 		}()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("%w: no answer from %s yet: %w", lab.ErrNotConnectedByHost, c.opts.Name, ctx.Err())
 	}
 }
 

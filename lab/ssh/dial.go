@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/faultline/faultline/lab"
 )
 
 // Dial opens a connection from the host (see Client.Dial), as the SSH
@@ -32,7 +34,8 @@ var refusalErrnos = map[string]syscall.Errno{
 
 // ChannelRefusal is a dial the server refused: the server's reason and
 // message (the OpenChannelError, which it wraps) and, where they say, the
-// syscall error the server met (which it wraps too). Its message names
+// syscall error the server met (which it wraps too); it wraps
+// lab.ErrNotConnectedByHost. Its message names
 // neither the network nor the address: the dial's caller does.
 type ChannelRefusal struct {
 	Err *xssh.OpenChannelError
@@ -50,9 +53,9 @@ func (r *ChannelRefusal) Error() string {
 
 func (r *ChannelRefusal) Unwrap() []error {
 	if r.Errno == 0 {
-		return []error{r.Err}
+		return []error{r.Err, lab.ErrNotConnectedByHost}
 	}
-	return []error{r.Err, r.Errno}
+	return []error{r.Err, r.Errno, lab.ErrNotConnectedByHost}
 }
 
 // channelRefusal names what a refused channel stands for. OpenSSH sends

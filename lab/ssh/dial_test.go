@@ -20,6 +20,7 @@ import (
 	xssh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/internal/sshdtest"
 	"github.com/faultline/faultline/lab/ssh"
 )
@@ -114,7 +115,7 @@ func TestDialRefusalsSayWhatTheyStandFor(t *testing.T) {
 	} {
 		_, err := h.Dial(ctx, c.network, c.address)
 		var refusal *xssh.OpenChannelError
-		if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &refusal) {
+		if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &refusal) || !errors.Is(err, lab.ErrNotConnectedByHost) {
 			t.Errorf("Dial %s %s: %v, want the server's refusal wrapping ECONNREFUSED", c.network, c.address, err)
 			continue
 		}
@@ -142,8 +143,8 @@ func TestDialRedialsAfterTheServerRestarts(t *testing.T) {
 	}
 	roundTrip(t, c, "before")
 	f.server.Stop()
-	if _, err := h.Dial(ctx, "unix", sock); err == nil {
-		t.Fatal("Dial while the server is down succeeded")
+	if _, err := h.Dial(ctx, "unix", sock); err == nil || errors.Is(err, lab.ErrNotConnectedByHost) {
+		t.Fatalf("Dial while the server is down: %v, want an error that says the host was not reached", err)
 	}
 	f.server.Restart()
 	c, err = h.Dial(ctx, "unix", sock)
@@ -228,8 +229,8 @@ func TestAbandonedDialsAreCountedUntilTheServerAnswers(t *testing.T) {
 	}
 	// The first dial also connects; give it the time to.
 	ctx, cancel := context.WithTimeout(testContext(t), 200*time.Millisecond)
-	if _, err := c.Dial(ctx, "tcp", "10.9.9.9:80"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a dial the server does not answer: %v, want its context's end", err)
+	if _, err := c.Dial(ctx, "tcp", "10.9.9.9:80"); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lab.ErrNotConnectedByHost) {
+		t.Fatalf("a dial the server does not answer: %v, want its context's end, the server reached", err)
 	}
 	cancel()
 	for i := 1; i < ssh.MaxPendingDialsTo; i++ {
@@ -239,7 +240,7 @@ func TestAbandonedDialsAreCountedUntilTheServerAnswers(t *testing.T) {
 	}
 	waitFor(t, func() bool { return c.PendingDials() == ssh.MaxPendingDialsTo })
 	start := time.Now()
-	if err := dial("10.9.9.9:80"); !errors.Is(err, ssh.ErrTooManyPendingDials) || !strings.Contains(err.Error(), "10.9.9.9:80") {
+	if err := dial("10.9.9.9:80"); !errors.Is(err, ssh.ErrTooManyPendingDials) || !errors.Is(err, lab.ErrNotConnectedByHost) || !strings.Contains(err.Error(), "10.9.9.9:80") {
 		t.Fatalf("one dial more to the address: %v, want it refused", err)
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {

@@ -148,7 +148,7 @@ func (h *runtimeHost) Dial(ctx context.Context, network, address string) (net.Co
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, address)
 	if err != nil {
-		return nil, fmt.Errorf("dialing unix %s from worker1: ssh: rejected: connect failed (open failed): %w", address, syscall.ECONNREFUSED)
+		return nil, fmt.Errorf("dialing unix %s from worker1: ssh: rejected: connect failed (open failed): %w: %w", address, lab.ErrNotConnectedByHost, syscall.ECONNREFUSED)
 	}
 	return c, nil
 }
