@@ -1,6 +1,10 @@
 package lab
 
-import "crypto/tls"
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+)
 
 // The interfaces below are optional: a fault that needs one asserts it on
 // the Lab and, when the lab lacks it, fails with ErrUnsupported naming it.
@@ -104,4 +108,42 @@ func SharesWallClock(l Lab) (bool, string) {
 		return s.SharesWallClock()
 	}
 	return false, ""
+}
+
+// RuntimeEndpoints is a lab that knows the socket each node's container
+// runtime serves the CRI on (the kubelet's containerRuntimeEndpoint), one
+// its Host.Dial can open.
+type RuntimeEndpoints interface {
+	// RuntimeEndpoint returns the socket's path on the named node; an
+	// error if the host runs no container runtime.
+	RuntimeEndpoint(host string) (string, error)
+}
+
+// RuntimeSocket is the path of the CRI socket on the named node that
+// Host.Dial can open: the lab's own (RuntimeEndpoints), else the lab
+// file's kubernetes.runtimeEndpoint. ok is false when neither says, and a
+// reader of the runtime then has to run a command on the host.
+func RuntimeSocket(l Lab, host string) (path string, ok bool, err error) {
+	if re, is := l.(RuntimeEndpoints); is {
+		p, err := re.RuntimeEndpoint(host)
+		return p, true, err
+	}
+	if c := l.Config(); c != nil && c.Kubernetes.RuntimeEndpoint != "" {
+		p, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint)
+		if err != nil {
+			return "", true, fmt.Errorf("kubernetes.runtimeEndpoint: %w", err)
+		}
+		return p, true, nil
+	}
+	return "", false, nil
+}
+
+// runtimeEndpointPath is the socket path of a CRI endpoint written as the
+// kubelet's containerRuntimeEndpoint is ("unix:///run/containerd/containerd.sock").
+func runtimeEndpointPath(endpoint string) (string, error) {
+	p, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok || !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%q is not a unix socket endpoint with an absolute path (unix:///run/containerd/containerd.sock)", endpoint)
+	}
+	return p, nil
 }

@@ -63,6 +63,16 @@ type KubernetesSettings struct {
 	// runs its components with it; for a cluster the lab did not build it
 	// is a declaration of what the cluster runs with.
 	TimerProfile string `json:"timerProfile,omitempty"`
+	// RuntimeEndpoint is the CRI socket of every node, written as the
+	// kubelet's containerRuntimeEndpoint
+	// ("unix:///run/containerd/containerd.sock"), for labs that reach
+	// their hosts over SSH: where set, the container runtime is read
+	// over CRI through each host's SSH connection (lab.RuntimeSocket),
+	// which opens the socket as the SSH user, so that user must be
+	// allowed to (root, or a member of the socket's group: sudo does
+	// not apply); where not, crictl runs on the host. The local lab uses
+	// its own nodes' sockets and refuses it.
+	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
 }
 
 // Network is the lab's address plan.
@@ -309,6 +319,11 @@ func (c *Config) Validate() error {
 	case "", ProfileKubernetesDefaults, ProfileFast:
 	default:
 		bad("kubernetes.timerProfile", "%q is not a timer profile (kubernetes-defaults or fast)", c.Kubernetes.TimerProfile)
+	}
+	if c.Kubernetes.RuntimeEndpoint != "" {
+		if _, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint); err != nil {
+			bad("kubernetes.runtimeEndpoint", "%v", err)
+		}
 	}
 
 	if c.Network.Management == "" {

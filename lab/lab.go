@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"syscall"
 	"time"
 )
@@ -42,6 +43,11 @@ const (
 // ErrUnsupported is wrapped by every error that says a lab cannot do an
 // operation at all (as opposed to trying and failing).
 var ErrUnsupported = errors.New("not supported by this lab")
+
+// ErrNotConnectedByHost is wrapped by a Host.Dial error when the host was
+// reached and did not make the connection asked for: the target refused
+// or did not answer, not the host.
+var ErrNotConnectedByHost = errors.New("the host did not make the connection")
 
 // Unsupported returns an error wrapping ErrUnsupported that names the lab
 // kind and the operation.
@@ -92,6 +98,19 @@ type Host interface {
 	// error: it is reported in Result.ExitCode. Errors mean the command
 	// could not be run (unreachable, timeout, auth).
 	Run(ctx context.Context, cmd string) (Result, error)
+	// Dial opens a connection that starts on the host, without running a
+	// command there: network "tcp" to address (host:port) as the host
+	// routes it, or "unix" to the socket at path address on the host.
+	// Over SSH it is a channel of the host's connection (port
+	// forwarding), opened as the SSH user (the lab's sudo does not
+	// apply). An error wraps ErrNotConnectedByHost when the host was
+	// reached and did not make the connection (a refusal, which wraps the
+	// matching syscall error where the host says it, such as
+	// syscall.ECONNREFUSED for a refused port or a socket nobody listens
+	// on; or no answer yet when ctx ended); any other error means the
+	// host itself was not reached. ctx bounds the dial, not the
+	// connection.
+	Dial(ctx context.Context, network, address string) (net.Conn, error)
 	StopService(ctx context.Context, name string) error
 	StartService(ctx context.Context, name string) error
 	// Signal sends sig to the main process of the named service.

@@ -18,8 +18,8 @@ const SingleCopyName = "single-copy"
 // moment.
 //
 // Reads: statefulpod/running-here from the container runtime of every
-// worker ("cri/*", crictl over SSH), never the API server, which cannot
-// see a node it is cut off from. A copy is a container of the pod's name
+// worker ("cri/*", the runtime read over SSH), never the API server,
+// which cannot see a node it is cut off from. A copy is a container of the pod's name
 // in state CONTAINER_RUNNING, whatever its sandbox's state: a running
 // process is what can act twice.
 //

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +70,9 @@ func (host) Signal(context.Context, string, syscall.Signal) error { return nil }
 func (host) Services(context.Context) ([]lab.ServiceState, error) { return nil, nil }
 func (host) PowerOff(context.Context) error                       { return nil }
 func (host) PowerOn(context.Context) error                        { return nil }
+func (host) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("no dialing in this test")
+}
 
 type fakeLab struct {
 	w   *world

@@ -3,6 +3,7 @@ package backends_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/lab"
@@ -37,6 +38,21 @@ func TestEveryShippedLabFileValidates(t *testing.T) {
 	for _, k := range lab.Kinds() {
 		if !kinds[k] {
 			t.Errorf("no shipped lab file of kind %s", k)
+		}
+	}
+}
+
+func TestOnlySSHLabsTakeARuntimeEndpoint(t *testing.T) {
+	for _, f := range []string{"pair.yaml", "static-example.yaml"} {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Kubernetes.RuntimeEndpoint = "unix:///run/containerd/containerd.sock"
+		err = c.Validate()
+		refused := err != nil && strings.Contains(err.Error(), "kubernetes.runtimeEndpoint: is not for a local lab")
+		if local := c.Kind == "local"; local != refused || (!local && err != nil) {
+			t.Errorf("%s lab with a runtimeEndpoint: %v", c.Kind, err)
 		}
 	}
 }

@@ -15,7 +15,22 @@ import (
 var (
 	_ lab.EtcdAccess        = (*Lab)(nil)
 	_ lab.NetworkInterfaces = (*Lab)(nil)
+	_ lab.RuntimeEndpoints  = (*Lab)(nil)
 )
+
+// RuntimeEndpoint is the node's own containerd socket, the one its kubelet
+// and its SSH sessions' crictl use (the machine may run other containerds).
+func (l *Lab) RuntimeEndpoint(host string) (string, error) {
+	h, ok := l.byName[host]
+	if !ok {
+		_, err := l.Host(host)
+		return "", err
+	}
+	if h.node == nil {
+		return "", fmt.Errorf("host %s runs no container runtime", host)
+	}
+	return l.dirs.ContainerdSocket(host), nil
+}
 
 // EtcdClientConfig gives faultline's own etcd client identity and the lab
 // CA, and every etcd member's client URL.

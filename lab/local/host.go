@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"net"
 	"slices"
 	"syscall"
 	"time"
@@ -57,6 +58,17 @@ func (h *Host) Run(ctx context.Context, cmd string) (lab.Result, error) {
 		return res, fmt.Errorf("running %q on %s: %w", cmd, h.cfg.Name, err)
 	}
 	return res, nil
+}
+
+// Dial opens a connection from the host through its SSH connection (see
+// lab.Host); the lab's sshd logs in as root, so every socket of the host
+// can be opened.
+func (h *Host) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := h.ssh.Dial(ctx, network, address)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s %s from %s: %w", network, address, h.cfg.Name, err)
+	}
+	return c, nil
 }
 
 func (h *Host) service(name string) (components.Service, error) {

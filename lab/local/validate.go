@@ -42,6 +42,9 @@ func validate(c *lab.Config) []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
+	if c.Kubernetes.RuntimeEndpoint != "" {
+		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
+	}
 	mgmt, mgmtErr := netip.ParsePrefix(c.Network.Management)
 	mgmt = mgmt.Masked()
 	for _, f := range []struct{ name, val string }{{"network.pods", c.Network.Pods}, {"network.services", c.Network.Services}} {

@@ -33,6 +33,12 @@ type Client struct {
 	mu     sync.Mutex
 	conn   *connection
 	closed bool
+
+	// pending counts the forwarded channels asked for and not yet
+	// answered by the server, in all and per address (see Dial).
+	pendingMu sync.Mutex
+	pending   map[string]int
+	pendingN  int
 }
 
 // connection is one live SSH connection; dead is closed when it ends.
@@ -176,7 +182,7 @@ func (c *Client) dial(ctx context.Context) (*connection, error) {
 	var nc net.Conn
 	var err error
 	if c.jump != nil {
-		nc, err = c.jump.dialThrough(ctx, c.target)
+		nc, err = c.jump.Dial(ctx, "tcp", c.target)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s (%s) through %s: %w", o.Name, c.target, c.jump.opts.Name, err)
 		}
@@ -280,25 +286,114 @@ func (c *Client) keepAlive(conn *connection) {
 	}
 }
 
-// dialThrough opens a TCP connection from this server to addr (ProxyJump).
-func (c *Client) dialThrough(ctx context.Context, addr string) (net.Conn, error) {
+// Dial opens a connection from the server: network "tcp" to address
+// (host:port) as the server routes it (direct-tcpip, as ProxyJump uses),
+// or "unix" to the socket at path address on the server
+// (direct-streamlocal). The channel is opened as the SSH user. A dial on a
+// connection that turned out to be broken redials once; a refusal by the
+// server is returned at once, wrapping the matching syscall error where
+// the server's message names one (see ChannelRefusal). ctx bounds the dial,
+// not the connection.
+//
+// A dial that ctx ends once the channel is asked for is abandoned, not
+// cancelled (its error wraps lab.ErrNotConnectedByHost and ctx's error):
+// SSH cannot withdraw a channel request, so the server keeps trying
+// (OpenSSH until the kernel gives up on the TCP connection, about two
+// minutes for an address that drops packets), holding a socket meanwhile.
+// At most MaxPendingDialsTo of those may wait for the server's answer per
+// address and MaxPendingDials in all; past either, Dial fails at once with
+// ErrTooManyPendingDials (and lab.ErrNotConnectedByHost).
+func (c *Client) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, fmt.Errorf("dialing %s %s from %s: network %q is neither tcp nor unix", network, address, c.opts.Name, network)
+	}
 	for attempt := 0; ; attempt++ {
 		conn, err := c.connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		nc, err := conn.client.DialContext(ctx, "tcp", addr)
+		nc, err := c.openChannel(ctx, conn, network, address)
 		if err == nil {
 			return nc, nil
 		}
 		var refused *xssh.OpenChannelError
-		if errors.As(err, &refused) || ctx.Err() != nil || attempt > 0 {
+		if errors.As(err, &refused) {
+			return nil, channelRefusal(network, refused)
+		}
+		if errors.Is(err, ErrTooManyPendingDials) || ctx.Err() != nil || attempt > 0 {
 			return nil, err
 		}
-		// The jump connection broke since it was last used: drop it and
-		// dial once more.
+		// The connection broke since it was last used: drop it and dial
+		// once more.
 		c.drop(conn)
 	}
+}
+
+// Bounds of the dials still waiting for the server's answer (see Dial):
+// OpenSSH holds a socket for each, and by default may open 1024 files per
+// connection. At one dial a second, an address that drops packets keeps
+// about 127 waiting (Linux's SYN retries), so the bound per address
+// leaves such an address one fresh attempt a second.
+const (
+	MaxPendingDialsTo = 160
+	MaxPendingDials   = 480
+)
+
+// ErrTooManyPendingDials is wrapped by a dial refused because too many
+// earlier ones still wait for the server's answer.
+var ErrTooManyPendingDials = errors.New("too many dials still wait for the server's answer")
+
+// openChannel asks the server for the channel, bounded by ctx; a channel
+// granted after ctx ended is closed.
+func (c *Client) openChannel(ctx context.Context, conn *connection, network, address string) (net.Conn, error) {
+	key := network + " " + address
+	c.pendingMu.Lock()
+	if c.pending == nil {
+		c.pending = map[string]int{}
+	}
+	if n := c.pending[key]; n >= MaxPendingDialsTo || c.pendingN >= MaxPendingDials {
+		all := c.pendingN
+		c.pendingMu.Unlock()
+		return nil, fmt.Errorf("%w: %w: %d to %s, %d in all", lab.ErrNotConnectedByHost, ErrTooManyPendingDials, n, address, all)
+	}
+	c.pending[key]++
+	c.pendingN++
+	c.pendingMu.Unlock()
+	type dialed struct {
+		nc  net.Conn
+		err error
+	}
+	res := make(chan dialed, 1)
+	go func() {
+		nc, err := conn.client.Dial(network, address)
+		c.pendingMu.Lock()
+		c.pendingN--
+		if c.pending[key]--; c.pending[key] == 0 {
+			delete(c.pending, key)
+		}
+		c.pendingMu.Unlock()
+		res <- dialed{nc, err}
+	}()
+	select {
+	case d := <-res:
+		return d.nc, d.err
+	case <-ctx.Done():
+		go func() {
+			if d := <-res; d.nc != nil {
+				d.nc.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w: no answer from %s yet: %w", lab.ErrNotConnectedByHost, c.opts.Name, ctx.Err())
+	}
+}
+
+// PendingDials is how many dials still wait for the server's answer.
+func (c *Client) PendingDials() int {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	return c.pendingN
 }
 
 func (c *Client) drop(conn *connection) {

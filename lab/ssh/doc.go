@@ -10,9 +10,13 @@
 // dialled again on next use, with the identity file read anew when
 // Options.ReadIdentityOnDial says the key may be made after the client.
 //
-// Host implements lab.Host on top of a Client: commands, services through
-// systemctl, signals to a service's main PID. Power operations are supplied
+// Client.Dial opens connections from the server as forwarded channels of
+// the same connection (direct-tcpip, direct-streamlocal), without running
+// anything there.
+//
+// Host implements lab.Host on top of a Client: commands, dials, services
+// through systemctl, signals to a service's main PID. Power operations are supplied
 // by the backend that knows how (vSphere, Proxmox) through WithPower. The
 // local lab, whose hosts are network namespaces running their own sshd, runs
-// commands through a Client and supervises services itself.
+// commands and dials through a Client and supervises services itself.
 package ssh

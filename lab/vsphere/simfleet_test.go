@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -319,6 +320,9 @@ func (r *fakeRemote) StopService(context.Context, string) error {
 }
 func (r *fakeRemote) StartService(context.Context, string) error {
 	return fmt.Errorf("test host %s has no services", r.hc.Name)
+}
+func (r *fakeRemote) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, fmt.Errorf("test host %s dials nothing", r.hc.Name)
 }
 func (r *fakeRemote) Signal(context.Context, string, syscall.Signal) error {
 	return fmt.Errorf("test host %s has no services", r.hc.Name)

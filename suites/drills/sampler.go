@@ -70,7 +70,7 @@ type PodState struct {
 }
 
 // ContainersValue is the drill namespace's containers in one runtime;
-// ContainerState is one of them as crictl lists it.
+// ContainerState is one of them as the runtime lists it.
 type (
 	ContainersValue = evidence.NamespaceContainersValue
 	ContainerState  = evidence.NamespaceContainer
@@ -112,7 +112,7 @@ func SubjectsOf(l lab.Lab) (evidence.Subjects, error) {
 //     processes of every control-plane host, from the lab's process table,
 //     each restart, stop and start stamped on the timeline;
 //   - drill/containers: the namespace's containers, from every worker's
-//     container runtime (the crictl listing the framework takes anyway);
+//     container runtime (the listing the framework takes anyway);
 //   - the scheduler's FailedScheduling events of the namespace, and every
 //     phase change of its pods (a finished pod holds its terminal phase
 //     for less than a sampling interval), from the first API server.

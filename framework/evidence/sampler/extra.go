@@ -72,7 +72,7 @@ type Parts struct {
 	// under that name beside the framework's.
 	Readers []evidence.Reader
 	// Runtime are questions each worker's container runtime source
-	// ("cri/<worker>") answers from the crictl listings it takes anyway.
+	// ("cri/<worker>") answers from the listings it takes anyway.
 	Runtime []source.RuntimeQuestion
 	// Watches stamp moments between samples; their events are taken at
 	// every sample while the readers are asked (under the same bound), and

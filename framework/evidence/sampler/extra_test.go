@@ -3,6 +3,8 @@ package sampler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"strings"
 	"syscall"
@@ -44,12 +46,13 @@ func (h fakeHost) Run(_ context.Context, cmd string) (lab.Result, error) {
 	}
 	return lab.Result{}, errNoCommand
 }
-func (fakeHost) StopService(context.Context, string) error            { return errNoCommand }
-func (fakeHost) StartService(context.Context, string) error           { return errNoCommand }
-func (fakeHost) Signal(context.Context, string, syscall.Signal) error { return errNoCommand }
-func (fakeHost) Services(context.Context) ([]lab.ServiceState, error) { return nil, errNoCommand }
-func (fakeHost) PowerOff(context.Context) error                       { return errNoCommand }
-func (fakeHost) PowerOn(context.Context) error                        { return errNoCommand }
+func (fakeHost) StopService(context.Context, string) error              { return errNoCommand }
+func (fakeHost) StartService(context.Context, string) error             { return errNoCommand }
+func (fakeHost) Signal(context.Context, string, syscall.Signal) error   { return errNoCommand }
+func (fakeHost) Services(context.Context) ([]lab.ServiceState, error)   { return nil, errNoCommand }
+func (fakeHost) PowerOff(context.Context) error                         { return errNoCommand }
+func (fakeHost) PowerOn(context.Context) error                          { return errNoCommand }
+func (fakeHost) Dial(context.Context, string, string) (net.Conn, error) { return nil, errNoCommand }
 
 func (l *fakeLab) Info() lab.Info      { return lab.Info{Name: "fake", Kind: "test"} }
 func (l *fakeLab) Config() *lab.Config { return &lab.Config{Name: "fake"} }
@@ -253,3 +256,46 @@ func TestTwoExtrasAskingOneQuestionOfOneSourceAreRefused(t *testing.T) {
 }
 
 func nowUTC() time.Time { return time.Now().UTC() }
+
+// socketLab is the fake lab naming its workers' CRI sockets; worker1's
+// dials are refused, as a host refuses a socket nobody listens on.
+type socketLab struct {
+	*fakeLab
+	err error
+}
+
+func (l socketLab) RuntimeEndpoint(host string) (string, error) {
+	return "/run/fake/" + host + "/containerd.sock", l.err
+}
+
+type refusingHost struct{ fakeHost }
+
+func (refusingHost) Dial(_ context.Context, network, address string) (net.Conn, error) {
+	return nil, fmt.Errorf("dialing %s %s from worker1: %w", network, address, syscall.ECONNREFUSED)
+}
+
+// The runtime is read over CRI where the lab names its socket, with crictl
+// where it does not (the test above), and not at all where naming it fails.
+func TestTheRuntimeIsReadThroughTheSocketTheLabNames(t *testing.T) {
+	fl := newFakeLab(t)
+	fl.hosts[1] = refusingHost{fl.hosts[1].(fakeHost)}
+	for _, c := range []struct {
+		lab  lab.Lab
+		want string
+	}{
+		{socketLab{fakeLab: fl}, "connection refused: CRI ListPodSandbox on worker1: dialing unix /run/fake/worker1/containerd.sock"},
+		{socketLab{fakeLab: fl, err: errors.New("host worker1 runs no container runtime")}, "the CRI socket: host worker1 runs no container runtime"},
+	} {
+		s := New(Options{NoTimeline: true, Extras: []Extra{OnRuntimes(source.NamespaceContainers(qCtrs, "faultline"))}})
+		snap, _, err := s.Sample(context.Background(), c.lab)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []evidence.Question{evidence.PodRunningHere, qCtrs} {
+			if a := snap.Get("cri/worker1", q); a.State != evidence.Unreadable || !strings.Contains(a.Reason, c.want) {
+				t.Errorf("%s: %+v, want %q", q, a, c.want)
+			}
+		}
+	}
+}

@@ -21,8 +21,9 @@ import (
 // DefaultRate is how often Run samples: once a second.
 const DefaultRate = time.Second
 
-// DefaultCommandReadTimeout bounds a source read that runs commands over SSH
-// (the container runtimes, kube-proxy's rules, the endpoint probers), and
+// DefaultCommandReadTimeout bounds a source read that goes over SSH (the
+// container runtimes, kube-proxy's rules, the endpoint probers), which may
+// have to reconnect to its host first, and
 // the controller-managers' and schedulers' whole /metrics pages, and the
 // writer's log, which comes from the kubelet through an API server.
 const DefaultCommandReadTimeout = 4 * time.Second
@@ -33,10 +34,11 @@ type Options struct {
 	// ReadTimeout bounds each source's read in a round (default
 	// evidence.DefaultReadTimeout).
 	ReadTimeout time.Duration
-	// CommandReadTimeout bounds the reads that run a command on a host over
-	// SSH (the container runtimes, kube-proxy's rules), which start
-	// processes on the host and so take longer on a loaded one (default
-	// DefaultCommandReadTimeout).
+	// CommandReadTimeout bounds the reads that go over a host's SSH
+	// connection (the container runtimes, kube-proxy's rules, the
+	// endpoint probers), which may reconnect first, and where they run a
+	// command start processes on the host, which take longer on a loaded
+	// one (default DefaultCommandReadTimeout).
 	CommandReadTimeout time.Duration
 	// Watch tunes the timeline watcher; its Subjects follow Sources.
 	Watch watch.Options
@@ -140,8 +142,8 @@ func (s *Sampler) open(l lab.Lab) error {
 	return nil
 }
 
-// timeoutOf is a source's read timeout: longer for the sources that run
-// commands over SSH.
+// timeoutOf is a source's read timeout: longer for the sources that go
+// over SSH.
 func (s *Sampler) timeoutOf(r evidence.Reader) time.Duration {
 	switch r.(type) {
 	case *source.Runtime, *source.Proxy, *source.Prober, *source.Leading, *source.Writer:

@@ -65,6 +65,9 @@ func (h unreachableHost) Signal(context.Context, string, syscall.Signal) error {
 func (h unreachableHost) Services(context.Context) ([]lab.ServiceState, error) { return nil, errNoSSH }
 func (h unreachableHost) PowerOff(context.Context) error                       { return errNoSSH }
 func (h unreachableHost) PowerOn(context.Context) error                        { return errNoSSH }
+func (h unreachableHost) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errNoSSH
+}
 
 func (l *loopbackLab) Info() lab.Info      { return lab.Info{Name: "loopback", Kind: "test"} }
 func (l *loopbackLab) Config() *lab.Config { return &lab.Config{Name: "loopback"} }

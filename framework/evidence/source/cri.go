@@ -1,31 +1,23 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"sort"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/lab"
 )
-
-// crictlSeparator splits the two crictl answers in one SSH round trip.
-const crictlSeparator = "----faultline-crictl-containers----"
-
-// crictlCommand lists every pod sandbox and every container (exited ones
-// too: a container that stopped is evidence) as JSON. The two crictl calls
-// run at once, each into a file of its own, because each is a process start
-// and a runtime connection and a snapshot round waits for the slower.
-const crictlCommand = `d=$(mktemp -d) || exit 1; trap 'rm -rf "$d"' EXIT; ` +
-	`crictl pods -o json >"$d/pods" & ` +
-	`crictl ps -a -o json >"$d/ps"; ps=$?; wait $!; pods=$?; ` +
-	`[ $pods -eq 0 ] || exit $pods; [ $ps -eq 0 ] || exit $ps; ` +
-	`cat "$d/pods"; echo ` + crictlSeparator + `; cat "$d/ps"`
 
 // The pod labels the kubelet puts on sandboxes and containers
 // (pkg/kubelet/types/labels.go).
@@ -35,37 +27,81 @@ const (
 	labelPodUID       = "io.kubernetes.pod.uid"
 )
 
-// Runtime reads one node's container runtime with crictl over SSH: which
-// sandboxes and containers of the stateful pod it holds, and whether one
-// runs there.
+// criMaxMessage is the largest listing accepted, as the kubelet's and
+// crictl's CRI clients allow.
+const criMaxMessage = 16 << 20
+
+// Runtime reads one node's container runtime: which sandboxes and
+// containers of the stateful pod it holds, and whether one runs there. It
+// asks the runtime's CRI socket (ListPodSandbox and ListContainers, as
+// `crictl pods` and `crictl ps -a` do) through a connection the host dials
+// to it (lab.Host.Dial), or, made by NewCrictlRuntime, runs those two
+// crictl commands on the host.
 type Runtime struct {
 	name     evidence.Source
 	host     lab.Host
 	subjects evidence.Subjects
 	also     []RuntimeQuestion
+	// socket is the CRI socket's path on the host; empty for crictl.
+	socket string
+
+	mu     sync.Mutex
+	conn   *criConn
+	closed bool
+}
+
+// criConn is one gRPC connection to the runtime and the last error its
+// dialer met, which gRPC reports only as text.
+type criConn struct {
+	cc *grpc.ClientConn
+
+	mu      sync.Mutex
+	dialErr error
+}
+
+func (c *criConn) setDialErr(err error) {
+	c.mu.Lock()
+	c.dialErr = err
+	c.mu.Unlock()
+}
+
+func (c *criConn) lastDialErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dialErr
 }
 
 // RuntimeQuestion is a suite's own question about a node's container
 // runtime, answered from the listings the runtime source takes anyway, so
-// that a suite asking after its own containers starts no second crictl.
+// that a suite asking after its own containers reads the runtime no second
+// time.
 type RuntimeQuestion struct {
 	Question evidence.Question
 	// Answer makes the question's value from the listings; an error is an
 	// unreadable answer naming it.
-	Answer func(Crictl) (any, error)
+	Answer func(RuntimeListing) (any, error)
 }
 
 // NamespaceContainers is the RuntimeQuestion q answered with every
 // container of namespace (an evidence.NamespaceContainersValue).
 func NamespaceContainers(q evidence.Question, namespace string) RuntimeQuestion {
-	return RuntimeQuestion{Question: q, Answer: func(c Crictl) (any, error) {
-		return c.NamespaceContainers(namespace), nil
+	return RuntimeQuestion{Question: q, Answer: func(l RuntimeListing) (any, error) {
+		return l.NamespaceContainers(namespace), nil
 	}}
 }
 
-// NewRuntime makes a reader named "cri/<host>"; it answers PodRunningHere
-// and each of also.
-func NewRuntime(host lab.Host, subjects evidence.Subjects, also ...RuntimeQuestion) *Runtime {
+// NewRuntime makes a reader named "cri/<host>" that asks the CRI socket at
+// path socket on host (lab.RuntimeSocket) through host.Dial, over one gRPC
+// connection kept across reads and dialled anew after a read that failed.
+// It answers PodRunningHere and each of also; Close ends the connection.
+func NewRuntime(host lab.Host, socket string, subjects evidence.Subjects, also ...RuntimeQuestion) *Runtime {
+	return &Runtime{name: evidence.Source("cri/" + host.Name()), host: host, socket: socket, subjects: subjects, also: also}
+}
+
+// NewCrictlRuntime makes the same reader, for a host whose CRI socket the
+// lab does not name: it runs `crictl pods -o json` and `crictl ps -a -o
+// json` on the host at each read (lab.Host.Run).
+func NewCrictlRuntime(host lab.Host, subjects evidence.Subjects, also ...RuntimeQuestion) *Runtime {
 	return &Runtime{name: evidence.Source("cri/" + host.Name()), host: host, subjects: subjects, also: also}
 }
 
@@ -79,28 +115,39 @@ func (r *Runtime) Questions() []evidence.Question {
 	return qs
 }
 
+// Close ends the connection to the runtime, if there is one.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	c := r.conn
+	r.conn, r.closed = nil, true
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	if err := c.cc.Close(); err != nil {
+		return fmt.Errorf("closing the CRI connection to %s: %w", r.host.Name(), err)
+	}
+	return nil
+}
+
 func (r *Runtime) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
-	res, err := r.host.Run(ctx, crictlCommand)
+	var l RuntimeListing
+	var err error
+	if r.socket == "" {
+		l, err = r.listCrictl(ctx)
+	} else {
+		l, err = r.listCRI(ctx)
+	}
 	at := now()
 	if err != nil {
-		return r.unreadable(Reason(err), at)
-	}
-	if res.ExitCode != 0 {
-		return r.unreadable(fmt.Sprintf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at)
-	}
-	pods, containers, ok := strings.Cut(res.Stdout, crictlSeparator)
-	if !ok {
-		return r.unreadable("error: crictl output lacks its separator", at)
-	}
-	c, err := ParseCrictl([]byte(pods), []byte(containers))
-	if err != nil {
-		return r.unreadable("error: "+err.Error(), at)
+		// The error's text is the reason, its class first.
+		return r.unreadable(err.Error(), at)
 	}
 	out := map[evidence.Question]evidence.Answer{
-		evidence.PodRunningHere: answer(c.RuntimePod(r.subjects.PodNamespace, r.subjects.PodName), at, ""),
+		evidence.PodRunningHere: answer(l.RuntimePod(r.subjects.PodNamespace, r.subjects.PodName), at, ""),
 	}
 	for _, a := range r.also {
-		v, err := a.Answer(c)
+		v, err := a.Answer(l)
 		if err != nil {
 			out[a.Question] = evidence.UnreadableAnswer("error: "+err.Error(), at)
 			continue
@@ -119,156 +166,212 @@ func (r *Runtime) unreadable(why string, at time.Time) map[evidence.Question]evi
 	return out
 }
 
-// crictl prints the CRI responses with protojson: lowerCamelCase names,
-// enums by name, int64 nanoseconds as strings.
-type crictlPods struct {
-	Items []struct {
-		ID       string `json:"id"`
-		Metadata struct {
-			Name      string `json:"name"`
-			UID       string `json:"uid"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-		State     string            `json:"state"`
-		CreatedAt protoInt64        `json:"createdAt"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"items"`
-}
-
-type crictlContainers struct {
-	Containers []struct {
-		ID           string `json:"id"`
-		PodSandboxID string `json:"podSandboxId"`
-		Metadata     struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-		State     string            `json:"state"`
-		CreatedAt protoInt64        `json:"createdAt"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"containers"`
-}
-
-// protoInt64 reads protojson's int64 (a quoted decimal) or a bare number.
-type protoInt64 int64
-
-func (p *protoInt64) UnmarshalJSON(b []byte) error {
-	s := string(bytes.Trim(b, `"`))
-	if s == "" || s == "null" {
-		*p = 0
-		return nil
+// client is the connection to the runtime, made when there is none. It
+// connects lazily: the first call on it dials.
+func (r *Runtime) client() (*criConn, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("the runtime reader is closed")
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	if r.conn != nil {
+		return r.conn, nil
+	}
+	c := &criConn{}
+	// The socket is reached through the host's SSH connection, whose
+	// host key is verified: the connection needs no credentials of its
+	// own. The authority is what gRPC sends over a local socket.
+	cc, err := grpc.NewClient("passthrough:///localhost",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			nc, err := r.host.Dial(ctx, "unix", r.socket)
+			c.setDialErr(err)
+			return nc, err
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(criMaxMessage)),
+	)
 	if err != nil {
-		return fmt.Errorf("int64 %s: %w", b, err)
+		return nil, err
 	}
-	*p = protoInt64(n)
-	return nil
-}
-
-func (p protoInt64) time() time.Time {
-	if p == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(p)).UTC()
-}
-
-// Crictl is what `crictl pods -o json` and `crictl ps -a -o json` list
-// on one node: every sandbox and every container, of every namespace.
-type Crictl struct {
-	pods crictlPods
-	ctrs crictlContainers
-}
-
-// ParseCrictl decodes the two listings.
-func ParseCrictl(podsJSON, containersJSON []byte) (Crictl, error) {
-	var c Crictl
-	if err := json.Unmarshal(podsJSON, &c.pods); err != nil {
-		return Crictl{}, fmt.Errorf("decoding crictl pods: %w", err)
-	}
-	ctrs, err := parseCrictlContainers(containersJSON)
-	if err != nil {
-		return Crictl{}, err
-	}
-	c.ctrs = ctrs
+	c.cc = cc
+	r.conn = c
 	return c, nil
 }
 
-func parseCrictlContainers(containersJSON []byte) (crictlContainers, error) {
-	var ctrs crictlContainers
-	if err := json.Unmarshal(containersJSON, &ctrs); err != nil {
-		return crictlContainers{}, fmt.Errorf("decoding crictl ps: %w", err)
+// drop closes c so that the next read dials anew rather than wait out
+// gRPC's reconnection backoff (up to two minutes after a runtime restart).
+func (r *Runtime) drop(c *criConn) {
+	r.mu.Lock()
+	if r.conn == c {
+		r.conn = nil
 	}
-	return ctrs, nil
+	r.mu.Unlock()
+	c.cc.Close()
 }
 
-// RuntimePodFromCrictl picks the pod's sandboxes and containers out of
-// `crictl pods -o json` and `crictl ps -a -o json`. Running means a ready
-// sandbox of the pod with a running container in it.
-func RuntimePodFromCrictl(podsJSON, containersJSON []byte, namespace, name string) (evidence.RuntimePodValue, error) {
-	c, err := ParseCrictl(podsJSON, containersJSON)
-	if err != nil {
-		return evidence.RuntimePodValue{}, err
+// listCRI asks the runtime for every sandbox and every container at once.
+// A connection that turns out to be broken (the runtime restarted since
+// the last read) is dialled anew once within the read, as lab/ssh redials
+// a broken connection.
+func (r *Runtime) listCRI(ctx context.Context) (RuntimeListing, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := r.client()
+		if err != nil {
+			return RuntimeListing{}, fmt.Errorf("error: CRI client for %s on %s: %v", r.socket, r.host.Name(), err)
+		}
+		l, rpc, err := listOver(ctx, c)
+		if err == nil {
+			return l, nil
+		}
+		r.drop(c)
+		broken := status.Code(err) == codes.Unavailable && c.lastDialErr() == nil
+		if attempt == 0 && broken && ctx.Err() == nil {
+			continue
+		}
+		return RuntimeListing{}, errors.New(r.criReason(ctx, c, rpc, err))
 	}
-	return c.RuntimePod(namespace, name), nil
 }
 
-// RuntimePod is the pod's sandboxes and containers. Running means a ready
-// sandbox of the pod with a running container in it.
-func (c Crictl) RuntimePod(namespace, name string) evidence.RuntimePodValue {
+// listOver makes both calls on c; rpc names the one that failed.
+func listOver(ctx context.Context, c *criConn) (l RuntimeListing, rpc string, err error) {
+	rs := runtimeapi.NewRuntimeServiceClient(c.cc)
+	var (
+		wg   sync.WaitGroup
+		pods *runtimeapi.ListPodSandboxResponse
+		perr error
+	)
+	wg.Go(func() {
+		pods, perr = rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{}})
+	})
+	// No state filter: exited containers are evidence too (crictl ps -a).
+	ctrs, cerr := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+	wg.Wait()
+	if perr != nil {
+		return RuntimeListing{}, "ListPodSandbox", perr
+	}
+	if cerr != nil {
+		return RuntimeListing{}, "ListContainers", cerr
+	}
+	return RuntimeListingOf(pods.GetItems(), ctrs.GetContainers()), "", nil
+}
+
+// criReason classes a failed call: the read's context ending is a
+// timeout; a call that could not connect has the dialer's error (a refused
+// socket, an unreachable host); any other is an error the runtime gave.
+func (r *Runtime) criReason(ctx context.Context, c *criConn, rpc string, err error) string {
+	what := fmt.Sprintf("CRI %s on %s", rpc, r.host.Name())
+	if ctx.Err() != nil {
+		return Reason(fmt.Errorf("%s (%s): %w", what, r.socket, ctx.Err()))
+	}
+	code := status.Code(err)
+	if code == codes.DeadlineExceeded {
+		return fmt.Sprintf("timeout: %s (%s): %v", what, r.socket, err)
+	}
+	if dialErr := c.lastDialErr(); dialErr != nil && code == codes.Unavailable {
+		return Reason(fmt.Errorf("%s: %w", what, dialErr))
+	}
+	return fmt.Sprintf("error: %s (%s): %v", what, r.socket, err)
+}
+
+// RuntimeListing is what one node's container runtime lists: every sandbox
+// and every container (exited ones too), of every namespace.
+type RuntimeListing struct {
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+}
+
+// RuntimeListingOf is the listing of ListPodSandbox's and ListContainers'
+// answers. Entries without metadata are left out, as crictl leaves them
+// out of its listings.
+func RuntimeListingOf(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) RuntimeListing {
+	var l RuntimeListing
+	for _, s := range sandboxes {
+		if s.GetMetadata() != nil {
+			l.sandboxes = append(l.sandboxes, s)
+		}
+	}
+	for _, c := range containers {
+		if c.GetMetadata() != nil {
+			l.containers = append(l.containers, c)
+		}
+	}
+	return l
+}
+
+// criTime is a CRI timestamp (nanoseconds since the epoch; 0 unknown).
+func criTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// RuntimePod is the pod's sandboxes and containers, in creation order.
+// Running means a ready sandbox of the pod with a running container in it.
+func (l RuntimeListing) RuntimePod(namespace, name string) evidence.RuntimePodValue {
 	v := evidence.RuntimePodValue{Sandboxes: []evidence.RuntimeSandbox{}, Containers: []evidence.RuntimeContainer{}}
 	readySandbox := map[string]bool{}
-	for _, p := range c.pods.Items {
-		if p.Metadata.Namespace != namespace || p.Metadata.Name != name {
+	for _, p := range l.sandboxes {
+		m := p.GetMetadata()
+		if m.GetNamespace() != namespace || m.GetName() != name {
 			continue
 		}
 		v.Sandboxes = append(v.Sandboxes, evidence.RuntimeSandbox{
-			ID: p.ID, Name: p.Metadata.Name, Namespace: p.Metadata.Namespace, UID: p.Metadata.UID,
-			State: p.State, CreatedAt: p.CreatedAt.time(),
+			ID: p.GetId(), Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUid(),
+			State: p.GetState().String(), CreatedAt: criTime(p.GetCreatedAt()),
 		})
-		if p.State == "SANDBOX_READY" {
-			readySandbox[p.ID] = true
+		if p.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			readySandbox[p.GetId()] = true
 		}
 	}
-	for _, ct := range c.ctrs.Containers {
-		if ct.Labels[labelPodNamespace] != namespace || ct.Labels[labelPodName] != name {
+	for _, ct := range l.containers {
+		labels := ct.GetLabels()
+		if labels[labelPodNamespace] != namespace || labels[labelPodName] != name {
 			continue
 		}
 		v.Containers = append(v.Containers, evidence.RuntimeContainer{
-			ID: ct.ID, Name: ct.Metadata.Name, SandboxID: ct.PodSandboxID, PodUID: ct.Labels[labelPodUID],
-			State: ct.State, CreatedAt: ct.CreatedAt.time(),
+			ID: ct.GetId(), Name: ct.GetMetadata().GetName(), SandboxID: ct.GetPodSandboxId(), PodUID: labels[labelPodUID],
+			State: ct.GetState().String(), CreatedAt: criTime(ct.GetCreatedAt()),
 		})
-		if ct.State == "CONTAINER_RUNNING" && readySandbox[ct.PodSandboxID] {
+		if ct.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && readySandbox[ct.GetPodSandboxId()] {
 			v.Running = true
 		}
 	}
-	sort.Slice(v.Sandboxes, func(i, j int) bool { return v.Sandboxes[i].CreatedAt.Before(v.Sandboxes[j].CreatedAt) })
-	sort.Slice(v.Containers, func(i, j int) bool { return v.Containers[i].CreatedAt.Before(v.Containers[j].CreatedAt) })
+	sort.Slice(v.Sandboxes, func(i, j int) bool {
+		return earlier(v.Sandboxes[i].CreatedAt, v.Sandboxes[j].CreatedAt, v.Sandboxes[i].ID, v.Sandboxes[j].ID)
+	})
+	sort.Slice(v.Containers, func(i, j int) bool {
+		return earlier(v.Containers[i].CreatedAt, v.Containers[j].CreatedAt, v.Containers[i].ID, v.Containers[j].ID)
+	})
 	return v
 }
 
-// NamespaceContainersFromCrictl picks namespace's containers out of
-// `crictl ps -a -o json`.
-func NamespaceContainersFromCrictl(containersJSON []byte, namespace string) (evidence.NamespaceContainersValue, error) {
-	ctrs, err := parseCrictlContainers(containersJSON)
-	if err != nil {
-		return evidence.NamespaceContainersValue{}, err
+// earlier orders by creation time, then by ID, so that entries created in
+// the same nanosecond come in one order whatever order the runtime listed
+// them in.
+func earlier(a, b time.Time, idA, idB string) bool {
+	if !a.Equal(b) {
+		return a.Before(b)
 	}
-	return Crictl{ctrs: ctrs}.NamespaceContainers(namespace), nil
+	return idA < idB
 }
 
 // NamespaceContainers is every container of namespace, in creation order,
 // with its pod's name and UID from the kubelet's labels.
-func (c Crictl) NamespaceContainers(namespace string) evidence.NamespaceContainersValue {
+func (l RuntimeListing) NamespaceContainers(namespace string) evidence.NamespaceContainersValue {
 	v := evidence.NamespaceContainersValue{Containers: []evidence.NamespaceContainer{}}
-	for _, ct := range c.ctrs.Containers {
-		if ct.Labels[labelPodNamespace] != namespace {
+	for _, ct := range l.containers {
+		labels := ct.GetLabels()
+		if labels[labelPodNamespace] != namespace {
 			continue
 		}
 		v.Containers = append(v.Containers, evidence.NamespaceContainer{
-			Pod: ct.Labels[labelPodName], PodUID: ct.Labels[labelPodUID],
-			ID: ct.ID, State: ct.State, CreatedAt: ct.CreatedAt.time(),
+			Pod: labels[labelPodName], PodUID: labels[labelPodUID],
+			ID: ct.GetId(), State: ct.GetState().String(), CreatedAt: criTime(ct.GetCreatedAt()),
 		})
 	}
-	sort.Slice(v.Containers, func(i, j int) bool { return v.Containers[i].CreatedAt.Before(v.Containers[j].CreatedAt) })
+	sort.Slice(v.Containers, func(i, j int) bool {
+		return earlier(v.Containers[i].CreatedAt, v.Containers[j].CreatedAt, v.Containers[i].ID, v.Containers[j].ID)
+	})
 	return v
 }

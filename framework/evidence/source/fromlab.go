@@ -71,7 +71,7 @@ type Client struct {
 	Client kubernetes.Interface
 }
 
-// Close releases the etcd connections.
+// Close releases the etcd and container runtime connections.
 func (s *Set) Close() error {
 	var errs []error
 	for _, f := range s.closeFns {
@@ -83,7 +83,8 @@ func (s *Set) Close() error {
 // FromLab makes every source of l: each API server at its own address and
 // the virtual address (with the leader Leases and the test Deployment),
 // one etcd member read serializably and linearizably, the kubelet API and
-// kube-proxy rules of worker1, each worker's container runtime, cluster
+// kube-proxy rules of worker1, each worker's container runtime (over CRI
+// where the lab names its socket, lab.RuntimeSocket, else crictl), cluster
 // DNS, the informer fixture, each control-plane host's controller-manager
 // and scheduler ("controlplane/<host>": do they lead), an endpoint prober
 // on every worker ("probe/<host>") and the register writer's history. What the lab cannot offer
@@ -172,7 +173,18 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	}
 
 	for _, h := range lab.HostsWithRole(l, lab.RoleWorker) {
-		s.Readers = append(s.Readers, NewRuntime(h, o.Subjects, o.RuntimeQuestions...))
+		socket, ok, err := lab.RuntimeSocket(l, h.Name())
+		switch {
+		case err != nil:
+			qs := (&Runtime{also: o.RuntimeQuestions}).Questions()
+			s.Readers = append(s.Readers, NewUnavailable(evidence.Source("cri/"+h.Name()), qs, "the CRI socket: "+err.Error()))
+		case ok:
+			r := NewRuntime(h, socket, o.Subjects, o.RuntimeQuestions...)
+			s.Readers = append(s.Readers, r)
+			s.closeFns = append(s.closeFns, r.Close)
+		default:
+			s.Readers = append(s.Readers, NewCrictlRuntime(h, o.Subjects, o.RuntimeQuestions...))
+		}
 	}
 	proxyHost, err := l.Host(o.ProxyHost)
 	if err != nil {

@@ -1,13 +1,16 @@
 package source
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,15 +20,17 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// probeTimeoutSeconds bounds one request to one endpoint, so that a round
-// over a few endpoints stays within a source's read timeout.
-const probeTimeoutSeconds = 1
+// probeTimeout bounds one request to one endpoint (connecting included),
+// so that a round over a few endpoints stays within a source's read
+// timeout.
+const probeTimeout = time.Second
 
-// Prober asks, from one worker over SSH, whether each address of the test
+// Prober asks, from one worker, whether each address of the test
 // service's EndpointSlices (ready or not) answers an HTTP request: the
 // "and answer" of endpoints-truthful, seen from where pod traffic comes
-// from. The request is made with bash's /dev/tcp, so the host needs only
-// bash and timeout.
+// from. Each address is asked at once, over a TCP connection the worker
+// makes through its SSH connection (lab.Host.Dial): the connection
+// starts on the worker, and nothing runs there.
 type Prober struct {
 	name     evidence.Source
 	host     lab.Host
@@ -76,14 +81,10 @@ func (p *Prober) Read(ctx context.Context) map[evidence.Question]evidence.Answer
 	if len(targets) == 0 {
 		return one(answer(evidence.EndpointProbesValue{Probes: []evidence.EndpointProbe{}}, now(), ""))
 	}
-	res, err := p.host.Run(ctx, probeScript(targets, p.path))
+	v, err := p.probeAll(ctx, targets)
 	at := now()
 	if err != nil {
 		return one(evidence.UnreadableAnswer("probing from "+p.host.Name()+": "+Reason(err), at))
-	}
-	v, err := ProbesFromOutput(res.Stdout, targets)
-	if err != nil {
-		return one(evidence.UnreadableAnswer("error: probing from "+p.host.Name()+": "+err.Error()+": "+firstLine([]byte(res.Stderr)), at))
 	}
 	return one(answer(v, at, ""))
 }
@@ -124,56 +125,78 @@ func probeTargets(slices []discoveryv1.EndpointSlice) []probeTarget {
 	return out
 }
 
-// probeScript prints one line per target: "<address> <status line>" or
-// "<address> ERROR <exit code>". It is POSIX sh around a bash -c for
-// /dev/tcp. Addresses and ports are checked IPs and numbers, so they are
-// safe in the script.
-func probeScript(targets []probeTarget, path string) string {
-	var b strings.Builder
-	for _, t := range targets {
-		fmt.Fprintf(&b, `if line=$(timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d && printf "GET %s HTTP/1.0\r\nHost: probe\r\n\r\n" >&3 && head -n1 <&3 | tr -d "\r"' 2>/dev/null); then echo "%s $line"; else echo "%s ERROR $?"; fi`+"\n",
-			probeTimeoutSeconds, t.Address, t.Port, shellSafePath(path), t.Address, t.Address)
+// probeAll asks every target at once. An error means the worker itself
+// could not be reached (or ctx ended): no probe then says anything about
+// the addresses.
+func (p *Prober) probeAll(ctx context.Context, targets []probeTarget) (evidence.EndpointProbesValue, error) {
+	probes := make([]evidence.EndpointProbe, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { probes[i], errs[i] = p.probe(ctx, t) })
 	}
-	return b.String()
+	wg.Wait()
+	if ctx.Err() != nil {
+		return evidence.EndpointProbesValue{}, ctx.Err()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return evidence.EndpointProbesValue{}, err
+	}
+	return evidence.EndpointProbesValue{Probes: probes}, nil
 }
 
-// shellSafePath keeps a path usable inside the single-quoted script.
-func shellSafePath(path string) string {
-	if path == "" || strings.ContainsAny(path, "'\"\\$` \t\r\n") {
+// probe asks one target `GET <path>` with HTTP/1.0 and reads its status
+// line: it answered when that is an HTTP 2xx or 3xx. An error means the
+// worker was not reached.
+func (p *Prober) probe(ctx context.Context, t probeTarget) (evidence.EndpointProbe, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	addr := net.JoinHostPort(t.Address, strconv.Itoa(int(t.Port)))
+	failed := func(why string) (evidence.EndpointProbe, error) {
+		return evidence.EndpointProbe{Address: t.Address, Detail: addr + ": " + why}, nil
+	}
+	noAnswer := fmt.Sprintf("no answer within %s", probeTimeout)
+	conn, err := p.host.Dial(ctx, "tcp", addr)
+	switch {
+	case err == nil:
+	case !errors.Is(err, lab.ErrNotConnectedByHost):
+		return evidence.EndpointProbe{}, err
+	case errors.Is(err, context.DeadlineExceeded):
+		return failed(noAnswer)
+	default:
+		return failed("connection failed: " + err.Error())
+	}
+	defer conn.Close()
+	// A forwarded connection may have no deadlines: closing it is what
+	// ends a read that waits too long.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: probe\r\n\r\n", requestPath(p.path)); err != nil {
+		if ctx.Err() != nil {
+			return failed(noAnswer)
+		}
+		return failed("connection failed: " + err.Error())
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	line = strings.TrimRight(line, "\r\n")
+	if err != nil && line == "" {
+		if ctx.Err() != nil {
+			return failed(noAnswer)
+		}
+		return failed("connection failed: closed without an answer (" + err.Error() + ")")
+	}
+	pr := evidence.EndpointProbe{Address: t.Address, Detail: line}
+	if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") && (strings.HasPrefix(f[1], "2") || strings.HasPrefix(f[1], "3")) {
+		pr.Answered = true
+	}
+	return pr, nil
+}
+
+// requestPath keeps the request line one line: a path with spaces or
+// control characters is asked as "/".
+func requestPath(path string) string {
+	if path == "" || !strings.HasPrefix(path, "/") || strings.ContainsFunc(path, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return "/"
 	}
 	return path
-}
-
-// ProbesFromOutput reads the script's lines: an address answered when its
-// status line is an HTTP 2xx or 3xx.
-func ProbesFromOutput(out string, targets []probeTarget) (evidence.EndpointProbesValue, error) {
-	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		addr, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if ok {
-			got[addr] = rest
-		}
-	}
-	v := evidence.EndpointProbesValue{Probes: []evidence.EndpointProbe{}}
-	for _, t := range targets {
-		rest, ok := got[t.Address]
-		if !ok {
-			return evidence.EndpointProbesValue{}, fmt.Errorf("no result for %s in the probe's output", t.Address)
-		}
-		p := evidence.EndpointProbe{Address: t.Address, Detail: rest}
-		if code, ok := strings.CutPrefix(rest, "ERROR "); ok {
-			why := "no answer"
-			if n, err := strconv.Atoi(code); err == nil && n == 124 {
-				why = fmt.Sprintf("no answer within %ds", probeTimeoutSeconds)
-			} else if err == nil {
-				why = fmt.Sprintf("connection failed (exit %d)", n)
-			}
-			p.Detail = fmt.Sprintf("%s:%d: %s", t.Address, t.Port, why)
-		} else if f := strings.Fields(rest); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") && (strings.HasPrefix(f[1], "2") || strings.HasPrefix(f[1], "3")) {
-			p.Answered = true
-		}
-		v.Probes = append(v.Probes, p)
-	}
-	return v, nil
 }

@@ -3,12 +3,14 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,24 @@ func (shellHost) Services(context.Context) ([]lab.ServiceState, error) {
 func (shellHost) PowerOff(context.Context) error { return lab.ErrUnsupported }
 func (shellHost) PowerOn(context.Context) error  { return lab.ErrUnsupported }
 
+// Dial dials from this machine, as the worker would from its own; a
+// connection it could not make is the target's failure, not the host's.
+func (shellHost) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s %s from worker2: %w: %w", network, address, lab.ErrNotConnectedByHost, err)
+	}
+	return c, nil
+}
+
+// unreachableWorker cannot be reached at all.
+type unreachableWorker struct{ shellHost }
+
+func (unreachableWorker) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, fmt.Errorf("connecting to worker2 (10.0.0.32:22): dial tcp: %w", syscall.EHOSTUNREACH)
+}
+
 func listen(t *testing.T, addr string) net.Listener {
 	l, err := net.Listen("tcp", addr+":0")
 	if err != nil {
@@ -67,59 +87,105 @@ func slice(name, addr string, port int, ready bool) *discoveryv1.EndpointSlice {
 	}
 }
 
-func TestProberAsksEveryEndpointOverTheHostsShell(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
-	// A real server that answers, a port nobody listens on, and a server
-	// that accepts and never answers.
+func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
+	// A real server that answers, a port nobody listens on, two servers
+	// that accept and never answer, and one that says it is unhealthy.
 	ok := listen(t, "127.0.0.2")
+	requests := make(chan string, 10)
 	go http.Serve(ok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- r.Proto + " " + r.Host + " " + r.URL.Path
 		if r.URL.Path != "/healthz" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Write([]byte("ok"))
 	}))
+	sick := listen(t, "127.0.0.6")
+	go http.Serve(sick, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
 	closed := listen(t, "127.0.0.3")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
-	silent := listen(t, "127.0.0.4")
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
+	accepted := make(chan time.Time, 10)
+	silentServer := func(addr string) net.Listener {
+		l := listen(t, addr)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- time.Now()
+				t.Cleanup(func() { c.Close() })
 			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
+		}()
+		return l
+	}
+	silent, silent2 := silentServer("127.0.0.4"), silentServer("127.0.0.5")
 	client := fake.NewClientset(
 		slice("a", "127.0.0.2", ok.Addr().(*net.TCPAddr).Port, true),
 		slice("b", "127.0.0.3", closedPort, true),
 		slice("c", "127.0.0.4", silent.Addr().(*net.TCPAddr).Port, false),
+		slice("d", "127.0.0.5", silent2.Addr().(*net.TCPAddr).Port, false),
+		slice("e", "127.0.0.6", sick.Addr().(*net.TCPAddr).Port, true),
 	)
 	p := NewProber(shellHost{}, client, evidence.DefaultSubjects, "/healthz")
 	if p.Source() != "probe/worker2" {
 		t.Errorf("source %s", p.Source())
 	}
+	start := time.Now()
 	a := p.Read(context.Background())[evidence.EndpointProbes]
+	// The two silent servers are asked at once: the second is not
+	// connected to only after the first one's second has passed.
+	for range 2 {
+		if at := <-accepted; at.Sub(start) >= time.Second {
+			t.Errorf("a silent server was connected to %s after the read started: the endpoints were not asked at once", at.Sub(start))
+		}
+	}
 	var v evidence.EndpointProbesValue
 	if err := a.Decode(&v); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]evidence.EndpointProbe{}
+	var order []string
 	for _, pr := range v.Probes {
 		got[pr.Address] = pr
+		order = append(order, pr.Address)
 	}
-	if pr := got["127.0.0.2"]; !pr.Answered || !strings.HasPrefix(pr.Detail, "HTTP/1.0 200") {
+	if strings.Join(order, " ") != "127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6" {
+		t.Errorf("probes in the order %v, want the addresses'", order)
+	}
+	if pr := got["127.0.0.2"]; !pr.Answered || pr.Detail != "HTTP/1.0 200 OK" {
 		t.Errorf("the answering server: %+v", pr)
 	}
-	if pr := got["127.0.0.3"]; pr.Answered || !strings.Contains(pr.Detail, "connection failed") {
+	if r := <-requests; r != "HTTP/1.0 probe /healthz" {
+		t.Errorf("the request was %q", r)
+	}
+	if pr := got["127.0.0.3"]; pr.Answered || !strings.HasPrefix(pr.Detail, "127.0.0.3:") || !strings.Contains(pr.Detail, "connection failed: ") || !strings.Contains(pr.Detail, "connection refused") {
 		t.Errorf("the closed port: %+v", pr)
 	}
-	if pr := got["127.0.0.4"]; pr.Answered || !strings.Contains(pr.Detail, "no answer within 1s") {
-		t.Errorf("the silent server: %+v", pr)
+	for _, addr := range []string{"127.0.0.4", "127.0.0.5"} {
+		if pr := got[addr]; pr.Answered || !strings.HasSuffix(pr.Detail, ": no answer within 1s") {
+			t.Errorf("the silent server %s: %+v", addr, pr)
+		}
+	}
+	if pr := got["127.0.0.6"]; pr.Answered || pr.Detail != "HTTP/1.0 503 Service Unavailable" {
+		t.Errorf("the unhealthy server: %+v", pr)
+	}
+
+	// A worker that cannot be reached says nothing of the endpoints.
+	a = NewProber(unreachableWorker{}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
+	if a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "probing from worker2: unreachable: ") {
+		t.Errorf("from an unreachable worker: %+v", a)
+	}
+}
+
+func TestProbeRequestPathStaysOneLine(t *testing.T) {
+	for path, want := range map[string]string{"/healthz": "/healthz", "/a?b=c": "/a?b=c", "": "/", "healthz": "/", "/a b": "/", "/a\r\nX: y": "/"} {
+		if got := requestPath(path); got != want {
+			t.Errorf("requestPath(%q) = %q, want %q", path, got, want)
+		}
 	}
 }
 
@@ -135,9 +201,6 @@ func TestProberWithoutTheAPIIsUnreadable(t *testing.T) {
 }
 
 func TestProberKeepsProbingTheLastListedAddressesWhileTheAPICannotList(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
 	ok := listen(t, "127.0.0.2")
 	go http.Serve(ok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	client := fake.NewClientset(slice("a", "127.0.0.2", ok.Addr().(*net.TCPAddr).Port, true))

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +36,9 @@ func (h scriptedHost) StartService(context.Context, string) error           { re
 func (h scriptedHost) Signal(context.Context, string, syscall.Signal) error { return nil }
 func (h scriptedHost) PowerOff(context.Context) error                       { return nil }
 func (h scriptedHost) PowerOn(context.Context) error                        { return nil }
+func (h scriptedHost) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("the scripted host dials nothing")
+}
 func (h scriptedHost) Services(context.Context) ([]lab.ServiceState, error) {
 	i := *h.calls
 	*h.calls++
@@ -113,7 +117,7 @@ func TestAPIQuestionAnswersWhatItsReadSays(t *testing.T) {
 func TestRuntimeAnswersEveryQuestionUnreadableWhenCrictlFails(t *testing.T) {
 	calls := 0
 	h := scriptedHost{calls: &calls, out: lab.Result{ExitCode: 1, Stderr: "connect: connection refused\n"}}
-	r := NewRuntime(h, evidence.DefaultSubjects, NamespaceContainers("suite/containers", "faultline"))
+	r := NewCrictlRuntime(h, evidence.DefaultSubjects, NamespaceContainers("suite/containers", "faultline"))
 	got := r.Read(context.Background())
 	if len(got) != 2 {
 		t.Fatalf("answers %v", got)
@@ -124,7 +128,7 @@ func TestRuntimeAnswersEveryQuestionUnreadableWhenCrictlFails(t *testing.T) {
 		}
 	}
 	h.out = lab.Result{Stdout: "{}"}
-	for q, a := range NewRuntime(h, evidence.DefaultSubjects, NamespaceContainers("suite/containers", "faultline")).Read(context.Background()) {
+	for q, a := range NewCrictlRuntime(h, evidence.DefaultSubjects, NamespaceContainers("suite/containers", "faultline")).Read(context.Background()) {
 		if a.State != evidence.Unreadable || !strings.Contains(a.Reason, "separator") {
 			t.Errorf("%s without a separator: %+v", q, a)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ func (h *fakeHost) HasRole(r lab.Role) bool        { return slices.Contains(h.ro
 func (h *fakeHost) Address() string                { return "10.0.0." + h.name }
 func (h *fakeHost) PowerOff(context.Context) error { return errors.New("not in this test") }
 func (h *fakeHost) PowerOn(context.Context) error  { return errors.New("not in this test") }
+func (h *fakeHost) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("not in this test")
+}
 func (h *fakeHost) Signal(context.Context, string, syscall.Signal) error {
 	return errors.New("not in this test")
 }

@@ -2,7 +2,9 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"syscall"
@@ -109,6 +111,9 @@ func (h *recordingHost) Services(context.Context) ([]lab.ServiceState, error) {
 
 func (h *recordingHost) PowerOff(context.Context) error { h.op("power off"); return nil }
 func (h *recordingHost) PowerOn(context.Context) error  { h.op("power on"); return nil }
+func (h *recordingHost) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("the recording host dials nothing")
+}
 
 func (h *recordingHost) commands() []string {
 	h.mu.Lock()

@@ -70,7 +70,7 @@ func RuntimeDiverge(c, e PairArm) (Divergence, bool) {
 	start := max(c.firstWindowRead(), e.firstWindowRead())
 	return Divergence{
 		Key:   DivergenceRuntime,
-		Label: "the drill's containers on the worker (runtime view, crictl over SSH)",
+		Label: "the drill's containers on the worker (runtime view, read over SSH)",
 		Reason: fmt.Sprintf("with the kubelet stopped %s; with the power off %s",
 			runtimeSummary(c.Runtime, c.FaultAt), runtimeSummary(e.Runtime, e.FaultAt)),
 		At: start,

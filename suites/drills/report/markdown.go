@@ -207,7 +207,7 @@ func WritePairMarkdown(w io.Writer, c, e PairArm, plot string) error {
 		}
 	}
 
-	p("\n## What the worker's container runtime said (crictl over SSH)\n\n")
+	p("\n## What the worker's container runtime said (read over SSH)\n\n")
 	for _, arm := range arms {
 		rv := arm.a.Runtime
 		p("- %s: %d containers of the drill ran before the fault. During the window %d of %d reads answered", arm.name, rv.OldBefore, rv.WindowReadable, rv.WindowReads)

@@ -132,6 +132,9 @@ func Ensure(f Files, labName string, hosts map[string]string) error {
 // SSHDConfig is one host's sshd: it listens on the host's management
 // address only, accepts the lab's client key only, and gives sessions a
 // PATH with the lab's binaries and crictl pointed at the host's runtime.
+// It forwards TCP and unix sockets (the defaults, written out because
+// lab.Host.Dial, and so the evidence read from the container runtime's
+// socket and the endpoint probes, depends on them).
 func SSHDConfig(f Files, host, addr string, env []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ListenAddress %s:22\n", addr)
@@ -147,6 +150,8 @@ PrintMotd no
 PrintLastLog no
 UseDNS no
 PermitUserEnvironment no
+AllowTcpForwarding yes
+AllowStreamLocalForwarding yes
 MaxStartups 100:30:200
 `)
 	fmt.Fprintf(&b, "MaxSessions %d\n", sshdMaxSessions)

@@ -1,0 +1,94 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// crictlSeparator splits the two crictl answers in one SSH round trip.
+const crictlSeparator = "----faultline-crictl-containers----"
+
+// crictlCommand lists every pod sandbox and every container (exited ones
+// too: a container that stopped is evidence) as JSON. The two crictl calls
+// run at once, each into a file of its own, because each is a process start
+// and a runtime connection and a snapshot round waits for the slower.
+const crictlCommand = `d=$(mktemp -d) || exit 1; trap 'rm -rf "$d"' EXIT; ` +
+	`crictl pods -o json >"$d/pods" & ` +
+	`crictl ps -a -o json >"$d/ps"; ps=$?; wait $!; pods=$?; ` +
+	`[ $pods -eq 0 ] || exit $pods; [ $ps -eq 0 ] || exit $ps; ` +
+	`cat "$d/pods"; echo ` + crictlSeparator + `; cat "$d/ps"`
+
+// listCrictl runs both crictl listings on the host in one command.
+func (r *Runtime) listCrictl(ctx context.Context) (RuntimeListing, error) {
+	res, err := r.host.Run(ctx, crictlCommand)
+	if err != nil {
+		return RuntimeListing{}, errors.New(Reason(err))
+	}
+	if res.ExitCode != 0 {
+		return RuntimeListing{}, fmt.Errorf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr)))
+	}
+	pods, containers, ok := strings.Cut(res.Stdout, crictlSeparator)
+	if !ok {
+		return RuntimeListing{}, errors.New("error: crictl output lacks its separator")
+	}
+	l, err := ParseCrictl([]byte(pods), []byte(containers))
+	if err != nil {
+		return RuntimeListing{}, errors.New("error: " + err.Error())
+	}
+	return l, nil
+}
+
+// crictl prints the CRI responses with protojson (lowerCamelCase names,
+// enums by name, int64 nanoseconds as strings), which decodes them back
+// into the CRI's own types. Fields a newer crictl adds are ignored.
+var crictlJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+// ParseCrictl decodes `crictl pods -o json` and `crictl ps -a -o json`
+// into the listing the CRI calls give.
+func ParseCrictl(podsJSON, containersJSON []byte) (RuntimeListing, error) {
+	var pods runtimeapi.ListPodSandboxResponse
+	if err := crictlJSON.Unmarshal(podsJSON, &pods); err != nil {
+		return RuntimeListing{}, fmt.Errorf("decoding crictl pods: %w", err)
+	}
+	ctrs, err := parseCrictlContainers(containersJSON)
+	if err != nil {
+		return RuntimeListing{}, err
+	}
+	return RuntimeListingOf(pods.GetItems(), ctrs), nil
+}
+
+func parseCrictlContainers(containersJSON []byte) ([]*runtimeapi.Container, error) {
+	var ctrs runtimeapi.ListContainersResponse
+	if err := crictlJSON.Unmarshal(containersJSON, &ctrs); err != nil {
+		return nil, fmt.Errorf("decoding crictl ps: %w", err)
+	}
+	return ctrs.GetContainers(), nil
+}
+
+// RuntimePodFromCrictl picks the pod's sandboxes and containers out of
+// `crictl pods -o json` and `crictl ps -a -o json`. Running means a ready
+// sandbox of the pod with a running container in it.
+func RuntimePodFromCrictl(podsJSON, containersJSON []byte, namespace, name string) (evidence.RuntimePodValue, error) {
+	l, err := ParseCrictl(podsJSON, containersJSON)
+	if err != nil {
+		return evidence.RuntimePodValue{}, err
+	}
+	return l.RuntimePod(namespace, name), nil
+}
+
+// NamespaceContainersFromCrictl picks namespace's containers out of
+// `crictl ps -a -o json`.
+func NamespaceContainersFromCrictl(containersJSON []byte, namespace string) (evidence.NamespaceContainersValue, error) {
+	ctrs, err := parseCrictlContainers(containersJSON)
+	if err != nil {
+		return evidence.NamespaceContainersValue{}, err
+	}
+	return RuntimeListingOf(nil, ctrs).NamespaceContainers(namespace), nil
+}
