@@ -136,7 +136,7 @@ last line cut short by a crash is left out, and the report names it.`,
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
 	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown, csv, latex, or html (a site written into the directory -o names)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output (with --format html: the site's directory)")
-	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence) instead of rates, after a table of each phase's snapshot cadence (median and maximum interval between ticks, and the longest any source went without a value); for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
+	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence: when faultline saw each event, when the cluster recorded it where the object says, replayed ones marked) instead of rates, after a table of each phase's snapshot cadence (median and maximum interval between ticks, and the longest any source went without a value); for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
 	return cmd
 }
 

@@ -42,8 +42,10 @@ func evidenceFiles(args []string) ([]string, error) {
 }
 
 // writeTimelines prints the timeline of every run of the given run folders:
-// one block per run, each event with its time, its offset from the run's
-// first event, the source that saw it, what it is about and what happened.
+// one block per run, each event with the time it was seen, its offset from
+// the run's first event, the time the cluster recorded it where it did,
+// the source that saw it, what it is about and what happened (marked when
+// a relisting replayed it).
 func writeTimelines(w io.Writer, args []string) error {
 	files, err := evidenceFiles(args)
 	if err != nil {
@@ -83,13 +85,48 @@ func writeTimeline(w io.Writer, run string, rec evidence.Record) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "time (UTC)\t+offset\tsource\tsubject\tevent\tdetail")
+	fmt.Fprintln(tw, "time (UTC)\t+offset\tcluster time\tsource\tsubject\tevent\tdetail")
 	start := tl[0].At
+	replayed, cluster := false, false
 	for _, e := range tl {
-		fmt.Fprintf(tw, "%s\t+%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format("15:04:05.000"),
-			e.At.Sub(start).Round(time.Millisecond), e.Source, e.Subject, e.Kind, e.Detail)
+		kind := e.Kind
+		if e.Replayed {
+			kind += " (replayed)"
+			replayed = true
+		}
+		detail := e.Detail
+		if e.ClusterField != "" {
+			detail = strings.TrimSpace(detail + " [" + e.ClusterField + "]")
+			cluster = true
+		}
+		fmt.Fprintf(tw, "%s\t+%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format("15:04:05.000"),
+			e.At.Sub(start).Round(time.Millisecond), clusterTime(e), e.Source, e.Subject, kind, detail)
 	}
 	tw.Flush()
+	if cluster {
+		fmt.Fprintln(w, "\ntime: when faultline saw the event; cluster time: when the cluster recorded it (the field in brackets; whole seconds unless shown finer), and how far from the time seen.")
+	}
+	if replayed {
+		fmt.Fprintln(w, "(replayed): delivered by a relisting after a watch broke, or found by a poll's first list: seen only when the listing came.")
+	}
+}
+
+// clusterTime is an event's cluster time to its precision, and how long
+// before (or after) it was seen; "-" when it has none.
+func clusterTime(e evidence.Event) string {
+	if e.ClusterAt.IsZero() {
+		return "-"
+	}
+	layout := "15:04:05"
+	if e.ClusterPrecision == evidence.Microseconds {
+		layout = "15:04:05.000000"
+	}
+	d := e.ClusterAt.Sub(e.At).Round(time.Millisecond)
+	sign := "+"
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	return fmt.Sprintf("%s (%s%s)", e.ClusterAt.UTC().Format(layout), sign, d)
 }
 
 // writeCadence prints, per phase, how often snapshots were taken (median

@@ -27,6 +27,10 @@ func TestReportTimeline(t *testing.T) {
 		{At: t0.Add(52 * time.Second), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Detail: "True → Unknown (NodeStatusUnknown)"},
 		{At: t0, Source: "faultline", Subject: "fault/freeze", Kind: "fault-injected", Detail: "SIGSTOP kubelet on worker1"},
 		{At: t0.Add(20 * time.Second), Source: "apiserver/cp1", Subject: "lease/kube-node-lease/worker1", Kind: "lease-renewals-stopped"},
+		evidence.Event{At: t0.Add(75 * time.Second), Source: "apiserver/cp1", Subject: "pod/faultline/web-1", Kind: "pod-created", Detail: "uid u1", Replayed: true}.
+			WithCluster(t0.Add(5*time.Second), "metadata.creationTimestamp", evidence.Seconds),
+		evidence.Event{At: t0.Add(80 * time.Second), Source: "apiserver/cp1", Subject: "lease/kube-node-lease/worker1", Kind: "lease-renewals-resumed"}.
+			WithCluster(t0.Add(79*time.Second+250*time.Millisecond), "spec.renewTime", evidence.Microseconds),
 	}}
 	if err := f.WriteEvidence("s1/fault/1", rec); err != nil {
 		t.Fatal(err)
@@ -43,10 +47,15 @@ func TestReportTimeline(t *testing.T) {
 		t.Errorf("events missing or out of order:\n%s", r.stdout)
 	}
 	for _, want := range []string{
-		"## s1_fault_1: 3 events, 5 snapshots",
+		"## s1_fault_1: 5 events, 5 snapshots",
 		"window     4          1s               4s",
 		"10:00:57.000  +52s",
 		"apiserver/cp1  node/worker1",
+		"10:01:20.000  +1m15s   10:00:10 (-1m10s)",
+		"pod-created (replayed)",
+		"uid u1 [metadata.creationTimestamp]",
+		"10:01:24.250000 (-750ms)",
+		"(replayed): delivered by a relisting",
 		"## s1_null_1: 0 events, 1 snapshots\n\n(no events recorded)",
 	} {
 		if !strings.Contains(r.stdout, want) {

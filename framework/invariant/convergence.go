@@ -67,10 +67,11 @@ var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
 // the judged sample, worker1 (or the node the pod ran on at baseline)
 // going Ready=Unknown or False or gaining a taint, the baseline's pod
 // getting a deletionTimestamp, deleted or replaced, or the endpoints
-// changing. Runtimes, kube-proxy and DNS are not on the timeline, so a
-// departure seen only there, with the judged sample alone in the input,
-// reads as not exercised; the Exercise says what was looked at. VIOLATED
-// is always exercised.
+// changing (an event a relisting replayed counts by when the cluster
+// recorded it, where it says: evidence.Event.Within). Runtimes, kube-proxy
+// and DNS are not on the timeline, so a departure seen only there, with
+// the judged sample alone in the input, reads as not exercised; the
+// Exercise says what was looked at. VIOLATED is always exercised.
 func Convergence() Invariant { return convergence{} }
 
 type convergence struct{}
@@ -372,7 +373,7 @@ func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Inpu
 		from = e[0].At
 	}
 	for _, e := range in.Timeline {
-		if e.At.Before(from) || e.At.After(to) {
+		if !e.Within(from, to) {
 			continue
 		}
 		ours := false
@@ -385,7 +386,7 @@ func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Inpu
 			ours = true
 		}
 		if ours {
-			return true, fmt.Sprintf("%s %s at %s (%s)", e.Subject, e.Kind, stamp(e.At), e.Detail)
+			return true, fmt.Sprintf("%s %s at %s (%s)", e.Subject, e.Kind, eventStamp(e), e.Detail)
 		}
 	}
 	samples := fmt.Sprintf("in the %d earlier sample(s) of the input", len(earlier))

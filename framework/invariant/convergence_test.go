@@ -204,3 +204,25 @@ func TestConvergenceIsExercisedWhenTheLabLeftItsBaseline(t *testing.T) {
 	l.ready = readyUnknown
 	wantExercised(t, expect(t, Convergence(), convergenceInput(t, l), verdict.Violated), true)
 }
+
+// A replayed event counts by when the cluster recorded it: a Ready change
+// from before the fault that a relisting delivered after it did not come
+// from the run, and one the relisting delivered late did.
+func TestConvergenceReplayedEventsCountByTheirClusterTime(t *testing.T) {
+	in := convergenceInput(t, cleanLab())
+	before := evidence.Event{At: sec(20), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Replayed: true}.
+		WithCluster(sec(2), "status.conditions[Ready].lastTransitionTime", evidence.Seconds)
+	in.Timeline = evidence.Timeline{{At: sec(5), Source: "faultline", Kind: FaultInjectedEvent}, before}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), false)
+
+	// The same event live (seen as it happened) counts at its seen time.
+	live := before
+	live.Replayed = false
+	in.Timeline = evidence.Timeline{{At: sec(5), Source: "faultline", Kind: FaultInjectedEvent}, live}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "ready-unknown")
+
+	during := evidence.Event{At: sec(20), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown", Replayed: true}.
+		WithCluster(sec(8), "status.conditions[Ready].lastTransitionTime", evidence.Seconds)
+	in.Timeline = evidence.Timeline{{At: sec(5), Source: "faultline", Kind: FaultInjectedEvent}, during}
+	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "replayed by a relisting; status.conditions[Ready].lastTransitionTime")
+}

@@ -101,6 +101,23 @@ func hostOf(src evidence.Source) string {
 // stamp renders a moment for reasons.
 func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
+// eventStamp says when a timeline event was seen and, for one a relisting
+// replayed, when the cluster recorded it, to its precision, for reasons.
+func eventStamp(e evidence.Event) string {
+	s := stamp(e.At)
+	if !e.Replayed {
+		return s
+	}
+	if e.ClusterAt.IsZero() {
+		return s + " (replayed by a relisting)"
+	}
+	layout := "15:04:05"
+	if e.ClusterPrecision == evidence.Microseconds {
+		layout = "15:04:05.000000"
+	}
+	return fmt.Sprintf("%s (replayed by a relisting; %s %s)", s, e.ClusterField, e.ClusterAt.UTC().Format(layout))
+}
+
 // gapSummary says which sources were unreadable, with the first reason
 // of each, for reasons.
 func gapSummary(gaps []gap) string {

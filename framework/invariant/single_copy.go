@@ -44,7 +44,9 @@ const SingleCopyName = "single-copy"
 // containers running on two nodes (at any moments), or running under two
 // pod UIDs (a new incarnation), or the timeline has the API creating or
 // scheduling a pod of its name (a pod-created or pod-scheduled event of
-// the pod a runtime ran, within the input's span): then a second copy
+// the pod a runtime ran, within the input's span; an event a relisting
+// replayed counts by when the cluster recorded it, since it is seen only
+// when the listing came: evidence.Event.Within): then a second copy
 // could have started. A pod that ran on one node as one incarnation
 // throughout, container restarts included, never challenged the
 // guarantee, and its PRESERVED says so. VIOLATED is always exercised.
@@ -161,8 +163,8 @@ func podMoved(obs []observation[evidence.RuntimePodValue], in Input) (bool, stri
 	}
 	from, to := in.Span()
 	for _, e := range in.Timeline {
-		if (e.Kind == podCreatedEvent || e.Kind == podScheduledEvent) && subjects[e.Subject] && !e.At.Before(from) && !e.At.After(to) {
-			return true, fmt.Sprintf("%s %s at %s (%s): a second copy could have started", e.Subject, e.Kind, stamp(e.At), e.Detail)
+		if (e.Kind == podCreatedEvent || e.Kind == podScheduledEvent) && subjects[e.Subject] && e.Within(from, to) {
+			return true, fmt.Sprintf("%s %s at %s (%s): a second copy could have started", e.Subject, e.Kind, eventStamp(e), e.Detail)
 		}
 	}
 	if len(nodes) == 0 {

@@ -132,6 +132,18 @@ func TestSingleCopyIsExercisedOnlyWhenThePodMoves(t *testing.T) {
 	}
 	j = expect(t, SingleCopy(), in, verdict.Preserved)
 	wantExercised(t, j, false)
+
+	// A creation a relisting delivered within the span, of a pod the
+	// cluster created before it began, did not happen within the input;
+	// one created within it did, whenever it was seen.
+	replayed := evidence.Event{At: sec(1.5), Source: "apiserver/cp1", Subject: "pod/faultline/stateful-0", Kind: "pod-created", Detail: "uid u2", Replayed: true}.
+		WithCluster(sec(-60), "metadata.creationTimestamp", evidence.Seconds)
+	in.Timeline = evidence.Timeline{replayed}
+	wantExercised(t, expect(t, SingleCopy(), in, verdict.Preserved), false)
+	replayed = replayed.WithCluster(sec(1), "metadata.creationTimestamp", evidence.Seconds)
+	replayed.At = sec(30)
+	in.Timeline = evidence.Timeline{replayed}
+	wantExercised(t, expect(t, SingleCopy(), in, verdict.Preserved), true, "replayed by a relisting")
 }
 
 func TestSingleCopyViolatedIsExercised(t *testing.T) {

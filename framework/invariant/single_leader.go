@@ -49,7 +49,8 @@ var leaderComponents = []struct {
 // Exercised when leadership of a component changed hands within the
 // input: two processes (by identity, or on two hosts) were seen leading
 // it, or the timeline has a leader Lease changing holder (leader-changed)
-// within the input's span. Only then could an old leader have gone on
+// within the input's span (one a relisting replayed by its acquireTime:
+// evidence.Event.Within). Only then could an old leader have gone on
 // acting beside a new one; a run with one leader throughout never
 // challenged the guarantee, and its PRESERVED says so. VIOLATED is always
 // exercised.
@@ -129,8 +130,8 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 	reason = strings.ReplaceAll(reason, "ran it in", "led in")
 	from, to := in.Span()
 	for _, e := range in.Timeline.OfKind(leaderChangedEvent) {
-		if !e.At.Before(from) && !e.At.After(to) {
-			handOvers = append(handOvers, fmt.Sprintf("%s changed holder at %s (%s)", e.Subject, stamp(e.At), e.Detail))
+		if e.Within(from, to) {
+			handOvers = append(handOvers, fmt.Sprintf("%s changed holder at %s (%s)", e.Subject, eventStamp(e), e.Detail))
 		}
 	}
 	exercised, exercise := verdict.Exercised(), strings.Join(handOvers, "; ")

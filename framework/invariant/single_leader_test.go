@@ -99,4 +99,11 @@ func TestSingleLeaderIsExercisedOnlyWhenLeadershipChangesHands(t *testing.T) {
 	in := steady.input(Window)
 	in.Timeline = evidence.Timeline{{At: sec(1.5), Source: "apiserver/cp1", Subject: "lease/kube-system/kube-controller-manager", Kind: "leader-changed", Detail: "cp1_a → cp2_b"}}
 	wantExercised(t, expect(t, SingleLeader(), in, verdict.Preserved), true, "cp1_a → cp2_b")
+
+	// Replayed by a relisting within the span, acquired before it: not a
+	// hand-over within the input.
+	replayed := evidence.Event{At: sec(1.5), Source: "apiserver/cp1", Subject: "lease/kube-system/kube-controller-manager", Kind: "leader-changed", Detail: "cp1_a → cp2_b", Replayed: true}.
+		WithCluster(sec(-30), "spec.acquireTime", evidence.Microseconds)
+	in.Timeline = evidence.Timeline{replayed}
+	wantExercised(t, expect(t, SingleLeader(), in, verdict.Preserved), false)
 }

@@ -3,8 +3,8 @@ package local
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"net"
+	"net/netip"
 	"slices"
 	"syscall"
 	"time"

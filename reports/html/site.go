@@ -212,6 +212,8 @@ type timing struct {
 
 type eventRow struct {
 	Offset string
+	// Cluster says when the cluster recorded the event (clusterText).
+	Cluster string
 	evidence.Event
 }
 
@@ -257,7 +259,7 @@ func renderRun(rp runPage) ([]byte, error) {
 			v.NoEvidence = "The run's evidence holds neither snapshots nor events."
 		}
 		for _, e := range rec.Timeline.Sorted() {
-			row := eventRow{Event: e}
+			row := eventRow{Event: e, Cluster: clusterText(e)}
 			if v.Timeline != nil {
 				row.Offset = offset(e.At, v.Timeline.Origin)
 			}

@@ -94,6 +94,8 @@ func runFolder(t *testing.T) string {
 		Timeline: evidence.Timeline{
 			{At: t0.Add(10 * time.Second), Source: "faultline", Subject: "scenario/containerd-frozen", Kind: invariant.FaultInjectedEvent, Detail: "freeze worker1 containerd"},
 			{At: t0.Add(12 * time.Second), Source: "apiserver/cp1", Subject: "node/worker1", Kind: "ready-unknown"},
+			evidence.Event{At: t0.Add(16 * time.Second), Source: "apiserver/cp1", Subject: "pod/faultline/web-1", Kind: "pod-created", Detail: "uid u9", Replayed: true}.
+				WithCluster(t0.Add(11*time.Second), "metadata.creationTimestamp", evidence.Seconds),
 			{At: t0.Add(20 * time.Second), Source: "faultline", Subject: "scenario/containerd-frozen", Kind: invariant.HealStartedEvent},
 			{At: t0.Add(21 * time.Second), Source: "faultline", Subject: "scenario/containerd-frozen", Kind: invariant.FaultHealedEvent},
 		},
@@ -263,8 +265,24 @@ func TestRunPageTimeline(t *testing.T) {
 	if w := spans["window"]; w != nil && !strings.Contains(text(w), "window +0.0s to +10.0s") {
 		t.Errorf("window span says %q, want it from the injection to the heal", text(w))
 	}
-	if n := len(find(doc, func(n *xhtml.Node) bool { return n.Data == "path" && hasClass(n, "event") })); n != 4 {
-		t.Errorf("%d events drawn, want 4", n)
+	if n := len(find(doc, func(n *xhtml.Node) bool { return n.Data == "path" && hasClass(n, "event") })); n != 5 {
+		t.Errorf("%d events drawn, want 5", n)
+	}
+	// The replayed creation is drawn apart, and says when the cluster
+	// recorded it, in its tooltip and in the event table.
+	replayed := find(doc, func(n *xhtml.Node) bool { return n.Data == "path" && hasClass(n, "replayed") })
+	if len(replayed) != 1 || !strings.Contains(text(replayed[0]), "the cluster recorded it at 10:00:11 UTC (metadata.creationTimestamp, 5s before it was seen)") ||
+		!strings.Contains(text(replayed[0]), "replayed by a relisting") {
+		t.Errorf("replayed events drawn: %d, tooltip %q", len(replayed), func() string {
+			if len(replayed) > 0 {
+				return text(replayed[0])
+			}
+			return ""
+		}())
+	}
+	rowsReplayed := find(byID(doc, "event-table"), func(n *xhtml.Node) bool { return n.Data == "tr" && hasClass(n, "replayed") })
+	if len(rowsReplayed) != 1 || !strings.Contains(text(rowsReplayed[0]), "pod-created (replayed)") || !strings.Contains(text(rowsReplayed[0]), "at 10:00:11 UTC") {
+		t.Errorf("event table's replayed rows: %d", len(rowsReplayed))
 	}
 
 	// The VIOLATED moments: single-copy's a line at its moment,

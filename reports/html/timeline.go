@@ -72,6 +72,9 @@ type mark struct {
 type eventMark struct {
 	X     float64
 	Title string
+	// Replayed marks an event a relisting delivered: drawn where it was
+	// seen, which can be long after the change.
+	Replayed bool
 }
 
 type lane struct {
@@ -294,7 +297,13 @@ func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
 		if e.Detail != "" {
 			title += ": " + clip(e.Detail)
 		}
-		tl.Events = append(tl.Events, eventMark{X: x(e.At), Title: title})
+		if c := clusterText(e); c != "" {
+			title += "; the cluster recorded it " + c
+		}
+		if e.Replayed {
+			title += "; replayed by a relisting, drawn where it was seen"
+		}
+		tl.Events = append(tl.Events, eventMark{X: x(e.At), Title: title, Replayed: e.Replayed})
 	}
 
 	// Lanes: every source and question asked at least once.
@@ -459,4 +468,23 @@ func clip(s string) string {
 		return s
 	}
 	return string(r[:maxTitle]) + "…"
+}
+
+// clusterText says when the cluster recorded an event, to the field's
+// precision, from which field, and how far from the time it was seen;
+// empty when the event has no cluster time.
+func clusterText(e evidence.Event) string {
+	if e.ClusterAt.IsZero() {
+		return ""
+	}
+	layout := "15:04:05"
+	if e.ClusterPrecision == evidence.Microseconds {
+		layout = "15:04:05.000000"
+	}
+	d := e.ClusterAt.Sub(e.At).Round(time.Millisecond)
+	rel := fmt.Sprintf("%s after it was seen", d)
+	if d < 0 {
+		rel = fmt.Sprintf("%s before it was seen", -d)
+	}
+	return fmt.Sprintf("at %s UTC (%s, %s)", e.ClusterAt.UTC().Format(layout), e.ClusterField, rel)
 }

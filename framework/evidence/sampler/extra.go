@@ -173,7 +173,7 @@ func (p *podPhaseWatch) Close() error {
 // SchedulingFailures stamps namespace's FailedScheduling events, listed
 // through the first API server at every sample (watch.KindFailedScheduling).
 // A list that fails stamps nothing; the next one catches up, each event
-// at its own time.
+// with the time the cluster recorded it (evidence.Event.ClusterAt).
 func SchedulingFailures(namespace string) Extra {
 	return Extra{Name: "FailedScheduling events of " + namespace, Open: func(env Env) (Parts, error) {
 		a, ok := env.FirstAPIServer()

@@ -1,13 +1,16 @@
 package watch
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,7 +27,8 @@ const (
 )
 
 // PodPhases watches one namespace's pods on one API server and stamps
-// every phase change. A pod the kubelet finishes after its node's return
+// every phase change (no cluster time: a pod records no time of its phase
+// changing; a change a relisting delivers is marked replayed). A pod the kubelet finishes after its node's return
 // holds its terminal phase (Succeeded or Failed) only until the kubelet
 // confirms its deletion, far less than a sampling interval, so snapshots
 // alone mostly miss it.
@@ -41,25 +45,33 @@ type PodPhases struct {
 // it stamps are taken with Drain.
 func StartPodPhases(cs kubernetes.Interface, src evidence.Source, namespace string) (*PodPhases, error) {
 	w := &PodPhases{src: src, stop: make(chan struct{})}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	inf := f.Core().V1().Pods().Informer()
+	inf, rl := informer(&corev1.Pod{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Pods(namespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return cs.CoreV1().Pods(namespace).Watch(ctx, o)
+		})
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { rl.Replayed(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
+			replayed := rl.Replayed(newObj)
 			was, ok := oldObj.(*corev1.Pod)
 			p, ok2 := newObj.(*corev1.Pod)
 			if !ok || !ok2 || was.Status.Phase == p.Status.Phase {
 				return
 			}
 			w.add(evidence.Event{At: time.Now().UTC(), Source: src, Subject: "pod/" + p.Namespace + "/" + p.Name, Kind: KindPodPhase,
-				Detail: phaseDetail(p, was.Status.Phase)})
+				Detail: phaseDetail(p, was.Status.Phase), Replayed: replayed})
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching the phases of the pods of %s on %s: %w", namespace, src, err)
 	}
-	f.Start(w.stop)
+	go inf.Run(w.stop)
 	go func() {
 		if cache.WaitForCacheSync(w.stop, inf.HasSynced) {
+			rl.arm()
 			w.add(evidence.Event{At: time.Now().UTC(), Source: src, Subject: "namespace/" + namespace, Kind: KindPodPhaseWatching,
 				Detail: fmt.Sprintf("watching the phases of the pods of %s on %s", namespace, src)})
 		}

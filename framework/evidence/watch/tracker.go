@@ -2,7 +2,10 @@
 // client-go informers, polls the others, and stamps the moments that
 // matter (node Ready transitions, taints, lease renewals stopping and
 // resuming, pod deletion and replacement, endpoint changes, leader
-// changes), each with the source that saw it.
+// changes), each with the source that saw it, the time it saw it, and,
+// where the object records one, the time the cluster recorded the change
+// (evidence.Event.ClusterAt). Events an informer's relisting delivers are
+// marked replayed (see relists).
 package watch
 
 import (
@@ -142,11 +145,17 @@ func (t *tracker) observeNode(at time.Time, n *corev1.Node) []evidence.Event {
 	var out []evidence.Event
 	if cur.ready != prev.ready {
 		out = append(out, t.event(at, subject, ReadyKind(cur.ready),
-			fmt.Sprintf("%s → %s (%s), lastTransitionTime %s", orNone(prev.ready), orNone(cur.ready), cur.reason, r.LastTransitionTime.Format(time.RFC3339))))
+			fmt.Sprintf("%s → %s (%s), lastTransitionTime %s", orNone(prev.ready), orNone(cur.ready), cur.reason, r.LastTransitionTime.Format(time.RFC3339))).
+			WithCluster(r.LastTransitionTime, fieldReadyTransition, evidence.Seconds))
 	}
 	for _, k := range cur.taints {
 		if !slices.Contains(prev.taints, k) {
-			out = append(out, t.event(at, subject, KindTaintAdded, k+timeAdded(n, k)))
+			added := taintAddedAt(n, k)
+			detail := k
+			if !added.IsZero() {
+				detail += ", timeAdded " + added.Format(time.RFC3339)
+			}
+			out = append(out, t.event(at, subject, KindTaintAdded, detail).WithCluster(added, "spec.taints["+k+"].timeAdded", evidence.Seconds))
 		}
 	}
 	for _, k := range prev.taints {
@@ -157,13 +166,15 @@ func (t *tracker) observeNode(at time.Time, n *corev1.Node) []evidence.Event {
 	return out
 }
 
-func timeAdded(n *corev1.Node, key string) string {
+// taintAddedAt is the timeAdded of the node's taint key:effect (zero when
+// the taint has none: the API sets it only on NoExecute taints).
+func taintAddedAt(n *corev1.Node, key string) time.Time {
 	for _, tv := range source.TaintsOf(n) {
-		if tv.Key+":"+tv.Effect == key && !tv.TimeAdded.IsZero() {
-			return ", timeAdded " + tv.TimeAdded.Format(time.RFC3339)
+		if tv.Key+":"+tv.Effect == key {
+			return tv.TimeAdded
 		}
 	}
-	return ""
+	return time.Time{}
 }
 
 func orNone(s string) string {
@@ -174,7 +185,7 @@ func orNone(s string) string {
 }
 
 // observeLease records a node lease's renewal; a renewal after renewals
-// had stopped is "resumed", stamped at its renewTime.
+// had stopped is "resumed", its cluster time the renewal's renewTime.
 func (t *tracker) observeLease(at time.Time, l *coordinationv1.Lease) []evidence.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -196,8 +207,9 @@ func (t *tracker) observeLease(at time.Time, l *coordinationv1.Lease) []evidence
 		return nil
 	}
 	st.stopped = false
-	return []evidence.Event{t.event(v.RenewTime, "lease/"+key, KindLeaseResumed,
-		fmt.Sprintf("renewed at %s by %s (seen at %s)", v.RenewTime.Format(time.RFC3339Nano), v.HolderIdentity, at.UTC().Format(time.RFC3339Nano)))}
+	return []evidence.Event{t.event(at, "lease/"+key, KindLeaseResumed,
+		fmt.Sprintf("renewed at %s by %s (seen at %s)", v.RenewTime.Format(time.RFC3339Nano), v.HolderIdentity, at.UTC().Format(time.RFC3339Nano))).
+		WithCluster(v.RenewTime, "spec.renewTime", evidence.Microseconds)}
 }
 
 // checkLeases stamps "renewals stopped" for every node lease not renewed
@@ -230,13 +242,15 @@ func (t *tracker) observeLeader(at time.Time, l *coordinationv1.Lease) []evidenc
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := l.Namespace + "/" + l.Name
-	holder := source.LeaseOf(l).HolderIdentity
+	v := source.LeaseOf(l)
+	holder := v.HolderIdentity
 	prev, seen := t.leaders[key]
 	t.leaders[key] = holder
 	if !seen || prev == holder {
 		return nil
 	}
-	return []evidence.Event{t.event(at, "lease/"+key, KindLeaderChanged, fmt.Sprintf("%s → %s", orNone(prev), orNone(holder)))}
+	return []evidence.Event{t.event(at, "lease/"+key, KindLeaderChanged, fmt.Sprintf("%s → %s", orNone(prev), orNone(holder))).
+		WithCluster(v.AcquireTime, "spec.acquireTime", evidence.Microseconds)}
 }
 
 // observePod compares a pod with what was last seen of it. A pod first
@@ -262,19 +276,56 @@ func (t *tracker) observePod(at time.Time, p *corev1.Pod) []evidence.Event {
 		if len(earlier) > 0 {
 			detail += ", replaces uid " + earlier[len(earlier)-1]
 		}
-		out = append(out, t.event(at, subject, KindPodCreated, detail+", created "+cur.createdAt.Format(time.RFC3339)))
+		out = append(out, t.event(at, subject, KindPodCreated, detail+", created "+cur.createdAt.Format(time.RFC3339)).
+			WithCluster(cur.createdAt, "metadata.creationTimestamp", evidence.Seconds))
 		prev = podState{}
 	}
 	if cur.node != "" && prev.node == "" {
-		out = append(out, t.event(at, subject, KindPodScheduled, "uid "+v.UID+" on "+cur.node))
+		out = append(out, t.event(at, subject, KindPodScheduled, "uid "+v.UID+" on "+cur.node).
+			WithCluster(podScheduledAt(p), fieldPodScheduled, evidence.Seconds))
 	}
 	if cur.running && !prev.running {
 		out = append(out, t.event(at, subject, KindPodRunning, "uid "+v.UID+" on "+cur.node))
 	}
 	if cur.deleting && !prev.deleting {
-		out = append(out, t.event(at, subject, KindPodDeletion, "uid "+v.UID+", deletionTimestamp "+v.DeletionTimestamp.Format(time.RFC3339)))
+		out = append(out, t.event(at, subject, KindPodDeletion, "uid "+v.UID+", deletionTimestamp "+v.DeletionTimestamp.Format(time.RFC3339)).
+			WithCluster(deletionRequestedAt(p), fieldDeletionRequested, evidence.Seconds))
 	}
 	return out
+}
+
+// Where the cluster times of the events come from (evidence.Event.ClusterField).
+const (
+	fieldReadyTransition = "status.conditions[Ready].lastTransitionTime"
+	fieldPodScheduled    = "status.conditions[PodScheduled].lastTransitionTime"
+	// The API server sets deletionTimestamp to the time of the delete
+	// request plus the grace period, and deletionGracePeriodSeconds to that
+	// period: their difference is when the deletion was asked for.
+	fieldDeletionRequested = "metadata.deletionTimestamp-metadata.deletionGracePeriodSeconds"
+)
+
+// podScheduledAt is when the pod's PodScheduled condition turned True
+// (zero when it has not, or says no time).
+func podScheduledAt(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// deletionRequestedAt is when the pod's deletion was asked for: its
+// deletionTimestamp less its deletionGracePeriodSeconds.
+func deletionRequestedAt(p *corev1.Pod) time.Time {
+	if p.DeletionTimestamp == nil {
+		return time.Time{}
+	}
+	at := p.DeletionTimestamp.UTC()
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		at = at.Add(-time.Duration(*g) * time.Second)
+	}
+	return at
 }
 
 // podGone records that a pod is no longer there.

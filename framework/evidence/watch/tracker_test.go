@@ -81,8 +81,9 @@ func TestTrackerLeaseStopsAndResumes(t *testing.T) {
 		t.Errorf("the same renewal read again resumed: %s", kinds(ev))
 	}
 	ev = tr.observeLease(t0.Add(71*time.Second), lease(t0.Add(70*time.Second)))
-	if len(ev) != 1 || ev[0].Kind != KindLeaseResumed || !ev[0].At.Equal(t0.Add(70*time.Second)) {
-		t.Errorf("resume (stamped at its renewTime): %+v", ev)
+	if len(ev) != 1 || ev[0].Kind != KindLeaseResumed || !ev[0].At.Equal(t0.Add(71*time.Second)) ||
+		!ev[0].ClusterAt.Equal(t0.Add(70*time.Second)) || ev[0].ClusterField != "spec.renewTime" || ev[0].ClusterPrecision != evidence.Microseconds {
+		t.Errorf("resume (seen at 71s, renewTime 70s): %+v", ev)
 	}
 }
 
@@ -149,6 +150,77 @@ func TestTrackerEndpointsAndLeader(t *testing.T) {
 		t.Errorf("same holder stamped %s", kinds(ev))
 	}
 	if ev := tr.observeLeader(t0, leader("cp2_y")); kinds(ev) != KindLeaderChanged+" cp1_x → cp2_y" || ev[0].Subject != "lease/kube-system/kube-controller-manager" {
+		t.Errorf("leader: %+v", ev)
+	}
+}
+
+// clusterOf says an event's cluster time, field and precision.
+func clusterOf(e evidence.Event) string {
+	if e.ClusterAt.IsZero() {
+		return e.Kind + " none"
+	}
+	return e.Kind + " " + e.ClusterAt.Format(time.RFC3339Nano) + " " + e.ClusterField + " " + string(e.ClusterPrecision)
+}
+
+// Each event carries, beside the time it was seen, the time the object
+// says the change happened, truncated to what the API stores.
+func TestTrackerStampsClusterTimes(t *testing.T) {
+	tr := newTracker("apiserver/cp1", evidence.DefaultSubjects)
+	seen := t0.Add(time.Hour)
+	tr.observeNode(seen, node(corev1.ConditionTrue, corev1.Taint{Key: "gone", Effect: corev1.TaintEffectNoSchedule}))
+	n := node(corev1.ConditionUnknown,
+		corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0.Add(3*time.Second + 400*time.Millisecond)}},
+		corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoSchedule})
+	n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(2 * time.Second))
+	var got []string
+	for _, e := range tr.observeNode(seen, n) {
+		if !e.At.Equal(seen) || e.Replayed {
+			t.Errorf("seen time of %s: %v (replayed %v)", e.Kind, e.At, e.Replayed)
+		}
+		got = append(got, clusterOf(e))
+	}
+	want := []string{
+		"ready-unknown 2026-11-29T12:00:02Z status.conditions[Ready].lastTransitionTime second",
+		"taint-added 2026-11-29T12:00:03Z spec.taints[node.kubernetes.io/unreachable:NoExecute].timeAdded second",
+		"taint-added none",
+		"taint-removed none",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("node events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	tr.markStarted()
+	p := pod("a", "", corev1.PodPending, false)
+	p.CreationTimestamp = metav1.NewTime(t0.Add(700 * time.Millisecond))
+	if ev := tr.observePod(seen, p); len(ev) != 1 || clusterOf(ev[0]) != "pod-created 2026-11-29T12:00:00Z metadata.creationTimestamp second" {
+		t.Errorf("created: %+v", ev)
+	}
+	p = pod("a", "worker2", corev1.PodRunning, true)
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(5 * time.Second))}}
+	p.DeletionGracePeriodSeconds = ptr.To[int64](30) // deletionTimestamp t0+1m: requested at t0+30s
+	got = nil
+	for _, e := range tr.observePod(seen, p) {
+		got = append(got, clusterOf(e))
+	}
+	want = []string{
+		"pod-scheduled 2026-11-29T12:00:05Z status.conditions[PodScheduled].lastTransitionTime second",
+		"pod-running none",
+		"pod-deletion-set 2026-11-29T12:00:30Z metadata.deletionTimestamp-metadata.deletionGracePeriodSeconds second",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pod events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if ev := tr.podGone(seen, "faultline", "stateful-0", "a"); len(ev) != 1 || clusterOf(ev[0]) != "pod-deleted none" {
+		t.Errorf("deleted: %+v", ev)
+	}
+
+	leader := func(holder string, acquired time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "kube-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), AcquireTime: &metav1.MicroTime{Time: acquired}}}
+	}
+	tr.observeLeader(seen, leader("cp1_x", t0))
+	ev := tr.observeLeader(seen, leader("cp2_y", t0.Add(1234567891*time.Nanosecond)))
+	if len(ev) != 1 || clusterOf(ev[0]) != "leader-changed 2026-11-29T12:00:01.234567Z spec.acquireTime microsecond" {
 		t.Errorf("leader: %+v", ev)
 	}
 }

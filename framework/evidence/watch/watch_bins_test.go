@@ -42,7 +42,11 @@ func waitFor(t *testing.T, w *Watcher, src evidence.Source, subject, kind string
 func dump(tl evidence.Timeline) string {
 	s := ""
 	for _, e := range tl {
-		s += e.At.Format("15:04:05.000") + " " + string(e.Source) + " " + e.Subject + " " + e.Kind + " " + e.Detail + "\n"
+		s += e.At.Format("15:04:05.000") + " " + string(e.Source) + " " + e.Subject + " " + e.Kind + " " + e.Detail
+		if !e.ClusterAt.IsZero() {
+			s += " [cluster " + e.ClusterAt.Format("15:04:05.000000") + " " + e.ClusterField + "]"
+		}
+		s += "\n"
 	}
 	return s
 }
@@ -133,14 +137,25 @@ func TestWatcherOnARealAPIServer(t *testing.T) {
 	if !(stopped.At.Before(unknown.At) && unknown.At.Before(taint.At)) {
 		t.Errorf("order: stopped %s, unknown %s, taint %s", stopped.At, unknown.At, taint.At)
 	}
+	if taint.ClusterField != "spec.taints[node.kubernetes.io/not-ready:NoExecute].timeAdded" || taint.ClusterAt.IsZero() || taint.ClusterAt.After(taint.At) {
+		t.Errorf("taint's cluster time: %+v", taint)
+	}
 	renew()
-	waitFor(t, w, watched.Source, "lease/kube-node-lease/worker1", KindLeaseResumed)
+	resumed := waitFor(t, w, watched.Source, "lease/kube-node-lease/worker1", KindLeaseResumed)
+	if resumed.ClusterField != "spec.renewTime" || resumed.ClusterPrecision != evidence.Microseconds || resumed.ClusterAt.After(resumed.At) {
+		t.Errorf("renewal's cluster time: %+v", resumed)
+	}
 
 	// The pod is deleted and replaced.
+	asked := time.Now()
 	if err := cs.CoreV1().Pods(s.PodNamespace).Delete(ctx, s.PodName, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, w, watched.Source, "pod/faultline/stateful-0", KindPodDeletion)
+	deletion := waitFor(t, w, watched.Source, "pod/faultline/stateful-0", KindPodDeletion)
+	// deletionTimestamp is 30 s ahead; the request was made now, to the second.
+	if d := deletion.ClusterAt.Sub(asked); d < -time.Second || d > time.Second || deletion.ClusterPrecision != evidence.Seconds {
+		t.Errorf("deletion requested at %s by the cluster, asked at %s: %+v", deletion.ClusterAt, asked, deletion)
+	}
 	waitFor(t, w, polled.Source, "pod/faultline/stateful-0", KindPodDeletion)
 	if err := cs.CoreV1().Pods(s.PodNamespace).Delete(ctx, s.PodName, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
@@ -164,6 +179,9 @@ func TestWatcherOnARealAPIServer(t *testing.T) {
 	waitFor(t, w, watched.Source, "pod/faultline/stateful-0", KindPodRunning)
 	if want := "replaces uid"; !strings.Contains(created.Detail, want) {
 		t.Errorf("replacement detail %q lacks %q", created.Detail, want)
+	}
+	if !created.ClusterAt.Equal(p.CreationTimestamp.UTC()) || created.ClusterField != "metadata.creationTimestamp" {
+		t.Errorf("created at %s, the event says %+v", p.CreationTimestamp, created)
 	}
 
 	// The endpoints change and the leader moves.
@@ -193,6 +211,12 @@ func TestWatcherOnARealAPIServer(t *testing.T) {
 		t.Errorf("leader detail %q", lc.Detail)
 	}
 	waitFor(t, w, polled.Source, "lease/kube-system/kube-controller-manager", KindLeaderChanged)
+
+	for _, e := range w.Timeline() {
+		if e.Replayed {
+			t.Errorf("nothing was relisted, yet %s %s is marked replayed", e.Subject, e.Kind)
+		}
+	}
 
 	// Drain hands out each event once.
 	first := w.Drain()

@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	kwatch "k8s.io/apimachinery/pkg/watch"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -100,54 +102,88 @@ func (w *Watcher) Start(ctx context.Context) error {
 	tr := newTracker(w.watched.Source, s)
 	cs := w.watched.Client
 
-	all := informers.NewSharedInformerFactory(cs, 0)
-	nodeLeases := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	system := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(metav1.NamespaceSystem))
-	pods := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(s.PodNamespace))
-	eps := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(s.ServiceNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + s.ServiceName }))
+	nodeInf, nodeRL := informer(&corev1.Node{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Nodes().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return cs.CoreV1().Nodes().Watch(ctx, o)
+		})
+	leaseInf, leaseRL := informer(&coordinationv1.Lease{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Watch(ctx, o)
+		})
+	leaderInf, leaderRL := informer(&coordinationv1.Lease{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoordinationV1().Leases(metav1.NamespaceSystem).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return cs.CoordinationV1().Leases(metav1.NamespaceSystem).Watch(ctx, o)
+		})
+	podInf, podRL := informer(&corev1.Pod{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Pods(s.PodNamespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return cs.CoreV1().Pods(s.PodNamespace).Watch(ctx, o)
+		})
+	selector := discoveryv1.LabelServiceName + "=" + s.ServiceName
+	epsInf, epsRL := informer(&discoveryv1.EndpointSlice{}, cs,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return cs.DiscoveryV1().EndpointSlices(s.ServiceNamespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			o.LabelSelector = selector
+			return cs.DiscoveryV1().EndpointSlices(s.ServiceNamespace).Watch(ctx, o)
+		})
+	epsLister := discoverylisters.NewEndpointSliceLister(epsInf.GetIndexer())
 
 	now := func() time.Time { return time.Now().UTC() }
-	handlers := func(on func(obj any)) cache.ResourceEventHandlerFuncs {
+	// handlers calls on with each object added or updated, and whether a
+	// relisting delivered it.
+	handlers := func(rl *relists, on func(obj any, replayed bool)) cache.ResourceEventHandlerFuncs {
 		return cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { on(obj) },
-			UpdateFunc: func(_, obj any) { on(obj) },
+			AddFunc:    func(obj any) { on(obj, rl.Replayed(obj)) },
+			UpdateFunc: func(_, obj any) { on(obj, rl.Replayed(obj)) },
 		}
 	}
-	nodeInf := all.Core().V1().Nodes().Informer()
-	_, _ = nodeInf.AddEventHandler(handlers(func(obj any) {
+	_, _ = nodeInf.AddEventHandler(handlers(nodeRL, func(obj any, replayed bool) {
 		if n, ok := obj.(*corev1.Node); ok {
-			w.add(tr.observeNode(now(), n))
+			w.add(markReplayed(replayed, tr.observeNode(now(), n)))
 		}
 	}))
-	leaseInf := nodeLeases.Coordination().V1().Leases().Informer()
-	_, _ = leaseInf.AddEventHandler(handlers(func(obj any) {
+	_, _ = leaseInf.AddEventHandler(handlers(leaseRL, func(obj any, replayed bool) {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
-			w.add(tr.observeLease(now(), l))
+			w.add(markReplayed(replayed, tr.observeLease(now(), l)))
 		}
 	}))
-	leaderInf := system.Coordination().V1().Leases().Informer()
-	_, _ = leaderInf.AddEventHandler(handlers(func(obj any) {
+	_, _ = leaderInf.AddEventHandler(handlers(leaderRL, func(obj any, replayed bool) {
 		if l, ok := obj.(*coordinationv1.Lease); ok && isLeaderLease(l.Name) {
-			w.add(tr.observeLeader(now(), l))
+			w.add(markReplayed(replayed, tr.observeLeader(now(), l)))
 		}
 	}))
-	podInf := pods.Core().V1().Pods().Informer()
-	_, _ = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.onPod(tr, obj) },
-		UpdateFunc: func(_, obj any) { w.onPod(tr, obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if p, ok := obj.(*corev1.Pod); ok {
-				w.add(tr.podGone(now(), p.Namespace, p.Name, string(p.UID)))
-			}
-		},
+	podHandlers := handlers(podRL, func(obj any, replayed bool) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			w.add(markReplayed(replayed, tr.observePod(now(), p)))
+		}
 	})
-	epsInf := eps.Discovery().V1().EndpointSlices()
-	onSlices := func(any) {
-		list, err := epsInf.Lister().EndpointSlices(s.ServiceNamespace).List(labels.Everything())
+	podHandlers.DeleteFunc = func(obj any) {
+		replayed := podRL.Replayed(obj)
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			w.add(markReplayed(replayed, tr.podGone(now(), p.Namespace, p.Name, string(p.UID))))
+		}
+	}
+	_, _ = podInf.AddEventHandler(podHandlers)
+	onSlices := func(obj any) {
+		replayed := epsRL.Replayed(obj)
+		list, err := epsLister.EndpointSlices(s.ServiceNamespace).List(labels.Everything())
 		if err != nil {
 			return
 		}
@@ -155,31 +191,34 @@ func (w *Watcher) Start(ctx context.Context) error {
 		for _, e := range list {
 			items = append(items, *e)
 		}
-		w.add(tr.observeEndpoints(now(), items))
+		w.add(markReplayed(replayed, tr.observeEndpoints(now(), items)))
 	}
-	_, _ = epsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = epsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: onSlices, UpdateFunc: func(_, o any) { onSlices(o) }, DeleteFunc: onSlices,
 	})
 
-	for _, f := range []informers.SharedInformerFactory{all, nodeLeases, system, pods, eps} {
-		f.Start(ctx.Done())
+	all := []struct {
+		inf cache.SharedIndexInformer
+		rl  *relists
+	}{{nodeInf, nodeRL}, {leaseInf, leaseRL}, {leaderInf, leaderRL}, {podInf, podRL}, {epsInf, epsRL}}
+	var informers sync.WaitGroup
+	synced := make([]cache.InformerSynced, 0, len(all))
+	for _, i := range all {
+		informers.Go(func() { i.inf.RunWithContext(ctx) })
+		synced = append(synced, i.inf.HasSynced)
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, w.opts.SyncTimeout)
 	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), nodeInf.HasSynced, leaseInf.HasSynced, leaderInf.HasSynced, podInf.HasSynced, epsInf.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
 		cancel()
-		for _, f := range []informers.SharedInformerFactory{all, nodeLeases, system, pods, eps} {
-			f.Shutdown()
-		}
+		informers.Wait()
 		return fmt.Errorf("timeline: informers on %s did not sync within %s", w.watched.Source, w.opts.SyncTimeout)
 	}
+	for _, i := range all {
+		i.rl.arm()
+	}
 	tr.markStarted()
-	w.done.Go(func() {
-		<-ctx.Done()
-		for _, f := range []informers.SharedInformerFactory{all, nodeLeases, system, pods, eps} {
-			f.Shutdown()
-		}
-	})
+	w.done.Go(informers.Wait)
 	w.done.Go(func() { w.checkLeasesLoop(ctx, tr) })
 	for _, c := range w.polled {
 		ptr := newTracker(c.Source, s)
@@ -188,10 +227,14 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
-func (w *Watcher) onPod(tr *tracker, obj any) {
-	if p, ok := obj.(*corev1.Pod); ok {
-		w.add(tr.observePod(time.Now().UTC(), p))
+// markReplayed marks events as replayed by a relisting when they are.
+func markReplayed(replayed bool, events []evidence.Event) []evidence.Event {
+	if replayed {
+		for i := range events {
+			events[i].Replayed = true
+		}
 	}
+	return events
 }
 
 // Stop ends every informer and poller and waits for them.

@@ -313,8 +313,23 @@ type momentSpec struct {
 	key, label string
 	ret        bool
 	event      func(evidence.Event) bool
-	question   evidence.Question
-	shows      func(evidence.Answer) (string, bool)
+	// clusterTime places the event at the time the cluster recorded it
+	// (where it has one) rather than when it was seen: a renewal at its
+	// renewTime, a scheduling failure at the scheduler's report of it.
+	clusterTime bool
+	question    evidence.Question
+	shows       func(evidence.Answer) (string, bool)
+}
+
+// timeOf is when the moment's event happened: when it was seen, except
+// for a moment measured at its cluster time and for an event a relisting
+// replayed (seen only when the listing came), each placed at the time the
+// cluster recorded where the event has one.
+func (spec momentSpec) timeOf(e evidence.Event) time.Time {
+	if (spec.clusterTime || e.Replayed) && !e.ClusterAt.IsZero() {
+		return e.ClusterAt
+	}
+	return e.At
 }
 
 // pairEvidence is one arm's evidence while its moments are looked for.
@@ -343,8 +358,15 @@ func (x pairEvidence) find(spec momentSpec) Moment {
 	}
 	from, to := x.span(spec.ret)
 	for _, e := range x.tl {
-		if within(e.At, from, to) && spec.event(e) {
-			m.Seen, m.At, m.Source, m.Detail = true, e.At, string(e.Source), e.Detail
+		if at := spec.timeOf(e); within(at, from, to) && spec.event(e) {
+			m.Seen, m.At, m.Source, m.Detail = true, at, string(e.Source), e.Detail
+			if e.Replayed {
+				m.Detail += fmt.Sprintf(" (replayed: delivered by a relisting at +%s", secs(e.At.Sub(a.FaultAt)))
+				if !e.ClusterAt.IsZero() {
+					m.Detail += ", placed at its " + e.ClusterField
+				}
+				m.Detail += ")"
+			}
 			break
 		}
 	}
@@ -590,7 +612,7 @@ func (x pairEvidence) windowSpecs() []momentSpec {
 		{key: "web-deletion", label: "Deployment's pods get a deletionTimestamp", event: kind("pod-deletion-set", web), question: drills.QuestionPods, shows: pod("marked for deletion", func(p drills.PodState) bool { return isWeb(p.Name) && p.DeletionTimestamp != nil })},
 		{key: "orphan-deletion", label: "bare pod gets a deletionTimestamp", event: kind("pod-deletion-set", orphan), question: drills.QuestionPods, shows: pod("marked for deletion", func(p drills.PodState) bool { return p.Name == drills.OrphanName && p.DeletionTimestamp != nil })},
 		{key: "replacement-created", label: "replacement pod created", event: kind("pod-created", web), question: drills.QuestionPods, shows: pod("a pod the baseline did not list", replacement)},
-		{key: "replacement-unschedulable", label: "replacement found no node (FailedScheduling)", event: kind(drills.KindFailedScheduling, web)},
+		{key: "replacement-unschedulable", label: "replacement found no node (FailedScheduling)", event: kind(drills.KindFailedScheduling, web), clusterTime: true},
 		{key: "replacement-scheduled", label: "replacement scheduled while the worker was away", event: kind("pod-scheduled", web), question: drills.QuestionPods, shows: pod("scheduled", func(p drills.PodState) bool { return replacement(p) && p.Node != "" })},
 		{key: "orphan-recreated", label: "bare pod recreated", event: kind("pod-created", orphan), question: drills.QuestionPods, shows: pod("a bare pod the baseline did not list", recreated)},
 	}
@@ -616,7 +638,7 @@ func (x pairEvidence) returnSpecs() []momentSpec {
 	specs := []momentSpec{
 		{key: "heal-started", label: "heal started (kubelet start / power on)", ret: true, event: scenarioEvent("heal-started")},
 		{key: "healed", label: "heal call returned (kubelet service started / host powered on)", ret: true, event: scenarioEvent("fault-healed")},
-		{key: "lease-resumed", label: "node lease renewed again", ret: true, event: kind("lease-renewals-resumed", "lease/kube-node-lease/"+a.Worker), question: evidence.NodeLease, shows: renewedAfter(a.HealStart)},
+		{key: "lease-resumed", label: "node lease renewed again", ret: true, event: kind("lease-renewals-resumed", "lease/kube-node-lease/"+a.Worker), clusterTime: true, question: evidence.NodeLease, shows: renewedAfter(a.HealStart)},
 		{key: "ready-true", label: "node Ready=True again", ret: true, event: kind("ready-true", node), question: evidence.NodeReady, shows: nodeStatus("True")},
 		{key: "unreachable-removed", label: "unreachable taint (NoExecute) removed", ret: true, event: kind("taint-removed", node, detail("node.kubernetes.io/unreachable:NoExecute"))},
 		{key: "return-replacement-scheduled", label: "replacement scheduled", ret: true, event: kind("pod-scheduled", web)},

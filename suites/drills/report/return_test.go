@@ -304,3 +304,41 @@ func TestTerminalPhaseFromThePhaseWatch(t *testing.T) {
 		t.Errorf("last Terminating pod gone: %+v, want 12s after the heal start", m)
 	}
 }
+
+// A moment is measured when the cluster recorded it for a renewal and a
+// scheduling failure (as it was when their events were stamped at that
+// time), and for an event a relisting replayed, whose seen time is only
+// when the listing came; other events at their seen time.
+func TestMomentsAtTheirClusterTime(t *testing.T) {
+	cs, _ := issuePair()
+	for i, e := range cs.rec.Timeline {
+		switch e.Kind {
+		case drills.KindFailedScheduling:
+			// Seen at the next poll, 0.7 s after the scheduler's report.
+			cs.rec.Timeline[i] = evidence.Event{At: cs.at(44), Source: e.Source, Subject: e.Subject, Kind: e.Kind, Detail: e.Detail}.
+				WithCluster(cs.at(43.3), "series.lastObservedTime", evidence.Microseconds)
+		case "pod-created":
+			// Replayed by a relisting 20 s after its creation.
+			r := evidence.Event{At: cs.at(63.2), Source: e.Source, Subject: e.Subject, Kind: e.Kind, Detail: e.Detail, Replayed: true}.
+				WithCluster(cs.at(43.2), "metadata.creationTimestamp", evidence.Seconds)
+			cs.rec.Timeline[i] = r
+		}
+	}
+	renewed := evidence.Event{At: cs.at(72.5), Source: "apiserver/cp", Subject: "lease/kube-node-lease/" + synthWorker, Kind: "lease-renewals-resumed"}.
+		WithCluster(cs.at(72.25), "spec.renewTime", evidence.Microseconds)
+	cs.rec.Timeline = append(cs.rec.Timeline, renewed).Sorted()
+	c := cs.analyse(t, "c")
+	if m := c.Moment("replacement-unschedulable"); !m.Seen || m.Offset != 43300*time.Millisecond {
+		t.Errorf("FailedScheduling at +%s, want its cluster time +43.3s: %+v", m.Offset, m)
+	}
+	// The creation's whole second, not the relisting's +63.2 s.
+	if m := c.Moment("replacement-created"); !m.Seen || m.Offset != 43*time.Second || !strings.Contains(m.Detail, "replayed: delivered by a relisting at +63.2") {
+		t.Errorf("replayed creation at +%s (%s), want +43s and the replay said", m.Offset, m.Detail)
+	}
+	if m := c.Moment("lease-resumed"); !m.Seen || m.Offset != 72250*time.Millisecond {
+		t.Errorf("renewal at +%s, want its renewTime +72.25s", m.Offset)
+	}
+	if m := c.Moment("ready-unknown"); m.Offset != 12*time.Second {
+		t.Errorf("a live event without a cluster time moved: +%s", m.Offset)
+	}
+}
