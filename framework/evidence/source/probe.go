@@ -129,6 +129,15 @@ func probeTargets(slices []discoveryv1.EndpointSlice) []probeTarget {
 // could not be reached (or ctx ended): no probe then says anything about
 // the addresses.
 func (p *Prober) probeAll(ctx context.Context, targets []probeTarget) (evidence.EndpointProbesValue, error) {
+	// The worker is reached first, within the read's time, by a dial it
+	// refuses at once (no socket is at "/"): reconnecting to a worker on
+	// a loaded machine may take longer than one probe's second, which
+	// must go to the endpoints alone.
+	if c, err := p.host.Dial(ctx, "unix", "/"); err == nil {
+		c.Close()
+	} else if !errors.Is(err, lab.ErrNotConnectedByHost) {
+		return evidence.EndpointProbesValue{}, err
+	}
 	probes := make([]evidence.EndpointProbe, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup

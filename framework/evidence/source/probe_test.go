@@ -69,6 +69,25 @@ func (unreachableWorker) Dial(context.Context, string, string) (net.Conn, error)
 	return nil, fmt.Errorf("connecting to worker2 (10.0.0.32:22): dial tcp: %w", syscall.EHOSTUNREACH)
 }
 
+// slowWorker takes longer than one probe's second to reconnect to: its
+// first dial waits, the others do not.
+type slowWorker struct {
+	shellHost
+	connected *bool
+}
+
+func (w slowWorker) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	if !*w.connected {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+			*w.connected = true
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return w.shellHost.Dial(ctx, network, address)
+}
+
 func listen(t *testing.T, addr string) net.Listener {
 	l, err := net.Listen("tcp", addr+":0")
 	if err != nil {
@@ -172,6 +191,13 @@ func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 	}
 	if pr := got["127.0.0.6"]; pr.Answered || pr.Detail != "HTTP/1.0 503 Service Unavailable" {
 		t.Errorf("the unhealthy server: %+v", pr)
+	}
+
+	// A worker slow to reconnect to: the endpoints still get their second.
+	connected := false
+	a = NewProber(slowWorker{connected: &connected}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
+	if err := a.Decode(&v); err != nil || len(v.Probes) != 5 || !v.Probes[0].Answered {
+		t.Errorf("from a worker slow to reconnect to: %+v (%v)", v, err)
 	}
 
 	// A worker that cannot be reached says nothing of the endpoints.
