@@ -117,16 +117,12 @@ func clusterTime(e evidence.Event) string {
 	if e.ClusterAt.IsZero() {
 		return "-"
 	}
-	layout := "15:04:05"
-	if e.ClusterPrecision == evidence.Microseconds {
-		layout = "15:04:05.000000"
-	}
 	d := e.ClusterAt.Sub(e.At).Round(time.Millisecond)
 	sign := "+"
 	if d < 0 {
 		sign, d = "-", -d
 	}
-	return fmt.Sprintf("%s (%s%s)", e.ClusterAt.UTC().Format(layout), sign, d)
+	return fmt.Sprintf("%s (%s%s)", e.ClusterClock(), sign, d)
 }
 
 // writeCadence prints, per phase, how often snapshots were taken (median

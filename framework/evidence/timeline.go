@@ -68,6 +68,19 @@ func (p Precision) Duration() time.Duration {
 	return 0
 }
 
+// ClusterClock renders the event's cluster time of day (UTC) to its
+// precision: whole seconds, or microseconds; "" when it has none.
+func (e Event) ClusterClock() string {
+	if e.ClusterAt.IsZero() {
+		return ""
+	}
+	layout := "15:04:05"
+	if e.ClusterPrecision == Microseconds {
+		layout = "15:04:05.000000"
+	}
+	return e.ClusterAt.UTC().Format(layout)
+}
+
 // WithCluster returns e with its cluster time: at, truncated to p (what
 // the API server would have stored), read from field. A zero at leaves e
 // as it is.

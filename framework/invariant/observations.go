@@ -111,11 +111,7 @@ func eventStamp(e evidence.Event) string {
 	if e.ClusterAt.IsZero() {
 		return s + " (replayed by a relisting)"
 	}
-	layout := "15:04:05"
-	if e.ClusterPrecision == evidence.Microseconds {
-		layout = "15:04:05.000000"
-	}
-	return fmt.Sprintf("%s (replayed by a relisting; %s %s)", s, e.ClusterField, e.ClusterAt.UTC().Format(layout))
+	return fmt.Sprintf("%s (replayed by a relisting; %s %s)", s, e.ClusterField, e.ClusterClock())
 }
 
 // gapSummary says which sources were unreadable, with the first reason

@@ -477,14 +477,10 @@ func clusterText(e evidence.Event) string {
 	if e.ClusterAt.IsZero() {
 		return ""
 	}
-	layout := "15:04:05"
-	if e.ClusterPrecision == evidence.Microseconds {
-		layout = "15:04:05.000000"
-	}
 	d := e.ClusterAt.Sub(e.At).Round(time.Millisecond)
 	rel := fmt.Sprintf("%s after it was seen", d)
 	if d < 0 {
 		rel = fmt.Sprintf("%s before it was seen", -d)
 	}
-	return fmt.Sprintf("at %s UTC (%s, %s)", e.ClusterAt.UTC().Format(layout), e.ClusterField, rel)
+	return fmt.Sprintf("at %s UTC (%s, %s)", e.ClusterClock(), e.ClusterField, rel)
 }
