@@ -72,9 +72,8 @@ func (l *Lab) Up(ctx context.Context) error {
 }
 
 // boot starts every service phase by phase (etcd, API servers, the rest of
-// the control plane, node agents), each phase on every host at once and
-// ready before the next, the container runtimes beside the control plane's
-// phases, then waits for a healthy cluster.
+// the control plane, runtimes, node agents), each phase on every host at
+// once and ready before the next, then waits for a healthy cluster.
 func (l *Lab) boot(ctx context.Context, since time.Time) error {
 	if _, err := l.comp.Env(ctx); err != nil {
 		return err
@@ -82,63 +81,34 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 	if err := sysctl.Acquire(l.cfg.StateDir); err != nil {
 		return err
 	}
-	// The container runtimes need nothing of the control plane: they boot
-	// beside etcd, the API servers and the controllers, and the node
-	// agents, which need both, wait for the two.
-	var runtime chan error
 	for _, p := range components.AllPhases {
-		switch p {
-		case components.PhaseRuntime:
-			continue
-		case components.PhaseEtcd:
-			runtime = make(chan error, 1)
-			go func() { runtime <- l.bootPhase(ctx, components.PhaseRuntime) }()
-		case components.PhaseNode:
-			if runtime != nil {
-				if err := <-runtime; err != nil {
-					return err
+		l.logf("starting %s", p)
+		if err := l.forEachHost(func(h *Host) error {
+			for _, s := range h.services() {
+				if s.Phase == p {
+					if err := h.start(ctx, s, true); err != nil {
+						return err
+					}
 				}
-				runtime = nil
 			}
-		}
-		if err := l.bootPhase(ctx, p); err != nil {
-			if runtime != nil {
-				<-runtime
-			}
+			return nil
+		}); err != nil {
 			return err
+		}
+		l.logf("%s ready", p)
+		if p == components.PhaseRuntime {
+			if err := l.forEachHost(func(h *Host) error {
+				if h.node == nil {
+					return nil
+				}
+				return l.comp.ImportImages(ctx, h.component())
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	l.logf("waiting for every node Ready and the leader leases")
 	return l.waitHealthy(ctx, since)
-}
-
-// bootPhase starts every host's services of phase p, at once across the
-// hosts, and waits until they are ready; after the container runtimes it
-// imports the node images.
-func (l *Lab) bootPhase(ctx context.Context, p components.Phase) error {
-	l.logf("starting %s", p)
-	if err := l.forEachHost(func(h *Host) error {
-		for _, s := range h.services() {
-			if s.Phase == p {
-				if err := h.start(ctx, s, true); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	l.logf("%s ready", p)
-	if p != components.PhaseRuntime {
-		return nil
-	}
-	return l.forEachHost(func(h *Host) error {
-		if h.node == nil {
-			return nil
-		}
-		return l.comp.ImportImages(ctx, h.component())
-	})
 }
 
 // waitHealthy waits until every node is Ready with a kubelet that renewed
