@@ -81,12 +81,22 @@ func (a Answer) Refused() bool {
 	if a.State != Unreadable {
 		return false
 	}
-	class, _, _ := strings.Cut(a.Reason, ":")
-	switch class {
+	switch a.Class() {
 	case "connection refused", "TLS", "error", "not deployed":
 		return true
 	}
 	return false
+}
+
+// Class is an unreadable answer's class, the reason's first phrase
+// ("timeout", "connection refused", "not deployed"; see source.Reason);
+// "" for an answer that is not unreadable.
+func (a Answer) Class() string {
+	if a.State != Unreadable {
+		return ""
+	}
+	class, _, _ := strings.Cut(a.Reason, ":")
+	return class
 }
 
 // Decode decodes the value into v; it fails for an answer without a value.

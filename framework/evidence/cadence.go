@@ -3,7 +3,6 @@ package evidence
 import (
 	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -81,10 +80,7 @@ func CadenceOf(snaps []Snapshot) Cadence {
 // not) has no cadence to measure.
 func deployed(qs map[Question]Answer) bool {
 	for _, a := range qs {
-		switch {
-		case a.State == NotAsked:
-		case a.State == Unreadable && strings.HasPrefix(a.Reason, "not deployed"):
-		default:
+		if a.State != NotAsked && a.Class() != "not deployed" {
 			return true
 		}
 	}

@@ -358,14 +358,9 @@ func (r *run) window(ctx context.Context) {
 	r.timed("window", start)
 	r.mu.Lock()
 	window := append([]evidence.Snapshot(nil), r.record.Window...)
-	seen, probes := 0, len(r.probes)
-	for _, p := range r.probes {
-		if p.Err == nil && p.Effect.Observed {
-			seen++
-		}
-	}
+	cov := effectCoverage(r.probes, 0)
 	r.mu.Unlock()
-	r.progress("window", start, window, fmt.Sprintf("the fault's effect seen by %d of %d probes", seen, probes))
+	r.progress("window", start, window, fmt.Sprintf("the fault's effect seen by %d of %d probes", cov.Observed, cov.Probes))
 	if ctx.Err() != nil {
 		r.interrupt(fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
 		return

@@ -304,14 +304,20 @@ func (o *opened) take(ctx context.Context, snap *evidence.Snapshot, readTimeout 
 		events <- out
 	}()
 	if o.round != nil {
-		extra := o.round.Take(ctx)
-		for _, r := range o.round.Readers() {
-			for _, q := range r.Questions() {
-				snap.Set(r.Source(), q, extra.Get(r.Source(), q))
-			}
-		}
+		o.merge(snap, o.round.Take(ctx))
 	}
 	return <-events
+}
+
+// merge puts the extras' answers into the framework's snapshot: each
+// reader's own questions, under its source, beside the framework's
+// answers of the same source.
+func (o *opened) merge(snap *evidence.Snapshot, extra evidence.Snapshot) {
+	for _, r := range o.round.Readers() {
+		for _, q := range r.Questions() {
+			snap.Set(r.Source(), q, extra.Get(r.Source(), q))
+		}
+	}
 }
 
 // sources lists the extras' sources.

@@ -18,7 +18,7 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// DefaultRate is how often Run samples: once a second.
+// DefaultRate is how often Stream ticks when given no interval: once a second.
 const DefaultRate = time.Second
 
 // DefaultCommandReadTimeout bounds a source read that goes over SSH (the
@@ -253,32 +253,6 @@ func (s *Sampler) Reset() error {
 		return fmt.Errorf("closing the previous run's sampler: %w", err)
 	}
 	return nil
-}
-
-// Run samples l every interval (DefaultRate when zero) until ctx ends,
-// handing each snapshot and its events to fn. A round that runs long delays
-// the next one; rounds never overlap.
-func (s *Sampler) Run(ctx context.Context, l lab.Lab, every time.Duration, fn func(evidence.Snapshot, []evidence.Event)) error {
-	if every <= 0 {
-		every = DefaultRate
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		snap, events, err := s.Sample(ctx, l)
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		fn(snap, events)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
 }
 
 // Sources lists the sources the sampler asks (empty before first use).

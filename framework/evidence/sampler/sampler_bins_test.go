@@ -176,15 +176,19 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 		t.Errorf("after discarding: %+v %v", events, err)
 	}
 
-	// Run samples at its rate until its context ends.
+	// Stream samples at its rate until its context ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	rounds := 0
-	if err := smp.Run(ctx, l, 500*time.Millisecond, func(evidence.Snapshot, []evidence.Event) { rounds++ }); err != nil {
-		t.Fatal(err)
-	}
+	smp.Stream(ctx, l, 500*time.Millisecond, func(_ evidence.Snapshot, _ []evidence.Event, err error) bool {
+		if err != nil {
+			t.Error(err)
+		}
+		rounds++
+		return true
+	})
 	if rounds < 2 {
-		t.Errorf("Run took %d rounds in 2.5s at 2 Hz", rounds)
+		t.Errorf("Stream took %d rounds in 2.5s at 2 Hz", rounds)
 	}
 }
 

@@ -63,7 +63,7 @@ func (s *Sampler) Stream(ctx context.Context, l lab.Lab, every time.Duration, fn
 			}
 			snap := t.main.Snapshot()
 			if t.extra != nil {
-				mergeExtra(&snap, t.extra.Snapshot())
+				s.extras.merge(&snap, t.extra.Snapshot())
 			}
 			var events []evidence.Event
 			if t.watcher != nil {
@@ -121,21 +121,6 @@ ticking:
 	}
 	cancelReads()
 	pumping.Wait()
-}
-
-// mergeExtra puts the extras' answers into the framework's snapshot, under
-// their own sources, beside the framework's answers of the same source.
-func mergeExtra(snap *evidence.Snapshot, extra evidence.Snapshot) {
-	for src, qs := range extra.Answers {
-		for q, a := range qs {
-			if a.State == evidence.NotAsked {
-				if _, ok := snap.Answers[src][q]; ok {
-					continue
-				}
-			}
-			snap.Set(src, q, a)
-		}
-	}
 }
 
 // watchPump takes the extras' watches' events beside a stream's ticks: at
