@@ -32,7 +32,7 @@ GINKGO  = $(shell $(GO) env GOPATH)/bin/ginkgo
 # (nsenter, unshare), procps, psmisc, kmod and curl.
 DEB_PACKAGES = ca-certificates git make gcc libc6-dev iproute2 iptables nftables conntrack \
 	openssh-server openssh-client keepalived runc containernetworking-plugins \
-	util-linux procps psmisc kmod curl
+	util-linux procps psmisc kmod curl ipset
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)

@@ -25,6 +25,10 @@ const (
 	EtcdVersion       = "v3.6.8"
 	ContainerdVersion = "v2.4.2"
 	CrictlVersion     = "v1.37.0"
+	// KubeRouterVersion is the NetworkPolicy agent's, the one version the
+	// Go module proxy serves.
+	KubeRouterVersion = "v2.1.0"
+	CoreDNSVersion    = "v1.14.7"
 )
 
 // BuildCommand is what builds the cached binaries.
@@ -53,12 +57,18 @@ type Paths struct {
 	// (ContainerdDir).
 	ContainerdShimRuncV2 string
 	Crictl               string
+	// KubeRouter is the workers' NetworkPolicy agent (its firewall only).
+	KubeRouter string
+	// CoreDNS is packed into the cluster DNS image.
+	CoreDNS string
 
 	// From Debian packages.
 	Runc       string
 	Keepalived string
 	Sshd       string
 	Nsenter    string
+	// Ipset is what the policy agent programs its sets with.
+	Ipset string
 	// CNIBinDir is the directory holding the CNI plugins (CNIPlugins).
 	CNIBinDir string
 }
@@ -87,6 +97,7 @@ var debianBinaries = map[string]debianBinary{
 	"keepalived": {"keepalived", "/usr/sbin/keepalived", "keepalived"},
 	"sshd":       {"sshd", "/usr/sbin/sshd", "openssh-server"},
 	"nsenter":    {"nsenter", "/usr/bin/nsenter", "util-linux"},
+	"ipset":      {"ipset", "/usr/sbin/ipset", "ipset"},
 }
 
 // Locate returns the path of every binary the lab described by cfg runs, or
@@ -131,6 +142,7 @@ func locate(cfg *lab.Config, cache string, lookPath func(string) (string, error)
 		{"keepalived", &p.Keepalived},
 		{"sshd", &p.Sshd},
 		{"nsenter", &p.Nsenter},
+		{"ipset", &p.Ipset},
 	}
 	for _, d := range debian {
 		path, err := findDebian(debianBinaries[d.name], lookPath)
@@ -175,7 +187,15 @@ func builtBinaries(p *Paths) []builtBinary {
 		{"containerd-" + ContainerdVersion, "ctr", &p.Ctr},
 		{"containerd-" + ContainerdVersion, "containerd-shim-runc-v2", &p.ContainerdShimRuncV2},
 		{"crictl-" + CrictlVersion, "crictl", &p.Crictl},
+		{"kube-router-" + KubeRouterVersion, "kube-router", &p.KubeRouter},
+		{"coredns-" + CoreDNSVersion, "coredns", &p.CoreDNS},
 	}
+}
+
+// CoreDNSIn is where the build script puts CoreDNS under cache (the
+// directory CacheDir names).
+func CoreDNSIn(cache string) string {
+	return filepath.Join(cache, "bins", "coredns-"+CoreDNSVersion, "coredns")
 }
 
 func checkExecutable(path string) error {

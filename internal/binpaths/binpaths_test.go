@@ -14,11 +14,13 @@ import (
 )
 
 var cachedBinaries = map[string][]string{
-	"kubernetes-" + KubernetesVersion: {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"},
-	"kubectl-" + KubernetesVersion:    {"kubectl"},
-	"etcd-" + EtcdVersion:             {"etcd", "etcdctl"},
-	"containerd-" + ContainerdVersion: {"containerd", "ctr", "containerd-shim-runc-v2"},
-	"crictl-" + CrictlVersion:         {"crictl"},
+	"kubernetes-" + KubernetesVersion:  {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"},
+	"kubectl-" + KubernetesVersion:     {"kubectl"},
+	"etcd-" + EtcdVersion:              {"etcd", "etcdctl"},
+	"containerd-" + ContainerdVersion:  {"containerd", "ctr", "containerd-shim-runc-v2"},
+	"crictl-" + CrictlVersion:          {"crictl"},
+	"kube-router-" + KubeRouterVersion: {"kube-router"},
+	"coredns-" + CoreDNSVersion:        {"coredns"},
 }
 
 func writeExecutable(t *testing.T, path string) {

@@ -24,6 +24,8 @@ k8s_version=v1.36.3
 etcd_version=v3.6.8
 containerd_version=v2.4.2
 crictl_version=v1.37.0
+kube_router_version=v2.1.0
+coredns_version=v1.14.7
 
 # Kubernetes binaries report their version from component-base (servers) and
 # client-go (kubectl's client version); unset they say v0.0.0-master.
@@ -37,6 +39,7 @@ done
 containerd_ldflags="-X github.com/containerd/containerd/v2/version.Version=${containerd_version}"
 containerd_ldflags+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
 crictl_ldflags="-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version}"
+kube_router_ldflags="-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=${kube_router_version}"
 
 # One line per binary, fields separated by '|':
 # binary | upstream | version | module dir | package | build tags | ldflags | version command | expected text
@@ -54,6 +57,8 @@ targets=(
 	"ctr|containerd|${containerd_version}|containerd|github.com/containerd/containerd/v2/cmd/ctr|no_btrfs no_devmapper no_zfs no_aufs|${containerd_ldflags}|--version| ${containerd_version}"
 	"containerd-shim-runc-v2|containerd|${containerd_version}|containerd|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|no_btrfs no_devmapper no_zfs no_aufs|${containerd_ldflags}|-v|${containerd_version}"
 	"crictl|crictl|${crictl_version}|crictl|sigs.k8s.io/cri-tools/cmd/crictl||${crictl_ldflags}|--version|crictl version ${crictl_version}"
+	"kube-router|kube-router|${kube_router_version}|kube-router|github.com/cloudnativelabs/kube-router/v2/cmd/kube-router||${kube_router_ldflags}|--version|${kube_router_version}"
+	"coredns|coredns|${coredns_version}|coredns|.|||-version|CoreDNS-${coredns_version#v}"
 )
 
 elapsed() {
