@@ -342,6 +342,8 @@ func (r *run) window(ctx context.Context) {
 		defer close(probed)
 		r.probeUntil(wctx, l, f)
 	}()
+	changed := make(chan error, 1)
+	go func() { changed <- r.makeChange(wctx, l, start) }()
 	evidence.Stream(wctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			r.event("sample-failed", err.Error())
@@ -355,6 +357,7 @@ func (r *run) window(ctx context.Context) {
 	})
 	cancel()
 	<-probed
+	changeErr := <-changed
 	r.timed("window", start)
 	r.mu.Lock()
 	window := append([]evidence.Snapshot(nil), r.record.Window...)
@@ -365,9 +368,34 @@ func (r *run) window(ctx context.Context) {
 		r.interrupt(fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
 		return
 	}
+	if changeErr != nil {
+		r.fail("change", changeErr)
+		return
+	}
 	// The safety invariants are judged after settle, over the window,
 	// heal and settle samples: a hazard can fall at heal.
 	r.complete(PhaseWindow)
+}
+
+// makeChange makes the scenario's change, if it has one, its After into
+// the window that started at start; nil when there is none.
+func (r *run) makeChange(ctx context.Context, l lab.Lab, start time.Time) error {
+	c := r.sc.Change
+	if c == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("change %q: the window ended before its moment", c.Name)
+	case <-time.After(time.Until(start.Add(c.After))):
+	}
+	r.event(ChangeStartedEvent, c.Name)
+	if err := c.Make(ctx, l); err != nil {
+		r.event(ChangeFailedEvent, c.Name+": "+err.Error())
+		return fmt.Errorf("change %q: %w", c.Name, err)
+	}
+	r.event(ChangeMadeEvent, c.Name)
+	return nil
 }
 
 // probeUntil asks the fault for its effect at the suite's interval until

@@ -371,3 +371,60 @@ func TestRunnerRefusesWhatIsNotALabOfItsShape(t *testing.T) {
 		t.Error("the lab was touched")
 	}
 }
+
+// A scenario's change is made in both arms, at its moment in the window,
+// and stamped on the timeline; a change that fails aborts the run.
+func TestTheChangeIsMadeInBothArmsAndAFailedOneAborts(t *testing.T) {
+	for _, arm := range []Arm{FaultArm, NullArm} {
+		rn := newRunner(t, t.TempDir())
+		sc := scenarioOf("changed", memlab.Flag{Name: "a"}, "b", 300*time.Millisecond)
+		sc.Arm = arm
+		made := 0
+		var madeAt time.Time
+		sc.Change = &Change{Name: "set b", After: 100 * time.Millisecond, Make: func(ctx context.Context, l lab.Lab) error {
+			made++
+			madeAt = time.Now()
+			return nil
+		}}
+		res, err := rn.Run(context.Background(), sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if made != 1 {
+			t.Fatalf("%s arm: the change was made %d times, want once", arm, made)
+		}
+		started, done := res.Evidence.Timeline.OfKind(ChangeStartedEvent), res.Evidence.Timeline.OfKind(ChangeMadeEvent)
+		if len(started) != 1 || len(done) != 1 || done[0].Detail != "set b" {
+			t.Errorf("%s arm: change events %v %v, want one of each naming the change", arm, started, done)
+		}
+		injected := res.Evidence.Timeline.OfKind(invariant.FaultInjectedEvent)
+		if arm == FaultArm && (len(injected) != 1 || madeAt.Sub(injected[0].At) < 90*time.Millisecond) {
+			t.Errorf("the change was made at %s, injection at %v: want it After into the window", madeAt, injected)
+		}
+		if res.Record.RunVerdict != verdict.RunJudged {
+			t.Errorf("%s arm: run %s (%s), want JUDGED", arm, res.Record.RunVerdict, res.Record.RunReason)
+		}
+	}
+
+	rn := newRunner(t, t.TempDir())
+	sc := scenarioOf("change-fails", memlab.Flag{Name: "a"}, "b", 300*time.Millisecond)
+	sc.Change = &Change{Name: "replace the backend", After: 50 * time.Millisecond, Make: func(context.Context, lab.Lab) error {
+		return errors.New("the API refused it")
+	}}
+	res, err := rn.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Record.RunVerdict != verdict.RunAborted || !strings.Contains(res.Record.RunReason, "the API refused it") {
+		t.Errorf("run %s (%s), want ABORTED naming the change's error", res.Record.RunVerdict, res.Record.RunReason)
+	}
+	if es := entries(t, rn.eng.lab.StateDir()); len(es) != 0 {
+		t.Errorf("the aborted run left the heal ledger with %v", es)
+	}
+
+	bad := scenarioOf("late", memlab.Flag{Name: "a"}, "b", 300*time.Millisecond)
+	bad.Change = &Change{Name: "too late", After: time.Second, Make: func(context.Context, lab.Lab) error { return nil }}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "not inside the 300ms window") {
+		t.Errorf("a change after the window: %v", err)
+	}
+}

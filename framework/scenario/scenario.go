@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/lab"
 )
 
 // Arm says whether a run injects its fault or the fault's null stand-in.
@@ -44,6 +46,12 @@ type Scenario struct {
 	// the lab's usual address. The suite's Prepare reads it.
 	Writer string
 	Fault  fault.Fault
+	// Change, when set, is what the scenario changes in the cluster while
+	// the fault is in place (a policy created, a backend replaced): the
+	// engine makes it in both arms, After into the window, and stamps it
+	// on the timeline, so the null arm measures how fast a healthy lab
+	// applies the same change.
+	Change *Change
 	// Arm defaults to FaultArm.
 	Arm Arm
 	// Window is how long the fault stays in place while evidence is sampled.
@@ -68,6 +76,25 @@ type Scenario struct {
 	// by design, and say why beside it.
 	MinEffectShare float64
 }
+
+// Change is an action on the cluster a scenario makes during its window.
+type Change struct {
+	// Name says what is changed, in timeline events and reports.
+	Name string
+	// After is how far into the window the change is made; it must be
+	// shorter than the window, leaving the rest to watch its effect.
+	After time.Duration
+	// Make makes the change. An error aborts the run: what was to be
+	// watched did not happen.
+	Make func(ctx context.Context, l lab.Lab) error
+}
+
+// Timeline event kinds of a change.
+const (
+	ChangeStartedEvent = "change-started"
+	ChangeMadeEvent    = "change-made"
+	ChangeFailedEvent  = "change-failed"
+)
 
 // WithNullArms returns each scenario as its fault arm followed by its null
 // arm: the same scenario with a fault that does nothing, which expects
@@ -193,6 +220,14 @@ func (s Scenario) Validate() error {
 	case "", FaultArm, NullArm:
 	default:
 		bad("arm %q is not fault or null", s.Arm)
+	}
+	if c := s.Change; c != nil {
+		switch {
+		case c.Name == "" || c.Make == nil:
+			bad("a change needs a name and a Make")
+		case c.After < 0 || (s.Window > 0 && c.After >= s.Window):
+			bad("change %q at %s is not inside the %s window", c.Name, c.After, s.Window)
+		}
 	}
 	if s.Window <= 0 {
 		bad("window must be positive")
