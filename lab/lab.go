@@ -37,7 +37,11 @@ const (
 	ServiceKubelet           = "kubelet"
 	ServiceContainerd        = "containerd"
 	ServiceKubeProxy         = "kube-proxy"
-	ServiceKeepalived        = "keepalived"
+	// ServicePolicyAgent is a worker's NetworkPolicy agent (on the local
+	// lab kube-router's firewall; the service name is what a lab runs it
+	// as).
+	ServicePolicyAgent = "kube-router"
+	ServiceKeepalived  = "keepalived"
 )
 
 // ErrUnsupported is wrapped by every error that says a lab cannot do an

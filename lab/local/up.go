@@ -96,6 +96,12 @@ func (l *Lab) boot(ctx context.Context, since time.Time) error {
 			return err
 		}
 		l.logf("%s ready", p)
+		if p == components.PhaseControlPlane {
+			// Before the node agents start: they need their RBAC.
+			if err := l.applyAddons(ctx); err != nil {
+				return err
+			}
+		}
 		if p == components.PhaseRuntime {
 			if err := l.forEachHost(func(h *Host) error {
 				if h.node == nil {

@@ -141,7 +141,8 @@ func TestCertificatesWorkWithEtcdAndAPIServer(t *testing.T) {
 		{f.Nodes["pair-worker"].Kubeconfig, "system:node:pair-worker", "system:nodes"},
 		{cp.ControllerManagerKubeconfig, "system:kube-controller-manager", "system:authenticated"},
 		{cp.SchedulerKubeconfig, "system:kube-scheduler", "system:authenticated"},
-		{f.KubeProxyKubeconfig, "system:kube-proxy", "system:authenticated"},
+		{f.Nodes["pair-worker"].KubeProxyKubeconfig, KubeProxyUser("pair-worker"), KubeProxyGroup},
+		{f.Nodes["pair-worker"].KubeRouterKubeconfig, KubeRouterUser("pair-worker"), KubeRouterGroup},
 	} {
 		info, err := whoami(ctx, restConfigAt(t, c.kubeconfig, host))
 		if err != nil {

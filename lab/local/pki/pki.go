@@ -54,7 +54,30 @@ type Node struct {
 	// Kubeconfig points the kubelet at the virtual address (or the sole API
 	// server) with its client certificate.
 	Kubeconfig string
+	// KubeProxyKubeconfig is the node's kube-proxy, with an identity of
+	// its own (KubeProxyUser, in KubeProxyGroup) so a fault can refuse one
+	// node's kube-proxy and no other's.
+	KubeProxyKubeconfig string
+	// KubeRouterKubeconfig is the node's NetworkPolicy agent
+	// (KubeRouterUser, in KubeRouterGroup).
+	KubeRouterKubeconfig string
 }
+
+// The node agents' identities: one user per node and agent, one group per
+// agent, which the lab binds to the agent's ClusterRole. Real clusters
+// often share one identity among a DaemonSet's pods; one per node lets a
+// fault single out one node's agent, as the kubelets' system:node:<name>
+// already does.
+const (
+	KubeProxyGroup  = "faultline:kube-proxies"
+	KubeRouterGroup = "faultline:kube-routers"
+)
+
+// KubeProxyUser is the user node's kube-proxy authenticates as.
+func KubeProxyUser(node string) string { return "faultline:kube-proxy:" + node }
+
+// KubeRouterUser is the user node's NetworkPolicy agent authenticates as.
+func KubeRouterUser(node string) string { return "faultline:kube-router:" + node }
 
 // ControlPlaneHost is the files of one control-plane host.
 type ControlPlaneHost struct {
@@ -93,8 +116,7 @@ type Files struct {
 	Admin Pair
 	// AdminKubeconfig reaches the cluster through the virtual address, or
 	// the sole API server when the lab has no virtual address.
-	AdminKubeconfig     string
-	KubeProxyKubeconfig string
+	AdminKubeconfig string
 
 	Etcd         map[string]EtcdMember       // by host name
 	ControlPlane map[string]ControlPlaneHost // by host name
@@ -264,10 +286,6 @@ func ensure(ctx context.Context, cfg *lab.Config, dir string, now time.Time) (*F
 	if err != nil {
 		return nil, err
 	}
-	kubeProxy, err := is.leaf("kube-proxy", certSpec{commonName: "system:kube-proxy", extKeyUsage: clientAuth}, ca)
-	if err != nil {
-		return nil, err
-	}
 
 	var apiServerIPs []net.IP
 	if cfg.Network.VirtualIP != "" {
@@ -287,9 +305,6 @@ func ensure(ctx context.Context, cfg *lab.Config, dir string, now time.Time) (*F
 
 	kc := kubeconfigWriter{is: is, clusterName: cfg.Name, caFile: f.CA.Cert}
 	if f.AdminKubeconfig, err = kc.write("admin.kubeconfig", serverURL(endpoint, port), "faultline-admin", f.Admin); err != nil {
-		return nil, err
-	}
-	if f.KubeProxyKubeconfig, err = kc.write("kube-proxy.kubeconfig", serverURL(endpoint, port), "system:kube-proxy", kubeProxy); err != nil {
 		return nil, err
 	}
 
@@ -353,6 +368,22 @@ func ensure(ctx context.Context, cfg *lab.Config, dir string, now time.Time) (*F
 			}
 			if n.Kubeconfig, err = kc.write("kubelet-"+h.Name+".kubeconfig", serverURL(endpoint, port), user, n.Client); err != nil {
 				return nil, err
+			}
+			agents := []struct {
+				file, user, group string
+				dest              *string
+			}{
+				{"kube-proxy-" + h.Name, KubeProxyUser(h.Name), KubeProxyGroup, &n.KubeProxyKubeconfig},
+				{"kube-router-" + h.Name, KubeRouterUser(h.Name), KubeRouterGroup, &n.KubeRouterKubeconfig},
+			}
+			for _, a := range agents {
+				pair, err := is.leaf(a.file, certSpec{commonName: a.user, organization: []string{a.group}, extKeyUsage: clientAuth}, ca)
+				if err != nil {
+					return nil, err
+				}
+				if *a.dest, err = kc.write(a.file+".kubeconfig", serverURL(endpoint, port), a.user, pair); err != nil {
+					return nil, err
+				}
 			}
 			f.Nodes[h.Name] = n
 		}

@@ -227,14 +227,16 @@ func TestLab11Certificates(t *testing.T) {
 	}
 
 	for path, want := range map[string]string{
-		f.AdminKubeconfig:     "https://10.231.11.10:6443",
-		f.KubeProxyKubeconfig: "https://10.231.11.10:6443",
+		f.AdminKubeconfig:                       "https://10.231.11.10:6443",
+		f.Nodes["worker1"].KubeProxyKubeconfig:  "https://10.231.11.10:6443",
+		f.Nodes["worker2"].KubeRouterKubeconfig: "https://10.231.11.10:6443",
 	} {
 		if got, _ := kubeconfigServer(t, path); got != want {
 			t.Errorf("%s points at %s, want %s", path, got, want)
 		}
 	}
-	wantSubject(t, mustCert(t, filepath.Join(f.Dir, "kube-proxy.crt")), "system:kube-proxy")
+	wantSubject(t, mustCert(t, filepath.Join(f.Dir, "kube-proxy-worker1.crt")), "faultline:kube-proxy:worker1", KubeProxyGroup)
+	wantSubject(t, mustCert(t, filepath.Join(f.Dir, "kube-router-worker2.crt")), "faultline:kube-router:worker2", KubeRouterGroup)
 
 	if _, err := readKey(f.ServiceAccountKey); err != nil {
 		t.Errorf("service-account key: %v", err)
@@ -411,7 +413,7 @@ func TestChangedTopologyReissuesAffectedCertificates(t *testing.T) {
 func TestPairWithoutVirtualAddressUsesTheSoleAPIServer(t *testing.T) {
 	cfg := loadLab(t, "pair")
 	f := mustEnsure(t, cfg, t.TempDir())
-	for _, path := range []string{f.AdminKubeconfig, f.KubeProxyKubeconfig, f.Nodes["pair-worker"].Kubeconfig, f.Nodes["pair-cp"].Kubeconfig} {
+	for _, path := range []string{f.AdminKubeconfig, f.Nodes["pair-worker"].KubeProxyKubeconfig, f.Nodes["pair-worker"].Kubeconfig, f.Nodes["pair-cp"].Kubeconfig} {
 		if got, _ := kubeconfigServer(t, path); got != "https://10.231.2.11:6443" {
 			t.Errorf("%s points at %s, want the sole API server", path, got)
 		}
@@ -446,9 +448,9 @@ func TestKubeconfigsAuthenticateOverMutualTLS(t *testing.T) {
 	defer srv.Close()
 
 	for path, want := range map[string]string{
-		f.ControlPlane["cp1"].AdminKubeconfig: "faultline-admin|system:masters",
-		f.Nodes["worker1"].Kubeconfig:         "system:node:worker1|system:nodes",
-		f.KubeProxyKubeconfig:                 "system:kube-proxy|",
+		f.ControlPlane["cp1"].AdminKubeconfig:  "faultline-admin|system:masters",
+		f.Nodes["worker1"].Kubeconfig:          "system:node:worker1|system:nodes",
+		f.Nodes["worker1"].KubeProxyKubeconfig: "faultline:kube-proxy:worker1|faultline:kube-proxies",
 	} {
 		_, rc := kubeconfigServer(t, path)
 		// The certificate names 127.0.0.1, so the server's real address

@@ -34,6 +34,18 @@ const (
 	controllerManagerPort = 10257
 	schedulerPort         = 10259
 	kubeProxyHealthPort   = 10256
+	// KubeRouterHealthPort and KubeRouterMetricsPort are the policy
+	// agent's (kube-router's defaults are 20244 and off).
+	KubeRouterHealthPort  = 20244
+	KubeRouterMetricsPort = 20245
+)
+
+// ClusterDomain is the cluster's DNS domain, and DNSServiceIPIndex the
+// address of the service CIDR the kube-dns Service takes (the tenth, as
+// kubeadm's default).
+const (
+	ClusterDomain     = "cluster.local"
+	DNSServiceIPIndex = 10
 )
 
 // Cluster is one lab as its components see it: its config, the layout of
@@ -164,6 +176,9 @@ func ForHost(c *Cluster, h Host) []Service {
 	}
 	if h.Node != nil {
 		out = append(out, containerdService(), kubeletService(), kubeProxyService())
+		if h.HasRole(lab.RoleWorker) {
+			out = append(out, kubeRouterService())
+		}
 	}
 	return out
 }

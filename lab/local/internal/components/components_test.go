@@ -1,6 +1,7 @@
 package components
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/layout"
+	"github.com/faultline/faultline/lab/local/pki"
+	"github.com/faultline/faultline/lab/timers"
 )
 
 // The local backend imports this package, so its tests cannot link it; the
@@ -61,7 +64,7 @@ func TestServicesByRoleInBootOrder(t *testing.T) {
 	for host, want := range map[string][]string{
 		"etcd1":   {"etcd"},
 		"cp1":     {"kube-apiserver", "keepalived", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"},
-		"worker1": {"containerd", "kubelet", "kube-proxy"},
+		"worker1": {"containerd", "kubelet", "kube-proxy", "kube-router"},
 	} {
 		got := ForHost(c, hosts[host])
 		if !slices.Equal(names(got), want) {
@@ -151,5 +154,46 @@ func TestAuthorizationConfigIsWrittenOnce(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "changed" {
 		t.Errorf("the second start rewrote the file: %q", b)
+	}
+}
+
+// The addons give each node agent's group its role, put the kube-dns
+// Service on the address the kubelets are told, and run CoreDNS with the
+// image named.
+func TestAddonsBindTheAgentsAndPointClusterDNSAtCoreDNS(t *testing.T) {
+	c, hosts := testCluster(t, "lab11")
+	a := c.AddonObjects("faultline.local/coredns:1.0")
+	bound := map[string]string{}
+	for _, b := range a.ClusterRoleBindings {
+		for _, s := range b.Subjects {
+			bound[s.Name] = b.RoleRef.Name
+		}
+	}
+	if bound["faultline:kube-proxies"] != "system:node-proxier" || bound["faultline:kube-routers"] != "faultline:kube-router" || bound["coredns"] != "faultline:coredns" {
+		t.Errorf("bindings %v", bound)
+	}
+	if len(a.Services) != 1 || a.Services[0].Spec.ClusterIP != c.Plan.ServiceIP(DNSServiceIPIndex).String() {
+		t.Fatalf("kube-dns Service %+v, want it on the tenth service address", a.Services)
+	}
+	if d := a.Deployments[0]; *d.Spec.Replicas != 2 || d.Spec.Template.Spec.Containers[0].Image != "faultline.local/coredns:1.0" {
+		t.Errorf("CoreDNS Deployment %+v", d.Spec)
+	}
+	files, err := pki.Ensure(context.Background(), c.Config, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := timers.Get(timers.Fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.kubeletConfig(&Env{PKI: files, Profile: profile}, hosts["worker1"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cfg, "- "+a.Services[0].Spec.ClusterIP) {
+		t.Errorf("kubelet config does not name the kube-dns address:\n%s", cfg)
+	}
+	if !strings.Contains(Corefile(), "kubernetes cluster.local") || !strings.Contains(Corefile(), "ttl 5") {
+		t.Errorf("Corefile:\n%s", Corefile())
 	}
 }

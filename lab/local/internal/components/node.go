@@ -239,7 +239,8 @@ func (c *Cluster) kubeletConfig(cc *Env, h Host) (string, error) {
 		"podLogsDir":               filepath.Join(data, "pod-logs"),
 		"volumePluginDir":          filepath.Join(data, "volume-plugins"),
 		"protectKernelDefaults":    true,
-		"clusterDomain":            "cluster.local",
+		"clusterDomain":            ClusterDomain,
+		"clusterDNS":               []string{c.Plan.ServiceIP(DNSServiceIPIndex).String()},
 		"resolvConf":               "/etc/resolv.conf",
 		"rotateCertificates":       false,
 		"serverTLSBootstrap":       false,
@@ -319,10 +320,14 @@ func kubeProxyService() Service {
 			if err != nil {
 				return supervise.Spec{}, err
 			}
+			node, ok := cc.PKI.Nodes[h.Name]
+			if !ok {
+				return supervise.Spec{}, fmt.Errorf("no kube-proxy certificates for %s", h.Name)
+			}
 			cfg := map[string]any{
 				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 				"kind":               "KubeProxyConfiguration",
-				"clientConnection":   map[string]any{"kubeconfig": cc.PKI.KubeProxyKubeconfig},
+				"clientConnection":   map[string]any{"kubeconfig": node.KubeProxyKubeconfig},
 				"mode":               "iptables",
 				"clusterCIDR":        c.Plan.Pods.String(),
 				"hostnameOverride":   h.Name,
@@ -345,6 +350,40 @@ func kubeProxyService() Service {
 		Ready: func(ctx context.Context, c *Cluster, h Host) error {
 			return tcpReady(ctx, h.Address, kubeProxyHealthPort)
 		},
+		StopGrace: 5 * time.Second,
+	}
+}
+
+// kubeRouterService is the worker's NetworkPolicy agent: kube-router with
+// only its firewall, beside kube-proxy, as its own node identity.
+func kubeRouterService() Service {
+	return Service{
+		Name:  lab.ServicePolicyAgent,
+		Phase: PhaseNode,
+		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
+			cc, err := c.Env(context.Background())
+			if err != nil {
+				return supervise.Spec{}, err
+			}
+			node, ok := cc.PKI.Nodes[h.Name]
+			if !ok {
+				return supervise.Spec{}, fmt.Errorf("no kube-router certificates for %s", h.Name)
+			}
+			argv := []string{cc.Bins.KubeRouter,
+				"--kubeconfig=" + node.KubeRouterKubeconfig,
+				"--hostname-override=" + h.Name,
+				"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+				"--service-cluster-ip-range=" + c.Plan.Services.String(),
+				fmt.Sprintf("--health-port=%d", KubeRouterHealthPort),
+				fmt.Sprintf("--metrics-port=%d", KubeRouterMetricsPort),
+			}
+			env := append(cc.Profile.ClientEnv(), "PATH="+filepath.Dir(cc.Bins.Ipset)+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+			return supervise.Spec{Argv: argv, Env: env}, nil
+		},
+		Ready: func(ctx context.Context, c *Cluster, h Host) error {
+			return httpOK(ctx, fmt.Sprintf("http://%s:%d/healthz", h.Address, KubeRouterHealthPort))
+		},
+		ReadyWait: 90 * time.Second,
 		StopGrace: 5 * time.Second,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/hostssh"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
 )
@@ -71,7 +72,7 @@ func (s Service) ReadyTimeout() time.Duration {
 // StopOrder lists every service the lab may run, in the order a clean
 // shutdown stops them.
 var StopOrder = []string{
-	"kube-proxy", "kubelet", "containerd",
+	lab.ServicePolicyAgent, "kube-proxy", "kubelet", "containerd",
 	"kube-scheduler", "kube-controller-manager", "keepalived", "kube-apiserver",
 	"etcd", "sshd",
 }
