@@ -161,14 +161,12 @@ func (c *Cluster) AddonObjects(image string) Addons {
 					// The cluster's resolver cannot resolve through itself.
 					DNSPolicy:                     corev1.DNSDefault,
 					TerminationGracePeriodSeconds: new(int64(5)),
-					// One per worker, as a DaemonSet-like spread would give.
+					// Never two on one node: each instance's answers are
+					// read on their own, and losing one node leaves one.
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: 100,
-							PodAffinityTerm: corev1.PodAffinityTerm{
-								TopologyKey:   corev1.LabelHostname,
-								LabelSelector: &metav1.LabelSelector{MatchLabels: dnsLabels},
-							},
+						RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+							TopologyKey:   corev1.LabelHostname,
+							LabelSelector: &metav1.LabelSelector{MatchLabels: dnsLabels},
 						}},
 					}},
 					Volumes: []corev1.Volume{{
