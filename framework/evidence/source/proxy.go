@@ -13,25 +13,32 @@ import (
 // Proxy reads the test service's rules as kube-proxy (iptables mode)
 // programmed them on one node, with iptables-save over SSH.
 type Proxy struct {
-	name     evidence.Source
-	host     lab.Host
-	subjects evidence.Subjects
+	name               evidence.Source
+	host               lab.Host
+	question           evidence.Question
+	namespace, service string
 }
 
-// NewProxy makes a reader named "proxy/<host>".
+// NewProxy makes a reader named "proxy/<host>" of the subjects' service.
 func NewProxy(host lab.Host, subjects evidence.Subjects) *Proxy {
-	return &Proxy{name: evidence.Source("proxy/" + host.Name()), host: host, subjects: subjects}
+	return NewServiceProxy(evidence.Source("proxy/"+host.Name()), host, evidence.ServiceProxyBackends, subjects.ServiceNamespace, subjects.ServiceName)
+}
+
+// NewServiceProxy makes a reader named name that answers q with service
+// namespace/service's rules on host.
+func NewServiceProxy(name evidence.Source, host lab.Host, q evidence.Question, namespace, service string) *Proxy {
+	return &Proxy{name: name, host: host, question: q, namespace: namespace, service: service}
 }
 
 func (p *Proxy) Source() evidence.Source { return p.name }
 
 func (p *Proxy) Questions() []evidence.Question {
-	return []evidence.Question{evidence.ServiceProxyBackends}
+	return []evidence.Question{p.question}
 }
 
 func (p *Proxy) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
-		return map[evidence.Question]evidence.Answer{evidence.ServiceProxyBackends: a}
+		return map[evidence.Question]evidence.Answer{p.question: a}
 	}
 	res, err := p.host.Run(ctx, "iptables-save")
 	at := now()
@@ -41,7 +48,7 @@ func (p *Proxy) Read(ctx context.Context) map[evidence.Question]evidence.Answer 
 	if res.ExitCode != 0 {
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: iptables-save on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
 	}
-	v, err := ProxyBackendsFromIPTables(res.Stdout, p.subjects.ServiceNamespace, p.subjects.ServiceName)
+	v, err := ProxyBackendsFromIPTables(res.Stdout, p.namespace, p.service)
 	if err != nil {
 		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": "+err.Error(), at))
 	}

@@ -1,0 +1,275 @@
+package source
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/lab"
+)
+
+// The readers of paper 2: what a pod on a node finds when it connects, and
+// what the node's agents say of themselves. Both reach their target from
+// the node (lab.Host.Dial): the runner may have no route to pod or node
+// addresses, and a connection that starts on the node is what pod traffic
+// and a health checker there would make.
+
+// viaHost is an HTTP client whose every connection starts on host, one
+// connection per request.
+func viaHost(host lab.Host, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return host.Dial(ctx, "tcp", addr)
+			},
+			DisableKeepAlives: true,
+		},
+	}
+}
+
+// getVia GETs url through c and returns the status and the body's first
+// 4 KiB.
+func getVia(ctx context.Context, c *http.Client, u string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, strings.TrimSpace(string(body)), err
+}
+
+// PodDialer asks a client pod on one node (a netexec pod) to make a new
+// connection to a target and say what answered: source "pod/<host>",
+// question evidence.AgentServiceProbe. The pod's address is looked up
+// through client and kept while it answers; a pod that cannot be asked
+// (not running, its node unreachable) is unreadable, never an answer.
+type PodDialer struct {
+	name      evidence.Source
+	question  evidence.Question
+	host      lab.Host
+	client    kubernetes.Interface
+	namespace string
+	pod       string
+	// target finds what the pod dials (host:port), once; path is what it
+	// asks there.
+	target  func(context.Context) (string, error)
+	path    string
+	timeout time.Duration
+	http    *http.Client
+
+	mu       sync.Mutex
+	podIP    string
+	targetIs string
+}
+
+// PodPort is where the netexec client pods serve their /dial.
+const PodPort = 8080
+
+// NewPodDialer makes the reader of pod namespace/pod on host dialling the
+// address target finds (asked until it finds one, then kept) and asking
+// path, each connection given timeout.
+func NewPodDialer(host lab.Host, client kubernetes.Interface, q evidence.Question, namespace, pod string, target func(context.Context) (string, error), path string, timeout time.Duration) *PodDialer {
+	return &PodDialer{
+		name: evidence.Source("pod/" + host.Name()), question: q, host: host, client: client,
+		namespace: namespace, pod: pod, target: target, path: path, timeout: timeout,
+		// The pod's own timeout, the hop to it and its answer.
+		http: viaHost(host, timeout+2*time.Second),
+	}
+}
+
+func (d *PodDialer) Source() evidence.Source        { return d.name }
+func (d *PodDialer) Questions() []evidence.Question { return []evidence.Question{d.question} }
+
+func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
+	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
+		return map[evidence.Question]evidence.Answer{d.question: a}
+	}
+	ip, err := d.address(ctx)
+	if err != nil {
+		return one(evidence.UnreadableAnswer(err.Error(), now()))
+	}
+	target, err := d.targetAddress(ctx)
+	if err != nil {
+		return one(evidence.UnreadableAnswer("finding what to dial: "+Reason(err), now()))
+	}
+	q := url.Values{"target": {target}, "path": {d.path}, "timeout": {d.timeout.String()}}
+	u := "http://" + net.JoinHostPort(ip, strconv.Itoa(PodPort)) + "/dial?" + q.Encode()
+	status, body, err := getVia(ctx, d.http, u)
+	at := now()
+	if err != nil {
+		d.forget(ip)
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("asking pod %s/%s at %s from %s: %s", d.namespace, d.pod, ip, d.host.Name(), Reason(err)), at))
+	}
+	if status != http.StatusOK {
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.namespace, d.pod, status, firstLine([]byte(body))), at))
+	}
+	var v evidence.DialValue
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s: its answer is not a dial result: %v", d.namespace, d.pod, err), at))
+	}
+	v.From = d.namespace + "/" + d.pod
+	return one(answer(v, at, ""))
+}
+
+// address is the pod's IP: the one kept, or looked up.
+func (d *PodDialer) address(ctx context.Context) (string, error) {
+	d.mu.Lock()
+	ip := d.podIP
+	d.mu.Unlock()
+	if ip != "" {
+		return ip, nil
+	}
+	p, err := d.client.CoreV1().Pods(d.namespace).Get(ctx, d.pod, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("looking up the client pod %s/%s: %s", d.namespace, d.pod, Reason(err))
+	}
+	if p.Status.PodIP == "" || p.Spec.NodeName != d.host.Name() {
+		return "", fmt.Errorf("error: the client pod %s/%s has no address on %s (node %q, phase %s)", d.namespace, d.pod, d.host.Name(), p.Spec.NodeName, p.Status.Phase)
+	}
+	d.mu.Lock()
+	d.podIP = p.Status.PodIP
+	d.mu.Unlock()
+	return p.Status.PodIP, nil
+}
+
+// targetAddress is the target: the one kept, or found.
+func (d *PodDialer) targetAddress(ctx context.Context) (string, error) {
+	d.mu.Lock()
+	t := d.targetIs
+	d.mu.Unlock()
+	if t != "" {
+		return t, nil
+	}
+	t, err := d.target(ctx)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.targetIs = t
+	d.mu.Unlock()
+	return t, nil
+}
+
+// forget drops a kept address that did not answer, so the next read
+// looks it up again (the pod may have been recreated).
+func (d *PodDialer) forget(ip string) {
+	d.mu.Lock()
+	if d.podIP == ip {
+		d.podIP = ""
+	}
+	d.mu.Unlock()
+}
+
+// AgentEndpoint is one agent's health endpoint on a node's address.
+type AgentEndpoint struct {
+	Agent string // "kube-proxy"
+	Port  int
+	Path  string // "/healthz"
+}
+
+// AgentHealth reads a node's agents' health endpoints: source
+// "agents/<host>", question evidence.AgentHealth. One endpoint that does
+// not answer is recorded in the value with its error (an agent that is
+// down says so by not answering); the node itself not reached is
+// unreadable.
+type AgentHealth struct {
+	name      evidence.Source
+	host      lab.Host
+	endpoints []AgentEndpoint
+	timeout   time.Duration
+}
+
+// NewAgentHealth makes the reader of host's agents at endpoints.
+func NewAgentHealth(host lab.Host, endpoints []AgentEndpoint, timeout time.Duration) *AgentHealth {
+	return &AgentHealth{name: evidence.Source("agents/" + host.Name()), host: host, endpoints: endpoints, timeout: timeout}
+}
+
+func (a *AgentHealth) Source() evidence.Source { return a.name }
+func (a *AgentHealth) Questions() []evidence.Question {
+	return []evidence.Question{evidence.AgentHealth}
+}
+
+func (a *AgentHealth) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
+	v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var hostErr error
+	for _, e := range a.endpoints {
+		wg.Go(func() {
+			ans, err := a.ask(ctx, e)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				hostErr = err
+				return
+			}
+			v.Agents[e.Agent] = ans
+		})
+	}
+	wg.Wait()
+	at := now()
+	if hostErr != nil {
+		return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.UnreadableAnswer(fmt.Sprintf("reaching %s: %s", a.host.Name(), Reason(hostErr)), at)}
+	}
+	return map[evidence.Question]evidence.Answer{evidence.AgentHealth: answer(v, at, "")}
+}
+
+// ask GETs one endpoint as a health checker on the node would: refused,
+// or connected with no answer in time, is the agent's answer (it is not
+// healthy to its checker); an error means the node was not reached.
+func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentHealthAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	addr := net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port))
+	conn, err := a.host.Dial(ctx, "tcp", addr)
+	switch {
+	case err == nil:
+	case errors.Is(err, lab.ErrNotConnectedByHost):
+		if ctx.Err() != nil {
+			return evidence.AgentHealthAnswer{Error: fmt.Sprintf("no connection within %s", a.timeout)}, nil
+		}
+		return evidence.AgentHealthAnswer{Error: "connection failed: " + err.Error()}, nil
+	default:
+		return evidence.AgentHealthAnswer{}, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	noAnswer := evidence.AgentHealthAnswer{Error: fmt.Sprintf("connected, no answer within %s", a.timeout)}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", requestPath(e.Path), addr); err != nil {
+		if ctx.Err() != nil {
+			return noAnswer, nil
+		}
+		return evidence.AgentHealthAnswer{Error: "connection failed: " + err.Error()}, nil
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return noAnswer, nil
+		}
+		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + err.Error()}, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return evidence.AgentHealthAnswer{StatusCode: resp.StatusCode, Body: firstLine(body)}, nil
+}

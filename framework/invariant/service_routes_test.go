@@ -1,0 +1,103 @@
+package invariant
+
+import (
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+func eps(ready ...string) evidence.EndpointsValue {
+	return evidence.EndpointsValue{Ready: ready, NotReady: []string{}, Slices: 1}
+}
+
+func dnat(backends ...string) evidence.ProxyBackendsValue {
+	v := evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{{Port: "faultline-agents/routes:http", ClusterIP: "10.250.0.50", ServicePort: "80/tcp", Backends: backends}}}
+	if len(backends) == 0 {
+		v.Ports[0].Rejected = true
+	}
+	return v
+}
+
+// routesRun: the backend moves from .5 to .9 at second 3 in the API;
+// worker2 follows in the next round, worker1 keeps .5 until second
+// stale (or follows at once when stale is 0).
+func routesRun(t *testing.T, rounds int, stale float64, worker1Unreadable map[int]bool) *run {
+	r := newRun(t)
+	for i := 0; i < rounds; i++ {
+		s := float64(i)
+		ready := "10.240.3.5"
+		if s >= 3 {
+			ready = "10.240.3.9"
+		}
+		rd := r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		w2 := "10.240.3.5:8080"
+		if s >= 4 {
+			w2 = "10.240.3.9:8080"
+		}
+		rd.value("kube-proxy/worker2", evidence.AgentServiceTranslation, 0.2, dnat(w2), "")
+		w1 := "10.240.3.5:8080"
+		if s >= 4 && (stale == 0 || s >= stale) {
+			w1 = "10.240.3.9:8080"
+		}
+		if worker1Unreadable[i] {
+			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+		} else {
+			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
+		}
+		rd.value("pod/worker1", evidence.AgentServiceProbe, 0.5, evidence.DialValue{Target: "10.250.0.50:80", Connected: false, Error: "timeout"}, "")
+	}
+	return r
+}
+
+func TestServiceRoutesTruthful(t *testing.T) {
+	inv := ServiceRoutesTruthful(3 * time.Second)
+
+	// Both nodes follow the change within a round: PRESERVED, exercised.
+	j := expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
+	if j.Exercised == nil || !*j.Exercised {
+		t.Errorf("a change of the ready endpoints exercises it: %+v", j)
+	}
+
+	// worker1 keeps the old backend until second 9: proven from 3.2 to 8
+	// (the change round reads .9 in the API), longer than 3 s.
+	j = expect(t, inv, routesRun(t, 12, 9, nil).input(WindowToSettle), verdict.Violated,
+		"kube-proxy/worker1 forwards to [10.240.3.5] while apiserver/cp1 records [10.240.3.9]", "pod/worker1's connection to 10.250.0.50:80 failed (timeout)", "bound 3s")
+	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "kube-proxy/worker1" {
+		t.Errorf("the violation names its node and moment: %+v", j)
+	}
+
+	// The same stale node, but unreadable after one broken round: it could
+	// have kept the old rules, so the evidence cannot say.
+	unread := map[int]bool{}
+	for i := 4; i < 10; i++ {
+		unread[i] = true
+	}
+	expect(t, inv, routesRun(t, 12, 0, unread).input(WindowToSettle), verdict.InsufficientData, "could not be read")
+
+	// Nothing changed: PRESERVED, not exercised.
+	r := newRun(t)
+	for i := 0; i < 5; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+	}
+	j = expect(t, inv, r.input(WindowToSettle), verdict.Preserved)
+	if j.Exercised == nil || *j.Exercised {
+		t.Errorf("no change: not exercised: %+v", j)
+	}
+
+	// No endpoints and a node that rejects: they agree.
+	r = newRun(t)
+	for i := 0; i < 5; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(), "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(), "")
+	}
+	expect(t, inv, r.input(WindowToSettle), verdict.Preserved)
+
+	// No API server ever answered.
+	r = newRun(t)
+	r.round(0).unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout").
+		value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no API server answered")
+}

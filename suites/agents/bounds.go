@@ -1,0 +1,32 @@
+package agents
+
+import (
+	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
+)
+
+// SampleEvery is the suite's tick: every source asked once a second, so
+// every verdict's resolution is one second.
+const SampleEvery = time.Second
+
+// RouteBound is how long a node may forward the service to what the API
+// no longer records as ready (service-routes-truthful): kube-proxy
+// reprograms at most minSyncPeriod (1 s, its default) after an
+// EndpointSlice change reaches it, the EndpointSlice controller writes the
+// change within a second of the pod's readiness, and each of the two
+// reads that prove a stretch can fall up to one tick late. The null arm
+// of the feasibility check measures the real lag on the lab (its
+// PRESERVED reason names the longest difference it saw), and the suite
+// README quotes it beside this bound.
+var RouteBound = invariant.Bound{
+	Limit: 5 * time.Second,
+	Why:   "kube-proxy's minSyncPeriod of 1s, the EndpointSlice controller's write, and two 1s ticks of resolution",
+}
+
+// Invariants are every invariant the suite judges, each run.
+func Invariants() []invariant.Invariant {
+	return []invariant.Invariant{
+		invariant.ServiceRoutesTruthful(RouteBound.Limit),
+	}
+}

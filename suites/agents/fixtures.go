@@ -1,0 +1,167 @@
+// Package agents is paper 2's suite: do the agents on each node (kube-proxy,
+// the NetworkPolicy agent, CoreDNS) apply the rules the API server records?
+// This package holds what its table needs: the fixtures it installs, the
+// evidence it adds to the sampler, its bounds.
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/fixtures/images"
+)
+
+// The fixtures' names.
+const (
+	Namespace = "faultline-agents"
+	// Service is the test service the nodes translate.
+	Service = "routes"
+	// BackendLabel selects the service's backends.
+	BackendLabel = "faultline.io/agents-backend"
+	// BackendNode is where the backends run: a worker the probes reach
+	// from the others, so every probe crosses the pod network.
+	BackendNode = "worker3"
+	// FirstBackend is the backend the fixtures start with, SecondBackend
+	// the one a change replaces it with.
+	FirstBackend  = "backend-a"
+	SecondBackend = "backend-b"
+)
+
+// ClientNodes are the workers whose client pods probe, and whose agents
+// the evidence reads.
+var ClientNodes = []string{"worker1", "worker2"}
+
+// ClientPod names the client pod on node.
+func ClientPod(node string) string { return "client-" + node }
+
+func netexecPod(name, node string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			// Pinned: the scenarios fault named nodes' agents.
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: new(int64(1)),
+			Containers: []corev1.Container{{
+				Name:            "netexec",
+				Image:           images.Ref("netexec"),
+				ImagePullPolicy: corev1.PullNever,
+				Args:            []string{"--port=8080"},
+				Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+}
+
+// Backend is a backend pod of the test service on BackendNode.
+func Backend(name string) *corev1.Pod {
+	return netexecPod(name, BackendNode, map[string]string{BackendLabel: "true"})
+}
+
+// Install creates the fixtures (what exists is kept) and waits until every
+// pod is ready: the namespace, the first backend, the service, a client
+// pod on each client node.
+func Install(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: Service, Namespace: Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{BackendLabel: "true"},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service %s: %w", Service, err)
+	}
+	pods := []*corev1.Pod{Backend(FirstBackend)}
+	for _, n := range ClientNodes {
+		pods = append(pods, netexecPod(ClientPod(n), n, map[string]string{"faultline.io/agents-client": n}))
+	}
+	for _, p := range pods {
+		if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+	}
+	for _, p := range pods {
+		if err := waitReady(ctx, cs, p.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady waits until pod is Ready.
+func waitReady(ctx context.Context, cs kubernetes.Interface, pod string) error {
+	var last string
+	for {
+		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case podReady(p):
+			return nil
+		default:
+			last = fmt.Sprintf("phase %s", p.Status.Phase)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod %s/%s not ready (%s): %w", Namespace, pod, last, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ReplaceBackend makes the service's only backend another: it creates
+// SecondBackend, waits until it is ready, and deletes FirstBackend.
+func ReplaceBackend(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating %s: %w", SecondBackend, err)
+	}
+	if err := waitReady(ctx, cs, SecondBackend); err != nil {
+		return err
+	}
+	if err := cs.CoreV1().Pods(Namespace).Delete(ctx, FirstBackend, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+		return fmt.Errorf("deleting %s: %w", FirstBackend, err)
+	}
+	return nil
+}
+
+// ErrNoClusterIP is returned while the service has no cluster address.
+var ErrNoClusterIP = errors.New("the agents' service has no cluster IP")
+
+// ServiceAddress is the service's cluster address and port (host:port).
+func ServiceAddress(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	svc, err := cs.CoreV1().Services(Namespace).Get(ctx, Service, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return "", ErrNoClusterIP
+	}
+	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
+}

@@ -1,0 +1,139 @@
+package agents_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/framework/evidence/source"
+	_ "github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/backends"
+	_ "github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/suites/agents"
+	"github.com/faultline/faultline/suites/disagree"
+)
+
+func TestAgents(t *testing.T) {
+	if os.Getenv(scenario.EnvLab) == "" {
+		t.Skip("the agents suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "agents: do the agents on each node apply what the API server records?")
+}
+
+var suiteSampler = sampler.New(sampler.Options{Extras: agents.Extras()})
+
+var _ = scenario.Register(scenario.Suite{
+	Name:        "agents",
+	OpenLab:     scenario.OpenLabFromEnv,
+	Sampler:     suiteSampler,
+	SampleEvery: agents.SampleEvery,
+	Shape:       disagree.Lab11,
+	Prepare:     installFixtures,
+}, table())
+
+// fixturesTimeout bounds installing the fixtures and waiting for every
+// client node to program the service.
+const fixturesTimeout = 2 * time.Minute
+
+func adminClient(l lab.Lab) (kubernetes.Interface, error) {
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// installFixtures installs the backend, the service and the client pods,
+// then waits until every client node's kube-proxy forwards the service to
+// the backend, so the baseline starts agreed.
+func installFixtures(ctx context.Context, l lab.Lab, _ scenario.Scenario) error {
+	if n := suiteSampler.DiscardEvents(); n > 0 {
+		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
+	}
+	cs, err := adminClient(l)
+	if err != nil {
+		return fmt.Errorf("installing the agents' fixtures: %w", err)
+	}
+	start := time.Now()
+	var lastErr error
+	for time.Since(start) < fixturesTimeout {
+		if lastErr = agents.Install(ctx, cs, fixturesTimeout-time.Since(start)); lastErr == nil {
+			break
+		}
+		fmt.Fprintf(GinkgoWriter, "fixtures: %v; trying again\n", lastErr)
+		time.Sleep(2 * time.Second)
+	}
+	if lastErr != nil {
+		return fmt.Errorf("installing the agents' fixtures: %w", lastErr)
+	}
+	return waitProgrammed(ctx, l, cs, fixturesTimeout-time.Since(start))
+}
+
+// waitProgrammed waits until every client node forwards the service to
+// the first backend and nothing else.
+func waitProgrammed(ctx context.Context, l lab.Lab, cs kubernetes.Interface, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		eps, _, err := readReady(ctx, cs)
+		if err != nil {
+			last = err.Error()
+		} else {
+			done := len(eps) == 1
+			for _, n := range agents.ClientNodes {
+				h, err := l.Host(n)
+				if err != nil {
+					return err
+				}
+				ans := source.NewServiceProxy("kube-proxy/"+evidence.Source(n), h, evidence.AgentServiceTranslation, agents.Namespace, agents.Service).Read(ctx)[evidence.AgentServiceTranslation]
+				var v evidence.ProxyBackendsValue
+				if err := ans.Decode(&v); err != nil {
+					done, last = false, fmt.Sprintf("%s: %s", n, ans.Reason)
+					continue
+				}
+				var got []string
+				for _, p := range v.Ports {
+					got = append(got, p.Backends...)
+				}
+				if len(eps) != 1 || !slices.Equal(got, []string{eps[0] + ":8080"}) {
+					done, last = false, fmt.Sprintf("%s forwards to %v, the API records %v", n, got, eps)
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("the client nodes did not program the agents' service within %s: %s", within.Round(time.Second), last)
+}
+
+func readReady(ctx context.Context, cs kubernetes.Interface) ([]string, string, error) {
+	v, rv, err := agents.ReadServiceEndpoints(ctx, cs)
+	if err != nil {
+		return nil, "", err
+	}
+	return v.Ready, rv, nil
+}
+
+// disagreeShape is lab11's: paper 2 runs on paper 1's lab.
+var disagreeShape = disagree.Lab11
