@@ -147,3 +147,20 @@ func runtimeEndpointPath(endpoint string) (string, error) {
 	}
 	return p, nil
 }
+
+// Identity is who a component authenticates to the API servers as.
+type Identity struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+}
+
+// AgentIdentities is a lab whose node agents (kube-proxy, the policy
+// agent) authenticate as identities of their own per node, so a fault can
+// refuse one node's agent and no other's.
+type AgentIdentities interface {
+	// AgentIdentity returns who the agent (a service name:
+	// ServiceKubeProxy, ServicePolicyAgent) on node authenticates as; an
+	// error wrapping ErrUnsupported when that agent shares its identity
+	// with other nodes' or does not run there.
+	AgentIdentity(node, agent string) (Identity, error)
+}

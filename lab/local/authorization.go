@@ -5,6 +5,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/components"
+	"github.com/faultline/faultline/lab/local/pki"
 )
 
 var _ lab.AuthorizationConfigFiles = (*Lab)(nil)
@@ -21,4 +22,30 @@ func (l *Lab) AuthorizationConfigFile(host string) (string, error) {
 		return "", err
 	}
 	return "", fmt.Errorf("lab %s: host %s runs no API server", l.cfg.Name, host)
+}
+
+var _ lab.AgentIdentities = (*Lab)(nil)
+
+// AgentIdentity is who node's kube-proxy or policy agent authenticates as
+// (see pki: one identity per node and agent).
+func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
+	h, err := l.Host(node)
+	if err != nil {
+		return lab.Identity{}, err
+	}
+	lh := h.(*Host)
+	runs := false
+	for _, s := range lh.services() {
+		runs = runs || s.Name == agent
+	}
+	if !runs {
+		return lab.Identity{}, lab.Unsupported(l.Info().Kind, "agent identity", fmt.Sprintf("host %s runs no %s", node, agent))
+	}
+	switch agent {
+	case lab.ServiceKubeProxy:
+		return lab.Identity{User: pki.KubeProxyUser(node), Groups: []string{pki.KubeProxyGroup, "system:authenticated"}}, nil
+	case lab.ServicePolicyAgent:
+		return lab.Identity{User: pki.KubeRouterUser(node), Groups: []string{pki.KubeRouterGroup, "system:authenticated"}}, nil
+	}
+	return lab.Identity{}, lab.Unsupported(l.Info().Kind, "agent identity", fmt.Sprintf("%s is not a node agent with an identity of its own", agent))
 }

@@ -24,28 +24,36 @@ var authzConfigVersions = []string{"apiserver.config.k8s.io/v1", "apiserver.conf
 // (tcpmux) is served by nothing on a cluster host; inject checks that.
 const refusedWebhookPort = 1
 
-// denyPodWatchExpression selects exactly node's list and watch of pods.
+// denyWatchExpression selects exactly user's list and watch of resources.
 // Every field is guarded with has(): a match condition that fails to
 // evaluate counts as a failure of the webhook, which with failurePolicy
-// Deny would deny requests the fault must let through.
-func denyPodWatchExpression(node string) string {
+// Deny would deny requests the fault must let through. user and the
+// resources are checked names (no quote can reach the expression).
+func denyWatchExpression(user string, resources []WatchedResource) string {
+	var any []string
+	for _, r := range resources {
+		group := "(!has(request.resourceAttributes.group) || request.resourceAttributes.group == '')"
+		if r.Group != "" {
+			group = "(has(request.resourceAttributes.group) && request.resourceAttributes.group == '" + r.Group + "')"
+		}
+		any = append(any, "(request.resourceAttributes.resource == '"+r.Resource+"' && "+group+")")
+	}
 	return strings.Join([]string{
 		"has(request.user)",
-		"request.user == 'system:node:" + node + "'",
+		"request.user == '" + user + "'",
 		"has(request.resourceAttributes)",
 		"has(request.resourceAttributes.resource)",
-		"request.resourceAttributes.resource == 'pods'",
-		"(!has(request.resourceAttributes.group) || request.resourceAttributes.group == '')",
+		"(" + strings.Join(any, " || ") + ")",
 		"(!has(request.resourceAttributes.subresource) || request.resourceAttributes.subresource == '')",
 		"has(request.resourceAttributes.verb)",
 		"request.resourceAttributes.verb in ['list', 'watch']",
 	}, " && ")
 }
 
-// denyPodWatchAuthorizer is the authorizer the fault puts first: a webhook
-// that cannot be reached, failing closed, asked only about node's list
-// and watch of pods. Nothing is cached, so heal takes effect at once.
-func denyPodWatchAuthorizer(name, node, kubeconfigPath string) map[string]any {
+// denyWatchAuthorizer is the authorizer the fault puts first: a webhook
+// that cannot be reached, failing closed, asked only about user's list
+// and watch of resources. Nothing is cached, so heal takes effect at once.
+func denyWatchAuthorizer(name, user string, resources []WatchedResource, kubeconfigPath string) map[string]any {
 	return map[string]any{
 		"type": "Webhook",
 		"name": name,
@@ -63,7 +71,7 @@ func denyPodWatchAuthorizer(name, node, kubeconfigPath string) map[string]any {
 				"kubeConfigFile": kubeconfigPath,
 			},
 			"matchConditions": []any{
-				map[string]any{"expression": denyPodWatchExpression(node)},
+				map[string]any{"expression": denyWatchExpression(user, resources)},
 			},
 		},
 	}
@@ -73,7 +81,7 @@ func denyPodWatchAuthorizer(name, node, kubeconfigPath string) map[string]any {
 // before its first authorizer. It refuses a file that is not an
 // AuthorizationConfiguration, lists no authorizer, or already holds an
 // authorizer of the same name (a fault never adopts what it did not write).
-func renderDenyPodWatchConfig(original []byte, name, node, kubeconfigPath string) ([]byte, error) {
+func renderDenyWatchConfig(original []byte, name, user string, resources []WatchedResource, kubeconfigPath string) ([]byte, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(original, &doc); err != nil {
 		return nil, fmt.Errorf("reading the authorization configuration: %w", err)
@@ -99,7 +107,7 @@ func renderDenyPodWatchConfig(original []byte, name, node, kubeconfigPath string
 			return nil, fmt.Errorf("authorizers[%d] is already named %q: the fault is injected already, or its heal did not finish", i, name)
 		}
 	}
-	doc["authorizers"] = append([]any{denyPodWatchAuthorizer(name, node, kubeconfigPath)}, list...)
+	doc["authorizers"] = append([]any{denyWatchAuthorizer(name, user, resources, kubeconfigPath)}, list...)
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("writing the authorization configuration: %w", err)

@@ -38,7 +38,13 @@ type blackholeWatchParams struct {
 	// Node is the host whose kubelet stops hearing about its pods; its
 	// node name is its host name.
 	Node string `json:"node"`
-	Tag  string `json:"tag"`
+	// Agent, when set, is the node agent (a service name: kube-proxy, the
+	// policy agent) refused instead of the kubelet, as the identity the lab
+	// gives it on Node (lab.AgentIdentities), for the list and watch of
+	// Resources.
+	Agent     string            `json:"agent,omitempty"`
+	Resources []WatchedResource `json:"resources,omitempty"`
+	Tag       string            `json:"tag"`
 	// ConfigPath is the authorization configuration file on every
 	// control-plane host; empty means the lab says where
 	// (lab.AuthorizationConfigFiles).
@@ -60,10 +66,41 @@ func (p blackholeWatchParams) check() error {
 	if err := checkTag(p.Tag); err != nil {
 		errs = append(errs, err)
 	}
+	if p.Agent != "" && len(p.Resources) == 0 {
+		errs = append(errs, fmt.Errorf("agent %s: no resources to refuse it the watch of", p.Agent))
+	}
+	if p.Agent == "" && len(p.Resources) > 0 {
+		errs = append(errs, errors.New("resources named without an agent: the kubelet's blackhole refuses its pods only"))
+	}
+	for _, r := range p.Resources {
+		if !resourceNamePattern.MatchString(r.Resource) || (r.Group != "" && !nodeNamePattern.MatchString(r.Group)) {
+			errs = append(errs, fmt.Errorf("resource %q in group %q is not a resource name", r.Resource, r.Group))
+		}
+	}
 	if p.ConfigPath != "" && (!path.IsAbs(p.ConfigPath) || path.Clean(p.ConfigPath) != p.ConfigPath) {
 		errs = append(errs, fmt.Errorf("config path %q is not a clean absolute path", p.ConfigPath))
 	}
 	return errors.Join(errs...)
+}
+
+// WatchedResource is a resource an agent lists and watches ("" group for
+// the core API).
+type WatchedResource struct {
+	Group    string `json:"group,omitempty"`
+	Resource string `json:"resource"`
+}
+
+// resourceNamePattern is a resource's plural name.
+var resourceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// BlackholeAgentWatch makes the API servers refuse node's agent (a
+// service name, such as lab.ServicePolicyAgent) the list and watch of
+// resources, and nothing else, as BlackholeWatch does the kubelet's pods:
+// the agent keeps its connection and its health while it no longer hears
+// of changes. The lab must give the agent an identity of its own on node
+// (lab.AgentIdentities).
+func BlackholeAgentWatch(node, agent string, resources ...WatchedResource) fault.Fault {
+	return &blackholeWatch{p: blackholeWatchParams{Node: node, Agent: agent, Resources: resources, Tag: newTag()}}
 }
 
 // BlackholeWatch makes the API servers refuse node's kubelet the list and
@@ -144,16 +181,42 @@ func (f *blackholeWatch) apiServerHosts(l lab.Lab) ([]apiServerHost, error) {
 	return out, nil
 }
 
-// nodeHost checks the node is a host of the lab that runs a kubelet.
+// nodeHost checks the node is a host of the lab that runs a kubelet
+// (or the agent refused).
 func (f *blackholeWatch) nodeHost(ctx context.Context, l lab.Lab) (lab.Host, error) {
 	h, err := hostByName(l, f.p.Node)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ServiceState(ctx, h, lab.ServiceKubelet); err != nil {
+	svc := lab.ServiceKubelet
+	if f.p.Agent != "" {
+		svc = f.p.Agent
+	}
+	if _, err := ServiceState(ctx, h, svc); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// refused is who is refused what: the kubelet's pods, or the agent's
+// resources as the identity the lab gives it.
+func (f *blackholeWatch) refused(l lab.Lab) (lab.Identity, []WatchedResource, error) {
+	if f.p.Agent == "" {
+		return lab.Identity{User: "system:node:" + f.p.Node, Groups: []string{"system:nodes", "system:authenticated"}},
+			[]WatchedResource{{Resource: "pods"}}, nil
+	}
+	ids, ok := l.(lab.AgentIdentities)
+	if !ok {
+		return lab.Identity{}, nil, lab.Unsupported(l.Info().Kind, "blackhole watch of an agent", "the lab does not say who its node agents authenticate as (lab.AgentIdentities)")
+	}
+	id, err := ids.AgentIdentity(f.p.Node, f.p.Agent)
+	if err != nil {
+		return lab.Identity{}, nil, err
+	}
+	if id.User == "" || strings.ContainsAny(id.User, "'\\") {
+		return lab.Identity{}, nil, fmt.Errorf("the lab names %q as %s's %s: not a user the fault can match", id.User, f.p.Node, f.p.Agent)
+	}
+	return id, f.p.Resources, nil
 }
 
 func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
@@ -164,6 +227,10 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("blackhole watch: %w", err)
 	}
+	id, resources, err := f.refused(l)
+	if err != nil {
+		return fmt.Errorf("blackhole watch: %w", err)
+	}
 	servers, err := f.apiServerHosts(l)
 	if err != nil {
 		return fmt.Errorf("blackhole watch: %w", err)
@@ -171,7 +238,7 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 	// Everything is read and checked on every host before any is changed.
 	rendered := make([][]byte, len(servers))
 	for i, s := range servers {
-		if rendered[i], err = f.prepare(ctx, s); err != nil {
+		if rendered[i], err = f.prepare(ctx, s, id.User, resources); err != nil {
 			return fmt.Errorf("blackhole watch on %s: %w", s.host.Name(), err)
 		}
 	}
@@ -196,7 +263,7 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 // prepare reads the host's configuration and returns it with the denying
 // webhook put first, after checking nothing of the fault is there yet and
 // nothing serves the port the webhook is sent to.
-func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost) ([]byte, error) {
+func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost, user string, resources []WatchedResource) ([]byte, error) {
 	st, err := ServiceState(ctx, s.host, lab.ServiceAPIServer)
 	if err != nil {
 		return nil, err
@@ -215,7 +282,7 @@ func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", s.config, err)
 	}
-	rendered, err := renderDenyPodWatchConfig(original, f.authorizerName(), f.p.Node, s.kubeconfig)
+	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), user, resources, s.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.config, err)
 	}
@@ -373,40 +440,121 @@ func waitConfigApplied(ctx context.Context, l lab.Lab, h lab.Host, want string) 
 	return nil
 }
 
-// Probe makes, on every API server, the requests the node's kubelet makes,
-// as the kubelet (impersonating system:node:<node> in system:nodes): the
-// effect is there when every server refuses the list of the node's pods
-// for authorization and accepts a (dry-run) patch of its node status.
+// Probe makes, on every API server, the requests the refused component
+// makes, as that component (impersonating its identity): the effect is
+// there when every server refuses the list of what it watches for
+// authorization and lets through what the fault must not touch (the
+// kubelet's dry-run patch of its node status; for an agent, a get of one
+// object of the first resource, answered, found or not).
 func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	hosts := lab.HostsWithRole(l, lab.RoleControlPlane)
 	if len(hosts) == 0 {
 		return fault.Effect{}, fmt.Errorf("lab %s has no control-plane host", l.Info().Name)
 	}
-	asNode := &rest.ImpersonationConfig{UserName: "system:node:" + f.p.Node, Groups: []string{"system:nodes", "system:authenticated"}}
+	id, resources, err := f.refused(l)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	as := &rest.ImpersonationConfig{UserName: id.User, Groups: id.Groups}
 	observed := true
 	var details []string
 	for _, h := range hosts {
-		kc, err := apiServerClient(l, h, asNode)
+		kc, err := apiServerClient(l, h, as)
 		if err != nil {
 			return fault.Effect{}, err
 		}
-		list, refused, err := listOwnPods(ctx, kc, f.p.Node)
-		if err != nil {
-			return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+		if f.p.Agent == "" {
+			list, refused, err := listOwnPods(ctx, kc, f.p.Node)
+			if err != nil {
+				return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+			}
+			status, err := patchOwnStatus(ctx, kc, f.p.Node)
+			if err != nil {
+				return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+			}
+			if !refused || status != "" {
+				observed = false
+			}
+			if status == "" {
+				status = "accepted"
+			}
+			details = append(details, fmt.Sprintf("%s: list of its pods %s; dry-run patch of its node status %s", h.Name(), list, status))
+			continue
 		}
-		status, err := patchOwnStatus(ctx, kc, f.p.Node)
-		if err != nil {
-			return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+		var parts []string
+		for _, r := range resources {
+			list, refused, err := listResource(ctx, kc, r)
+			if err != nil {
+				return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+			}
+			observed = observed && refused
+			parts = append(parts, fmt.Sprintf("list of %s %s", r, list))
 		}
-		if !refused || status != "" {
-			observed = false
-		}
-		if status == "" {
-			status = "accepted"
-		}
-		details = append(details, fmt.Sprintf("%s: list of its pods %s; dry-run patch of its node status %s", h.Name(), list, status))
+		get, allowed := getOneOf(ctx, kc, resources[0])
+		observed = observed && allowed
+		details = append(details, fmt.Sprintf("%s: %s; get of one %s %s", h.Name(), strings.Join(parts, ", "), resources[0], get))
 	}
-	return fault.Effect{Observed: observed, Detail: "as system:node:" + f.p.Node + " — " + strings.Join(details, "; ")}, nil
+	return fault.Effect{Observed: observed, Detail: "as " + id.User + " — " + strings.Join(details, "; ")}, nil
+}
+
+func (r WatchedResource) String() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// clusterScoped are the resources agents watch that live in no namespace.
+var clusterScoped = map[string]bool{"nodes": true, "namespaces": true}
+
+// request is a GET of r's collection (in namespace, where r is namespaced
+// and namespace is not empty), version v1.
+func (r WatchedResource) request(kc kubernetes.Interface, namespace string) *rest.Request {
+	base := "/api/v1"
+	if r.Group != "" {
+		base = "/apis/" + r.Group + "/v1"
+	}
+	if namespace != "" && !clusterScoped[r.Resource] {
+		base += "/namespaces/" + namespace
+	}
+	return kc.CoreV1().RESTClient().Get().AbsPath(base, r.Resource)
+}
+
+// refusedByFault is a refusal for authorization: 403, or the 500 the API
+// server answers when the fault's webhook cannot be reached.
+func refusedByFault(err error) bool {
+	return apierrors.IsForbidden(err) ||
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", refusedWebhookPort))
+}
+
+// listResource lists r cluster-wide (one item) through kc.
+func listResource(ctx context.Context, kc kubernetes.Interface, r WatchedResource) (outcome string, refused bool, err error) {
+	err = r.request(kc, "").Param("limit", "1").Do(ctx).Error()
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return "accepted", false, nil
+	case refusedByFault(err):
+		return "refused (" + err.Error() + ")", true, nil
+	case errors.As(err, &status):
+		return "failed (" + err.Error() + ")", false, nil
+	default:
+		return "", false, fmt.Errorf("listing %s: %w", r, err)
+	}
+}
+
+// getOneOf gets an object of r by a name no object has: authorized, the
+// answer is 404; the fault must not refuse it.
+func getOneOf(ctx context.Context, kc kubernetes.Interface, r WatchedResource) (outcome string, allowed bool) {
+	err := r.request(kc, metav1.NamespaceDefault).Suffix("faultline-probe-no-such-object").Do(ctx).Error()
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return "accepted", true
+	case refusedByFault(err):
+		return "refused (" + err.Error() + ")", false
+	default:
+		return "failed (" + err.Error() + ")", false
+	}
 }
 
 // listOwnPods lists the node's pods as its kubelet does. refused is true

@@ -27,7 +27,7 @@ authorizers:
 `
 
 func TestRenderPutsTheDenyingWebhookFirstAndKeepsTheRest(t *testing.T) {
-	out, err := renderDenyPodWatchConfig([]byte(nodeRBACConfig), "faultline-blackhole-watch-abcd", "worker1", "/etc/k/refused.kubeconfig")
+	out, err := renderDenyWatchConfig([]byte(nodeRBACConfig), "faultline-blackhole-watch-abcd", "system:node:worker1", []WatchedResource{{Resource: "pods"}}, "/etc/k/refused.kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRenderRefusesWhatItCannotChangeSafely(t *testing.T) {
 		{"{not yaml", "reading"},
 	}
 	for _, c := range cases {
-		_, err := renderDenyPodWatchConfig([]byte(c.config), "faultline-blackhole-watch-abcd", "worker1", "/k")
+		_, err := renderDenyWatchConfig([]byte(c.config), "faultline-blackhole-watch-abcd", "system:node:worker1", []WatchedResource{{Resource: "pods"}}, "/k")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("render(%q) = %v, want an error containing %q", c.config, err, c.want)
 		}
@@ -195,7 +195,7 @@ func TestInstallAndHealScriptsRestoreTheFileByteForByte(t *testing.T) {
 	before := listDir(t, dir)
 	f := BlackholeWatchAt("worker1", conf).(*blackholeWatch)
 	s := apiServerHost{config: conf, original: conf + ".faultline-" + f.p.Tag + ".orig", kubeconfig: filepath.Join(dir, "faultline-"+f.p.Tag+"-refused-webhook.kubeconfig")}
-	rendered, err := renderDenyPodWatchConfig(original, f.authorizerName(), "worker1", s.kubeconfig)
+	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), "system:node:worker1", []WatchedResource{{Resource: "pods"}}, s.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,4 +263,33 @@ func listDir(t *testing.T, dir string) map[string]os.FileMode {
 		out[e.Name()] = info.Mode()
 	}
 	return out
+}
+
+// The agent's blackhole selects that user's list and watch of the named
+// resources, each in its group, and refuses bad names before anything.
+func TestBlackholeAgentWatchSelectsTheAgentsResources(t *testing.T) {
+	expr := denyWatchExpression("faultline:kube-router:worker1", []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}, {Resource: "pods"}})
+	for _, want := range []string{
+		"request.user == 'faultline:kube-router:worker1'",
+		"(request.resourceAttributes.resource == 'networkpolicies' && (has(request.resourceAttributes.group) && request.resourceAttributes.group == 'networking.k8s.io'))",
+		"(request.resourceAttributes.resource == 'pods' && (!has(request.resourceAttributes.group) || request.resourceAttributes.group == ''))",
+		"request.resourceAttributes.verb in ['list', 'watch']",
+	} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("expression lacks %q:\n%s", want, expr)
+		}
+	}
+	for _, p := range []blackholeWatchParams{
+		{Node: "worker1", Agent: "kube-router", Tag: "abcd"},
+		{Node: "worker1", Resources: []WatchedResource{{Resource: "pods"}}, Tag: "abcd"},
+		{Node: "worker1", Agent: "kube-router", Resources: []WatchedResource{{Resource: "pods' || true || '"}}, Tag: "abcd"},
+	} {
+		if err := p.check(); err == nil {
+			t.Errorf("params %+v accepted", p)
+		}
+	}
+	ok := blackholeWatchParams{Node: "worker1", Agent: "kube-router", Resources: []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}}, Tag: "abcd"}
+	if err := ok.check(); err != nil {
+		t.Errorf("params %+v: %v", ok, err)
+	}
 }
