@@ -1,5 +1,7 @@
 package evidence
 
+import "strings"
+
 // Paper 2's questions: what the API records of the agents' test service,
 // what each node's agents applied of it, and what a new connection from a
 // pod on each node finds.
@@ -55,3 +57,41 @@ type AgentHealthAnswer struct {
 
 // Healthy is a 200 answer.
 func (a AgentHealthAnswer) Healthy() bool { return a.StatusCode == 200 }
+
+// The policy questions.
+const (
+	// AgentPolicyExpected is, as an API server records the policies, pods
+	// and namespaces, whether each client pod may connect to the target
+	// pod (a PolicyExpectationValue).
+	AgentPolicyExpected Question = "agents/policy-expected"
+	// AgentPolicyProbe is a new connection from the client pod on one
+	// node to the target pod's address (a DialValue).
+	AgentPolicyProbe Question = "agents/policy-probe"
+)
+
+// PolicyExpectationValue is what the recorded policies allow, per pair.
+type PolicyExpectationValue struct {
+	Pairs []PolicyPair `json:"pairs"`
+}
+
+// PolicyPair is one connection the recorded policies decide.
+type PolicyPair struct {
+	// From is the client pod (namespace/name), To the target pod, Target
+	// the address and port dialled (ip:port).
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Target  string `json:"target"`
+	Allowed bool   `json:"allowed"`
+	// Isolating are the policies that isolate either end; Why says which
+	// side refuses, when not allowed.
+	Isolating []string `json:"isolating,omitempty"`
+	Why       string   `json:"why,omitempty"`
+}
+
+// Refused is a connection the pod could not make because something
+// answered no (connection refused: a REJECT) or nothing answered (a
+// dropped SYN, seen as a timeout): what a denying policy gives. Any other
+// failure (no route, the network unreachable) is not a policy's answer.
+func (d DialValue) Refused() bool {
+	return !d.Connected && (d.Error == "timeout" || strings.Contains(d.Error, "connection refused"))
+}

@@ -24,9 +24,21 @@ var RouteBound = invariant.Bound{
 	Why:   "kube-proxy's minSyncPeriod of 1s, the EndpointSlice controller's write, and two 1s ticks of resolution",
 }
 
+// PolicyBound is how long a connection may have another outcome than the
+// recorded policies give (policy-enforced): kube-router's firewall
+// resyncs its node's rules on every policy, pod or namespace event it
+// hears, in one iptables-restore and ipset restore (well under a second
+// on the lab), and each of the two reads that prove a stretch can fall up
+// to one tick late; the null arms measure the real lag.
+var PolicyBound = invariant.Bound{
+	Limit: 5 * time.Second,
+	Why:   "kube-router's full sync on each event it hears, and two 1s ticks of resolution",
+}
+
 // Invariants are every invariant the suite judges, each run.
 func Invariants() []invariant.Invariant {
 	return []invariant.Invariant{
 		invariant.ServiceRoutesTruthful(RouteBound.Limit),
+		invariant.PolicyEnforced(PolicyBound.Limit),
 	}
 }

@@ -35,6 +35,9 @@ func Extras() []sampler.Extra {
 		sampler.OnAPIServers(evidence.AgentServiceEndpoints, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 			return ReadServiceEndpoints(ctx, cs)
 		}),
+		sampler.OnAPIServers(evidence.AgentPolicyExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
+			return ReadPolicyExpectation(ctx, cs)
+		}),
 		{Name: "agents/nodes", Open: openNodes},
 	}
 }
@@ -63,8 +66,54 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, evidence.AgentServiceTranslation, Namespace, Service),
 			source.NewPodDialer(h, api.Client, evidence.AgentServiceProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return ServiceAddress(ctx, api.Client) }, "/hostname", probeTimeout),
+			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
+				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
 			source.NewAgentHealth(h, AgentEndpoints, probeTimeout),
 		)
 	}
 	return p, nil
+}
+
+// ReadPolicyExpectation is what the policies cs records allow: for each
+// client pod, a connection to the target's port.
+func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (evidence.PolicyExpectationValue, string, error) {
+	v := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+	nps, err := cs.NetworkingV1().NetworkPolicies(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return v, "", err
+	}
+	pods, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: RoleLabel})
+	if err != nil {
+		return v, "", err
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
+	if err != nil {
+		return v, "", err
+	}
+	nsLabels := map[string]map[string]string{Namespace: ns.Labels}
+	var target *source.PolicyPod
+	var clients []source.PolicyPod
+	for i := range pods.Items {
+		p := source.PolicyPodOf(&pods.Items[i])
+		switch {
+		case p.Name == Target:
+			target = &p
+		case p.Labels[RoleLabel] == "client":
+			clients = append(clients, p)
+		}
+	}
+	if target == nil || target.IP == "" {
+		return v, "", fmt.Errorf("error: the target pod %s/%s has no address", Namespace, Target)
+	}
+	for _, c := range clients {
+		d, err := source.PolicyAllows(nps.Items, nsLabels, c, *target, TargetPort, "TCP")
+		if err != nil {
+			return v, "", fmt.Errorf("error: %w", err)
+		}
+		v.Pairs = append(v.Pairs, evidence.PolicyPair{
+			From: Namespace + "/" + c.Name, To: Namespace + "/" + Target, Target: fmt.Sprintf("%s:%d", target.IP, TargetPort),
+			Allowed: d.Allowed, Isolating: d.Isolating, Why: d.Why,
+		})
+	}
+	return v, nps.ResourceVersion, nil
 }

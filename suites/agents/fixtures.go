@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,17 @@ const (
 	// the one a change replaces it with.
 	FirstBackend  = "backend-a"
 	SecondBackend = "backend-b"
+)
+
+// The policy fixtures: a target pod on worker1, whose node's policy agent
+// the scenarios fault, and the policies the changes create and delete.
+const (
+	Target      = "target"
+	TargetNode  = "worker1"
+	TargetPort  = 8080
+	RoleLabel   = "faultline.io/agents-role"
+	DenyTarget  = "deny-target"
+	AllowClient = "allow-clients"
 )
 
 // ClientNodes are the workers whose client pods probe, and whose agents
@@ -89,9 +101,9 @@ func Install(ctx context.Context, cs kubernetes.Interface, timeout time.Duration
 	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating service %s: %w", Service, err)
 	}
-	pods := []*corev1.Pod{Backend(FirstBackend)}
+	pods := []*corev1.Pod{Backend(FirstBackend), netexecPod(Target, TargetNode, map[string]string{RoleLabel: "target"})}
 	for _, n := range ClientNodes {
-		pods = append(pods, netexecPod(ClientPod(n), n, map[string]string{"faultline.io/agents-client": n}))
+		pods = append(pods, netexecPod(ClientPod(n), n, map[string]string{RoleLabel: "client", "faultline.io/agents-client": n}))
 	}
 	for _, p := range pods {
 		if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -164,4 +176,59 @@ func ServiceAddress(ctx context.Context, cs kubernetes.Interface) (string, error
 		return "", ErrNoClusterIP
 	}
 	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
+}
+
+// DenyIngress isolates the target for ingress: nothing is admitted.
+func DenyIngress() *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: DenyTarget, Namespace: Namespace},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "target"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+}
+
+// AllowClients admits the client pods to the target's port.
+func AllowClients() *networkingv1.NetworkPolicy {
+	port := intstr.FromInt32(TargetPort)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: AllowClient, Namespace: Namespace},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "target"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "client"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Port: &port}},
+			}},
+		},
+	}
+}
+
+// CreatePolicy creates np.
+func CreatePolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.NetworkPolicy) error {
+	if _, err := cs.NetworkingV1().NetworkPolicies(Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating NetworkPolicy %s: %w", np.Name, err)
+	}
+	return nil
+}
+
+// DeletePolicy deletes the policy named name.
+func DeletePolicy(ctx context.Context, cs kubernetes.Interface, name string) error {
+	if err := cs.NetworkingV1().NetworkPolicies(Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting NetworkPolicy %s: %w", name, err)
+	}
+	return nil
+}
+
+// PodAddress is pod's address and the netexec port (ip:port).
+func PodAddress(ctx context.Context, cs kubernetes.Interface, pod string) (string, error) {
+	p, err := cs.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if p.Status.PodIP == "" {
+		return "", fmt.Errorf("pod %s/%s has no address yet", Namespace, pod)
+	}
+	return fmt.Sprintf("%s:%d", p.Status.PodIP, TargetPort), nil
 }

@@ -65,7 +65,7 @@ func adminClient(l lab.Lab) (kubernetes.Interface, error) {
 // installFixtures installs the backend, the service and the client pods,
 // then waits until every client node's kube-proxy forwards the service to
 // the backend, so the baseline starts agreed.
-func installFixtures(ctx context.Context, l lab.Lab, _ scenario.Scenario) error {
+func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 	if n := suiteSampler.DiscardEvents(); n > 0 {
 		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
 	}
@@ -85,7 +85,55 @@ func installFixtures(ctx context.Context, l lab.Lab, _ scenario.Scenario) error 
 	if lastErr != nil {
 		return fmt.Errorf("installing the agents' fixtures: %w", lastErr)
 	}
-	return waitProgrammed(ctx, l, cs, fixturesTimeout-time.Since(start))
+	for _, np := range startPolicies[sc.ID] {
+		if err := agents.CreatePolicy(ctx, cs, np()); err != nil {
+			return fmt.Errorf("installing the agents' fixtures: %w", err)
+		}
+	}
+	if err := waitProgrammed(ctx, l, cs, fixturesTimeout-time.Since(start)); err != nil {
+		return err
+	}
+	return waitEnforced(ctx, l, cs, fixturesTimeout-time.Since(start))
+}
+
+// waitEnforced waits until every client pod's connection to the target
+// has the outcome the recorded policies give it.
+func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		exp, _, err := agents.ReadPolicyExpectation(ctx, cs)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(time.Second)
+			continue
+		}
+		done := true
+		for _, n := range agents.ClientNodes {
+			h, err := l.Host(n)
+			if err != nil {
+				return err
+			}
+			d := source.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, agents.ClientPod(n),
+				func(ctx context.Context) (string, error) { return agents.PodAddress(ctx, cs, agents.Target) }, "/hostname", time.Second)
+			ans := d.Read(ctx)[evidence.AgentPolicyProbe]
+			var v evidence.DialValue
+			if err := ans.Decode(&v); err != nil {
+				done, last = false, n+": "+ans.Reason
+				continue
+			}
+			for _, p := range exp.Pairs {
+				if p.From == v.From && p.Target == v.Target && p.Allowed != v.Answered() {
+					done, last = false, fmt.Sprintf("%s → %s: allowed %v, answered %v (%s)", p.From, p.Target, p.Allowed, v.Answered(), v.Error)
+				}
+			}
+		}
+		if done {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("the policies were not enforced as recorded within %s: %s", within.Round(time.Second), last)
 }
 
 // waitProgrammed waits until every client node forwards the service to

@@ -1,0 +1,83 @@
+package invariant
+
+import (
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+const (
+	fromW2   = "faultline-agents/client-worker2"
+	toTarget = "10.240.4.9:8080"
+)
+
+func expectPair(allowed bool) evidence.PolicyExpectationValue {
+	p := evidence.PolicyPair{From: fromW2, To: "faultline-agents/target", Target: toTarget, Allowed: allowed}
+	if !allowed {
+		p.Isolating, p.Why = []string{"faultline-agents/deny"}, "faultline-agents/target is isolated for ingress"
+	}
+	return evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{p}}
+}
+
+func answered() evidence.DialValue {
+	return evidence.DialValue{From: fromW2, Target: toTarget, Connected: true, Status: 200, Body: "target"}
+}
+
+func refusedDial() evidence.DialValue {
+	return evidence.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp 10.240.4.9:8080: connect: connection refused"}
+}
+
+// policyRun: a deny policy recorded from second 3; the node enforces it
+// from second enforced.
+func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d evidence.DialValue) (evidence.DialValue, bool)) *run {
+	r := newRun(t)
+	for i := 0; i < rounds; i++ {
+		s := float64(i)
+		rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(s < 3), "")
+		d := answered()
+		if s >= enforced {
+			d = refusedDial()
+		}
+		if probe != nil {
+			var ok bool
+			if d, ok = probe(i, d); !ok {
+				rd.unreadable("pod/worker2", evidence.AgentPolicyProbe, 0.4, "timeout: no answer within 4s")
+				continue
+			}
+		}
+		rd.value("pod/worker2", evidence.AgentPolicyProbe, 0.4, d, "")
+	}
+	return r
+}
+
+func TestPolicyEnforced(t *testing.T) {
+	inv := PolicyEnforced(3 * time.Second)
+	j := expect(t, inv, policyRun(t, 10, 4, nil).input(WindowToSettle), verdict.Preserved, "matched the recorded policies", "bound 3s")
+	if j.Exercised == nil || !*j.Exercised {
+		t.Errorf("a recorded change exercises it: %+v", j)
+	}
+	expect(t, inv, policyRun(t, 12, 10, nil).input(WindowToSettle), verdict.Violated,
+		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 record it denied", "isolated for ingress", "bound 3s")
+
+	// A refused connection while allowed is broken too (before the policy).
+	r := newRun(t)
+	for i := 0; i < 8; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
+	}
+	expect(t, inv, r.input(WindowToSettle), verdict.Violated, "was refused", "record it allowed")
+
+	// A failure that is no policy's answer never decides.
+	r = newRun(t)
+	for i := 0; i < 8; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
+	}
+	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no round decided")
+
+	// Stale, then the probes unreadable past the bound: cannot tell.
+	expect(t, inv, policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 4 }).input(WindowToSettle),
+		verdict.InsufficientData, "could not be decided")
+}
