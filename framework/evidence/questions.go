@@ -1,6 +1,9 @@
 package evidence
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The questions every source is asked. They are declared here once; each
 // source says which of them it can answer and the rest are NotAsked.
@@ -153,6 +156,33 @@ type EndpointsValue struct {
 // sent to.
 type ProxyBackendsValue struct {
 	Ports []ProxyPort `json:"ports"`
+	// NothingProgrammed is true when kube-proxy's chains or table are not
+	// there at all (kube-proxy in another mode, never run, or cleaned up).
+	// Only the all-services readers give it; the test service's reader
+	// makes that an error instead.
+	NothingProgrammed bool `json:"nothingProgrammed,omitempty"`
+}
+
+// Service keeps the ports of one service ("namespace/name").
+func (v ProxyBackendsValue) Service(namespace, name string) ProxyBackendsValue {
+	svc := namespace + "/" + name
+	out := ProxyBackendsValue{Ports: []ProxyPort{}, NothingProgrammed: v.NothingProgrammed}
+	for _, p := range v.Ports {
+		if p.Port == svc || strings.HasPrefix(p.Port, svc+":") {
+			out.Ports = append(out.Ports, p)
+		}
+	}
+	return out
+}
+
+// ByPort maps each port ("namespace/name:port", "namespace/name" for an
+// unnamed one) to its sorted backends (empty for a port without any).
+func (v ProxyBackendsValue) ByPort() map[string][]string {
+	out := make(map[string][]string, len(v.Ports))
+	for _, p := range v.Ports {
+		out[p.Port] = append([]string{}, p.Backends...)
+	}
+	return out
 }
 
 // ProxyPort is one service port's rules.
@@ -168,6 +198,10 @@ type ProxyPort struct {
 	// Rejected is true when the node rejects the port's traffic because
 	// the service has no ready endpoints.
 	Rejected bool `json:"rejected,omitempty"`
+	// Dropped is true when the node drops the port's traffic because the
+	// service keeps traffic on its node (internalTrafficPolicy Local) and
+	// has no ready endpoint there.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // DNSValue is the cluster DNS answer for the test service's name.

@@ -188,8 +188,8 @@ func TestProxyBackendsFromIPTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", v.Ports)
-	want := "[{Port:faultline/stateful:http ClusterIP:10.250.31.140 ServicePort:80/tcp Backends:[10.244.1.5:8080 10.244.2.9:8080] Rejected:false} " +
-		"{Port:faultline/stateful:metrics ClusterIP:10.250.31.140 ServicePort:9100/tcp Backends:[] Rejected:true}]"
+	want := "[{Port:faultline/stateful:http ClusterIP:10.250.31.140 ServicePort:80/tcp Backends:[10.244.1.5:8080 10.244.2.9:8080] Rejected:false Dropped:false} " +
+		"{Port:faultline/stateful:metrics ClusterIP:10.250.31.140 ServicePort:9100/tcp Backends:[] Rejected:true Dropped:false}]"
 	if got != want {
 		t.Errorf("ports\n got %s\nwant %s", got, want)
 	}

@@ -1,0 +1,150 @@
+package source
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// The reader of what sigs.k8s.io/kube-network-policies (v0.8.0) put in
+// the kernel, from `nft -j list table inet kube-network-policies` (or
+// `nft -j list ruleset`). It keeps no policy there: its table holds sets
+// podips-v4 and podips-v6 (the node's pods some NetworkPolicy selects)
+// and rules that queue those pods' new connections (nfqueue 100 unless
+// configured) to its process, which allows or drops each against the
+// policies it holds in memory. With admin network policies enabled it
+// queues every new connection and keeps no sets. So the value says which
+// pods are handed over and how (Decided userspace), never what is allowed.
+
+const kubeNetworkPoliciesTable = "kube-network-policies"
+
+// PolicyRulesFromKubeNetworkPolicies reads a kube-network-policies table
+// from an nft JSON listing. A listing without the table (or no output at
+// all) is NothingProgrammed; output that is not nft's JSON, or queue
+// rules that disagree on their queue, is an error. A table without any
+// queue rule has a nil Queue: nothing is handed over, nothing enforced.
+func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, error) {
+	v := evidence.PolicyRulesValue{Agent: "kube-network-policies", Decided: evidence.DecidedInUserspace, Targets: []evidence.PolicyTarget{}}
+	if strings.TrimSpace(out) == "" {
+		v.NothingProgrammed = true
+		return v, nil
+	}
+	rs, err := parseNFTJSON(out)
+	if err != nil {
+		return evidence.PolicyRulesValue{}, err
+	}
+	t := rs.tables[nftTableID{"inet", kubeNetworkPoliciesTable}]
+	if t == nil {
+		v.NothingProgrammed = true
+		return v, nil
+	}
+	var ips []string
+	for _, name := range []string{"podips-v4", "podips-v6"} {
+		s := t.sets[name]
+		if s == nil {
+			continue
+		}
+		elems, err := s.setElems()
+		if err != nil {
+			return evidence.PolicyRulesValue{}, err
+		}
+		ips = append(ips, elems...)
+	}
+	sort.Strings(ips)
+	for _, ip := range ips {
+		v.Targets = append(v.Targets, evidence.PolicyTarget{PodIP: ip, Ingress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}, Egress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}})
+	}
+
+	chains := make([]string, 0, len(t.chains))
+	for name := range t.chains {
+		chains = append(chains, name)
+	}
+	sort.Strings(chains)
+	for _, name := range chains {
+		for _, r := range t.chains[name].rules {
+			q, ok, err := nftQueue(r)
+			if err != nil {
+				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s: %w", name, err)
+			}
+			if !ok {
+				continue
+			}
+			if v.Queue == nil {
+				v.Queue = &evidence.PolicyQueue{Num: q.Num, FailOpen: q.FailOpen}
+			} else if v.Queue.Num != q.Num || v.Queue.FailOpen != q.FailOpen {
+				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s queues to %d (fail open %t), another rule to %d (fail open %t)", name, q.Num, q.FailOpen, v.Queue.Num, v.Queue.FailOpen)
+			}
+			if !nftMatchesSet(r) {
+				v.Queue.All = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// nftQueue reads a rule's queue statement: {"queue": {"num": 100,
+// "flags": "bypass"}} (flags a string for one flag, a list for more;
+// {"queue": null} for queue 0 without flags).
+func nftQueue(r nftRule) (evidence.PolicyQueue, bool, error) {
+	for _, e := range r.expr {
+		raw, ok := e["queue"]
+		if !ok {
+			continue
+		}
+		var q struct {
+			Num   *json.RawMessage `json:"num"`
+			Flags json.RawMessage  `json:"flags"`
+		}
+		if string(raw) != "null" {
+			if err := json.Unmarshal(raw, &q); err != nil {
+				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue statement nft does not write: %s", truncate(string(raw), 80))
+			}
+		}
+		out := evidence.PolicyQueue{}
+		if q.Num != nil {
+			var n int
+			if err := json.Unmarshal(*q.Num, &n); err != nil {
+				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue number that is not one: %s", truncate(string(*q.Num), 80))
+			}
+			out.Num = n
+		}
+		var flags []string
+		if len(q.Flags) > 0 {
+			var one string
+			if json.Unmarshal(q.Flags, &one) == nil {
+				flags = []string{one}
+			} else if err := json.Unmarshal(q.Flags, &flags); err != nil {
+				return evidence.PolicyQueue{}, false, fmt.Errorf("queue flags that are neither a string nor a list: %s", truncate(string(q.Flags), 80))
+			}
+		}
+		for _, f := range flags {
+			if f == "bypass" {
+				out.FailOpen = true
+			}
+		}
+		return out, true, nil
+	}
+	return evidence.PolicyQueue{}, false, nil
+}
+
+// nftMatchesSet reports whether one of the rule's matches looks its value
+// up in a set ("right": "@name").
+func nftMatchesSet(r nftRule) bool {
+	for _, e := range r.expr {
+		raw, ok := e["match"]
+		if !ok {
+			continue
+		}
+		var m struct {
+			Right json.RawMessage `json:"right"`
+		}
+		var s string
+		if json.Unmarshal(raw, &m) == nil && json.Unmarshal(m.Right, &s) == nil && strings.HasPrefix(s, "@") {
+			return true
+		}
+	}
+	return false
+}
