@@ -95,3 +95,7 @@ type PolicyPair struct {
 func (d DialValue) Refused() bool {
 	return !d.Connected && (d.Error == "timeout" || strings.Contains(d.Error, "connection refused"))
 }
+
+// AgentPolicyRules is the NetworkPolicy rules the policy agent applied
+// on one node, read from its kernel tables (a PolicyRulesValue).
+const AgentPolicyRules Question = "agents/policy-rules"

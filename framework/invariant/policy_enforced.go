@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +58,34 @@ func (policyEnforced) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentPolicyExpected},
 		{Sources: PodProbeReaders, Question: evidence.AgentPolicyProbe},
+		{Sources: PolicyRuleReaders, Question: evidence.AgentPolicyRules},
 	}
+}
+
+// PolicyRuleReaders are the nodes' policy agents' rules
+// ("policy-agent/<node>"), shown as the cross-check.
+const PolicyRuleReaders = "policy-agent/*"
+
+// rulesText says what the nodes' policy agents applied to the pod at ip
+// in round i: the cross-check of a broken round.
+func rulesText(rules map[int]map[evidence.Source]observation[evidence.PolicyRulesValue], i int, ip string) string {
+	var out []string
+	srcs := make([]string, 0, len(rules[i]))
+	for src := range rules[i] {
+		srcs = append(srcs, string(src))
+	}
+	sort.Strings(srcs)
+	for _, src := range srcs {
+		o := rules[i][evidence.Source(src)]
+		if t, ok := o.Value.Target(ip); ok {
+			names := t.Ingress.Names()
+			out = append(out, fmt.Sprintf("%s applies ingress isolated=%v with %s to it", src, t.Ingress.Isolated, setText(names)))
+		}
+	}
+	if len(out) == 0 && len(srcs) > 0 {
+		return "no policy agent read (" + strings.Join(srcs, ", ") + ") firewalls it"
+	}
+	return strings.Join(out, "; ")
 }
 
 func allowText(allowed bool) string {
@@ -71,6 +99,8 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	exps, expGaps := collect[evidence.PolicyExpectationValue](snaps, consistentReaders, evidence.AgentPolicyExpected)
 	probes, probeGaps := collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentPolicyProbe)
+	rulesObs, _ := collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
+	rules := bySnapshotAndSource(rulesObs)
 	if len(exps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered what the policies allow: " + gapSummary(expGaps)}
 	}
@@ -151,6 +181,11 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 			detail := fmt.Sprintf("%s → %s was %s while %s record it %s", k.from, k.target, outcome, strings.Join(exp[!got], ", "), allowText(!got))
 			if w := why[k]; got && w != "" {
 				detail += " (" + w + ")"
+			}
+			if host, _, err := net.SplitHostPort(k.target); err == nil {
+				if rt := rulesText(rules, i, host); rt != "" {
+					detail += "; " + rt
+				}
 			}
 			marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: broken, Detail: detail})
 		}

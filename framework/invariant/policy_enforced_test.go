@@ -61,6 +61,17 @@ func TestPolicyEnforced(t *testing.T) {
 	expect(t, inv, policyRun(t, 12, 10, nil).input(WindowToSettle), verdict.Violated,
 		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 record it denied", "isolated for ingress", "bound 3s")
 
+	// The rule dump of the target's node is the cross-check.
+	r0 := policyRun(t, 12, 10, nil)
+	for i := range r0.snaps {
+		a, err := evidence.ValueAnswer(evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}, r0.snaps[i].Taken.Add(300*time.Millisecond), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r0.snaps[i].Set("policy-agent/worker1", evidence.AgentPolicyRules, a)
+	}
+	expect(t, inv, r0.input(WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
+
 	// A refused connection while allowed is broken too (before the policy).
 	r := newRun(t)
 	for i := 0; i < 8; i++ {

@@ -69,6 +69,7 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
 			source.NewAgentHealth(h, AgentEndpoints, probeTimeout),
+			source.NewPolicyRules(h),
 		)
 	}
 	return p, nil

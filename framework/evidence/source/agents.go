@@ -127,6 +127,12 @@ func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Ans
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s: its answer is not a dial result: %v", d.namespace, d.pod, err), at))
 	}
+	if v.From != d.pod {
+		// The address now belongs to another pod: its connection says
+		// nothing of the client's.
+		d.forget(ip)
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: the pod at %s is %q, not %s/%s", ip, v.From, d.namespace, d.pod), at))
+	}
 	v.From = d.namespace + "/" + d.pod
 	return one(answer(v, at, ""))
 }
@@ -272,4 +278,49 @@ func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentH
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return evidence.AgentHealthAnswer{StatusCode: resp.StatusCode, Body: firstLine(body)}, nil
+}
+
+// policyDumpSeparator splits the two dumps of one policy-rules read.
+const policyDumpSeparator = "---- faultline: ipset save ----"
+
+// PolicyRules reads the NetworkPolicy rules kube-router's firewall applied
+// on a node: source "policy-agent/<host>", question
+// evidence.AgentPolicyRules, from iptables-save's filter table and ipset
+// save in one command.
+type PolicyRules struct {
+	name evidence.Source
+	host lab.Host
+}
+
+// NewPolicyRules makes the reader of host's policy agent's rules.
+func NewPolicyRules(host lab.Host) *PolicyRules {
+	return &PolicyRules{name: evidence.Source("policy-agent/" + host.Name()), host: host}
+}
+
+func (p *PolicyRules) Source() evidence.Source { return p.name }
+func (p *PolicyRules) Questions() []evidence.Question {
+	return []evidence.Question{evidence.AgentPolicyRules}
+}
+
+func (p *PolicyRules) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
+	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
+		return map[evidence.Question]evidence.Answer{evidence.AgentPolicyRules: a}
+	}
+	res, err := p.host.Run(ctx, "iptables-save -t filter && echo '"+policyDumpSeparator+"' && ipset save")
+	at := now()
+	if err != nil {
+		return one(evidence.UnreadableAnswer(Reason(err), at))
+	}
+	if res.ExitCode != 0 {
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: reading the filter table and ipsets on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
+	}
+	ipt, sets, ok := strings.Cut(res.Stdout, policyDumpSeparator+"\n")
+	if !ok {
+		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": the dump has no ipset part", at))
+	}
+	v, err := PolicyRulesFromKubeRouter(ipt, sets)
+	if err != nil {
+		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": "+err.Error(), at))
+	}
+	return one(answer(v, at, ""))
 }
