@@ -200,9 +200,55 @@ type runView struct {
 	Effect     string
 	Timings    []timing
 	Timeline   *timeline
+	Cadence    []cadenceRow
 	NoEvidence string
 	Events     []eventRow
 	Violated   int
+}
+
+// cadenceRow is how often one phase's snapshots came, as `faultline report
+// --timeline` prints it.
+type cadenceRow struct {
+	Phase     string
+	Snapshots int
+	// PerSecond is rounds per second over the phase: intervals between
+	// its first and last tick over the time between them.
+	PerSecond, Median, Max, Slowest string
+}
+
+// cadenceRows measures each phase of a record that took snapshots; a
+// phase of fewer than two has no interval to measure and says so.
+func cadenceRows(rec evidence.Record) []cadenceRow {
+	var out []cadenceRow
+	for _, ph := range []struct {
+		name  string
+		snaps []evidence.Snapshot
+	}{{partPreFault, rec.PreFault}, {partWindow, rec.Window}, {partHeal, rec.Heal}, {partSettle, rec.Settle}} {
+		c := evidence.CadenceOf(ph.snaps)
+		row := cadenceRow{Phase: ph.name, Snapshots: c.Snapshots, PerSecond: "-", Median: "-", Max: "-", Slowest: "-"}
+		if c.Snapshots >= 2 {
+			first, last := ph.snaps[0].Taken, ph.snaps[0].Taken
+			for _, s := range ph.snaps {
+				if s.Taken.Before(first) {
+					first = s.Taken
+				}
+				if s.Taken.After(last) {
+					last = s.Taken
+				}
+			}
+			if span := last.Sub(first); span > 0 {
+				row.PerSecond = fmt.Sprintf("%.2f", float64(c.Snapshots-1)/span.Seconds())
+			}
+			row.Median, row.Max = c.Median.Round(10*time.Millisecond).String(), c.Max.Round(10*time.Millisecond).String()
+			if c.SlowestSource != "" {
+				row.Slowest = fmt.Sprintf("%s (%s)", c.SourceMax.Round(10*time.Millisecond), c.SlowestSource)
+			}
+		}
+		if c.Snapshots > 0 {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 type timing struct {
@@ -255,6 +301,7 @@ func renderRun(rp runPage) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", rp.Folder, err)
 	default:
 		v.Timeline = buildTimeline(rp.Run, rec)
+		v.Cadence = cadenceRows(rec)
 		if v.Timeline == nil {
 			v.NoEvidence = "The run's evidence holds neither snapshots nor events."
 		}

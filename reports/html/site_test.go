@@ -354,6 +354,48 @@ func TestRunPageTimeline(t *testing.T) {
 	}
 }
 
+// The run page gives each phase's cadence as `faultline report
+// --timeline` does: the window's two snapshots 5 s apart are 0.2 rounds
+// per second, and the longest any source went without a value is the
+// whole window (cri/worker1, unreadable throughout it, ties with
+// apiserver/cp1 between its two answers; the first by name is named); a
+// phase of one snapshot has no interval.
+func TestRunPageCadence(t *testing.T) {
+	dir := runFolder(t)
+	s := buildSite(t, dir)
+	doc := runPageOf(t, s, dir, "frozen-fault-1")
+	table := byID(doc, "cadence-table")
+	if table == nil {
+		t.Fatal("no cadence table")
+	}
+	rows := map[string]string{}
+	for _, r := range find(table, func(n *xhtml.Node) bool { _, ok := attr(n, "data-phase"); return n.Data == "tr" && ok }) {
+		p, _ := attr(r, "data-phase")
+		var cells []string
+		for _, c := range find(r, func(n *xhtml.Node) bool { return n.Data == "td" }) {
+			cells = append(cells, text(c))
+		}
+		rows[p] = strings.Join(cells, "|")
+	}
+	want := map[string]string{
+		"pre-fault": "pre-fault|1|-|-|-|-",
+		"window":    "window|2|0.20|5s|5s|5s (apiserver/cp1)",
+		"settle":    "settle|1|-|-|-|-",
+	}
+	for p, w := range want {
+		if rows[p] != w {
+			t.Errorf("cadence of %s = %q, want %q", p, rows[p], w)
+		}
+	}
+	if len(rows) != len(want) {
+		t.Errorf("cadence rows %v, want the phases that took snapshots", rows)
+	}
+	// A run without evidence has no cadence to show.
+	if byID(runPageOf(t, s, dir, "frozen-null-1"), "cadence-table") != nil {
+		t.Error("a run without evidence shows a cadence table")
+	}
+}
+
 func checkXML(t *testing.T, what string, b []byte) {
 	t.Helper()
 	dec := xml.NewDecoder(bytes.NewReader(b))
