@@ -75,8 +75,10 @@ end, role; the verdict table with reasons and exercised; a timeline drawn as
 SVG with one lane per source and question, unreadable stretches hatched with
 their reason on hover, the injection and heal, the window and settle, the
 timeline's events, each VIOLATED verdict's moment, and every verdict in a
-row under the lanes). Beside them: rates.svg and rates.png (the findings'
-rate per invariant with its interval), rates.tex and rates.csv. DIR may
+row under the lanes; each phase's cadence). Beside them: rates.svg and
+rates.png (the findings' rate per invariant with its interval),
+rates-by-scenario.svg and rates-by-scenario.png (per scenario, pooled over
+its invariants), both also inline on index.html, rates.tex and rates.csv. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
 

@@ -170,7 +170,7 @@ func TestReportHTML(t *testing.T) {
 	root, a, b := twoRunFolders(t)
 	site := filepath.Join(root, "site")
 	faultline(t, root, "report", "--format", "html", "-o", site, a, b).expect(t, exitOK)
-	for _, f := range []string{"index.html", "rates.svg", "rates.png", "rates.tex", "rates.csv", "runs/20261101T100000Z-disagree--a1.html"} {
+	for _, f := range []string{"index.html", "rates.svg", "rates.png", "rates-by-scenario.svg", "rates-by-scenario.png", "rates.tex", "rates.csv", "runs/20261101T100000Z-disagree--a1.html"} {
 		if _, err := os.Stat(filepath.Join(site, f)); err != nil {
 			t.Errorf("site lacks %s: %v", f, err)
 		}

@@ -37,8 +37,11 @@ const (
 	RunsDir      = "runs"
 	RatesSVGFile = "rates.svg"
 	RatesPNGFile = "rates.png"
-	RatesTeXFile = "rates.tex"
-	RatesCSVFile = "rates.csv"
+	// The rate per scenario, pooled over its invariants.
+	ScenarioRatesSVGFile = "rates-by-scenario.svg"
+	ScenarioRatesPNGFile = "rates-by-scenario.png"
+	RatesTeXFile         = "rates.tex"
+	RatesCSVFile         = "rates.csv"
 )
 
 //go:embed templates/*.tmpl templates/style.css
@@ -176,14 +179,15 @@ func Build(folders []string) (*Site, error) {
 		}
 		site.Files[rp.Href] = b
 	}
-	idx, err := renderIndex(rep, runs)
+	figs, err := addFigures(site, rep)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := renderIndex(rep, runs, figs)
 	if err != nil {
 		return nil, err
 	}
 	site.Files[IndexFile] = idx
-	if err := addFigures(site, rep); err != nil {
-		return nil, err
-	}
 	return site, nil
 }
 
@@ -329,6 +333,7 @@ type indexView struct {
 	Controls []controlView
 	Runs     []runRow
 	Figures  []string
+	Plots    []figure
 }
 
 type tableView struct {
@@ -381,12 +386,12 @@ type runRow struct {
 	Counts string
 }
 
-func renderIndex(rep *aggregate.Report, runs []runPage) ([]byte, error) {
+func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure) ([]byte, error) {
 	href := map[string]string{}
 	for _, rp := range runs {
 		href[rp.Where()] = rp.Href
 	}
-	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, RatesTeXFile, RatesCSVFile}}
+	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots}
 	for _, t := range rep.Findings {
 		v.Findings = append(v.Findings, newTableView(t))
 	}

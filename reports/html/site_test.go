@@ -18,6 +18,7 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports/aggregate"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -481,6 +482,47 @@ func TestIndexKeepsRolesApart(t *testing.T) {
 	}
 	if !bytes.Contains(s.Files[RatesSVGFile], []byte("single-copy (1/1)")) {
 		t.Errorf("%s does not name single-copy with its count", RatesSVGFile)
+	}
+}
+
+// The rate per scenario pools its invariants: containerd-frozen's finding
+// has two VIOLATED and one PRESERVED. Both plots are on the index, inline,
+// and in the site as SVG and PNG.
+func TestRatePlotPerScenario(t *testing.T) {
+	dir := runFolder(t)
+	s := buildSite(t, dir)
+	for _, f := range []string{ScenarioRatesSVGFile, ScenarioRatesPNGFile} {
+		if len(s.Files[f]) == 0 {
+			t.Fatalf("site has no %s", f)
+		}
+	}
+	checkXML(t, ScenarioRatesSVGFile, s.Files[ScenarioRatesSVGFile])
+	if !bytes.HasPrefix(s.Files[ScenarioRatesPNGFile], []byte("\x89PNG")) {
+		t.Errorf("%s is not a PNG", ScenarioRatesPNGFile)
+	}
+	svg := string(s.Files[ScenarioRatesSVGFile])
+	for _, want := range []string{"containerd-frozen (2/3)", "per scenario, over its invariants"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("%s lacks %q", ScenarioRatesSVGFile, want)
+		}
+	}
+	if strings.Contains(svg, "single-copy") || strings.Contains(svg, "control-breaks-it") {
+		t.Errorf("%s names an invariant or the control", ScenarioRatesSVGFile)
+	}
+	doc := parse(t, s.Files[IndexFile])
+	figs := map[string]string{}
+	for _, f := range find(doc, func(n *xhtml.Node) bool { return n.Data == "figure" && hasClass(n, "rate-plot") }) {
+		by, _ := attr(f, "data-by")
+		if len(find(f, func(n *xhtml.Node) bool { return n.Data == "svg" })) != 1 {
+			t.Errorf("the %s figure holds no inline svg", by)
+		}
+		figs[by] = text(f)
+	}
+	if !strings.Contains(figs["invariant"], "single-copy (1/1)") || !strings.Contains(figs["scenario"], "containerd-frozen (2/3)") {
+		t.Errorf("index figures %v, want the plot by invariant and by scenario", figs)
+	}
+	if _, err := RatePlot(&aggregate.Report{}, "suite", "svg"); err == nil {
+		t.Error("a rate plot by suite was drawn; only invariant and scenario have one")
 	}
 }
 
