@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -173,11 +174,14 @@ func Build(folders []string) (*Site, error) {
 		if _, dup := site.Files[rp.Href]; dup {
 			return nil, fmt.Errorf("html report: %s: run %s of folder %s has the page of another run given; give folders of different names", rp.Where(), rp.RunID, filepath.Base(rp.Folder))
 		}
-		b, err := renderRun(rp)
+		b, beside, err := renderRun(rp)
 		if err != nil {
 			return nil, err
 		}
 		site.Files[rp.Href] = b
+		for name, content := range beside {
+			site.Files[name] = content
+		}
 	}
 	figs, err := addFigures(site, rep)
 	if err != nil {
@@ -205,6 +209,7 @@ type runView struct {
 	Timings    []timing
 	Timeline   *timeline
 	Cadence    []cadenceRow
+	Register   *registerView
 	NoEvidence string
 	Events     []eventRow
 	Violated   int
@@ -270,7 +275,11 @@ type eventRow struct {
 // timingOrder is the engine's phases in the order they run.
 var timingOrder = []string{"reset", "pre-fault", "inject", "window", "heal", "settle"}
 
-func renderRun(rp runPage) ([]byte, error) {
+// renderRun renders a run's page, and the files beside it (porcupine's
+// drawing of the register writer's history, when the run has one), by
+// their names in the site.
+func renderRun(rp runPage) ([]byte, map[string][]byte, error) {
+	beside := map[string][]byte{}
 	v := runView{Style: style, Run: rp, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
 		v.Controls = record.ControlledInvariants(rp.Run)
@@ -302,10 +311,20 @@ func renderRun(rp runPage) ([]byte, error) {
 	case errors.Is(err, os.ErrNotExist):
 		v.NoEvidence = fmt.Sprintf("The folder holds no evidence of this run (%s).", filepath.Join(record.EvidenceDir, record.SafeName(rp.RunID)+".jsonl"))
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", rp.Folder, err)
+		return nil, nil, fmt.Errorf("%s: %w", rp.Folder, err)
 	default:
 		v.Timeline = buildTimeline(rp.Run, rec)
 		v.Cadence = cadenceRows(rec)
+		origin := time.Time{}
+		if v.Timeline != nil {
+			origin = v.Timeline.Origin
+		}
+		name := registerHref(rp.Href)
+		var page []byte
+		v.Register, page = registerPage(rec, origin, path.Base(name))
+		if page != nil {
+			beside[name] = page
+		}
 		if v.Timeline == nil {
 			v.NoEvidence = "The run's evidence holds neither snapshots nor events."
 		}
@@ -319,9 +338,9 @@ func renderRun(rp runPage) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, "run.tmpl", v); err != nil {
-		return nil, fmt.Errorf("html report: rendering run %s: %w", rp.RunID, err)
+		return nil, nil, fmt.Errorf("html report: rendering run %s: %w", rp.RunID, err)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), beside, nil
 }
 
 // indexView is what the page over every run shows.
