@@ -13,7 +13,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/record"
-	"github.com/faultline/faultline/reports/html/internal/browser"
+	"github.com/faultline/faultline/internal/browser"
 )
 
 // The browser test: `go test -tags browser ./reports/html/` with Debian's

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/reports/html/internal/browser"
+	"github.com/faultline/faultline/internal/browser"
 )
 
 func main() {
