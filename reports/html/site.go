@@ -81,11 +81,11 @@ type Site struct {
 // WriteSite renders the run folders and writes the site into dir. dir is
 // checked first and every folder read and rendered before anything is
 // written, so bad input writes nothing.
-func WriteSite(dir string, folders []string) error {
+func WriteSite(dir string, folders []string, opts ...Option) error {
 	if err := checkOutputDir(dir); err != nil {
 		return err
 	}
-	s, err := Build(folders)
+	s, err := Build(folders, opts...)
 	if err != nil {
 		return err
 	}
@@ -150,8 +150,12 @@ type runPage struct {
 
 // Build reads the run folders (as `faultline report` reads them: a
 // malformed record is an error naming its file and line) and every run's
-// evidence, and renders the site.
-func Build(folders []string) (*Site, error) {
+// evidence, and renders the site, with the folder pages the options add.
+func Build(folders []string, opts ...Option) (*Site, error) {
+	var o buildOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	in, err := aggregate.ReadRunFolders(folders)
 	if err != nil {
 		return nil, err
@@ -170,11 +174,24 @@ func Build(folders []string) (*Site, error) {
 		runs = append(runs, runPage{Record: r, Folder: folder,
 			Href: RunsDir + "/" + record.SafeName(filepath.Base(folder)) + "--" + record.SafeName(r.RunID) + ".html"})
 	}
+	seen := map[string]bool{}
 	for _, rp := range runs {
-		if _, dup := site.Files[rp.Href]; dup {
+		if seen[rp.Href] {
 			return nil, fmt.Errorf("html report: %s: run %s of folder %s has the page of another run given; give folders of different names", rp.Where(), rp.RunID, filepath.Base(rp.Folder))
 		}
-		b, beside, err := renderRun(rp)
+		seen[rp.Href] = true
+	}
+	folderLinks, byRun, err := addFolderPages(site, o, folders, runs)
+	if err != nil {
+		return nil, err
+	}
+	for _, rp := range runs {
+		var links []folderLink
+		for _, l := range byRun[rp.Href] {
+			l.Href = "../" + l.Href
+			links = append(links, l)
+		}
+		b, beside, err := renderRun(rp, links)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +204,7 @@ func Build(folders []string) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := renderIndex(rep, runs, figs)
+	idx, err := renderIndex(rep, runs, figs, folderLinks)
 	if err != nil {
 		return nil, err
 	}
@@ -201,15 +218,17 @@ type runView struct {
 	Run   runPage
 	// Record is where the run record was read, from the run folder's
 	// name: the page says nothing of the machine it was made on.
-	Record     string
-	Controls   []string
-	Role       string
-	Load       string
-	Effect     string
-	Timings    []timing
-	Timeline   *timeline
-	Cadence    []cadenceRow
-	Register   *registerView
+	Record   string
+	Controls []string
+	Role     string
+	Load     string
+	Effect   string
+	Timings  []timing
+	Timeline *timeline
+	Cadence  []cadenceRow
+	Register *registerView
+	// Folders are the folder pages that draw this run beside others.
+	Folders    []folderLink
 	NoEvidence string
 	Events     []eventRow
 	Violated   int
@@ -278,9 +297,9 @@ var timingOrder = []string{"reset", "pre-fault", "inject", "window", "heal", "se
 // renderRun renders a run's page, and the files beside it (porcupine's
 // drawing of the register writer's history, when the run has one), by
 // their names in the site.
-func renderRun(rp runPage) ([]byte, map[string][]byte, error) {
+func renderRun(rp runPage, folders []folderLink) ([]byte, map[string][]byte, error) {
 	beside := map[string][]byte{}
-	v := runView{Style: style, Run: rp, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
+	v := runView{Style: style, Run: rp, Folders: folders, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
 		v.Controls = record.ControlledInvariants(rp.Run)
 	}
@@ -353,6 +372,7 @@ type indexView struct {
 	Runs     []runRow
 	Figures  []string
 	Plots    []figure
+	Folders  []folderLink
 }
 
 type tableView struct {
@@ -405,12 +425,12 @@ type runRow struct {
 	Counts string
 }
 
-func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure) ([]byte, error) {
+func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders []folderLink) ([]byte, error) {
 	href := map[string]string{}
 	for _, rp := range runs {
 		href[rp.Where()] = rp.Href
 	}
-	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots}
+	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots, Folders: folders}
 	for _, t := range rep.Findings {
 		v.Findings = append(v.Findings, newTableView(t))
 	}
