@@ -7,7 +7,10 @@
 // (SVG and PNG) and rate tables (LaTeX and CSV).
 //
 // Every page is one file with its style inline and no script; nothing is
-// fetched when it is viewed. Records are read through framework/record and
+// fetched when it is viewed. The one exception is porcupine's own drawing
+// of a register writer's history, a page of its own beside the run's, with
+// porcupine's script inline (it fetches nothing either). A suite can add
+// pages over a whole run folder (WithFolderPages). Records are read through framework/record and
 // tallied by reports/aggregate, as `faultline report` tallies them.
 package html
 
