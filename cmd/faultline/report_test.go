@@ -176,6 +176,24 @@ func TestReportHTML(t *testing.T) {
 		}
 	}
 
+	// A folder of the pair drill gets the drills' side-by-side page,
+	// linked from its runs' pages.
+	pair := filepath.Join(root, "runs", "20261129T133551Z-drills")
+	if err := os.CopyFS(pair, os.DirFS("../../suites/drills/report/testdata/pair-fast")); err != nil {
+		t.Fatal(err)
+	}
+	drillSite := filepath.Join(root, "drill-site")
+	faultline(t, root, "report", "--format", "html", "-o", drillSite, pair).expect(t, exitOK)
+	page, err := os.ReadFile(filepath.Join(drillSite, "folders", filepath.Base(pair), "drill-pair.html"))
+	if err != nil || !strings.Contains(string(page), `id="drill-pair-svg"`) {
+		t.Errorf("the drill folder's site has no pair page with its drawing (%v)", err)
+	}
+	for _, f := range []string{"drill-pair.png", "drill-pair.svg"} {
+		if _, err := os.Stat(filepath.Join(drillSite, "folders", filepath.Base(pair), f)); err != nil {
+			t.Errorf("the pair page's %s is missing: %v", f, err)
+		}
+	}
+
 	faultline(t, root, "report", "--format", "html", a).expect(t, exitUsage, "give it with -o DIR")
 	faultline(t, root, "report", "--format", "html", "--by", "class", "-o", site, a).expect(t, exitUsage, "--by does not apply")
 	file := filepath.Join(root, "rates.csv")
