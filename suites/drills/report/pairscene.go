@@ -206,7 +206,7 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 	labelsBottom := y + float64(nRows)*labelRow
 	laneY := labelsBottom + 5
 	cy := laneY + laneHeight/2
-	moments := s.add(&group{Class: "lane", Data: append(data, dataAttr{"view", "moments"})})
+	moments := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", "moments"})})
 	moments.Texts = append(moments.Texts, text(4, cy+3, "API: the drill's moments", 10, "start"))
 	moments.Lines = append(moments.Lines, lineItem{X1: ts.x(0), Y1: cy, X2: ts.x(a.EvidenceEnd.Sub(a.FaultAt)), Y2: cy, Stroke: armColours[i], Width: 1, Class: "lane-line"})
 	labelGroup := s.add(&group{Class: "moment-labels", Data: data})
@@ -235,13 +235,12 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 	type placed struct {
 		b      bracket
 		x0, x1 float64
-		label  string
 	}
 	var ps []placed
 	for _, b := range brackets {
 		x0, x1 := ts.x(b.from), ts.x(b.to)
 		w := textWidth(b.label, labelSize, false)
-		ps = append(ps, placed{b, x0, x1, b.label})
+		ps = append(ps, placed{b, x0, x1})
 		x0s, x1s = append(x0s, x0), append(x1s, math.Max(x1, x0+4+w))
 	}
 	brows := intervalRows(x0s, x1s, 6)
@@ -249,7 +248,7 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 	for _, r := range brows {
 		nb = max(nb, r+1)
 	}
-	timers := s.add(&group{Class: "lane", Data: append(data, dataAttr{"view", "timers"})})
+	timers := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", "timers"})})
 	if nb > 0 {
 		timers.Texts = append(timers.Texts, text(4, y+12, "timers behind the intervals", 10, "start"))
 	}
@@ -259,7 +258,7 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 			lineItem{X1: p.x0, Y1: rt + 4, X2: p.x1, Y2: rt + 4, Stroke: "#555", Width: 1, Class: "bracket", Title: p.b.title},
 			lineItem{X1: p.x0, Y1: rt, X2: p.x0, Y2: rt + 7, Stroke: "#555", Width: 1},
 			lineItem{X1: p.x1, Y1: rt, X2: p.x1, Y2: rt + 7, Stroke: "#555", Width: 1})
-		t := text(p.x0+4, rt+15, p.label, labelSize, "start")
+		t := text(p.x0+4, rt+15, p.b.label, labelSize, "start")
 		t.Class, t.Title, t.Data = "timer-label", p.b.title, []dataAttr{{"key", p.b.key}}
 		timers.Texts = append(timers.Texts, t)
 	}
@@ -273,7 +272,7 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 		{"api-pods", "API: drill pods (" + orUnnamed(a.PodSource) + ")", a.PodReads},
 		{"runtime", "runtime: " + a.Runtime.Source + " over SSH", a.RuntimeReads},
 	} {
-		g := s.add(&group{Class: "lane", Data: append(data, dataAttr{"view", lane.view})})
+		g := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", lane.view})})
 		g.Texts = append(g.Texts, text(4, y+10, lane.name, 10, "start"))
 		g.Rects = append(g.Rects, readSegments(ts, a, lane.reads, y)...)
 		if lane.view == "runtime" && diverged && div.Key == DivergenceRuntime {
@@ -306,6 +305,11 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 			Title: fmt.Sprintf("%s at +%s", a.returnAnchor(), secs(a.HealStart.Sub(a.FaultAt)))})
 	}
 	return armBottom + pairPadding
+}
+
+// withData is data and one attribute more, in a slice of its own.
+func withData(data []dataAttr, more dataAttr) []dataAttr {
+	return append(append([]dataAttr{}, data...), more)
 }
 
 func maxTime(a, b time.Time) time.Time {
