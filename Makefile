@@ -29,15 +29,16 @@ GINKGO  = $(shell $(GO) env GOPATH)/bin/ginkgo
 # build; iproute2, iptables, nftables and conntrack for host namespaces and
 # kube-proxy; openssh for every host's sshd and the SSH tests; keepalived for
 # the virtual address; runc and the CNI plugins for containers; util-linux
-# (nsenter, unshare), procps, psmisc, kmod and curl.
+# (nsenter, unshare), procps, psmisc, kmod and curl; chromium for the report
+# pages' browser tests and screenshots.
 DEB_PACKAGES = ca-certificates git make gcc libc6-dev iproute2 iptables nftables conntrack \
 	openssh-server openssh-client keepalived runc containernetworking-plugins \
-	util-linux procps psmisc kmod curl ipset
+	util-linux procps psmisc kmod curl ipset chromium
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help setup ginkgo test unit test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report report-screenshot run
+.PHONY: help setup ginkgo test unit test-browser test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report report-screenshot run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -48,12 +49,19 @@ help: ## list the targets
 BINS_PKGS = $(shell grep -rl '^//go:build bins' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 LAB_PKGS  ?= ./lab/local/ ./lab/static/
 
-test: unit bins ## what CI runs: lint, unit tests, tests on real components, the local lab's own tests (root)
+test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages in Chromium, tests on real components, the local lab's own tests (root)
 	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
 	$(GO) test -tags lab -p 1 -timeout 60m -v $(LAB_PKGS)
 
 unit: lint ## go vet, gofmt check and the unit tests (no root, no binaries)
 	$(GO) test ./...
+
+# Packages whose report pages are tested in headless Chromium: build tag
+# `browser`.
+BROWSER_PKGS = $(shell grep -rl '^//go:build browser' --include='*_test.go' . | xargs -n1 dirname | sort -u)
+
+test-browser: ## load the report pages in headless Chromium (Debian's chromium, from make setup)
+	$(GO) test -tags browser -p 1 -timeout 10m $(BROWSER_PKGS)
 
 test-lab: bins ## the heavier lab tests: faults and evidence on local labs of their own (root)
 	$(GO) test -tags lab -p 1 -timeout 90m -v ./framework/fault/faults/ ./framework/evidence/sampler/
@@ -106,8 +114,8 @@ report-screenshot: faultline ## render RUN=<run folder> as HTML into reports/sit
 	@if [ -z "$(RUN)" ]; then echo "make report-screenshot: give RUN=<run folder>, such as RUN=reports/runs/<time>-<suite>"; exit 1; fi
 	@mkdir -p $(dir $(SITE))
 	$(BIN)/faultline report --format html -o $(SITE) $(RUN)
-	$(GO) run ./reports/html/screenshot $(SITE)/index.html $(SITE)/runs/*--$(PAGES).html
-	@echo "open $(SITE)/index.html; the screenshots are beside each page (.png)"
+	$(GO) run ./reports/html/screenshot $(SITE)/index.html $(SITE)/runs/*--$(PAGES).html $$(find $(SITE)/folders -name '*.html' 2>/dev/null)
+	@echo "open $(SITE)/index.html; the screenshots are beside each page (page.screenshot.png)"
 
 run: ## the main job: build what is missing, bring LAB up (fast profile), run the ci set with progress, print the verdict table, bring LAB down
 	@# RUN_PROFILE (default fast) and RUN_FILTER (default ci) select the

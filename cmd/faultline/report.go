@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/reports/aggregate"
 	"github.com/faultline/faultline/reports/html"
+	drillreport "github.com/faultline/faultline/suites/drills/report"
 )
 
 func newReportCommand() *cobra.Command {
@@ -66,7 +67,7 @@ booktabs style (\usepackage{booktabs}): key columns, violated, counted, rate
 and 95% interval.
 
 --format html -o DIR writes a static site into DIR that works offline (no
-script, nothing fetched, its style inline): index.html over every run given
+script but porcupine's on its own page, nothing fetched, style inline): index.html over every run given
 (findings, positive controls and null arms in tables of their own, each rate
 with its Wilson interval drawn as a bar, the applicability table, a link to
 every run's page), and runs/<folder>--<run>.html for each run (provenance:
@@ -75,8 +76,17 @@ end, role; the verdict table with reasons and exercised; a timeline drawn as
 SVG with one lane per source and question, unreadable stretches hatched with
 their reason on hover, the injection and heal, the window and settle, the
 timeline's events, each VIOLATED verdict's moment, and every verdict in a
-row under the lanes). Beside them: rates.svg and rates.png (the findings'
-rate per invariant with its interval), rates.tex and rates.csv. DIR may
+row under the lanes; each phase's cadence; where the run has a register
+writer's history, porcupine's check of it and a link to porcupine's own
+drawing, runs/<folder>--<run>--register.html). For a folder holding both
+arms of the pair drill, folders/<folder>/drill-pair.html: 6.C2 against 6.C1
+side by side (the moments with their labels stacked, the timer behind each
+interval, the API's listing of the drill's pods and the worker's runtime,
+the divergence), over the pair report, with drill-pair.png and
+drill-pair.svg beside it. Beside them: rates.svg and
+rates.png (the findings' rate per invariant with its interval),
+rates-by-scenario.svg and rates-by-scenario.png (per scenario, pooled over
+its invariants), both also inline on index.html, rates.tex and rates.csv. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
 
@@ -110,7 +120,7 @@ last line cut short by a crash is left out, and the report names it.`,
 				if output == "" {
 					return usagef("--format html writes a site into a directory: give it with -o DIR")
 				}
-				return html.WriteSite(output, args)
+				return html.WriteSite(output, args, html.WithFolderPages(drillreport.FolderPages))
 			default:
 				return usagef("--format %q: give markdown, csv, latex or html", format)
 			}

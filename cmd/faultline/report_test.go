@@ -170,9 +170,27 @@ func TestReportHTML(t *testing.T) {
 	root, a, b := twoRunFolders(t)
 	site := filepath.Join(root, "site")
 	faultline(t, root, "report", "--format", "html", "-o", site, a, b).expect(t, exitOK)
-	for _, f := range []string{"index.html", "rates.svg", "rates.png", "rates.tex", "rates.csv", "runs/20261101T100000Z-disagree--a1.html"} {
+	for _, f := range []string{"index.html", "rates.svg", "rates.png", "rates-by-scenario.svg", "rates-by-scenario.png", "rates.tex", "rates.csv", "runs/20261101T100000Z-disagree--a1.html"} {
 		if _, err := os.Stat(filepath.Join(site, f)); err != nil {
 			t.Errorf("site lacks %s: %v", f, err)
+		}
+	}
+
+	// A folder of the pair drill gets the drills' side-by-side page,
+	// linked from its runs' pages.
+	pair := filepath.Join(root, "runs", "20261129T133551Z-drills")
+	if err := os.CopyFS(pair, os.DirFS("../../suites/drills/report/testdata/pair-fast")); err != nil {
+		t.Fatal(err)
+	}
+	drillSite := filepath.Join(root, "drill-site")
+	faultline(t, root, "report", "--format", "html", "-o", drillSite, pair).expect(t, exitOK)
+	page, err := os.ReadFile(filepath.Join(drillSite, "folders", filepath.Base(pair), "drill-pair.html"))
+	if err != nil || !strings.Contains(string(page), `id="drill-pair-svg"`) {
+		t.Errorf("the drill folder's site has no pair page with its drawing (%v)", err)
+	}
+	for _, f := range []string{"drill-pair.png", "drill-pair.svg"} {
+		if _, err := os.Stat(filepath.Join(drillSite, "folders", filepath.Base(pair), f)); err != nil {
+			t.Errorf("the pair page's %s is missing: %v", f, err)
 		}
 	}
 

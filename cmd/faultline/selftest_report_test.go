@@ -132,6 +132,33 @@ func TestReportOverTwoSelftestRuns(t *testing.T) {
 		t.Errorf("report has %d of %d arm/invariant rows, %d with an interval", seen, len(want), withInterval)
 	}
 
+	// The HTML site of both folders: a page per run, each with the
+	// evidence's cadence where its window took snapshots.
+	site := filepath.Join(t.TempDir(), "site")
+	faultline(t, "", append([]string{"report", "--format", "html", "-o", site}, folders...)...).expect(t, exitOK)
+	pages := 0
+	for _, f := range folders {
+		runs, err := record.ReadRuns(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			b, err := os.ReadFile(filepath.Join(site, "runs", record.SafeName(filepath.Base(f))+"--"+record.SafeName(r.RunID)+".html"))
+			if err != nil {
+				t.Errorf("run %s has no page: %v", r.RunID, err)
+				continue
+			}
+			pages++
+			rec, err := record.ReadEvidence(f, r.RunID)
+			if err == nil && len(rec.Window) >= 2 && !strings.Contains(string(b), `<tr data-phase="window">`) {
+				t.Errorf("run %s's page lacks its window's cadence", r.RunID)
+			}
+		}
+	}
+	if pages == 0 {
+		t.Error("the site has no run page")
+	}
+
 	md := faultline(t, "", append([]string{"report"}, folders...)...)
 	md.expect(t, exitOK)
 	for _, s := range []string{"## Findings by invariant", "## Applicability table", "## Excluded runs", "| FAULT_INEFFECTIVE |", "% ["} {

@@ -112,6 +112,8 @@ var registerSteps = porcupine.NondeterministicModel{
 		}
 		return fmt.Sprintf("create(%s) unknown=%v", in.value, out.unknown)
 	},
+	DescribeState:             describeRegister,
+	DescribeOperationMetadata: describeOpMetadata,
 }
 
 // historyOf turns the writer's ops into porcupine operations. Failed ops
@@ -130,7 +132,8 @@ func historyOf(ops []evidence.RegisterOp) ([]porcupine.Operation, error) {
 		if _, ok := clients[op.Writer]; !ok {
 			clients[op.Writer] = len(clients)
 		}
-		o := porcupine.Operation{ClientId: clients[op.Writer], Call: op.Invoke.UnixNano(), Return: op.Return.UnixNano()}
+		o := porcupine.Operation{ClientId: clients[op.Writer], Call: op.Invoke.UnixNano(), Return: op.Return.UnixNano(),
+			Metadata: opMetadata{writer: op.Writer, round: op.Round, outcome: op.Outcome, version: op.Version}}
 		switch op.Op {
 		case "read":
 			if op.Outcome != outcomeOK {

@@ -24,6 +24,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/ledger"
 	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/framework/scenario/internal/memlab"
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -344,6 +345,28 @@ func TestSelftestFocusRunsExactlyOneScenario(t *testing.T) {
 	}
 	if got := scenarioArms(s.runs(t)); !slices.Equal(got, []string{"selftest-ineffective/fault"}) {
 		t.Errorf("focus ran %v", got)
+	}
+}
+
+// client-go's lines go to the run folder's client-go.log from the start,
+// the lab's check included, and never to the terminal. The suite logs one
+// through klog while it checks the lab (the line is fixed in the suite).
+func TestSelftestClientLinesGoToTheRunFolder(t *testing.T) {
+	t.Parallel()
+	const line = "selftest: a client-go line while the lab is checked"
+	s := newSelftest(t, t.TempDir(), nil, "-ginkgo.focus=selftest-ineffective")
+	if code := s.run(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, s.out.String())
+	}
+	if strings.Contains(s.out.String(), line) {
+		t.Errorf("the client line reached the terminal:\n%s", s.out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(s.folder(t), scenario.ClientLogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), line) {
+		t.Errorf("%s lacks the line logged while the lab was checked:\n%s", scenario.ClientLogName, b)
 	}
 }
 

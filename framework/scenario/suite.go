@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -174,8 +175,18 @@ func registerSuiteNodes(st *suiteState) {
 		if len(record.RendererNames()) == 0 {
 			Fail(record.ErrNoRenderer.Error())
 		}
-		if err := st.open(ctx); err != nil {
+		// Opening and checking the lab and healing the ledger are a
+		// client's work, but a refused lab must leave no run folder: the
+		// client's lines are held until there is one.
+		if err := holdClientLogs(); err != nil {
 			Fail(err.Error())
+		}
+		fail := func(msg string) {
+			spillClientLogs(GinkgoWriter)
+			Fail(msg)
+		}
+		if err := st.open(ctx); err != nil {
+			fail(err.Error())
 		}
 		rep, err := st.healLedger(ctx)
 		if !rep.Empty() {
@@ -183,10 +194,13 @@ func registerSuiteNodes(st *suiteState) {
 			AddReportEntry("heal ledger on start", rep.String())
 		}
 		if err != nil {
-			Fail(err.Error())
+			fail(err.Error())
 		}
 		dir, err := newRunFolder(st.cfg.ReportsRoot, st.name)
 		if err != nil {
+			fail(err.Error())
+		}
+		if err := captureClientLogs(filepath.Join(dir, ClientLogName)); err != nil {
 			Fail(err.Error())
 		}
 		b, _ := json.Marshal(suiteStart{Folder: dir})
@@ -196,11 +210,13 @@ func registerSuiteNodes(st *suiteState) {
 		if err := json.Unmarshal(data, &start); err != nil {
 			Fail(fmt.Sprintf("suite start: %v", err))
 		}
-		if err := st.open(ctx); err != nil {
-			Fail(err.Error())
-		}
+		// client-go's lines go to the run folder before this process opens
+		// the lab: opening it is already a client's work.
 		st.folder = openRunFolder(start.Folder)
 		if err := captureClientLogs(st.folder.f.Path(ClientLogName)); err != nil {
+			Fail(err.Error())
+		}
+		if err := st.open(ctx); err != nil {
 			Fail(err.Error())
 		}
 		if pr, ok := st.lab.(lab.ProgressReporter); ok {

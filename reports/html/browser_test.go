@@ -13,32 +13,36 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/record"
-	"github.com/faultline/faultline/reports/html/internal/browser"
+	"github.com/faultline/faultline/internal/browser"
 )
 
 // The browser test: `go test -tags browser ./reports/html/` with Debian's
 // chromium installed. It renders a run folder built here (and, with
 // FAULTLINE_BROWSER_RUN=<run folder>, that folder too), loads every page
 // in headless Chromium and checks that it raises no script error, asks
-// nothing of the network, and that the timeline has a drawn lane for
-// every source and question the run's evidence asked.
+// nothing of the network, that the index draws both rate plots, that the
+// timeline has a drawn lane for every source and question the run's
+// evidence asked, and that porcupine's drawing of a register writer's
+// history runs its script and draws every operation.
 
 // laneInfo is what the browser drew for each lane: its source, question
 // and the size of its box.
 const laneInfo = `Array.from(document.querySelectorAll('#timeline-svg g.lane')).map(g => {
 	const b = g.getBBox();
 	return {source: g.dataset.source, question: g.dataset.question, width: b.width, height: b.height,
-		unreadable: Array.from(g.querySelectorAll('rect.unreadable')).reduce((w, r) => w + r.getBBox().width, 0)};
+		unreadable: Array.from(g.querySelectorAll('rect.unreadable')).reduce((w, r) => w + r.getBBox().width, 0),
+		fills: Array.from(g.querySelectorAll('rect.unreadable')).map(r => getComputedStyle(r).fill)};
 })`
 
 type drawnLane struct {
 	Source, Question string
 	Width, Height    float64
 	Unreadable       float64
+	Fills            []string
 }
 
 func TestPagesInChromium(t *testing.T) {
-	folders := []string{runFolder(t)}
+	folders := []string{runFolder(t), writerFolder(t, map[string][]evidence.RegisterOp{"linearizable": writerOps(6, false), "stale": writerOps(6, true)})}
 	if d := os.Getenv("FAULTLINE_BROWSER_RUN"); d != "" {
 		folders = append(folders, d)
 	}
@@ -72,9 +76,18 @@ func TestPagesInChromium(t *testing.T) {
 			}
 			return p
 		}
+		index := load(IndexFile)
 		var links []string
-		if err := load(IndexFile).Eval(ctx, `Array.from(document.querySelectorAll('#run-table a')).map(a => a.getAttribute('href'))`, &links); err != nil {
+		if err := index.Eval(ctx, `Array.from(document.querySelectorAll('#run-table a')).map(a => a.getAttribute('href'))`, &links); err != nil {
 			t.Fatal(err)
+		}
+		// The rate plots, inline: by invariant and by scenario.
+		var plots []float64
+		if err := index.Eval(ctx, `Array.from(document.querySelectorAll('figure.rate-plot svg')).map(s => s.getBoundingClientRect().width)`, &plots); err != nil {
+			t.Fatal(err)
+		}
+		if len(plots) != 2 || plots[0] < 100 || plots[1] < 100 {
+			t.Errorf("%s: rate plots drawn %v, want two", IndexFile, plots)
 		}
 		runs, err := record.ReadRuns(folder)
 		if err != nil {
@@ -104,9 +117,33 @@ func TestPagesInChromium(t *testing.T) {
 				if l.Width < 1 || l.Height < 1 {
 					t.Errorf("%s: lane %s %s is not drawn (box %.0f×%.0f)", href, l.Source, l.Question, l.Width, l.Height)
 				}
+				for _, f := range l.Fills {
+					if !strings.Contains(f, "#hatch") {
+						t.Errorf("%s: lane %s %s has an unreadable stretch filled %q, not hatched", href, l.Source, l.Question, f)
+					}
+				}
 				if rec.Window != nil && l.Unreadable > 0 && l.Unreadable > l.Width {
 					t.Errorf("%s: lane %s %s shades more than its width", href, l.Source, l.Question)
 				}
+			}
+			// porcupine's drawing of the register writer's history, where
+			// the run has one: its own script runs without error and draws
+			// a box per operation.
+			var register string
+			if err := p.Eval(ctx, `(() => { const a = document.querySelector('#register-link'); return a ? a.getAttribute('href') : ''; })()`, &register); err != nil {
+				t.Fatal(err)
+			}
+			if register != "" {
+				rp := load(RunsDir + "/" + register)
+				var boxes int
+				if err := rp.Eval(ctx, `document.querySelectorAll('#canvas svg rect').length`, &boxes); err != nil {
+					t.Fatal(err)
+				}
+				if ops := len(writerOps(6, r.RunID == "stale")); boxes < ops {
+					t.Errorf("%s: porcupine drew %d boxes for %d operations", register, boxes, ops)
+				}
+			} else if r.Suite == "splitbrain" {
+				t.Errorf("%s: no link to the writer's history", href)
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("%s: lanes drawn\n%s\nwant one per source and question asked\n%s", href, strings.Join(got, "\n"), strings.Join(want, "\n"))

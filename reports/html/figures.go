@@ -3,6 +3,7 @@ package html
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"image/color"
 	"slices"
 
@@ -15,44 +16,81 @@ import (
 )
 
 // addFigures adds the paper's figures and tables to the site: the
-// findings' rate per invariant with its Wilson interval (SVG and PNG), and
-// the rate tables as LaTeX and CSV.
-func addFigures(site *Site, rep *aggregate.Report) error {
+// findings' rate per invariant and per scenario, each with its Wilson
+// interval (SVG and PNG), and the rate tables as LaTeX and CSV. It returns
+// the plots' SVG for the index to show inline.
+func addFigures(site *Site, rep *aggregate.Report) ([]figure, error) {
 	var tex, csv bytes.Buffer
 	if err := aggregate.WriteLaTeX(&tex, rep); err != nil {
-		return fmt.Errorf("html report: %s: %w", RatesTeXFile, err)
+		return nil, fmt.Errorf("html report: %s: %w", RatesTeXFile, err)
 	}
 	if err := aggregate.WriteCSV(&csv, rep); err != nil {
-		return fmt.Errorf("html report: %s: %w", RatesCSVFile, err)
+		return nil, fmt.Errorf("html report: %s: %w", RatesCSVFile, err)
 	}
 	site.Files[RatesTeXFile], site.Files[RatesCSVFile] = tex.Bytes(), csv.Bytes()
-	for _, f := range []struct{ name, format string }{{RatesSVGFile, "svg"}, {RatesPNGFile, "png"}} {
-		b, err := RatePlot(rep, f.format)
-		if err != nil {
-			return fmt.Errorf("html report: %s: %w", f.name, err)
+	var figs []figure
+	for _, p := range ratePlots {
+		for _, f := range []struct{ name, format string }{{p.svg, "svg"}, {p.png, "png"}} {
+			b, err := RatePlot(rep, p.by, f.format)
+			if err != nil {
+				return nil, fmt.Errorf("html report: %s: %w", f.name, err)
+			}
+			site.Files[f.name] = b
 		}
-		site.Files[f.name] = b
+		figs = append(figs, figure{By: p.by, SVG: inlineSVG(site.Files[p.svg]), Files: []string{p.svg, p.png}})
 	}
-	return nil
+	return figs, nil
 }
 
-// invariantTable is the findings table by invariant alone.
-func invariantTable(rep *aggregate.Report) (aggregate.Table, bool) {
+// ratePlots are the rate figures a site holds: by invariant, by scenario.
+var ratePlots = []struct{ by, svg, png string }{
+	{aggregate.ByInvariant, RatesSVGFile, RatesPNGFile},
+	{aggregate.ByScenario, ScenarioRatesSVGFile, ScenarioRatesPNGFile},
+}
+
+// figure is one rate plot as the index shows it.
+type figure struct {
+	By    string
+	SVG   template.HTML
+	Files []string
+}
+
+// inlineSVG is an SVG file's svg element, for a page to hold: the file's
+// XML declaration and comments go.
+func inlineSVG(b []byte) template.HTML {
+	if i := bytes.Index(b, []byte("<svg")); i >= 0 {
+		b = b[i:]
+	}
+	return template.HTML(b)
+}
+
+// findingsTable is the findings table by dimension by alone (beside the
+// arm).
+func findingsTable(rep *aggregate.Report, by string) (aggregate.Table, bool) {
 	for _, t := range rep.Findings {
-		if slices.Equal(t.Columns, []string{aggregate.ByArm, aggregate.ByInvariant}) {
+		if slices.Equal(t.Columns, []string{aggregate.ByArm, by}) {
 			return t, true
 		}
 	}
 	return aggregate.Table{}, false
 }
 
-// RatePlot draws the findings' violation rate per invariant, each with its
-// 95% Wilson interval as a horizontal bar, in format "svg" or "png". Rows
+// RatePlot draws the findings' violation rate per invariant or per
+// scenario (by is aggregate.ByInvariant or aggregate.ByScenario), each
+// with its 95% Wilson interval as a horizontal bar, in format "svg" or
+// "png". A scenario's rate pools the verdicts of its invariants. Rows
 // whose runs count nothing are drawn without a point and say so.
-func RatePlot(rep *aggregate.Report, format string) ([]byte, error) {
-	t, _ := invariantTable(rep)
+func RatePlot(rep *aggregate.Report, by, format string) ([]byte, error) {
+	t, _ := findingsTable(rep, by)
 	p := plot.New()
-	p.Title.Text = "Violation rate per invariant (findings; 95% Wilson interval)"
+	switch by {
+	case aggregate.ByInvariant:
+		p.Title.Text = "Violation rate per invariant (findings; 95% Wilson interval)"
+	case aggregate.ByScenario:
+		p.Title.Text = "Violation rate per scenario, over its invariants (findings; 95% Wilson interval)"
+	default:
+		return nil, fmt.Errorf("rate plot by %q: give %s or %s", by, aggregate.ByInvariant, aggregate.ByScenario)
+	}
 	p.X.Label.Text = "violation rate"
 	p.X.Min, p.X.Max = 0, 1
 	p.X.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {

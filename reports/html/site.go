@@ -7,7 +7,10 @@
 // (SVG and PNG) and rate tables (LaTeX and CSV).
 //
 // Every page is one file with its style inline and no script; nothing is
-// fetched when it is viewed. Records are read through framework/record and
+// fetched when it is viewed. The one exception is porcupine's own drawing
+// of a register writer's history, a page of its own beside the run's, with
+// porcupine's script inline (it fetches nothing either). A suite can add
+// pages over a whole run folder (WithFolderPages). Records are read through framework/record and
 // tallied by reports/aggregate, as `faultline report` tallies them.
 package html
 
@@ -19,6 +22,7 @@ import (
 	"html/template"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,8 +41,11 @@ const (
 	RunsDir      = "runs"
 	RatesSVGFile = "rates.svg"
 	RatesPNGFile = "rates.png"
-	RatesTeXFile = "rates.tex"
-	RatesCSVFile = "rates.csv"
+	// The rate per scenario, pooled over its invariants.
+	ScenarioRatesSVGFile = "rates-by-scenario.svg"
+	ScenarioRatesPNGFile = "rates-by-scenario.png"
+	RatesTeXFile         = "rates.tex"
+	RatesCSVFile         = "rates.csv"
 )
 
 //go:embed templates/*.tmpl templates/style.css
@@ -77,11 +84,11 @@ type Site struct {
 // WriteSite renders the run folders and writes the site into dir. dir is
 // checked first and every folder read and rendered before anything is
 // written, so bad input writes nothing.
-func WriteSite(dir string, folders []string) error {
+func WriteSite(dir string, folders []string, opts ...Option) error {
 	if err := checkOutputDir(dir); err != nil {
 		return err
 	}
-	s, err := Build(folders)
+	s, err := Build(folders, opts...)
 	if err != nil {
 		return err
 	}
@@ -146,8 +153,12 @@ type runPage struct {
 
 // Build reads the run folders (as `faultline report` reads them: a
 // malformed record is an error naming its file and line) and every run's
-// evidence, and renders the site.
-func Build(folders []string) (*Site, error) {
+// evidence, and renders the site, with the folder pages the options add.
+func Build(folders []string, opts ...Option) (*Site, error) {
+	var o buildOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	in, err := aggregate.ReadRunFolders(folders)
 	if err != nil {
 		return nil, err
@@ -166,24 +177,41 @@ func Build(folders []string) (*Site, error) {
 		runs = append(runs, runPage{Record: r, Folder: folder,
 			Href: RunsDir + "/" + record.SafeName(filepath.Base(folder)) + "--" + record.SafeName(r.RunID) + ".html"})
 	}
+	seen := map[string]bool{}
 	for _, rp := range runs {
-		if _, dup := site.Files[rp.Href]; dup {
+		if seen[rp.Href] {
 			return nil, fmt.Errorf("html report: %s: run %s of folder %s has the page of another run given; give folders of different names", rp.Where(), rp.RunID, filepath.Base(rp.Folder))
 		}
-		b, err := renderRun(rp)
+		seen[rp.Href] = true
+	}
+	folderLinks, byRun, err := addFolderPages(site, o, folders, runs)
+	if err != nil {
+		return nil, err
+	}
+	for _, rp := range runs {
+		var links []folderLink
+		for _, l := range byRun[rp.Href] {
+			l.Href = "../" + l.Href
+			links = append(links, l)
+		}
+		b, beside, err := renderRun(rp, links)
 		if err != nil {
 			return nil, err
 		}
 		site.Files[rp.Href] = b
+		for name, content := range beside {
+			site.Files[name] = content
+		}
 	}
-	idx, err := renderIndex(rep, runs)
+	figs, err := addFigures(site, rep)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := renderIndex(rep, runs, figs, folderLinks)
 	if err != nil {
 		return nil, err
 	}
 	site.Files[IndexFile] = idx
-	if err := addFigures(site, rep); err != nil {
-		return nil, err
-	}
 	return site, nil
 }
 
@@ -193,16 +221,65 @@ type runView struct {
 	Run   runPage
 	// Record is where the run record was read, from the run folder's
 	// name: the page says nothing of the machine it was made on.
-	Record     string
-	Controls   []string
-	Role       string
-	Load       string
-	Effect     string
-	Timings    []timing
-	Timeline   *timeline
+	Record   string
+	Controls []string
+	Role     string
+	Load     string
+	Effect   string
+	Timings  []timing
+	Timeline *timeline
+	Cadence  []cadenceRow
+	Register *registerView
+	// Folders are the folder pages that draw this run beside others.
+	Folders    []folderLink
 	NoEvidence string
 	Events     []eventRow
 	Violated   int
+}
+
+// cadenceRow is how often one phase's snapshots came, as `faultline report
+// --timeline` prints it.
+type cadenceRow struct {
+	Phase     string
+	Snapshots int
+	// PerSecond is rounds per second over the phase: intervals between
+	// its first and last tick over the time between them.
+	PerSecond, Median, Max, Slowest string
+}
+
+// cadenceRows measures each phase of a record that took snapshots; a
+// phase of fewer than two has no interval to measure and says so.
+func cadenceRows(rec evidence.Record) []cadenceRow {
+	var out []cadenceRow
+	for _, ph := range []struct {
+		name  string
+		snaps []evidence.Snapshot
+	}{{partPreFault, rec.PreFault}, {partWindow, rec.Window}, {partHeal, rec.Heal}, {partSettle, rec.Settle}} {
+		c := evidence.CadenceOf(ph.snaps)
+		row := cadenceRow{Phase: ph.name, Snapshots: c.Snapshots, PerSecond: "-", Median: "-", Max: "-", Slowest: "-"}
+		if c.Snapshots >= 2 {
+			first, last := ph.snaps[0].Taken, ph.snaps[0].Taken
+			for _, s := range ph.snaps {
+				if s.Taken.Before(first) {
+					first = s.Taken
+				}
+				if s.Taken.After(last) {
+					last = s.Taken
+				}
+			}
+			if span := last.Sub(first); span > 0 {
+				row.PerSecond = fmt.Sprintf("%.2f", float64(c.Snapshots-1)/span.Seconds())
+			}
+			row.Median, row.Max = c.Median.Round(10*time.Millisecond).String(), c.Max.Round(10*time.Millisecond).String()
+			if c.SlowestSource != "" {
+				row.Slowest = fmt.Sprintf("%s (%s)", c.SourceMax.Round(10*time.Millisecond), c.SlowestSource)
+			}
+		}
+		if c.Snapshots > 0 {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 type timing struct {
@@ -220,8 +297,12 @@ type eventRow struct {
 // timingOrder is the engine's phases in the order they run.
 var timingOrder = []string{"reset", "pre-fault", "inject", "window", "heal", "settle"}
 
-func renderRun(rp runPage) ([]byte, error) {
-	v := runView{Style: style, Run: rp, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
+// renderRun renders a run's page, and the files beside it (porcupine's
+// drawing of the register writer's history, when the run has one), by
+// their names in the site.
+func renderRun(rp runPage, folders []folderLink) ([]byte, map[string][]byte, error) {
+	beside := map[string][]byte{}
+	v := runView{Style: style, Run: rp, Folders: folders, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
 		v.Controls = record.ControlledInvariants(rp.Run)
 	}
@@ -252,9 +333,20 @@ func renderRun(rp runPage) ([]byte, error) {
 	case errors.Is(err, os.ErrNotExist):
 		v.NoEvidence = fmt.Sprintf("The folder holds no evidence of this run (%s).", filepath.Join(record.EvidenceDir, record.SafeName(rp.RunID)+".jsonl"))
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", rp.Folder, err)
+		return nil, nil, fmt.Errorf("%s: %w", rp.Folder, err)
 	default:
 		v.Timeline = buildTimeline(rp.Run, rec)
+		v.Cadence = cadenceRows(rec)
+		origin := time.Time{}
+		if v.Timeline != nil {
+			origin = v.Timeline.Origin
+		}
+		name := registerHref(rp.Href)
+		var page []byte
+		v.Register, page = registerPage(rec, origin, path.Base(name))
+		if page != nil {
+			beside[name] = page
+		}
 		if v.Timeline == nil {
 			v.NoEvidence = "The run's evidence holds neither snapshots nor events."
 		}
@@ -268,9 +360,9 @@ func renderRun(rp runPage) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, "run.tmpl", v); err != nil {
-		return nil, fmt.Errorf("html report: rendering run %s: %w", rp.RunID, err)
+		return nil, nil, fmt.Errorf("html report: rendering run %s: %w", rp.RunID, err)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), beside, nil
 }
 
 // indexView is what the page over every run shows.
@@ -282,6 +374,8 @@ type indexView struct {
 	Controls []controlView
 	Runs     []runRow
 	Figures  []string
+	Plots    []figure
+	Folders  []folderLink
 }
 
 type tableView struct {
@@ -334,12 +428,12 @@ type runRow struct {
 	Counts string
 }
 
-func renderIndex(rep *aggregate.Report, runs []runPage) ([]byte, error) {
+func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders []folderLink) ([]byte, error) {
 	href := map[string]string{}
 	for _, rp := range runs {
 		href[rp.Where()] = rp.Href
 	}
-	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, RatesTeXFile, RatesCSVFile}}
+	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots, Folders: folders}
 	for _, t := range rep.Findings {
 		v.Findings = append(v.Findings, newTableView(t))
 	}

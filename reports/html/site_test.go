@@ -18,6 +18,7 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports/aggregate"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -354,6 +355,48 @@ func TestRunPageTimeline(t *testing.T) {
 	}
 }
 
+// The run page gives each phase's cadence as `faultline report
+// --timeline` does: the window's two snapshots 5 s apart are 0.2 rounds
+// per second, and the longest any source went without a value is the
+// whole window (cri/worker1, unreadable throughout it, ties with
+// apiserver/cp1 between its two answers; the first by name is named); a
+// phase of one snapshot has no interval.
+func TestRunPageCadence(t *testing.T) {
+	dir := runFolder(t)
+	s := buildSite(t, dir)
+	doc := runPageOf(t, s, dir, "frozen-fault-1")
+	table := byID(doc, "cadence-table")
+	if table == nil {
+		t.Fatal("no cadence table")
+	}
+	rows := map[string]string{}
+	for _, r := range find(table, func(n *xhtml.Node) bool { _, ok := attr(n, "data-phase"); return n.Data == "tr" && ok }) {
+		p, _ := attr(r, "data-phase")
+		var cells []string
+		for _, c := range find(r, func(n *xhtml.Node) bool { return n.Data == "td" }) {
+			cells = append(cells, text(c))
+		}
+		rows[p] = strings.Join(cells, "|")
+	}
+	want := map[string]string{
+		"pre-fault": "pre-fault|1|-|-|-|-",
+		"window":    "window|2|0.20|5s|5s|5s (apiserver/cp1)",
+		"settle":    "settle|1|-|-|-|-",
+	}
+	for p, w := range want {
+		if rows[p] != w {
+			t.Errorf("cadence of %s = %q, want %q", p, rows[p], w)
+		}
+	}
+	if len(rows) != len(want) {
+		t.Errorf("cadence rows %v, want the phases that took snapshots", rows)
+	}
+	// A run without evidence has no cadence to show.
+	if byID(runPageOf(t, s, dir, "frozen-null-1"), "cadence-table") != nil {
+		t.Error("a run without evidence shows a cadence table")
+	}
+}
+
 func checkXML(t *testing.T, what string, b []byte) {
 	t.Helper()
 	dec := xml.NewDecoder(bytes.NewReader(b))
@@ -439,6 +482,47 @@ func TestIndexKeepsRolesApart(t *testing.T) {
 	}
 	if !bytes.Contains(s.Files[RatesSVGFile], []byte("single-copy (1/1)")) {
 		t.Errorf("%s does not name single-copy with its count", RatesSVGFile)
+	}
+}
+
+// The rate per scenario pools its invariants: containerd-frozen's finding
+// has two VIOLATED and one PRESERVED. Both plots are on the index, inline,
+// and in the site as SVG and PNG.
+func TestRatePlotPerScenario(t *testing.T) {
+	dir := runFolder(t)
+	s := buildSite(t, dir)
+	for _, f := range []string{ScenarioRatesSVGFile, ScenarioRatesPNGFile} {
+		if len(s.Files[f]) == 0 {
+			t.Fatalf("site has no %s", f)
+		}
+	}
+	checkXML(t, ScenarioRatesSVGFile, s.Files[ScenarioRatesSVGFile])
+	if !bytes.HasPrefix(s.Files[ScenarioRatesPNGFile], []byte("\x89PNG")) {
+		t.Errorf("%s is not a PNG", ScenarioRatesPNGFile)
+	}
+	svg := string(s.Files[ScenarioRatesSVGFile])
+	for _, want := range []string{"containerd-frozen (2/3)", "per scenario, over its invariants"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("%s lacks %q", ScenarioRatesSVGFile, want)
+		}
+	}
+	if strings.Contains(svg, "single-copy") || strings.Contains(svg, "control-breaks-it") {
+		t.Errorf("%s names an invariant or the control", ScenarioRatesSVGFile)
+	}
+	doc := parse(t, s.Files[IndexFile])
+	figs := map[string]string{}
+	for _, f := range find(doc, func(n *xhtml.Node) bool { return n.Data == "figure" && hasClass(n, "rate-plot") }) {
+		by, _ := attr(f, "data-by")
+		if len(find(f, func(n *xhtml.Node) bool { return n.Data == "svg" })) != 1 {
+			t.Errorf("the %s figure holds no inline svg", by)
+		}
+		figs[by] = text(f)
+	}
+	if !strings.Contains(figs["invariant"], "single-copy (1/1)") || !strings.Contains(figs["scenario"], "containerd-frozen (2/3)") {
+		t.Errorf("index figures %v, want the plot by invariant and by scenario", figs)
+	}
+	if _, err := RatePlot(&aggregate.Report{}, "suite", "svg"); err == nil {
+		t.Error("a rate plot by suite was drawn; only invariant and scenario have one")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/klog/v2"
 
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
@@ -38,6 +39,10 @@ const (
 	// envSeenOnce adds a fault whose effect only the first probe sees.
 	envSeenOnce = "FAULTLINE_SELFTEST_SEEN_ONCE"
 )
+
+// ClientLineAtVerify is the klog line the suite logs while it checks the
+// lab, as client-go would: it belongs in the run folder's client-go.log.
+const ClientLineAtVerify = "selftest: a client-go line while the lab is checked"
 
 func TestSelftest(t *testing.T) {
 	if os.Getenv(envState) == "" {
@@ -239,6 +244,9 @@ var _ = scenario.Register(scenario.Suite{
 		return memlab.Open(os.Getenv(envState), os.Getenv(envNotALab) == ""), nil
 	},
 	VerifyLab: func(context.Context, lab.Lab) error {
+		// A real lab's check is a client's request, and client-go logs
+		// through klog while it is made.
+		klog.Warning(ClientLineAtVerify)
 		if os.Getenv(envNoMarker) != "" {
 			return errors.New("the cluster does not carry the lab's marker")
 		}

@@ -1,6 +1,6 @@
 // Command screenshot loads report pages in a headless Chromium (run under
 // nice -n 19) and writes each whole page as a PNG beside it (page.html →
-// page.png), for a person to look at: `make report-screenshot RUN=<run
+// page.screenshot.png), for a person to look at: `make report-screenshot RUN=<run
 // folder>`. A page that raises a script error or asks the network for
 // anything is an error.
 package main
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/reports/html/internal/browser"
+	"github.com/faultline/faultline/internal/browser"
 )
 
 func main() {
@@ -68,7 +68,9 @@ func run(pages []string, width int, maxHeight float64) error {
 		if err != nil {
 			return err
 		}
-		out := strings.TrimSuffix(page, filepath.Ext(page)) + ".png"
+		// Not page.png: a page's own figure may have that name (the
+		// drills' drill-pair.html beside its drill-pair.png).
+		out := strings.TrimSuffix(page, filepath.Ext(page)) + ".screenshot.png"
 		if err := os.WriteFile(out, png, 0o644); err != nil {
 			return err
 		}

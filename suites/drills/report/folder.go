@@ -29,18 +29,9 @@ var ErrNoDrillRuns = errors.New("no drill runs")
 // when it holds a racks run. It returns the files written; ErrNoDrillRuns
 // when there is nothing to write.
 func WriteFolder(dir string) ([]string, error) {
-	runs, err := record.ReadRuns(dir)
+	latest, err := latestFaultRuns(dir)
 	if err != nil {
 		return nil, err
-	}
-	latest := map[string]verdict.Run{}
-	for _, r := range runs {
-		if r.Arm != "fault" {
-			continue
-		}
-		if prev, ok := latest[r.Scenario]; !ok || r.Started.After(prev.Started) {
-			latest[r.Scenario] = r
-		}
 	}
 	var written []string
 	c, okC := latest[drills.IDKubeletStopped]
@@ -53,8 +44,7 @@ func WriteFolder(dir string) ([]string, error) {
 		}
 		written = append(written, files...)
 	case okC || okE:
-		return written, fmt.Errorf("%s holds only one arm of the pair drill (%s without %s): the comparison needs both in one run folder", dir,
-			map[bool]string{true: drills.IDKubeletStopped, false: drills.IDPowerOff}[okC], map[bool]string{true: drills.IDPowerOff, false: drills.IDKubeletStopped}[okC])
+		return written, oneArm(dir, okC)
 	}
 	var rackRuns []verdict.Run
 	for _, id := range []string{drills.IDRackCut, drills.IDRackForce} {
@@ -73,6 +63,34 @@ func WriteFolder(dir string) ([]string, error) {
 		return nil, ErrNoDrillRuns
 	}
 	return written, nil
+}
+
+// latestFaultRuns is the latest fault-arm run of each scenario in dir.
+func latestFaultRuns(dir string) (map[string]verdict.Run, error) {
+	runs, err := record.ReadRuns(dir)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]verdict.Run{}
+	for _, r := range runs {
+		if r.Arm != "fault" {
+			continue
+		}
+		if prev, ok := latest[r.Scenario]; !ok || r.Started.After(prev.Started) {
+			latest[r.Scenario] = r
+		}
+	}
+	return latest, nil
+}
+
+// oneArm is the error of a folder holding one arm of the pair drill:
+// the control (kubelet stopped) when control is true.
+func oneArm(dir string, control bool) error {
+	have, want := drills.IDPowerOff, drills.IDKubeletStopped
+	if control {
+		have, want = want, have
+	}
+	return fmt.Errorf("%s holds only one arm of the pair drill (%s without %s): the comparison needs both in one run folder", dir, have, want)
 }
 
 // workerOf names the worker of a pair run: the one runtime the drill's

@@ -92,6 +92,12 @@ type PairArm struct {
 	Runtime RuntimeView
 	// Lease is the detection latency explained from the node lease.
 	Lease LeaseCheck
+	// RuntimeReads are every read of the worker's runtime, and PodReads
+	// one API server's (PodSource) listings of the drill's pods, baseline
+	// to final: the two views the side-by-side timelines draw.
+	RuntimeReads []LaneRead
+	PodReads     []LaneRead
+	PodSource    string
 }
 
 // DeletedPod is one pod marked for deletion while the worker was away, and
@@ -215,6 +221,8 @@ func AnalysePair(run verdict.Run, rec evidence.Record, worker string) (PairArm, 
 		a.Moments = append(a.Moments, x.find(spec))
 	}
 	a.Runtime = runtimeView(rec, worker, a.FaultAt, a.HealStart)
+	a.RuntimeReads = runtimeReads(rec, worker, a.FaultAt)
+	a.PodReads, a.PodSource = podReads(rec, x.baseline)
 	a.Lease = leaseCheck(run, rec, a)
 	for i := range a.Moments {
 		m := &a.Moments[i]
