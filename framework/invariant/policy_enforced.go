@@ -95,31 +95,46 @@ func allowText(allowed bool) string {
 	return "denied"
 }
 
-func (p policyEnforced) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+// pairKey is one connection: a client pod and the address it dials.
+type pairKey struct{ from, target string }
+
+// policyMarkSet is policy-enforced's marks per pair, the pairs in order,
+// whether a recorded outcome changed, how many rounds decided a pair, and
+// the node whose policy agent firewalls each pair's target (from its rule
+// dumps; absent when no dump names it).
+type policyMarkSet struct {
+	marks   map[pairKey][]mark
+	keys    []pairKey
+	changed bool
+	decided int
+	nodeOf  map[pairKey]string
+}
+
+// policyMarks are policy-enforced's marks over snaps (in order); a
+// non-empty why means there is nothing to judge.
+func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 	exps, expGaps := collect[evidence.PolicyExpectationValue](snaps, consistentReaders, evidence.AgentPolicyExpected)
 	probes, probeGaps := collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentPolicyProbe)
 	rulesObs, _ := collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
 	rules := bySnapshotAndSource(rulesObs)
 	if len(exps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered what the policies allow: " + gapSummary(expGaps)}
+		return pm, "no API server answered what the policies allow: " + gapSummary(expGaps)
 	}
 	if len(probes) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no client pod's connection was read: " + gapSummary(probeGaps)}
+		return pm, "no client pod's connection was read: " + gapSummary(probeGaps)
 	}
-	type key struct{ from, target string }
 	// expected[round][pair] → the outcomes servers gave, with who said so.
-	expected := map[int]map[key]map[bool][]string{}
-	why := map[key]string{}
-	first := map[key]bool{}
-	seen := map[key]bool{}
+	expected := map[int]map[pairKey]map[bool][]string{}
+	denyWhy := map[pairKey]string{}
+	first := map[pairKey]bool{}
+	seen := map[pairKey]bool{}
 	changed := false
-	var keys []key
+	var keys []pairKey
 	for _, o := range exps {
 		for _, pr := range o.Value.Pairs {
-			k := key{pr.From, pr.Target}
+			k := pairKey{pr.From, pr.Target}
 			if expected[o.Snapshot] == nil {
-				expected[o.Snapshot] = map[key]map[bool][]string{}
+				expected[o.Snapshot] = map[pairKey]map[bool][]string{}
 			}
 			if expected[o.Snapshot][k] == nil {
 				expected[o.Snapshot][k] = map[bool][]string{}
@@ -132,25 +147,26 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 				changed = true
 			}
 			if !pr.Allowed && pr.Why != "" {
-				why[k] = pr.Why
+				denyWhy[k] = pr.Why
 			}
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
-	probeAt := map[int]map[key]observation[evidence.DialValue]{}
+	probeAt := map[int]map[pairKey]observation[evidence.DialValue]{}
 	for _, o := range probes {
 		if probeAt[o.Snapshot] == nil {
-			probeAt[o.Snapshot] = map[key]observation[evidence.DialValue]{}
+			probeAt[o.Snapshot] = map[pairKey]observation[evidence.DialValue]{}
 		}
-		probeAt[o.Snapshot][key{o.Value.From, o.Value.Target}] = o
+		probeAt[o.Snapshot][pairKey{o.Value.From, o.Value.Target}] = o
 	}
 	probeFailed := map[int][]gap{}
 	for _, g := range probeGaps {
 		probeFailed[g.Snapshot] = append(probeFailed[g.Snapshot], g)
 	}
 
-	marks := map[key][]mark{}
+	marks := map[pairKey][]mark{}
 	decided := 0
+	nodeOf := map[pairKey]string{}
 	for i, snap := range snaps {
 		for _, k := range keys {
 			exp := expected[i][k]
@@ -179,7 +195,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 				outcome = "refused (" + o.Value.Error + ")"
 			}
 			detail := fmt.Sprintf("%s → %s was %s while %s record it %s", k.from, k.target, outcome, strings.Join(exp[!got], ", "), allowText(!got))
-			if w := why[k]; got && w != "" {
+			if w := denyWhy[k]; got && w != "" {
 				detail += " (" + w + ")"
 			}
 			if host, _, err := net.SplitHostPort(k.target); err == nil {
@@ -190,6 +206,27 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 			marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: broken, Detail: detail})
 		}
 	}
+	for _, k := range keys {
+		host, _, err := net.SplitHostPort(k.target)
+		if err != nil {
+			continue
+		}
+		for _, o := range rulesObs {
+			if _, ok := o.Value.Target(host); ok {
+				nodeOf[k] = hostOf(o.Source)
+				break
+			}
+		}
+	}
+	return policyMarkSet{marks: marks, keys: keys, changed: changed, decided: decided, nodeOf: nodeOf}, ""
+}
+
+func (p policyEnforced) Judge(in Input) verdict.Judgement {
+	pm, why := policyMarks(ordered(in.Snapshots))
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
+	}
+	marks, keys, changed, decided := pm.marks, pm.keys, pm.changed, pm.decided
 	if decided == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no round decided a pair: every connection was unreadable or failed otherwise than a policy refuses"}
 	}
@@ -198,7 +235,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		exercise = "a pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
 	var unsure *stretch
-	var unsureKey key
+	var unsureKey pairKey
 	for _, k := range keys {
 		v, u := persisting(marks[k], p.bound, false)
 		if v != nil {
@@ -222,7 +259,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 			At: unsure.Last.Taken,
 		}
 	}
-	longest, longestKey := time.Duration(0), key{}
+	longest, longestKey := time.Duration(0), pairKey{}
 	for _, k := range keys {
 		for _, st := range stretchesOf(marks[k]) {
 			if st.Lasted() > longest {
@@ -243,4 +280,20 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// policyMarksByNode are policy-enforced's marks of the pairs whose target
+// each node's policy agent firewalls, by node.
+func policyMarksByNode(snaps []evidence.Snapshot) map[string][]mark {
+	pm, why := policyMarks(snaps)
+	if why != "" {
+		return nil
+	}
+	out := map[string][]mark{}
+	for _, k := range pm.keys {
+		if n, ok := pm.nodeOf[k]; ok {
+			out[n] = append(out[n], pm.marks[k]...)
+		}
+	}
+	return out
 }

@@ -99,16 +99,18 @@ func setText(s []string) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-func (s serviceRoutes) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+// routeMarks are service-routes-truthful's marks per node over snaps (in
+// order), the nodes read, and whether the API's ready set changed; a
+// non-empty why means there is nothing to judge.
+func routeMarks(snaps []evidence.Snapshot) (marks map[string][]mark, nodes []string, changed bool, why string) {
 	eps, epGaps := collect[evidence.EndpointsValue](snaps, consistentReaders, evidence.AgentServiceEndpoints)
 	rules, ruleGaps := collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, evidence.AgentServiceTranslation)
 	probes, _ := collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentServiceProbe)
 	if len(eps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the agents' service's endpoints: " + gapSummary(epGaps)}
+		return nil, nil, false, "no API server answered for the agents' service's endpoints: " + gapSummary(epGaps)
 	}
 	if len(rules) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's kube-proxy rules were read: " + gapSummary(ruleGaps)}
+		return nil, nil, false, "no node's kube-proxy rules were read: " + gapSummary(ruleGaps)
 	}
 	// The API's ready sets per round, as texts, with the latest read.
 	type apiRound struct {
@@ -117,7 +119,6 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	}
 	api := map[int]*apiRound{}
 	var firstSet string
-	changed := false
 	for _, o := range eps {
 		r := api[o.Snapshot]
 		if r == nil {
@@ -144,9 +145,9 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		ruleFailed[g.Snapshot][g.Source] = g
 	}
 	probeAt := bySnapshotAndSource(probes)
-	nodes := sourcesOf(rules, ruleGaps)
+	nodes = sourcesOf(rules, ruleGaps)
 
-	marks := map[string][]mark{}
+	marks = map[string][]mark{}
 	for i, snap := range snaps {
 		for _, n := range nodes {
 			src := evidence.Source(n)
@@ -183,7 +184,14 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 			marks[n] = append(marks[n], mark{Taken: snap.Taken, ReadAt: readAt, State: broken, Detail: detail})
 		}
 	}
+	return marks, nodes, changed, ""
+}
 
+func (s serviceRoutes) Judge(in Input) verdict.Judgement {
+	marks, nodes, changed, why := routeMarks(ordered(in.Snapshots))
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
+	}
 	exercise := "the API's ready endpoints never changed, so no node had to reprogram"
 	if changed {
 		exercise = "the API's ready endpoints changed, so every node had to reprogram"

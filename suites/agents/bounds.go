@@ -40,5 +40,15 @@ func Invariants() []invariant.Invariant {
 	return []invariant.Invariant{
 		invariant.ServiceRoutesTruthful(RouteBound.Limit),
 		invariant.PolicyEnforced(PolicyBound.Limit),
+		invariant.AgentHealthTruthful(HealthBound.Limit),
 	}
+}
+
+// HealthBound is how long an agent may report itself healthy while what
+// it applied diverges (agent-health-truthful): the larger of the two
+// applying bounds, since a divergence within them is a change still on
+// its way, not a stale agent.
+var HealthBound = invariant.Bound{
+	Limit: max(RouteBound.Limit, PolicyBound.Limit),
+	Why:   "the longer of the route and policy bounds: a divergence within them is a change on its way",
 }

@@ -213,11 +213,11 @@ type opened struct {
 	watches []Watch
 }
 
-// openExtras opens extras for l; it closes what it opened on error.
-func openExtras(l lab.Lab, extras []Extra, requestTimeout, readTimeout time.Duration) (*opened, error) {
-	if len(extras) == 0 {
-		return &opened{}, nil
-	}
+// EnvFor is the Env extras of l are opened with: a client of each
+// control-plane host's API server, each request bounded by
+// requestTimeout. A benchmark or a tool that asks an extra's readers
+// outside a sampler opens them with it.
+func EnvFor(l lab.Lab, requestTimeout time.Duration) Env {
 	env := Env{Lab: l}
 	for _, h := range lab.HostsWithRole(l, lab.RoleControlPlane) {
 		a := APIServer{Host: h.Name(), Source: evidence.Source("apiserver/" + h.Name())}
@@ -228,6 +228,15 @@ func openExtras(l lab.Lab, extras []Extra, requestTimeout, readTimeout time.Dura
 		}
 		env.APIServers = append(env.APIServers, a)
 	}
+	return env
+}
+
+// openExtras opens extras for l; it closes what it opened on error.
+func openExtras(l lab.Lab, extras []Extra, requestTimeout, readTimeout time.Duration) (*opened, error) {
+	if len(extras) == 0 {
+		return &opened{}, nil
+	}
+	env := EnvFor(l, requestTimeout)
 	o := &opened{}
 	var readers []evidence.Reader
 	for _, x := range extras {

@@ -1,0 +1,60 @@
+package agents_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+)
+
+// TestTable checks the table without a lab: a valid table whose first
+// scenario is the feasibility check (a positive control of
+// service-routes-truthful), every scenario with both arms, a change, the
+// paper's labels and a component, and a ci set of at most six runs.
+func TestTable(t *testing.T) {
+	all := table()
+	if err := scenario.ValidateTable(all); err != nil {
+		t.Fatal(err)
+	}
+	if all[0].ID != "feasibility-kube-proxy-frozen" || !slices.Contains(all[0].ControlOf, invariant.ServiceRoutesTruthfulName) {
+		t.Errorf("the first run is %s (control of %v), want the feasibility check controlling %s", all[0].ID, all[0].ControlOf, invariant.ServiceRoutesTruthfulName)
+	}
+	arms := map[string][]scenario.Arm{}
+	ciRuns := 0
+	for _, s := range all {
+		arms[s.ID] = append(arms[s.ID], s.Arm)
+		labels := s.AllLabels()
+		if !slices.Contains(labels, "paper:agents") || !slices.Contains(labels, "topology:lab11") ||
+			!slices.ContainsFunc(labels, func(l string) bool { return strings.HasPrefix(l, "component:") }) {
+			t.Errorf("%s [%s]: labels %v lack paper:agents, topology:lab11 or a component", s.ID, s.Arm, labels)
+		}
+		if s.Change == nil {
+			t.Errorf("%s: no change: a scenario of this paper watches the agents apply one", s.ID)
+		}
+		names := map[string]bool{}
+		for _, inv := range s.Invariants {
+			names[inv.Name()] = true
+		}
+		if !names[invariant.ServiceRoutesTruthfulName] || !names[invariant.PolicyEnforcedName] || !names[invariant.AgentHealthTruthfulName] {
+			t.Errorf("%s: judges %v, want every invariant of the paper", s.ID, names)
+		}
+		if slices.Contains(labels, "ci") {
+			ciRuns++
+		}
+	}
+	for id, a := range arms {
+		if len(a) != 2 || !slices.Contains(a, scenario.FaultArm) || !slices.Contains(a, scenario.NullArm) {
+			t.Errorf("%s has arms %v, want one fault and one null arm", id, a)
+		}
+	}
+	if ciRuns == 0 || ciRuns > 6 {
+		t.Errorf("the ci set has %d runs, want 1 to 6", ciRuns)
+	}
+	for id, policies := range startPolicies {
+		if _, ok := arms[id]; !ok || len(policies) == 0 {
+			t.Errorf("startPolicies names %s (%d policies), which is not a scenario of the table", id, len(policies))
+		}
+	}
+}
