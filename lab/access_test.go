@@ -55,3 +55,16 @@ func TestRuntimeEndpointMustBeAUnixSocketPath(t *testing.T) {
 		t.Errorf("RuntimeSocket of the parsed file: %q %v %v", p, ok, err)
 	}
 }
+
+func TestProxyModeIsIPTablesOrNFTables(t *testing.T) {
+	for _, mode := range []string{"iptables", "nftables"} {
+		c, err := ParseConfig([]byte("kind: beta\nkubernetes: {proxyMode: " + mode + "}\n" + commonFile))
+		if err != nil || c.Kubernetes.ProxyMode != mode {
+			t.Errorf("proxyMode %s: %v, %+v", mode, err, c)
+		}
+	}
+	_, err := ParseConfig([]byte("kind: beta\nkubernetes: {proxyMode: ipvs}\n" + commonFile))
+	if err == nil || !strings.Contains(err.Error(), `kubernetes.proxyMode: "ipvs" is not a kube-proxy mode`) {
+		t.Errorf("proxyMode ipvs: %v, want it refused by name", err)
+	}
+}

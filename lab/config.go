@@ -73,7 +73,17 @@ type KubernetesSettings struct {
 	// not apply); where not, crictl runs on the host. The local lab uses
 	// its own nodes' sockets and refuses it.
 	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
+	// ProxyMode is kube-proxy's mode: ProxyModeIPTables (the default) or
+	// ProxyModeNFTables. The local lab runs kube-proxy with it; for a
+	// cluster the lab did not build it says which rules to read.
+	ProxyMode string `json:"proxyMode,omitempty"`
 }
+
+// kube-proxy's modes a lab may run (KubernetesSettings.ProxyMode).
+const (
+	ProxyModeIPTables = "iptables"
+	ProxyModeNFTables = "nftables"
+)
 
 // Network is the lab's address plan.
 type Network struct {
@@ -319,6 +329,11 @@ func (c *Config) Validate() error {
 	case "", ProfileKubernetesDefaults, ProfileFast:
 	default:
 		bad("kubernetes.timerProfile", "%q is not a timer profile (kubernetes-defaults or fast)", c.Kubernetes.TimerProfile)
+	}
+	switch c.Kubernetes.ProxyMode {
+	case "", ProxyModeIPTables, ProxyModeNFTables:
+	default:
+		bad("kubernetes.proxyMode", "%q is not a kube-proxy mode the lab reads (iptables or nftables)", c.Kubernetes.ProxyMode)
 	}
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		if _, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint); err != nil {

@@ -63,7 +63,7 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			return sampler.Parts{}, fmt.Errorf("the agents' evidence: %w", err)
 		}
 		p.Readers = append(p.Readers,
-			source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, evidence.AgentServiceTranslation, Namespace, Service),
+			source.ProxyFor(env.Lab, source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, evidence.AgentServiceTranslation, Namespace, Service)),
 			source.NewPodDialer(h, api.Client, evidence.AgentServiceProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return ServiceAddress(ctx, api.Client) }, "/hostname", probeTimeout),
 			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),

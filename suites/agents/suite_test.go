@@ -161,7 +161,7 @@ func waitProgrammed(ctx context.Context, l lab.Lab, cs kubernetes.Interface, wit
 				if err != nil {
 					return err
 				}
-				ans := source.NewServiceProxy("kube-proxy/"+evidence.Source(n), h, evidence.AgentServiceTranslation, agents.Namespace, agents.Service).Read(ctx)[evidence.AgentServiceTranslation]
+				ans := source.ProxyFor(l, source.NewServiceProxy("kube-proxy/"+evidence.Source(n), h, evidence.AgentServiceTranslation, agents.Namespace, agents.Service)).Read(ctx)[evidence.AgentServiceTranslation]
 				var v evidence.ProxyBackendsValue
 				if err := ans.Decode(&v); err != nil {
 					done, last = false, fmt.Sprintf("%s: %s", n, ans.Reason)

@@ -190,7 +190,7 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy source: %w", err)
 	}
-	s.Readers = append(s.Readers, NewProxy(proxyHost, o.Subjects))
+	s.Readers = append(s.Readers, ProxyFor(l, NewProxy(proxyHost, o.Subjects)))
 
 	if da, ok := l.(lab.ClusterDNSAccess); !ok {
 		s.Readers = append(s.Readers, NewDNSNotDeployed("the lab runs no cluster DNS"))
@@ -271,4 +271,12 @@ func closeEtcd(c *clientv3.Client) error {
 		return fmt.Errorf("closing etcd client: %w", err)
 	}
 	return nil
+}
+
+// ProxyFor sets p to read kube-proxy's mode as l's file declares it.
+func ProxyFor(l lab.Lab, p *Proxy) *Proxy {
+	if c := l.Config(); c != nil && c.Kubernetes.ProxyMode == lab.ProxyModeNFTables {
+		return p.InNFTablesMode()
+	}
+	return p
 }

@@ -17,7 +17,12 @@ type Proxy struct {
 	host               lab.Host
 	question           evidence.Question
 	namespace, service string
+	nft                bool
 }
+
+// InNFTablesMode makes the reader read kube-proxy's nftables table
+// (nft -j list table ip kube-proxy) instead of iptables-save.
+func (p *Proxy) InNFTablesMode() *Proxy { p.nft = true; return p }
 
 // NewProxy makes a reader named "proxy/<host>" of the subjects' service.
 func NewProxy(host lab.Host, subjects evidence.Subjects) *Proxy {
@@ -40,15 +45,21 @@ func (p *Proxy) Read(ctx context.Context) map[evidence.Question]evidence.Answer 
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
 		return map[evidence.Question]evidence.Answer{p.question: a}
 	}
-	res, err := p.host.Run(ctx, "iptables-save")
+	cmd, parse := "iptables-save", ProxyBackendsFromIPTables
+	if p.nft {
+		// "list ruleset" always succeeds: with no kube-proxy table it is
+		// read as nothing programmed, not as a failed command.
+		cmd, parse = "nft -j list ruleset ip", ProxyBackendsFromNFT
+	}
+	res, err := p.host.Run(ctx, cmd)
 	at := now()
 	if err != nil {
 		return one(evidence.UnreadableAnswer(Reason(err), at))
 	}
 	if res.ExitCode != 0 {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: iptables-save on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: %s on %s exited %d: %s", cmd, p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
 	}
-	v, err := ProxyBackendsFromIPTables(res.Stdout, p.namespace, p.service)
+	v, err := parse(res.Stdout, p.namespace, p.service)
 	if err != nil {
 		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": "+err.Error(), at))
 	}

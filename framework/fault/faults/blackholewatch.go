@@ -444,8 +444,8 @@ func waitConfigApplied(ctx context.Context, l lab.Lab, h lab.Host, want string) 
 // makes, as that component (impersonating its identity): the effect is
 // there when every server refuses the list of what it watches for
 // authorization and lets through what the fault must not touch (the
-// kubelet's dry-run patch of its node status; for an agent, a get of one
-// object of the first resource, answered, found or not).
+// kubelet's dry-run patch of its node status; for an agent, a get of its
+// node, which every node agent reads and the fault does not select).
 func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	hosts := lab.HostsWithRole(l, lab.RoleControlPlane)
 	if len(hosts) == 0 {
@@ -490,9 +490,9 @@ func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, er
 			observed = observed && refused
 			parts = append(parts, fmt.Sprintf("list of %s %s", r, list))
 		}
-		get, allowed := getOneOf(ctx, kc, resources[0])
+		get, allowed := getOwnNode(ctx, kc, f.p.Node)
 		observed = observed && allowed
-		details = append(details, fmt.Sprintf("%s: %s; get of one %s %s", h.Name(), strings.Join(parts, ", "), resources[0], get))
+		details = append(details, fmt.Sprintf("%s: %s; get of its node %s", h.Name(), strings.Join(parts, ", "), get))
 	}
 	return fault.Effect{Observed: observed, Detail: "as " + id.User + " — " + strings.Join(details, "; ")}, nil
 }
@@ -504,18 +504,12 @@ func (r WatchedResource) String() string {
 	return r.Resource + "." + r.Group
 }
 
-// clusterScoped are the resources agents watch that live in no namespace.
-var clusterScoped = map[string]bool{"nodes": true, "namespaces": true}
-
-// request is a GET of r's collection (in namespace, where r is namespaced
-// and namespace is not empty), version v1.
-func (r WatchedResource) request(kc kubernetes.Interface, namespace string) *rest.Request {
+// list is a GET of r's collection across namespaces, version v1, as an
+// agent's informer lists it.
+func (r WatchedResource) list(kc kubernetes.Interface) *rest.Request {
 	base := "/api/v1"
 	if r.Group != "" {
 		base = "/apis/" + r.Group + "/v1"
-	}
-	if namespace != "" && !clusterScoped[r.Resource] {
-		base += "/namespaces/" + namespace
 	}
 	return kc.CoreV1().RESTClient().Get().AbsPath(base, r.Resource)
 }
@@ -529,7 +523,7 @@ func refusedByFault(err error) bool {
 
 // listResource lists r cluster-wide (one item) through kc.
 func listResource(ctx context.Context, kc kubernetes.Interface, r WatchedResource) (outcome string, refused bool, err error) {
-	err = r.request(kc, "").Param("limit", "1").Do(ctx).Error()
+	err = r.list(kc).Param("limit", "1").Do(ctx).Error()
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
@@ -543,12 +537,11 @@ func listResource(ctx context.Context, kc kubernetes.Interface, r WatchedResourc
 	}
 }
 
-// getOneOf gets an object of r by a name no object has: authorized, the
-// answer is 404; the fault must not refuse it.
-func getOneOf(ctx context.Context, kc kubernetes.Interface, r WatchedResource) (outcome string, allowed bool) {
-	err := r.request(kc, metav1.NamespaceDefault).Suffix("faultline-probe-no-such-object").Do(ctx).Error()
+// getOwnNode gets the node object, as a node agent reads it.
+func getOwnNode(ctx context.Context, kc kubernetes.Interface, node string) (outcome string, allowed bool) {
+	_, err := kc.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	switch {
-	case err == nil, apierrors.IsNotFound(err):
+	case err == nil:
 		return "accepted", true
 	case refusedByFault(err):
 		return "refused (" + err.Error() + ")", false

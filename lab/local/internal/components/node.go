@@ -328,7 +328,7 @@ func kubeProxyService() Service {
 				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 				"kind":               "KubeProxyConfiguration",
 				"clientConnection":   map[string]any{"kubeconfig": node.KubeProxyKubeconfig},
-				"mode":               "iptables",
+				"mode":               c.proxyMode(),
 				"clusterCIDR":        c.Plan.Pods.String(),
 				"hostnameOverride":   h.Name,
 				"bindAddress":        "0.0.0.0",
@@ -386,4 +386,13 @@ func kubeRouterService() Service {
 		ReadyWait: 90 * time.Second,
 		StopGrace: 5 * time.Second,
 	}
+}
+
+// proxyMode is the kube-proxy mode the lab file asks for (iptables by
+// default).
+func (c *Cluster) proxyMode() string {
+	if m := c.Config.Kubernetes.ProxyMode; m != "" {
+		return m
+	}
+	return lab.ProxyModeIPTables
 }
