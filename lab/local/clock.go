@@ -84,7 +84,9 @@ func (l *Lab) hostProcesses(host string) []int {
 // shifting the ones the host starts, once a second, until
 // UnskewProcesses (or the end of this program: `faultline heal` then
 // restores what was shifted). It fails if a process of the host cannot be
-// shifted, naming it and why; processes that exit meanwhile do not count.
+// shifted at a second try, naming it and why (the processes shifted stay
+// so, for the heal the failed inject is followed by); processes that exit
+// meanwhile do not count.
 func (l *Lab) SkewProcesses(ctx context.Context, host string, offset time.Duration) error {
 	if _, err := l.Host(host); err != nil {
 		return err
@@ -102,7 +104,12 @@ func (l *Lab) SkewProcesses(ctx context.Context, host string, offset time.Durati
 		return fmt.Errorf("clock skew on %s: %w", host, err)
 	}
 	if _, err := l.shiftHost(host, offset); err != nil {
-		return fmt.Errorf("clock skew on %s: %w", host, err)
+		// A process caught exec'ing or starting threads as it was
+		// stopped can fail once; what fails twice is refused.
+		time.Sleep(200 * time.Millisecond)
+		if _, err := l.shiftHost(host, offset); err != nil {
+			return fmt.Errorf("clock skew on %s: %w", host, err)
+		}
 	}
 	l.skews.mu.Lock()
 	defer l.skews.mu.Unlock()
