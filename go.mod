@@ -15,6 +15,7 @@ require (
 	go.etcd.io/etcd/api/v3 v3.6.8
 	go.etcd.io/etcd/client/v3 v3.6.8
 	go.uber.org/zap v1.27.0
+	golang.org/x/arch v0.33.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/image v0.30.0
 	golang.org/x/net v0.62.0

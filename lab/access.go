@@ -1,9 +1,11 @@
 package lab
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The interfaces below are optional: a fault that needs one asserts it on
@@ -93,8 +95,9 @@ type EtcdFork struct {
 // SharedWallClock is a lab that says whether its hosts read one wall
 // clock. Where they do (the local lab: network namespaces on one kernel),
 // stepping one host's clock steps every host's and the clock of the
-// program running the faults, so no fault may skew one host. A lab that
-// does not implement it gives every host a clock of its own.
+// program running the faults, so no fault may step one host's clock; a
+// lab that also implements ProcessClockSkewer can emulate the skew. A lab
+// that does not implement it gives every host a clock of its own.
 type SharedWallClock interface {
 	// SharesWallClock reports whether every host reads one wall clock,
 	// and why (the reason a fault that needs its own clock per host
@@ -108,6 +111,29 @@ func SharesWallClock(l Lab) (bool, string) {
 		return s.SharesWallClock()
 	}
 	return false, ""
+}
+
+// ProcessClockSkewer is a lab whose hosts share one wall clock but which
+// can shift the wall clock every process of one host reads, process by
+// process (the local lab patches each process's vDSO). It emulates a host
+// whose clock is off: ProcessSkewEmulation says what the emulation does
+// not reach, and a fault using it records that on its runs.
+type ProcessClockSkewer interface {
+	// SkewProcesses shifts by offset the wall clock of every process of
+	// the host (its services, their children, its containers), returns
+	// once every process running now is shifted, and from then on shifts
+	// each process the host starts, within about a second, until
+	// UnskewProcesses. Called again, it changes the offset.
+	SkewProcesses(ctx context.Context, host string, offset time.Duration) error
+	// UnskewProcesses stops shifting the host's new processes and sets
+	// every shifted process of the host back to the machine's clock. It
+	// works from the processes themselves, so a program other than the
+	// one that skewed (`faultline heal` after a crash) can run it; on a
+	// host with nothing shifted it does nothing.
+	UnskewProcesses(ctx context.Context, host string) error
+	// ProcessSkewEmulation says how the skew is emulated and what it does
+	// not reach, in one line for a run record.
+	ProcessSkewEmulation() string
 }
 
 // RuntimeEndpoints is a lab that knows the socket each node's container

@@ -43,6 +43,9 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		if r.RunReason != "" {
 			fmt.Fprintf(&b, "%s\n\n", cell(r.RunReason))
 		}
+		if r.Emulation != "" {
+			fmt.Fprintf(&b, "Fault %s, %s.\n\n", r.FaultKind, cell(r.Emulation))
+		}
 		if r.RunRole() == verdict.RoleControl {
 			if ctl := record.ControlledInvariants(r); len(ctl) > 0 {
 				fmt.Fprintf(&b, "Positive control of %s: expected VIOLATED.\n\n", strings.Join(ctl, ", "))

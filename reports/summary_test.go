@@ -37,3 +37,17 @@ func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {
 		t.Error("an empty table must be said to be empty")
 	}
 }
+
+func TestSummarySaysWhichRunsWereEmulated(t *testing.T) {
+	emulated := run("a", verdict.RunJudged, j("x", verdict.Preserved))
+	emulated.FaultKind = "clock-skew"
+	emulated.Emulation = "emulated: per-process vDSO skew | kernel times are not skewed"
+	real := run("b", verdict.RunJudged, j("x", verdict.Preserved))
+	s := Summary("s", []verdict.Run{emulated, real}, nil)
+	if want := `Fault clock-skew, emulated: per-process vDSO skew \| kernel times are not skewed.`; strings.Count(s, want) != 1 {
+		t.Errorf("summary should say once that run a was emulated (%q):\n%s", want, s)
+	}
+	if strings.Count(s, "emulated") != 1 {
+		t.Errorf("only run a is emulated:\n%s", s)
+	}
+}

@@ -87,6 +87,30 @@ func EffectShareOf(f Fault) float64 {
 	return DefaultEffectShare
 }
 
+// Emulated is a fault some labs can only emulate: where the lab cannot do
+// what the fault names (one kernel's shared wall clock), the fault does
+// what comes closest and says how, and the run record carries it, so that
+// no report passes an emulation off as the real thing.
+type Emulated interface {
+	Fault
+	// Emulation says how the fault is emulated on l and what the
+	// emulation does not reach, in one line; empty where l does the real
+	// thing.
+	Emulation(l lab.Lab) string
+}
+
+// EmulationOf is what f (or, for a null arm, the fault it stands for)
+// says of its emulation on l, or "".
+func EmulationOf(f Fault, l lab.Lab) string {
+	if inner, isNull := StandsFor(f); isNull {
+		f = inner
+	}
+	if e, ok := f.(Emulated); ok && l != nil {
+		return e.Emulation(l)
+	}
+	return ""
+}
+
 // Lingering is a fault whose damage outlives Heal on purpose. The positive
 // control of an invariant judged after heal (replicas-restored,
 // convergence) must leave the cluster broken past heal, or settling would

@@ -512,6 +512,7 @@ func (r *run) finish(specState string) verdict.Run {
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
 		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
+		Emulation: fault.EmulationOf(r.sc.Fault, st.lab),
 	}
 	r.st.finished = &out
 	r.st.whole[PhaseDone] = true

@@ -422,6 +422,37 @@ func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
 	}
 }
 
+// emulatedFlag is a fault the lab only emulates, on labs of kind "memlab".
+type emulatedFlag struct{ memlab.Flag }
+
+func (emulatedFlag) Emulation(l lab.Lab) string {
+	if l.Info().Kind == "memlab" {
+		return "emulated: in memory"
+	}
+	return ""
+}
+
+// The run record says how the lab emulated the fault, for both arms, and
+// nothing where the fault is not an emulation.
+func TestRunRecordsTheEmulation(t *testing.T) {
+	sc := Scenario{ID: "s", Title: "t", Fault: emulatedFlag{memlab.Flag{Name: "a"}}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}}}
+	eng := &engine{lab: memlab.Open(t.TempDir(), true)}
+	for _, arm := range WithNullArms(sc) {
+		if got := newRun(arm, eng, time.Now()).finish("passed").Emulation; got != "emulated: in memory" {
+			t.Errorf("%s arm: emulation %q", arm.arm(), got)
+		}
+	}
+	plain := sc
+	plain.Fault = memlab.Flag{Name: "a"}
+	if got := newRun(plain, eng, time.Now()).finish("passed").Emulation; got != "" {
+		t.Errorf("a fault that emulates nothing: %q", got)
+	}
+	if got := newRun(sc, &engine{}, time.Now()).finish("passed").Emulation; got != "" {
+		t.Errorf("with no lab open: %q", got)
+	}
+}
+
 // A positive control whose invariant was decided before the fault showed
 // nothing under it: its spec must fail, naming why.
 func TestAControlDecidedBeforeTheFaultFails(t *testing.T) {

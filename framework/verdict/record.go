@@ -138,6 +138,9 @@ type Run struct {
 	Load []Load `json:"load,omitempty"`
 	// Effect is the effect probe's coverage of the window.
 	Effect *EffectCoverage `json:"effect,omitempty"`
+	// Emulation says how the lab emulated the fault and what the
+	// emulation does not reach (fault.Emulated); empty for the real thing.
+	Emulation string `json:"emulation,omitempty"`
 }
 
 // Counted reports whether the run's verdicts count towards rates.

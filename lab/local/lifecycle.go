@@ -39,6 +39,9 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 		if err != nil {
 			hs.Detail = err.Error()
 		}
+		if skew := l.skewStatus(h.cfg.Name); skew != "" {
+			hs.Detail = strings.TrimPrefix(hs.Detail+"; "+skew, "; ")
+		}
 		hs.Services = svcs
 		st.Hosts = append(st.Hosts, hs)
 	}

@@ -59,6 +59,12 @@ type Lab struct {
 	// bareHosts limits every host to its sshd: the hosts without a
 	// cluster, for testing the layer below it.
 	bareHosts bool
+
+	// skews are the hosts whose processes this program keeps shifted
+	// (clock.go); processesOf, when set, lists a host's processes in
+	// place of the kernel's view, for tests.
+	skews       skews
+	processesOf func(host string) []int
 }
 
 var _ lab.Provisioner = (*Lab)(nil)
@@ -165,6 +171,7 @@ func (l *Lab) KnownHostsFile() string { return l.ssh.KnownHosts() }
 func (l *Lab) SSHKeyFile() string { return l.ssh.ClientKey() }
 
 func (l *Lab) Close() error {
+	l.stopReconcilers()
 	for _, h := range l.hosts {
 		h.ssh.Close()
 	}

@@ -266,6 +266,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err := l.stopFleet(ctx, false); err != nil {
 		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 	}
+	l.endClockSkews()
 	for _, h := range l.hosts {
 		// Every host's network as at boot, powered-off hosts included,
 		// as a VM revert followed by power-on gives.

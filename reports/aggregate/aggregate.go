@@ -145,6 +145,9 @@ type Report struct {
 	Roles map[string]int
 	// What the runs ran on; more than one value in any is worth a warning.
 	Labs, Profiles, KubernetesVersions, EtcdVersions, Commits []string
+	// Emulations are the faults some runs only emulated, each as
+	// "kind: how", for the report's header.
+	Emulations []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
 	Warnings []string
 }
@@ -156,7 +159,7 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	}
 	recs := in.Records
 	rep := &Report{Records: len(recs), CutShort: in.CutShort, Runs: recs, Roles: map[string]int{}}
-	labs, profiles, kube, etcd, commits, sources := set{}, set{}, set{}, set{}, set{}, set{}
+	labs, profiles, kube, etcd, commits, sources, emulations := set{}, set{}, set{}, set{}, set{}, set{}, set{}
 	labelPrefixes := set{}
 	for _, r := range recs {
 		sources.add(r.File)
@@ -171,6 +174,9 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		kube.add(orNotRecorded(r.Lab.KubernetesVersion))
 		etcd.add(orNotRecorded(r.Lab.EtcdVersion))
 		commits.add(orNotRecorded(r.GitCommit))
+		if r.Emulation != "" {
+			emulations.add(r.FaultKind + ": " + r.Emulation)
+		}
 		for _, l := range r.Labels {
 			if p, _, ok := strings.Cut(l, ":"); ok {
 				labelPrefixes.add(p)
@@ -195,6 +201,7 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	rep.Sources = sources.sorted()
 	rep.mergeApplicability(in.Applicability)
 	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()
+	rep.Emulations = emulations.sorted()
 	for _, w := range []struct {
 		what string
 		vals []string

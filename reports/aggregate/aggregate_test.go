@@ -570,3 +570,21 @@ func TestUnrecordedProfileIsNotPooledSilently(t *testing.T) {
 		t.Errorf("profiles %v, warnings %v", rep.Profiles, rep.Warnings)
 	}
 }
+
+func TestEmulatedFaultsAreListed(t *testing.T) {
+	dir := t.TempDir()
+	emulated := strings.Replace(line("x", "clock-skew-worker", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED")),
+		`"gitCommit"`, `"faultKind":"clock-skew","emulation":"emulated: per-process vDSO skew","gitCommit"`, 1)
+	writeFile(t, filepath.Join(dir, VerdictsFile), emulated+"\n"+line("y", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, nil, dir)
+	if strings.Join(rep.Emulations, "|") != "clock-skew: emulated: per-process vDSO skew" {
+		t.Errorf("emulations %q", rep.Emulations)
+	}
+	var out bytes.Buffer
+	if err := WriteMarkdown(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "- Emulated: clock-skew: emulated: per-process vDSO skew\n") {
+		t.Errorf("markdown does not list the emulation:\n%s", out.String())
+	}
+}

@@ -43,6 +43,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	} {
 		fmt.Fprintf(&b, "- %s: %s\n", l.what, mdEscape(orUnrecorded(l.vals)))
 	}
+	for _, e := range rep.Emulations {
+		fmt.Fprintf(&b, "- Emulated: %s\n", mdEscape(e))
+	}
 	b.WriteString("\nFindings are the scenarios' fault arms, the only runs a rate is computed over. " +
 		"Positive controls (built to break the invariants they name) and null arms (the fault replaced by one that does nothing) test the detector: " +
 		"each has a section of its own and never enters a findings rate.\n\n" +

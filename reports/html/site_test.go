@@ -61,7 +61,7 @@ func runFolder(t *testing.T) string {
 		RunID: "frozen-fault-1", Suite: "selftest", Scenario: "containerd-frozen", Arm: "fault", Role: verdict.RoleFinding,
 		FaultClass: "process", FaultKind: "freeze", Started: t0, Ended: t0.Add(time.Minute), RunVerdict: verdict.RunJudged,
 		Lab:       verdict.LabInfo{Name: "lab11", Kind: "local", KubernetesVersion: "v1.36.3", EtcdVersion: "v3.6.8", TimerProfile: "fast"},
-		GitCommit: "abc123", ConfigHash: "sha256:feed",
+		GitCommit: "abc123", ConfigHash: "sha256:feed", Emulation: "emulated: a frozen process in a test",
 		Load: []verdict.Load{{At: t0, One: 1.5, Five: 2, Fifteen: 3}, {At: t0.Add(time.Minute), One: 4.25, Five: 2, Fifteen: 3}},
 		Judgements: []verdict.Judgement{
 			{Invariant: "single-copy", Phase: verdict.Safety, Verdict: verdict.Violated, Reason: "two pods ran", At: t0.Add(14 * time.Second), During: "window", Exercised: verdict.Exercised()},
@@ -407,6 +407,18 @@ func checkXML(t *testing.T, what string, b []byte) {
 			}
 			t.Fatalf("%s is not well-formed: %v", what, err)
 		}
+	}
+}
+
+func TestRunPageSaysTheFaultWasEmulated(t *testing.T) {
+	dir := runFolder(t)
+	s := buildSite(t, dir)
+	e := byID(runPageOf(t, s, dir, "frozen-fault-1"), "emulation")
+	if e == nil || text(e) != "Fault freeze, emulated: a frozen process in a test." {
+		t.Errorf("the emulated run's page says %v", e)
+	}
+	if byID(runPageOf(t, s, dir, "control-1"), "emulation") != nil {
+		t.Error("a run of a real fault says it was emulated")
 	}
 }
 

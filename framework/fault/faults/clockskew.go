@@ -56,11 +56,19 @@ func (p clockSkewParams) offset() time.Duration { d, _ := time.ParseDuration(p.O
 // daemons; heal steps it back and starts them again. A marker directory on
 // the host (in /run) records what inject did, so heal undoes it exactly
 // once however often it runs.
+//
+// On a lab whose hosts share one wall clock but which can shift, process
+// by process, the clock every process of a host reads
+// (lab.ProcessClockSkewer: the local lab), inject has the lab do that and
+// heal has it undo it; the run records the emulation (fault.Emulated) and
+// the probe reads the components' own clocks.
 func ClockSkew(host string, offset time.Duration) fault.Fault {
 	return &clockSkew{p: clockSkewParams{Host: host, Offset: offset.String(), Tag: newTag()}}
 }
 
 type clockSkew struct{ p clockSkewParams }
+
+var _ fault.Emulated = (*clockSkew)(nil)
 
 func (f *clockSkew) Kind() string            { return KindClockSkew }
 func (f *clockSkew) Class() fault.Class      { return ClassClockSkew }
@@ -75,8 +83,14 @@ func (f *clockSkew) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("clock skew: %w", err)
 	}
+	if ps, ok := l.(lab.ProcessClockSkewer); ok {
+		if err := ps.SkewProcesses(ctx, h.Name(), f.p.offset()); err != nil {
+			return fmt.Errorf("clock skew on %s: %w", h.Name(), err)
+		}
+		return nil
+	}
 	if shared, why := lab.SharesWallClock(l); shared {
-		return lab.Unsupported(l.Info().Kind, "clock skew", why)
+		return lab.Unsupported(l.Info().Kind, "clock skew", why+", and the lab cannot shift one host's processes instead")
 	}
 	if _, err := run(ctx, h, skewScript(f.marker(), f.p.offset())); err != nil {
 		return fmt.Errorf("clock skew on %s: %w", h.Name(), err)
@@ -111,12 +125,18 @@ func healSkewScript(marker string, offset time.Duration) string {
 }
 
 func (f *clockSkew) Heal(ctx context.Context, l lab.Lab) error {
-	if shared, _ := lab.SharesWallClock(l); shared {
-		return nil // inject never changes anything there
-	}
 	h, err := hostByName(l, f.p.Host)
 	if err != nil {
 		return fmt.Errorf("healing clock skew: %w", err)
+	}
+	if ps, ok := l.(lab.ProcessClockSkewer); ok {
+		if err := ps.UnskewProcesses(ctx, h.Name()); err != nil {
+			return fmt.Errorf("healing clock skew on %s: %w", h.Name(), err)
+		}
+		return nil
+	}
+	if shared, _ := lab.SharesWallClock(l); shared {
+		return nil // inject never changes anything there
 	}
 	if _, err := run(ctx, h, healSkewScript(f.marker(), f.p.offset())); err != nil {
 		return fmt.Errorf("healing clock skew on %s: %w", h.Name(), err)
@@ -124,13 +144,44 @@ func (f *clockSkew) Heal(ctx context.Context, l lab.Lab) error {
 	return nil
 }
 
+// Emulation is the lab's account of its per-process skew, where the lab
+// emulates one; empty where inject steps the host's clock.
+func (f *clockSkew) Emulation(l lab.Lab) string {
+	if ps, ok := l.(lab.ProcessClockSkewer); ok {
+		return ps.ProcessSkewEmulation()
+	}
+	return ""
+}
+
 // Probe compares the host's wall clock with this program's, read halfway
 // through the round trip: the skew is seen when they differ by more than
-// half the offset, in the offset's direction.
+// half the offset, in the offset's direction. Where the lab shifts the
+// host's processes rather than its clock, `date` would start a fresh
+// process, so the probe reads instead the Date header every component's
+// HTTP endpoint stamps from its own clock, and sees the skew when every
+// component that answered shows it.
 func (f *clockSkew) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	h, err := hostByName(l, f.p.Host)
 	if err != nil {
 		return fault.Effect{}, err
+	}
+	want := f.p.offset()
+	if _, ok := l.(lab.ProcessClockSkewer); ok {
+		clocks, unread, err := componentClocks(ctx, l, h)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		var behind []string
+		for _, c := range clocks {
+			if !skewSeen(c.skew, want) {
+				behind = append(behind, c.service)
+			}
+		}
+		detail := fmt.Sprintf("%s's components' clocks against this program's (HTTP Date headers): %s; skew asked %s", h.Name(), describeClocks(clocks, unread), want)
+		if len(behind) > 0 {
+			detail += fmt.Sprintf("; not skewed: %s", strings.Join(behind, ", "))
+		}
+		return fault.Effect{Observed: len(behind) == 0, Detail: detail}, nil
 	}
 	before := time.Now()
 	out, err := run(ctx, h, "date +%s%N")
@@ -144,8 +195,7 @@ func (f *clockSkew) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) 
 	}
 	mid := before.Add(after.Sub(before) / 2)
 	skew := time.Unix(0, ns).Sub(mid)
-	want := f.p.offset()
-	observed := (want > 0 && skew > want/2) || (want < 0 && skew < want/2)
+	observed := skewSeen(skew, want)
 	return fault.Effect{Observed: observed, Detail: fmt.Sprintf("%s's clock is %s off this program's (round trip %s; skew asked %s)", h.Name(), skew.Round(time.Millisecond), after.Sub(before).Round(time.Millisecond), want)}, nil
 }
 

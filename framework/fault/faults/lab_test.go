@@ -101,6 +101,8 @@ func childFaults(set string) []fault.Fault {
 	switch set {
 	case "blackhole-watch":
 		return []fault.Fault{faults.BlackholeWatch("w1")}
+	case "clock-skew":
+		return []fault.Fault{faults.ClockSkew("w1", 90*time.Second)}
 	default:
 		return []fault.Fault{faults.Isolate("w1"), faults.Freeze("w2", lab.ServiceContainerd)}
 	}
@@ -184,8 +186,15 @@ func TestFaultsOnLocalLab(t *testing.T) {
 	t.Run("power off a worker", func(t *testing.T) {
 		e.cycle(t, ctx, faults.PowerOff("w2"), false, func() error { return e.nodeNotReady(ctx, "w2") })
 	})
+	t.Run("clock skew, emulated per process", func(t *testing.T) {
+		f := faults.ClockSkew("w1", 90*time.Second)
+		if em := fault.EmulationOf(f, l); !strings.Contains(em, "emulated") {
+			t.Errorf("the local lab's clock skew is not labelled emulated: %q", em)
+		}
+		e.cycle(t, ctx, f, true, nil)
+	})
 	t.Run("unsupported here", func(t *testing.T) {
-		for _, f := range []fault.Fault{faults.ClockSkew("w1", time.Minute), faults.Delay("w1", []string{"cp1"}, 100*time.Millisecond, 0)} {
+		for _, f := range []fault.Fault{faults.Delay("w1", []string{"cp1"}, 100*time.Millisecond, 0)} {
 			before := e.hostState(ctx, true)
 			err := f.Inject(ctx, l)
 			if !errors.Is(err, lab.ErrUnsupported) {
@@ -201,6 +210,9 @@ func TestFaultsOnLocalLab(t *testing.T) {
 	})
 	t.Run("a killed injector is healed from the ledger", func(t *testing.T) {
 		e.killedInjector(t, ctx, "partition-and-freeze")
+	})
+	t.Run("a killed injector's clock skew is healed from the ledger", func(t *testing.T) {
+		e.killedInjector(t, ctx, "clock-skew")
 	})
 }
 
