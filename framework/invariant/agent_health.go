@@ -149,8 +149,8 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			w := widened(out, *v)
 			return verdict.Judgement{
 				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s: %s",
-					k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.Last.Detail),
+				Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s; at its start: %s",
+					k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
 				Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
 				Exercise: "an agent's applied state diverged from the API",
 			}

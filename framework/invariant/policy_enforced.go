@@ -242,8 +242,8 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 			w := widened(marks[k], *v)
 			return verdict.Judgement{
 				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("connections from %s to %s had another outcome than the recorded policies give for at least %s (bound %s: the policy agent's sync after a change, measured in the null arms), from %s to %s: %s",
-					k.from, k.target, w.Lasted().Round(time.Millisecond), p.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.Last.Detail),
+				Reason: fmt.Sprintf("connections from %s to %s had another outcome than the recorded policies give for at least %s (bound %s: the policy agent's sync after a change, measured in the null arms), from %s to %s; at its start: %s",
+					k.from, k.target, w.Lasted().Round(time.Millisecond), p.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
 				Sources: []string{"pod/*"}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 			}
 		}

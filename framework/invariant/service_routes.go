@@ -205,8 +205,8 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 			w := widened(marks[n], *v)
 			return verdict.Judgement{
 				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s kept forwarding to what the API no longer records as ready for at least %s (bound %s: kube-proxy's sync after an EndpointSlice change, measured in the null arm), from %s to %s: %s",
-					n, w.Lasted().Round(time.Millisecond), s.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.Last.Detail),
+				Reason: fmt.Sprintf("%s kept forwarding to what the API no longer records as ready for at least %s (bound %s: kube-proxy's sync after an EndpointSlice change, measured in the null arm), from %s to %s; at its start: %s",
+					n, w.Lasted().Round(time.Millisecond), s.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
 				Sources: []string{n}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 			}
 		}
