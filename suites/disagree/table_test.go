@@ -131,15 +131,14 @@ var crashStop = []scenario.Scenario{
 	// worker1's wall clock stepped 90s ahead: Kubernetes promises that node
 	// health rests on the control plane's clock (lease renewals are judged
 	// by when the controller sees them change), so a skewed kubelet is not
-	// marked dead. The local lab cannot skew one host's clock (one kernel,
-	// one CLOCK_REALTIME); the fault says so, and the run is skipped with
-	// that reason instead of judged.
+	// marked dead. On the local lab (one kernel, one CLOCK_REALTIME) the
+	// skew is emulated per process and the run says so.
 	node("clock-skew-worker", "a worker's clock 90s ahead",
 		faults.ClockSkew("worker1", 90*time.Second), paper("timing", "clock")),
 	// cp2's clock stepped 90s ahead: its controllers and certificates see
 	// another time. Leader election is by renew observation, not absolute
-	// time, so at most one leader still acts. Not possible on the local
-	// lab, skipped with the fault's reason there.
+	// time, so at most one leader still acts. Emulated per process on the
+	// local lab.
 	controlPlane("clock-skew-control-plane", "a control-plane host's clock 90s ahead",
 		faults.ClockSkew("cp2", 90*time.Second), paper("timing", "clock")),
 }
