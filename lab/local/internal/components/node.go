@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
+	"github.com/faultline/faultline/lab/local/pki"
 )
 
 func keepalivedService() Service {
@@ -271,13 +272,9 @@ func kubeletService() Service {
 		Phase:      PhaseNode,
 		StartAlone: startKubeletAlone,
 		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
-			cc, err := c.Env(context.Background())
+			cc, node, err := c.nodeEnv(h, "kubelet")
 			if err != nil {
 				return supervise.Spec{}, err
-			}
-			node, ok := cc.PKI.Nodes[h.Name]
-			if !ok {
-				return supervise.Spec{}, fmt.Errorf("no kubelet certificates for %s", h.Name)
 			}
 			if err := cgroups.CreateNode(layout.CgroupName(c.Config.Name, h.Name)); err != nil {
 				return supervise.Spec{}, err
@@ -316,13 +313,9 @@ func kubeProxyService() Service {
 		Name:  lab.ServiceKubeProxy,
 		Phase: PhaseNode,
 		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
-			cc, err := c.Env(context.Background())
+			cc, node, err := c.nodeEnv(h, "kube-proxy")
 			if err != nil {
 				return supervise.Spec{}, err
-			}
-			node, ok := cc.PKI.Nodes[h.Name]
-			if !ok {
-				return supervise.Spec{}, fmt.Errorf("no kube-proxy certificates for %s", h.Name)
 			}
 			cfg := map[string]any{
 				"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
@@ -361,13 +354,9 @@ func kubeRouterService() Service {
 		Name:  lab.ServicePolicyAgent,
 		Phase: PhaseNode,
 		Spec: func(c *Cluster, h Host) (supervise.Spec, error) {
-			cc, err := c.Env(context.Background())
+			cc, node, err := c.nodeEnv(h, "kube-router")
 			if err != nil {
 				return supervise.Spec{}, err
-			}
-			node, ok := cc.PKI.Nodes[h.Name]
-			if !ok {
-				return supervise.Spec{}, fmt.Errorf("no kube-router certificates for %s", h.Name)
 			}
 			argv := []string{cc.Bins.KubeRouter,
 				"--kubeconfig=" + node.KubeRouterKubeconfig,
@@ -395,4 +384,19 @@ func (c *Cluster) proxyMode() string {
 		return m
 	}
 	return lab.ProxyModeIPTables
+}
+
+// nodeEnv is what a node service starts with: the cluster's binaries,
+// certificates and timers, and the node's own certificates (an error
+// naming the service when the node has none).
+func (c *Cluster) nodeEnv(h Host, service string) (*Env, pki.Node, error) {
+	cc, err := c.Env(context.Background())
+	if err != nil {
+		return nil, pki.Node{}, err
+	}
+	node, ok := cc.PKI.Nodes[h.Name]
+	if !ok {
+		return nil, pki.Node{}, fmt.Errorf("no %s certificates for %s", service, h.Name)
+	}
+	return cc, node, nil
 }
