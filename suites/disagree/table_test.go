@@ -205,8 +205,8 @@ var gray = []scenario.Scenario{
 		faults.Freeze("cp1", "kube-apiserver"), paper("gray", "apiserver")),
 	// The scheduler holding its lease frozen: its lease lapses and another
 	// scheduler leads. Refined from "DNS server frozen": no fault can
-	// freeze one container's process (CoreDNS runs as pods), and the local
-	// lab runs no cluster DNS; the frozen-leader question the DNS scenario
+	// freeze one container's process (CoreDNS runs as pods, on the local
+	// lab too since paper 2); the frozen-leader question the DNS scenario
 	// asked of a serving component is asked of the scheduler instead.
 	controlPlane("scheduler-frozen-holding-lease", "the leading scheduler frozen while holding its lease",
 		faults.FreezeLeader("kube-scheduler"), paper("gray", "scheduler")),

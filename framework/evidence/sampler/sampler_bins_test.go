@@ -119,7 +119,7 @@ func TestSamplerOnALabThatOffersLittle(t *testing.T) {
 		"kubelet/worker1":          "not readable in this lab: it offers no kubelet client access",
 		"cri/worker1":              "unreachable: dial tcp: connect: no route to host",
 		"proxy/worker1":            "unreachable: dial tcp: connect: no route to host",
-		"dns":                      "not deployed: the lab runs no cluster DNS",
+		"dns":                      "not deployed: the lab gives no cluster DNS address this program can reach (lab.ClusterDNSAccess)",
 		"informer":                 "not deployed: no running pod",
 		// Its port refuses and the host cannot say whether the process
 		// exited, so leadership stays unknown rather than "not leading".
