@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,19 @@ func (f *fakeHosts) start(t *testing.T, host string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Start returns once the exec began (its close-on-exec pipe closed),
+	// which is before the kernel maps the new image's vDSO.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+		if err == nil && strings.Contains(string(maps), "[vdso]") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d has no vDSO mapped 5s after it started", cmd.Process.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pid[host] = append(f.pid[host], cmd.Process.Pid)
