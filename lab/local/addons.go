@@ -18,6 +18,26 @@ type addonStep struct {
 	get, create func(context.Context) error
 }
 
+// getCreater is what every typed client of client-go offers for a kind.
+type getCreater[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*T, error)
+	Create(ctx context.Context, obj *T, opts metav1.CreateOptions) (*T, error)
+}
+
+// stepOf is the addon step of obj (a kind, its metadata) through its
+// typed client.
+func stepOf[T any](kind string, obj *T, meta *metav1.ObjectMeta, c getCreater[T]) addonStep {
+	what := kind + " " + meta.Name
+	if meta.Namespace != "" {
+		what = kind + " " + meta.Namespace + "/" + meta.Name
+	}
+	return addonStep{
+		what:   what,
+		get:    func(ctx context.Context) error { _, err := c.Get(ctx, meta.Name, metav1.GetOptions{}); return err },
+		create: func(ctx context.Context) error { _, err := c.Create(ctx, obj, metav1.CreateOptions{}); return err },
+	}
+}
+
 // applyAddons creates the lab's addons (the node agents' RBAC and the
 // cluster DNS, components.AddonObjects) where they are missing. After a
 // reset they are all there, restored with etcd's data; only lab up
@@ -33,72 +53,23 @@ func (l *Lab) applyAddons(ctx context.Context) error {
 	}
 	a := l.comp.AddonObjects(image)
 	var steps []addonStep
-	add := func(what string, get, create func(context.Context) error) {
-		steps = append(steps, addonStep{what, get, create})
-	}
-	get, opts := metav1.GetOptions{}, metav1.CreateOptions{}
 	for _, o := range a.ClusterRoles {
-		add("ClusterRole "+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.RbacV1().ClusterRoles().Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error { _, err := kc.RbacV1().ClusterRoles().Create(ctx, o, opts); return err })
+		steps = append(steps, stepOf("ClusterRole", o, &o.ObjectMeta, kc.RbacV1().ClusterRoles()))
 	}
 	for _, o := range a.ClusterRoleBindings {
-		add("ClusterRoleBinding "+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.RbacV1().ClusterRoleBindings().Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error {
-				_, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
-				return err
-			})
+		steps = append(steps, stepOf("ClusterRoleBinding", o, &o.ObjectMeta, kc.RbacV1().ClusterRoleBindings()))
 	}
 	for _, o := range a.ServiceAccounts {
-		add("ServiceAccount "+o.Namespace+"/"+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().ServiceAccounts(o.Namespace).Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
-				return err
-			})
+		steps = append(steps, stepOf("ServiceAccount", o, &o.ObjectMeta, kc.CoreV1().ServiceAccounts(o.Namespace)))
 	}
 	for _, o := range a.ConfigMaps {
-		add("ConfigMap "+o.Namespace+"/"+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().ConfigMaps(o.Namespace).Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
-				return err
-			})
+		steps = append(steps, stepOf("ConfigMap", o, &o.ObjectMeta, kc.CoreV1().ConfigMaps(o.Namespace)))
 	}
 	for _, o := range a.Services {
-		add("Service "+o.Namespace+"/"+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().Services(o.Namespace).Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error {
-				_, err := kc.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
-				return err
-			})
+		steps = append(steps, stepOf("Service", o, &o.ObjectMeta, kc.CoreV1().Services(o.Namespace)))
 	}
 	for _, o := range a.Deployments {
-		add("Deployment "+o.Namespace+"/"+o.Name,
-			func(ctx context.Context) error {
-				_, err := kc.AppsV1().Deployments(o.Namespace).Get(ctx, o.Name, get)
-				return err
-			},
-			func(ctx context.Context) error {
-				_, err := kc.AppsV1().Deployments(o.Namespace).Create(ctx, o, opts)
-				return err
-			})
+		steps = append(steps, stepOf("Deployment", o, &o.ObjectMeta, kc.AppsV1().Deployments(o.Namespace)))
 	}
 	for _, st := range steps {
 		// The API servers have just started: a request may time out, and

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	// The images the local lab loads into its nodes.
 	_ "github.com/faultline/faultline/fixtures/images"
@@ -53,16 +52,17 @@ var _ = scenario.Register(scenario.Suite{
 // client node to program the service.
 const fixturesTimeout = 2 * time.Minute
 
+// adminRequestTimeout bounds one request of the suite's own admin client
+// (fixtures and changes).
+const adminRequestTimeout = 10 * time.Second
+
 func adminClient(l lab.Lab) (kubernetes.Interface, error) {
 	path, err := l.Kubeconfig("")
 	if err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return kubernetes.NewForConfig(cfg)
+	cs, _, err := source.ClientFromKubeconfig(path, adminRequestTimeout)
+	return cs, err
 }
 
 // installFixtures installs the backend, the service and the client pods,

@@ -1,10 +1,8 @@
 package source
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -244,40 +242,17 @@ func (a *AgentHealth) Read(ctx context.Context) map[evidence.Question]evidence.A
 // or connected with no answer in time, is the agent's answer (it is not
 // healthy to its checker); an error means the node was not reached.
 func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentHealthAnswer, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	addr := net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port))
-	conn, err := a.host.Dial(ctx, "tcp", addr)
-	switch {
-	case err == nil:
-	case errors.Is(err, lab.ErrNotConnectedByHost):
-		if ctx.Err() != nil {
-			return evidence.AgentHealthAnswer{Error: fmt.Sprintf("no connection within %s", a.timeout)}, nil
-		}
-		return evidence.AgentHealthAnswer{Error: "connection failed: " + err.Error()}, nil
-	default:
+	ans, err := askOnce(ctx, a.host, net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port)), e.Path, a.timeout, true)
+	if err != nil {
 		return evidence.AgentHealthAnswer{}, err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	noAnswer := evidence.AgentHealthAnswer{Error: fmt.Sprintf("connected, no answer within %s", a.timeout)}
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", requestPath(e.Path), addr); err != nil {
-		if ctx.Err() != nil {
-			return noAnswer, nil
-		}
-		return evidence.AgentHealthAnswer{Error: "connection failed: " + err.Error()}, nil
+	if ans.failure != "" {
+		return evidence.AgentHealthAnswer{Error: ans.failure}, nil
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		if ctx.Err() != nil {
-			return noAnswer, nil
-		}
-		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + err.Error()}, nil
+	if ans.status == 0 {
+		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + ans.line}, nil
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return evidence.AgentHealthAnswer{StatusCode: resp.StatusCode, Body: firstLine(body)}, nil
+	return evidence.AgentHealthAnswer{StatusCode: ans.status, Body: ans.body}, nil
 }
 
 // policyDumpSeparator splits the two dumps of one policy-rules read.

@@ -58,17 +58,13 @@ func CalicoInterfaceName(namespace, pod string) string {
 // policy kinds) are counted in its Unread.
 func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error) {
 	v := evidence.PolicyRulesValue{Agent: "calico", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
-	if strings.TrimSpace(iptablesSave) == "" {
+	d, sets, empty, err := parsePolicyDumps(iptablesSave, ipsetSave)
+	if err != nil {
+		return evidence.PolicyRulesValue{}, err
+	}
+	if empty {
 		v.NothingProgrammed = true
 		return v, nil
-	}
-	d, err := parseIPTablesDump(iptablesSave)
-	if err != nil {
-		return evidence.PolicyRulesValue{}, err
-	}
-	sets, err := parseIPSetSave(ipsetSave)
-	if err != nil {
-		return evidence.PolicyRulesValue{}, err
 	}
 	filter := d.tables["filter"]
 	calico := false

@@ -91,3 +91,19 @@ func cidrContains(elem, ip string) bool {
 	}
 	return false
 }
+
+// parsePolicyDumps parses the two dumps a kernel-side policy agent's rules
+// are read from: iptables-save's filter table and ipset save. empty is
+// true when iptables-save wrote nothing at all (nothing programmed).
+func parsePolicyDumps(iptablesSave, ipsetSave string) (d ipDump, sets ipSets, empty bool, err error) {
+	if strings.TrimSpace(iptablesSave) == "" {
+		return ipDump{}, nil, true, nil
+	}
+	if d, err = parseIPTablesDump(iptablesSave); err != nil {
+		return ipDump{}, nil, false, err
+	}
+	if sets, err = parseIPSetSave(ipsetSave); err != nil {
+		return ipDump{}, nil, false, err
+	}
+	return d, sets, false, nil
+}

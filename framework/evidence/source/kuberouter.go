@@ -79,17 +79,13 @@ func kubeRouterSetHash(namespace, name, family string) string {
 // an error.
 func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error) {
 	v := evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
-	if strings.TrimSpace(iptablesSave) == "" {
+	d, sets, empty, err := parsePolicyDumps(iptablesSave, ipsetSave)
+	if err != nil {
+		return evidence.PolicyRulesValue{}, err
+	}
+	if empty {
 		v.NothingProgrammed = true
 		return v, nil
-	}
-	d, err := parseIPTablesDump(iptablesSave)
-	if err != nil {
-		return evidence.PolicyRulesValue{}, err
-	}
-	sets, err := parseIPSetSave(ipsetSave)
-	if err != nil {
-		return evidence.PolicyRulesValue{}, err
 	}
 	if !d.declares("filter", kubeRouterForward) {
 		v.NothingProgrammed = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -158,47 +159,84 @@ func (p *Prober) probeAll(ctx context.Context, targets []probeTarget) (evidence.
 // line: it answered when that is an HTTP 2xx or 3xx. An error means the
 // worker was not reached.
 func (p *Prober) probe(ctx context.Context, t probeTarget) (evidence.EndpointProbe, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
 	addr := net.JoinHostPort(t.Address, strconv.Itoa(int(t.Port)))
-	failed := func(why string) (evidence.EndpointProbe, error) {
-		return evidence.EndpointProbe{Address: t.Address, Detail: addr + ": " + why}, nil
+	ans, err := askOnce(ctx, p.host, addr, p.path, probeTimeout, false)
+	if err != nil {
+		return evidence.EndpointProbe{}, err
 	}
-	noAnswer := fmt.Sprintf("no answer within %s", probeTimeout)
-	conn, err := p.host.Dial(ctx, "tcp", addr)
+	if ans.failure != "" {
+		return evidence.EndpointProbe{Address: t.Address, Detail: addr + ": " + ans.failure}, nil
+	}
+	pr := evidence.EndpointProbe{Address: t.Address, Detail: ans.line}
+	if ans.status >= 200 && ans.status < 400 {
+		pr.Answered = true
+	}
+	return pr, nil
+}
+
+// httpAnswer is what one HTTP/1.0 GET got back: the status line and its
+// code (0 when the line is not an HTTP status line), the body's first
+// line where asked for, or why no answer came.
+type httpAnswer struct {
+	line, body string
+	status     int
+	failure    string
+}
+
+// askOnce makes one `GET <path>` with HTTP/1.0 to addr over a connection
+// that starts on host (lab.Host.Dial), within timeout. A target that
+// refuses, or does not answer in time, is an answer's failure; an error
+// means the host itself was not reached. Written over the raw connection
+// rather than net/http so that a refused dial, a connection made and not
+// answered, and one closed without an answer stay apart, which the probes
+// report.
+func askOnce(ctx context.Context, host lab.Host, addr, path string, timeout time.Duration, withBody bool) (httpAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	noAnswer := httpAnswer{failure: fmt.Sprintf("no answer within %s", timeout)}
+	conn, err := host.Dial(ctx, "tcp", addr)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lab.ErrNotConnectedByHost):
-		return evidence.EndpointProbe{}, err
+		return httpAnswer{}, err
 	case errors.Is(err, context.DeadlineExceeded):
-		return failed(noAnswer)
+		return noAnswer, nil
 	default:
-		return failed("connection failed: " + err.Error())
+		return httpAnswer{failure: "connection failed: " + err.Error()}, nil
 	}
 	defer conn.Close()
 	// A forwarded connection may have no deadlines: closing it is what
 	// ends a read that waits too long.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: probe\r\n\r\n", requestPath(p.path)); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: probe\r\n\r\n", requestPath(path)); err != nil {
 		if ctx.Err() != nil {
-			return failed(noAnswer)
+			return noAnswer, nil
 		}
-		return failed("connection failed: " + err.Error())
+		return httpAnswer{failure: "connection failed: " + err.Error()}, nil
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
 	line = strings.TrimRight(line, "\r\n")
 	if err != nil && line == "" {
 		if ctx.Err() != nil {
-			return failed(noAnswer)
+			return noAnswer, nil
 		}
-		return failed("connection failed: closed without an answer (" + err.Error() + ")")
+		return httpAnswer{failure: "connection failed: closed without an answer (" + err.Error() + ")"}, nil
 	}
-	pr := evidence.EndpointProbe{Address: t.Address, Detail: line}
-	if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") && (strings.HasPrefix(f[1], "2") || strings.HasPrefix(f[1], "3")) {
-		pr.Answered = true
+	ans := httpAnswer{line: line}
+	if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") {
+		ans.status, _ = strconv.Atoi(f[1])
 	}
-	return pr, nil
+	if withBody {
+		// HTTP/1.0: the server closes after its answer; the body follows
+		// the first empty line.
+		rest, _ := io.ReadAll(io.LimitReader(r, 8192))
+		if _, body, ok := strings.Cut(strings.ReplaceAll(string(rest), "\r\n", "\n"), "\n\n"); ok {
+			ans.body = firstLine([]byte(body))
+		}
+	}
+	return ans, nil
 }
 
 // requestPath keeps the request line one line: a path with spaces or

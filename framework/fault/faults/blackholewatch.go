@@ -560,8 +560,7 @@ func listOwnPods(ctx context.Context, kc kubernetes.Interface, node string) (out
 	switch {
 	case err == nil:
 		return "accepted", false, nil
-	case apierrors.IsForbidden(err),
-		apierrors.IsInternalError(err) && strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", refusedWebhookPort)):
+	case refusedByFault(err):
 		return "refused (" + err.Error() + ")", true, nil
 	case errors.As(err, &status):
 		return "failed (" + err.Error() + ")", false, nil
