@@ -139,3 +139,49 @@ func TestEffectShareOfComesFromTheFaultOrTheDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestNullWithDecoyInjectsTheDecoyAndProbesAsItsFault(t *testing.T) {
+	counts = struct{ injected, healed, probed int }{}
+	real, decoy := newCounting("worker1"), newCounting("decoy")
+	n := NullWithDecoy(real, decoy)
+	ctx := context.Background()
+	if err := n.Inject(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Heal(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	e, err := n.Probe(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.injected != 1 || counts.healed != 1 {
+		t.Errorf("the decoy was not injected and healed once each: %+v", counts)
+	}
+	if e.Detail != "looked at worker1" {
+		t.Errorf("the null arm probed the decoy, not its fault: %+v", e)
+	}
+	if d, ok := DecoyOf(n); !ok || !bytes.Equal(d.Params(), decoy.Params()) {
+		t.Errorf("DecoyOf: %v %v", d, ok)
+	}
+	if _, ok := DecoyOf(Null(real)); ok {
+		t.Error("a null arm without a decoy says it has one")
+	}
+
+	// The ledger entry keeps the decoy: healing it on replay heals the
+	// decoy, never the real fault.
+	back, err := Decode(n.Kind(), n.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := DecoyOf(back); !ok || !bytes.Equal(d.Params(), decoy.Params()) {
+		t.Fatalf("decoded null arm lost its decoy: %s", Describe(back))
+	}
+	if err := back.Heal(ctx, nil); err != nil || counts.healed != 2 {
+		t.Errorf("healing the decoded null arm: %d heals, %v", counts.healed, err)
+	}
+
+	if err := NullWithDecoy(real, Null(decoy)).Inject(ctx, nil); err == nil || !strings.Contains(err.Error(), "decoy is itself a null fault") {
+		t.Errorf("a null decoy: %v", err)
+	}
+}

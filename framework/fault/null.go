@@ -28,6 +28,18 @@ const NullKind = "null"
 //     required of a null arm: one sighting is already contamination.
 func Null(standsFor Fault) Fault { return nullFault{standsFor: standsFor} }
 
+// NullWithDecoy is the null-arm fault for standsFor that injects and heals
+// decoy in its place: an action of the same shape on something the
+// judged behaviour does not depend on (an identity nothing uses, a process
+// nothing needs), or the part of a compound fault that is the scenario's
+// condition rather than its fault (agents pinned to one API server, with
+// that server left connected). It probes as standsFor does, and the rules
+// of Null apply: a probe that sees standsFor's effect contaminates the
+// control. A decoy that is itself a null fault is refused at inject.
+func NullWithDecoy(standsFor, decoy Fault) Fault {
+	return nullFault{standsFor: standsFor, decoy: decoy}
+}
+
 // StandsFor returns the fault a null-arm fault stands for.
 func StandsFor(f Fault) (Fault, bool) {
 	n, ok := f.(nullFault)
@@ -37,23 +49,43 @@ func StandsFor(f Fault) (Fault, bool) {
 	return n.standsFor, true
 }
 
-type nullFault struct{ standsFor Fault }
+// DecoyOf returns what a null-arm fault injects in its fault's place, if
+// anything.
+func DecoyOf(f Fault) (Fault, bool) {
+	n, ok := f.(nullFault)
+	if !ok || n.decoy == nil {
+		return nil, false
+	}
+	return n.decoy, true
+}
+
+type nullFault struct{ standsFor, decoy Fault }
+
+type faultRef struct {
+	Kind   string          `json:"kind"`
+	Params json.RawMessage `json:"params"`
+}
+
+func refOf(f Fault) faultRef {
+	r := faultRef{Kind: f.Kind(), Params: f.Params()}
+	if len(r.Params) == 0 {
+		r.Params = json.RawMessage("null")
+	}
+	return r
+}
 
 type nullParams struct {
-	StandsFor struct {
-		Kind   string          `json:"kind"`
-		Params json.RawMessage `json:"params"`
-	} `json:"standsFor"`
+	StandsFor faultRef  `json:"standsFor"`
+	Decoy     *faultRef `json:"decoy,omitempty"`
 }
 
 func (n nullFault) Kind() string { return NullKind }
 func (n nullFault) Class() Class { return n.standsFor.Class() }
 func (n nullFault) Params() json.RawMessage {
-	var p nullParams
-	p.StandsFor.Kind = n.standsFor.Kind()
-	p.StandsFor.Params = n.standsFor.Params()
-	if len(p.StandsFor.Params) == 0 {
-		p.StandsFor.Params = json.RawMessage("null")
+	p := nullParams{StandsFor: refOf(n.standsFor)}
+	if n.decoy != nil {
+		d := refOf(n.decoy)
+		p.Decoy = &d
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -62,8 +94,28 @@ func (n nullFault) Params() json.RawMessage {
 	}
 	return b
 }
-func (n nullFault) Inject(context.Context, lab.Lab) error { return nil }
-func (n nullFault) Heal(context.Context, lab.Lab) error   { return nil }
+func (n nullFault) Inject(ctx context.Context, l lab.Lab) error {
+	if n.decoy == nil {
+		return nil
+	}
+	if _, isNull := StandsFor(n.decoy); isNull {
+		return fmt.Errorf("null arm of %s: its decoy is itself a null fault", n.standsFor.Kind())
+	}
+	if err := n.decoy.Inject(ctx, l); err != nil {
+		return fmt.Errorf("null arm's decoy (%s): %w", Describe(n.decoy), err)
+	}
+	return nil
+}
+
+func (n nullFault) Heal(ctx context.Context, l lab.Lab) error {
+	if n.decoy == nil {
+		return nil
+	}
+	if err := HealAndRelease(ctx, l, n.decoy); err != nil {
+		return fmt.Errorf("null arm's decoy (%s): %w", Describe(n.decoy), err)
+	}
+	return nil
+}
 func (n nullFault) Probe(ctx context.Context, l lab.Lab) (Effect, error) {
 	return n.standsFor.Probe(ctx, l)
 }
@@ -80,7 +132,14 @@ func decodeNull(params json.RawMessage) (Fault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Null(inner), nil
+	if p.Decoy == nil {
+		return Null(inner), nil
+	}
+	decoy, err := Decode(p.Decoy.Kind, p.Decoy.Params)
+	if err != nil {
+		return nil, fmt.Errorf("null arm's decoy: %w", err)
+	}
+	return NullWithDecoy(inner, decoy), nil
 }
 
 func init() { Register(NullKind, decodeNull) }

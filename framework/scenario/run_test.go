@@ -93,8 +93,9 @@ func TestValidateTable(t *testing.T) {
 	bad.Labels = []string{"a/b", "control:x", "writer:cp3"}
 	bad.Window = 0
 	bad.Fault = fault.Null(good.Fault)
+	bad.Decoy = fault.Null(good.Fault)
 	err := ValidateTable([]Scenario{good, good, bad})
-	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault",
+	for _, want := range []string{"is in the table twice", "listed twice", `phase "sometime"`, `label "a/b"`, "window must be positive", "Fault is a null fault", "Decoy is a null fault",
 		"positive control of y, which the scenario does not judge", `label "control:x": set ControlOf`, `label "writer:cp3": set Writer`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
@@ -102,6 +103,15 @@ func TestValidateTable(t *testing.T) {
 	}
 	if err := ValidateTable(nil); err == nil {
 		t.Error("an empty table must be refused")
+	}
+	decoyed := good
+	decoyed.Decoy = memlab.Flag{Name: "decoy"}
+	arms := WithNullArms(decoyed)
+	if arms[0].injected() != decoyed.Fault {
+		t.Errorf("the fault arm injects %s", fault.Describe(arms[0].injected()))
+	}
+	if d, ok := fault.DecoyOf(arms[1].injected()); !ok || d != decoyed.Decoy {
+		t.Errorf("the null arm injects %s, not the decoy", fault.Describe(arms[1].injected()))
 	}
 	labels := good.AutoLabels()
 	if strings.Join(labels, " ") != "arm:fault fault:memlab-flag class:memlab-flag" {

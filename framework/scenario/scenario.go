@@ -46,6 +46,13 @@ type Scenario struct {
 	// the lab's usual address. The suite's Prepare reads it.
 	Writer string
 	Fault  fault.Fault
+	// Decoy, when set, is what the null arm injects in Fault's place
+	// (fault.NullWithDecoy): the same kind of action on something the
+	// judged behaviour does not depend on, or the part of a compound fault
+	// that is the scenario's condition (agents pinned to one API server)
+	// without the part that is its fault. Nil: the null arm injects
+	// nothing.
+	Decoy fault.Fault
 	// Change, when set, is what the scenario changes in the cluster while
 	// the fault is in place (a policy created, a backend replaced): the
 	// engine makes it in both arms, After into the window, and stamps it
@@ -150,6 +157,9 @@ func (s Scenario) role() string {
 // injected is what the run really injects: the fault, or its null arm.
 func (s Scenario) injected() fault.Fault {
 	if s.arm() == NullArm {
+		if s.Decoy != nil {
+			return fault.NullWithDecoy(s.Fault, s.Decoy)
+		}
 		return fault.Null(s.Fault)
 	}
 	return s.Fault
@@ -215,6 +225,11 @@ func (s Scenario) Validate() error {
 		bad("no fault")
 	} else if _, isNull := fault.StandsFor(s.Fault); isNull {
 		bad("Fault is a null fault: give the real fault and set Arm to null")
+	}
+	if s.Decoy != nil {
+		if _, isNull := fault.StandsFor(s.Decoy); isNull {
+			bad("Decoy is a null fault: a decoy is what the null arm injects")
+		}
 	}
 	switch s.Arm {
 	case "", FaultArm, NullArm:
