@@ -190,3 +190,13 @@ type AgentIdentities interface {
 	// with other nodes' or does not run there.
 	AgentIdentity(node, agent string) (Identity, error)
 }
+
+// AgentKubeconfigs is a lab that says which kubeconfig file each node
+// agent reads on its host, so a fault can point one node's agents at one
+// API server.
+type AgentKubeconfigs interface {
+	// AgentKubeconfig returns the path, on node, of the kubeconfig the
+	// agent (ServiceKubeProxy, ServicePolicyAgent) reads when it starts;
+	// an error wrapping ErrUnsupported when that agent does not run there.
+	AgentKubeconfig(node, agent string) (string, error)
+}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/faultline/faultline/lab"
@@ -48,4 +49,29 @@ func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
 		return lab.Identity{User: pki.KubeRouterUser(node), Groups: []string{pki.KubeRouterGroup, "system:authenticated"}}, nil
 	}
 	return lab.Identity{}, lab.Unsupported(l.Info().Kind, "agent identity", fmt.Sprintf("%s is not a node agent with an identity of its own", agent))
+}
+
+var _ lab.AgentKubeconfigs = (*Lab)(nil)
+
+// AgentKubeconfig is the kubeconfig node's kube-proxy or policy agent
+// reads when it starts (pki: one per node and agent).
+func (l *Lab) AgentKubeconfig(node, agent string) (string, error) {
+	if _, err := l.AgentIdentity(node, agent); err != nil {
+		return "", err
+	}
+	env, err := l.comp.Env(context.Background())
+	if err != nil {
+		return "", err
+	}
+	n, ok := env.PKI.Nodes[node]
+	if !ok {
+		return "", fmt.Errorf("no certificates for node %s", node)
+	}
+	switch agent {
+	case lab.ServiceKubeProxy:
+		return n.KubeProxyKubeconfig, nil
+	case lab.ServicePolicyAgent:
+		return n.KubeRouterKubeconfig, nil
+	}
+	return "", lab.Unsupported(l.Info().Kind, "agent kubeconfig", fmt.Sprintf("%s is not a node agent with a kubeconfig of its own", agent))
 }

@@ -51,16 +51,13 @@ func (f *etcdCompact) Inject(ctx context.Context, l lab.Lab) error {
 		return err
 	}
 	defer c.Close()
-	resp, err := c.Get(ctx, "compact", clientv3.WithCountOnly())
+	_, err = compactNow(ctx, c, func(rev int64) {
+		f.mu.Lock()
+		f.compactedTo = rev
+		f.mu.Unlock()
+	})
 	if err != nil {
-		return fmt.Errorf("etcd compaction: reading the current revision: %w", err)
-	}
-	rev := resp.Header.Revision
-	f.mu.Lock()
-	f.compactedTo = rev
-	f.mu.Unlock()
-	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
-		return fmt.Errorf("etcd compaction to revision %d: %w", rev, err)
+		return err
 	}
 	if f.p.Defragment {
 		for _, ep := range c.Endpoints() {
@@ -122,4 +119,35 @@ func compactRevision(ctx context.Context, c *clientv3.Client) (int64, error) {
 
 func init() {
 	register(KindEtcdCompact, func(p etcdCompactParams) fault.Fault { return &etcdCompact{p: p} })
+}
+
+// CompactEtcd compacts the lab's etcd to its current revision, as a
+// scenario's change rather than its fault (nothing to heal: a lab's reset
+// brings the history back).
+func CompactEtcd(ctx context.Context, l lab.Lab) error {
+	c, err := etcdClient(l, "etcd compaction")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = compactNow(ctx, c, nil)
+	return err
+}
+
+// compactNow compacts to the current revision (physically: the call
+// returns once the members dropped it), telling at about the revision
+// before it compacts.
+func compactNow(ctx context.Context, c *clientv3.Client, at func(rev int64)) (int64, error) {
+	resp, err := c.Get(ctx, "compact", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcd compaction: reading the current revision: %w", err)
+	}
+	rev := resp.Header.Revision
+	if at != nil {
+		at(rev)
+	}
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return 0, fmt.Errorf("etcd compaction to revision %d: %w", rev, err)
+	}
+	return rev, nil
 }

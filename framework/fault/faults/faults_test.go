@@ -61,6 +61,9 @@ func everyFault() []fault.Fault {
 		BlackholeWatch("worker1"),
 		BlackholeWatchAt("worker2", "/etc/kubernetes/authorization-config.yaml"),
 		APIServerEtcdFork("cp2"),
+		Compound(StopService("worker1", lab.ServiceKubeProxy), Freeze("worker1", lab.ServicePolicyAgent)),
+		PinAgents("worker1", "cp2", lab.ServiceKubeProxy, lab.ServicePolicyAgent),
+		Restart("worker1", lab.ServiceKubeProxy),
 	}
 }
 
@@ -86,7 +89,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindThrottle, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindThrottle, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork, KindCompound, KindPinAgents, KindRestart}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -716,6 +719,21 @@ func TestProcessFaultsSignalAndHeal(t *testing.T) {
 	if got := w.operations(); !reflect.DeepEqual(got, []string{"stop kube-proxy", "start kube-proxy"}) {
 		t.Errorf("stop operations %q", got)
 	}
+
+	w.ops = nil
+	r := Restart("worker1", lab.ServiceKubeProxy)
+	if e, err := r.Probe(ctx, l); err != nil || e.Observed {
+		t.Errorf("restart probe before inject %+v %v", e, err)
+	}
+	if err := r.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.operations(); !reflect.DeepEqual(got, []string{"stop kube-proxy", "start kube-proxy"}) {
+		t.Errorf("restart operations %q (heal starts only a service that is down)", got)
+	}
 }
 
 func TestPowerOffHealsOnlyAHostThatIsOff(t *testing.T) {
@@ -926,6 +944,43 @@ func TestLossProbeSeesTheEffectOnlyWhileDropsGrow(t *testing.T) {
 		e, err := f.Probe(ctx, l)
 		if err != nil || e.Observed != c.observed || !strings.Contains(e.Detail, c.detail) {
 			t.Errorf("probe %d with %d drops: %+v, %v; want observed %v, saying %q", i, c.drops, e, err, c.observed, c.detail)
+		}
+	}
+}
+
+func TestCompoundInjectsInOrderAndHealsInReverse(t *testing.T) {
+	ctx := context.Background()
+	l := loadLab(t, "lab11")
+	w := l.host("worker1")
+	c := Compound(StopService("worker1", lab.ServiceKubeProxy), Kill("worker1", lab.ServiceContainerd))
+	if c.Class() != Kill("worker1", lab.ServiceContainerd).Class() {
+		t.Errorf("class %s is not the last part's", c.Class())
+	}
+	if e, err := c.Probe(ctx, l); err != nil || e.Observed {
+		t.Errorf("probe before inject %+v %v", e, err)
+	}
+	if err := c.Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Probe(ctx, l)
+	if err != nil || !e.Observed || !strings.Contains(e.Detail, "[1 stop-service, seen]") || !strings.Contains(e.Detail, "[2 kill, seen]") {
+		t.Errorf("probe of both parts %+v %v", e, err)
+	}
+	if err := c.Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.operations(); !reflect.DeepEqual(got, []string{"stop kube-proxy", "signal containerd killed", "start containerd", "start kube-proxy"}) {
+		t.Errorf("operations %q: inject in order, heal in reverse", got)
+	}
+	if share := fault.EffectShareOf(c); share != fault.DefaultEffectShare {
+		t.Errorf("share %v", share)
+	}
+	for _, bad := range []fault.Fault{Compound(), Compound(Kill("worker1", lab.ServiceContainerd)), Compound(Kill("worker1", lab.ServiceContainerd), fault.Null(Kill("worker1", lab.ServiceKubelet)))} {
+		if err := bad.Inject(ctx, l); err == nil {
+			t.Errorf("%s injected", fault.Describe(bad))
+		}
+		if _, err := fault.Decode(bad.Kind(), bad.Params()); err == nil {
+			t.Errorf("%s decoded", fault.Describe(bad))
 		}
 	}
 }

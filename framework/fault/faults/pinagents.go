@@ -1,0 +1,219 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/lab"
+)
+
+// KindPinAgents is the kind of PinAgents faults.
+const KindPinAgents = "pin-agents"
+
+// ClassAgentConfig is a node agent's configuration changed under it.
+const ClassAgentConfig fault.Class = "agent-config"
+
+type pinAgentsParams struct {
+	// Node is the host whose agents are pinned.
+	Node string `json:"node"`
+	// Server is the control-plane host whose API server they are pinned
+	// to.
+	Server string `json:"server"`
+	// Agents are the services pinned (kube-proxy, the policy agent).
+	Agents []string `json:"agents"`
+	Tag    string   `json:"tag"`
+}
+
+func (p pinAgentsParams) check() error {
+	var errs []error
+	if p.Node == "" || !nodeNamePattern.MatchString(p.Node) {
+		errs = append(errs, fmt.Errorf("node %q is not a host name", p.Node))
+	}
+	if p.Server == "" || !nodeNamePattern.MatchString(p.Server) {
+		errs = append(errs, fmt.Errorf("server %q is not a host name", p.Server))
+	}
+	if len(p.Agents) == 0 {
+		errs = append(errs, errors.New("no agent to pin"))
+	}
+	seen := map[string]bool{}
+	for _, a := range p.Agents {
+		if seen[a] {
+			errs = append(errs, fmt.Errorf("agent %s named twice", a))
+		}
+		seen[a] = true
+	}
+	if err := checkTag(p.Tag); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// PinAgents points node's agents (services such as lab.ServiceKubeProxy
+// and lab.ServicePolicyAgent) at the API server on the control-plane host
+// server alone, instead of the lab's usual address, and restarts them so
+// they read it: their lists and watches then go to that one server,
+// whatever happens to it. The lab must say where each agent's kubeconfig
+// is (lab.AgentKubeconfigs). Inject keeps each original beside it under
+// the fault's tag and rewrites only the kubeconfig's server; heal puts the
+// original back and restarts the agent, and with no kept original there is
+// nothing to heal. As a fault it changes nothing the cluster records; it
+// is the condition of a scenario whose fault acts on that one server
+// (Compound), and that scenario's null arm's decoy.
+func PinAgents(node, server string, agents ...string) fault.Fault {
+	return &pinAgents{p: pinAgentsParams{Node: node, Server: server, Agents: agents, Tag: newTag()}}
+}
+
+type pinAgents struct{ p pinAgentsParams }
+
+func (f *pinAgents) Kind() string            { return KindPinAgents }
+func (f *pinAgents) Class() fault.Class      { return ClassAgentConfig }
+func (f *pinAgents) Params() json.RawMessage { return mustJSON(f.p) }
+
+// pinned is one agent's kubeconfig and where its original is kept.
+type pinned struct {
+	agent, config, original string
+}
+
+func (f *pinAgents) targets(l lab.Lab) (lab.Host, string, []pinned, error) {
+	node, err := hostByName(l, f.p.Node)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	server, err := hostByName(l, f.p.Server)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if !server.HasRole(lab.RoleControlPlane) {
+		return nil, "", nil, fmt.Errorf("%s is not a control-plane host: it runs no API server", f.p.Server)
+	}
+	kcs, ok := l.(lab.AgentKubeconfigs)
+	if !ok {
+		return nil, "", nil, lab.Unsupported(l.Info().Kind, "pin agents", "the lab does not say where its node agents' kubeconfigs are (lab.AgentKubeconfigs)")
+	}
+	var out []pinned
+	for _, a := range f.p.Agents {
+		path, err := kcs.AgentKubeconfig(f.p.Node, a)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		out = append(out, pinned{agent: a, config: path, original: path + ".faultline-" + f.p.Tag + ".orig"})
+	}
+	url := "https://" + net.JoinHostPort(server.Address(), strconv.Itoa(apiServerPort(l)))
+	return node, url, out, nil
+}
+
+func (f *pinAgents) Inject(ctx context.Context, l lab.Lab) error {
+	if err := f.p.check(); err != nil {
+		return fmt.Errorf("pin agents: %w", err)
+	}
+	node, url, agents, err := f.targets(l)
+	if err != nil {
+		return fmt.Errorf("pin agents: %w", err)
+	}
+	for _, a := range agents {
+		if _, err := ServiceState(ctx, node, a.agent); err != nil {
+			return fmt.Errorf("pin agents: %w", err)
+		}
+	}
+	for _, a := range agents {
+		if _, err := run(ctx, node, pinScript(a, url)); err != nil {
+			return fmt.Errorf("pin agents: %s's kubeconfig: %w", a.agent, err)
+		}
+		if err := restart(ctx, node, a.agent); err != nil {
+			return fmt.Errorf("pin agents: %w", err)
+		}
+	}
+	return nil
+}
+
+// pinScript keeps the original (noclobber: never over a copy another
+// inject kept) and writes the kubeconfig again with its server lines
+// alone changed, in one rename, then checks the server is the one asked.
+func pinScript(a pinned, url string) string {
+	o, c, n := shellQuote(a.original), shellQuote(a.config), shellQuote(a.config+".faultline-new")
+	return script([]string{
+		"set -o noclobber",
+		"[ ! -e " + o + " ]",
+		"cp -p " + c + " " + o,
+		"cp -p " + c + " " + n,
+		"sed -E 's#^([[:space:]]*server:[[:space:]]*).*$#\\1" + url + "#' " + o + " >| " + n,
+		"mv -f " + n + " " + c,
+		"grep -q -F " + shellQuote("server: "+url) + " " + c,
+	})
+}
+
+func restart(ctx context.Context, h lab.Host, service string) error {
+	if err := h.StopService(ctx, service); err != nil {
+		return fmt.Errorf("restarting %s on %s: %w", service, h.Name(), err)
+	}
+	if err := h.StartService(ctx, service); err != nil {
+		return fmt.Errorf("restarting %s on %s: %w", service, h.Name(), err)
+	}
+	return nil
+}
+
+func (f *pinAgents) Heal(ctx context.Context, l lab.Lab) error {
+	node, _, agents, err := f.targets(l)
+	if errors.Is(err, lab.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("healing pin agents: %w", err)
+	}
+	var errs []error
+	for _, a := range agents {
+		o, c := shellQuote(a.original), shellQuote(a.config)
+		out, err := run(ctx, node, fmt.Sprintf("rm -f %s; if [ -e %s ]; then mv -f %s %s && echo restored; fi", shellQuote(a.config+".faultline-new"), o, o, c))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.TrimSpace(out) == "restored" {
+			if err := restart(ctx, node, a.agent); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("healing pin agents: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Probe sees every agent's kubeconfig naming the server, and the agent
+// running with a connection open to that server's address.
+func (f *pinAgents) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	node, url, agents, err := f.targets(l)
+	if err != nil {
+		return fault.Effect{}, err
+	}
+	hostPort := strings.TrimPrefix(url, "https://")
+	observed := true
+	var details []string
+	for _, a := range agents {
+		st, err := ServiceState(ctx, node, a.agent)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		out, err := run(ctx, node, fmt.Sprintf("grep -c -F %s %s; ss -Htnp state established dst %s", shellQuote("server: "+url), shellQuote(a.config), hostPort))
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		lines := strings.SplitN(out, "\n", 2)
+		inFile := strings.TrimSpace(lines[0]) != "" && strings.TrimSpace(lines[0]) != "0"
+		connected := st.PID != 0 && len(lines) > 1 && strings.Contains(lines[1], fmt.Sprintf("pid=%d,", st.PID))
+		observed = observed && inFile && connected
+		details = append(details, fmt.Sprintf("%s (pid %d, %s): kubeconfig names %s: %v; connected to it: %v", a.agent, st.PID, st.State, url, inFile, connected))
+	}
+	return fault.Effect{Observed: observed, Detail: f.p.Node + ": " + strings.Join(details, "; ")}, nil
+}
+
+func init() {
+	register(KindPinAgents, func(p pinAgentsParams) fault.Fault { return &pinAgents{p: p} })
+}
