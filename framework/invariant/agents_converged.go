@@ -1,0 +1,120 @@
+package invariant
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// AgentsConvergedName names the agents-converged invariant.
+const AgentsConvergedName = "agents-converged"
+
+// AgentsConverged: after heal, every node applies again what the API
+// records, within the settle bound: its kube-proxy forwards the agents'
+// test service to the ready endpoints an API server records, and every
+// client pod's new connection to the target has the outcome the recorded
+// policies give it.
+//
+// Reads what service-routes-truthful and policy-enforced read; it is
+// judged on the settle sample (Final) with their marks: the first settle
+// sample in which every node's mark holds, or the final one at the settle
+// timeout.
+//
+// Fires when, in the sample judged, a node's rules or a connection's
+// outcome still differ from the API (the reason names each, with the
+// rule dump beside a connection). INSUFFICIENT_DATA when, with no
+// difference, a node's rules, a connection or the API could not be read in
+// that sample (the settle loop samples again until its bound), or nothing
+// was read at all.
+//
+// Why: the agents are level-triggered like every controller. A watch that
+// was refused, broken or left behind a compaction must end in a new list,
+// and the node's rules must follow it; an agent that resumes a watch from
+// a compacted revision without listing again, or that never restarts its
+// watch, keeps a stale node past heal, where nothing else will mend it.
+//
+// Exercised when an earlier sample since the fault shows a node or a
+// connection differing from the API: there was something to converge
+// from. VIOLATED is always exercised.
+func AgentsConverged() Invariant { return agentsConverged{} }
+
+type agentsConverged struct{}
+
+func (agentsConverged) Name() string         { return AgentsConvergedName }
+func (agentsConverged) Phase() verdict.Phase { return verdict.Convergence }
+func (agentsConverged) Reads() []Reading {
+	return append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...)
+}
+
+func (agentsConverged) Judge(in Input) verdict.Judgement {
+	snaps := ordered(in.Snapshots)
+	if len(snaps) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no settle sample to judge"}
+	}
+	final := snaps[len(snaps)-1].Taken
+	routes, _, _, routeWhy := routeMarks(snaps)
+	pm, policyWhy := policyMarks(snaps)
+	if routeWhy != "" && policyWhy != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "nothing the agents applied was read: " + routeWhy + "; " + policyWhy}
+	}
+	byKey := map[string][]mark{}
+	var keys []string
+	for n, ms := range routes {
+		keys = append(keys, "routes of "+n)
+		byKey["routes of "+n] = ms
+	}
+	for _, k := range pm.keys {
+		name := fmt.Sprintf("connection %s → %s", k.from, k.target)
+		keys = append(keys, name)
+		byKey[name] = pm.marks[k]
+	}
+	sort.Strings(keys)
+
+	var differ, unknowns, held []string
+	departed := ""
+	for _, k := range keys {
+		var last *mark
+		for i := range byKey[k] {
+			m := byKey[k][i]
+			if m.Taken.Equal(final) {
+				last = &byKey[k][i]
+			} else if m.State == broken && departed == "" {
+				departed = fmt.Sprintf("%s at %s: %s", k, stamp(m.Taken), m.Detail)
+			}
+		}
+		switch {
+		case last == nil:
+			unknowns = append(unknowns, k+": not read in the sample judged")
+		case last.State == broken:
+			differ = append(differ, last.Detail)
+		case last.State == unknown:
+			unknowns = append(unknowns, k+": "+last.Detail)
+		default:
+			held = append(held, k)
+		}
+	}
+	exercise := "no sample since the fault showed a node or a connection differing from the API: nothing to converge from"
+	if departed != "" {
+		exercise = "differed from the API since the fault: " + departed
+	}
+	switch {
+	case len(differ) > 0:
+		reason := fmt.Sprintf("not converged at %s, after heal: %s", stamp(final), strings.Join(differ, "; "))
+		if len(unknowns) > 0 {
+			reason += "; besides, unknown: " + strings.Join(unknowns, "; ")
+		}
+		return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, At: final, Exercised: verdict.Exercised(), Exercise: exercise}
+	case len(unknowns) > 0:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("at %s nothing differed, but could not tell: %s", stamp(final), strings.Join(unknowns, "; ")), At: final}
+	}
+	j := verdict.Judgement{Verdict: verdict.Preserved, At: final, Exercise: exercise,
+		Reason: fmt.Sprintf("at %s, after heal, every node applied what the API records: %s", stamp(final), strings.Join(held, ", "))}
+	if departed != "" {
+		j.Exercised = verdict.Exercised()
+	} else {
+		j.Exercised = verdict.NotExercised()
+	}
+	return j
+}
