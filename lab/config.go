@@ -35,7 +35,8 @@ type Config struct {
 	// config describes a disposable lab, not someone's cluster.
 	Lab bool `json:"lab"`
 	// StateDir holds the lab's state and the heal ledger. Default:
-	// $FAULTLINE_STATE_DIR/<name>, else /var/lib/faultline/<name>.
+	// <name> under StateRoot ($FAULTLINE_STATE_DIR, else
+	// /var/lib/faultline).
 	StateDir string `json:"stateDir,omitempty"`
 	// Kubeconfig is an admin kubeconfig for labs that do not make their
 	// own (static, vsphere, proxmox).
@@ -292,11 +293,7 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	if c.StateDir == "" && c.Name != "" {
-		base := os.Getenv("FAULTLINE_STATE_DIR")
-		if base == "" {
-			base = "/var/lib/faultline"
-		}
-		c.StateDir = filepath.Join(base, c.Name)
+		c.StateDir = filepath.Join(StateRoot(), c.Name)
 	}
 	if b, ok := backendOf(c.Kind); ok && b.Defaults != nil {
 		b.Defaults(c)

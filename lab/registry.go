@@ -37,6 +37,12 @@ type Backend struct {
 	// Open builds the lab a validated config describes; it touches
 	// nothing and connects only where it must.
 	Open func(*Config) (Lab, error)
+	// FindUp lists the labs of this kind that are up on this machine
+	// with their state dirs directly under root, from the record each
+	// keeps there while it is up. Optional: for backends that build
+	// their labs on this machine (local); a lab built elsewhere is up or
+	// not whatever this machine holds.
+	FindUp func(root string) ([]UpLab, error)
 }
 
 var (

@@ -23,6 +23,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// No test may find the labs that are up on this machine: every lab
+	// command that names no lab looks under the state root.
+	if err := os.Setenv(lab.EnvStateDir, filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	binary = filepath.Join(dir, "faultline")
 	build := exec.Command("go", "build", "-o", binary, "-ldflags", "-X main.gitCommit=0123456789abcdef -X main.version=v0.0.0-test", ".")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr

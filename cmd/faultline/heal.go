@@ -21,11 +21,14 @@ injected and removed once it is healed, so a run that was interrupted,
 crashed or was killed leaves it behind. Every suite heals the ledger when it
 starts; this command does the same by hand. A fault still held by a running
 suite is left to that suite. Exits non-zero if any fault could not be healed
-or is still held.`,
+or is still held.
+
+With no lab named (--lab, $FAULTLINE_LAB), the lab is the one lab that is up
+on this machine; with none or several up it refuses, naming them.`,
 		Example: "  faultline heal --lab lab11",
 		Args:    checkArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withLab(cmd, &flags, "", func(l lab.Lab) error {
+			return withLab(cmd, &flags, "", changes, func(l lab.Lab) error {
 				rep, err := ledger.HealAll(cmd.Context(), l)
 				fmt.Fprintln(cmd.OutOrStdout(), rep.String())
 				if err != nil {

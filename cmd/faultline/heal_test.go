@@ -84,7 +84,7 @@ func TestHealHealsWhatTheLedgerHolds(t *testing.T) {
 		t.Errorf("ledger still holds %v (%v)", left, err)
 	}
 
-	code, out, _ = runInProcess(t, "heal")
+	code, out, _ = runInProcess(t, "heal", "--topology", "lab11")
 	if code != exitOK || !strings.Contains(out, "nothing to heal") {
 		t.Errorf("second heal: exit %d, %q", code, out)
 	}
@@ -93,6 +93,7 @@ func TestHealHealsWhatTheLedgerHolds(t *testing.T) {
 func TestHealFailureKeepsTheEntryAndExitsNonZero(t *testing.T) {
 	_, led := labWithLedger(t)
 	leave(t, led, "stuck")
+	fakeUpLabs(t, "lab11")
 	code, out, errs := runInProcess(t, "heal")
 	if code != exitError || !strings.Contains(errs, "healing lab lab11") || !strings.Contains(errs, "stuck: host unreachable") {
 		t.Errorf("failing heal: exit %d, stderr %q", code, errs)
@@ -113,7 +114,7 @@ func TestHealLeavesAFaultHeldByALiveRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Done()
-	code, out, errs := runInProcess(t, "heal")
+	code, out, errs := runInProcess(t, "heal", "--lab", "lab11")
 	if code != exitError || !strings.Contains(errs, "1 fault(s) still held by a running process") {
 		t.Errorf("heal with a live entry: exit %d, %q", code, errs)
 	}

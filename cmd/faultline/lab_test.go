@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,25 +76,58 @@ func (p *recordingProvisioner) Down(ctx context.Context) error {
 
 var _ lab.Provisioner = (*recordingProvisioner)(nil)
 
-// useLab makes the commands open l, recording the --lab argument and profile.
+// useLab makes the commands open l, recording the --lab argument and
+// profile, or "up:<name>" for a lab opened because it is the one up.
 func useLab(t *testing.T, l lab.Lab) *[]string {
 	t.Helper()
 	var opened []string
-	prev := openLab
+	prev, prevUp := openLab, openUpLab
 	openLab = func(arg, profile string) (lab.Lab, error) {
 		opened = append(opened, arg+"|"+profile)
 		return l, nil
 	}
-	t.Cleanup(func() { openLab = prev })
+	openUpLab = func(u lab.UpLab) (lab.Lab, error) {
+		opened = append(opened, "up:"+u.Name)
+		return l, nil
+	}
+	t.Cleanup(func() { openLab, openUpLab = prev, prevUp })
 	return &opened
 }
 
 func runInProcess(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	t.Setenv("FAULTLINE_LAB", "")
+	return runWithEnv(t, args...)
+}
+
+// runWithEnv runs a command line with the environment as the test set it.
+func runWithEnv(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// fakeUpLabs makes a state root holding the records of the named
+// topologies' local labs, as each leaves while it is up, and points
+// $FAULTLINE_STATE_DIR at it. No lab is brought up.
+func fakeUpLabs(t *testing.T, topologies ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	t.Setenv(lab.EnvStateDir, root)
+	for _, name := range topologies {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.StateDir = filepath.Join(root, c.Name)
+		b, err := json.Marshal(map[string]any{"config": c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(c.StateDir, "lab.json"), string(b))
+	}
+	return root
 }
 
 func TestLabUpNeedsAProvisioner(t *testing.T) {
@@ -124,9 +158,11 @@ func TestLabUpDownResetDriveTheLab(t *testing.T) {
 	if code != exitOK || out != "lab lab11 is up (timer profile kubernetes-defaults)\nexport KUBECONFIG=/state/admin.kubeconfig   # for kubectl: the cluster's address\n" {
 		t.Errorf("up: exit %d, out %q, err %q", code, out, errs)
 	}
-	code, out, _ = runInProcess(t, "lab", "reset")
-	if code != exitOK || out != "lab lab11 is reset (cold-snapshot)\n" {
-		t.Errorf("reset: exit %d, out %q", code, out)
+	// With no lab named, reset acts on the one lab that is up.
+	fakeUpLabs(t, "lab11")
+	code, out, errs = runInProcess(t, "lab", "reset")
+	if code != exitOK || out != "lab lab11 is reset (cold-snapshot)\n" || !strings.Contains(errs, "acting on lab lab11, the one lab that is up") {
+		t.Errorf("reset: exit %d, out %q, err %q", code, out, errs)
 	}
 	code, out, _ = runInProcess(t, "lab", "down", "--lab", "lab11")
 	if code != exitOK || out != "lab lab11 is down\n" {
@@ -135,16 +171,22 @@ func TestLabUpDownResetDriveTheLab(t *testing.T) {
 	if strings.Join(p.calls, ",") != "up,reset,down" {
 		t.Errorf("calls %v, want up,reset,down", p.calls)
 	}
-	// --topology is --lab; with neither the default lab is used; only up
-	// takes a profile.
-	if strings.Join(*opened, ",") != "lab11|kubernetes-defaults,lab11|,lab11|" {
+	// --topology is --lab; with neither, reset opens the lab that is up
+	// from its record; only up takes a profile.
+	if strings.Join(*opened, ",") != "lab11|kubernetes-defaults,up:lab11,lab11|" {
 		t.Errorf("opened %v", *opened)
 	}
 
+	// With no lab named, up brings up the default lab, whatever is up.
+	fakeUpLabs(t, "pair")
+	*opened = nil
 	p.calls, p.failWith = nil, errors.New("etcd3 did not start")
 	code, _, errs = runInProcess(t, "lab", "up")
 	if code != exitError || !strings.Contains(errs, "bringing lab lab11 up: etcd3 did not start") {
 		t.Errorf("failing up: exit %d, %q", code, errs)
+	}
+	if strings.Join(*opened, ",") != "lab11|" {
+		t.Errorf("up with pair up and no lab named opened %v, want the default lab11", *opened)
 	}
 }
 
@@ -153,7 +195,7 @@ func TestLabStatus(t *testing.T) {
 		ResetKind: lab.ResetColdSnapshot, KubernetesVersion: "v1.36.3", EtcdVersion: "v3.6.8"}}}
 	useLab(t, p)
 
-	code, out, errs := runInProcess(t, "lab", "status")
+	code, out, errs := runInProcess(t, "lab", "status", "--lab", "lab11")
 	if code != exitOK {
 		t.Fatalf("status: exit %d, %s", code, errs)
 	}
@@ -172,7 +214,7 @@ func TestLabStatus(t *testing.T) {
 		}
 	}
 
-	code, out, _ = runInProcess(t, "lab", "status", "--json")
+	code, out, _ = runInProcess(t, "lab", "status", "--json", "--lab", "lab11")
 	var st lab.Status
 	if code != exitOK {
 		t.Fatalf("status --json: exit %d", code)
@@ -185,7 +227,7 @@ func TestLabStatus(t *testing.T) {
 	}
 
 	p.failWith = errors.New("ssh to cp1: connection refused")
-	code, _, errs = runInProcess(t, "lab", "status")
+	code, _, errs = runInProcess(t, "lab", "status", "--lab", "lab11")
 	if code != exitError || !strings.Contains(errs, "reading the status of lab lab11: ssh to cp1: connection refused") {
 		t.Errorf("failing status: exit %d, %q", code, errs)
 	}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,9 +15,46 @@ import (
 	"github.com/faultline/faultline/framework/verdict"
 )
 
-// WriteGinkgoJUnit writes Ginkgo's own JUnit report of the suite.
+// WriteGinkgoJUnit writes Ginkgo's own JUnit report of the suite. In a
+// folder that already holds one (a resumed folder whose earlier suite
+// process ended with its report written), the earlier test suites are
+// kept and this report's are added after them: the file holds one test
+// suite per suite process that finished in the folder, as Ginkgo's own
+// merge of parallel reports does. Ginkgo's report cannot be rebuilt from
+// the run records, so it is never rewritten from them.
 func (f *Folder) WriteGinkgoJUnit(report types.Report) error {
-	if err := reporters.GenerateJUnitReport(report, f.Path(GinkgoJUnitFile)); err != nil {
+	path := f.Path(GinkgoJUnitFile)
+	earlier, err := readJUnit(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := reporters.GenerateJUnitReport(report, path); err != nil {
+			return fmt.Errorf("writing %s: %w", GinkgoJUnitFile, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing %s: the folder's earlier one is kept as it is, and this suite's is not written: %w", GinkgoJUnitFile, err)
+	}
+	tmp := path + ".this-run"
+	defer os.Remove(tmp)
+	if err := reporters.GenerateJUnitReport(report, tmp); err != nil {
+		return fmt.Errorf("writing %s: %w", GinkgoJUnitFile, err)
+	}
+	this, err := readJUnit(tmp)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", GinkgoJUnitFile, err)
+	}
+	merged := earlier
+	merged.Tests += this.Tests
+	merged.Disabled += this.Disabled
+	merged.Errors += this.Errors
+	merged.Failures += this.Failures
+	merged.Time += this.Time
+	merged.TestSuites = append(merged.TestSuites, this.TestSuites...)
+	b, err := xml.MarshalIndent(merged, "  ", "    ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", GinkgoJUnitFile, err)
+	}
+	if err := writeFileSynced(path, append([]byte(xml.Header), append(b, '\n')...)); err != nil {
 		return fmt.Errorf("writing %s: %w", GinkgoJUnitFile, err)
 	}
 	return nil

@@ -87,6 +87,18 @@
 //     invariants a control must break, the effect probes' coverage, and
 //     the machine's load average at the start and the end.
 //
+// Resuming: with -faultline.resume=DIR (a flag of the suite's test
+// binary; Register adds it) or $FAULTLINE_RESUME=DIR, the suite runs into
+// that run folder instead of a new one. Process 1 checks it before the
+// lab is opened (record.OpenToResume: a folder that is missing, is no run
+// folder, is another suite's, holds a malformed record or runs of another
+// timer profile, or is locked by a running suite is refused, and nothing
+// is touched), heals the ledger as always, and removes a record a crash
+// cut short. A scenario × arm pair the folder holds a finished run of
+// (JUDGED or FAULT_INEFFECTIVE) is skipped in BeforeEach with a note
+// naming the folder and the record; the others (no record, or ABORTED)
+// run and append. The self-check judges each pair by its last run.
+//
 // SIGINT or SIGTERM during a run: Ginkgo cancels the spec's context and
 // runs AfterEach and DeferCleanup, which heal; the run is ABORTED. After
 // kill -9 the ledger entry remains and the next start heals it.

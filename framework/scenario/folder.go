@@ -24,7 +24,8 @@ type runFolder struct {
 func (rf *runFolder) dir() string { return rf.f.Dir }
 
 // newRunFolder makes the run folder of a suite run under root (default
-// record.Root()) and returns its path.
+// record.Root()), takes it for this process (no resume may write into it
+// while the suite runs) and returns its path.
 func newRunFolder(root, suite string) (string, error) {
 	if root == "" {
 		var err error
@@ -36,7 +37,48 @@ func newRunFolder(root, suite string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := folder.Lock(); err != nil {
+		return "", err
+	}
 	return folder.Dir, nil
+}
+
+// openResumed checks and takes the run folder the suite is asked to
+// resume (resumeArg), reading its records and touching nothing else; nil
+// when the suite starts a new folder.
+func openResumed(suite string) (*record.Resumed, error) {
+	arg, how := resumeArg()
+	if arg == "" {
+		return nil, nil
+	}
+	dir, err := record.ResolveRunFolder(arg)
+	if err != nil {
+		return nil, fmt.Errorf("resuming %s=%s: %v (nothing was touched)", how, arg, err)
+	}
+	resumed, err := record.OpenToResume(dir, suite)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %v (nothing was touched)", how, arg, err)
+	}
+	if err := resumed.Folder.Lock(); err != nil {
+		return nil, fmt.Errorf("%s=%s: resuming: %v (nothing was touched)", how, arg, err)
+	}
+	return resumed, nil
+}
+
+// resumeFolder readies a resumed folder for the runs to come (a record a
+// crash cut short is removed: its run runs again) and says what the suite
+// resumes.
+func resumeFolder(resumed *record.Resumed, done map[string]resumedRun) (string, error) {
+	dropped, err := resumed.Folder.DropCutRecord()
+	if err != nil {
+		return "", fmt.Errorf("resuming run folder %s: %v", resumed.Folder.Dir, err)
+	}
+	note := fmt.Sprintf("resuming run folder %s: %d run records, %d scenario × arm pairs finished there are skipped, the others run and append to it",
+		resumed.Folder.Dir, len(resumed.Lines), len(done))
+	if dropped > 0 {
+		note += fmt.Sprintf("; the record cut short at %s (%d bytes, no newline) was removed, its run runs again", resumed.Cut, dropped)
+	}
+	return note, nil
 }
 
 // openRunFolder opens the run folder process 1 made.

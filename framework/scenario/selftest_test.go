@@ -612,6 +612,21 @@ func TestSelftestUnderTheGinkgoCLI(t *testing.T) {
 	if es := ledgerEntries(t, state); len(es) != 0 {
 		t.Errorf("ledger not empty: %v", es)
 	}
+
+	// Resumed in parallel, with the flag after --: every process skips
+	// both finished arms; nothing runs, nothing is appended.
+	folder := s.folder(t)
+	cmd = exec.Command(cli, "-p", "--procs=2", "--no-color", "--focus=selftest-verdicts", "./selftest", "--", "-"+scenario.ResumeFlag+"="+folder)
+	cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+state, "FAULTLINE_REPORTS_DIR="+reportsDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("resume under the ginkgo CLI: %v\n%s", err, out)
+	}
+	if n := completeRecords(folder); n != 2 {
+		t.Errorf("%d records after a parallel resume with nothing to run, want 2", n)
+	}
+	if des, _ := os.ReadDir(reportsDir); len(des) != 1 {
+		t.Errorf("the parallel resume made a run folder: %v", des)
+	}
 }
 
 // A fault the lab cannot run is no verdict and no failure: the spec is
@@ -825,5 +840,307 @@ func TestSelftestEffectSeenByTooFewProbesIsIneffective(t *testing.T) {
 	}
 	if want := fmt.Sprintf("in 1 of %d probes", e.Probes); !strings.Contains(r.RunReason, want) || !strings.Contains(r.RunReason, "50%") {
 		t.Errorf("reason %q lacks %q and the required share", r.RunReason, want)
+	}
+}
+
+// resumeFilter is the set the resume tests run: three pairs, each with
+// its fault in the ledger for a while (two flags and the null arm's
+// stand-in), one of them FAULT_INEFFECTIVE.
+const resumeFilter = "-ginkgo.label-filter=!slow && !broken"
+
+// outcomes are what two folders' records must agree on: scenario, arm,
+// run verdict and every invariant's verdict, one line a run, sorted.
+func outcomes(runs []verdict.Run) []string {
+	var out []string
+	for _, r := range runs {
+		var js []string
+		for _, j := range r.Judgements {
+			js = append(js, j.Invariant+"="+string(j.Verdict))
+		}
+		sort.Strings(js)
+		out = append(out, fmt.Sprintf("%s [%s] %s: %s", r.Scenario, r.Arm, r.RunVerdict, strings.Join(js, " ")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// completeRecords counts the whole lines of a folder's verdicts.jsonl.
+func completeRecords(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, record.VerdictsFile))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// killMidRun starts the suite and kills it with SIGKILL once a run has
+// been recorded and another holds a memlab flag fault in the lab and in
+// the ledger; it returns the run folder and the flag left set.
+func killMidRun(t *testing.T, state string) (string, string) {
+	t.Helper()
+	s := newSelftest(t, state, nil, resumeFilter)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	led, err := ledger.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		des, _ := os.ReadDir(s.reports)
+		if len(des) == 1 && completeRecords(filepath.Join(s.reports, des[0].Name())) >= 1 {
+			es, _ := led.Entries()
+			st, err := memlab.Open(state, true).Load()
+			if len(es) == 1 && es[0].Kind == memlab.FlagKind && err == nil {
+				var f memlab.Flag
+				if json.Unmarshal(es[0].Params, &f) == nil && st.Flags[f.Name] {
+					if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+					s.cmd.Wait()
+					return filepath.Join(s.reports, des[0].Name()), f.Name
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run was caught holding its fault after another was recorded\n%s", s.out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A suite killed with SIGKILL mid-run, healed from the heal ledger on the
+// next start and resumed gives the records an uncut run gives: the runs
+// recorded before the kill are kept and not run again, the cut one and
+// those never started run and append to the same folder.
+func TestSelftestResumedAfterKill9GivesTheRecordsOfAnUncutRun(t *testing.T) {
+	t.Parallel()
+	uncut := newSelftest(t, t.TempDir(), nil, resumeFilter)
+	uncut.run(t)
+	want := outcomes(uncut.runs(t))
+	if len(want) != 3 {
+		t.Fatalf("the uncut run recorded %v", want)
+	}
+
+	state := t.TempDir()
+	folder, flag := killMidRun(t, state)
+	before, err := record.ReadRuns(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) < 1 || len(before) > 2 {
+		t.Fatalf("the killed suite recorded %d runs, want 1 or 2", len(before))
+	}
+	if es := ledgerEntries(t, state); len(es) != 1 {
+		t.Fatalf("after kill -9 the fault's entry must remain: %v", es)
+	}
+	t.Logf("killed with %d run(s) recorded and flag %s in the lab", len(before), flag)
+	killedLog := len(memState(t, state).Log)
+
+	resumed := newSelftest(t, state, []string{scenario.EnvResume + "=" + folder}, resumeFilter)
+	code := resumed.run(t)
+	if des, _ := os.ReadDir(resumed.reports); len(des) != 0 {
+		t.Errorf("the resumed suite made a run folder of its own: %v", des)
+	}
+	after, err := record.ReadRuns(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outcomes(after); !slices.Equal(got, want) {
+		t.Errorf("resumed records:\n  %s\nuncut records:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	for i, r := range before {
+		if after[i].RunID != r.RunID {
+			t.Errorf("record %d was %s before the kill, %s after the resume: records are appended, never rewritten", i+1, r.RunID, after[i].RunID)
+		}
+	}
+	// The failing spec (the VIOLATED fault arm) fails the resumed suite
+	// only when the resumed suite ran it.
+	ranFaultArm := !slices.ContainsFunc(before, func(r verdict.Run) bool { return r.Scenario == "selftest-verdicts" && r.Arm == "fault" })
+	if wantCode := map[bool]int{true: 1, false: 0}[ranFaultArm]; code != wantCode {
+		t.Errorf("resumed suite exit %d, want %d\n%s", code, wantCode, resumed.out.String())
+	}
+	st := memState(t, state)
+	if rest := st.Log[killedLog:]; len(rest) == 0 || rest[0] != "heal "+flag {
+		t.Errorf("the resumed start must heal flag %s from the ledger first; it did %v", flag, rest)
+	}
+	if st.Flags[flag] || st.Flags["a"] || st.Flags["c"] {
+		t.Errorf("faults left in the lab: %v", st.Flags)
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+
+	// Ginkgo's JUnit (the killed process wrote none) skips each run the
+	// folder held, naming the folder and the record.
+	gj, err := record.ReadVerdictJUnit(filepath.Join(folder, record.GinkgoJUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, tc := range gj.TestSuites[0].TestCases {
+		if tc.Skipped != nil && strings.Contains(tc.Skipped.Message, "already run in the resumed run folder "+folder+": "+record.VerdictsFile+":") {
+			notes++
+		}
+	}
+	if len(gj.TestSuites) != 1 || notes != len(before) {
+		t.Errorf("Ginkgo JUnit: %d suites, %d resume skips; want 1 and %d", len(gj.TestSuites), notes, len(before))
+	}
+	vj, err := record.ReadVerdictJUnit(filepath.Join(folder, record.VerdictJUnitFile))
+	if err != nil || vj.Tests != 7+7+2 {
+		t.Errorf("verdict JUnit: %d cases (%v), want the 16 of all three runs", vj.Tests, err)
+	}
+
+	// Resumed again with the flag, every pair is finished: nothing runs,
+	// nothing is appended, and Ginkgo's JUnit gains this process's suite.
+	again := newSelftest(t, state, nil, resumeFilter, "-"+scenario.ResumeFlag+"="+folder)
+	if code := again.run(t); code != 0 {
+		t.Errorf("a resume with nothing left to run: exit %d\n%s", code, again.out.String())
+	}
+	if n := completeRecords(folder); n != 3 {
+		t.Errorf("%d records after a resume with nothing to run, want 3", n)
+	}
+	if gj, err := record.ReadVerdictJUnit(filepath.Join(folder, record.GinkgoJUnitFile)); err != nil || len(gj.TestSuites) != 2 {
+		t.Errorf("Ginkgo JUnit after a second resume: %v, %+v", err, gj)
+	}
+	if got := outcomes(again.runsIn(t, folder)); !slices.Equal(got, want) {
+		t.Errorf("records after the second resume: %v", got)
+	}
+}
+
+func (s *selftestRun) runsIn(t *testing.T, folder string) []verdict.Run {
+	t.Helper()
+	runs, err := record.ReadRuns(folder)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.out.String())
+	}
+	return runs
+}
+
+// A run interrupted by SIGINT is recorded ABORTED; resumed, it runs again
+// and its record follows the aborted one, and Ginkgo's JUnit holds both
+// processes' suites.
+func TestSelftestResumeRunsAnInterruptedRunAgain(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := startLongWindow(t, state)
+	time.Sleep(300 * time.Millisecond)
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	folder := s.folder(t)
+	if runs := s.runs(t); len(runs) != 1 || runs[0].RunVerdict != verdict.RunAborted {
+		t.Fatalf("interrupted run: %+v", runs)
+	}
+	resumed := newSelftest(t, state, []string{"FAULTLINE_SELFTEST_LONG_WINDOW=300ms", scenario.EnvResume + "=" + folder}, "-ginkgo.focus=selftest-long-window")
+	if code := resumed.run(t); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, resumed.out.String())
+	}
+	runs := resumed.runsIn(t, folder)
+	if len(runs) != 2 || runs[0].RunVerdict != verdict.RunAborted || runs[1].RunVerdict != verdict.RunJudged || runs[1].Scenario != "selftest-long-window" {
+		t.Fatalf("records after the resume: %+v", runs)
+	}
+	if !strings.Contains(resumed.out.String(), "2 runs (1 of them ABORTED and run again after)") {
+		t.Errorf("the suite's last line does not say a run was run again:\n%s", resumed.out.String())
+	}
+	gj, err := record.ReadVerdictJUnit(filepath.Join(folder, record.GinkgoJUnitFile))
+	if err != nil || len(gj.TestSuites) != 2 {
+		t.Fatalf("Ginkgo JUnit: %v, %d suites, want the interrupted process's and the resumed one's", err, len(gj.TestSuites))
+	}
+	if es := ledgerEntries(t, state); len(es) != 0 {
+		t.Errorf("ledger not empty: %v", es)
+	}
+}
+
+// A folder that cannot be resumed is refused before the lab is opened:
+// the error names the problem, the lab's state dir is not made, no run
+// folder is made, and the folder is left as it was.
+func TestSelftestResumeRefusesBadFolders(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	mk := func(name, records string) string {
+		t.Helper()
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Join(dir, record.EvidenceDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if records != "" {
+			if err := os.WriteFile(filepath.Join(dir, record.VerdictsFile), []byte(records), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	rec := func(suite, profile string) string {
+		return `{"runID":"r1","suite":"` + suite + `","scenario":"selftest-verdicts","arm":"fault","runVerdict":"JUDGED","judgements":[],"lab":{"name":"memlab","kind":"memlab","timerProfile":"` + profile + `"}}` + "\n"
+	}
+	plain := filepath.Join(root, "plain")
+	os.MkdirAll(plain, 0o755)
+	for name, c := range map[string]struct{ dir, want string }{
+		"missing":        {filepath.Join(root, "nope"), "it does not exist"},
+		"not a folder":   {plain, "it is not a run folder: it has no evidence/ directory"},
+		"another suite":  {mk("20261101T100000Z-disagree", rec("disagree", "none")), `it is a run folder of suite "disagree"`},
+		"another's name": {mk("20261101T100000Z-agents", ""), `its name says it is a run folder of suite "agents"`},
+		"malformed":      {mk("20261101T100000Z-selftest", "{\n"+rec("selftest", "none")), record.VerdictsFile + ":1: malformed run record"},
+		"other profile":  {mk("20261101T100000Z-selftest-2", rec("selftest", "fast")), `its runs ran with timer profile "fast"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := map[string]string{}
+			filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+				if err == nil && !info.IsDir() {
+					b, _ := os.ReadFile(p)
+					before[p] = string(b)
+				}
+				return nil
+			})
+			state := filepath.Join(t.TempDir(), "state")
+			s := newSelftest(t, state, []string{scenario.EnvResume + "=" + c.dir}, resumeFilter)
+			if code := s.run(t); code == 0 {
+				t.Fatalf("the suite must refuse\n%s", s.out.String())
+			}
+			if !strings.Contains(s.out.String(), "resuming run folder "+c.dir+": ") || !strings.Contains(s.out.String(), c.want) || !strings.Contains(s.out.String(), "nothing was touched") {
+				t.Errorf("the refusal must name the folder and say %q:\n%s", c.want, s.out.String())
+			}
+			if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the lab's state dir was touched: %v", err)
+			}
+			if des, _ := os.ReadDir(s.reports); len(des) != 0 {
+				t.Errorf("a run folder was made: %v", des)
+			}
+			filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+				if err == nil && !info.IsDir() {
+					if b, _ := os.ReadFile(p); before[p] != string(b) {
+						t.Errorf("%s changed", p)
+					}
+					delete(before, p)
+				}
+				return nil
+			})
+			if len(before) != 0 {
+				t.Errorf("files removed: %v", before)
+			}
+		})
+	}
+}
+
+// A folder whose suite still runs is refused: a resume would run its
+// scenarios a second time beside it.
+func TestSelftestResumeRefusesAFolderInUse(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	running := startLongWindow(t, state)
+	folder := running.folder(t)
+	s := newSelftest(t, t.TempDir(), []string{scenario.EnvResume + "=" + folder}, "-ginkgo.focus=selftest-ineffective")
+	if code := s.run(t); code == 0 {
+		t.Fatalf("a resume of a folder in use must be refused\n%s", s.out.String())
+	}
+	if !strings.Contains(s.out.String(), "run folder "+folder+": the run folder is in use by another running suite") {
+		t.Errorf("the refusal must say the folder is in use:\n%s", s.out.String())
+	}
+	if n := completeRecords(folder); n != 0 {
+		t.Errorf("%d records appended to a folder in use", n)
 	}
 }

@@ -21,6 +21,9 @@ func registerScenario(st *suiteState, sc Scenario) {
 
 		BeforeEach(func(ctx SpecContext) {
 			r = nil
+			if done, ok := st.resumed[pairKey(sc.ID, string(sc.arm()))]; ok {
+				Skip(done.skipNote(st.folder.dir()))
+			}
 			if err := st.fits(sc); err != nil {
 				Skip(err.Error())
 			}

@@ -75,6 +75,9 @@ type Suite struct {
 type suiteState struct {
 	*engine
 	folder *runFolder
+	// resumed are the scenario × arm pairs a resumed folder already holds
+	// a finished run of (key pairKey); nil for a new folder.
+	resumed map[string]resumedRun
 }
 
 var (
@@ -95,6 +98,7 @@ func Register(s Suite, table []Scenario) bool {
 		panic("scenario.Register called twice: a suite registers all its scenarios in one table")
 	}
 	registered = true
+	registerResumeFlag()
 	s, err := s.withDefaults()
 	if err != nil {
 		panic(err.Error())
@@ -166,6 +170,9 @@ func RefuseNonLab(l lab.Lab) error {
 // suiteStart is what process 1 hands the other parallel processes.
 type suiteStart struct {
 	Folder string `json:"folder"`
+	// Resumed are the pairs a resumed folder held a finished run of when
+	// the suite started, read once by process 1 before any run appended.
+	Resumed map[string]resumedRun `json:"resumed,omitempty"`
 }
 
 func registerSuiteNodes(st *suiteState) {
@@ -185,8 +192,19 @@ func registerSuiteNodes(st *suiteState) {
 			spillClientLogs(GinkgoWriter)
 			Fail(msg)
 		}
+		// A folder to resume is checked, and taken, before the lab is
+		// opened: a bad one touches nothing.
+		resumed, err := openResumed(st.name)
+		if err != nil {
+			fail(err.Error())
+		}
 		if err := st.open(ctx); err != nil {
 			fail(err.Error())
+		}
+		if resumed != nil {
+			if err := checkResumedProfile(resumed.Lines, st.labInfo); err != nil {
+				fail(fmt.Sprintf("resuming run folder %s: %v (nothing was touched)", resumed.Folder.Dir, err))
+			}
 		}
 		rep, err := st.healLedger(ctx)
 		if !rep.Empty() {
@@ -196,14 +214,26 @@ func registerSuiteNodes(st *suiteState) {
 		if err != nil {
 			fail(err.Error())
 		}
-		dir, err := newRunFolder(st.cfg.ReportsRoot, st.name)
-		if err != nil {
-			fail(err.Error())
+		start := suiteStart{}
+		if resumed != nil {
+			start.Folder, start.Resumed = resumed.Folder.Dir, finishedPairs(resumed.Lines)
+			note, err := resumeFolder(resumed, start.Resumed)
+			if err != nil {
+				fail(err.Error())
+			}
+			fmt.Fprintf(GinkgoWriter, "%s\n", note)
+			AddReportEntry("resumed run folder", note)
+		} else {
+			dir, err := newRunFolder(st.cfg.ReportsRoot, st.name)
+			if err != nil {
+				fail(err.Error())
+			}
+			start.Folder = dir
 		}
-		if err := captureClientLogs(filepath.Join(dir, ClientLogName)); err != nil {
+		if err := captureClientLogs(filepath.Join(start.Folder, ClientLogName)); err != nil {
 			Fail(err.Error())
 		}
-		b, _ := json.Marshal(suiteStart{Folder: dir})
+		b, _ := json.Marshal(start)
 		return b
 	}, func(ctx SpecContext, data []byte) {
 		var start suiteStart
@@ -213,6 +243,7 @@ func registerSuiteNodes(st *suiteState) {
 		// client-go's lines go to the run folder before this process opens
 		// the lab: opening it is already a client's work.
 		st.folder = openRunFolder(start.Folder)
+		st.resumed = start.Resumed
 		if err := captureClientLogs(st.folder.f.Path(ClientLogName)); err != nil {
 			Fail(err.Error())
 		}
@@ -246,11 +277,16 @@ func registerSuiteNodes(st *suiteState) {
 		if err != nil {
 			Fail(err.Error())
 		}
-		fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.dir())
+		latest, superseded := latestOfEachPair(runs)
+		if superseded > 0 {
+			fmt.Printf("faultline: %d runs (%d of them ABORTED and run again after); reports in %s\n", len(runs), superseded, st.folder.dir())
+		} else {
+			fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.dir())
+		}
 		if !st.cfg.SelfCheck {
 			return
 		}
-		lines, failure := selfCheck(runs)
+		lines, failure := selfCheck(latest)
 		fmt.Print(lines)
 		if failure != "" {
 			Fail(failure)

@@ -31,6 +31,7 @@ func init() {
 		Validate: validate,
 		Timers:   profileTimers,
 		Open:     func(c *lab.Config) (lab.Lab, error) { return New(c) },
+		FindUp:   findUp,
 	})
 }
 
