@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -151,14 +152,20 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
 	probeAt := map[int]map[pairKey]observation[evidence.DialValue]{}
+	probedPair := map[pairKey]bool{}
 	for _, o := range probes {
 		if probeAt[o.Snapshot] == nil {
 			probeAt[o.Snapshot] = map[pairKey]observation[evidence.DialValue]{}
 		}
-		probeAt[o.Snapshot][pairKey{o.Value.From, o.Value.Target}] = o
+		k := pairKey{o.Value.From, o.Value.Target}
+		probeAt[o.Snapshot][k] = o
+		probedPair[k] = true
 	}
+	// A pair the API names and none of these readers ever dialled (a pod
+	// another invariant's probe speaks for) is not this judgement's.
+	keys = slices.DeleteFunc(keys, func(k pairKey) bool { return !probedPair[k] })
+	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
 	probeFailed := map[int][]gap{}
 	for _, g := range probeGaps {
 		probeFailed[g.Snapshot] = append(probeFailed[g.Snapshot], g)
