@@ -99,3 +99,41 @@ func (d DialValue) Refused() bool {
 // AgentPolicyRules is the NetworkPolicy rules the policy agent applied
 // on one node, read from its kernel tables (a PolicyRulesValue).
 const AgentPolicyRules Question = "agents/policy-rules"
+
+// The DNS questions.
+const (
+	// AgentDNSExpected is the test name's records as an API server has
+	// them: the service's cluster address, none while it does not exist
+	// (a DNSExpectedValue).
+	AgentDNSExpected Question = "agents/dns-expected"
+	// AgentDNSAnswer is one CoreDNS instance's answer for the test name,
+	// asked at the instance's own address from a client pod (a
+	// DNSAnswerValue).
+	AgentDNSAnswer Question = "agents/dns-answer"
+)
+
+// DNSExpectedValue is the records of Name the API holds.
+type DNSExpectedValue struct {
+	Name string   `json:"name"`
+	IPs  []string `json:"ips"`
+}
+
+// DNSAnswerValue is one server's answer: its response code and A records,
+// each with the TTL it was given.
+type DNSAnswerValue struct {
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	// Instance is the CoreDNS pod asked (namespace/name).
+	Instance string      `json:"instance"`
+	RCode    string      `json:"rcode"`
+	Answers  []DNSRecord `json:"answers,omitempty"`
+}
+
+// DNSRecord is one A record and its TTL in seconds.
+type DNSRecord struct {
+	IP  string `json:"ip"`
+	TTL uint32 `json:"ttl"`
+}
+
+// NameError is a DNSAnswerValue's RCode for a name that does not exist.
+const NameError = "RCodeNameError"

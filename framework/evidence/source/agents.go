@@ -95,6 +95,13 @@ func NewPodDialer(host lab.Host, client kubernetes.Interface, q evidence.Questio
 	}
 }
 
+// As names the reader name instead of "pod/<host>": for a second pod
+// dialling from the same node, whose connections another invariant reads.
+func (d *PodDialer) As(name evidence.Source) *PodDialer {
+	d.name = name
+	return d
+}
+
 func (d *PodDialer) Source() evidence.Source        { return d.name }
 func (d *PodDialer) Questions() []evidence.Question { return []evidence.Question{d.question} }
 
