@@ -44,7 +44,13 @@ type blackholeWatchParams struct {
 	// Resources.
 	Agent     string            `json:"agent,omitempty"`
 	Resources []WatchedResource `json:"resources,omitempty"`
-	Tag       string            `json:"tag"`
+	// ServiceAccount, when set ("namespace/name"), is refused instead of
+	// a node's component: the identity of a workload's pods (CoreDNS),
+	// whose connections to the API servers are closed from the servers'
+	// side, found by PodSelector in the account's namespace.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	PodSelector    string `json:"podSelector,omitempty"`
+	Tag            string `json:"tag"`
 	// ConfigPath is the authorization configuration file on every
 	// control-plane host; empty means the lab says where
 	// (lab.AuthorizationConfigFiles).
@@ -58,6 +64,20 @@ var nodeNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0
 func (p blackholeWatchParams) check() error {
 	var errs []error
 	switch {
+	case p.ServiceAccount != "":
+		ns, name, ok := strings.Cut(p.ServiceAccount, "/")
+		if !ok || !nodeNamePattern.MatchString(ns) || !nodeNamePattern.MatchString(name) {
+			errs = append(errs, fmt.Errorf("service account %q is not namespace/name", p.ServiceAccount))
+		}
+		if p.Node != "" || p.Agent != "" {
+			errs = append(errs, errors.New("a service account and a node or agent named: name one"))
+		}
+		if p.PodSelector == "" || !podSelectorPattern.MatchString(p.PodSelector) {
+			errs = append(errs, fmt.Errorf("pod selector %q is not key=value", p.PodSelector))
+		}
+		if len(p.Resources) == 0 {
+			errs = append(errs, fmt.Errorf("service account %s: no resources to refuse it the watch of", p.ServiceAccount))
+		}
 	case p.Node == "":
 		errs = append(errs, errors.New("no node named"))
 	case len(p.Node) > 253 || !nodeNamePattern.MatchString(p.Node):
@@ -69,7 +89,7 @@ func (p blackholeWatchParams) check() error {
 	if p.Agent != "" && len(p.Resources) == 0 {
 		errs = append(errs, fmt.Errorf("agent %s: no resources to refuse it the watch of", p.Agent))
 	}
-	if p.Agent == "" && len(p.Resources) > 0 {
+	if p.Agent == "" && p.ServiceAccount == "" && len(p.Resources) > 0 {
 		errs = append(errs, errors.New("resources named without an agent: the kubelet's blackhole refuses its pods only"))
 	}
 	for _, r := range p.Resources {
@@ -90,6 +110,10 @@ type WatchedResource struct {
 	Resource string `json:"resource"`
 }
 
+// podSelectorPattern is one label equality (key=value), the only selector
+// put into a request.
+var podSelectorPattern = regexp.MustCompile(`^[a-z0-9A-Z]([-a-zA-Z0-9_./]*[a-zA-Z0-9])?=[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$`)
+
 // resourceNamePattern is a resource's plural name.
 var resourceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
@@ -101,6 +125,18 @@ var resourceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 // (lab.AgentIdentities).
 func BlackholeAgentWatch(node, agent string, resources ...WatchedResource) fault.Fault {
 	return &blackholeWatch{p: blackholeWatchParams{Node: node, Agent: agent, Resources: resources, Tag: newTag()}}
+}
+
+// BlackholeServiceAccountWatch makes the API servers refuse the service
+// account ("namespace/name") the list and watch of resources, and nothing
+// else, as BlackholeAgentWatch does a node agent: for a workload that
+// runs in pods (CoreDNS), whose connections to the API servers live in
+// the pods' network namespaces. Once every server applied the change,
+// each server closes its own end of the connections from the pods the
+// selector (key=value, in the account's namespace) finds, so their
+// watches are made again, and refused.
+func BlackholeServiceAccountWatch(serviceAccount, podSelector string, resources ...WatchedResource) fault.Fault {
+	return &blackholeWatch{p: blackholeWatchParams{ServiceAccount: serviceAccount, PodSelector: podSelector, Resources: resources, Tag: newTag()}}
 }
 
 // BlackholeWatch makes the API servers refuse node's kubelet the list and
@@ -201,6 +237,11 @@ func (f *blackholeWatch) nodeHost(ctx context.Context, l lab.Lab) (lab.Host, err
 // refused is who is refused what: the kubelet's pods, or the agent's
 // resources as the identity the lab gives it.
 func (f *blackholeWatch) refused(l lab.Lab) (lab.Identity, []WatchedResource, error) {
+	if f.p.ServiceAccount != "" {
+		ns, name, _ := strings.Cut(f.p.ServiceAccount, "/")
+		return lab.Identity{User: "system:serviceaccount:" + ns + ":" + name,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}, f.p.Resources, nil
+	}
 	if f.p.Agent == "" {
 		return lab.Identity{User: "system:node:" + f.p.Node, Groups: []string{"system:nodes", "system:authenticated"}},
 			[]WatchedResource{{Resource: "pods"}}, nil
@@ -223,9 +264,12 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("blackhole watch: %w", err)
 	}
-	node, err := f.nodeHost(ctx, l)
-	if err != nil {
-		return fmt.Errorf("blackhole watch: %w", err)
+	var node lab.Host
+	if f.p.ServiceAccount == "" {
+		var err error
+		if node, err = f.nodeHost(ctx, l); err != nil {
+			return fmt.Errorf("blackhole watch: %w", err)
+		}
 	}
 	id, resources, err := f.refused(l)
 	if err != nil {
@@ -252,10 +296,46 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 			return fmt.Errorf("blackhole watch: %w", err)
 		}
 	}
+	if f.p.ServiceAccount != "" {
+		return f.closeFromServers(ctx, l, servers)
+	}
 	// The pod watch kubelet holds open was allowed when it was made; only
 	// a watch made again meets the new authorizer.
 	if _, err := run(ctx, node, closeAPIConnectionsScript(apiServerPort(l))); err != nil {
 		return fmt.Errorf("blackhole watch: closing %s's connections to the API servers: %w", node.Name(), err)
+	}
+	return nil
+}
+
+// closeFromServers closes, on every API server's host, the server's end
+// of each connection from a pod the selector finds, so the pods' open
+// watches are made again and meet the new authorizer.
+func (f *blackholeWatch) closeFromServers(ctx context.Context, l lab.Lab, servers []apiServerHost) error {
+	kc, err := apiServerClient(l, servers[0].host, nil)
+	if err != nil {
+		return fmt.Errorf("blackhole watch: %w", err)
+	}
+	ns, _, _ := strings.Cut(f.p.ServiceAccount, "/")
+	pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: f.p.PodSelector})
+	if err != nil {
+		return fmt.Errorf("blackhole watch: finding the pods of %s (%s): %w", f.p.ServiceAccount, f.p.PodSelector, err)
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	if len(ips) == 0 {
+		return fmt.Errorf("blackhole watch: no pod of %s with an address matches %s", f.p.ServiceAccount, f.p.PodSelector)
+	}
+	port := apiServerPort(l)
+	for _, s := range servers {
+		for _, ip := range ips {
+			if _, err := run(ctx, s.host, closeConnectionsScript(fmt.Sprintf("( sport = :%d ) and ( dst %s )", port, ip))); err != nil {
+				return fmt.Errorf("blackhole watch: closing %s's connections from %s: %w", s.host.Name(), ip, err)
+			}
+		}
 	}
 	return nil
 }
@@ -463,7 +543,7 @@ func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, er
 		if err != nil {
 			return fault.Effect{}, err
 		}
-		if f.p.Agent == "" {
+		if f.p.Agent == "" && f.p.ServiceAccount == "" {
 			list, refused, err := listOwnPods(ctx, kc, f.p.Node)
 			if err != nil {
 				return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
@@ -489,6 +569,16 @@ func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, er
 			}
 			observed = observed && refused
 			parts = append(parts, fmt.Sprintf("list of %s %s", r, list))
+		}
+		if f.p.ServiceAccount != "" {
+			// Namespaces are read by the workload too and not selected.
+			other, refused, err := listResource(ctx, kc, WatchedResource{Resource: "namespaces"})
+			if err != nil {
+				return fault.Effect{}, fmt.Errorf("asking the API server on %s: %w", h.Name(), err)
+			}
+			observed = observed && !refused
+			details = append(details, fmt.Sprintf("%s: %s; list of namespaces %s", h.Name(), strings.Join(parts, ", "), other))
+			continue
 		}
 		get, allowed := getOwnNode(ctx, kc, f.p.Node)
 		observed = observed && allowed

@@ -283,13 +283,21 @@ func TestBlackholeAgentWatchSelectsTheAgentsResources(t *testing.T) {
 		{Node: "worker1", Agent: "kube-router", Tag: "abcd"},
 		{Node: "worker1", Resources: []WatchedResource{{Resource: "pods"}}, Tag: "abcd"},
 		{Node: "worker1", Agent: "kube-router", Resources: []WatchedResource{{Resource: "pods' || true || '"}}, Tag: "abcd"},
+		{ServiceAccount: "kube-system/coredns", PodSelector: "k8s-app=kube-dns", Tag: "abcd"},
+		{ServiceAccount: "coredns", PodSelector: "k8s-app=kube-dns", Resources: []WatchedResource{{Resource: "services"}}, Tag: "abcd"},
+		{ServiceAccount: "kube-system/coredns", PodSelector: "k8s-app in (x)", Resources: []WatchedResource{{Resource: "services"}}, Tag: "abcd"},
+		{ServiceAccount: "kube-system/coredns", Node: "worker1", PodSelector: "k8s-app=kube-dns", Resources: []WatchedResource{{Resource: "services"}}, Tag: "abcd"},
 	} {
 		if err := p.check(); err == nil {
 			t.Errorf("params %+v accepted", p)
 		}
 	}
-	ok := blackholeWatchParams{Node: "worker1", Agent: "kube-router", Resources: []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}}, Tag: "abcd"}
-	if err := ok.check(); err != nil {
-		t.Errorf("params %+v: %v", ok, err)
+	for _, ok := range []blackholeWatchParams{
+		{Node: "worker1", Agent: "kube-router", Resources: []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}}, Tag: "abcd"},
+		{ServiceAccount: "kube-system/coredns", PodSelector: "k8s-app=kube-dns", Resources: []WatchedResource{{Resource: "services"}}, Tag: "abcd"},
+	} {
+		if err := ok.check(); err != nil {
+			t.Errorf("params %+v: %v", ok, err)
+		}
 	}
 }

@@ -64,6 +64,7 @@ func everyFault() []fault.Fault {
 		Compound(StopService("worker1", lab.ServiceKubeProxy), Freeze("worker1", lab.ServicePolicyAgent)),
 		PinAgents("worker1", "cp2", lab.ServiceKubeProxy, lab.ServicePolicyAgent),
 		Restart("worker1", lab.ServiceKubeProxy),
+		BlackholeServiceAccountWatch("kube-system/coredns", "k8s-app=kube-dns", WatchedResource{Resource: "services"}),
 	}
 }
 
