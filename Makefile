@@ -66,8 +66,13 @@ BROWSER_PKGS = $(shell grep -rl '^//go:build browser' --include='*_test.go' . | 
 test-browser: ## load the report pages in headless Chromium (Debian's chromium, from make setup)
 	$(GO) test -tags browser -p 1 -timeout 10m $(BROWSER_PKGS)
 
-test-lab: bins ## the heavier lab tests: faults and evidence on local labs of their own (root)
+# The e2e-framework example brings up the lab $(E2E_LAB) names (its own
+# default: pair) through the local lab's e2e-framework provider.
+E2E_LAB ?=
+
+test-lab: bins ## the heavier lab tests: faults and evidence on local labs of their own, and the e2e-framework example (root)
 	$(GO) test -tags lab -p 1 -timeout 90m -v ./framework/fault/faults/ ./framework/evidence/sampler/
+	$(if $(E2E_LAB),FAULTLINE_E2E_LAB=$(E2E_LAB)) $(GO) test -tags lab -p 1 -timeout 30m -v ./examples/e2e-framework/
 
 lint: vet fmt-check ## go vet and gofmt check
 

@@ -174,8 +174,9 @@ func (h *Host) PowerOn(ctx context.Context) error {
 	return nil
 }
 
-// powered says whether the host is on: its management link is up.
-func (h *Host) powered() string {
+// Power says whether the host is "on" (its management link is up),
+// "off" (powered off, or a cable pulled), or "absent" (the lab is not up).
+func (h *Host) Power() string {
 	up, err := hostns.LinkUp(layout.ManagementVethName(h.lab.cfg.Name, h.cfg.Name))
 	switch {
 	case err != nil:

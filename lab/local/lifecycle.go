@@ -33,7 +33,7 @@ func (l *Lab) Status(ctx context.Context) (lab.Status, error) {
 			Name:    h.cfg.Name,
 			Roles:   h.Roles(),
 			Address: h.cfg.Address,
-			Power:   h.powered(),
+			Power:   h.Power(),
 		}
 		svcs, err := h.Services(ctx)
 		if err != nil {

@@ -133,6 +133,17 @@ func (l *Lab) waitHealthy(ctx context.Context, since time.Time) error {
 	return nil
 }
 
+// WaitHealthy waits, as Up and Reset do before they return, until every
+// node is Ready with a kubelet that renewed its lease since the call and
+// both leader leases are held: the cluster of a lab that is up, checked
+// live rather than taken from its conditions.
+func (l *Lab) WaitHealthy(ctx context.Context) error {
+	if err := l.waitHealthy(ctx, time.Now()); err != nil {
+		return fmt.Errorf("lab %s: %w", l.cfg.Name, err)
+	}
+	return nil
+}
+
 // forEachHost runs f on every host at once and joins the errors.
 func (l *Lab) forEachHost(f func(h *Host) error) error {
 	var wg sync.WaitGroup

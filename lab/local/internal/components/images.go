@@ -42,16 +42,7 @@ func (c *Cluster) ImportImages(ctx context.Context, h Host) error {
 	if err != nil {
 		return err
 	}
-	cc, err := c.Env(ctx)
-	if err != nil {
-		return err
-	}
-	ctr := func(args ...string) ([]byte, error) {
-		full := append([]string{"--net=" + layout.NetnsPath(layout.NetnsName(c.Config.Name, h.Name)), "--", cc.Bins.Ctr,
-			"--address=" + c.Dirs.ContainerdSocket(h.Name), "--namespace=k8s.io"}, args...)
-		return exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
-	}
-	out, err := ctr("images", "ls", "-q")
+	out, err := c.ctr(ctx, h, "images", "ls", "-q")
 	if err != nil {
 		return fmt.Errorf("host %s: listing images: %v: %s", h.Name, err, out)
 	}
@@ -69,9 +60,31 @@ func (c *Cluster) ImportImages(ctx context.Context, h Host) error {
 		return nil
 	}
 	for _, t := range imgs.Tarballs {
-		if out, err := ctr("images", "import", "--no-unpack=false", t); err != nil {
-			return fmt.Errorf("host %s: importing %s: %v: %s", h.Name, t, err, out)
+		if err := c.ImportArchive(ctx, h, t); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// ImportArchive imports one image archive (a docker-archive or OCI-layout
+// tar on this machine) into a node's containerd, in the namespace the CRI
+// uses, unpacked, so that its kubelet finds the images as pulled ones.
+func (c *Cluster) ImportArchive(ctx context.Context, h Host, archive string) error {
+	if out, err := c.ctr(ctx, h, "images", "import", "--no-unpack=false", archive); err != nil {
+		return fmt.Errorf("host %s: importing %s: %v: %s", h.Name, archive, err, out)
+	}
+	return nil
+}
+
+// ctr runs containerd's ctr against a node's containerd, from inside the
+// node's network namespace, and returns its combined output.
+func (c *Cluster) ctr(ctx context.Context, h Host, args ...string) ([]byte, error) {
+	cc, err := c.Env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"--net=" + layout.NetnsPath(layout.NetnsName(c.Config.Name, h.Name)), "--", cc.Bins.Ctr,
+		"--address=" + c.Dirs.ContainerdSocket(h.Name), "--namespace=k8s.io"}, args...)
+	return exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
 }

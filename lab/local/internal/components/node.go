@@ -237,7 +237,7 @@ func (c *Cluster) kubeletConfig(cc *Env, h Host) (string, error) {
 		"failCgroupV1":             false,
 		"failSwapOn":               false,
 		"containerRuntimeEndpoint": "unix://" + c.Dirs.ContainerdSocket(h.Name),
-		"podLogsDir":               filepath.Join(data, "pod-logs"),
+		"podLogsDir":               c.Dirs.PodLogs(h.Name),
 		"volumePluginDir":          filepath.Join(data, "volume-plugins"),
 		"protectKernelDefaults":    true,
 		"clusterDomain":            ClusterDomain,

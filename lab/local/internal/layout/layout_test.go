@@ -30,6 +30,7 @@ func TestStateDirLayout(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{s.Record(), "/var/lib/faultline/pair/lab.json"},
 		{s.Data("w1"), "/var/lib/faultline/pair/hosts/w1"},
+		{s.PodLogs("w1"), "/var/lib/faultline/pair/hosts/w1/pod-logs"},
 		{s.Runtime("w1"), "/var/lib/faultline/pair/run/w1"},
 		{s.Logs(), "/var/lib/faultline/pair/logs"},
 		{s.PKI(), "/var/lib/faultline/pair/pki"},

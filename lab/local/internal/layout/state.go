@@ -16,6 +16,10 @@ func (s State) Record() string { return filepath.Join(string(s), "lab.json") }
 // what the cold snapshot copies.
 func (s State) Data(host string) string { return filepath.Join(string(s), "hosts", host) }
 
+// PodLogs is where a node's kubelet writes its containers' logs
+// (podLogsDir), under its data.
+func (s State) PodLogs(host string) string { return filepath.Join(s.Data(host), "pod-logs") }
+
 // RunRoot holds every host's runtime dir.
 func (s State) RunRoot() string { return filepath.Join(string(s), "run") }
 
