@@ -143,9 +143,16 @@ type Overlap struct {
 func (o Overlap) At() time.Time { return o.Between.Invoke }
 
 func (o Overlap) String() string {
-	return fmt.Sprintf("%s acknowledged append %d (sequence %d) at %s and invoked append %d (sequence %d) at %s; between them %s's append %d (sequence %d) ran from %s to %s and was acknowledged",
+	ran := fmt.Sprintf("ran from %s to %s and was acknowledged", stamp(o.Between.Invoke), stamp(o.Between.Return))
+	switch {
+	case o.Between.Outcome == "":
+		ran = fmt.Sprintf("was invoked at %s and never completed", stamp(o.Between.Invoke))
+	case o.Between.Settled() != ledgerlog.OutcomeOK:
+		ran = fmt.Sprintf("ran from %s to %s, its outcome %s", stamp(o.Between.Invoke), stamp(o.Between.Return), o.Between.Outcome)
+	}
+	return fmt.Sprintf("%s acknowledged append %d (sequence %d) at %s and invoked append %d (sequence %d) at %s; between them %s's append %d (sequence %d) %s",
 		o.Holder, o.Before.N, o.Before.Seq, stamp(o.Before.Return), o.After.N, o.After.Seq, stamp(o.After.Invoke),
-		o.Other, o.Between.N, o.Between.Seq, stamp(o.Between.Invoke), stamp(o.Between.Return))
+		o.Other, o.Between.N, o.Between.Seq, ran)
 }
 
 // Looked is what CheckLedger read.
@@ -376,8 +383,8 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 		seen[inc] = i
 	}
 
-	r.Forks = forks(histories)
-	r.Overlap = firstOverlap(histories)
+	w := CheckWriters(histories)
+	r.Forks, r.Overlap = w.Forks, w.Overlap
 	return r
 }
 
@@ -432,9 +439,11 @@ func forks(histories []ledgerlog.History) []Fork {
 	return out
 }
 
-// firstOverlap finds the earliest acknowledged append of one writer made
-// wholly between two acknowledged appends of another.
-func firstOverlap(histories []ledgerlog.History) *Overlap {
+// firstOverlap finds the earliest append of one writer that between
+// accepts, made between two acknowledged appends of another: wholly
+// between (invoked at or after the first's acknowledgement, returned at or
+// before the second's invoke) when wholly, else merely invoked between.
+func firstOverlap(histories []ledgerlog.History, between func(ledgerlog.Op) bool, wholly bool) *Overlap {
 	acked := make([][]ledgerlog.Op, len(histories))
 	for i, h := range histories {
 		for _, op := range h.Ops {
@@ -445,32 +454,105 @@ func firstOverlap(histories []ledgerlog.History) *Overlap {
 	}
 	var best *Overlap
 	for hi, holder := range acked {
-		for oi, other := range acked {
-			if hi == oi || len(holder) < 2 {
+		if len(holder) < 2 {
+			continue
+		}
+		for oi, other := range histories {
+			if hi == oi {
 				continue
 			}
-			for _, b := range other {
+			for _, b := range other.Ops {
+				if !between(b) {
+					continue
+				}
 				// The holder's last acknowledgement at or before b's invoke,
-				// and its first invoke at or after b's acknowledgement; its
-				// appends are in order (one at a time).
+				// and its first invoke at or after b's acknowledgement (or
+				// after b's invoke); its appends are in order, one at a time.
 				k := sort.Search(len(holder), func(i int) bool { return holder[i].Return.After(b.Invoke) })
 				if k == 0 {
 					continue
 				}
-				before := holder[k-1]
-				m := sort.Search(len(holder), func(i int) bool { return !holder[i].Invoke.Before(b.Return) })
+				m := sort.Search(len(holder), func(i int) bool {
+					if wholly {
+						return !holder[i].Invoke.Before(b.Return)
+					}
+					return holder[i].Invoke.After(b.Invoke)
+				})
 				if m == len(holder) || m < k {
 					continue
 				}
 				if best == nil || b.Invoke.Before(best.Between.Invoke) {
-					best = &Overlap{Holder: histories[hi].Start.Writer, Before: before, After: holder[m],
-						Other: histories[oi].Start.Writer, Between: b}
+					best = &Overlap{Holder: histories[hi].Start.Writer, Before: holder[k-1], After: holder[m],
+						Other: other.Start.Writer, Between: b}
 				}
-				break // later appends of other are later
+				break // the other's later appends are later
 			}
 		}
 	}
 	return best
+}
+
+// WritersLooked is what CheckWriters read.
+type WritersLooked struct {
+	Writers int `json:"writers"`
+	// Acknowledging is how many writers had an append acknowledged.
+	Acknowledging int `json:"acknowledging"`
+	Appends       int `json:"appends"`
+	OK            int `json:"ok"`
+	Failed        int `json:"failed"`
+	Unknown       int `json:"unknown"`
+}
+
+func (l WritersLooked) String() string {
+	return fmt.Sprintf("%d writer history(ies), %d with an acknowledged append, %d append(s) (%d ok, %d fail, %d unknown or never completed)",
+		l.Writers, l.Acknowledging, l.Appends, l.OK, l.Failed, l.Unknown)
+}
+
+// Writers is what CheckWriters found in the histories alone.
+type Writers struct {
+	Looked WritersLooked `json:"looked"`
+	// Overlap is the earliest proof that two writers' acknowledged
+	// appends interleaved in time (nil when none).
+	Overlap *Overlap `json:"overlap,omitempty"`
+	// Possible, when no overlap is proven, is the earliest append of
+	// unknown outcome invoked between two acknowledged appends of another
+	// writer: had it taken effect, two writers were accepted at once.
+	Possible *Overlap `json:"possible,omitempty"`
+	// Forks are sequences two writers both acknowledged.
+	Forks []Fork `json:"forks,omitempty"`
+}
+
+// CheckWriters checks the writers' histories for two writers accepted at
+// once: the earliest acknowledged append of one made wholly between two
+// acknowledged appends of another (Overlap; see its doc for the clock it
+// reads), else the earliest append of unknown outcome invoked between two
+// (Possible); and the forks.
+func CheckWriters(histories []ledgerlog.History) Writers {
+	w := Writers{Looked: WritersLooked{Writers: len(histories)}}
+	for _, h := range histories {
+		acked := false
+		for _, op := range h.Ops {
+			w.Looked.Appends++
+			switch op.Settled() {
+			case ledgerlog.OutcomeOK:
+				w.Looked.OK++
+				acked = true
+			case ledgerlog.OutcomeFail:
+				w.Looked.Failed++
+			default:
+				w.Looked.Unknown++
+			}
+		}
+		if acked {
+			w.Looked.Acknowledging++
+		}
+	}
+	w.Overlap = firstOverlap(histories, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeOK }, true)
+	if w.Overlap == nil {
+		w.Possible = firstOverlap(histories, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeUnknown }, false)
+	}
+	w.Forks = forks(histories)
+	return w
 }
 
 // String says what was checked and what was found.

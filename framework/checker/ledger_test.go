@@ -449,3 +449,35 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestCheckWriters(t *testing.T) {
+	t.Run("one at a time", func(t *testing.T) {
+		b := newBench(t)
+		b.start(writerA, 16).append(4)
+		b.start(writerC, 16).append(4)
+		w := CheckWriters(b.histories())
+		if w.Overlap != nil || w.Possible != nil || len(w.Forks) != 0 || w.Looked.Acknowledging != 2 || w.Looked.OK != 8 {
+			t.Errorf("%+v", w)
+		}
+	})
+	t.Run("an unknown append between two acknowledged ones of another", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(writerC, 16)
+		a.append(1)
+		torn := c.tear(9)
+		a.append(1)
+		w := CheckWriters(b.histories())
+		if w.Overlap != nil {
+			t.Fatalf("an unknown append proves nothing: %s", w.Overlap)
+		}
+		p := w.Possible
+		if p == nil || p.Holder != writerA || p.Between.N != torn.N || p.Other != writerC || p.Before.Seq != 4 || p.After.Seq != 5 {
+			t.Fatalf("possible %+v", p)
+		}
+		if !strings.Contains(p.String(), "its outcome unknown") || w.Looked.Acknowledging != 1 {
+			t.Errorf("%s; looked %s", p, w.Looked)
+		}
+	})
+}
