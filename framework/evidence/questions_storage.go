@@ -1,0 +1,47 @@
+package evidence
+
+// Questions about stored data (paper 3), declared here so that the
+// invariants and the sources that will answer them agree on names and
+// value types; until a source answers one, every invariant reading it
+// judges INSUFFICIENT_DATA. Their values are what was read, raw: the
+// checkers decode them with the workload's own code (fixtures/ledgerlog
+// through framework/checker).
+const (
+	// LedgerLog is the ledger fixture's log file as the volume holds it
+	// (a LedgerLogValue), asked of "ledger".
+	LedgerLog Question = "ledger/log"
+	// LedgerHistory is every ledger writer's history as the external
+	// store holds it (a LedgerHistoryValue), asked of "ledger". A source
+	// reads it after the log: every record in the log then has its
+	// append's invoke in the history.
+	LedgerHistory Question = "ledger/history"
+)
+
+// LedgerLogValue is the ledger's log file.
+type LedgerLogValue struct {
+	// Path is where the file was read (on the storage host, or through a
+	// mount).
+	Path string `json:"path"`
+	// Data is the file's bytes.
+	Data []byte `json:"data"`
+	// Mounted names where the volume was mounted when it was read (the
+	// nodes, or "storage" for the storage host's own mount); empty when
+	// nothing mounted it, so that no writer could append while it was
+	// read.
+	Mounted []string `json:"mounted,omitempty"`
+}
+
+// LedgerHistoryValue is every key under the ledger's history prefix, as
+// read from the external store in one read.
+type LedgerHistoryValue struct {
+	Prefix string `json:"prefix"`
+	// Revision is the store's revision the keys were read at.
+	Revision int64      `json:"revision,omitempty"`
+	KVs      []StoredKV `json:"kvs"`
+}
+
+// StoredKV is one key and its value.
+type StoredKV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}

@@ -1,0 +1,51 @@
+package invariant
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// ledgerSource answers the ledger's questions: its log as the volume
+// holds it and its writers' histories as the external store holds them.
+const ledgerSource evidence.Source = "ledger"
+
+// ledgerHistories decodes a history answer with the workload's own code.
+func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
+	kvs := make([]ledgerlog.KV, len(v.KVs))
+	for i, kv := range v.KVs {
+		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+	}
+	hs, err := ledgerlog.DecodeHistories(v.Prefix, kvs)
+	if err != nil {
+		return nil, fmt.Errorf("the ledger's history under %s: %w", v.Prefix, err)
+	}
+	return hs, nil
+}
+
+// answerOf returns the ledger source's answer to q in s, decoded into v,
+// or why there is none.
+func answerOf(s evidence.Snapshot, q evidence.Question, v any) (evidence.Answer, string) {
+	a := s.Get(ledgerSource, q)
+	switch a.State {
+	case evidence.NotAsked:
+		return a, fmt.Sprintf("%s was not asked %s", ledgerSource, q)
+	case evidence.Unreadable:
+		return a, fmt.Sprintf("%s could not read %s: %s", ledgerSource, q, a.Reason)
+	}
+	if err := a.Decode(v); err != nil {
+		return a, fmt.Sprintf("%s's %s: %v", ledgerSource, q, err)
+	}
+	return a, ""
+}
+
+// readBegan is when a read began: its AskedAt, else its round's start,
+// which is never later.
+func readBegan(a evidence.Answer, s evidence.Snapshot) time.Time {
+	if !a.AskedAt.IsZero() {
+		return a.AskedAt
+	}
+	return s.Taken
+}

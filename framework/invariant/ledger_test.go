@@ -1,0 +1,332 @@
+package invariant
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// The ledger invariants are judged over logs and histories the workload's
+// own code wrote (ledgerlog's appender on a file, its client recording
+// into a store in memory), every writer on one clock that starts at t0
+// and moves a millisecond a reading.
+
+const ledgerPrefix = "/faultline/ledger/invariant/"
+
+type ledgerStore struct {
+	kv     map[string]string
+	refuse func(value string) bool
+}
+
+func (s *ledgerStore) Put(_ context.Context, key, value string) error {
+	if s.refuse != nil && s.refuse(value) {
+		return errors.New("store unreachable")
+	}
+	s.kv[key] = value
+	return nil
+}
+
+type ledgerBench struct {
+	t     *testing.T
+	path  string
+	store *ledgerStore
+	now   time.Time
+}
+
+func newLedgerBench(t *testing.T) *ledgerBench {
+	return &ledgerBench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &ledgerStore{kv: map[string]string{}}, now: t0}
+}
+
+func (b *ledgerBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
+
+type ledgerWriter struct {
+	t      *testing.T
+	client *ledgerlog.Client
+}
+
+func ledgerID(name, node string) ledgerlog.Identity {
+	return ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + name, Node: node, Incarnation: strings.Repeat(name, 32/len(name))}
+}
+
+func (b *ledgerBench) start(id ledgerlog.Identity) *ledgerWriter {
+	b.t.Helper()
+	l, st, err := ledgerlog.Open(b.path, id, ledgerlog.LogOptions{Sync: true, DataBytes: 16})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { l.Close() })
+	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: b.clock})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := c.RecordStart(context.Background()); err != nil {
+		b.t.Fatal(err)
+	}
+	return &ledgerWriter{t: b.t, client: c}
+}
+
+// append makes n appends and returns their outcomes.
+func (w *ledgerWriter) append(n int) []string {
+	w.t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		op, err := w.client.Append(context.Background())
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		out = append(out, op.Outcome)
+	}
+	return out
+}
+
+func (b *ledgerBench) logValue(mounted ...string) evidence.LedgerLogValue {
+	b.t.Helper()
+	data, err := os.ReadFile(b.path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return evidence.LedgerLogValue{Path: "/srv/volumes/ledger-0/ledger.log", Data: data, Mounted: mounted}
+}
+
+func (b *ledgerBench) historyValue() evidence.LedgerHistoryValue {
+	v := evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: 7}
+	for k, val := range b.store.kv {
+		v.KVs = append(v.KVs, evidence.StoredKV{Key: k, Value: val})
+	}
+	sort.Slice(v.KVs, func(i, j int) bool { return v.KVs[i].Key < v.KVs[j].Key })
+	return v
+}
+
+// ledgerAnswers records the log read over [at, at+0.1 s] and the history
+// over [at+0.2 s, at+0.3 s] in a round taken at second at.
+func ledgerAnswers(t *testing.T, r *run, at float64, log evidence.LedgerLogValue, hist evidence.LedgerHistoryValue) {
+	t.Helper()
+	rd := r.round(at)
+	s := &r.snaps[rd.i]
+	for _, a := range []struct {
+		q        evidence.Question
+		v        any
+		from, to float64
+	}{{evidence.LedgerLog, log, 0, 0.1}, {evidence.LedgerHistory, hist, 0.2, 0.3}} {
+		ans, err := evidence.ValueAnswer(a.v, sec(at+a.to), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans.AskedAt = sec(at + a.from)
+		s.Set(ledgerSource, a.q, ans)
+	}
+}
+
+// healed is a timeline whose fault was injected at 1 s and healed over
+// [9 s, 10 s].
+func healed() evidence.Timeline {
+	return evidence.Timeline{
+		{At: sec(1), Source: "faultline", Kind: FaultInjectedEvent},
+		{At: sec(9), Source: "faultline", Kind: HealStartedEvent},
+		{At: sec(10), Source: "faultline", Kind: FaultHealedEvent},
+	}
+}
+
+func finalLedger(t *testing.T, b *ledgerBench, mounted ...string) Input {
+	r := newRun(t)
+	ledgerAnswers(t, r, 20, b.logValue(mounted...), b.historyValue())
+	in := r.input(Final)
+	in.Timeline = healed()
+	return in
+}
+
+func TestAcknowledgedDataSurvivesPreservedWhenOneWriterFollowsAnother(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(5)
+	b.start(ledgerID("b", "worker2")).append(5)
+	j := expect(t, AcknowledgedDataSurvives(), finalLedger(t, b), verdict.Preserved,
+		"every acknowledged append is in the ledger's log", "10 whole record(s)", "10 ok")
+	wantExercised(t, j, true, "10 acknowledged append(s) from before the heal", "2 writer(s)")
+}
+
+func TestAcknowledgedDataSurvivesViolatedWhenTwoCopiesWriteOverEachOther(t *testing.T) {
+	// The positive control: a second copy starts on the log while the
+	// first runs on, and each appends from the offset it holds.
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2"))
+	for i := 0; i < 3; i++ {
+		a.append(1)
+		c.append(1)
+	}
+	j := expect(t, AcknowledgedDataSurvives(), finalLedger(t, b), verdict.Violated, "lost append", "acknowledged append(s) missing", "worker1", "now there")
+	if j.Violation != LostAppend || !j.At.Equal(sec(20.1)) || len(j.Sources) != 1 || j.Sources[0] != "ledger" {
+		t.Errorf("violation %q at %s from %v", j.Violation, stamp(j.At), j.Sources)
+	}
+	wantExercised(t, j, true)
+}
+
+func TestAcknowledgedDataSurvivesViolatedByRecordsNobodyWrote(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(3)
+	// A writer whose history went elsewhere appends to the same log.
+	other := newLedgerBench(t)
+	other.path = b.path
+	other.start(ledgerID("x", "worker3")).append(2)
+	j := expect(t, AcknowledgedDataSurvives(), finalLedger(t, b), verdict.Violated, "unwritten data", "2 thing(s) nobody wrote", "no history has its writer")
+	if j.Violation != UnwrittenData {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
+func TestAcknowledgedDataSurvivesSettlesATornUnknownAppend(t *testing.T) {
+	// The writer dies in the middle of an append: the torn tail is that
+	// append's, whose outcome never reached the store.
+	b := newLedgerBench(t)
+	w := b.start(ledgerID("a", "worker1"))
+	w.append(4)
+	data := b.logValue().Data
+	before := len(data)
+	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	w.append(1)
+	full := b.logValue()
+	full.Data = full.Data[:before+10] // the rest never reached the disk
+	r := newRun(t)
+	ledgerAnswers(t, r, 20, full, b.historyValue())
+	in := r.input(Final)
+	in.Timeline = healed()
+	expect(t, AcknowledgedDataSurvives(), in, verdict.Preserved, "1 unknown append(s) settled: 0 present, 1 torn")
+}
+
+func TestAcknowledgedDataSurvivesWhileTheVolumeIsMounted(t *testing.T) {
+	b := newLedgerBench(t)
+	w := b.start(ledgerID("a", "worker1"))
+	w.append(4)
+	log := b.logValue("worker1")
+	// Acknowledged after the read began (the writers' clock passes 20 s).
+	b.now = sec(20.05)
+	w.append(2)
+	r := newRun(t)
+	ledgerAnswers(t, r, 20, log, b.historyValue())
+	in := r.input(Final)
+	in.Timeline = healed()
+	expect(t, AcknowledgedDataSurvives(), in, verdict.Preserved, "still mounted on worker1", "4 acknowledged at or before")
+
+	// The history read before the log returned proves nothing.
+	s := &r.snaps[0]
+	h := s.Get(ledgerSource, evidence.LedgerHistory)
+	h.AskedAt = sec(20.05)
+	s.Set(ledgerSource, evidence.LedgerHistory, h)
+	expect(t, AcknowledgedDataSurvives(), in, verdict.InsufficientData, "not read after the log returned")
+
+	// Nothing mounted: every acknowledged append must be there.
+	r = newRun(t)
+	ledgerAnswers(t, r, 20, evidence.LedgerLogValue{Path: log.Path, Data: log.Data}, b.historyValue())
+	in = r.input(Final)
+	expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "2 acknowledged append(s) missing")
+}
+
+func TestAcknowledgedDataSurvivesInsufficientWithoutItsEvidence(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(2)
+
+	r := newRun(t)
+	r.round(20).unreadable(ledgerSource, evidence.LedgerLog, 1, "not deployed: no storage host in this lab").unreadable(ledgerSource, evidence.LedgerHistory, 1, "not deployed: no storage host in this lab")
+	expect(t, AcknowledgedDataSurvives(), r.input(Final), verdict.InsufficientData, "not deployed")
+
+	empty := b.historyValue()
+	empty.KVs = nil
+	r = newRun(t)
+	ledgerAnswers(t, r, 20, b.logValue(), empty)
+	expect(t, AcknowledgedDataSurvives(), r.input(Final), verdict.InsufficientData, "no writer history")
+
+	broken := b.historyValue()
+	broken.KVs = broken.KVs[1:] // the first append's key gone
+	r = newRun(t)
+	ledgerAnswers(t, r, 20, b.logValue(), broken)
+	expect(t, AcknowledgedDataSurvives(), r.input(Final), verdict.InsufficientData, "lost part of it")
+}
+
+func TestAcknowledgedDataSurvivesBeforeTheFaultIsNotExercised(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(3)
+	r := newRun(t)
+	ledgerAnswers(t, r, 5, b.logValue("worker1"), b.historyValue())
+	j := expect(t, AcknowledgedDataSurvives(), r.input(PreFault), verdict.Preserved)
+	wantExercised(t, j, false, "no heal")
+}
+
+func historyRounds(t *testing.T, b *ledgerBench, at ...float64) *run {
+	r := newRun(t)
+	for _, s := range at {
+		r.round(s).value(ledgerSource, evidence.LedgerHistory, 0.2, b.historyValue(), "")
+	}
+	return r
+}
+
+func TestSingleWriterAtStoragePreservedWhenWritersTakeTurns(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(4)
+	b.start(ledgerID("b", "worker2")).append(4)
+	j := expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11, 12).input(WindowToSettle), verdict.Preserved,
+		"no writer's acknowledged append fell between two of another's", "2 writer history(ies)")
+	wantExercised(t, j, true, "2 writer(s)")
+
+	one := newLedgerBench(t)
+	one.start(ledgerID("a", "worker1")).append(4)
+	j = expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).input(WindowToSettle), verdict.Preserved)
+	wantExercised(t, j, false, "1 writer(s)")
+}
+
+func TestSingleWriterAtStorageViolatedWhenTwoCopiesAreAcceptedAtOnce(t *testing.T) {
+	// The positive control: the copies' acknowledged appends alternate.
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2"))
+	for i := 0; i < 2; i++ {
+		a.append(1)
+		c.append(1)
+	}
+	r := historyRounds(t, b, 11)
+	// A later round could not read the store: the latest readable decides.
+	r.round(12).unreadable(ledgerSource, evidence.LedgerHistory, 2, "timeout: no answer within 2s")
+	j := expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers")
+	if j.At.IsZero() || !j.At.After(t0) {
+		t.Errorf("at %s", j.At)
+	}
+	wantExercised(t, j, true)
+}
+
+func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2"))
+	a.append(1)
+	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	c.append(1) // its outcome never reaches the store
+	b.store.refuse = nil
+	a.append(1)
+	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(WindowToSettle), verdict.InsufficientData, "no two writers proven at once", "never completed")
+
+	r := newRun(t)
+	r.round(11).unreadable(ledgerSource, evidence.LedgerHistory, 1, "not deployed: no storage host in this lab")
+	expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.InsufficientData, "no readable ledger history", "not deployed")
+}
+
+func TestLedgerInvariantsOverNoEvidence(t *testing.T) {
+	for _, inv := range []Invariant{AcknowledgedDataSurvives(), SingleWriterAtStorage()} {
+		if j := Judge(inv, Input{Moment: Final}); j.Verdict != verdict.InsufficientData {
+			t.Errorf("%s over nothing: %s", inv.Name(), j.Verdict)
+		}
+		if len(inv.Reads()) == 0 {
+			t.Errorf("%s reads nothing", inv.Name())
+		}
+	}
+}

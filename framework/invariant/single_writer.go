@@ -1,0 +1,108 @@
+package invariant
+
+import (
+	"fmt"
+
+	"github.com/faultline/faultline/framework/checker"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// SingleWriterAtStorageName names the single-writer-at-storage invariant.
+const SingleWriterAtStorageName = "single-writer-at-storage"
+
+// SingleWriterAtStorage: the storage never accepts the writes of two
+// copies of the workload at the same moment.
+//
+// Reads: ledger/history from the "ledger" source, the latest readable
+// answer in the input: every ledger writer's history as the external
+// store holds it (it grows through the run, so the latest holds every
+// append made before it was read). Checked with checker.CheckWriters.
+//
+// Fires when one writer's acknowledged append ran wholly between two
+// acknowledged appends of another (invoked after the first was
+// acknowledged, acknowledged before the second was invoked). It is
+// single-copy's continuity rule with the writer's incarnation as the
+// holder: one incarnation is one process, which lived throughout between
+// its two appends holding its next offset in memory, so the storage
+// accepted both writers' appends at once. The moment is the other
+// writer's invoke. The times are the writers' own clocks, compared with
+// each other: one clock on the local lab's one kernel, the nodes'
+// NTP-kept clocks elsewhere; a fault that skews a writer's clock leaves
+// them unproven. Two writers that each acknowledged one sequence (a fork)
+// are named in the reason but decide nothing here: a storage that lost
+// the first writer's records before the second started makes one too
+// (acknowledged-data-survives judges the loss).
+//
+// Why: a StatefulSet's at-most-one and ReadWriteOnce(Pod) exist so that
+// one copy writes a volume; an application that keeps state in memory, as
+// most do, is safe only then.
+//
+// INSUFFICIENT_DATA when no history is readable or the latest is
+// malformed, and when no overlap is proven but an append of unknown
+// outcome of one writer was invoked between two acknowledged appends of
+// another: had it taken effect, both were accepted at once.
+//
+// Exercised when two or more writers had appends acknowledged (a second
+// copy wrote, at some time); a run with one writer, or one whose second
+// copy never got an append acknowledged, did not challenge the guarantee.
+// VIOLATED is always exercised.
+func SingleWriterAtStorage() Invariant { return singleWriter{} }
+
+type singleWriter struct{}
+
+func (singleWriter) Name() string         { return SingleWriterAtStorageName }
+func (singleWriter) Phase() verdict.Phase { return verdict.Safety }
+func (singleWriter) Reads() []Reading {
+	return []Reading{{Sources: string(ledgerSource), Question: evidence.LedgerHistory}}
+}
+
+func (singleWriter) Judge(in Input) verdict.Judgement {
+	snaps := ordered(in.Snapshots)
+	var histV evidence.LedgerHistoryValue
+	var histA evidence.Answer
+	why := "no snapshot to judge"
+	for i := len(snaps) - 1; i >= 0; i-- {
+		var v evidence.LedgerHistoryValue
+		a, w := answerOf(snaps[i], evidence.LedgerHistory, &v)
+		if w == "" {
+			histV, histA, why = v, a, ""
+			break
+		}
+		if i == len(snaps)-1 {
+			why = w
+		}
+	}
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no readable ledger history in the input: " + why}
+	}
+	src := []string{string(ledgerSource)}
+	hs, err := ledgerHistories(histV)
+	if err != nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: err.Error(), Sources: src}
+	}
+	w := checker.CheckWriters(hs)
+	looked := fmt.Sprintf("%s, read at %s", w.Looked, stamp(histA.ReadAt))
+	forks := ""
+	if n := len(w.Forks); n > 0 {
+		f := w.Forks[0]
+		forks = fmt.Sprintf("; %d sequence(s) acknowledged by two writers, first %d (%s and %s)", n, f.Seq, f.A, f.B)
+	}
+	exercised := w.Looked.Acknowledging >= 2
+	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
+	if exercised {
+		exercise += ": a second writer wrote, one after the other or at once"
+	}
+	switch {
+	case w.Overlap != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: w.Overlap.At(),
+			Reason:    "two writers accepted at once: " + w.Overlap.String() + forks + "; checked " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise}
+	case w.Possible != nil:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: w.Possible.At(),
+			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were" + forks + "; checked " + looked}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    "no writer's acknowledged append fell between two of another's" + forks + "; checked " + looked,
+		Exercised: &exercised, Exercise: exercise}
+}
