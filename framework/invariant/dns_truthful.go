@@ -101,8 +101,8 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		switch v.RCode {
 		case "RCodeSuccess":
 			ttl = 0
+			ips = ipsOf(v)
 			for _, a := range v.Answers {
-				ips = append(ips, a.IP)
 				ttl = max(ttl, time.Duration(a.TTL)*time.Second)
 			}
 		case evidence.NameError:
@@ -137,9 +137,17 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			unknowns++
 			lastUnknown = fmt.Sprintf("%s answered %s at %s and no API server was read in the %s before it", o.Source, got, stamp(o.ReadAt), (ttl + d.bound).Round(time.Millisecond))
 		default:
+			// How long the instance went on answering the same.
+			same, until := 0, o.ReadAt
+			for _, later := range answers {
+				if later.Source == o.Source && !later.ReadAt.Before(o.ReadAt) && later.Value.RCode == v.RCode && setText(sortedCopy(ipsOf(later.Value))) == got {
+					same++
+					until = later.ReadAt
+				}
+			}
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s with TTL %s, while no API server recorded that since %s (TTL + bound %s: the kubernetes plugin's TTL and cache, its watch, and two 1s ticks): %s",
-					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ttl, stamp(from), d.bound, strings.Join(lastN(seen, 3), "; ")),
+				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s with TTL %s, while no API server recorded that since %s (TTL + bound %s: the kubernetes plugin's TTL and cache, its watch, and two 1s ticks): %s; it gave the same answer %d time(s) through %s",
+					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ttl, stamp(from), d.bound, strings.Join(lastN(seen, 3), "; "), same, stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
 	}
@@ -164,6 +172,14 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+func ipsOf(v evidence.DNSAnswerValue) []string {
+	var ips []string
+	for _, a := range v.Answers {
+		ips = append(ips, a.IP)
+	}
+	return ips
 }
 
 // latestSet is the records the newest API read at or before t held.

@@ -54,7 +54,7 @@ func TestDNSTruthful(t *testing.T) {
 	// It keeps .50 to the end: at second 11, .50 was last recorded at 2.1,
 	// more than TTL 5 s + bound 3 s before.
 	expect(t, inv, dnsRun(t, 12, 100, nil).input(WindowToSettle), verdict.Violated,
-		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50]", "TTL 5s")
+		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50]", "TTL 5s", "the same answer 2 time(s) through 10:00:11.300")
 
 	// A server failure is no answer: with every answer declined, nothing
 	// can be said.
