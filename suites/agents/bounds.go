@@ -41,6 +41,7 @@ func Invariants() []invariant.Invariant {
 		invariant.ServiceRoutesTruthful(RouteBound.Limit),
 		invariant.PolicyEnforced(PolicyBound.Limit),
 		invariant.AgentHealthTruthful(HealthBound.Limit),
+		invariant.AgentsConverged(),
 	}
 }
 
@@ -52,3 +53,17 @@ var HealthBound = invariant.Bound{
 	Limit: max(RouteBound.Limit, PolicyBound.Limit),
 	Why:   "the longer of the route and policy bounds: a divergence within them is a change on its way",
 }
+
+// DNSBound is how long past an answer's TTL a CoreDNS instance may keep
+// records the API no longer holds (dns-truthful): the kubernetes plugin
+// hears a Service change on its watch and answers from its informer at
+// once, and each of the two reads that compare can fall one tick late.
+var DNSBound = invariant.Bound{
+	Limit: 3 * time.Second,
+	Why:   "the kubernetes plugin's watch, and two 1s ticks of resolution; the TTL is the answer's own",
+}
+
+// DNSNegativeTTL is how long the lab's instances may cache a name error:
+// the Corefile's cache plugin keeps an answer at most 5 s (the kubernetes
+// plugin's ttl 5 and cache 5).
+const DNSNegativeTTL = 5 * time.Second

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -38,8 +40,63 @@ func Extras() []sampler.Extra {
 		sampler.OnAPIServers(evidence.AgentPolicyExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 			return ReadPolicyExpectation(ctx, cs)
 		}),
+		sampler.OnAPIServers(evidence.AgentDNSExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
+			return ReadDNSExpected(ctx, cs)
+		}),
 		{Name: "agents/nodes", Open: openNodes},
+		{Name: "agents/dns", Open: openDNS},
 	}
+}
+
+// ReadDNSExpected is the DNS fixture's records as cs has them: its
+// cluster address, none while the service does not exist.
+func ReadDNSExpected(ctx context.Context, cs kubernetes.Interface) (evidence.DNSExpectedValue, string, error) {
+	v := evidence.DNSExpectedValue{Name: DNSName, IPs: []string{}}
+	svc, err := cs.CoreV1().Services(Namespace).Get(ctx, DNSService, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return v, "", nil
+	}
+	if err != nil {
+		return v, "", err
+	}
+	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		v.IPs = append(v.IPs, svc.Spec.ClusterIP)
+	}
+	return v, svc.ResourceVersion, nil
+}
+
+// openDNS makes a reader per CoreDNS instance ("coredns/<node>"), asked
+// from DNSAskFrom's client pod: the instances are found when the readers
+// are made, after each reset.
+func openDNS(env sampler.Env) (sampler.Parts, error) {
+	api, ok := env.FirstAPIServer()
+	if !ok {
+		return sampler.Parts{}, fmt.Errorf("no API server client to find the DNS instances with")
+	}
+	h, err := env.Lab.Host(DNSAskFrom)
+	if err != nil {
+		return sampler.Parts{}, fmt.Errorf("the DNS evidence: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pods, err := api.Client.CoreV1().Pods(DNSNamespace).List(ctx, metav1.ListOptions{LabelSelector: DNSSelector})
+	if err != nil {
+		return sampler.Parts{}, fmt.Errorf("finding the DNS instances: %w", err)
+	}
+	var p sampler.Parts
+	seen := map[string]bool{}
+	for _, pod := range pods.Items {
+		n := pod.Spec.NodeName
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		p.Readers = append(p.Readers, source.NewPodDNS(h, api.Client, Namespace, ClientPod(DNSAskFrom), DNSNamespace, DNSSelector, n, DNSName, probeTimeout))
+	}
+	if len(p.Readers) == 0 {
+		return sampler.Parts{}, fmt.Errorf("no DNS instance (%s in %s) is placed on a node", DNSSelector, DNSNamespace)
+	}
+	return p, nil
 }
 
 // ReadServiceEndpoints reads the test service's endpoints through cs.
@@ -71,6 +128,12 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			source.NewAgentHealth(h, AgentEndpoints, probeTimeout),
 			source.NewPolicyRules(h),
 		)
+		if name == NewcomerNode {
+			// Unreadable (no such pod) until a scenario starts it.
+			p.Readers = append(p.Readers, source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, Newcomer,
+				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout).
+				As(evidence.Source("newpod/"+name)))
+		}
 	}
 	return p, nil
 }
@@ -99,7 +162,7 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		switch {
 		case p.Name == Target:
 			target = &p
-		case p.Labels[RoleLabel] == "client":
+		case p.Labels[RoleLabel] == "client" || p.Labels[RoleLabel] == newcomerRoleValue:
 			clients = append(clients, p)
 		}
 	}

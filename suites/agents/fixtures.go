@@ -47,6 +47,83 @@ const (
 	AllowClient = "allow-clients"
 )
 
+// The newcomer: a pod that starts during the window on worker1, selected
+// by a policy that denies its egress, and dials the target as soon as it
+// has an address (isolated-from-start).
+const (
+	Newcomer          = "newcomer"
+	NewcomerNode      = "worker1"
+	DenyNewcomer      = "deny-newcomer-egress"
+	newcomerRoleValue = "newcomer"
+)
+
+// DenyNewcomerEgress isolates the newcomer for egress: it may connect
+// nowhere.
+func DenyNewcomerEgress() *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: DenyNewcomer, Namespace: Namespace},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: newcomerRoleValue}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		},
+	}
+}
+
+// StartNewcomer creates the newcomer on NewcomerNode and waits until it
+// is ready.
+func StartNewcomer(ctx context.Context, cs kubernetes.Interface) error {
+	p := netexecPod(Newcomer, NewcomerNode, map[string]string{RoleLabel: newcomerRoleValue})
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating pod %s: %w", Newcomer, err)
+	}
+	return waitReady(ctx, cs, Newcomer)
+}
+
+// The DNS fixture: a service of its own, so recreating it (a new cluster
+// address) leaves the routes service every other reader uses alone.
+const (
+	DNSService = "dns-routes"
+	// DNSName is the name the instances are asked for.
+	DNSName = DNSService + "." + Namespace + ".svc.cluster.local"
+	// DNSNamespace and DNSSelector find the CoreDNS instances.
+	DNSNamespace = "kube-system"
+	DNSSelector  = "k8s-app=kube-dns"
+	// DNSAskFrom is the node whose client pod asks the instances.
+	DNSAskFrom = "worker2"
+)
+
+func dnsService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: DNSService, Namespace: Namespace},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{BackendLabel: "true"},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// RecreateDNSService deletes the DNS fixture's service and creates it
+// again, which gives it another cluster address.
+func RecreateDNSService(ctx context.Context, cs kubernetes.Interface) error {
+	if err := cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting service %s: %w", DNSService, err)
+	}
+	for {
+		_, err := cs.CoreV1().Services(Namespace).Create(ctx, dnsService(), metav1.CreateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating service %s again: %w", DNSService, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("creating service %s again: %w", DNSService, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // ClientNodes are the workers whose client pods probe, and whose agents
 // the evidence reads.
 var ClientNodes = []string{"worker1", "worker2"}
@@ -61,6 +138,12 @@ func netexecPod(name, node string, labels map[string]string) *corev1.Pod {
 			// Pinned: the scenarios fault named nodes' agents.
 			NodeName:                      node,
 			TerminationGracePeriodSeconds: new(int64(1)),
+			// Kept through a node's partition: the paper watches what the
+			// node's agents apply to these pods, not their eviction.
+			Tolerations: []corev1.Toleration{
+				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			},
 			Containers: []corev1.Container{{
 				Name:            "netexec",
 				Image:           images.Ref("netexec"),
@@ -98,8 +181,10 @@ func Install(ctx context.Context, cs kubernetes.Interface, timeout time.Duration
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
 		},
 	}
-	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service %s: %w", Service, err)
+	for _, svc := range []*corev1.Service{svc, dnsService()} {
+		if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating service %s: %w", svc.Name, err)
+		}
 	}
 	pods := []*corev1.Pod{Backend(FirstBackend), netexecPod(Target, TargetNode, map[string]string{RoleLabel: "target"})}
 	for _, n := range ClientNodes {

@@ -56,8 +56,12 @@ const fixturesTimeout = 2 * time.Minute
 // (fixtures and changes).
 const adminRequestTimeout = 10 * time.Second
 
-func adminClient(l lab.Lab) (kubernetes.Interface, error) {
-	path, err := l.Kubeconfig("")
+func adminClient(l lab.Lab) (kubernetes.Interface, error) { return adminClientOf(l, "") }
+
+// adminClientOf is an admin client of the API server on target alone (""
+// for the lab's usual address).
+func adminClientOf(l lab.Lab, target string) (kubernetes.Interface, error) {
+	path, err := l.Kubeconfig(target)
 	if err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}

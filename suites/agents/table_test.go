@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
@@ -23,12 +24,23 @@ const changeAfter = 5 * time.Second
 const (
 	window = 40 * time.Second
 	settle = 30 * time.Second
+	// reflectorSettle is twice client-go's reflector backoff ceiling
+	// (30 s), for a scenario whose agents' lists were refused long
+	// enough to reach it.
+	reflectorSettle = 60 * time.Second
 )
 
 // change is a Change made through the admin client.
 func change(name string, make func(context.Context, kubernetes.Interface) error) *scenario.Change {
+	return changeVia("", name, make)
+}
+
+// changeVia is a Change made through the API server on target alone ("":
+// the lab's usual address), for a scenario whose fault leaves one server
+// unable to write.
+func changeVia(target, name string, make func(context.Context, kubernetes.Interface) error) *scenario.Change {
 	return &scenario.Change{Name: name, After: changeAfter, Make: func(ctx context.Context, l lab.Lab) error {
-		cs, err := adminClient(l)
+		cs, err := adminClientOf(l, target)
 		if err != nil {
 			return err
 		}
@@ -44,18 +56,66 @@ var (
 	deleteAllow = change("delete "+agents.AllowClient+", the target's only allowing policy", func(ctx context.Context, cs kubernetes.Interface) error {
 		return agents.DeletePolicy(ctx, cs, agents.AllowClient)
 	})
-	replaceAndDeny = change("replace the backend and create "+agents.DenyTarget, func(ctx context.Context, cs kubernetes.Interface) error {
-		if err := agents.CreatePolicy(ctx, cs, agents.DenyIngress()); err != nil {
-			return err
-		}
-		return agents.ReplaceBackend(ctx, cs)
-	})
+	replaceAndDeny = change("replace the backend and create "+agents.DenyTarget, replaceBackendAndDeny)
+	// replaceAndDenyViaCP1 is the same change written through cp1, while
+	// cp2 cannot reach etcd.
+	replaceAndDenyViaCP1 = changeVia("cp1", "replace the backend and create "+agents.DenyTarget+", through cp1", replaceBackendAndDeny)
+	// deleteAndCompact deletes what the agents applied and then compacts
+	// etcd to its current revision, so a watch resumed from a revision
+	// before the deletions cannot be served and must list again.
+	deleteAndCompact = &scenario.Change{
+		Name: "replace the backend, delete " + agents.AllowClient + ", then compact etcd", After: changeAfter,
+		Make: func(ctx context.Context, l lab.Lab) error {
+			cs, err := adminClient(l)
+			if err != nil {
+				return err
+			}
+			if err := agents.DeletePolicy(ctx, cs, agents.AllowClient); err != nil {
+				return err
+			}
+			if err := agents.ReplaceBackend(ctx, cs); err != nil {
+				return err
+			}
+			return faults.CompactEtcd(ctx, l)
+		},
+	}
 )
+
+func replaceBackendAndDeny(ctx context.Context, cs kubernetes.Interface) error {
+	if err := agents.CreatePolicy(ctx, cs, agents.DenyIngress()); err != nil {
+		return err
+	}
+	return agents.ReplaceBackend(ctx, cs)
+}
+
+// worker1Agents restarts (or pins) both of worker1's agents.
+var worker1Agents = []string{lab.ServiceKubeProxy, lab.ServicePolicyAgent}
+
+// restartAgents restarts worker1's agents.
+func restartAgents() fault.Fault {
+	return faults.Compound(faults.Restart("worker1", lab.ServiceKubeProxy), faults.Restart("worker1", lab.ServicePolicyAgent))
+}
+
+// refuseAgentsWatches refuses both of worker1's agents the watch of what
+// they apply.
+func refuseAgentsWatches() fault.Fault {
+	return faults.Compound(
+		faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+		faults.BlackholeAgentWatch("worker1", lab.ServicePolicyAgent, faults.WatchedResource{Group: "networking.k8s.io", Resource: "networkpolicies"}))
+}
 
 // startPolicies are the policies a scenario's fixtures start with.
 var startPolicies = map[string][]func() *networkingv1.NetworkPolicy{
 	"policy-agent-watch-refused-allow-deleted": {agents.DenyIngress, agents.AllowClients},
+	"watches-refused-compacted-then-heal":      {agents.DenyIngress, agents.AllowClients},
+	"policy-agent-frozen-newcomer-starts":      {agents.DenyNewcomerEgress},
 }
+
+// recreateDNS gives the DNS fixture's service another cluster address.
+var recreateDNS = change("recreate "+agents.Namespace+"/"+agents.DNSService+", which gives it a new cluster address", agents.RecreateDNSService)
+
+// startNewcomer starts a pod selected by a policy that denies its egress.
+var startNewcomer = change("start "+agents.Newcomer+" on "+agents.NewcomerNode+", isolated for egress by "+agents.DenyNewcomer, agents.StartNewcomer)
 
 // table is the paper in the order it runs: the feasibility check first.
 func table() []scenario.Scenario {
@@ -102,6 +162,18 @@ func table() []scenario.Scenario {
 			Fault:  faults.StopService(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
 		}),
+		func() scenario.Scenario {
+			s := base(scenario.Scenario{
+				ID:     "policy-agent-frozen-newcomer-starts",
+				Title:  "the policy agent frozen on worker1 while a new pod starts there under a policy that denies its egress; the new pod dials the target",
+				Labels: []string{"component:policy-agent"},
+				Fault:  faults.Freeze(agents.NewcomerNode, lab.ServicePolicyAgent),
+				Change: startNewcomer,
+			})
+			// Judged only where a pod starts during the window.
+			s.Invariants = append(s.Invariants, invariant.IsolatedFromStart())
+			return s
+		}(),
 		base(scenario.Scenario{
 			ID:     "worker1-cut-from-api",
 			Title:  "worker1 cut from every API server and the virtual address while the backend is replaced and a deny policy created",
@@ -117,6 +189,53 @@ func table() []scenario.Scenario {
 			Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
 				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
 			Change: replaceBackend,
+		}),
+		func() scenario.Scenario {
+			s := base(scenario.Scenario{
+				ID:     "coredns-watch-refused-service-recreated",
+				Title:  "CoreDNS refused its watch of Services and EndpointSlices while a service is recreated with a new cluster address",
+				Labels: []string{"component:coredns"},
+				Fault: faults.BlackholeServiceAccountWatch(agents.DNSNamespace+"/coredns", agents.DNSSelector,
+					faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+				Change: recreateDNS,
+			})
+			// Judged only where the name's records change.
+			s.Invariants = append(s.Invariants, invariant.DNSTruthful(agents.DNSBound.Limit, agents.DNSNegativeTTL))
+			return s
+		}(),
+		base(scenario.Scenario{
+			ID:     "agents-restarted-while-cut-from-api",
+			Title:  "worker1's agents restarted while worker1 cannot reach the API, then the backend replaced and a deny policy created: old rules kept or dropped?",
+			Labels: []string{"component:kube-proxy", "component:policy-agent", "component:network"},
+			// Partition first: the agents start again without the API.
+			Fault: faults.Compound(faults.HostFromControlPlane("worker1"), restartAgents()),
+			// The null arm restarts them with the API in reach: they
+			// list, and apply the change within the bounds.
+			Decoy:  restartAgents(),
+			Change: replaceAndDeny,
+		}),
+		func() scenario.Scenario {
+			s := base(scenario.Scenario{
+				ID:     "watches-refused-compacted-then-heal",
+				Title:  "worker1's agents refused their watches while the backend is replaced, a policy deleted and etcd compacted; after heal they must list again and converge",
+				Labels: []string{"component:kube-proxy", "component:policy-agent", "component:etcd"},
+				Fault:  refuseAgentsWatches(),
+				Change: deleteAndCompact,
+			})
+			// client-go's reflector waits up to 30 s between failed lists
+			// (its backoff's ceiling): settling must outlast one full wait
+			// after heal, or a list still waiting reads as never made.
+			s.Settle = reflectorSettle
+			return s
+		}(),
+		base(scenario.Scenario{
+			ID:     "pinned-apiserver-cut-from-etcd",
+			Title:  "worker1's agents pinned to cp2's API server, cp2 cut from etcd but still serving, while the backend is replaced and a deny policy created through cp1",
+			Labels: []string{"component:kube-proxy", "component:policy-agent", "component:apiserver"},
+			Fault:  faults.Compound(faults.PinAgents("worker1", "cp2", worker1Agents...), faults.APIServerFromEtcd("cp2")),
+			// The null arm pins them to cp2 and leaves cp2 connected.
+			Decoy:  faults.PinAgents("worker1", "cp2", worker1Agents...),
+			Change: replaceAndDenyViaCP1,
 		}),
 	)
 }
