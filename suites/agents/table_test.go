@@ -181,15 +181,21 @@ func table() []scenario.Scenario {
 			Fault:  faults.HostFromControlPlane("worker1"),
 			Change: replaceAndDeny,
 		}),
-		base(scenario.Scenario{
-			ID:     "kube-proxy-watch-refused-backend-replaced",
-			Title:  "kube-proxy's EndpointSlice watch refused on worker1 while the backend is replaced; its healthz stays 200",
-			Labels: []string{"component:kube-proxy"},
-			CI:     true,
-			Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
-				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
-			Change: replaceBackend,
-		}),
+		func() scenario.Scenario {
+			s := base(scenario.Scenario{
+				ID:     "kube-proxy-watch-refused-backend-replaced",
+				Title:  "kube-proxy's EndpointSlice watch refused on worker1 while the backend is replaced; its healthz stays 200",
+				Labels: []string{"component:kube-proxy"},
+				CI:     true,
+				Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
+					faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+				Change: replaceBackend,
+			})
+			// Its refused lists back the reflector off, as in
+			// watches-refused-compacted-then-heal.
+			s.Settle = reflectorSettle
+			return s
+		}(),
 		func() scenario.Scenario {
 			s := base(scenario.Scenario{
 				ID:     "coredns-watch-refused-service-recreated",
