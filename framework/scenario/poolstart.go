@@ -26,7 +26,7 @@ import (
 // says which.
 func (st *suiteState) poolEngines(ctx context.Context, pool *LabPool, total int, toRun []Scenario) (engines []*engine, note string, err error) {
 	if err := pool.fits(total); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%v (nothing was touched)", err)
 	}
 	entries := pool.InUse(total)
 	closeAll := func() {
@@ -51,7 +51,7 @@ func (st *suiteState) poolEngines(ctx context.Context, pool *LabPool, total int,
 	}
 	if err := errors.Join(errs...); err != nil {
 		closeAll()
-		return nil, "", fmt.Errorf("the lab pool (%s):\n%w", pool.From, err)
+		return nil, "", fmt.Errorf("the lab pool (%s), nothing of it touched:\n%w", pool.From, err)
 	}
 	labs := make([]lab.Lab, len(engines))
 	for i, e := range engines {
