@@ -175,6 +175,57 @@ func TestSelftestOverAPoolOfTwoLabs(t *testing.T) {
 	if !strings.Contains(out, "lab pool ($FAULTLINE_LABS): process 1: lab-a, process 2: lab-b") {
 		t.Errorf("the suite did not say which process owns which lab:\n%s", out)
 	}
+
+	// Resumed over the same pool: every pair finished, nothing runs on
+	// either lab, nothing is appended, no folder is made.
+	resets := memState(t, labA).Resets + memState(t, labB).Resets
+	code, out = poolRun(t, "2", append(env, scenario.EnvResume+"="+dir), "--label-filter=!slow && !broken")
+	if code != 0 {
+		t.Fatalf("resume over the pool: exit %d\n%s", code, out)
+	}
+	if n := completeRecords(dir); n != len(want) {
+		t.Errorf("%d records after resuming with nothing to run, want %d", n, len(want))
+	}
+	if after := memState(t, labA).Resets + memState(t, labB).Resets; after != resets {
+		t.Errorf("the labs were reset %d times by a resume with nothing to run", after-resets)
+	}
+	if des, _ := os.ReadDir(reports); len(des) != 1 {
+		t.Errorf("the resume made a run folder: %v", des)
+	}
+}
+
+// Each lab of the pool keeps its own heal ledger, in its state dir, and
+// process 1 heals every one before any spec runs: here the second lab's,
+// left by a run killed on it mid-window, though no spec of process 1 runs
+// there.
+func TestSelftestPoolHealsEveryLabsLedgerFirst(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	// Named memlab, as the killed single-lab run named its lab in the
+	// entry it left.
+	labA, labB := filepath.Join(root, "lab-a"), filepath.Join(root, memlab.Name)
+	_, flag := killMidRun(t, labB)
+	if len(ledgerEntries(t, labB)) != 1 || !memState(t, labB).Flags[flag] {
+		t.Fatalf("the killed run left no fault behind")
+	}
+	reports := t.TempDir()
+	env := []string{scenario.EnvLabs + "=" + labA + "," + labB, "FAULTLINE_REPORTS_DIR=" + reports}
+	code, out := poolRun(t, "2", env, "--focus=selftest-ineffective")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if es := ledgerEntries(t, labB); len(es) != 0 {
+		t.Errorf("lab %s's ledger still holds %v", memlab.Name, es)
+	}
+	if memState(t, labB).Flags[flag] {
+		t.Errorf("flag %s left set on lab %s", flag, memlab.Name)
+	}
+	if es := ledgerEntries(t, labA); len(es) != 0 {
+		t.Errorf("lab-a's ledger holds %v", es)
+	}
+	if !strings.Contains(out, "heal ledger on start") {
+		t.Errorf("the start did not report the heal:\n%s", out)
+	}
 }
 
 func keys[V any](m map[string]V) []string {
