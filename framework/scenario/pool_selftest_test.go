@@ -32,12 +32,8 @@ var ginkgoCLI struct {
 func ginkgoCommand(t *testing.T) string {
 	t.Helper()
 	ginkgoCLI.once.Do(func() {
-		dir, err := os.MkdirTemp("", "faultline-ginkgo-")
-		if err != nil {
-			ginkgoCLI.err = err
-			return
-		}
-		ginkgoCLI.path = filepath.Join(dir, "ginkgo")
+		// Beside the suite's binary, in the folder TestMain removes.
+		ginkgoCLI.path = filepath.Join(filepath.Dir(selftestBinary), "ginkgo")
 		ginkgoCLI.out, ginkgoCLI.err = exec.Command("go", "build", "-o", ginkgoCLI.path, "github.com/onsi/ginkgo/v2/ginkgo").CombinedOutput()
 	})
 	if ginkgoCLI.err != nil {
@@ -48,10 +44,13 @@ func ginkgoCommand(t *testing.T) string {
 
 // poolRun runs the self-test suite under `ginkgo --procs=N` with the
 // environment and ginkgo flags given, and returns its exit code and output.
+// It hands ginkgo the suite's test binary TestMain built: ginkgo compiles
+// a package into the package's own directory, so runs of it side by side
+// would write over each other's binary.
 func poolRun(t *testing.T, procs string, env []string, flags ...string) (int, string) {
 	t.Helper()
 	args := append([]string{"-p", "--procs=" + procs, "--no-color"}, flags...)
-	cmd := exec.Command(ginkgoCommand(t), append(args, "./selftest")...)
+	cmd := exec.Command(ginkgoCommand(t), append(args, selftestBinary)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
