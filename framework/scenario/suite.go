@@ -71,8 +71,10 @@ type Suite struct {
 	// and orders the specs of one container by where they are declared,
 	// which is one place for every scenario; so the scenarios then share
 	// one Ordered container named after the suite, Serial as every
-	// scenario is (over a pool of labs: not Serial, see Register), and
-	// ContinueOnFailure so that a failed scenario does not skip the next.
+	// scenario is (over a pool of labs: not Serial, see Register, but one
+	// Ordered container runs on one process, so such a suite gains
+	// nothing from a pool), and ContinueOnFailure so that a failed
+	// scenario does not skip the next.
 	TableOrder bool
 }
 
