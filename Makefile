@@ -13,6 +13,10 @@ PROFILE ?=
 SUITE   ?= disagree
 # Extra ginkgo flags, e.g. GINKGO_FLAGS="--focus=worker-power-off".
 GINKGO_FLAGS ?=
+# A pool of labs `make suite` runs over instead of LAB (as FAULTLINE_LABS,
+# comma-separated), with one ginkgo process per lab, e.g. LABS=lab11,lab11b.
+LABS    ?=
+comma   := ,
 # A run folder `make suite` resumes (as FAULTLINE_RESUME), e.g.
 # RESUME=reports/runs/<time>-disagree: the runs it finished are skipped.
 RESUME  ?=
@@ -106,11 +110,11 @@ lab-down: faultline ## bring LAB down
 heal: faultline ## heal whatever LAB's heal ledger holds
 	$(BIN)/faultline heal --lab $(LAB)
 
-suite: ## run one suite (SUITE) against LAB with ginkgo (RESUME=<run folder> resumes one)
+suite: ## run one suite (SUITE) against LAB, or over a pool LABS=a,b, with ginkgo (RESUME=<run folder> resumes one)
 	@if [ ! -d suites/$(SUITE) ]; then \
 		echo "make suite: there is no suite suites/$(SUITE) in this tree yet"; exit 1; fi
 	@[ -x "$(GINKGO)" ] || { echo "make suite: the ginkgo CLI is not installed (make ginkgo)"; exit 1; }
-	FAULTLINE_LAB=$(LAB) $(if $(RESUME),FAULTLINE_RESUME=$(RESUME)) $(GINKGO) $(GINKGO_FLAGS) ./suites/$(SUITE)
+	$(if $(LABS),FAULTLINE_LABS=$(LABS),FAULTLINE_LAB=$(LAB)) $(if $(RESUME),FAULTLINE_RESUME=$(RESUME)) $(GINKGO) $(if $(LABS),--procs=$(words $(subst $(comma), ,$(LABS)))) $(GINKGO_FLAGS) ./suites/$(SUITE)
 
 report: faultline ## aggregate every run folder under reports/runs into reports/report.md
 	@if [ -z "$(strip $(RUNS))" ]; then \

@@ -43,6 +43,12 @@ type Backend struct {
 	// their labs on this machine (local); a lab built elsewhere is up or
 	// not whatever this machine holds.
 	FindUp func(root string) ([]UpLab, error)
+	// Coexist says what keeps two labs of this kind, both validated, from
+	// being up at once (on one machine, say: a name, a network or a
+	// kernel object they would share), each problem naming the field or
+	// object; none when they can. Optional: without it any two labs of
+	// the kind can.
+	Coexist func(a, b *Config) []error
 }
 
 var (
@@ -154,4 +160,27 @@ func OpenFile(arg string) (Lab, error) {
 		return nil, err
 	}
 	return Open(c)
+}
+
+// CheckCoexist says whether the labs the configs describe can all be up
+// at once: for every two of one kind, what its backend's Coexist finds.
+// Labs of different kinds never share what would keep them apart. The
+// error names both labs of each pair and every problem.
+func CheckCoexist(configs ...*Config) error {
+	var errs []error
+	for i, a := range configs {
+		for _, b := range configs[i+1:] {
+			if a == nil || b == nil || a.Kind != b.Kind {
+				continue
+			}
+			own, ok := backendOf(a.Kind)
+			if !ok || own.Coexist == nil {
+				continue
+			}
+			if problems := own.Coexist(a, b); len(problems) > 0 {
+				errs = append(errs, fmt.Errorf("labs %s and %s cannot be up at once: %w", a.Name, b.Name, errors.Join(problems...)))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

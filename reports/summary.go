@@ -17,11 +17,20 @@ import (
 func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# faultline: %s\n\n", suite)
-	if len(runs) > 0 {
-		r := runs[0]
+	labs := labsOf(runs)
+	switch {
+	case len(labs) == 1:
+		r := labs[0]
 		fmt.Fprintf(&b, "- lab: %s (%s, topology %s, reset %s)\n", r.Lab.Name, r.Lab.Kind, orDash(r.Lab.Topology), orDash(r.Lab.ResetKind))
 		fmt.Fprintf(&b, "- kubernetes %s, etcd %s, timer profile %s\n", orDash(r.Lab.KubernetesVersion), orDash(r.Lab.EtcdVersion), orDash(r.Lab.TimerProfile))
 		fmt.Fprintf(&b, "- commit %s, lab config %s\n", orDash(r.GitCommit), orDash(r.ConfigHash))
+	case len(labs) > 1:
+		fmt.Fprintf(&b, "- %d labs (a suite run over a pool of labs; each run ran on the lab its row names):\n", len(labs))
+		for _, r := range labs {
+			fmt.Fprintf(&b, "  - lab: %s (%s, topology %s, reset %s); kubernetes %s, etcd %s, timer profile %s; commit %s, lab config %s\n",
+				r.Lab.Name, r.Lab.Kind, orDash(r.Lab.Topology), orDash(r.Lab.ResetKind),
+				orDash(r.Lab.KubernetesVersion), orDash(r.Lab.EtcdVersion), orDash(r.Lab.TimerProfile), orDash(r.GitCommit), orDash(r.ConfigHash))
+		}
 	}
 	counted := 0
 	byRole := map[string]int{}
@@ -34,9 +43,19 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 	fmt.Fprintf(&b, "- %d runs, %d of them counted (run verdict JUDGED)\n", len(runs), counted)
 	fmt.Fprintf(&b, "- roles: %d finding, %d control, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], byRole[verdict.RoleNull])
 
-	b.WriteString("## Runs\n\n| run | scenario | arm | role | run verdict | spec | seconds | load 1/5/15 min (start → end) | effect seen (required share) |\n|---|---|---|---|---|---|---|---|---|\n")
+	// The lab of each run, in a column of its own where the runs ran on
+	// several.
+	labCol, labSep := "", ""
+	if len(labs) > 1 {
+		labCol, labSep = " lab |", "---|"
+	}
+	b.WriteString("## Runs\n\n| run | scenario | arm | role |" + labCol + " run verdict | spec | seconds | load 1/5/15 min (start → end) | effect seen (required share) |\n|---|---|---|---|" + labSep + "---|---|---|---|---|\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", cell(r.RunID), cell(r.Scenario), r.Arm, r.RunRole(), runVerdictCell(r), orDash(r.SpecState), r.Ended.Sub(r.Started).Seconds(), LoadText(r.Load), EffectText(r.Effect))
+		labCell := ""
+		if len(labs) > 1 {
+			labCell = " " + cell(orDash(r.Lab.Name)) + " |"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |%s %s | %s | %.1f | %s | %s |\n", cell(r.RunID), cell(r.Scenario), r.Arm, r.RunRole(), labCell, runVerdictCell(r), orDash(r.SpecState), r.Ended.Sub(r.Started).Seconds(), LoadText(r.Load), EffectText(r.Effect))
 	}
 	for _, r := range runs {
 		fmt.Fprintf(&b, "\n### %s [%s, %s]: %s\n\n", r.Scenario, r.Arm, r.RunRole(), r.RunVerdict)
@@ -450,4 +469,20 @@ func WriteSummary(f *record.Folder, suite string, runs []verdict.Run, table []ve
 		return fmt.Errorf("writing %s: %w", record.SummaryFile, err)
 	}
 	return nil
+}
+
+// labsOf is the first run on each lab the runs ran on (by name and config
+// hash), in the order they first appear: a suite run over a pool of labs
+// holds runs of several.
+func labsOf(runs []verdict.Run) []verdict.Run {
+	var out []verdict.Run
+	seen := map[string]bool{}
+	for _, r := range runs {
+		key := r.Lab.Name + "\x00" + r.ConfigHash
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -51,3 +51,28 @@ func TestSummarySaysWhichRunsWereEmulated(t *testing.T) {
 		t.Errorf("only run a is emulated:\n%s", s)
 	}
 }
+
+// The summary of a folder a suite run over a pool of labs wrote names
+// every lab and the lab of each run; that of one lab stays as it was.
+func TestSummaryOfARunOverTwoLabsNamesEachRunsLab(t *testing.T) {
+	a, b := run("a", verdict.RunJudged, j("x", verdict.Preserved)), run("b", verdict.RunJudged, j("x", verdict.Preserved))
+	a.Lab = verdict.LabInfo{Name: "lab11", Kind: "local", TimerProfile: "fast"}
+	b.Lab = verdict.LabInfo{Name: "lab11b", Kind: "local", TimerProfile: "fast"}
+	b.ConfigHash = "sha256:other"
+	s := Summary("s", []verdict.Run{a, b, a}, nil)
+	for _, want := range []string{
+		"- 2 labs (a suite run over a pool of labs; each run ran on the lab its row names):",
+		"  - lab: lab11 (local, topology -, reset -); kubernetes -, etcd -, timer profile fast;",
+		"  - lab: lab11b (local,",
+		"| run | scenario | arm | role | lab | run verdict |",
+		"| sc-a | fault | finding | lab11 | JUDGED |",
+		"| sc-b | fault | finding | lab11b | JUDGED |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if one := Summary("s", []verdict.Run{a, a}, nil); strings.Contains(one, "| lab |") || !strings.Contains(one, "- lab: lab11 (local") {
+		t.Errorf("one lab's summary changed:\n%s", one)
+	}
+}

@@ -5,8 +5,8 @@
 // forward through reset, pre-fault, inject, window, heal, settle, judge
 // and release, with one phase state, and Runner runs scenarios through it
 // without Ginkgo. The Ginkgo layer (spec.go, suite.go) is a skin that
-// calls those phases from its nodes: Serial specs, labels, DeferCleanup
-// and report entries. The run folder is written in folder.go alone.
+// calls those phases from its nodes: specs (Serial on one lab), labels,
+// DeferCleanup and report entries. The run folder is written in folder.go alone.
 //
 // A suite file registers its table once, at the top level:
 //
@@ -29,7 +29,7 @@
 // and fails the suite on a positive control not VIOLATED or a null arm
 // that fired.
 //
-// Each scenario is one Serial spec with the labels generated from its
+// Each scenario is one spec, Serial on one lab, with the labels generated from its
 // fields (AutoLabels: arm:, fault:, class:, topology: from Topology or
 // Shape, ci from CI, control: from ControlOf, writer: from Writer)
 // besides its own:
@@ -98,6 +98,20 @@
 // (JUDGED or FAULT_INEFFECTIVE) is skipped in BeforeEach with a note
 // naming the folder and the record; the others (no record, or ABORTED)
 // run and append. The self-check judges each pair by its last run.
+//
+// Several labs: with $FAULTLINE_LABS (lab files or topology names,
+// comma-separated) or $FAULTLINE_POOL (a pool file) the suite runs over a
+// pool of labs, Ginkgo process N owning the N-th for the whole run
+// (`ginkgo --procs=N`), and its specs are not Serial, since Ginkgo runs
+// Serial specs on process 1 alone. The suite's test calls RunSuite, whose
+// preview of the tree tells process 1 which specs will run; before it
+// touches anything, process 1 checks every lab of the pool as it would one
+// and refuses a pool whose labs are not distinct, run other timer
+// profiles, cannot be up at once, or differ in a topology or shape a spec
+// that will run needs. It heals each lab's ledger and makes the one run
+// folder, which every process appends its records to, each naming its
+// own lab; the folder's JUnits and summary are written once every process
+// has exited.
 //
 // SIGINT or SIGTERM during a run: Ginkgo cancels the spec's context and
 // runs AfterEach and DeferCleanup, which heal; the run is ABORTED. After

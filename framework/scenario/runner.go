@@ -145,10 +145,13 @@ func (r *run) isInjected() bool {
 // engine is what one suite process shares across its runs: the suite, its
 // lab and the provenance every record carries.
 type engine struct {
-	name       string
-	cfg        Suite
-	lab        lab.Lab
-	labInfo    verdict.LabInfo
+	name    string
+	cfg     Suite
+	lab     lab.Lab
+	labInfo verdict.LabInfo
+	// entry is the lab of a pool this engine runs on (Suite.OpenLabEntry
+	// opens it); "" for a suite run on one lab (Suite.OpenLab).
+	entry      string
 	commit     string
 	configHash string
 	// out gets a line of progress per step; nil discards.
@@ -168,7 +171,13 @@ func (e *engine) open(ctx context.Context) error {
 	if e.lab != nil {
 		return nil
 	}
-	l, err := e.cfg.OpenLab(ctx)
+	var l lab.Lab
+	var err error
+	if e.entry != "" {
+		l, err = e.cfg.OpenLabEntry(ctx, e.entry)
+	} else {
+		l, err = e.cfg.OpenLab(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("opening the lab: %v", err)
 	}

@@ -590,10 +590,7 @@ func TestSelftestFailedHealStaysInTheLedgerAndBlocksTheNextStart(t *testing.T) {
 // folder, --focus picking both arms of one scenario, nothing left behind.
 func TestSelftestUnderTheGinkgoCLI(t *testing.T) {
 	t.Parallel()
-	cli := filepath.Join(t.TempDir(), "ginkgo")
-	if out, err := exec.Command("go", "build", "-o", cli, "github.com/onsi/ginkgo/v2/ginkgo").CombinedOutput(); err != nil {
-		t.Fatalf("building the ginkgo command: %v\n%s", err, out)
-	}
+	cli := ginkgoCommand(t)
 	state, reportsDir := t.TempDir(), t.TempDir()
 	cmd := exec.Command(cli, "-p", "--procs=2", "--no-color", "--focus=selftest-verdicts", "./selftest")
 	cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+state, "FAULTLINE_REPORTS_DIR="+reportsDir)

@@ -9,14 +9,14 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 )
 
-// registerScenario is the Ginkgo skin over one scenario's run: a Serial
-// spec with the scenario's labels whose nodes call the runner's phases
+// registerScenario is the Ginkgo skin over one scenario's run: a spec
+// (Serial on one lab, see suiteState.serial) with the scenario's labels whose nodes call the runner's phases
 // (runner.go) in the shape DESIGN.md gives: BeforeEach reset and
 // pre-fault, JustBeforeEach ledger-then-inject with the last-resort heal
 // as a DeferCleanup, It the window, AfterEach heal, settle, judge and
 // release, ReportAfterEach the run record.
 func registerScenario(st *suiteState, sc Scenario) {
-	Describe(fmt.Sprintf("%s [%s]", sc.ID, sc.arm()), Serial, Label(sc.AllLabels()...), func() {
+	Describe(pairKey(sc.ID, string(sc.arm())), st.serial(Label(sc.AllLabels()...), func() {
 		var r *run
 
 		BeforeEach(func(ctx SpecContext) {
@@ -97,5 +97,5 @@ func registerScenario(st *suiteState, sc Scenario) {
 			st.appendRun(r.finish(report.State.String()))
 			r = nil
 		})
-	})
+	})...)
 }

@@ -26,7 +26,13 @@ type Suite struct {
 	Name string
 	// OpenLab opens the lab the suite runs against. It must not change
 	// the lab: the engine refuses configs without `lab: true` after it.
+	// A run over a pool of labs ($FAULTLINE_LABS, $FAULTLINE_POOL) does
+	// not call it: each process opens its own lab with OpenLabEntry.
 	OpenLab func(ctx context.Context) (lab.Lab, error)
+	// OpenLabEntry opens one lab of a pool, from its entry as the pool
+	// names it, under the same rule as OpenLab. Default OpenLabArg: an
+	// entry is a lab file or a topology name, as FAULTLINE_LAB takes.
+	OpenLabEntry func(ctx context.Context, entry string) (lab.Lab, error)
 	// Sampler takes the snapshots every invariant is judged from.
 	Sampler evidence.Sampler
 	// SampleEvery is the interval between the sampler's ticks in the
@@ -65,8 +71,10 @@ type Suite struct {
 	// and orders the specs of one container by where they are declared,
 	// which is one place for every scenario; so the scenarios then share
 	// one Ordered container named after the suite, Serial as every
-	// scenario is, and ContinueOnFailure so that a failed scenario does
-	// not skip the next.
+	// scenario is (over a pool of labs: not Serial, see Register, but one
+	// Ordered container runs on one process, so such a suite gains
+	// nothing from a pool), and ContinueOnFailure so that a failed
+	// scenario does not skip the next.
 	TableOrder bool
 }
 
@@ -78,6 +86,12 @@ type suiteState struct {
 	// resumed are the scenario × arm pairs a resumed folder already holds
 	// a finished run of (key pairKey); nil for a new folder.
 	resumed map[string]resumedRun
+	// pooled: the run is over a pool of labs, one per Ginkgo process, so
+	// its specs are not Serial (decided when the tree is built).
+	pooled bool
+	// byPair are the table's scenarios by pairKey, to find the scenario
+	// of a previewed spec.
+	byPair map[string]Scenario
 }
 
 var (
@@ -106,7 +120,10 @@ func Register(s Suite, table []Scenario) bool {
 	if err := ValidateTable(table); err != nil {
 		panic(err.Error())
 	}
-	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}}
+	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}, pooled: poolGiven(), byPair: map[string]Scenario{}}
+	for _, sc := range table {
+		st.byPair[pairKey(sc.ID, string(sc.arm()))] = sc
+	}
 	registerSuiteNodes(st)
 	scenarios := func() {
 		for _, sc := range table {
@@ -114,11 +131,26 @@ func Register(s Suite, table []Scenario) bool {
 		}
 	}
 	if s.TableOrder {
-		Describe(s.Name, Ordered, ContinueOnFailure, Serial, scenarios)
+		Describe(s.Name, st.serial(Ordered, ContinueOnFailure, scenarios)...)
 	} else {
 		scenarios()
 	}
 	return true
+}
+
+// serial adds to a container's arguments the decorator that keeps the
+// suite's specs one at a time.
+// On one lab, every spec is Serial: under `ginkgo -p` Ginkgo then runs
+// them all on process 1, after any parallel specs, and never two at once
+// on the one lab. Over a pool of labs each Ginkgo process owns a lab of
+// its own and runs its specs one after another on it, so the specs are
+// not Serial: Serial would send them all to process 1 and its lab, and
+// leave the other labs idle.
+func (st *suiteState) serial(args ...any) []any {
+	if st.pooled {
+		return args
+	}
+	return append([]any{Serial}, args...)
 }
 
 // withDefaults checks s and fills in its defaults.
@@ -129,6 +161,9 @@ func (s Suite) withDefaults() (Suite, error) {
 	}
 	if s.OpenLab == nil {
 		errs = append(errs, errors.New("no OpenLab"))
+	}
+	if s.OpenLabEntry == nil {
+		s.OpenLabEntry = OpenLabArg
 	}
 	if s.Sampler == nil {
 		errs = append(errs, errors.New("no Sampler"))
@@ -173,6 +208,19 @@ type suiteStart struct {
 	// Resumed are the pairs a resumed folder held a finished run of when
 	// the suite started, read once by process 1 before any run appended.
 	Resumed map[string]resumedRun `json:"resumed,omitempty"`
+	// Pool are the labs of a run over a pool, as process 1 read and
+	// checked them: process N opens Pool[N-1].
+	Pool []string `json:"pool,omitempty"`
+}
+
+// labLogName is the file the lab's own steps go to: lab.log, or over a
+// pool lab-<name>.log, one per lab, so that each lab's steps read in
+// order.
+func (st *suiteState) labLogName() string {
+	if st.entry == "" {
+		return LabLogName
+	}
+	return "lab-" + record.SafeName(st.labInfo.Name) + ".log"
 }
 
 func registerSuiteNodes(st *suiteState) {
@@ -192,31 +240,69 @@ func registerSuiteNodes(st *suiteState) {
 			spillClientLogs(GinkgoWriter)
 			Fail(msg)
 		}
+		pool, err := PoolFromEnv()
+		if err != nil {
+			fail(err.Error() + " (nothing was touched)")
+		}
+		var toRun []Scenario
+		if pool != nil {
+			var ok bool
+			if toRun, ok = st.previewedScenarios(); !ok {
+				fail(errNoPreview.Error() + " (nothing was touched)")
+			}
+		}
 		// A folder to resume is checked, and taken, before the lab is
 		// opened: a bad one touches nothing.
 		resumed, err := openResumed(st.name)
 		if err != nil {
 			fail(err.Error())
 		}
-		if err := st.open(ctx); err != nil {
+		var done map[string]resumedRun
+		if resumed != nil {
+			done = finishedPairs(resumed.Lines)
+		}
+		start := suiteStart{Resumed: done}
+		engines := []*engine{st.engine}
+		if pool != nil {
+			suite, _ := GinkgoConfiguration()
+			var note string
+			engines, note, err = st.poolEngines(ctx, pool, suite.ParallelTotal, withoutFinished(toRun, done))
+			if err != nil {
+				fail(err.Error())
+			}
+			start.Pool = pool.InUse(suite.ParallelTotal)
+			fmt.Fprintf(GinkgoWriter, "%s\n", note)
+			AddReportEntry("lab pool", note)
+		} else if err := st.open(ctx); err != nil {
 			fail(err.Error())
 		}
 		if resumed != nil {
-			if err := checkResumedProfile(resumed.Lines, st.labInfo); err != nil {
-				fail(fmt.Sprintf("resuming run folder %s: %v (nothing was touched)", resumed.Folder.Dir, err))
+			for _, e := range engines {
+				if err := checkResumedProfile(resumed.Lines, e.labInfo); err != nil {
+					fail(fmt.Sprintf("resuming run folder %s: %v (nothing was touched)", resumed.Folder.Dir, err))
+				}
 			}
 		}
-		rep, err := st.healLedger(ctx)
-		if !rep.Empty() {
-			fmt.Fprintf(GinkgoWriter, "%s\n", rep)
-			AddReportEntry("heal ledger on start", rep.String())
+		// Each lab's own heal ledger (in its state dir), healed before any
+		// process runs a spec on it.
+		for _, e := range engines {
+			rep, err := e.healLedger(ctx)
+			if !rep.Empty() {
+				fmt.Fprintf(GinkgoWriter, "%s\n", rep)
+				AddReportEntry("heal ledger on start", rep.String())
+			}
+			if err != nil {
+				fail(err.Error())
+			}
 		}
-		if err != nil {
-			fail(err.Error())
+		// The other processes open their own labs; this one keeps its own.
+		for _, e := range engines[1:] {
+			if err := e.lab.Close(); err != nil {
+				fmt.Fprintf(GinkgoWriter, "closing lab %s: %v\n", e.labInfo.Name, err)
+			}
 		}
-		start := suiteStart{}
 		if resumed != nil {
-			start.Folder, start.Resumed = resumed.Folder.Dir, finishedPairs(resumed.Lines)
+			start.Folder = resumed.Folder.Dir
 			note, err := resumeFolder(resumed, start.Resumed)
 			if err != nil {
 				fail(err.Error())
@@ -247,18 +333,33 @@ func registerSuiteNodes(st *suiteState) {
 		if err := captureClientLogs(st.folder.f.Path(ClientLogName)); err != nil {
 			Fail(err.Error())
 		}
+		if len(start.Pool) > 0 {
+			p := GinkgoParallelProcess()
+			if p > len(start.Pool) {
+				Fail(fmt.Sprintf("ginkgo process %d has no lab: the pool process 1 checked has %d in use (%s)", p, len(start.Pool), strings.Join(start.Pool, ", ")))
+			}
+			if st.lab == nil {
+				st.entry = start.Pool[p-1]
+			} else if st.entry != start.Pool[p-1] {
+				Fail(fmt.Sprintf("ginkgo process %d opened lab %s, not %s, its entry of the pool", p, st.entry, start.Pool[p-1]))
+			}
+		}
 		if err := st.open(ctx); err != nil {
 			Fail(err.Error())
 		}
 		if pr, ok := st.lab.(lab.ProgressReporter); ok {
-			f, err := os.OpenFile(st.folder.f.Path(LabLogName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			f, err := os.OpenFile(st.folder.f.Path(st.labLogName()), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
 				Fail(fmt.Sprintf("the lab's log file: %v", err))
 			}
 			DeferCleanup(f.Close)
 			pr.SetProgress(f)
 		}
-		fmt.Fprintf(GinkgoWriter, "run folder: %s (client-go's log lines in %s, the lab's steps in %s)\n", start.Folder, ClientLogName, LabLogName)
+		on := ""
+		if st.entry != "" {
+			on = fmt.Sprintf(" on lab %s (ginkgo process %d of the pool)", st.labInfo.Name, GinkgoParallelProcess())
+		}
+		fmt.Fprintf(GinkgoWriter, "run folder: %s%s (client-go's log lines in %s, the lab's steps in %s)\n", start.Folder, on, ClientLogName, st.labLogName())
 	})
 
 	SynchronizedAfterSuite(func() {

@@ -56,3 +56,45 @@ func TestOnlySSHLabsTakeARuntimeEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// Every shipped local topology can be up beside every other (their names,
+// networks and kernel objects apart), and labs of other kinds are no
+// business of the local lab's check, whatever their networks.
+func TestShippedLabsCanAllBeUpAtOnce(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "labs", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configs []*lab.Config
+	local := 0
+	for _, f := range files {
+		c, err := lab.LoadConfig(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if c.Kind == "local" {
+			local++
+		}
+		configs = append(configs, c)
+	}
+	if local < 4 {
+		t.Fatalf("found %d local lab files", local)
+	}
+	if err := lab.CheckCoexist(configs...); err != nil {
+		t.Error(err)
+	}
+	// The static example on lab11's management network is still no
+	// conflict: its hosts are elsewhere.
+	lab11, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "lab11.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "static-example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	static.Network.Management = lab11.Network.Management
+	if err := lab.CheckCoexist(lab11, static); err != nil {
+		t.Errorf("a local and a static lab: %v", err)
+	}
+}

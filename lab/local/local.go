@@ -32,6 +32,7 @@ func init() {
 		Timers:   profileTimers,
 		Open:     func(c *lab.Config) (lab.Lab, error) { return New(c) },
 		FindUp:   findUp,
+		Coexist:  coexist,
 	})
 }
 

@@ -40,6 +40,9 @@ func (l *Lab) Up(ctx context.Context) error {
 			l.asked.Version, l.asked.EtcdVersion, l.asked.TimerProfile)
 	}
 	if !state.Exists(l.cfg.StateDir) {
+		if err := checkCoexistsWithUp(l.cfg); err != nil {
+			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+		}
 		if err := l.net.CheckFree(); err != nil {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}

@@ -3,7 +3,6 @@ package agents_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -27,11 +26,11 @@ import (
 )
 
 func TestAgents(t *testing.T) {
-	if os.Getenv(scenario.EnvLab) == "" {
-		t.Skip("the agents suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11")
+	if !scenario.LabGiven() {
+		t.Skip("the agents suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11 (or " + scenario.EnvLabs + " to several, one per ginkgo process)")
 	}
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "agents: do the agents on each node apply what the API server records?")
+	scenario.RunSuite(t, "agents: do the agents on each node apply what the API server records?")
 }
 
 var suiteSampler = sampler.New(sampler.Options{Extras: agents.Extras()})

@@ -7,11 +7,11 @@ package disagree
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 	// The lab file is read through the backends' registry: every kind.
 	_ "github.com/faultline/faultline/lab/backends"
@@ -114,28 +114,29 @@ func orderingBound() invariant.Bound {
 		Why: fmt.Sprintf("two sampling periods, each a %s tick interval plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
 }
 
-// TimersFromEnv returns the timers of the lab $FAULTLINE_LAB names, as its
-// backend reads them from its lab file without opening the lab (Kubernetes'
-// defaults when no lab is named). The table is built before the suite
-// opens the lab, so the timers must come from the file; the suite checks
-// the opened lab reports the same before it runs.
+// TimersFromEnv returns the timers of the lab $FAULTLINE_LAB names, or of
+// the first lab of a pool ($FAULTLINE_LABS, $FAULTLINE_POOL; the engine
+// refuses a pool whose labs run other profiles), as its backend reads them
+// from its lab file without opening the lab (Kubernetes' defaults when no
+// lab is named). The table is built before the suite opens the lab, so the
+// timers must come from the file; the suite checks each opened lab reports
+// the same before it runs.
 func TimersFromEnv() (lab.Timers, error) {
-	arg := os.Getenv("FAULTLINE_LAB")
-	if arg == "" {
+	path, how, err := scenario.LabFileFromEnv()
+	if err != nil {
+		return lab.Timers{}, err
+	}
+	if path == "" {
 		p, err := timers.Get(timers.KubernetesDefaults)
 		return p.Timers(), err
 	}
-	path, err := lab.ResolveConfigPath(arg)
-	if err != nil {
-		return lab.Timers{}, fmt.Errorf("finding the lab file FAULTLINE_LAB=%s: %w", arg, err)
-	}
 	c, err := lab.LoadConfig(path)
 	if err != nil {
-		return lab.Timers{}, fmt.Errorf("reading the lab file %s: %w", path, err)
+		return lab.Timers{}, fmt.Errorf("reading the lab file %s (%s): %w", path, how, err)
 	}
 	t, err := lab.TimersOf(c)
 	if err != nil {
-		return lab.Timers{}, fmt.Errorf("the timers of FAULTLINE_LAB=%s: %w", arg, err)
+		return lab.Timers{}, fmt.Errorf("the timers of %s (%s): %w", path, how, err)
 	}
 	return t, nil
 }

@@ -3,7 +3,6 @@ package disagree_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,11 @@ import (
 )
 
 func TestDisagree(t *testing.T) {
-	if os.Getenv(scenario.EnvLab) == "" {
-		t.Skip("the disagree suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11")
+	if !scenario.LabGiven() {
+		t.Skip("the disagree suite runs against a lab: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11 (or " + scenario.EnvLabs + " to several, one per ginkgo process)")
 	}
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "disagree: Kubernetes' guarantees when its components disagree")
+	scenario.RunSuite(t, "disagree: Kubernetes' guarantees when its components disagree")
 }
 
 // profile holds the bounds derived from the timers of the lab file

@@ -26,7 +26,7 @@ import (
 
 func TestDrills(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "drills")
+	scenario.RunSuite(t, "drills")
 }
 
 // The hosts as the drills' topologies (testdata/labs/pair.yaml, racks.yaml)

@@ -2,7 +2,6 @@ package drills
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -39,19 +38,19 @@ const (
 	LabelRacks = scenario.LabelTopology + "racks"
 )
 
-// TimersOf returns the timers of the lab $FAULTLINE_LAB names, as its
-// backend reads them from its lab file without opening the lab (the fast
+// TimersOf returns the timers of the lab $FAULTLINE_LAB names, or of the
+// first lab of a pool ($FAULTLINE_LABS, $FAULTLINE_POOL), as its backend
+// reads them from its lab file without opening the lab (the fast
 // profile's when no lab is named: the suite then stops at opening the
 // lab).
 func TimersOf() (lab.Timers, error) {
-	arg := os.Getenv(scenario.EnvLab)
-	if arg == "" {
-		p, err := timers.Get(timers.Fast)
-		return p.Timers(), err
-	}
-	path, err := lab.ResolveConfigPath(arg)
+	path, _, err := scenario.LabFileFromEnv()
 	if err != nil {
 		return lab.Timers{}, err
+	}
+	if path == "" {
+		p, err := timers.Get(timers.Fast)
+		return p.Timers(), err
 	}
 	c, err := lab.LoadConfig(path)
 	if err != nil {

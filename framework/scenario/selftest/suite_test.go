@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,9 @@ const (
 	envHazardAtHeal = "FAULTLINE_SELFTEST_HAZARD_AT_HEAL"
 	// envSeenOnce adds a fault whose effect only the first probe sees.
 	envSeenOnce = "FAULTLINE_SELFTEST_SEEN_ONCE"
+	// envWide adds a scenario that needs the shape "wide": a memlab whose
+	// name starts with "wide".
+	envWide = "FAULTLINE_SELFTEST_WIDE"
 )
 
 // ClientLineAtVerify is the klog line the suite logs while it checks the
@@ -45,11 +50,11 @@ const (
 const ClientLineAtVerify = "selftest: a client-go line while the lab is checked"
 
 func TestSelftest(t *testing.T) {
-	if os.Getenv(envState) == "" {
-		t.Skip("the self-test suite is run by the scenario package's tests, which set " + envState)
+	if os.Getenv(envState) == "" && os.Getenv(scenario.EnvLabs) == "" {
+		t.Skip("the self-test suite is run by the scenario package's tests, which set " + envState + " (one memlab) or " + scenario.EnvLabs + " (a pool of memlabs, their state dirs)")
 	}
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "faultline engine self-test")
+	scenario.RunSuite(t, "faultline engine self-test")
 }
 
 var applicability = invariant.Table{
@@ -204,8 +209,32 @@ var seenOnce = scenario.Scenario{
 	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-g", flag: "g", phase: verdict.Convergence}},
 }
 
+// wide needs a lab of the shape "wide", which only memlabs named wide…
+// have: over a pool whose labs differ in it, the pool is refused before
+// anything runs. Only in the table when asked for.
+var wide = scenario.Scenario{
+	ID:         "selftest-wide",
+	Title:      "needs a wide memlab",
+	Labels:     []string{"wide"},
+	Shape:      scenario.Shape{Name: "wide", Check: checkWide},
+	Fault:      memlab.Flag{Name: "v"},
+	Window:     300 * time.Millisecond,
+	Settle:     3 * time.Second,
+	Invariants: []invariant.Invariant{noFlag{name: "no-flag-b", flag: "b", phase: verdict.Safety}, noFlag{name: "healed-v", flag: "v", phase: verdict.Convergence}},
+}
+
+func checkWide(l lab.Lab) error {
+	if !strings.HasPrefix(l.Info().Name, "wide") {
+		return errors.New("it has no wide host (a memlab is wide when its name starts with wide)")
+	}
+	return nil
+}
+
 func fullTable() []scenario.Scenario {
 	t := table
+	if os.Getenv(envWide) != "" {
+		t = append(t, wide)
+	}
 	if os.Getenv(envHealFails) != "" {
 		t = append(t, healFails)
 	}
@@ -242,6 +271,11 @@ var _ = scenario.Register(scenario.Suite{
 	Name: "selftest",
 	OpenLab: func(context.Context) (lab.Lab, error) {
 		return memlab.Open(os.Getenv(envState), os.Getenv(envNotALab) == ""), nil
+	},
+	// Over a pool ($FAULTLINE_LABS), each entry is a memlab's state dir,
+	// and the lab is named after the dir.
+	OpenLabEntry: func(_ context.Context, entry string) (lab.Lab, error) {
+		return memlab.OpenNamed(entry, filepath.Base(entry), os.Getenv(envNotALab) == ""), nil
 	},
 	VerifyLab: func(context.Context, lab.Lab) error {
 		// A real lab's check is a client's request, and client-go logs

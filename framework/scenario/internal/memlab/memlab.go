@@ -52,14 +52,20 @@ var Nodes = []string{"memlab-w1", "memlab-w2"}
 
 // Lab is the in-file lab.
 type Lab struct {
-	dir string
-	cfg *lab.Config
+	dir  string
+	name string
+	cfg  *lab.Config
 }
 
 // Open opens the lab whose state lives in dir. isLab is what its config
 // says in `lab:`; Open itself writes nothing.
-func Open(dir string, isLab bool) *Lab {
-	return &Lab{dir: dir, cfg: &lab.Config{Name: Name, Kind: "memlab", Lab: isLab, StateDir: dir}}
+func Open(dir string, isLab bool) *Lab { return OpenNamed(dir, Name, isLab) }
+
+// OpenNamed is Open with the lab's name, for tests that run several
+// memlabs at once (a pool, one per Ginkgo process): each names its lab in
+// its info, its config and so in its run records.
+func OpenNamed(dir, name string, isLab bool) *Lab {
+	return &Lab{dir: dir, name: name, cfg: &lab.Config{Name: name, Kind: "memlab", Lab: isLab, StateDir: dir}}
 }
 
 func (l *Lab) statePath() string { return filepath.Join(l.dir, "memlab.json") }
@@ -147,7 +153,7 @@ func (s State) ActiveFlags(now time.Time) []string {
 }
 
 func (l *Lab) Info() lab.Info {
-	return lab.Info{Name: Name, Kind: "memlab", Topology: "memlab", ResetKind: lab.ResetCleanup, TimerProfile: "none"}
+	return lab.Info{Name: l.name, Kind: "memlab", Topology: "memlab", ResetKind: lab.ResetCleanup, TimerProfile: "none"}
 }
 func (l *Lab) Config() *lab.Config { return l.cfg }
 func (l *Lab) Hosts() []lab.Host   { return nil }

@@ -21,7 +21,7 @@ func TestSmallest(t *testing.T) {
 		t.Skip("run by the scenario package's tests, which set FAULTLINE_SELFTEST_STATE")
 	}
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "smallest")
+	scenario.RunSuite(t, "smallest")
 }
 
 // The table: one scenario, judged with and without its fault.

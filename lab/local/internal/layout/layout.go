@@ -67,3 +67,29 @@ func LinkAlias(lab, what string) string { return InterfaceAliasPrefix + lab + ":
 
 // IptablesComment tags the lab's root-namespace iptables rules.
 func IptablesComment(lab string) string { return "faultline lab " + lab }
+
+// KernelNames are the machine-wide names the lab's kernel objects take in
+// the root namespace and the cgroup tree, each mapped to what it names:
+// the hosts' network namespaces and cgroups, the two bridges, every
+// host's two veths and the iptables comment. Two labs up at once must
+// share none of them (a namespace, cgroup or comment of the other lab
+// would be taken, killed or removed as one's own). A host with no pod
+// link still has its pod veth's name reserved: the names are derived
+// from the lab and host names alone, as down derives them.
+//
+// Bridges and veths are links: one name space, so their keys share the
+// kind "link".
+func KernelNames(lab string, hosts []string) map[string]string {
+	names := map[string]string{}
+	add := func(kind, name, what string) { names[kind+" "+name] = what }
+	add("link", ManagementBridgeName(lab), "lab "+lab+"'s management bridge")
+	add("link", PodBridgeName(lab), "lab "+lab+"'s pod bridge")
+	add("iptables comment", IptablesComment(lab), "lab "+lab+"'s FORWARD rules")
+	for _, h := range hosts {
+		add("network namespace", NetnsName(lab, h), "host "+h+" of lab "+lab)
+		add("cgroup", "/"+CgroupName(lab, h), "host "+h+" of lab "+lab)
+		add("link", ManagementVethName(lab, h), "host "+h+" of lab "+lab+"'s management veth")
+		add("link", PodVethName(lab, h), "host "+h+" of lab "+lab+"'s pod veth")
+	}
+	return names
+}

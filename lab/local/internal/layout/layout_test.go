@@ -45,3 +45,44 @@ func TestStateDirLayout(t *testing.T) {
 		}
 	}
 }
+
+// KernelNames lists every machine-wide name of a lab's objects, each
+// once, and two labs of lab11's shape under other lab names share none.
+func TestKernelNamesOfTwoLabsOfOneShapeAreApart(t *testing.T) {
+	hosts := []string{"etcd1", "etcd2", "etcd3", "etcd4", "etcd5", "cp1", "cp2", "cp3", "worker1", "worker2", "worker3"}
+	a, b := KernelNames("lab11", hosts), KernelNames("lab11b", hosts)
+	if want := 3 + 4*len(hosts); len(a) != want || len(b) != want {
+		t.Fatalf("%d and %d names, want %d each (two bridges, a comment, and per host a namespace, a cgroup and two veths)", len(a), len(b), want)
+	}
+	for name := range a {
+		if _, shared := b[name]; shared {
+			t.Errorf("lab11 and lab11b both name %s", name)
+		}
+	}
+	for _, want := range []string{
+		"network namespace fl-lab11-worker1", "cgroup /fl-lab11-worker1",
+		"link " + ManagementBridgeName("lab11"), "link " + PodBridgeName("lab11"),
+		"link " + ManagementVethName("lab11", "cp2"), "link " + PodVethName("lab11", "cp2"),
+		"iptables comment faultline lab lab11",
+	} {
+		if _, ok := a[want]; !ok {
+			t.Errorf("KernelNames lacks %s", want)
+		}
+	}
+}
+
+// Names joined with "-" from DNS labels, which may hold "-", can meet:
+// lab "a" with host "b-c" and lab "a-b" with host "c". KernelNames shows
+// it, so that such labs are never up at once.
+func TestKernelNamesShowWhereDashedNamesMeet(t *testing.T) {
+	a, b := KernelNames("a", []string{"b-c"}), KernelNames("a-b", []string{"c"})
+	var shared []string
+	for name := range a {
+		if _, ok := b[name]; ok {
+			shared = append(shared, name)
+		}
+	}
+	if len(shared) != 2 || a["network namespace fl-a-b-c"] == "" || a["cgroup /fl-a-b-c"] == "" {
+		t.Errorf("shared %v, want the namespace and the cgroup fl-a-b-c", shared)
+	}
+}
