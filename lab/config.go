@@ -473,31 +473,38 @@ func ResolveConfigPath(arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("no lab given (a lab file, or a topology name such as lab11)")
 	}
+	return ResolveTestdataFile(arg, "lab", "labs")
+}
+
+// ResolveTestdataFile finds a file of the kind named (what: "lab",
+// "pool"): an existing file as given; a relative path found here or in a
+// parent directory (ginkgo runs a suite in its package directory); a bare
+// name as testdata/<dir>/<name>.yaml here or in a parent directory.
+func ResolveTestdataFile(arg, what, dir string) (string, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return arg, nil
 	}
 	rel := arg
-	what := fmt.Sprintf("lab file %q does not exist here or under a parent directory", arg)
+	missing := fmt.Sprintf("%s file %q does not exist here or under a parent directory", what, arg)
 	if !strings.ContainsAny(arg, "/.") {
-		rel = filepath.Join("testdata", "labs", arg+".yaml")
-		what = fmt.Sprintf("unknown lab %q: no file testdata/labs/%s.yaml here or in a parent directory", arg, arg)
+		rel = filepath.Join("testdata", dir, arg+".yaml")
+		missing = fmt.Sprintf("unknown %s %q: no file testdata/%s/%s.yaml here or in a parent directory", what, arg, dir, arg)
 	} else if filepath.IsAbs(arg) {
-		return "", fmt.Errorf("lab file %q does not exist", arg)
+		return "", fmt.Errorf("%s file %q does not exist", what, arg)
 	}
-	dir, err := os.Getwd()
+	cwd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		p := filepath.Join(dir, rel)
+		p := filepath.Join(cwd, rel)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
+		parent := filepath.Dir(cwd)
+		if parent == cwd {
+			return "", errors.New(missing)
 		}
-		dir = parent
+		cwd = parent
 	}
-	return "", errors.New(what)
 }

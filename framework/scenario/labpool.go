@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/faultline/faultline/lab"
 )
 
 // EnvLabs names a pool of labs for one suite run split over Ginkgo's
@@ -199,32 +201,7 @@ func (p *LabPool) Idle(total int) []string {
 // (ginkgo runs a suite in its package directory); a bare name as
 // testdata/pools/<name>.yaml here or in a parent directory.
 func resolvePoolPath(arg string) (string, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return arg, nil
-	}
-	rel := arg
-	missing := fmt.Errorf("pool file %q does not exist here or under a parent directory", arg)
-	if !strings.ContainsAny(arg, "/.") {
-		rel = filepath.Join("testdata", "pools", arg+".yaml")
-		missing = fmt.Errorf("unknown pool %q: no file testdata/pools/%s.yaml here or in a parent directory", arg, arg)
-	} else if filepath.IsAbs(arg) {
-		return "", fmt.Errorf("pool file %q does not exist", arg)
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, rel)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", missing
-		}
-		dir = parent
-	}
+	return lab.ResolveTestdataFile(arg, "pool", "pools")
 }
 
 // errNoPreview is the refusal of a pooled run whose test function called

@@ -122,8 +122,12 @@ func table() []scenario.Scenario {
 	base := func(s scenario.Scenario) scenario.Scenario {
 		s.Shape = disagreeShape
 		s.Labels = append([]string{"paper:agents"}, s.Labels...)
-		s.Window, s.Settle = window, settle
-		s.Invariants = agents.Invariants()
+		s.Window = window
+		if s.Settle == 0 {
+			s.Settle = settle
+		}
+		// The paper's invariants, then the scenario's own.
+		s.Invariants = append(agents.Invariants(), s.Invariants...)
 		return s
 	}
 	return scenario.WithNullArms(
@@ -162,18 +166,15 @@ func table() []scenario.Scenario {
 			Fault:  faults.StopService(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
 		}),
-		func() scenario.Scenario {
-			s := base(scenario.Scenario{
-				ID:     "policy-agent-frozen-newcomer-starts",
-				Title:  "the policy agent frozen on worker1 while a new pod starts there under a policy that denies its egress; the new pod dials the target",
-				Labels: []string{"component:policy-agent"},
-				Fault:  faults.Freeze(agents.NewcomerNode, lab.ServicePolicyAgent),
-				Change: startNewcomer,
-			})
+		base(scenario.Scenario{
+			ID:     "policy-agent-frozen-newcomer-starts",
+			Title:  "the policy agent frozen on worker1 while a new pod starts there under a policy that denies its egress; the new pod dials the target",
+			Labels: []string{"component:policy-agent"},
+			Fault:  faults.Freeze(agents.NewcomerNode, lab.ServicePolicyAgent),
+			Change: startNewcomer,
 			// Judged only where a pod starts during the window.
-			s.Invariants = append(s.Invariants, invariant.IsolatedFromStart())
-			return s
-		}(),
+			Invariants: []invariant.Invariant{invariant.IsolatedFromStart()},
+		}),
 		base(scenario.Scenario{
 			ID:     "worker1-cut-from-api",
 			Title:  "worker1 cut from every API server and the virtual address while the backend is replaced and a deny policy created",
@@ -181,34 +182,28 @@ func table() []scenario.Scenario {
 			Fault:  faults.HostFromControlPlane("worker1"),
 			Change: replaceAndDeny,
 		}),
-		func() scenario.Scenario {
-			s := base(scenario.Scenario{
-				ID:     "kube-proxy-watch-refused-backend-replaced",
-				Title:  "kube-proxy's EndpointSlice watch refused on worker1 while the backend is replaced; its healthz stays 200",
-				Labels: []string{"component:kube-proxy"},
-				CI:     true,
-				Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
-					faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
-				Change: replaceBackend,
-			})
+		base(scenario.Scenario{
+			ID:     "kube-proxy-watch-refused-backend-replaced",
+			Title:  "kube-proxy's EndpointSlice watch refused on worker1 while the backend is replaced; its healthz stays 200",
+			Labels: []string{"component:kube-proxy"},
+			CI:     true,
+			Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
+				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+			Change: replaceBackend,
 			// Its refused lists back the reflector off, as in
 			// watches-refused-compacted-then-heal.
-			s.Settle = reflectorSettle
-			return s
-		}(),
-		func() scenario.Scenario {
-			s := base(scenario.Scenario{
-				ID:     "coredns-watch-refused-service-recreated",
-				Title:  "CoreDNS refused its watch of Services and EndpointSlices while a service is recreated with a new cluster address",
-				Labels: []string{"component:coredns"},
-				Fault: faults.BlackholeServiceAccountWatch(agents.DNSNamespace+"/coredns", agents.DNSSelector,
-					faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
-				Change: recreateDNS,
-			})
+			Settle: reflectorSettle,
+		}),
+		base(scenario.Scenario{
+			ID:     "coredns-watch-refused-service-recreated",
+			Title:  "CoreDNS refused its watch of Services and EndpointSlices while a service is recreated with a new cluster address",
+			Labels: []string{"component:coredns"},
+			Fault: faults.BlackholeServiceAccountWatch(agents.DNSNamespace+"/coredns", agents.DNSSelector,
+				faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+			Change: recreateDNS,
 			// Judged only where the name's records change.
-			s.Invariants = append(s.Invariants, invariant.DNSTruthful(agents.DNSBound.Limit, agents.DNSNegativeTTL))
-			return s
-		}(),
+			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound.Limit, agents.DNSNegativeTTL)},
+		}),
 		base(scenario.Scenario{
 			ID:     "agents-restarted-while-cut-from-api",
 			Title:  "worker1's agents restarted while worker1 cannot reach the API, then the backend replaced and a deny policy created: old rules kept or dropped?",
@@ -220,20 +215,17 @@ func table() []scenario.Scenario {
 			Decoy:  restartAgents(),
 			Change: replaceAndDeny,
 		}),
-		func() scenario.Scenario {
-			s := base(scenario.Scenario{
-				ID:     "watches-refused-compacted-then-heal",
-				Title:  "worker1's agents refused their watches while the backend is replaced, a policy deleted and etcd compacted; after heal they must list again and converge",
-				Labels: []string{"component:kube-proxy", "component:policy-agent", "component:etcd"},
-				Fault:  refuseAgentsWatches(),
-				Change: deleteAndCompact,
-			})
+		base(scenario.Scenario{
+			ID:     "watches-refused-compacted-then-heal",
+			Title:  "worker1's agents refused their watches while the backend is replaced, a policy deleted and etcd compacted; after heal they must list again and converge",
+			Labels: []string{"component:kube-proxy", "component:policy-agent", "component:etcd"},
+			Fault:  refuseAgentsWatches(),
+			Change: deleteAndCompact,
 			// client-go's reflector waits up to 30 s between failed lists
 			// (its backoff's ceiling): settling must outlast one full wait
 			// after heal, or a list still waiting reads as never made.
-			s.Settle = reflectorSettle
-			return s
-		}(),
+			Settle: reflectorSettle,
+		}),
 		base(scenario.Scenario{
 			ID:     "pinned-apiserver-cut-from-etcd",
 			Title:  "worker1's agents pinned to cp2's API server, cp2 cut from etcd but still serving, while the backend is replaced and a deny policy created through cp1",
