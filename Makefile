@@ -55,9 +55,14 @@ help: ## list the targets
 # lab carry the tag `lab` and need root.
 BINS_PKGS = $(shell grep -rl '^//go:build bins' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 LAB_PKGS  ?= ./lab/local/ ./lab/static/
+# Packages with tests that make loop devices and mounts of their own in
+# temporary directories, undone when each test ends (root, no lab): build
+# tag `root`.
+ROOT_PKGS = $(shell grep -rl '^//go:build root' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 
-test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages in Chromium, tests on real components, the local lab's own tests (root)
+test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages in Chromium, tests on real components, the CSI driver's loop devices and mounts, the local lab's own tests (root)
 	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
+	$(GO) test -tags root -p 1 -timeout 10m $(ROOT_PKGS)
 	$(GO) test -tags lab -p 1 -timeout 60m -v $(LAB_PKGS)
 
 unit: lint ## go vet, gofmt check and the unit tests (no root, no binaries)

@@ -29,6 +29,9 @@ const (
 	// Go module proxy serves.
 	KubeRouterVersion = "v2.1.0"
 	CoreDNSVersion    = "v1.14.7"
+	// ExternalAttacherVersion is kubernetes-csi's external-attacher,
+	// which runs beside the block CSI driver's controller.
+	ExternalAttacherVersion = "v4.13.0"
 )
 
 // BuildCommand is what builds the cached binaries.
@@ -61,6 +64,9 @@ type Paths struct {
 	KubeRouter string
 	// CoreDNS is packed into the cluster DNS image.
 	CoreDNS string
+	// CSIAttacher is kubernetes-csi's external-attacher: it acts on the
+	// block CSI driver's VolumeAttachments.
+	CSIAttacher string
 
 	// From Debian packages.
 	Runc       string
@@ -189,6 +195,7 @@ func builtBinaries(p *Paths) []builtBinary {
 		{"crictl-" + CrictlVersion, "crictl", &p.Crictl},
 		{"kube-router-" + KubeRouterVersion, "kube-router", &p.KubeRouter},
 		{"coredns-" + CoreDNSVersion, "coredns", &p.CoreDNS},
+		{"external-attacher-" + ExternalAttacherVersion, "csi-attacher", &p.CSIAttacher},
 	}
 }
 

@@ -14,13 +14,14 @@ import (
 )
 
 var cachedBinaries = map[string][]string{
-	"kubernetes-" + KubernetesVersion:  {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"},
-	"kubectl-" + KubernetesVersion:     {"kubectl"},
-	"etcd-" + EtcdVersion:              {"etcd", "etcdctl"},
-	"containerd-" + ContainerdVersion:  {"containerd", "ctr", "containerd-shim-runc-v2"},
-	"crictl-" + CrictlVersion:          {"crictl"},
-	"kube-router-" + KubeRouterVersion: {"kube-router"},
-	"coredns-" + CoreDNSVersion:        {"coredns"},
+	"kubernetes-" + KubernetesVersion:              {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"},
+	"kubectl-" + KubernetesVersion:                 {"kubectl"},
+	"etcd-" + EtcdVersion:                          {"etcd", "etcdctl"},
+	"containerd-" + ContainerdVersion:              {"containerd", "ctr", "containerd-shim-runc-v2"},
+	"crictl-" + CrictlVersion:                      {"crictl"},
+	"kube-router-" + KubeRouterVersion:             {"kube-router"},
+	"coredns-" + CoreDNSVersion:                    {"coredns"},
+	"external-attacher-" + ExternalAttacherVersion: {"csi-attacher"},
 }
 
 func writeExecutable(t *testing.T, path string) {
@@ -183,10 +184,11 @@ func TestVersionsMatchTheBuildScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for variable, want := range map[string]string{
-		"k8s_version":        KubernetesVersion,
-		"etcd_version":       EtcdVersion,
-		"containerd_version": ContainerdVersion,
-		"crictl_version":     CrictlVersion,
+		"k8s_version":               KubernetesVersion,
+		"etcd_version":              EtcdVersion,
+		"containerd_version":        ContainerdVersion,
+		"crictl_version":            CrictlVersion,
+		"external_attacher_version": ExternalAttacherVersion,
 	} {
 		m := regexp.MustCompile(`(?m)^` + variable + `=(\S+)$`).FindSubmatch(script)
 		if m == nil {

@@ -26,6 +26,7 @@ containerd_version=v2.4.2
 crictl_version=v1.37.0
 kube_router_version=v2.1.0
 coredns_version=v1.14.7
+external_attacher_version=v4.13.0
 
 # Kubernetes binaries report their version from component-base (servers) and
 # client-go (kubectl's client version); unset they say v0.0.0-master.
@@ -40,6 +41,7 @@ containerd_ldflags="-X github.com/containerd/containerd/v2/version.Version=${con
 containerd_ldflags+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
 crictl_ldflags="-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version}"
 kube_router_ldflags="-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=${kube_router_version}"
+external_attacher_ldflags="-X main.version=${external_attacher_version}"
 
 # One line per binary, fields separated by '|':
 # binary | upstream | version | module dir | package | build tags | ldflags | version command | expected text
@@ -59,6 +61,7 @@ targets=(
 	"crictl|crictl|${crictl_version}|crictl|sigs.k8s.io/cri-tools/cmd/crictl||${crictl_ldflags}|--version|crictl version ${crictl_version}"
 	"kube-router|kube-router|${kube_router_version}|kube-router|github.com/cloudnativelabs/kube-router/v2/cmd/kube-router||${kube_router_ldflags}|--version|${kube_router_version}"
 	"coredns|coredns|${coredns_version}|coredns|.|||-version|CoreDNS-${coredns_version#v}"
+	"csi-attacher|external-attacher|${external_attacher_version}|external-attacher|github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher||${external_attacher_ldflags}|--version| ${external_attacher_version}"
 )
 
 elapsed() {
