@@ -134,7 +134,10 @@ func (f *deadEndpoint) Inject(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("dead endpoint: %w", err)
 	}
 	if ids := runningContainers(now); len(ids) > 0 {
-		cmd := "crictl stop " + strings.Join(ids, " ")
+		// crictl's own request timeout is 2 s, which a stop under
+		// load outlasts (the runtime then stops the container anyway);
+		// the stop is given as long as a kubelet's.
+		cmd := crictlStop + strings.Join(ids, " ")
 		res, err := node.Run(ctx, cmd)
 		if err != nil {
 			return fmt.Errorf("dead endpoint: %s on %s: %w", cmd, f.p.Node, err)
@@ -248,6 +251,9 @@ func (f *deadEndpoint) runtimePod(ctx context.Context, node lab.Host) (evidence.
 	}
 	return v, nil
 }
+
+// crictlStop is the command that stops containers, before their IDs.
+const crictlStop = "crictl --timeout=30s stop "
 
 func crictl(ctx context.Context, h lab.Host, cmd string) (string, error) {
 	res, err := h.Run(ctx, cmd)

@@ -101,9 +101,9 @@ func (h *fakeHost) Run(_ context.Context, cmd string) (lab.Result, error) {
 		return lab.Result{Stdout: h.podsJSON()}, nil
 	case cmd == "crictl ps -a -o json":
 		return lab.Result{Stdout: h.containersJSON()}, nil
-	case strings.HasPrefix(cmd, "crictl stop "):
-		h.lab.log = append(h.lab.log, h.name+": "+cmd)
-		for _, id := range strings.Fields(strings.TrimPrefix(cmd, "crictl stop ")) {
+	case strings.HasPrefix(cmd, crictlStop):
+		h.lab.log = append(h.lab.log, h.name+": crictl stop "+strings.TrimPrefix(cmd, crictlStop))
+		for _, id := range strings.Fields(strings.TrimPrefix(cmd, crictlStop)) {
 			for i := range h.containers {
 				if h.containers[i].id == id && !h.stubborn {
 					h.containers[i].state = "CONTAINER_EXITED"
@@ -408,9 +408,9 @@ func TestDeadEndpointFailsWhenTheContainersKeepRunning(t *testing.T) {
 	}
 
 	l = newFakeLab()
-	l.host("worker1").failing = map[string]int{"crictl stop": 1}
+	l.host("worker1").failing = map[string]int{"crictl --timeout=30s stop": 1}
 	err = deadEndpointOnWorker1().Inject(context.Background(), l)
-	if err == nil || !strings.Contains(err.Error(), "crictl stop app sidecar on worker1 exited 1: runtime says no") {
+	if err == nil || !strings.Contains(err.Error(), "crictl --timeout=30s stop app sidecar on worker1 exited 1: runtime says no") {
 		t.Errorf("inject with crictl stop failing: %v, want its exit and stderr", err)
 	}
 }

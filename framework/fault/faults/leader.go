@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -44,7 +49,21 @@ func leaseHolder(ctx context.Context, l lab.Lab, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding the %s leader: %w", name, err)
 	}
-	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+	return holderOf(ctx, cs, name)
+}
+
+// holderOf reads the holder identity of kube-system's Lease name.
+func holderOf(ctx context.Context, cs kubernetes.Interface, name string) (string, error) {
+	// One read may fail on a loaded API server (a reset connection, a
+	// timeout); the Lease is read again a few times before the inject
+	// gives up. A missing Lease or a refusal is final.
+	var lease *coordinationv1.Lease
+	transient := func(err error) bool { return ctx.Err() == nil && transientRead(err) }
+	err := retry.OnError(leaseReadBackoff, transient, func() error {
+		var err error
+		lease, err = cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("finding the %s leader: reading Lease kube-system/%s: %w", name, name, err)
 	}
@@ -52,6 +71,17 @@ func leaseHolder(ctx context.Context, l lab.Lab, name string) (string, error) {
 		return "", fmt.Errorf("finding the %s leader: Lease kube-system/%s has no holder", name, name)
 	}
 	return *lease.Spec.HolderIdentity, nil
+}
+
+// leaseReadBackoff is how often the leader's Lease is read again: four
+// tries over about 3.5 s, well inside any lease duration, so the holder
+// read is still the one the inject acts on.
+var leaseReadBackoff = wait.Backoff{Steps: 4, Duration: 500 * time.Millisecond, Factor: 2}
+
+// transientRead says whether a failed read is worth repeating: anything
+// but the API's own answer that the object is not there or not allowed.
+func transientRead(err error) bool {
+	return !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
 }
 
 func kubeClient(l lab.Lab) (kubernetes.Interface, error) {
