@@ -200,3 +200,33 @@ type AgentKubeconfigs interface {
 	// an error wrapping ErrUnsupported when that agent does not run there.
 	AgentKubeconfig(node, agent string) (string, error)
 }
+
+// StoredData is a lab with storage for paper 3: a storage class whose
+// volumes two copies of a workload can both reach, and an external
+// key-value store, off every volume under test, where the workloads keep
+// their client histories.
+type StoredData interface {
+	StorageInfo() (StorageInfo, error)
+}
+
+// StorageInfo is what a lab's storage offers a suite.
+type StorageInfo struct {
+	// SharedClass is a StorageClass of volumes every node mounts at once
+	// (attachRequired false: Kubernetes enforces no single attachment).
+	SharedClass string `json:"sharedClass"`
+	// BlockClass is a StorageClass of attachable volumes (a
+	// VolumeAttachment per node: the Multi-Attach check applies), and
+	// BlockMMPClass the same with ext4 multi-mount protection; either
+	// may be empty where the lab has none.
+	BlockClass    string `json:"blockClass,omitempty"`
+	BlockMMPClass string `json:"blockMMPClass,omitempty"`
+	// HistoryEndpoints are the external store's etcd client URLs, as pods
+	// reach them.
+	HistoryEndpoints []string `json:"historyEndpoints"`
+	// StorageHost is the host that holds the volumes' backing data and
+	// the external store.
+	StorageHost string `json:"storageHost"`
+	// Emulated lists what the lab's storage does not do as real shared
+	// storage does (empty on real storage); every run on it says so.
+	Emulated []string `json:"emulated,omitempty"`
+}

@@ -380,14 +380,18 @@ func (c *Config) Validate() error {
 			names[h.Name] = i
 		}
 		if len(h.Roles) == 0 {
-			bad(f+".roles", "at least one of etcd, control-plane, worker is required")
+			bad(f+".roles", "at least one of etcd, control-plane, worker, storage is required")
 		}
 		seen := map[Role]bool{}
 		for k, r := range h.Roles {
 			switch r {
 			case RoleEtcd, RoleControlPlane, RoleWorker:
+			case RoleStorage:
+				if len(h.Roles) > 1 {
+					bad(fmt.Sprintf("%s.roles[%d]", f, k), "storage takes no other role on its host (the stored data must outlive every cluster host)")
+				}
 			default:
-				bad(fmt.Sprintf("%s.roles[%d]", f, k), "%q is not a role (etcd, control-plane, worker)", r)
+				bad(fmt.Sprintf("%s.roles[%d]", f, k), "%q is not a role (etcd, control-plane, worker, storage)", r)
 				continue
 			}
 			if seen[r] {
@@ -408,6 +412,9 @@ func (c *Config) Validate() error {
 	}
 	if roles[RoleControlPlane] == 0 && len(c.Hosts) > 0 {
 		bad("hosts", "no host has the control-plane role")
+	}
+	if roles[RoleStorage] > 1 {
+		bad("hosts", "%d hosts have the storage role; a lab has at most one", roles[RoleStorage])
 	}
 
 	if c.SSH != nil {

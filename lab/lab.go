@@ -26,6 +26,10 @@ const (
 	RoleEtcd         Role = "etcd"
 	RoleControlPlane Role = "control-plane"
 	RoleWorker       Role = "worker"
+	// RoleStorage is a host that holds the lab's stored data outside the
+	// cluster: the volumes' backing files and an external key-value store
+	// (paper 3). It runs no kubelet and takes no other role.
+	RoleStorage Role = "storage"
 )
 
 // Well-known service names a Host can stop, start and signal.
@@ -42,6 +46,12 @@ const (
 	// as).
 	ServicePolicyAgent = "kube-router"
 	ServiceKeepalived  = "keepalived"
+	// The storage host's services and the workers' CSI node driver (the
+	// local lab's names; see lab/local/csidriver).
+	ServiceHistoryStore  = "history-etcd"
+	ServiceCSIController = "csi-controller"
+	ServiceCSIAttacher   = "csi-attacher"
+	ServiceCSINode       = "csi-node"
 )
 
 // ErrUnsupported is wrapped by every error that says a lab cannot do an

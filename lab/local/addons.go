@@ -71,6 +71,12 @@ func (l *Lab) applyAddons(ctx context.Context) error {
 	for _, o := range a.Deployments {
 		steps = append(steps, stepOf("Deployment", o, &o.ObjectMeta, kc.AppsV1().Deployments(o.Namespace)))
 	}
+	for _, o := range a.CSIDrivers {
+		steps = append(steps, stepOf("CSIDriver", o, &o.ObjectMeta, kc.StorageV1().CSIDrivers()))
+	}
+	for _, o := range a.StorageClasses {
+		steps = append(steps, stepOf("StorageClass", o, &o.ObjectMeta, kc.StorageV1().StorageClasses()))
+	}
 	for _, st := range steps {
 		// The API servers have just started: a request may time out, and
 		// kube-system may not exist yet. An object that is there is left

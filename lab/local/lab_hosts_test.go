@@ -4,6 +4,7 @@ package local
 
 import (
 	"context"
+	"github.com/faultline/faultline/lab/local/csidriver/loopdev"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,13 @@ func leftovers(t *testing.T, c *lab.Config, nsInodes []uint64) []string {
 	}
 	for _, m := range mps {
 		out = append(out, "mount "+m)
+	}
+	devs, err := loopdev.List(c.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		out = append(out, "loop device "+d.Path+" over "+d.BackingFile)
 	}
 	for _, pid := range procs.All() {
 		if n, ok := procs.NetnsInode(pid); ok {

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/csidriver"
 	"github.com/faultline/faultline/lab/local/internal/cgroups"
 	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/hostns"
@@ -19,6 +21,36 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/internal/sysctl"
 )
+
+// clearVolumes makes sure the CSI drivers' volumes hold nothing in the
+// kernel once the lab's mounts are gone: no mount of a volume anywhere
+// (a bind mount outside the state dir is unmounted here) and no loop
+// device over an image (they detach at their last close, so they are
+// waited for a few seconds). A lab with no storage host has none.
+func clearVolumes(ctx context.Context, cfg *lab.Config) error {
+	export := components.ExportPath(cfg, layout.State(cfg.StateDir))
+	if export == "" {
+		return nil
+	}
+	st := csidriver.Store{Root: export}
+	left, err := csidriver.FindLeftovers(st)
+	if err != nil {
+		return fmt.Errorf("volumes of %s: %w", export, err)
+	}
+	if len(left.Mounts) > 0 {
+		if err := mounts.UnmountAll(left.Mounts...); err != nil {
+			return fmt.Errorf("volumes of %s: %w", export, err)
+		}
+	}
+	err = lab.WaitFor(ctx, "the volumes' loop devices to detach", 10*time.Second, 200*time.Millisecond, func(context.Context) (bool, error) {
+		left, err = csidriver.FindLeftovers(st)
+		return err == nil && left.Empty(), err
+	})
+	if err != nil {
+		return fmt.Errorf("volumes of %s: %s left: %w", export, left, err)
+	}
+	return nil
+}
 
 // teardown removes every trace of a lab: processes, mounts, namespaces,
 // links, bridges, iptables rules, cgroups, machine-wide sysctls and the
@@ -47,6 +79,7 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 		nsPaths = append(nsPaths, layout.NetnsPath(layout.NetnsName(cfg.Name, h.Name)))
 	}
 	note(mounts.UnmountAll(append([]string{cfg.StateDir}, nsPaths...)...))
+	note(clearVolumes(ctx, cfg))
 	for _, h := range cfg.Hosts {
 		ns := layout.NetnsName(cfg.Name, h.Name)
 		// Unmounted above; the namespace ends with its last process.

@@ -181,7 +181,7 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 			return err
 		}
 	}
-	return l.forEachHost(func(h *Host) error {
+	if err := l.forEachHost(func(h *Host) error {
 		if err := procs.KillHost(ctx, l.cfg.Name, h.cfg.Name); err != nil {
 			return err
 		}
@@ -192,7 +192,12 @@ func (l *Lab) stopFleet(ctx context.Context, graceful bool) error {
 		}
 		h.ssh.Disconnect()
 		return l.dropVolatile(h.cfg.Name)
-	})
+	}); err != nil {
+		return err
+	}
+	// The volumes' images are copied or restored next: nothing may hold
+	// them.
+	return clearVolumes(ctx, l.cfg)
 }
 
 // rebuildHostNetwork makes a stopped host's namespace and links anew.

@@ -79,6 +79,10 @@ func KubeProxyUser(node string) string { return "faultline:kube-proxy:" + node }
 // KubeRouterUser is the user node's NetworkPolicy agent authenticates as.
 func KubeRouterUser(node string) string { return "faultline:kube-router:" + node }
 
+// CSIControllerUser is the identity of the storage host's CSI controller
+// (its provisioner) and of csi-attacher beside it.
+const CSIControllerUser = "faultline:csi-controller"
+
 // ControlPlaneHost is the files of one control-plane host.
 type ControlPlaneHost struct {
 	// APIServer is the API server's serving certificate.
@@ -121,6 +125,10 @@ type Files struct {
 	Etcd         map[string]EtcdMember       // by host name
 	ControlPlane map[string]ControlPlaneHost // by host name
 	Nodes        map[string]Node             // by host name
+	// CSIControllerKubeconfig is the storage host's CSI controller and
+	// csi-attacher (CSIControllerUser) through the cluster's endpoint; empty
+	// when the lab has no storage host.
+	CSIControllerKubeconfig string
 
 	// Written lists the files this call of Ensure wrote (empty when
 	// everything was reused).
@@ -386,6 +394,16 @@ func ensure(ctx context.Context, cfg *lab.Config, dir string, now time.Time) (*F
 				}
 			}
 			f.Nodes[h.Name] = n
+		}
+
+		if hasRole(h, lab.RoleStorage) {
+			pair, err := is.leaf("csi-controller", certSpec{commonName: CSIControllerUser, extKeyUsage: clientAuth}, ca)
+			if err != nil {
+				return nil, err
+			}
+			if f.CSIControllerKubeconfig, err = kc.write("csi-controller.kubeconfig", serverURL(endpoint, port), CSIControllerUser, pair); err != nil {
+				return nil, err
+			}
 		}
 	}
 	f.Written = is.written

@@ -2,6 +2,8 @@ package components
 
 import (
 	"fmt"
+	"github.com/faultline/faultline/lab/local/csidriver"
+	storagev1 "k8s.io/api/storage/v1"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,6 +40,10 @@ type Addons struct {
 	ConfigMaps          []*corev1.ConfigMap
 	Services            []*corev1.Service
 	Deployments         []*appsv1.Deployment
+	// CSIDrivers and StorageClasses are the CSI drivers' objects, on labs
+	// with a storage host.
+	CSIDrivers     []*storagev1.CSIDriver
+	StorageClasses []*storagev1.StorageClass
 }
 
 // labelManaged marks what the lab created, so a reader can tell it from
@@ -204,5 +210,21 @@ func (c *Cluster) AddonObjects(image string) Addons {
 			},
 		},
 	}}
+	if _, ok := c.StorageHost(); ok {
+		a.ClusterRoles = append(a.ClusterRoles, &rbacv1.ClusterRole{
+			ObjectMeta: meta(csidriver.ControllerRoleName, "", nil),
+			Rules:      csidriver.ControllerRules(),
+		})
+		a.ClusterRoleBindings = append(a.ClusterRoleBindings,
+			bind(csidriver.ControllerRoleName, csidriver.ControllerRoleName, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: pki.CSIControllerUser}))
+		for _, d := range csidriver.CSIDrivers() {
+			d.Labels = labelManaged
+			a.CSIDrivers = append(a.CSIDrivers, d)
+		}
+		for _, sc := range csidriver.StorageClasses() {
+			sc.Labels = labelManaged
+			a.StorageClasses = append(a.StorageClasses, sc)
+		}
+	}
 	return a
 }

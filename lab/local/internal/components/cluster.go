@@ -68,6 +68,10 @@ type Cluster struct {
 	httpOnce   sync.Once
 	httpClient *http.Client
 	httpErr    error
+
+	csiOnce sync.Once
+	csiPath string
+	csiErr  error
 }
 
 // Host is one host as its components see it.
@@ -178,7 +182,13 @@ func ForHost(c *Cluster, h Host) []Service {
 		out = append(out, containerdService(), kubeletService(), kubeProxyService())
 		if h.HasRole(lab.RoleWorker) {
 			out = append(out, kubeRouterService())
+			if _, ok := c.StorageHost(); ok {
+				out = append(out, csiNodeService())
+			}
 		}
+	}
+	if h.HasRole(lab.RoleStorage) {
+		out = append(out, historyStoreService(), csiControllerService(), csiAttacherService())
 	}
 	return out
 }

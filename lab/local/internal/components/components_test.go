@@ -61,12 +61,20 @@ func names(ss []Service) []string {
 // every one of them.
 func TestServicesByRoleInBootOrder(t *testing.T) {
 	c, hosts := testCluster(t, "lab11")
+	s, shosts := testCluster(t, "lab11s")
 	for host, want := range map[string][]string{
 		"etcd1":   {"etcd"},
 		"cp1":     {"kube-apiserver", "keepalived", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"},
 		"worker1": {"containerd", "kubelet", "kube-proxy", "kube-router"},
+		// With a storage host, every worker runs the CSI node driver.
+		"lab11s/worker1": {"containerd", "kubelet", "kube-proxy", "kube-router", "csi-node"},
+		"lab11s/cp1":     {"kube-apiserver", "keepalived", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy"},
+		"lab11s/storage": {"history-etcd", "csi-controller", "csi-attacher"},
 	} {
 		got := ForHost(c, hosts[host])
+		if name, ok := strings.CutPrefix(host, "lab11s/"); ok {
+			got = ForHost(s, shosts[name])
+		}
 		if !slices.Equal(names(got), want) {
 			t.Errorf("%s runs %v, want %v", host, names(got), want)
 		}
@@ -195,5 +203,34 @@ func TestAddonsBindTheAgentsAndPointClusterDNSAtCoreDNS(t *testing.T) {
 	}
 	if !strings.Contains(Corefile(), "kubernetes cluster.local") || !strings.Contains(Corefile(), "ttl 5") {
 		t.Errorf("Corefile:\n%s", Corefile())
+	}
+}
+
+// A lab with a storage host has the CSI drivers' objects and the
+// controller's role bound to its identity; one without has none.
+func TestAddonsOfTheStorageHost(t *testing.T) {
+	c, _ := testCluster(t, "lab11")
+	if a := c.AddonObjects("dns"); len(a.CSIDrivers) != 0 || len(a.StorageClasses) != 0 || c.Export() != "" || c.HistoryEndpoint() != "" {
+		t.Errorf("lab11 has storage: %d drivers, %d classes, export %q, history %q", len(a.CSIDrivers), len(a.StorageClasses), c.Export(), c.HistoryEndpoint())
+	}
+	s, _ := testCluster(t, "lab11s")
+	a := s.AddonObjects("dns")
+	if len(a.CSIDrivers) != 2 || len(a.StorageClasses) != 3 {
+		t.Errorf("lab11s: %d CSIDrivers, %d StorageClasses, want 2 and 3", len(a.CSIDrivers), len(a.StorageClasses))
+	}
+	bound := false
+	for _, b := range a.ClusterRoleBindings {
+		if b.RoleRef.Name == "faultline:csi-controller" && len(b.Subjects) == 1 && b.Subjects[0].Name == pki.CSIControllerUser {
+			bound = true
+		}
+	}
+	if !bound {
+		t.Error("lab11s: the CSI controller's role is not bound to its identity")
+	}
+	if got, want := s.HistoryEndpoint(), "http://10.231.13.41:2379"; got != want {
+		t.Errorf("history endpoint %q, want %q", got, want)
+	}
+	if got := s.Export(); !strings.HasSuffix(got, filepath.Join("hosts", "storage", "export")) {
+		t.Errorf("export path %q, want the storage host's disk", got)
 	}
 }

@@ -87,20 +87,27 @@ func (t *selfSignedAware) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // httpOK GETs a plain-HTTP health endpoint and checks it answers 200.
 func httpOK(ctx context.Context, url string) error {
+	_, err := httpGet(ctx, url)
+	return err
+}
+
+// httpGet GETs a plain-HTTP endpoint and returns the start of its body
+// when it answers 200.
+func httpGet(ctx context.Context, url string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return nil
+	return string(body), nil
 }

@@ -294,7 +294,7 @@ func kubeletService() Service {
 				// Every kubelet on the machine shares one mount
 				// namespace: the defaults under /var/lib/kubelet would
 				// collide.
-				"--root-dir=" + filepath.Join(data, "kubelet"),
+				"--root-dir=" + c.KubeletRoot(h.Name),
 				"--cert-dir=" + filepath.Join(data, "kubelet-pki"),
 				"--hostname-override=" + h.Name,
 				"--node-ip=" + h.Address,

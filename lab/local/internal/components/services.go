@@ -72,9 +72,10 @@ func (s Service) ReadyTimeout() time.Duration {
 // StopOrder lists every service the lab may run, in the order a clean
 // shutdown stops them.
 var StopOrder = []string{
-	lab.ServicePolicyAgent, "kube-proxy", "kubelet", "containerd",
+	lab.ServiceCSINode, lab.ServicePolicyAgent, "kube-proxy", "kubelet", "containerd",
+	lab.ServiceCSIAttacher, lab.ServiceCSIController,
 	"kube-scheduler", "kube-controller-manager", "keepalived", "kube-apiserver",
-	"etcd", "sshd",
+	"etcd", lab.ServiceHistoryStore, "sshd",
 }
 
 // SharedPaths are the fixed machine-wide paths the lab's components

@@ -1,0 +1,38 @@
+package local
+
+import (
+	"fmt"
+
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/csidriver"
+)
+
+// StorageEmulated is what the local lab's storage does not do as real
+// shared storage does: one kernel and one file system serve every host.
+var StorageEmulated = []string{
+	"shared directory volumes are one directory of the machine's file system: file locks are the one kernel's and always work across nodes (NFS with a lock manager that never fails)",
+	"a powered-off node's dirty pages still reach the block image: the power cut unmounts the node's file systems, which writes them back, where a real power cut loses them",
+	"the block image's own page cache plays the shared disk, coherent for every node; each node's ext4 cache above its loop device is its own, as two hosts' are",
+	"nothing fences a node's I/O once its block volume is detached: its loop device keeps working",
+}
+
+// StorageInfo says what the lab's storage host offers; an error wrapping
+// lab.ErrUnsupported when the lab has none.
+func (l *Lab) StorageInfo() (lab.StorageInfo, error) {
+	s, ok := l.comp.StorageHost()
+	if !ok {
+		return lab.StorageInfo{}, lab.Unsupported(l.Info().Kind, "storage", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	return lab.StorageInfo{
+		SharedClass:      csidriver.SharedStorageClass,
+		BlockClass:       csidriver.BlockStorageClass,
+		BlockMMPClass:    csidriver.BlockMMPStorageClass,
+		HistoryEndpoints: []string{l.comp.HistoryEndpoint()},
+		StorageHost:      s.Name,
+		Emulated:         StorageEmulated,
+	}, nil
+}
+
+// Export is the storage host's export path (the volumes' records, images
+// and directories), or "" when the lab has none.
+func (l *Lab) Export() string { return l.comp.Export() }
