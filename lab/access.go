@@ -207,6 +207,21 @@ type AgentKubeconfigs interface {
 // their client histories.
 type StoredData interface {
 	StorageInfo() (StorageInfo, error)
+	// ReadVolumeFile reads a file of the volume a PersistentVolume's CSI
+	// volume handle names, as the storage holds it, with the hosts that
+	// had the volume mounted when the read began; an error wrapping
+	// ErrUnsupported where the lab cannot read its storage itself.
+	ReadVolumeFile(ctx context.Context, volumeHandle, file string) (VolumeFile, error)
+}
+
+// VolumeFile is one file of a volume as the storage holds it.
+type VolumeFile struct {
+	// Path names what was read, on the storage host.
+	Path string
+	Data []byte
+	// MountedOn names the hosts that had the volume mounted when the read
+	// began (each once); empty when nothing mounted it.
+	MountedOn []string
 }
 
 // StorageInfo is what a lab's storage offers a suite.

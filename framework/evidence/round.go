@@ -231,7 +231,12 @@ func record(snap *Snapshot, rd Reader, answers map[Question]Answer, asked, now t
 			}
 			a = UnreadableAnswer(reason, now)
 		}
-		a.AskedAt = asked
+		// A reader that asks its questions one after another may say
+		// when it began each (a later time than the round's, never after
+		// the answer); otherwise the read began with the round.
+		if a.AskedAt.Before(asked) || (!a.ReadAt.IsZero() && a.AskedAt.After(a.ReadAt)) {
+			a.AskedAt = asked
+		}
 		snap.Set(rd.Source(), q, a)
 	}
 	for _, q := range Questions {

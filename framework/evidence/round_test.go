@@ -175,3 +175,35 @@ func TestRoundAsksASlowSourceAgainWhileItsReadIsOutstanding(t *testing.T) {
 		t.Errorf("asked %d times in two ticks", reads.Load())
 	}
 }
+
+// A reader that asks its questions in turn keeps the time it began each;
+// one before the round, or after its own answer, is the round's.
+func TestRoundKeepsAReadersLaterAskedAt(t *testing.T) {
+	var second, bogus time.Time
+	rd := &scriptedReader{name: "seq", questions: []Question{NodeReady, NodeTaints, NodeLease}, answers: func() map[Question]Answer {
+		first, _ := ValueAnswer(NodeReadyValue{Exists: true, Status: "True"}, time.Now().UTC(), "")
+		second = time.Now().UTC()
+		time.Sleep(2 * time.Millisecond)
+		taints, _ := ValueAnswer([]string{}, time.Now().UTC(), "")
+		taints.AskedAt = second
+		lease, _ := ValueAnswer(map[string]any{}, time.Now().UTC(), "")
+		bogus = lease.ReadAt.Add(time.Hour)
+		lease.AskedAt = bogus
+		return map[Question]Answer{NodeReady: first, NodeTaints: taints, NodeLease: lease}
+	}}
+	r, err := NewRound([]Reader{rd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := r.Take(context.Background())
+	ready, taints, lease := snap.Get("seq", NodeReady), snap.Get("seq", NodeTaints), snap.Get("seq", NodeLease)
+	if ready.AskedAt.IsZero() || !ready.AskedAt.Before(second) {
+		t.Errorf("first answer asked at %s, want the round's start, before %s", ready.AskedAt, second)
+	}
+	if !taints.AskedAt.Equal(second) {
+		t.Errorf("second answer asked at %s, want the reader's %s", taints.AskedAt, second)
+	}
+	if lease.AskedAt.Equal(bogus) || !lease.AskedAt.Equal(ready.AskedAt) {
+		t.Errorf("an asked time after the answer was kept: %s (round began %s)", lease.AskedAt, ready.AskedAt)
+	}
+}

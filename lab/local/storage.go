@@ -1,7 +1,11 @@
 package local
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/csidriver"
@@ -36,3 +40,28 @@ func (l *Lab) StorageInfo() (lab.StorageInfo, error) {
 // Export is the storage host's export path (the volumes' records, images
 // and directories), or "" when the lab has none.
 func (l *Lab) Export() string { return l.comp.Export() }
+
+// ReadVolumeFile reads a file of a volume of the lab's CSI drivers from
+// the storage host's export path (the machine's file system), with the
+// nodes whose kubelet root the volume's mounts lie under.
+func (l *Lab) ReadVolumeFile(ctx context.Context, volumeHandle, file string) (lab.VolumeFile, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return lab.VolumeFile{}, lab.Unsupported(l.Info().Kind, "reading a volume", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	f, err := csidriver.ReadVolumeFile(ctx, csidriver.Store{Root: export}, volumeHandle, file)
+	out := lab.VolumeFile{Path: f.Path, Data: f.Data}
+	for _, m := range f.Mounts {
+		// A mount under no host's disk is named by its path.
+		host := m
+		for _, h := range l.cfg.Hosts {
+			if strings.HasPrefix(m, l.dirs.Data(h.Name)+string(filepath.Separator)) {
+				host = h.Name
+			}
+		}
+		if !slices.Contains(out.MountedOn, host) {
+			out.MountedOn = append(out.MountedOn, host)
+		}
+	}
+	return out, err
+}

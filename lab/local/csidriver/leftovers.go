@@ -42,20 +42,36 @@ func (l Leftovers) String() string {
 // FindLeftovers lists the export path's leftovers (one kernel serves every
 // host of the local lab, so this sees every node's).
 func FindLeftovers(st Store) (Leftovers, error) {
-	var l Leftovers
+	devs, byVolume, err := volumeMounts(st)
+	if err != nil {
+		return Leftovers{}, err
+	}
+	l := Leftovers{LoopDevices: devs}
+	for _, mps := range byVolume {
+		l.Mounts = append(l.Mounts, mps...)
+	}
+	sort.Slice(l.Mounts, func(i, j int) bool {
+		return strings.Count(l.Mounts[i], "/") > strings.Count(l.Mounts[j], "/")
+	})
+	return l, nil
+}
+
+// volumeMounts lists the loop devices over the export path's images, and
+// by volume ID the mount points of each volume: mounts of its loop
+// devices, and bind mounts of its data directory or below.
+func volumeMounts(st Store) ([]loopdev.Device, map[string][]string, error) {
 	root := st.VolumesRoot()
 	devs, err := loopdev.List(root)
 	if err != nil {
-		return l, err
+		return nil, nil, err
 	}
-	l.LoopDevices = devs
 	all, err := mountinfo.GetMounts(nil)
 	if err != nil {
-		return l, fmt.Errorf("reading the mount table: %w", err)
+		return nil, nil, fmt.Errorf("reading the mount table: %w", err)
 	}
-	loops := map[string]bool{}
+	loops := map[string]string{}
 	for _, d := range devs {
-		loops[d.Path] = true
+		loops[d.Path] = filepath.Base(filepath.Dir(strings.TrimSuffix(d.BackingFile, " (deleted)")))
 	}
 	// A bind mount of a directory volume shows the file system it is on
 	// and the directory's path within it: find where root lies in its
@@ -66,19 +82,19 @@ func FindLeftovers(st Store) (Leftovers, error) {
 		rel, _ := filepath.Rel(host.Mountpoint, root)
 		inFS = filepath.Join(host.Root, rel)
 	}
+	by := map[string][]string{}
 	for _, m := range all {
-		switch {
-		case loops[m.Source]:
-			l.Mounts = append(l.Mounts, m.Mountpoint)
-		case host != nil && m.Major == host.Major && m.Minor == host.Minor && m.Mountpoint != host.Mountpoint &&
-			isVolumeData(m.Root, inFS):
-			l.Mounts = append(l.Mounts, m.Mountpoint)
+		if id, ok := loops[m.Source]; ok {
+			by[id] = append(by[id], m.Mountpoint)
+			continue
+		}
+		if host != nil && m.Major == host.Major && m.Minor == host.Minor && m.Mountpoint != host.Mountpoint {
+			if id, ok := volumeDataOf(m.Root, inFS); ok {
+				by[id] = append(by[id], m.Mountpoint)
+			}
 		}
 	}
-	sort.Slice(l.Mounts, func(i, j int) bool {
-		return strings.Count(l.Mounts[i], "/") > strings.Count(l.Mounts[j], "/")
-	})
-	return l, nil
+	return devs, by, nil
 }
 
 // containing is the mount a path lies on: the longest mount point that is
@@ -96,14 +112,17 @@ func containing(all []*mountinfo.Info, path string) *mountinfo.Info {
 	return best
 }
 
-// isVolumeData says whether a mount's root (a path in its file system) is
+// volumeDataOf says whether a mount's root (a path in its file system) is
 // a volume's data directory, or below one, under volumes (that
-// directory's path in the same file system).
-func isVolumeData(root, volumes string) bool {
+// directory's path in the same file system), and which volume's.
+func volumeDataOf(root, volumes string) (string, bool) {
 	rel, err := filepath.Rel(volumes, root)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return false
+		return "", false
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
-	return len(parts) >= 2 && volumeIDPattern.MatchString(parts[0]) && parts[1] == dataDir
+	if len(parts) >= 2 && volumeIDPattern.MatchString(parts[0]) && parts[1] == dataDir {
+		return parts[0], true
+	}
+	return "", false
 }

@@ -1,0 +1,104 @@
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// VolumeFile is one file of a volume as its storage holds it, and where
+// the volume was mounted when the file was read.
+type VolumeFile struct {
+	// Path names what was read: the file in a directory volume, or
+	// "<image>:<file>" in a block volume's image.
+	Path string
+	Data []byte
+	// Mounts are the volume's mount points (staged and published, on
+	// any node) when the read began; empty when nothing mounted it.
+	Mounts []string
+}
+
+// ErrNoSuchFile is wrapped when the volume holds no file of the name.
+var ErrNoSuchFile = errors.New("no such file in the volume")
+
+// ReadVolumeFile reads the file name (a path inside the volume) of volume
+// id as the storage holds it: a directory volume's file as the shared
+// directory has it; a block volume's as its image would show it to the
+// next mount: the image is copied, its journal replayed on the copy
+// (e2fsck -E journal_only, as a mount would), and the file dumped with
+// debugfs, which reads ext4 without mounting it. What a node's page cache
+// still holds back is not there, as it is not on a real disk. The mounts
+// are listed first: a writer may append while the file is read, and a
+// copy taken while a node writes the file system may be torn.
+func ReadVolumeFile(ctx context.Context, st Store, id, name string) (VolumeFile, error) {
+	kind, err := ParseVolumeID(id)
+	if err != nil {
+		return VolumeFile{}, err
+	}
+	clean := path.Clean("/" + name)
+	if clean == "/" {
+		return VolumeFile{}, fmt.Errorf("file %q: want the path of a file inside the volume", name)
+	}
+	if _, err := st.Get(id); err != nil {
+		return VolumeFile{}, err
+	}
+	_, by, err := volumeMounts(st)
+	if err != nil {
+		return VolumeFile{}, err
+	}
+	f := VolumeFile{Mounts: append([]string(nil), by[id]...)}
+	sort.Strings(f.Mounts)
+	switch kind {
+	case KindDirectory:
+		f.Path = filepath.Join(st.DataDir(id), filepath.FromSlash(clean))
+		f.Data, err = os.ReadFile(f.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			return f, fmt.Errorf("%s: %w", f.Path, ErrNoSuchFile)
+		}
+		return f, err
+	default:
+		f.Path = st.ImagePath(id) + ":" + clean
+		f.Data, err = imageCat(ctx, st.ImagePath(id), clean)
+		return f, err
+	}
+}
+
+// imageCat reads file from the ext4 image as a mount would find it: on a
+// sparse copy, the journal replayed (a file fsynced a moment ago may
+// exist in the journal only), then dumped with debugfs. debugfs reports a
+// missing file on stderr and exits 0, so the dump's absence is what says
+// the file is not there.
+func imageCat(ctx context.Context, image, file string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "faultline-volume-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cp := filepath.Join(dir, "image")
+	if msg, err := exec.CommandContext(ctx, "cp", "--sparse=always", image, cp).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+	}
+	// Exit 1 is "file system errors corrected": the journal replayed.
+	if msg, err := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp).CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			return nil, fmt.Errorf("replaying the journal of a copy of %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+		}
+	}
+	out := filepath.Join(dir, "file")
+	msg, err := exec.CommandContext(ctx, "debugfs", "-R", fmt.Sprintf("dump %q %q", file, out), cp).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("debugfs on a copy of %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+	}
+	data, err := os.ReadFile(out)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s:%s: %w (debugfs: %s)", image, file, ErrNoSuchFile, strings.TrimSpace(string(msg)))
+	}
+	return data, err
+}

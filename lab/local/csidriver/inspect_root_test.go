@@ -1,0 +1,72 @@
+//go:build root
+
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// A block volume's file is read from the image as it reached it, with the
+// volume's mounts; after unstage it is read with no mount.
+func TestReadVolumeFileOfABlockVolume(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-read", nil)
+	s1 := l.path("w1", "globalmount")
+	must(t, stage(l.w1, v, s1, rwo()))
+	f, err := os.Create(filepath.Join(s1, "ledger.log"))
+	must(t, err)
+	_, err = f.WriteString("appended and synced")
+	must(t, err)
+	must(t, f.Sync())
+	f.Close()
+
+	got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log")
+	must(t, err)
+	if string(got.Data) != "appended and synced" || !slices.Equal(got.Mounts, []string{s1}) {
+		t.Errorf("read while staged: %q, mounts %v; want the synced bytes and %s", got.Data, got.Mounts, s1)
+	}
+	if _, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "missing.log"); !errors.Is(err, ErrNoSuchFile) {
+		t.Errorf("reading a missing file: %v, want ErrNoSuchFile", err)
+	}
+	must(t, unstage(l.w1, v, s1))
+	got, err = ReadVolumeFile(context.Background(), l.store, v.VolumeId, "/ledger.log")
+	must(t, err)
+	if string(got.Data) != "appended and synced" || len(got.Mounts) != 0 {
+		t.Errorf("read after unstage: %q, mounts %v", got.Data, got.Mounts)
+	}
+}
+
+// A directory volume's file is read from the directory, with every
+// node's publish of it.
+func TestReadVolumeFileOfADirectoryVolume(t *testing.T) {
+	l := newLab(t, KindDirectory)
+	v := l.create(t, "pvc-read-dir", nil)
+	rwx := mountCap("", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+	t1, t2 := l.path("w1", "pods", "a", "mount"), l.path("w2", "pods", "b", "mount")
+	must(t, publish(l.w1, v, "", t1, rwx, false))
+	must(t, publish(l.w2, v, "", t2, rwx, false))
+	must(t, os.WriteFile(filepath.Join(t1, "ledger.log"), []byte("one"), 0o644))
+	got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log")
+	must(t, err)
+	if string(got.Data) != "one" || !slices.Equal(got.Mounts, []string{t1, t2}) {
+		t.Errorf("read: %q, mounts %v; want %v", got.Data, got.Mounts, []string{t1, t2})
+	}
+	must(t, unpublish(l.w1, v, t1))
+	must(t, unpublish(l.w2, v, t2))
+	if got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log"); err != nil || len(got.Mounts) != 0 {
+		t.Errorf("after unpublish: mounts %v, %v", got.Mounts, err)
+	}
+	if _, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "/"); err == nil {
+		t.Error("reading the volume's root as a file succeeded")
+	}
+	if _, err := ReadVolumeFile(context.Background(), l.store, "block-0", "x"); err == nil {
+		t.Error("reading a malformed volume ID succeeded")
+	}
+}
