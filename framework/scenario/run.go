@@ -512,7 +512,7 @@ func (r *run) finish(specState string) verdict.Run {
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
 		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
-		Emulation: fault.EmulationOf(r.sc.Fault, st.lab),
+		Emulation: r.sc.emulation(st.lab),
 	}
 	r.st.finished = &out
 	r.st.whole[PhaseDone] = true
@@ -562,4 +562,20 @@ func verdictLine(id string, rec verdict.Run) string {
 		line += ": " + strings.Join(parts, ", ")
 	}
 	return line
+}
+
+// emulation is what the lab emulates of the run: the fault's, then the
+// scenario's own, joined.
+func (s Scenario) emulation(l lab.Lab) string {
+	parts := []string{fault.EmulationOf(s.Fault, l)}
+	if s.Emulation != nil && l != nil {
+		parts = append(parts, s.Emulation(l))
+	}
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -458,6 +458,11 @@ func TestRunRecordsTheEmulation(t *testing.T) {
 	if got := newRun(plain, eng, time.Now()).finish("passed").Emulation; got != "" {
 		t.Errorf("a fault that emulates nothing: %q", got)
 	}
+	withStorage := sc
+	withStorage.Emulation = func(lab.Lab) string { return "storage: one kernel" }
+	if got := newRun(withStorage, eng, time.Now()).finish("passed").Emulation; got != "emulated: in memory; storage: one kernel" {
+		t.Errorf("a scenario's own emulation after the fault's: %q", got)
+	}
 	if got := newRun(sc, &engine{}, time.Now()).finish("passed").Emulation; got != "" {
 		t.Errorf("with no lab open: %q", got)
 	}

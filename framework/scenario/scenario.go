@@ -82,6 +82,11 @@ type Scenario struct {
 	// Set it only for a scenario whose fault acts for part of the window
 	// by design, and say why beside it.
 	MinEffectShare float64
+	// Emulation, when set, says what the lab emulates of what the scenario
+	// stands on besides its fault (the storage two copies write, say), in
+	// one line, empty where the lab has the real thing; the run record's
+	// emulation gives it after the fault's.
+	Emulation func(l lab.Lab) string
 }
 
 // Change is an action on the cluster a scenario makes during its window.
