@@ -43,11 +43,20 @@ func (h *Host) component() components.Host {
 func (h *Host) netns() string { return layout.NetnsName(h.lab.cfg.Name, h.cfg.Name) }
 
 func (h *Host) hostNet() hostns.Host {
-	return hostns.Host{
+	out := hostns.Host{
 		Name:    h.cfg.Name,
 		Address: mustPrefix(h.cfg.Address, h.lab.plan.Management.Bits()),
 		Node:    h.node,
 	}
+	if slices.Contains(h.cfg.Roles, lab.RoleStorage) {
+		out.PodsReach = map[string]netip.Addr{}
+		for _, c := range h.lab.cfg.Hosts {
+			if _, ok := h.lab.plan.Nodes[c.Name]; ok {
+				out.PodsReach[c.Name] = mustPrefix(c.Address, 32).Addr()
+			}
+		}
+	}
+	return out
 }
 
 // Run runs a command on the host over SSH, with the client every SSH lab

@@ -236,6 +236,11 @@ type Host struct {
 	Name    string
 	Address netip.Prefix     // with the management network's length
 	Node    *addressing.Node // nil for hosts that run no kubelet
+	// PodsReach, for a host off the pod network that pods connect to (the
+	// storage host), maps each node to its management address: the host
+	// answers a pod through the pod's node, as a server outside a cluster
+	// with routes to its pod subnets does.
+	PodsReach map[string]netip.Addr
 }
 
 // CreateHost builds a host's namespace and links. It is idempotent so that
@@ -273,6 +278,9 @@ func (n *Network) CreateHost(h Host) error {
 		if err := n.addPodRoutes(inside, h.Name); err != nil {
 			return err
 		}
+	}
+	if err := n.addRoutesToPods(inside, h); err != nil {
+		return err
 	}
 	return n.setHostSysctls(ns, h.Node != nil)
 }
@@ -350,6 +358,30 @@ func (n *Network) addPodRoutes(inside *netlink.Handle, host string) error {
 		}
 		if err := inside.RouteReplace(r); err != nil {
 			return fmt.Errorf("host %s: route to %s's pods %s: %w", host, other, o.PodSubnet, err)
+		}
+	}
+	return nil
+}
+
+// addRoutesToPods routes each node's pod subnet through the node's
+// management address, for a host with PodsReach.
+func (n *Network) addRoutesToPods(inside *netlink.Handle, h Host) error {
+	if len(h.PodsReach) == 0 {
+		return nil
+	}
+	link, err := inside.LinkByName(layout.HostManagementIf)
+	if err != nil {
+		return fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	for _, node := range n.Plan.NodeOrder {
+		gw, ok := h.PodsReach[node]
+		if !ok {
+			return fmt.Errorf("host %s: no management address for node %s", h.Name, node)
+		}
+		sub := n.Plan.Nodes[node].PodSubnet
+		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: prefixToIPNet(sub), Gw: gw.AsSlice()}
+		if err := inside.RouteReplace(r); err != nil {
+			return fmt.Errorf("host %s: route to %s's pods %s: %w", h.Name, node, sub, err)
 		}
 	}
 	return nil
