@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -213,6 +214,10 @@ type StoredData interface {
 	// ErrUnsupported where the lab cannot read its storage itself.
 	ReadVolumeFile(ctx context.Context, volumeHandle, file string) (VolumeFile, error)
 }
+
+// ErrNoSuchFile is wrapped by a ReadVolumeFile error when the volume
+// holds no file of the name: a definite answer, not a failed read.
+var ErrNoSuchFile = errors.New("the volume holds no such file")
 
 // VolumeFile is one file of a volume as the storage holds it.
 type VolumeFile struct {

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,9 @@ func (l *Lab) ReadVolumeFile(ctx context.Context, volumeHandle, file string) (la
 		if !slices.Contains(out.MountedOn, host) {
 			out.MountedOn = append(out.MountedOn, host)
 		}
+	}
+	if errors.Is(err, csidriver.ErrNoSuchFile) {
+		err = fmt.Errorf("%w: %w", lab.ErrNoSuchFile, err)
 	}
 	return out, err
 }

@@ -1,0 +1,182 @@
+// Package splitbrain is paper 3's suite: what happens to the data a
+// workload stores when a fault leaves two copies of it running, each
+// acting as the only one. This package holds what the suite's tests and
+// other programs share: the fixtures (the ledger StatefulSet on a volume
+// of the lab's storage), the shape of the lab, and the ledger's evidence.
+package splitbrain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/suites/disagree"
+)
+
+// The ledger fixture: one StatefulSet replica appending to a log on its
+// claim, keeping its history in the lab's external store.
+const (
+	Namespace = "faultline-split"
+	Ledger    = "ledger"
+	// LedgerPod is the StatefulSet's only pod, the one the scenarios
+	// cut off and force-delete.
+	LedgerPod = Ledger + "-0"
+	// LedgerClaim is the pod's claim, from the volume claim template
+	// "data": every copy of ledger-0 mounts it.
+	LedgerClaim = "data-" + LedgerPod
+	LedgerFile  = "ledger.log"
+	// LedgerNode is where ledger-0 starts (preferred, not required: its
+	// replacement must be free to start elsewhere).
+	LedgerNode = "worker1"
+	// HistoryPrefix is where the ledger's writers keep their histories in
+	// the external store.
+	HistoryPrefix = "/faultline/splitbrain/ledger/"
+	// AppendInterval is the time between two appends' starts: 5 a second,
+	// so a 40 s window holds about 200 of each copy's.
+	AppendInterval = 200 * time.Millisecond
+)
+
+// Lab11S is the shape of the paper's lab: lab11's hosts plus a storage
+// host (label topology:lab11s).
+var Lab11S = scenario.Shape{Name: "lab11s", Check: func(l lab.Lab) error { return CheckShape(l) }}
+
+// CheckShape says what l lacks of lab11s: lab11's hosts and roles, and
+// storage that offers a shared class and an external store.
+func CheckShape(l lab.Lab) error {
+	var errs []error
+	if err := disagree.CheckShape(l.Config()); err != nil {
+		errs = append(errs, err)
+	}
+	sd, ok := l.(lab.StoredData)
+	if !ok {
+		errs = append(errs, fmt.Errorf("lab %s offers no storage for paper 3 (a lab kind with lab.StoredData)", l.Config().Name))
+	} else if info, err := sd.StorageInfo(); err != nil {
+		errs = append(errs, err)
+	} else if info.SharedClass == "" || len(info.HistoryEndpoints) == 0 {
+		errs = append(errs, fmt.Errorf("lab %s's storage has no shared class or no external store", l.Config().Name))
+	}
+	return errors.Join(errs...)
+}
+
+// LedgerStatefulSet is the ledger on a claim of class, its history in the
+// store at endpoints.
+func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
+	one := int32(1)
+	labels := map[string]string{"app": Ledger}
+	env := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	// The pod stays on a node the control plane has lost, as a pod with
+	// the default tolerations does for 5 minutes: the cut node's copy is
+	// the one the scenarios leave running, not one the taint evicts.
+	long := int64(3600)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: Ledger, Namespace: Namespace},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    &one,
+			ServiceName: Ledger,
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+							Weight: 100,
+							Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+								Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{LedgerNode},
+							}}},
+						}},
+					}},
+					Tolerations: []corev1.Toleration{
+						{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+						{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+					},
+					Containers: []corev1.Container{{
+						Name:  Ledger,
+						Image: images.Ref("ledger"),
+						Args: []string{
+							"--dir=/data", "--file=" + LedgerFile,
+							"--interval=" + AppendInterval.String(),
+							"--history-endpoints=" + strings.Join(endpoints, ","),
+							"--history-prefix=" + HistoryPrefix,
+						},
+						Env: []corev1.EnvVar{
+							env(ledgerlog.EnvPodName, "metadata.name"),
+							env(ledgerlog.EnvPodUID, "metadata.uid"),
+							env(ledgerlog.EnvNodeName, "spec.nodeName"),
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
+							PeriodSeconds: 1,
+						},
+					}},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: &class,
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+				},
+			}},
+		},
+	}
+}
+
+// Install creates the namespace and the ledger on a claim of class, and
+// waits until ledger-0 is ready on LedgerNode.
+func Install(ctx context.Context, cs kubernetes.Interface, class string, endpoints []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	if _, err := cs.AppsV1().StatefulSets(Namespace).Create(ctx, LedgerStatefulSet(class, endpoints), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating statefulset %s: %w", Ledger, err)
+	}
+	var last string
+	for {
+		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, LedgerPod, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case p.Spec.NodeName != "" && p.Spec.NodeName != LedgerNode:
+			return fmt.Errorf("%s was scheduled to %s, not %s: the scenarios cut %s off", LedgerPod, p.Spec.NodeName, LedgerNode, LedgerNode)
+		case podReady(p):
+			return nil
+		default:
+			last = fmt.Sprintf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s/%s to be ready: %s (%w)", Namespace, LedgerPod, last, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

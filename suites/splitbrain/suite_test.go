@@ -1,0 +1,120 @@
+package splitbrain_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	// The images the local lab loads into its nodes.
+	_ "github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/framework/evidence/source"
+	_ "github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
+	_ "github.com/faultline/faultline/lab/backends"
+	_ "github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/suites/disagree"
+	"github.com/faultline/faultline/suites/splitbrain"
+)
+
+func TestSplitbrain(t *testing.T) {
+	if !scenario.LabGiven() {
+		t.Skip("the splitbrain suite runs against a lab with storage: set " + scenario.EnvLab + " to a lab file or a topology name such as lab11s (or " + scenario.EnvLabs + " to several, one per ginkgo process)")
+	}
+	RegisterFailHandler(Fail)
+	scenario.RunSuite(t, "splitbrain: what becomes of stored data when two copies each act as the only one")
+}
+
+// profile holds the bounds derived from the timers of the lab file the
+// environment names, as paper 1's: the windows of node faults come from
+// the node controller's timers.
+var profile = func() disagree.Bounds {
+	p, err := disagree.TimersFromEnv()
+	if err != nil {
+		panic(err.Error())
+	}
+	return disagree.BoundsFor(p)
+}()
+
+var suiteSampler = sampler.New(sampler.Options{Extras: splitbrain.Extras()})
+
+var _ = scenario.Register(scenario.Suite{
+	Name:        "splitbrain",
+	OpenLab:     scenario.OpenLabFromEnv,
+	Sampler:     suiteSampler,
+	SampleEvery: disagree.SampleEvery,
+	Shape:       splitbrain.Lab11S,
+	Prepare:     installFixtures,
+}, table())
+
+// fixturesTimeout bounds installing the ledger: a claim bound, a volume
+// attached and staged, the pod ready.
+const fixturesTimeout = 2 * time.Minute
+
+// installFixtures installs the ledger on the claim class the scenario
+// stores on, and waits until it runs on worker1 and has appended.
+func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
+	if n := suiteSampler.DiscardEvents(); n > 0 {
+		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
+	}
+	if err := suiteSampler.Reset(); err != nil {
+		return fmt.Errorf("installing the ledger: %w", err)
+	}
+	sd, ok := l.(lab.StoredData)
+	if !ok {
+		return fmt.Errorf("installing the ledger: lab %s offers no storage", l.Config().Name)
+	}
+	info, err := sd.StorageInfo()
+	if err != nil {
+		return fmt.Errorf("installing the ledger: %w", err)
+	}
+	class, err := classOf(sc, info)
+	if err != nil {
+		return fmt.Errorf("installing the ledger: %w", err)
+	}
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		return fmt.Errorf("installing the ledger: admin kubeconfig: %w", err)
+	}
+	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("installing the ledger: %w", err)
+	}
+	return splitbrain.Install(ctx, cs, class, info.HistoryEndpoints, fixturesTimeout)
+}
+
+// classOf is the StorageClass a scenario stores on, by its volume label.
+func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
+	for _, l := range sc.Labels {
+		kind, ok := strings.CutPrefix(l, "volume:")
+		if !ok {
+			continue
+		}
+		class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass}[kind]
+		if class == "" {
+			return "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
+		}
+		return class, nil
+	}
+	return "", fmt.Errorf("scenario %s names no volume: label", sc.ID)
+}
+
+// storageEmulation is what the lab's storage emulates, for every run's
+// record.
+func storageEmulation(l lab.Lab) string {
+	sd, ok := l.(lab.StoredData)
+	if !ok {
+		return ""
+	}
+	info, err := sd.StorageInfo()
+	if err != nil || len(info.Emulated) == 0 {
+		return ""
+	}
+	return "storage emulated: " + strings.Join(info.Emulated, "; ")
+}
