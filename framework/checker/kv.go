@@ -125,8 +125,9 @@ func (k KV) String() string {
 // it wrote (a create when it read none), which is what a read-modify-
 // write promises when one copy makes it. An increment that failed changed
 // nothing and is left out; one of unknown outcome may have taken effect
-// at any moment after its invoke, or never; a read that did not return a
-// value is left out. Each key's check gives up after timeout.
+// at any moment after its invoke, or never (one whose value never reached
+// the history made no write: the writer stores the value before it
+// writes); a read that did not return a value is left out. Each key's check gives up after timeout.
 //
 // The store itself (one etcd) is linearizable, so its puts and gets always
 // fit one order; what does not is two leaders' increments: both read one
@@ -143,6 +144,11 @@ func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
 				continue
 			}
 			if op.Kind == electorlog.OpRead && op.Settled() != electorlog.OutcomeOK {
+				continue
+			}
+			if op.Kind == electorlog.OpIncrement && op.Value == "" {
+				// Died before its write's value was stored: it wrote
+				// nothing (the write follows the store).
 				continue
 			}
 			byKey[op.Key] = append(byKey[op.Key], KVOp{Writer: h.Start.Writer, Op: op})
