@@ -45,3 +45,18 @@ type StoredKV struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
 }
+
+// ElectorHistory is every leader-elected writer's history as the history
+// store holds it (an ElectorHistoryValue), asked of "elector": each
+// operation's invoke, return, outcome, token and store revision
+// (fixtures/electorlog's layout).
+const ElectorHistory Question = "elector/history"
+
+// ElectorHistoryValue is every key under the leader-elected writer's
+// history prefix, as read from the history store in one read.
+type ElectorHistoryValue struct {
+	Prefix string `json:"prefix"`
+	// Revision is the store's revision the keys were read at.
+	Revision int64      `json:"revision,omitempty"`
+	KVs      []StoredKV `json:"kvs"`
+}

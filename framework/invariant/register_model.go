@@ -7,14 +7,13 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
-// The register writer's history is checked as a linearizable register with
-// compare-and-swap, the way etcd's robustness tests check theirs: every
-// write has a unique value, a cas names the value it replaces, and an
-// operation whose outcome is unknown (a timeout after the request was
-// sent) may have taken effect at any moment after it was invoked, or never.
+// The register writer's history is checked against checker's register
+// model (a linearizable register with compare-and-swap); every write of
+// this writer has a unique value.
 
 // Writer op outcomes (fixtures/images/writer).
 const (
@@ -23,36 +22,17 @@ const (
 	outcomeUnknown = "unknown"
 )
 
-type registerState struct {
-	exists bool
-	value  string
-}
-
-type registerInput struct {
-	op     string // read, create, cas
-	value  string // written
-	expect string // cas: the value replaced
-}
-
-type registerOutput struct {
-	unknown bool
-	found   bool   // read
-	value   string // read
-}
-
 // registerModel is the model for one history. The register starts absent,
 // unless the history's first operation is a read that found a value no
 // operation of the history wrote: then the writer started on a register
 // that was already there (a writer restarted, a lab reset that is only a
 // cleanup), and that value is a possible start too.
 func registerModel(ops []evidence.RegisterOp) porcupine.Model {
-	init := []any{registerState{}}
+	init := []checker.RegisterState{{}}
 	if v, ok := preexisting(ops); ok {
-		init = append(init, registerState{exists: true, value: v})
+		init = append(init, checker.RegisterState{Exists: true, Value: v})
 	}
-	m := registerSteps
-	m.Init = func() []any { return init }
-	return m.ToModel()
+	return checker.RegisterModel(describeOpMetadata, init...)
 }
 
 func preexisting(ops []evidence.RegisterOp) (string, bool) {
@@ -73,47 +53,6 @@ func preexisting(ops []evidence.RegisterOp) (string, bool) {
 		return "", false
 	}
 	return first.Value, true
-}
-
-var registerSteps = porcupine.NondeterministicModel{
-	Step: func(state, input, output any) []any {
-		s, in, out := state.(registerState), input.(registerInput), output.(registerOutput)
-		switch in.op {
-		case "read":
-			if out.found == s.exists && (!s.exists || out.value == s.value) {
-				return []any{s}
-			}
-			return nil
-		case "create", "cas":
-			applies := (in.op == "create" && !s.exists) || (in.op == "cas" && s.exists && s.value == in.expect)
-			next := registerState{exists: true, value: in.value}
-			switch {
-			case out.unknown && applies:
-				return []any{s, next}
-			case out.unknown:
-				return []any{s}
-			case applies:
-				return []any{next}
-			}
-			return nil
-		}
-		return nil
-	},
-	Equal: func(a, b any) bool { return a.(registerState) == b.(registerState) },
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(registerInput), output.(registerOutput)
-		switch {
-		case in.op == "read" && !out.found:
-			return "read() → none"
-		case in.op == "read":
-			return fmt.Sprintf("read() → %s", out.value)
-		case in.op == "cas":
-			return fmt.Sprintf("cas(%s → %s) unknown=%v", in.expect, in.value, out.unknown)
-		}
-		return fmt.Sprintf("create(%s) unknown=%v", in.value, out.unknown)
-	},
-	DescribeState:             describeRegister,
-	DescribeOperationMetadata: describeOpMetadata,
 }
 
 // historyOf turns the writer's ops into porcupine operations. Failed ops
@@ -140,10 +79,10 @@ func historyOf(ops []evidence.RegisterOp) ([]porcupine.Operation, error) {
 				continue // a read of unknown outcome says nothing
 			}
 			found := op.Found == nil || *op.Found
-			o.Input, o.Output = registerInput{op: "read"}, registerOutput{found: found, value: op.Value}
+			o.Input, o.Output = checker.RegisterInput{Op: checker.RegisterRead}, checker.RegisterOutput{Found: found, Value: op.Value}
 		case "create", "cas":
-			o.Input = registerInput{op: op.Op, value: op.Value, expect: op.Expect}
-			o.Output = registerOutput{unknown: op.Outcome == outcomeUnknown}
+			o.Input = checker.RegisterInput{Op: op.Op, Value: op.Value, Expect: op.Expect}
+			o.Output = checker.RegisterOutput{Unknown: op.Outcome == outcomeUnknown}
 			if op.Outcome == outcomeUnknown {
 				o.Return = math.MaxInt64
 			}

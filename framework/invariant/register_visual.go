@@ -91,15 +91,6 @@ func writerClients(ops []evidence.RegisterOp) ([]string, map[string]time.Time) {
 	return names, first
 }
 
-// describeRegister is a register state as the visualisation shows it.
-func describeRegister(state any) string {
-	s := state.(registerState)
-	if !s.exists {
-		return "absent"
-	}
-	return s.value
-}
-
 // describeOpMetadata is what the visualisation shows of an operation
 // beside what it did: which writer, which round, its outcome.
 func describeOpMetadata(info any) string {

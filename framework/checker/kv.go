@@ -1,0 +1,260 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+)
+
+// KVOp is one operation of the leader-elected writer, with its writer.
+type KVOp struct {
+	Writer ledgerlog.Identity `json:"writer"`
+	Op     electorlog.Op      `json:"op"`
+}
+
+func (o KVOp) String() string {
+	s := fmt.Sprintf("%s %d of %s by %s", o.Op.Kind, o.Op.N, o.Op.Key, o.Writer)
+	if o.Op.Kind == electorlog.OpIncrement {
+		read := "none"
+		if o.Op.Found {
+			read = o.Op.Read
+		}
+		s += fmt.Sprintf(" (%s → %s", read, o.Op.Value)
+		if o.Op.Token != nil {
+			s += ", token " + o.Op.Token.String()
+		}
+		s += ")"
+	}
+	s += fmt.Sprintf(", invoked %s, %s", stamp(o.Op.Invoke), o.Op.Settled())
+	if !o.Op.Return.IsZero() {
+		s += " at " + stamp(o.Op.Return)
+	}
+	if o.Op.Revision > 0 {
+		s += fmt.Sprintf(", store revision %d", o.Op.Revision)
+	}
+	return s
+}
+
+// Linearizability is what porcupine said of one key's history.
+type Linearizability string
+
+const (
+	Linearizable    Linearizability = "linearizable"
+	NotLinearizable Linearizability = "not linearizable"
+	// Undecided: the checker ran out of time.
+	Undecided Linearizability = "undecided"
+)
+
+// KeyHistory is one key's check.
+type KeyHistory struct {
+	Key    string          `json:"key"`
+	Result Linearizability `json:"result"`
+	// Checked counts the operations given to the checker: acknowledged
+	// reads, and increments acknowledged or of unknown outcome.
+	Checked int `json:"checked"`
+	// Reads and Increments count the acknowledged ones; Unknown the
+	// increments of unknown outcome (they may or may not have taken
+	// effect, and are never taken as values read).
+	Reads      int `json:"reads"`
+	Increments int `json:"increments"`
+	Unknown    int `json:"unknown"`
+	// Start is the value the key held before the history, when its first
+	// operation read one no operation wrote ("" when it starts absent).
+	Start string `json:"start,omitempty"`
+	// LostUpdates are pairs of acknowledged increments that replaced the
+	// same value (both read it and both wrote over it): one of the two
+	// increments is lost, which no order of a single copy allows.
+	LostUpdates [][2]KVOp `json:"lostUpdates,omitempty"`
+}
+
+// KV is the check of every key the leader-elected writer's histories
+// touch.
+type KV struct {
+	Looked struct {
+		Writers int `json:"writers"`
+		Ops     int `json:"ops"`
+		// Fail counts operations that changed nothing (left out).
+		Fail int `json:"fail"`
+	} `json:"looked"`
+	Keys []KeyHistory `json:"keys"`
+}
+
+// Result is the worst of the keys' results: not linearizable when one
+// key is, else undecided when one is, else linearizable.
+func (k KV) Result() Linearizability {
+	out := Linearizable
+	for _, kh := range k.Keys {
+		switch kh.Result {
+		case NotLinearizable:
+			return NotLinearizable
+		case Undecided:
+			out = Undecided
+		}
+	}
+	return out
+}
+
+func (k KV) String() string {
+	var parts []string
+	for _, kh := range k.Keys {
+		s := fmt.Sprintf("%s %s (%d checked: %d reads, %d increments acknowledged, %d unknown", kh.Key, kh.Result, kh.Checked, kh.Reads, kh.Increments, kh.Unknown)
+		if kh.Start != "" {
+			s += ", starting at " + kh.Start
+		}
+		s += ")"
+		if len(kh.LostUpdates) > 0 {
+			l := kh.LostUpdates[0]
+			s += fmt.Sprintf("; %d lost update(s), the first: %s and %s", len(kh.LostUpdates), l[0], l[1])
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Sprintf("%d writer(s), %d operation(s) (%d changed nothing); %s", k.Looked.Writers, k.Looked.Ops, k.Looked.Fail, strings.Join(parts, "; "))
+}
+
+// CheckKV checks each key's history as a linearizable register with
+// compare-and-swap (the model acknowledged-writes-survive checks the
+// register writer with): an increment is one operation from the invoke
+// of its read to the return of its write, a cas from what it read to what
+// it wrote (a create when it read none), which is what a read-modify-
+// write promises when one copy makes it. An increment that failed changed
+// nothing and is left out; one of unknown outcome may have taken effect
+// at any moment after its invoke, or never (one whose value never reached
+// the history made no write: the writer stores the value before it
+// writes); a read that did not return a value is left out. Each key's check gives up after timeout.
+//
+// The store itself (one etcd) is linearizable, so its puts and gets always
+// fit one order; what does not is two leaders' increments: both read one
+// value and both write over it, and one increment is lost.
+func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
+	var k KV
+	k.Looked.Writers = len(hs)
+	byKey := map[string][]KVOp{}
+	for _, h := range hs {
+		for _, op := range h.Ops {
+			k.Looked.Ops++
+			if op.Settled() == electorlog.OutcomeFail {
+				k.Looked.Fail++
+				continue
+			}
+			if op.Kind == electorlog.OpRead && op.Settled() != electorlog.OutcomeOK {
+				continue
+			}
+			if op.Kind == electorlog.OpIncrement && op.Value == "" {
+				// Died before its write's value was stored: it wrote
+				// nothing (the write follows the store).
+				continue
+			}
+			byKey[op.Key] = append(byKey[op.Key], KVOp{Writer: h.Start.Writer, Op: op})
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for key := range byKey {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		kh, err := checkKey(key, byKey[key], timeout)
+		if err != nil {
+			return KV{}, err
+		}
+		k.Keys = append(k.Keys, kh)
+	}
+	return k, nil
+}
+
+func checkKey(key string, ops []KVOp, timeout time.Duration) (KeyHistory, error) {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op.Invoke.Before(ops[j].Op.Invoke) })
+	kh := KeyHistory{Key: key}
+	clients := map[string]int{}
+	written := map[string]bool{}
+	var hist []porcupine.Operation
+	for _, o := range ops {
+		op := o.Op
+		inc := o.Writer.Incarnation
+		if _, ok := clients[inc]; !ok {
+			clients[inc] = len(clients)
+		}
+		p := porcupine.Operation{ClientId: clients[inc], Call: op.Invoke.UnixNano(), Return: op.Return.UnixNano(), Metadata: o}
+		switch op.Kind {
+		case electorlog.OpRead:
+			kh.Reads++
+			p.Input = RegisterInput{Op: RegisterRead}
+			p.Output = RegisterOutput{Found: op.Found, Value: op.Read}
+		case electorlog.OpIncrement:
+			written[op.Value] = true
+			p.Input = RegisterInput{Op: RegisterCreate, Value: op.Value}
+			if op.Found {
+				p.Input = RegisterInput{Op: RegisterCAS, Value: op.Value, Expect: op.Read}
+			}
+			if op.Settled() == electorlog.OutcomeUnknown {
+				kh.Unknown++
+				p.Output, p.Return = RegisterOutput{Unknown: true}, math.MaxInt64
+			} else {
+				kh.Increments++
+				p.Output = RegisterOutput{}
+			}
+		default:
+			return KeyHistory{}, fmt.Errorf("%s: kind %q is neither %s nor %s", o, op.Kind, electorlog.OpRead, electorlog.OpIncrement)
+		}
+		if p.Return < p.Call {
+			return KeyHistory{}, fmt.Errorf("%s returns before it was invoked", o)
+		}
+		hist = append(hist, p)
+	}
+	kh.Checked = len(hist)
+	init := []RegisterState{{}}
+	// A key that held a value before the history (a writer restarted on a
+	// store that was not emptied): the first operation read it, and no
+	// operation of the history wrote it.
+	if len(ops) > 0 && ops[0].Op.Found && !written[ops[0].Op.Read] && (ops[0].Op.Kind == electorlog.OpIncrement || ops[0].Op.Settled() == electorlog.OutcomeOK) {
+		kh.Start = ops[0].Op.Read
+		init = append(init, RegisterState{Exists: true, Value: kh.Start})
+	}
+	switch porcupine.CheckOperationsTimeout(RegisterModel(describeKVOp, init...), hist, timeout) {
+	case porcupine.Ok:
+		kh.Result = Linearizable
+	case porcupine.Illegal:
+		kh.Result = NotLinearizable
+	default:
+		kh.Result = Undecided
+	}
+	kh.LostUpdates = lostUpdates(ops)
+	return kh, nil
+}
+
+// lostUpdates pairs the acknowledged increments that replaced one value,
+// in invoke order.
+func lostUpdates(ops []KVOp) [][2]KVOp {
+	first := map[string]KVOp{}
+	var out [][2]KVOp
+	for _, o := range ops {
+		if o.Op.Kind != electorlog.OpIncrement || o.Op.Settled() != electorlog.OutcomeOK {
+			continue
+		}
+		replaced := "\x00absent"
+		if o.Op.Found {
+			replaced = o.Op.Read
+		}
+		if prev, ok := first[replaced]; ok {
+			out = append(out, [2]KVOp{prev, o})
+			continue
+		}
+		first[replaced] = o
+	}
+	return out
+}
+
+func describeKVOp(metadata any) string {
+	o, ok := metadata.(KVOp)
+	if !ok {
+		return ""
+	}
+	return o.String()
+}

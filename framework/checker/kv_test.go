@@ -1,0 +1,177 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+)
+
+var kvT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+const (
+	ok      = electorlog.OutcomeOK
+	fail    = electorlog.OutcomeFail
+	unknown = electorlog.OutcomeUnknown
+	fenced  = electorlog.FencingLeaseTransitions
+)
+
+func checkKV(t *testing.T, b *electortest.Bench) KV {
+	t.Helper()
+	r, err := CheckKV(b.Histories(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func checkFencing(t *testing.T, b *electortest.Bench) Fencing {
+	t.Helper()
+	f, err := CheckFencing(b.Histories())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// One leader after another, the follower reading between: one order,
+// the tokens rising.
+func TestCheckKVOneLeaderAfterAnother(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", fenced).Lead(1), b.Writer("c", "worker2", fenced)
+	a.Increment("", "1", ok)
+	a.Increment("1", "2", ok)
+	c.Read("2")
+	c.Lead(2).Increment("2", "3", ok)
+	a.End(a.Begin(electortest.Key, "3", "4"), fail, "0000000002/"+c.Holder)
+	a.Read("3")
+	r := checkKV(t, b)
+	if r.Result() != Linearizable || len(r.Keys) != 1 || r.Keys[0].Checked != 5 || r.Keys[0].Increments != 3 || len(r.Keys[0].LostUpdates) != 0 || r.Looked.Fail != 1 {
+		t.Errorf("%s", r)
+	}
+	f := checkFencing(t, b)
+	if f.Broken() || f.Looked.Accepted != 3 || f.Looked.Tokens != 2 || f.Looked.Refused != 1 || f.Looked.Fenced != 2 {
+		t.Errorf("%s", f)
+	}
+}
+
+// Two leaders read one value and both write over it: a lost update, no
+// order of one copy.
+func TestCheckKVTwoLeadersLoseAnUpdate(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", electorlog.FencingNone).Lead(1), b.Writer("c", "worker2", electorlog.FencingNone).Lead(2)
+	a.Increment("", "1", ok)
+	opA := a.Begin(electortest.Key, "1", "2")
+	opC := c.Begin(electortest.Key, "1", "2")
+	c.End(opC, ok, "")
+	a.End(opA, ok, "")
+	r := checkKV(t, b)
+	if r.Result() != NotLinearizable || len(r.Keys[0].LostUpdates) != 1 {
+		t.Fatalf("%s", r)
+	}
+	l := r.Keys[0].LostUpdates[0]
+	if l[0].Writer.Node != "worker1" || l[1].Writer.Node != "worker2" || !strings.Contains(r.String(), "1 lost update(s)") {
+		t.Errorf("%s", r)
+	}
+	// Unfenced, the store took the lower token after the higher.
+	if f := checkFencing(t, b); f.Down == nil || f.Looked.Fenced != 0 {
+		t.Errorf("%s", f)
+	}
+}
+
+// A follower's read of a value an acknowledged write had replaced: no
+// order, though no update is lost.
+func TestCheckKVStaleRead(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", fenced).Lead(1), b.Writer("c", "worker2", fenced)
+	a.Increment("", "1", ok)
+	a.Increment("1", "2", ok)
+	c.Read("1")
+	r := checkKV(t, b)
+	if r.Result() != NotLinearizable || len(r.Keys[0].LostUpdates) != 0 {
+		t.Errorf("%s", r)
+	}
+}
+
+// An increment of unknown outcome may have taken effect or not, and is
+// never read as a value: a later read of either fits.
+func TestCheckKVUnknownIncrementEitherWay(t *testing.T) {
+	for _, after := range []string{"1", "2"} {
+		b := electortest.New(t, kvT0)
+		a, c := b.Writer("a", "worker1", fenced).Lead(1), b.Writer("c", "worker2", fenced)
+		a.Increment("", "1", ok)
+		a.Increment("1", "2", unknown)
+		c.Read(after)
+		r := checkKV(t, b)
+		if r.Result() != Linearizable || r.Keys[0].Unknown != 1 || r.Keys[0].Increments != 1 {
+			t.Errorf("read %s after an unknown increment: %s", after, r)
+		}
+		if f := checkFencing(t, b); f.Broken() || f.Looked.Unknown != 1 || f.Looked.Accepted != 1 {
+			t.Errorf("%s", f)
+		}
+	}
+	// An increment in flight (the writer died after storing its value)
+	// may have taken effect: a read of its value fits.
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", fenced).Lead(1), b.Writer("c", "worker2", fenced)
+	a.Begin(electortest.Key, "", "1")
+	c.Read("1")
+	if r := checkKV(t, b); r.Result() != Linearizable {
+		t.Errorf("%s", r)
+	}
+	// A read of a value nobody wrote after the history began fits no
+	// order.
+	c.Read("9")
+	if r := checkKV(t, b); r.Result() != NotLinearizable {
+		t.Errorf("%s", r)
+	}
+}
+
+// A counter that held a value before the history: its first read shows
+// it, and the history starts from it.
+func TestCheckKVStartsFromTheValueFirstRead(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a := b.Writer("a", "worker1", fenced).Lead(4)
+	a.Increment("7", "8", ok)
+	a.Increment("8", "9", ok)
+	r := checkKV(t, b)
+	if r.Result() != Linearizable || r.Keys[0].Start != "7" {
+		t.Errorf("%s", r)
+	}
+}
+
+// The store accepts a lower token after a higher one: the token went
+// down. An unknown write of a lower token is not counted.
+func TestCheckFencingTokenWentDown(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", fenced).Lead(1), b.Writer("c", "worker2", fenced).Lead(2)
+	c.Increment("", "1", ok)
+	a.Increment("1", "2", unknown)
+	if f := checkFencing(t, b); f.Broken() {
+		t.Fatalf("an unknown write is never an accepted one: %s", f)
+	}
+	a.Increment("1", "2", ok)
+	f := checkFencing(t, b)
+	if f.Down == nil || f.Down[0].Writer.Node != "worker2" || f.Down[1].Writer.Node != "worker1" || f.Shared != nil {
+		t.Errorf("%s", f)
+	}
+	if !strings.Contains(f.String(), "token went down") {
+		t.Errorf("%s", f)
+	}
+}
+
+// Two holders accepted with one leaseTransitions (a Lease forked between
+// two API servers gives both the same value).
+func TestCheckFencingOneTokenTwoHolders(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c := b.Writer("a", "worker1", fenced).Lead(3), b.Writer("c", "worker2", fenced).Lead(3)
+	a.Increment("", "1", ok)
+	c.Increment("1", "2", ok)
+	a.Increment("2", "3", ok)
+	f := checkFencing(t, b)
+	if f.Shared == nil || f.Down != nil || f.Shared[0].Writer.Node != "worker1" || f.Shared[1].Writer.Node != "worker2" || f.Looked.Tokens != 1 {
+		t.Errorf("%s", f)
+	}
+}

@@ -1,0 +1,49 @@
+package invariant
+
+import (
+	"fmt"
+
+	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// electorSource answers the leader-elected writer's question: its
+// writers' histories as the history store holds them.
+const electorSource evidence.Source = "elector"
+
+// latestElectorHistory is the latest readable elector/history answer in
+// snaps (the history grows through a run, so the latest holds every
+// operation invoked before it was read), decoded with the workload's own
+// code, or why there is none.
+func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evidence.ElectorHistoryValue, string) {
+	why := "no snapshot to judge"
+	for i := len(snaps) - 1; i >= 0; i-- {
+		a := snaps[i].Get(electorSource, evidence.ElectorHistory)
+		var w string
+		switch a.State {
+		case evidence.NotAsked:
+			w = fmt.Sprintf("%s was not asked %s", electorSource, evidence.ElectorHistory)
+		case evidence.Unreadable:
+			w = fmt.Sprintf("%s could not read %s: %s", electorSource, evidence.ElectorHistory, a.Reason)
+		default:
+			var v evidence.ElectorHistoryValue
+			if err := a.Decode(&v); err != nil {
+				return nil, v, fmt.Sprintf("%s's %s: %v", electorSource, evidence.ElectorHistory, err)
+			}
+			kvs := make([]ledgerlog.KV, len(v.KVs))
+			for i, kv := range v.KVs {
+				kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+			}
+			hs, err := electorlog.DecodeHistories(v.Prefix, kvs)
+			if err != nil {
+				return nil, v, fmt.Sprintf("the elector's history under %s: %v: a history with parts missing cannot say what was accepted", v.Prefix, err)
+			}
+			return hs, v, ""
+		}
+		if i == len(snaps)-1 {
+			why = w
+		}
+	}
+	return nil, evidence.ElectorHistoryValue{}, "no readable elector history in the input: " + why
+}

@@ -1,0 +1,154 @@
+package invariant
+
+import (
+	"testing"
+
+	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// The elector invariants are judged over histories the workload's own
+// history client recorded (electortest), the store's answers given by
+// each test.
+
+const (
+	eOK      = electorlog.OutcomeOK
+	eUnknown = electorlog.OutcomeUnknown
+	eFenced  = electorlog.FencingLeaseTransitions
+)
+
+func electorValue(b *electortest.Bench) evidence.ElectorHistoryValue {
+	v := evidence.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
+	for _, kv := range b.KVs() {
+		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+	}
+	return v
+}
+
+// electorRounds reads the history in rounds at the given seconds; the
+// last one unreadable when unreadableLast is set.
+func electorRounds(t *testing.T, b *electortest.Bench, unreadableLast bool, at ...float64) Input {
+	r := newRun(t)
+	for i, s := range at {
+		if unreadableLast && i == len(at)-1 {
+			r.round(s).unreadable(electorSource, evidence.ElectorHistory, 0.2, "context deadline exceeded")
+			continue
+		}
+		r.round(s).value(electorSource, evidence.ElectorHistory, 0.2, electorValue(b), "")
+	}
+	return r.input(WindowToSettle)
+}
+
+// Leadership changes hands once, cleanly: one order, the tokens rising,
+// the stale leader's write refused.
+func cleanHandover(t *testing.T, fencing string) *electortest.Bench {
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", fencing).Lead(1), b.Writer("c", "worker2", fencing)
+	a.Increment("", "1", eOK)
+	a.Increment("1", "2", eOK)
+	c.Read("2")
+	c.Lead(2).Increment("2", "3", eOK)
+	a.End(a.Begin(electortest.Key, "3", "4"), electorlog.OutcomeFail, "0000000002/"+c.Holder)
+	return b
+}
+
+// Two leaders at once: both read 2 and both write 3, the higher token's
+// write first.
+func twoLeadersAtOnce(t *testing.T, fencing string) *electortest.Bench {
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", fencing).Lead(1), b.Writer("c", "worker2", fencing).Lead(2)
+	a.Increment("", "1", eOK)
+	a.Increment("1", "2", eOK)
+	opA := a.Begin(electortest.Key, "2", "3")
+	c.End(c.Begin(electortest.Key, "2", "3"), eOK, "")
+	a.End(opA, eOK, "")
+	return b
+}
+
+func TestSingleHistoryPreservedWhenLeadershipChangesHands(t *testing.T) {
+	j := expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), false, 11, 12), verdict.Preserved,
+		"every key's history fits one order", "linearizable", "3 increments acknowledged")
+	wantExercised(t, j, true, "increments of 2 writers")
+
+	one := electortest.New(t, t0)
+	one.Writer("a", "worker1", eFenced).Lead(1).Increment("", "1", eOK)
+	j = expect(t, SingleHistory(), electorRounds(t, one, false, 11), verdict.Preserved)
+	wantExercised(t, j, false, "no key had increments of two writers")
+}
+
+func TestSingleHistoryViolatedByTwoLeadersAtOnce(t *testing.T) {
+	j := expect(t, SingleHistory(), electorRounds(t, twoLeadersAtOnce(t, electorlog.FencingNone), false, 11), verdict.Violated,
+		"fits no order of one copy", "lost update", "worker1", "worker2", `replaced "2"`)
+	if j.Violation != NotLinearizableKey {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
+// An increment of unknown outcome is never read as a value: a read of
+// the value before it still fits, and so does one of its value.
+func TestSingleHistoryCountsNoUnknownOutcomeAsAValue(t *testing.T) {
+	for _, read := range []string{"1", "2"} {
+		b := electortest.New(t, t0)
+		a, c := b.Writer("a", "worker1", eFenced).Lead(1), b.Writer("c", "worker2", eFenced)
+		a.Increment("", "1", eOK)
+		a.Increment("1", "2", eUnknown)
+		c.Read(read)
+		expect(t, SingleHistory(), electorRounds(t, b, false, 11), verdict.Preserved, "1 unknown")
+	}
+}
+
+func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
+	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11), verdict.InsufficientData, "could not read", "deadline")
+	// The latest readable answer decides when a later one failed.
+	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11, 12), verdict.Preserved)
+	empty := electortest.New(t, t0)
+	empty.Writer("a", "worker1", eFenced)
+	expect(t, SingleHistory(), electorRounds(t, empty, false, 11), verdict.InsufficientData, "no operation that took effect")
+	broken := electorValue(cleanHandover(t, eFenced))
+	broken.KVs = broken.KVs[1:]
+	r := newRun(t)
+	r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, broken, "")
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "parts missing")
+}
+
+func TestFencingMonotonicPreservedWhenTheStaleLeaderIsRefused(t *testing.T) {
+	j := expect(t, FencingMonotonic(), electorRounds(t, cleanHandover(t, eFenced), false, 11), verdict.Preserved,
+		"every accepted write's token is at least the one before it", "1 refused")
+	wantExercised(t, j, true, "2 token value(s) and refused 1")
+}
+
+func TestFencingMonotonicViolatedWhenATokenGoesDown(t *testing.T) {
+	// A store that took the lower token after the higher (the control:
+	// fenced writers whose store let the stale write through).
+	j := expect(t, FencingMonotonic(), electorRounds(t, twoLeadersAtOnce(t, eFenced), false, 11), verdict.Violated,
+		"token went down", "worker1", "token 1")
+	if j.Violation != TokenWentDown {
+		t.Errorf("violation %q", j.Violation)
+	}
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", eFenced).Lead(5), b.Writer("c", "worker2", eFenced).Lead(5)
+	a.Increment("", "1", eOK)
+	c.Increment("1", "2", eOK)
+	j = expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Violated, "one token, two holders", "worker2")
+	if j.Violation != SharedToken {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
+// An unknown write of a lower token is never counted as accepted.
+func TestFencingMonotonicCountsNoUnknownWrite(t *testing.T) {
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", eFenced).Lead(1), b.Writer("c", "worker2", eFenced).Lead(2)
+	a.Increment("", "1", eOK)
+	c.Increment("1", "2", eOK)
+	a.Increment("2", "3", eUnknown)
+	expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "1 unknown (not counted)")
+}
+
+func TestFencingMonotonicInsufficientForAnUnfencedArm(t *testing.T) {
+	expect(t, FencingMonotonic(), electorRounds(t, twoLeadersAtOnce(t, electorlog.FencingNone), false, 11), verdict.InsufficientData,
+		"applies only to fenced arms")
+	expect(t, FencingMonotonic(), electorRounds(t, cleanHandover(t, eFenced), true, 11), verdict.InsufficientData, "could not read")
+}

@@ -1,0 +1,94 @@
+package invariant
+
+import (
+	"fmt"
+
+	"github.com/faultline/faultline/framework/checker"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// FencingMonotonicName names the fencing-monotonic invariant.
+const FencingMonotonicName = "fencing-monotonic"
+
+// Violations of fencing-monotonic.
+const (
+	// TokenWentDown: the store accepted a write with a lower token than
+	// one it had accepted before.
+	TokenWentDown = "token-went-down"
+	// SharedToken: the store accepted two holders' writes with one token.
+	SharedToken = "shared-token"
+)
+
+// FencingMonotonic: a fenced store accepts writes in the order of their
+// leaders' tokens, and one token belongs to one holder.
+//
+// Reads: elector/history from the "elector" source, the latest readable
+// answer in the input. For fenced arms only (the writers' starts say
+// fencing lease-transitions): each write carries the token its leader
+// read from the Lease when it became leader (leaseTransitions, holder),
+// and the store refuses a token below the highest it accepted. Checked
+// with checker.CheckFencing: the acknowledged writes in the order of the
+// store revisions they committed at (the store's own order, no clock).
+// A write of unknown outcome may or may not have been accepted and is
+// never counted; a refused write changed nothing.
+//
+// Fires with Violation "token-went-down" (TokenWentDown) when a write was
+// accepted with a lower leaseTransitions than one accepted before it, else
+// "shared-token" (SharedToken) when writes of two holders were accepted
+// with one leaseTransitions (two leaders read one value of it: a Lease
+// forked between API servers, say, which the store's "not lower" rule
+// lets through).
+//
+// Why: leader election alone does not stop a deposed leader that does not
+// yet know it is deposed (client-go's doc says it does not fence); a
+// fencing token checked by the store does, as long as tokens rise with
+// each leadership and no two leaders share one.
+//
+// INSUFFICIENT_DATA when no history is readable or the latest is
+// malformed, and when no writer of it fenced (an unfenced arm: the
+// invariant does not apply to it, and the suite should not list it there).
+//
+// Exercised when the store accepted writes with two or more tokens, or
+// refused one (a leadership change reached the fence). VIOLATED is always
+// exercised.
+func FencingMonotonic() Invariant { return fencingMonotonic{} }
+
+type fencingMonotonic struct{}
+
+func (fencingMonotonic) Name() string         { return FencingMonotonicName }
+func (fencingMonotonic) Phase() verdict.Phase { return verdict.Safety }
+func (fencingMonotonic) Reads() []Reading {
+	return []Reading{{Sources: string(electorSource), Question: evidence.ElectorHistory}}
+}
+
+func (fencingMonotonic) Judge(in Input) verdict.Judgement {
+	hs, v, why := latestElectorHistory(ordered(in.Snapshots))
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
+	}
+	src := []string{string(electorSource)}
+	f, err := checker.CheckFencing(hs)
+	if err != nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, err), Sources: src}
+	}
+	if f.Looked.Fenced == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("no writer of the elector's history under %s fenced its writes (%d writer(s)): fencing-monotonic applies only to fenced arms", v.Prefix, len(hs))}
+	}
+	exercised := f.Looked.Tokens >= 2 || f.Looked.Refused > 0
+	exercise := fmt.Sprintf("the store accepted writes with %d token value(s) and refused %d", f.Looked.Tokens, f.Looked.Refused)
+	switch {
+	case f.Down != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: TokenWentDown, Sources: src, At: f.Down[1].Op.Return,
+			Reason:    fmt.Sprintf("token went down: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
+			Exercised: verdict.Exercised(), Exercise: exercise}
+	case f.Shared != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.Shared[1].Op.Return,
+			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Shared[1], f.Shared[0], f),
+			Exercised: verdict.Exercised(), Exercise: exercise}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    "every accepted write's token is at least the one before it, and each token has one holder: " + f.String(),
+		Exercised: &exercised, Exercise: exercise}
+}
