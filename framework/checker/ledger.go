@@ -1,11 +1,15 @@
 // Package checker checks what a data workload left against what its
 // clients recorded: the ledger's final log against its writers' histories
-// (CheckLedger), and a ledger log on its own (CheckLedgerIntegrity). Each
-// check is a pure function of the bytes and histories it is given and
-// says what it looked at, so a verdict built on it can name its evidence.
+// (CheckLedger), and a ledger log on its own (CheckLedgerIntegrity); the
+// embedded database's final content against its histories (CheckKV), and
+// its file on its own (CheckDatabaseIntegrity); a block volume's file
+// system (CheckFilesystemImage, which runs e2fsck on the image; every
+// other check is a pure function of the bytes and histories it is given).
+// Each says what it looked at, so a verdict built on it can name its
+// evidence.
 //
-// The ledger's format and histories are the workload's own
-// (fixtures/ledgerlog); the checks decode them with its code.
+// The workloads' formats and histories are their own (fixtures/ledgerlog,
+// fixtures/kvdb); the checks decode them with their code.
 package checker
 
 import (

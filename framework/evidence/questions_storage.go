@@ -5,7 +5,7 @@ package evidence
 // value types; until a source answers one, every invariant reading it
 // judges INSUFFICIENT_DATA. Their values are what was read, raw: the
 // checkers decode them with the workload's own code (fixtures/ledgerlog
-// through framework/checker).
+// and fixtures/kvdb through framework/checker).
 const (
 	// LedgerLog is the ledger fixture's log file as the volume holds it
 	// (a LedgerLogValue), asked of "ledger".
@@ -15,7 +15,43 @@ const (
 	// reads it after the log: every record in the log then has its
 	// append's invoke in the history.
 	LedgerHistory Question = "ledger/history"
+
+	// KVDBDatabase is the embedded database workload's bbolt file as the
+	// volume holds it (a KVDBDatabaseValue), asked of "kvdb".
+	KVDBDatabase Question = "kvdb/db"
+	// KVDBHistory is every kvdb writer's history as the external store
+	// holds it (a LedgerHistoryValue: the same layout of keys under one
+	// prefix), asked of "kvdb" after the database.
+	KVDBHistory Question = "kvdb/history"
+
+	// VolumeFilesystem is e2fsck's check of a block volume's image file
+	// (a VolumeFilesystemValue), asked of "volume".
+	VolumeFilesystem Question = "volume/fsck"
 )
+
+// KVDBDatabaseValue is the kvdb workload's database file.
+type KVDBDatabaseValue struct {
+	// Path is where the file was read.
+	Path string `json:"path"`
+	// Data is the file's bytes.
+	Data []byte `json:"data"`
+	// Mounted names where the volume was mounted when it was read (as
+	// LedgerLogValue's); empty when nothing mounted it.
+	Mounted []string `json:"mounted,omitempty"`
+}
+
+// VolumeFilesystemValue is what e2fsck -fn said of a block volume's image
+// file (checker.FilesystemCommand), run where the image lives.
+type VolumeFilesystemValue struct {
+	// Image is the image file checked.
+	Image    string `json:"image"`
+	ExitCode int    `json:"exitCode"`
+	Output   string `json:"output"`
+	// Mounted names where the volume was mounted when it was checked (the
+	// nodes whose loop device over the image carried a mount); empty when
+	// nothing mounted it. A check of a mounted file system proves nothing.
+	Mounted []string `json:"mounted,omitempty"`
+}
 
 // LedgerLogValue is the ledger's log file.
 type LedgerLogValue struct {

@@ -19,8 +19,12 @@ const AcknowledgedDataSurvivesName = "acknowledged-data-survives"
 const (
 	// LostAppend: an acknowledged append is missing from the final log.
 	LostAppend = "lost-append"
-	// UnwrittenData: the final log holds something nobody wrote as it is.
+	// UnwrittenData: the final log or database holds something nobody
+	// wrote as it is.
 	UnwrittenData = "unwritten-data"
+	// LostUpdate: an acknowledged operation's effect is missing from the
+	// final database.
+	LostUpdate = "lost-update"
 )
 
 // AcknowledgedDataSurvives: every append the storage acknowledged is in
@@ -63,6 +67,21 @@ const (
 // append it had to hold was acknowledged before the heal began (carried
 // across the fault); the Exercise also says how many writers had appends
 // acknowledged. VIOLATED is always exercised.
+//
+// The embedded database workload (fixtures/kvdb) is judged the same way
+// from kvdb/db and kvdb/history of the "kvdb" source, with
+// checker.CheckKVDB: every value names the operation that wrote it and every
+// counter increment the value it incremented, so an acknowledged
+// increment the chain behind the final count leaves out is lost
+// ("lost-update", LostUpdate), as is an acknowledged register write
+// invoked after the final value's write returned; a final or read value
+// no operation wrote as it is, or a key the workload does not write, is
+// "unwritten-data". An operation of unknown outcome is settled against the
+// final content and what later operations read, never counted lost. The
+// mounted rule, INSUFFICIENT_DATA and exercise rules are the ledger's,
+// with operations for appends and the database for the log. Each workload
+// whose questions were asked in the last snapshot is judged; VIOLATED
+// when either is, INSUFFICIENT_DATA when either cannot decide.
 func AcknowledgedDataSurvives() Invariant { return acknowledgedData{} }
 
 type acknowledgedData struct{}
@@ -73,6 +92,8 @@ func (acknowledgedData) Reads() []Reading {
 	return []Reading{
 		{Sources: string(ledgerSource), Question: evidence.LedgerLog},
 		{Sources: string(ledgerSource), Question: evidence.LedgerHistory},
+		{Sources: string(kvdbSource), Question: evidence.KVDBDatabase},
+		{Sources: string(kvdbSource), Question: evidence.KVDBHistory},
 	}
 }
 
@@ -82,6 +103,54 @@ func (acknowledgedData) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
 	}
 	last := snaps[len(snaps)-1]
+	ledgerAsked := last.Get(ledgerSource, evidence.LedgerLog).State != evidence.NotAsked
+	kvdbAsked := last.Get(kvdbSource, evidence.KVDBDatabase).State != evidence.NotAsked
+	switch {
+	case kvdbAsked && !ledgerAsked:
+		return judgeKVDBData(in, last)
+	case kvdbAsked && ledgerAsked:
+		return combineJudgements(judgeLedgerData(in, last), judgeKVDBData(in, last))
+	}
+	return judgeLedgerData(in, last)
+}
+
+// combineJudgements is one verdict of two workloads' own: INSUFFICIENT_DATA
+// when either cannot decide, else VIOLATED when either is (the first
+// violated one's violation), else PRESERVED; the reasons of both.
+func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
+	out := verdict.Judgement{Verdict: verdict.Preserved}
+	var reasons, exercises []string
+	exercised := false
+	for _, j := range js {
+		reasons = append(reasons, j.Reason)
+		out.Sources = append(out.Sources, j.Sources...)
+		if j.Exercise != "" {
+			exercises = append(exercises, j.Exercise)
+		}
+		if j.Exercised != nil && *j.Exercised {
+			exercised = true
+		}
+		switch {
+		case j.Verdict == verdict.InsufficientData:
+			out.Verdict = verdict.InsufficientData
+		case j.Verdict == verdict.Violated && out.Verdict == verdict.Preserved:
+			out.Verdict, out.Violation, out.At = verdict.Violated, j.Violation, j.At
+		}
+	}
+	out.Reason, out.Exercise = strings.Join(reasons, "; and "), strings.Join(exercises, "; ")
+	switch out.Verdict {
+	case verdict.InsufficientData:
+		out.Violation, out.At = "", time.Time{}
+	case verdict.Violated:
+		out.Exercised = verdict.Exercised()
+	default:
+		out.Exercised = &exercised
+	}
+	return out
+}
+
+// judgeLedgerData judges the ledger's log against its histories.
+func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	var logV evidence.LedgerLogValue
 	logA, why := answerOf(last, evidence.LedgerLog, &logV)
@@ -113,7 +182,7 @@ func (acknowledgedData) Judge(in Input) verdict.Judgement {
 		mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends acknowledged by %s, when the read began, had to be there", strings.Join(logV.Mounted, ", "), stamp(o.AckedBefore))
 	}
 	r := checker.CheckLedger(logV.Data, hs, o)
-	exercised, exercise := ledgerCarriedAcross(hs, o.AckedBefore, readBegan(logA, last), in.Timeline)
+	exercised, exercise := storedCarriedAcross(ledgerAcks(hs, o.AckedBefore), readBegan(logA, last), in.Timeline, "append", "log")
 
 	where := fmt.Sprintf("the ledger's log at %s, read at %s", orNone(logV.Path), stamp(logA.ReadAt))
 	switch {
@@ -142,10 +211,28 @@ func (acknowledgedData) Judge(in Input) verdict.Judgement {
 		Exercised: &exercised, Exercise: exercise}
 }
 
-// ledgerCarriedAcross applies acknowledged-data-survives' exercise rule:
-// the log was read after the heal and had to hold an append acknowledged
-// before the heal began (acknowledged by cut, when one is set).
-func ledgerCarriedAcross(hs []ledgerlog.History, cut, readAt time.Time, tl evidence.Timeline) (bool, string) {
+// ledgerAcks are, per writer, the return times of its acknowledged
+// appends (acknowledged by cut, when one is set).
+func ledgerAcks(hs []ledgerlog.History, cut time.Time) [][]time.Time {
+	var out [][]time.Time
+	for _, h := range hs {
+		var acks []time.Time
+		for _, op := range h.Ops {
+			if op.Settled() == ledgerlog.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
+				acks = append(acks, op.Return)
+			}
+		}
+		out = append(out, acks)
+	}
+	return out
+}
+
+// storedCarriedAcross applies acknowledged-data-survives' exercise rule: the
+// stored state (the ledger's log, the database) was read after the heal
+// and had to hold something acknowledged before the heal began. acks are,
+// per writer, the return times of what it had to hold; what names one
+// (append, operation) and where the thing it is stored.
+func storedCarriedAcross(acks [][]time.Time, readAt time.Time, tl evidence.Timeline, what, where string) (bool, string) {
 	before, writers := 0, 0
 	var healStart, healed time.Time
 	if e := tl.OfKind(FaultHealedEvent); len(e) > 0 {
@@ -155,29 +242,24 @@ func ledgerCarriedAcross(hs []ledgerlog.History, cut, readAt time.Time, tl evide
 	if e := tl.OfKind(HealStartedEvent); len(e) > 0 {
 		healStart = e[len(e)-1].At
 	}
-	for _, h := range hs {
-		acked := false
-		for _, op := range h.Ops {
-			if op.Settled() != ledgerlog.OutcomeOK || (!cut.IsZero() && op.Return.After(cut)) {
-				continue
-			}
-			acked = true
-			if !healStart.IsZero() && op.Return.Before(healStart) {
+	for _, w := range acks {
+		if len(w) > 0 {
+			writers++
+		}
+		for _, at := range w {
+			if !healStart.IsZero() && at.Before(healStart) {
 				before++
 			}
 		}
-		if acked {
-			writers++
-		}
 	}
-	acknowledging := fmt.Sprintf("%d writer(s) had appends the log had to hold", writers)
+	acknowledging := fmt.Sprintf("%d writer(s) had %ss the %s had to hold", writers, what, where)
 	switch {
 	case healed.IsZero():
-		return false, "no heal on the timeline: no append was carried across a fault; " + acknowledging
+		return false, fmt.Sprintf("no heal on the timeline: no %s was carried across a fault; %s", what, acknowledging)
 	case !readAt.After(healed):
-		return false, fmt.Sprintf("the log was read at %s, not after the heal at %s; %s", stamp(readAt), stamp(healed), acknowledging)
+		return false, fmt.Sprintf("the %s was read at %s, not after the heal at %s; %s", where, stamp(readAt), stamp(healed), acknowledging)
 	case before == 0:
-		return false, fmt.Sprintf("no append the log had to hold was acknowledged before the heal began at %s; %s", stamp(healStart), acknowledging)
+		return false, fmt.Sprintf("no %s the %s had to hold was acknowledged before the heal began at %s; %s", what, where, stamp(healStart), acknowledging)
 	}
-	return true, fmt.Sprintf("%d acknowledged append(s) from before the heal began at %s, tested by the log read at %s; %s", before, stamp(healStart), stamp(readAt), acknowledging)
+	return true, fmt.Sprintf("%d acknowledged %s(s) from before the heal began at %s, tested by the %s read at %s; %s", before, what, stamp(healStart), where, stamp(readAt), acknowledging)
 }

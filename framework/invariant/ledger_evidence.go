@@ -28,15 +28,21 @@ func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error)
 // answerOf returns the ledger source's answer to q in s, decoded into v,
 // or why there is none.
 func answerOf(s evidence.Snapshot, q evidence.Question, v any) (evidence.Answer, string) {
-	a := s.Get(ledgerSource, q)
+	return sourceAnswer(s, ledgerSource, q, v)
+}
+
+// sourceAnswer returns src's answer to q in s, decoded into v, or why
+// there is none.
+func sourceAnswer(s evidence.Snapshot, src evidence.Source, q evidence.Question, v any) (evidence.Answer, string) {
+	a := s.Get(src, q)
 	switch a.State {
 	case evidence.NotAsked:
-		return a, fmt.Sprintf("%s was not asked %s", ledgerSource, q)
+		return a, fmt.Sprintf("%s was not asked %s", src, q)
 	case evidence.Unreadable:
-		return a, fmt.Sprintf("%s could not read %s: %s", ledgerSource, q, a.Reason)
+		return a, fmt.Sprintf("%s could not read %s: %s", src, q, a.Reason)
 	}
 	if err := a.Decode(v); err != nil {
-		return a, fmt.Sprintf("%s's %s: %v", ledgerSource, q, err)
+		return a, fmt.Sprintf("%s's %s: %v", src, q, err)
 	}
 	return a, ""
 }

@@ -1,0 +1,117 @@
+package invariant
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/fixtures/kvdb"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/checker"
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// kvdbSource answers the embedded database workload's questions: its
+// bbolt file as the volume holds it and its writers' histories as the
+// external store holds them.
+const kvdbSource evidence.Source = "kvdb"
+
+// kvdbHistories decodes a history answer with the workload's own code.
+func kvdbHistories(v evidence.LedgerHistoryValue) ([]kvdb.History, error) {
+	kvs := make([]ledgerlog.KV, len(v.KVs))
+	for i, kv := range v.KVs {
+		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+	}
+	hs, err := kvdb.DecodeHistories(v.Prefix, kvs)
+	if err != nil {
+		return nil, fmt.Errorf("the kvdb history under %s: %w", v.Prefix, err)
+	}
+	return hs, nil
+}
+
+// kvdbAcks are, per writer, the return times of its acknowledged
+// operations (acknowledged by cut, when one is set).
+func kvdbAcks(hs []kvdb.History, cut time.Time) [][]time.Time {
+	var out [][]time.Time
+	for _, h := range hs {
+		var acks []time.Time
+		for _, op := range h.Ops {
+			if op.Settled() == kvdb.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
+				acks = append(acks, op.Return)
+			}
+		}
+		out = append(out, acks)
+	}
+	return out
+}
+
+// judgeKVDBData is acknowledged-data-survives over the embedded database
+// workload: its final content against its writers' histories.
+func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
+	src := []string{string(kvdbSource)}
+	var dbV evidence.KVDBDatabaseValue
+	dbA, why := sourceAnswer(last, kvdbSource, evidence.KVDBDatabase, &dbV)
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
+	}
+	var histV evidence.LedgerHistoryValue
+	histA, why := sourceAnswer(last, kvdbSource, evidence.KVDBHistory, &histV)
+	if why != "" {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why, Sources: src}
+	}
+	hs, err := kvdbHistories(histV)
+	if err != nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: err.Error() + ": a history with parts missing cannot say what was acknowledged", Sources: src}
+	}
+	if len(hs) == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("no writer history under %s, so nothing says what the database's %d bytes should hold", histV.Prefix, len(dbV.Data)), Sources: src}
+	}
+	content, err := kvdb.ReadContent(dbV.Data)
+	if err != nil {
+		// A database that does not open is storage-integrity's finding;
+		// what it held cannot be compared.
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("the database at %s, read at %s, could not be read (%v): storage-integrity judges its damage; what it held is not known", orNone(dbV.Path), stamp(dbA.ReadAt), err)}
+	}
+
+	var o checker.KVDBOptions
+	mounted := ""
+	if len(dbV.Mounted) > 0 {
+		if histA.AskedAt.IsZero() || histA.AskedAt.Before(dbA.ReadAt) {
+			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+				Reason: fmt.Sprintf("the volume was mounted on %s when the database was read, and the history was not read after the database returned at %s (history read from %s): a value written between could have no invoke in it",
+					strings.Join(dbV.Mounted, ", "), stamp(dbA.ReadAt), stamp(histA.AskedAt))}
+		}
+		o.AckedBefore = readBegan(dbA, last)
+		mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations acknowledged by %s, when the read began, had to be there", strings.Join(dbV.Mounted, ", "), stamp(o.AckedBefore))
+	}
+	r := checker.CheckKVDB(content, hs, o)
+	exercised, exercise := storedCarriedAcross(kvdbAcks(hs, o.AckedBefore), readBegan(dbA, last), in.Timeline, "operation", "database")
+
+	where := fmt.Sprintf("the kvdb database at %s, read at %s", orNone(dbV.Path), stamp(dbA.ReadAt))
+	switch {
+	case len(r.Lost) > 0:
+		var names []string
+		for _, l := range r.Lost[:min(len(r.Lost), 3)] {
+			names = append(names, fmt.Sprintf("%s (%s)", l.DBOp, l.Why))
+		}
+		if !exercised {
+			exercise = fmt.Sprintf("%d acknowledged operation(s) lost", len(r.Lost))
+		}
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: LostUpdate, Sources: src, At: dbA.ReadAt,
+			Reason: fmt.Sprintf("lost update: %d acknowledged operation(s) missing from %s: %s%s; %s",
+				len(r.Lost), where, strings.Join(names, "; "), mounted, r),
+			Exercised: verdict.Exercised(), Exercise: exercise}
+	case r.Nobody() > 0:
+		if !exercised {
+			exercise = fmt.Sprintf("%d value(s) nobody wrote", r.Nobody())
+		}
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: UnwrittenData, Sources: src, At: dbA.ReadAt,
+			Reason:    fmt.Sprintf("unwritten data: %s holds or gave %d value(s) nobody wrote as they are%s; %s", where, r.Nobody(), mounted, r),
+			Exercised: verdict.Exercised(), Exercise: exercise}
+	}
+	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    fmt.Sprintf("every acknowledged operation's effect is in %s and nothing is there that nobody wrote%s; %s", where, mounted, r),
+		Exercised: &exercised, Exercise: exercise}
+}
