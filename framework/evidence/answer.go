@@ -59,6 +59,17 @@ func ValueAnswer(v any, readAt time.Time, resourceVersion string) (Answer, error
 	return Answer{State: Answered, Value: b, ReadAt: readAt, ResourceVersion: resourceVersion}, nil
 }
 
+// EncodedAnswer is ValueAnswer for values that always encode (the
+// question value types): an encoding failure is still reported, as an
+// unreadable answer read at readAt.
+func EncodedAnswer(v any, readAt time.Time, resourceVersion string) Answer {
+	a, err := ValueAnswer(v, readAt, resourceVersion)
+	if err != nil {
+		return UnreadableAnswer(err.Error(), readAt)
+	}
+	return a
+}
+
 // UnreadableAnswer records that a source was asked at readAt and could not
 // answer, and why.
 func UnreadableAnswer(reason string, readAt time.Time) Answer {

@@ -109,11 +109,11 @@ func (r *ledgerReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	case err != nil && len(f.MountedOn) == 0 && errors.Is(err, lab.ErrNoSuchFile):
 		// Nothing mounts the volume and the file is not there: the
 		// ledger never wrote, which is a value (an empty log).
-		out[evidence.LedgerLog] = answer(evidence.LedgerLogValue{Path: f.Path, Data: []byte{}}, logAt, "")
+		out[evidence.LedgerLog] = evidence.EncodedAnswer(evidence.LedgerLogValue{Path: f.Path, Data: []byte{}}, logAt, "")
 	case err != nil:
 		out[evidence.LedgerLog] = evidence.UnreadableAnswer("reading "+LedgerFile+" of volume "+handle+": "+err.Error(), logAt)
 	default:
-		out[evidence.LedgerLog] = answer(evidence.LedgerLogValue{Path: f.Path, Data: f.Data, Mounted: f.MountedOn}, logAt, "")
+		out[evidence.LedgerLog] = evidence.EncodedAnswer(evidence.LedgerLogValue{Path: f.Path, Data: f.Data, Mounted: f.MountedOn}, logAt, "")
 	}
 	asked := time.Now().UTC()
 	kvs, rev, err := ledgerlog.ReadHistoryKVs(ctx, r.store, HistoryPrefix)
@@ -125,16 +125,8 @@ func (r *ledgerReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	for _, kv := range kvs {
 		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
 	}
-	a := answer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
+	a := evidence.EncodedAnswer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
 	a.AskedAt = asked
 	out[evidence.LedgerHistory] = a
 	return out
-}
-
-func answer(v any, at time.Time, rv string) evidence.Answer {
-	a, err := evidence.ValueAnswer(v, at, rv)
-	if err != nil {
-		return evidence.UnreadableAnswer(err.Error(), at)
-	}
-	return a
 }

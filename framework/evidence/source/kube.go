@@ -123,14 +123,9 @@ func EndpointsOf(slices []discoveryv1.EndpointSlice) evidence.EndpointsValue {
 	return v
 }
 
-// answer wraps ValueAnswer for values that always encode (the question
-// value types above); an encoding failure is still reported, as unreadable.
+// answer is evidence.EncodedAnswer, short for this package's readers.
 func answer(v any, readAt time.Time, rv string) evidence.Answer {
-	a, err := evidence.ValueAnswer(v, readAt, rv)
-	if err != nil {
-		return evidence.UnreadableAnswer(err.Error(), readAt)
-	}
-	return a
+	return evidence.EncodedAnswer(v, readAt, rv)
 }
 
 func now() time.Time { return time.Now().UTC() }

@@ -22,13 +22,12 @@ import (
 const (
 	// HistoryStorePort is the storage host's external etcd, plain HTTP:
 	// the workloads' pods reach it with no certificates of their own.
-	HistoryStorePort      = 2379
-	historyStorePeerPort  = 2380
-	csiControllerHealth   = 20246
-	csiAttacherHTTP       = 20247
-	CSINodeHealthPort     = 20248
-	csiBinaryName         = "faultline-csi"
-	csiAttacherRestartGap = ComponentRestartDelay
+	HistoryStorePort     = 2379
+	historyStorePeerPort = 2380
+	csiControllerHealth  = 20246
+	csiAttacherHTTP      = 20247
+	CSINodeHealthPort    = 20248
+	csiBinaryName        = "faultline-csi"
 )
 
 // StorageHost is the lab's storage host, if it has one.
@@ -197,7 +196,7 @@ func csiAttacherService() Service {
 			return httpOK(ctx, fmt.Sprintf("http://%s:%d/metrics", h.Address, csiAttacherHTTP))
 		},
 		StopGrace:    5 * time.Second,
-		RestartDelay: csiAttacherRestartGap,
+		RestartDelay: ComponentRestartDelay,
 	}
 }
 
