@@ -258,7 +258,7 @@ func StartControlPlane(t testing.TB, o Options) *ControlPlane {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cp.EtcdClient.Close() })
-	cp.checkOwnEtcd(t, member)
+	waitOwnEtcd(t, cp.EtcdClient, cp.EtcdURL, member)
 	cp.waitReady(t, 2*time.Minute)
 	cp.Kubeconfig = write("kubeconfig", []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -281,23 +281,49 @@ current-context: admin
 	return cp
 }
 
-func (cp *ControlPlane) checkOwnEtcd(t testing.TB, member string) {
+// waitOwnEtcd waits until the etcd at url answers through c, and fails
+// the test when its one member is not named member: another process took
+// its port in between.
+func waitOwnEtcd(t testing.TB, c *clientv3.Client, url, member string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		ml, err := cp.EtcdClient.MemberList(ctx)
+		ml, err := c.MemberList(ctx)
 		if err == nil {
 			if len(ml.Members) != 1 || ml.Members[0].Name != member {
-				t.Fatalf("the etcd at %s is not this test's (members %v): another process took its port", cp.EtcdURL, ml.Members)
+				t.Fatalf("the etcd at %s is not this test's (members %v): another process took its port", url, ml.Members)
 			}
 			return
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("etcd at %s did not answer: %v", cp.EtcdURL, err)
+			t.Fatalf("etcd at %s did not answer: %v", url, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// StartEtcd runs a one-member etcd on loopback for the test, its member
+// named after name, and returns its client URL and a client closed when
+// the test ends.
+func StartEtcd(t testing.TB, name string) (string, *clientv3.Client) {
+	t.Helper()
+	etcdBin := Binary(t, Etcd, "etcd")
+	dir := t.TempDir()
+	clientPort, peerPort := FreePort(t), FreePort(t)
+	url, peer := fmt.Sprintf("http://127.0.0.1:%d", clientPort), fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	member := fmt.Sprintf("%s-%d-%d", name, os.Getpid(), clientPort)
+	Start(t, "etcd", etcdBin, "--name", member, "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", url, "--advertise-client-urls", url,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", member+"="+peer, "--log-level", "warn")
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	waitOwnEtcd(t, c, url, member)
+	return url, c
 }
 
 func (cp *ControlPlane) waitReady(t testing.TB, within time.Duration) {
