@@ -8,6 +8,7 @@ import (
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
 
@@ -30,10 +31,40 @@ const (
 // while worker1's copy, which never hears of the deletion, keeps
 // appending.
 func cutAndForceDelete() fault.Fault {
-	return controls.CutThenForceDelete(faults.HostFromControlPlane(splitbrain.LedgerNode),
-		controls.Pod{Node: splitbrain.LedgerNode, Namespace: splitbrain.Namespace, Name: splitbrain.LedgerPod, TaintWait: profile.NodeWindow},
-		suiteSampler.Note)
+	return controls.CutThenForceDelete(faults.HostFromControlPlane(splitbrain.LedgerNode), ledgerPod(), suiteSampler.Note)
 }
+
+// ledgerPod is ledger-0 on worker1, as the controls that delete it name it.
+func ledgerPod() controls.Pod {
+	return controls.Pod{Node: splitbrain.LedgerNode, Namespace: splitbrain.Namespace, Name: splitbrain.LedgerPod, TaintWait: profile.NodeWindow}
+}
+
+// frozenKubeletForceDelete freezes worker1's kubelet (its containers run
+// on, unsupervised), waits for the unreachable taint and force-deletes
+// ledger-0. Heal thaws the kubelet, which then finds its pod gone and
+// stops the old copy: that copy's last appends and its shutdown land
+// after the replacement has been writing.
+func frozenKubeletForceDelete() fault.Fault {
+	return controls.CutThenForceDelete(faults.Freeze(splitbrain.LedgerNode, lab.ServiceKubelet), ledgerPod(), suiteSampler.Note)
+}
+
+// stoppedKubeletOutOfService stops worker1's kubelet (its containers run
+// on) and taints the node out-of-service once it is not Ready, as an
+// operator who takes a silent node for a shut-down one would.
+func stoppedKubeletOutOfService() fault.Fault {
+	return controls.StopThenOutOfService(faults.StopService(splitbrain.LedgerNode, lab.ServiceKubelet), splitbrain.LedgerNode, profile.NodeWindow)
+}
+
+// forceDetachWindow outlasts the attach/detach controller's fixed
+// 6-minute maxWaitForUnmountDuration (cmd/kube-controller-manager's
+// attach/detach controller; no flag sets it) by a minute, for the
+// replacement to attach, mount and write.
+const forceDetachWindow = 7 * time.Minute
+
+// outOfServiceWindow leaves, after the taint, time for the taint manager's
+// eviction, the pod garbage collector's 20 s pass, the detach, the
+// replacement's attach and start, and its writes.
+const outOfServiceWindow = 90 * time.Second
 
 // table is the paper's scenarios, each with its null arm.
 func table() []scenario.Scenario {
@@ -62,6 +93,26 @@ func table() []scenario.Scenario {
 			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume: the Multi-Attach check keeps the replacement from attaching within the window",
 			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach"},
 			Fault:  cutAndForceDelete(),
+		}),
+		base(scenario.Scenario{
+			ID:     "ledger-force-deleted-block-past-force-detach",
+			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume, the window past the 6-minute force-detach: the replacement attaches while the cut copy still has the volume mounted",
+			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach", "window:force-detach"},
+			Fault:  cutAndForceDelete(),
+			Window: forceDetachWindow,
+		}),
+		base(scenario.Scenario{
+			ID:     "ledger-kubelet-frozen-force-deleted-shared-directory",
+			Title:  "worker1's kubelet frozen and ledger-0 force-deleted, the log on a shared directory: the thawed kubelet stops the old copy only after the replacement has written",
+			Labels: []string{"volume:shared", "component:kubelet", "component:statefulset"},
+			Fault:  frozenKubeletForceDelete(),
+		}),
+		base(scenario.Scenario{
+			ID:     "ledger-out-of-service-block",
+			Title:  "worker1's kubelet stopped and the node tainted out-of-service, the log on an attachable block volume: the volume is detached at once and the replacement mounts it beside the old copy",
+			Labels: []string{"volume:block", "component:kubelet", "component:statefulset", "component:attach-detach"},
+			Fault:  stoppedKubeletOutOfService(),
+			Window: outOfServiceWindow,
 		}),
 	)
 }
