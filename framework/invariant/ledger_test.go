@@ -330,3 +330,61 @@ func TestLedgerInvariantsOverNoEvidence(t *testing.T) {
 		}
 	}
 }
+
+func logRounds(t *testing.T, r *run, b *ledgerBench, at float64) {
+	t.Helper()
+	r.round(at).value(ledgerSource, evidence.LedgerLog, 0.1, b.logValue("worker1"), "")
+}
+
+func TestSingleHistoryOfTheLedgerPreservedWhileTheLogOnlyGrows(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	r := newRun(t)
+	for s := range 3 {
+		a.append(3)
+		logRounds(t, r, b, float64(s+1))
+	}
+	// A read that timed out is a gap, not an empty log.
+	r.round(4).unreadable(ledgerSource, evidence.LedgerLog, 2, "timeout: no answer within 2s")
+	b.start(ledgerID("b", "worker2")).append(2) // a restart appends after the last record
+	logRounds(t, r, b, 5)
+	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved,
+		"every read of the ledger's log extends the one before", "4 reads", "1 read(s) of the log gave no value")
+	wantExercised(t, j, true, "2 writer(s)")
+
+	one := newLedgerBench(t)
+	w := one.start(ledgerID("a", "worker1"))
+	r = newRun(t)
+	for s := range 2 {
+		w.append(2)
+		logRounds(t, r, one, float64(s+1))
+	}
+	wantExercised(t, expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved), false, "1 writer(s)")
+}
+
+func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t *testing.T) {
+	// The positive control: the second copy starts at an offset it keeps
+	// while the first appends on; a read saw the first's records there.
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2"))
+	a.append(2)
+	r := newRun(t)
+	logRounds(t, r, b, 1)
+	c.append(1)
+	logRounds(t, r, b, 2)
+	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
+	if j.Violation != NotOneLog || !j.At.Equal(sec(2)) {
+		t.Errorf("violation %q at %s, want %q at the second read's round", j.Violation, j.At, NotOneLog)
+	}
+}
+
+func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(2)
+	r := newRun(t)
+	logRounds(t, r, b, 1)
+	r.round(2).unreadable(ledgerSource, evidence.LedgerLog, 2, "timeout: no answer within 2s")
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "1 readable read(s)", "two are needed")
+}

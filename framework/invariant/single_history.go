@@ -31,11 +31,21 @@ const NotLinearizableKey = "not-linearizable"
 //
 // Fires (Violation "not-linearizable") when a key's history fits no
 // order; the reason names the first pair of acknowledged increments that
-// replaced one value (a lost update) when there is one. The leader-elected
-// writer's store is covered; the ledger's half (its log's records as
-// prefixes of one log, each writer's view of it) is not judged here:
-// acknowledged-data-survives and single-writer-at-storage judge the
-// ledger.
+// replaced one value (a lost update) when there is one.
+//
+// Also reads ledger/log from the "ledger" source, every readable answer
+// in snapshot order: the ledger's log as each round read it. Checked with
+// checker.CheckLogPrefixes: each read must be a prefix of the later ones
+// (every whole record it held is, unchanged, at the same offset in every
+// later read), as the reads of a log one copy appends to are. Fires
+// (Violation "not-one-log") when a later read lost or replaced a record an
+// earlier read held: the storage showed its readers two histories. An
+// unreadable read is a gap, never a value: the reads on either side of it
+// are still compared, and the gaps are counted in the reason. Exercised
+// when the reads held records of two or more writers.
+//
+// A run whose sources answer both questions is judged on both, the worse
+// verdict first.
 //
 // Why: a workload that elects one leader to write promises its clients
 // the history one writer makes; client-go's leader election does not
@@ -43,10 +53,11 @@ const NotLinearizableKey = "not-linearizable"
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
 // malformed, when it holds no operation that took effect, or when the
-// checker could not decide a key within its time and no other key fails.
+// checker could not decide a key within its time and no other key fails;
+// for the ledger, when fewer than two reads of its log were readable.
 //
-// Exercised when increments of two or more writers were acknowledged on
-// one key (leadership changed hands, or two led at once). VIOLATED is
+// The elector's half is exercised when increments of two or more writers
+// were acknowledged on one key (leadership changed hands, or two led at once). VIOLATED is
 // always exercised.
 func SingleHistory() Invariant { return singleHistory{} }
 
@@ -55,11 +66,90 @@ type singleHistory struct{}
 func (singleHistory) Name() string         { return SingleHistoryName }
 func (singleHistory) Phase() verdict.Phase { return verdict.Safety }
 func (singleHistory) Reads() []Reading {
-	return []Reading{{Sources: string(electorSource), Question: evidence.ElectorHistory}}
+	return []Reading{
+		{Sources: string(electorSource), Question: evidence.ElectorHistory},
+		{Sources: string(ledgerSource), Question: evidence.LedgerLog},
+	}
 }
 
+// NotOneLog is single-history's violation for the ledger: a later read of
+// its log lost or replaced a record an earlier read held.
+const NotOneLog = "not-one-log"
+
 func (singleHistory) Judge(in Input) verdict.Judgement {
-	hs, v, why := latestElectorHistory(ordered(in.Snapshots))
+	snaps := ordered(in.Snapshots)
+	if !asked(snaps, ledgerSource, evidence.LedgerLog) {
+		return judgeElectorHistory(snaps)
+	}
+	lj := judgeLogPrefixes(snaps)
+	if !asked(snaps, electorSource, evidence.ElectorHistory) {
+		return lj
+	}
+	return worse(judgeElectorHistory(snaps), lj)
+}
+
+// asked is whether src was asked q in any snapshot.
+func asked(snaps []evidence.Snapshot, src evidence.Source, q evidence.Question) bool {
+	for _, s := range snaps {
+		if s.Get(src, q).State != evidence.NotAsked {
+			return true
+		}
+	}
+	return false
+}
+
+// worse is the judgement of two halves of one invariant: VIOLATED before
+// INSUFFICIENT_DATA before PRESERVED, the first on a tie.
+func worse(a, b verdict.Judgement) verdict.Judgement {
+	rank := func(j verdict.Judgement) int {
+		switch j.Verdict {
+		case verdict.Violated:
+			return 0
+		case verdict.InsufficientData:
+			return 1
+		}
+		return 2
+	}
+	if rank(b) < rank(a) {
+		return b
+	}
+	return a
+}
+
+// judgeLogPrefixes is the ledger's half of single-history.
+func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
+	obs, gaps := collect[evidence.LedgerLogValue](snaps, string(ledgerSource), evidence.LedgerLog)
+	src := []string{string(ledgerSource)}
+	reads := make([]checker.LogRead, len(obs))
+	for i, o := range obs {
+		reads[i] = checker.LogRead{At: o.Taken, Data: o.Value.Data}
+	}
+	gapNote := ""
+	if len(gaps) > 0 {
+		gapNote = fmt.Sprintf("; %d read(s) of the log gave no value (first: %s) and were compared as nothing", len(gaps), gaps[0].Reason)
+	}
+	if len(reads) < 2 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("%d readable read(s) of the ledger's log: two are needed to compare%s", len(reads), gapNote)}
+	}
+	r := checker.CheckLogPrefixes(reads)
+	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, gapNote)
+	if r.Break != nil {
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
+			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
+			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
+	}
+	exercised := r.Writers >= 2
+	exercise := fmt.Sprintf("the reads held records of %d writer(s)", r.Writers)
+	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    "every read of the ledger's log extends the one before: " + looked,
+		Exercised: &exercised, Exercise: exercise}
+}
+
+// judgeElectorHistory is the leader-elected writer's half of
+// single-history.
+func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
+	hs, v, why := latestElectorHistory(snaps)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}

@@ -14,7 +14,7 @@ import (
 
 // Invariants are the paper's, judged in every run.
 func paperInvariants() []invariant.Invariant {
-	return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage()}
+	return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory()}
 }
 
 // window leaves the replacement time to start and write beside the cut

@@ -1,0 +1,92 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+)
+
+// LogRead is the ledger's log as one read found it.
+type LogRead struct {
+	// At is when the read began.
+	At   time.Time
+	Data []byte
+}
+
+// PrefixBreak is a whole record an earlier read of the log found that a
+// later read does not hold at the same offset: the later log is no
+// extension of the earlier one.
+type PrefixBreak struct {
+	Earlier, Later time.Time
+	// Was is the record the earlier read found.
+	Was ledgerlog.Entry
+	// Now is the whole record the later read holds at Was's offset, nil
+	// when none begins there (the log ends before it, or the bytes there
+	// hold no whole record).
+	Now *ledgerlog.Entry
+}
+
+func (b PrefixBreak) String() string {
+	now := "no whole record there"
+	if b.Now != nil {
+		now = entryString(*b.Now)
+	}
+	return fmt.Sprintf("the read at %s found %s; the read at %s holds %s", stamp(b.Earlier), entryString(b.Was), stamp(b.Later), now)
+}
+
+func entryString(e ledgerlog.Entry) string {
+	return fmt.Sprintf("sequence %d at offset %d by %s (append %d)", e.Record.Seq, e.Offset, e.Record.Writer, e.Record.Op)
+}
+
+// Prefixes is what CheckLogPrefixes found.
+type Prefixes struct {
+	Reads int `json:"reads"`
+	// Writers is how many writers' records the reads held in all.
+	Writers int `json:"writers"`
+	// Break is the first record a later read lost or replaced (nil when
+	// every read extends the one before).
+	Break *PrefixBreak `json:"break,omitempty"`
+}
+
+// CheckLogPrefixes checks that reads of one ledger log, in the order
+// given (the order they were made), are prefixes of one log: every whole
+// record a read found is, at the same offset and unchanged, in every later
+// read. A log one writer appends to only grows, so its reads are; a second
+// copy that appends from an offset it kept in memory overwrites records a
+// read already saw, and the storage shows two histories. A torn last
+// record is not a record and is not compared. Records are compared by
+// writer incarnation, append number and sequence, which the checksum
+// binds to the bytes.
+func CheckLogPrefixes(reads []LogRead) Prefixes {
+	r := Prefixes{Reads: len(reads)}
+	writers := map[string]bool{}
+	var prev []ledgerlog.Entry
+	var prevAt time.Time
+	for i, read := range reads {
+		c := ledgerlog.Scan(read.Data)
+		at := map[int64]*ledgerlog.Entry{}
+		for j := range c.Entries {
+			e := &c.Entries[j]
+			at[e.Offset] = e
+			writers[e.Record.Writer.Incarnation] = true
+		}
+		if i > 0 && r.Break == nil {
+			for _, was := range prev {
+				now := at[was.Offset]
+				if now != nil && sameRecord(now.Record, was.Record) {
+					continue
+				}
+				r.Break = &PrefixBreak{Earlier: prevAt, Later: read.At, Was: was, Now: now}
+				break
+			}
+		}
+		prev, prevAt = c.Entries, read.At
+	}
+	r.Writers = len(writers)
+	return r
+}
+
+func sameRecord(a, b ledgerlog.Record) bool {
+	return a.Writer.Incarnation == b.Writer.Incarnation && a.Op == b.Op && a.Seq == b.Seq
+}

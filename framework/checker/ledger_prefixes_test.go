@@ -1,0 +1,76 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckLogPrefixes(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+	t.Run("one writer: every read extends the one before", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		var reads []LogRead
+		for i := range 3 {
+			a.append(4)
+			reads = append(reads, LogRead{At: at(i), Data: b.bytes()})
+		}
+		a.tear(10) // a torn last record is not compared
+		reads = append(reads, LogRead{At: at(3), Data: b.bytes()})
+		a.append(1) // the next append writes over the torn one
+		reads = append(reads, LogRead{At: at(4), Data: b.bytes()})
+		r := CheckLogPrefixes(reads)
+		if r.Break != nil || r.Reads != 5 || r.Writers != 1 {
+			t.Errorf("got %+v, want no break over 5 reads of 1 writer", r)
+		}
+	})
+
+	t.Run("a restart that appends after the last record", func(t *testing.T) {
+		b := newBench(t)
+		b.start(writerA, 16).append(5)
+		first := b.bytes()
+		b.start(writerC, 40).append(5)
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: first}, {At: at(1), Data: b.bytes()}})
+		if r.Break != nil || r.Writers != 2 {
+			t.Errorf("got %+v, want no break and 2 writers", r)
+		}
+	})
+
+	t.Run("a second copy writes over records a read saw", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(writerC, 40) // its offset is past sequence 3
+		a.append(3)
+		seen := b.bytes() // holds a's sequences 4-6
+		c.append(1)       // c's sequence 4 over a's
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: seen}, {At: at(1), Data: b.bytes()}})
+		if r.Break == nil {
+			t.Fatalf("no break found: %+v", r)
+		}
+		if r.Break.Was.Record.Writer != writerA || r.Break.Was.Record.Seq != 4 || r.Break.Now == nil || r.Break.Now.Record.Writer != writerC {
+			t.Errorf("break %s, want a's sequence 4 replaced by c's", r.Break)
+		}
+		if s := r.Break.String(); !strings.Contains(s, "sequence 4") || !strings.Contains(s, "read at") {
+			t.Errorf("break reads %q", s)
+		}
+	})
+
+	t.Run("a log that shrank", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(2)
+		short := b.bytes()
+		a.append(2)
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: b.bytes()}, {At: at(1), Data: short}})
+		if r.Break == nil || r.Break.Now != nil || r.Break.Was.Record.Seq != 3 {
+			t.Errorf("got %+v, want sequence 3 gone with nothing in its place", r.Break)
+		}
+	})
+
+	if r := CheckLogPrefixes(nil); r.Break != nil || r.Reads != 0 {
+		t.Errorf("no reads: %+v", r)
+	}
+}
