@@ -1,6 +1,7 @@
 package csidriver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,16 @@ func ReadVolumeFile(ctx context.Context, st Store, id, name string) (VolumeFile,
 // sparse copy, the journal replayed (a file fsynced a moment ago may
 // exist in the journal only), then dumped with debugfs. debugfs reports a
 // missing file on stderr and exits 0, so the dump's absence is what says
-// the file is not there.
+// the file is not there. A journal that holds data while the superblock's
+// needs_recovery flag is clear (two nodes' mounts wrote over each other's
+// superblock) is not replayed: the kernel's mount discards such a journal
+// (fs/ext4/super.c, ext4_load_journal wipes it when the flag is clear), so
+// the next mount sees the blocks as they are.
+// journalNotRecovered is e2fsck's word for a journal with data under a
+// clear needs_recovery flag (e2fsck/problem.c), in the C locale the
+// command runs in.
+const journalNotRecovered = "needs_recovery flag is clear, but journal has data"
+
 func imageCat(ctx context.Context, image, file string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "faultline-volume-")
 	if err != nil {
@@ -85,9 +95,12 @@ func imageCat(ctx context.Context, image, file string) ([]byte, error) {
 		return nil, fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
 	}
 	// Exit 1 is "file system errors corrected": the journal replayed.
-	if msg, err := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp).CombinedOutput(); err != nil {
+	replay := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp)
+	replay.Env = append(os.Environ(), "LC_ALL=C")
+	if msg, err := replay.CombinedOutput(); err != nil {
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		ok := errors.As(err, &ee) && (ee.ExitCode() == 1 || bytes.Contains(msg, []byte(journalNotRecovered)))
+		if !ok {
 			return nil, fmt.Errorf("replaying the journal of a copy of %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
 		}
 	}
