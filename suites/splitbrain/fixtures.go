@@ -72,11 +72,51 @@ func CheckShape(l lab.Lab) error {
 	return errors.Join(errs...)
 }
 
+// The kvdb fixture: one StatefulSet replica read-modify-writing a bbolt
+// database on its claim (fixtures/kvdb), its history in the external
+// store.
+const (
+	KVDB      = "kvdb"
+	KVDBPod   = KVDB + "-0"
+	KVDBClaim = "data-" + KVDBPod
+	KVDBFile  = "kv.db"
+	// KVDBHistoryPrefix is where the database's writers keep their
+	// histories in the external store.
+	KVDBHistoryPrefix = "/faultline/splitbrain/kvdb/"
+	// KVDBInterval is the time between two operations' starts.
+	KVDBInterval = 100 * time.Millisecond
+)
+
 // LedgerStatefulSet is the ledger on a claim of class, its history in the
 // store at endpoints.
 func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
+	return statefulSet(Ledger, images.Ref("ledger"), class, []string{
+		"--dir=/data", "--file=" + LedgerFile,
+		"--interval=" + AppendInterval.String(),
+		"--history-endpoints=" + strings.Join(endpoints, ","),
+		"--history-prefix=" + HistoryPrefix,
+	})
+}
+
+// KVDBStatefulSet is the database workload on a claim of class, its
+// history in the store at endpoints. It opens the database for each
+// operation and closes it after (fixtures/kvdb's default), so two copies
+// whose file locks meet take turns.
+func KVDBStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
+	return statefulSet(KVDB, images.Ref("kvdb"), class, []string{
+		"--dir=/data", "--file=" + KVDBFile,
+		"--interval=" + KVDBInterval.String(),
+		"--history-endpoints=" + strings.Join(endpoints, ","),
+		"--history-prefix=" + KVDBHistoryPrefix,
+	})
+}
+
+// statefulSet is one replica of a data workload named name, preferring
+// LedgerNode, with its volume claim template "data" of class mounted at
+// /data, ready by its /readyz on 8080.
+func statefulSet(name, image, class string, args []string) *appsv1.StatefulSet {
 	one := int32(1)
-	labels := map[string]string{"app": Ledger}
+	labels := map[string]string{"app": name}
 	env := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
@@ -85,10 +125,10 @@ func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
 	// the one the scenarios leave running, not one the taint evicts.
 	long := int64(3600)
 	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: Ledger, Namespace: Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    &one,
-			ServiceName: Ledger,
+			ServiceName: name,
 			Selector:    &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -106,14 +146,9 @@ func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
 						{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
 					},
 					Containers: []corev1.Container{{
-						Name:  Ledger,
-						Image: images.Ref("ledger"),
-						Args: []string{
-							"--dir=/data", "--file=" + LedgerFile,
-							"--interval=" + AppendInterval.String(),
-							"--history-endpoints=" + strings.Join(endpoints, ","),
-							"--history-prefix=" + HistoryPrefix,
-						},
+						Name:  name,
+						Image: image,
+						Args:  args,
 						Env: []corev1.EnvVar{
 							env(ledgerlog.EnvPodName, "metadata.name"),
 							env(ledgerlog.EnvPodUID, "metadata.uid"),
@@ -139,26 +174,35 @@ func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
 	}
 }
 
-// Install creates the namespace and the ledger on a claim of class, and
-// waits until ledger-0 is ready on LedgerNode.
-func Install(ctx context.Context, cs kubernetes.Interface, class string, endpoints []string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// EnsureNamespace creates the suite's namespace unless it is there.
+func EnsureNamespace(ctx context.Context, cs kubernetes.Interface) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
-	if _, err := cs.AppsV1().StatefulSets(Namespace).Create(ctx, LedgerStatefulSet(class, endpoints), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating statefulset %s: %w", Ledger, err)
+	return nil
+}
+
+// InstallStatefulSet creates the namespace and sts, and waits until its
+// pod 0 is ready on LedgerNode.
+func InstallStatefulSet(ctx context.Context, cs kubernetes.Interface, sts *appsv1.StatefulSet, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := EnsureNamespace(ctx, cs); err != nil {
+		return err
 	}
+	if _, err := cs.AppsV1().StatefulSets(Namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating statefulset %s: %w", sts.Name, err)
+	}
+	pod := sts.Name + "-0"
 	var last string
 	for {
-		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, LedgerPod, metav1.GetOptions{})
+		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
 		switch {
 		case err != nil:
 			last = err.Error()
 		case p.Spec.NodeName != "" && p.Spec.NodeName != LedgerNode:
-			return fmt.Errorf("%s was scheduled to %s, not %s: the scenarios cut %s off", LedgerPod, p.Spec.NodeName, LedgerNode, LedgerNode)
+			return fmt.Errorf("%s was scheduled to %s, not %s: the scenarios cut %s off", pod, p.Spec.NodeName, LedgerNode, LedgerNode)
 		case podReady(p):
 			return nil
 		default:
@@ -166,7 +210,7 @@ func Install(ctx context.Context, cs kubernetes.Interface, class string, endpoin
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s/%s to be ready: %s (%w)", Namespace, LedgerPod, last, ctx.Err())
+			return fmt.Errorf("waiting for %s/%s to be ready: %s (%w)", Namespace, pod, last, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}

@@ -53,43 +53,57 @@ var _ = scenario.Register(scenario.Suite{
 	Prepare:     installFixtures,
 }, table())
 
-// fixturesTimeout bounds installing the ledger: a claim bound, a volume
+// fixturesTimeout bounds installing a workload: a claim bound, a volume
 // attached and staged, the pod ready.
 const fixturesTimeout = 2 * time.Minute
 
-// installFixtures installs the ledger on the claim class the scenario
-// stores on, and waits until it runs on worker1 and has appended.
+// installFixtures installs the workloads the scenario names (its
+// workload: labels), each on the claim class of its volume: label, and
+// waits until they run on worker1.
 func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 	if n := suiteSampler.DiscardEvents(); n > 0 {
 		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
 	}
+	ws, err := splitbrain.WorkloadsOf(sc.Labels)
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", sc.ID, err)
+	}
+	splitbrain.SetActive(ws...)
 	if err := suiteSampler.Reset(); err != nil {
-		return fmt.Errorf("installing the ledger: %w", err)
+		return fmt.Errorf("installing the workloads: %w", err)
 	}
 	sd, ok := l.(lab.StoredData)
 	if !ok {
-		return fmt.Errorf("installing the ledger: lab %s offers no storage", l.Config().Name)
+		return fmt.Errorf("installing the workloads: lab %s offers no storage", l.Config().Name)
 	}
 	info, err := sd.StorageInfo()
 	if err != nil {
-		return fmt.Errorf("installing the ledger: %w", err)
+		return fmt.Errorf("installing the workloads: %w", err)
 	}
 	class, err := classOf(sc, info)
 	if err != nil {
-		return fmt.Errorf("installing the ledger: %w", err)
+		return fmt.Errorf("installing the workloads: %w", err)
 	}
 	path, err := l.Kubeconfig("")
 	if err != nil {
-		return fmt.Errorf("installing the ledger: admin kubeconfig: %w", err)
+		return fmt.Errorf("installing the workloads: admin kubeconfig: %w", err)
 	}
 	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
 	if err != nil {
-		return fmt.Errorf("installing the ledger: %w", err)
+		return fmt.Errorf("installing the workloads: %w", err)
 	}
-	return splitbrain.Install(ctx, cs, class, info.HistoryEndpoints, fixturesTimeout)
+	for _, w := range ws {
+		install, _ := splitbrain.InstallerOf(w)
+		if err := install(ctx, cs, class, info, fixturesTimeout); err != nil {
+			return fmt.Errorf("installing %s: %w", w, err)
+		}
+	}
+	return nil
 }
 
-// classOf is the StorageClass a scenario stores on, by its volume label.
+// classOf is the StorageClass a scenario stores on, by its volume label;
+// empty when it names none (a workload that keeps its data off the
+// cluster's volumes).
 func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
 	for _, l := range sc.Labels {
 		kind, ok := strings.CutPrefix(l, "volume:")
@@ -102,7 +116,7 @@ func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
 		}
 		return class, nil
 	}
-	return "", fmt.Errorf("scenario %s names no volume: label", sc.ID)
+	return "", nil
 }
 
 // storageEmulation is what the lab's storage emulates, for every run's

@@ -12,9 +12,37 @@ import (
 	"github.com/faultline/faultline/suites/splitbrain"
 )
 
-// Invariants are the paper's, judged in every run.
-func paperInvariants() []invariant.Invariant {
-	return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory()}
+// workloadInvariants are the paper's invariants that judge w's evidence.
+func workloadInvariants(w splitbrain.Workload) []invariant.Invariant {
+	switch w {
+	case splitbrain.WorkloadLedger:
+		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory()}
+	case splitbrain.WorkloadKVDB:
+		return []invariant.Invariant{invariant.AcknowledgedDataSurvives()}
+	case splitbrain.WorkloadElector:
+		return []invariant.Invariant{invariant.SingleHistory(), invariant.FencingMonotonic()}
+	}
+	panic("no invariants for workload " + string(w))
+}
+
+// invariantsFor are the invariants of every workload labels name, each
+// once.
+func invariantsFor(labels []string) []invariant.Invariant {
+	ws, err := splitbrain.WorkloadsOf(labels)
+	if err != nil {
+		panic(err.Error())
+	}
+	var out []invariant.Invariant
+	seen := map[string]bool{}
+	for _, w := range ws {
+		for _, inv := range workloadInvariants(w) {
+			if !seen[inv.Name()] {
+				seen[inv.Name()] = true
+				out = append(out, inv)
+			}
+		}
+	}
+	return out
 }
 
 // window leaves the replacement time to start and write beside the cut
@@ -66,6 +94,21 @@ const forceDetachWindow = 7 * time.Minute
 // replacement's attach and start, and its writes.
 const outOfServiceWindow = 90 * time.Second
 
+// cutAndDeleteNode cuts worker1 off the control plane and deletes its
+// Node object, as an operator removing a dead machine would: the pod
+// garbage collector deletes kvdb-0 (bound to a node that no longer
+// exists) without any kubelet's word, and the StatefulSet starts a
+// replacement elsewhere while worker1's copy keeps writing.
+func cutAndDeleteNode() fault.Fault {
+	return controls.CutThenDeleteNode(faults.HostFromControlPlane(splitbrain.LedgerNode), splitbrain.LedgerNode)
+}
+
+// deletedNodeWindow covers the pod garbage collector's fixed 40 s
+// quarantine of pods on a deleted node and its 20 s pass
+// (pkg/controller/podgc: quarantineTime, gcCheckPeriod; no flag sets
+// either), the replacement's start, and some 30 s of both copies writing.
+const deletedNodeWindow = 100 * time.Second
+
 // table is the paper's scenarios, each with its null arm.
 func table() []scenario.Scenario {
 	base := func(s scenario.Scenario) scenario.Scenario {
@@ -77,7 +120,7 @@ func table() []scenario.Scenario {
 		if s.Settle == 0 {
 			s.Settle = settle
 		}
-		s.Invariants = append(paperInvariants(), s.Invariants...)
+		s.Invariants = append(invariantsFor(s.Labels), s.Invariants...)
 		s.Emulation = storageEmulation
 		return s
 	}
@@ -85,32 +128,39 @@ func table() []scenario.Scenario {
 		base(scenario.Scenario{
 			ID:     "ledger-force-deleted-shared-directory",
 			Title:  "worker1 cut off and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the cut copy",
-			Labels: []string{"volume:shared", "component:network", "component:statefulset"},
+			Labels: []string{"workload:ledger", "volume:shared", "component:network", "component:statefulset"},
 			Fault:  cutAndForceDelete(),
 		}),
 		base(scenario.Scenario{
 			ID:     "ledger-force-deleted-block-multi-attach",
 			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume: the Multi-Attach check keeps the replacement from attaching within the window",
-			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach"},
+			Labels: []string{"workload:ledger", "volume:block", "component:network", "component:statefulset", "component:attach-detach"},
 			Fault:  cutAndForceDelete(),
 		}),
 		base(scenario.Scenario{
 			ID:     "ledger-force-deleted-block-past-force-detach",
 			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume, the window past the 6-minute force-detach: the replacement attaches while the cut copy still has the volume mounted",
-			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach", "window:force-detach"},
+			Labels: []string{"workload:ledger", "volume:block", "component:network", "component:statefulset", "component:attach-detach", "window:force-detach"},
 			Fault:  cutAndForceDelete(),
 			Window: forceDetachWindow,
 		}),
 		base(scenario.Scenario{
+			ID:     "kvdb-node-deleted-shared-directory",
+			Title:  "worker1 cut off and its Node object deleted, a bbolt database on a shared directory: the collected pod's replacement read-modify-writes beside the cut copy, the two taking turns by the file lock",
+			Labels: []string{"workload:kvdb", "volume:shared", "component:network", "component:controller-manager", "component:statefulset"},
+			Fault:  cutAndDeleteNode(),
+			Window: deletedNodeWindow,
+		}),
+		base(scenario.Scenario{
 			ID:     "ledger-kubelet-frozen-force-deleted-shared-directory",
 			Title:  "worker1's kubelet frozen and ledger-0 force-deleted, the log on a shared directory: the thawed kubelet stops the old copy only after the replacement has written",
-			Labels: []string{"volume:shared", "component:kubelet", "component:statefulset"},
+			Labels: []string{"workload:ledger", "volume:shared", "component:kubelet", "component:statefulset"},
 			Fault:  frozenKubeletForceDelete(),
 		}),
 		base(scenario.Scenario{
 			ID:     "ledger-out-of-service-block",
 			Title:  "worker1's kubelet stopped and the node tainted out-of-service, the log on an attachable block volume: the volume is detached at once and the replacement mounts it beside the old copy",
-			Labels: []string{"volume:block", "component:kubelet", "component:statefulset", "component:attach-detach"},
+			Labels: []string{"workload:ledger", "volume:block", "component:kubelet", "component:statefulset", "component:attach-detach"},
 			Fault:  stoppedKubeletOutOfService(),
 			Window: outOfServiceWindow,
 		}),

@@ -1,0 +1,113 @@
+package splitbrain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// Workload names one of the suite's data workloads; a scenario names the
+// ones it runs by its labels ("workload:ledger").
+type Workload string
+
+// The workloads.
+const (
+	// WorkloadLedger is the append-only log on a volume (fixtures/ledgerlog).
+	WorkloadLedger Workload = "ledger"
+	// WorkloadKVDB is the bbolt database on a volume (fixtures/kvdb).
+	WorkloadKVDB Workload = "kvdb"
+	// WorkloadElector is the leader-elected writer to the external store
+	// (fixtures/electorlog).
+	WorkloadElector Workload = "elector"
+)
+
+// LabelWorkload prefixes the label that names a scenario's workload.
+const LabelWorkload = "workload:"
+
+// An Installer installs one workload: class is the StorageClass of its
+// volume (empty for a workload with none), info the lab's storage. It
+// returns once the workload runs as the scenarios expect.
+type Installer func(ctx context.Context, cs kubernetes.Interface, class string, info lab.StorageInfo, timeout time.Duration) error
+
+// installers are the workloads' installers, by name.
+var installers = map[Workload]Installer{
+	WorkloadLedger: onVolume(LedgerStatefulSet),
+	WorkloadKVDB:   onVolume(KVDBStatefulSet),
+}
+
+// onVolume installs the StatefulSet sts makes, on a claim of the
+// scenario's class.
+func onVolume(sts func(class string, endpoints []string) *appsv1.StatefulSet) Installer {
+	return func(ctx context.Context, cs kubernetes.Interface, class string, info lab.StorageInfo, timeout time.Duration) error {
+		if class == "" {
+			return errors.New("the workload stores on a volume, and the scenario names no volume: label")
+		}
+		return InstallStatefulSet(ctx, cs, sts(class, info.HistoryEndpoints), timeout)
+	}
+}
+
+// InstallerOf is w's installer.
+func InstallerOf(w Workload) (Installer, bool) {
+	in, ok := installers[w]
+	return in, ok
+}
+
+// WorkloadsOf are the workloads labels name, in label order: an error
+// when they name none or one the suite does not have.
+func WorkloadsOf(labels []string) ([]Workload, error) {
+	var out []Workload
+	for _, l := range labels {
+		name, ok := strings.CutPrefix(l, LabelWorkload)
+		if !ok {
+			continue
+		}
+		w := Workload(name)
+		if _, ok := installers[w]; !ok {
+			known := make([]string, 0, len(installers))
+			for k := range installers {
+				known = append(known, string(k))
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("label %q names no workload of the suite (it has %s)", l, strings.Join(known, ", "))
+		}
+		out = append(out, w)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s label names a workload", LabelWorkload)
+	}
+	return out, nil
+}
+
+// active holds the workloads of the scenario being run: the readers ask
+// only their questions, so a workload a scenario does not run is not
+// asked (and not judged) rather than unreadable.
+var active struct {
+	sync.Mutex
+	set map[Workload]bool
+}
+
+// SetActive makes ws the running scenario's workloads.
+func SetActive(ws ...Workload) {
+	active.Lock()
+	defer active.Unlock()
+	active.set = map[Workload]bool{}
+	for _, w := range ws {
+		active.set[w] = true
+	}
+}
+
+// Active is whether the running scenario runs w.
+func Active(w Workload) bool {
+	active.Lock()
+	defer active.Unlock()
+	return active.set[w]
+}

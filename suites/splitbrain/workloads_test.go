@@ -1,0 +1,50 @@
+package splitbrain
+
+import (
+	"github.com/faultline/faultline/lab"
+	"strings"
+	"testing"
+)
+
+func TestWorkloadsOfNamesTheLabelsWorkloads(t *testing.T) {
+	ws, err := WorkloadsOf([]string{"paper:splitbrain", "workload:kvdb", "volume:shared", "workload:ledger"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 2 || ws[0] != WorkloadKVDB || ws[1] != WorkloadLedger {
+		t.Fatalf("workloads %v, want [kvdb ledger]", ws)
+	}
+}
+
+func TestWorkloadsOfRefusesNoneAndUnknown(t *testing.T) {
+	if _, err := WorkloadsOf([]string{"volume:shared"}); err == nil || !strings.Contains(err.Error(), "no workload: label") {
+		t.Fatalf("no workload label: error %v", err)
+	}
+	_, err := WorkloadsOf([]string{"workload:postgres"})
+	if err == nil || !strings.Contains(err.Error(), `"workload:postgres"`) || !strings.Contains(err.Error(), "kvdb, ledger") {
+		t.Fatalf("unknown workload: error %v", err)
+	}
+}
+
+func TestReadersAskOnlyTheActiveWorkloads(t *testing.T) {
+	readers := map[Workload]*storedReader{}
+	for _, w := range []storedWorkload{{workload: WorkloadLedger, data: "ledger/log", history: "ledger/history"}, {workload: WorkloadKVDB, data: "kvdb/db", history: "kvdb/history"}} {
+		readers[w.workload] = &storedReader{w: w}
+	}
+	SetActive(WorkloadKVDB)
+	defer SetActive()
+	if qs := readers[WorkloadLedger].Questions(); len(qs) != 0 {
+		t.Fatalf("ledger not active, asked %v", qs)
+	}
+	if qs := readers[WorkloadKVDB].Questions(); len(qs) != 2 {
+		t.Fatalf("kvdb active, asked %v", qs)
+	}
+}
+
+func TestOnVolumeRefusesAScenarioWithoutAVolume(t *testing.T) {
+	in, _ := InstallerOf(WorkloadKVDB)
+	err := in(t.Context(), nil, "", lab.StorageInfo{}, 0)
+	if err == nil || !strings.Contains(err.Error(), "no volume: label") {
+		t.Fatalf("error %v", err)
+	}
+}
