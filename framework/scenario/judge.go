@@ -43,6 +43,18 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	r.enter(PhaseSettle)
 	st := r.eng
 	l := st.lab
+	if q := r.sc.Quiesce; q != nil {
+		qstart := time.Now()
+		r.event(QuiesceStartedEvent, "before settling")
+		if err := q(ctx, l); err != nil {
+			r.event(QuiesceFailedEvent, err.Error())
+			r.abort("quiesce", err)
+			return nil
+		}
+		r.event(QuiescedEvent, fmt.Sprintf("after %s", time.Since(qstart).Round(time.Millisecond)))
+		r.timed("quiesce", qstart)
+		r.progress("quiesce", qstart, nil, "")
+	}
 	start := time.Now()
 	deadline := start.Add(r.sc.Settle)
 	var final *evidence.Snapshot

@@ -428,3 +428,45 @@ func TestTheChangeIsMadeInBothArmsAndAFailedOneAborts(t *testing.T) {
 		t.Errorf("a change after the window: %v", err)
 	}
 }
+
+func TestQuiesceRunsAfterHealAndBeforeTheFinalSnapshot(t *testing.T) {
+	rn := newRunner(t, t.TempDir())
+	sc := scenarioOf("quiesced", memlab.Flag{Name: "a"}, "a", 200*time.Millisecond)
+	var ran time.Time
+	sc.Quiesce = func(ctx context.Context, l lab.Lab) error {
+		ran = time.Now()
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	}
+	res, err := rn.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Record.RunVerdict != verdict.RunJudged {
+		t.Fatalf("run %s (%s), want JUDGED", res.Record.RunVerdict, res.Record.RunReason)
+	}
+	tl := res.Evidence.Timeline
+	healed, started, done := tl.OfKind(invariant.FaultHealedEvent), tl.OfKind(QuiesceStartedEvent), tl.OfKind(QuiescedEvent)
+	if len(healed) != 1 || len(started) != 1 || len(done) != 1 {
+		t.Fatalf("events: healed %v, quiesce started %v, quiesced %v; want one of each", healed, started, done)
+	}
+	if ran.Before(healed[0].At) || started[0].At.Before(healed[0].At) {
+		t.Errorf("quiesce ran at %s, before the heal ended at %s", ran, healed[0].At)
+	}
+	if res.Evidence.Final == nil || res.Evidence.Final.Taken.Before(done[0].At) {
+		t.Errorf("the final snapshot %v was taken before quiesce ended at %s", res.Evidence.Final, done[0].At)
+	}
+	if _, ok := res.Record.Timings["quiesce"]; !ok {
+		t.Errorf("no timing for quiesce: %v", res.Record.Timings)
+	}
+
+	sc = scenarioOf("quiesce-fails", memlab.Flag{Name: "a"}, "a", 200*time.Millisecond)
+	sc.Quiesce = func(context.Context, lab.Lab) error { return errors.New("the workload would not stop") }
+	res, err = rn.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Record.RunVerdict != verdict.RunAborted || !strings.Contains(res.Record.RunReason, "quiesce failed: the workload would not stop") {
+		t.Errorf("run %s (%s), want ABORTED naming quiesce's error", res.Record.RunVerdict, res.Record.RunReason)
+	}
+}

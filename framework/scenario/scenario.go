@@ -87,6 +87,13 @@ type Scenario struct {
 	// one line, empty where the lab has the real thing; the run record's
 	// emulation gives it after the fault's.
 	Emulation func(l lab.Lab) string
+	// Quiesce, when set, runs after heal and before settling: it stops
+	// what the scenario's final evidence must be read without (a workload
+	// still writing the volume whose stored state is judged), as an
+	// operator who checks the data stops the application first. Settle's
+	// samples, and so the final snapshot, come after it; its start and
+	// end are events of the timeline. An error aborts the run.
+	Quiesce func(ctx context.Context, l lab.Lab) error
 }
 
 // Change is an action on the cluster a scenario makes during its window.
@@ -103,9 +110,14 @@ type Change struct {
 
 // Timeline event kinds of a change.
 const (
-	ChangeStartedEvent = "change-started"
-	ChangeMadeEvent    = "change-made"
-	ChangeFailedEvent  = "change-failed"
+	// QuiesceStartedEvent, QuiescedEvent and QuiesceFailedEvent bracket a
+	// scenario's Quiesce.
+	QuiesceStartedEvent = "quiesce-started"
+	QuiescedEvent       = "quiesced"
+	QuiesceFailedEvent  = "quiesce-failed"
+	ChangeStartedEvent  = "change-started"
+	ChangeMadeEvent     = "change-made"
+	ChangeFailedEvent   = "change-failed"
 )
 
 // WithNullArms returns each scenario as its fault arm followed by its null

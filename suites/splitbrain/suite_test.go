@@ -132,3 +132,24 @@ func storageEmulation(l lab.Lab) string {
 	}
 	return "storage emulated: " + strings.Join(info.Emulated, "; ")
 }
+
+// quiesce stops the scenario's workloads after heal and waits until no
+// node mounts their volumes (splitbrain.Quiesce), so the final reads see
+// the stored state as it stays.
+func quiesce(ctx context.Context, l lab.Lab) error {
+	sd, ok := l.(lab.StoredData)
+	if !ok {
+		return fmt.Errorf("quiesce: lab %s offers no storage", l.Config().Name)
+	}
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		return fmt.Errorf("quiesce: admin kubeconfig: %w", err)
+	}
+	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	return splitbrain.Quiesce(ctx, cs, sd, splitbrain.QuiesceTimeout, func(f string, a ...any) {
+		fmt.Fprintf(GinkgoWriter, f+"\n", a...)
+	})
+}

@@ -16,9 +16,9 @@ import (
 func workloadInvariants(w splitbrain.Workload) []invariant.Invariant {
 	switch w {
 	case splitbrain.WorkloadLedger:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory()}
+		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory(), invariant.StorageIntegrity()}
 	case splitbrain.WorkloadKVDB:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives()}
+		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.StorageIntegrity()}
 	case splitbrain.WorkloadElector:
 		return []invariant.Invariant{invariant.SingleHistory(), invariant.FencingMonotonic()}
 	}
@@ -122,6 +122,7 @@ func table() []scenario.Scenario {
 		}
 		s.Invariants = append(invariantsFor(s.Labels), s.Invariants...)
 		s.Emulation = storageEmulation
+		s.Quiesce = quiesce
 		return s
 	}
 	return scenario.WithNullArms(

@@ -1,0 +1,118 @@
+package splitbrain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// QuiesceTimeout bounds the wait for the workloads to stop and their
+// volumes to be unmounted everywhere.
+const QuiesceTimeout = 2 * time.Minute
+
+// Quiesce stops every workload of the suite's namespace (each
+// StatefulSet and Deployment scaled to 0), waits until no pod of it is
+// left, and then until no node mounts the running scenario's volumes, so
+// that the final reads see the stored state as nothing writes it: the
+// file, the database and the file system as they will stay. A mount that
+// outlasts the wait is not an error: the reads name it, and every
+// invariant that needs the volume unmounted judges INSUFFICIENT_DATA.
+// logf says how it went.
+func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, timeout time.Duration, logf func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	zero := int32(0)
+	sets, err := cs.AppsV1().StatefulSets(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the statefulsets of %s: %w", Namespace, err)
+	}
+	for _, s := range sets.Items {
+		if s.Spec.Replicas != nil && *s.Spec.Replicas == 0 {
+			continue
+		}
+		s.Spec.Replicas = &zero
+		if _, err := cs.AppsV1().StatefulSets(Namespace).Update(ctx, &s, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("scaling statefulset %s to 0: %w", s.Name, err)
+		}
+	}
+	deps, err := cs.AppsV1().Deployments(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the deployments of %s: %w", Namespace, err)
+	}
+	for _, d := range deps.Items {
+		if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+			continue
+		}
+		d.Spec.Replicas = &zero
+		if _, err := cs.AppsV1().Deployments(Namespace).Update(ctx, &d, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("scaling deployment %s to 0: %w", d.Name, err)
+		}
+	}
+	var left string
+	for {
+		pods, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+		switch {
+		case err != nil:
+			left = "listing pods: " + err.Error()
+		case len(pods.Items) > 0:
+			var names []string
+			for _, p := range pods.Items {
+				names = append(names, p.Name+" on "+orNone(p.Spec.NodeName))
+			}
+			left = "pods left: " + strings.Join(names, ", ")
+		default:
+			left = mountsLeft(ctx, cs, sd)
+		}
+		if left == "" {
+			logf("quiesce: every workload stopped and no volume mounted")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			logf("quiesce: not quiet after %s (%s): the final reads say so", timeout, left)
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// mountsLeft names the mounts of the active workloads' volumes, or why
+// they could not be looked at; empty when none is mounted.
+func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData) string {
+	var left []string
+	for _, w := range []struct {
+		workload    Workload
+		claim, file string
+	}{{WorkloadLedger, LedgerClaim, LedgerFile}, {WorkloadKVDB, KVDBClaim, KVDBFile}} {
+		if !Active(w.workload) {
+			continue
+		}
+		r := storedReader{w: storedWorkload{workload: w.workload, claim: w.claim}, api: cs}
+		handle, err := r.volume(ctx)
+		if err != nil {
+			left = append(left, fmt.Sprintf("%s's volume: %v", w.workload, err))
+			continue
+		}
+		f, _ := sd.ReadVolumeFile(ctx, handle, w.file)
+		if len(f.MountedOn) > 0 {
+			m := slices.Clone(f.MountedOn)
+			slices.Sort(m)
+			left = append(left, fmt.Sprintf("%s's volume mounted on %s", w.workload, strings.Join(m, ", ")))
+		}
+	}
+	return strings.Join(left, "; ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no node"
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package splitbrain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/faultline/faultline/lab"
+)
+
+// mounts is a lab.StoredData whose every volume is mounted on on.
+type mounts struct{ on []string }
+
+func (m mounts) StorageInfo() (lab.StorageInfo, error) { return lab.StorageInfo{}, nil }
+func (m mounts) ReadVolumeFile(context.Context, string, string) (lab.VolumeFile, error) {
+	return lab.VolumeFile{MountedOn: m.on}, nil
+}
+
+func boundClaim() []runtime.Object {
+	return []runtime.Object{
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: LedgerClaim, Namespace: Namespace, UID: "c1"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{VolumeHandle: "block-1"}}}},
+		LedgerStatefulSet("faultline-block", []string{"http://store:2379"}),
+	}
+}
+
+func TestQuiesceScalesToZeroAndWaitsForTheMountsToGo(t *testing.T) {
+	SetActive(WorkloadLedger)
+	defer SetActive()
+	cs := fake.NewClientset(boundClaim()...)
+	var said []string
+	logf := func(f string, a ...any) { said = append(said, f) }
+	if err := Quiesce(t.Context(), cs, mounts{}, time.Second, logf); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := cs.AppsV1().StatefulSets(Namespace).Get(t.Context(), Ledger, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 0 || len(said) != 1 || !strings.Contains(said[0], "no volume mounted") {
+		t.Fatalf("replicas %d, said %q", *sts.Spec.Replicas, said)
+	}
+
+	said = nil
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), mounts{on: []string{"worker1"}}, 1500*time.Millisecond, func(f string, a ...any) {
+		said = append(said, fmt.Sprintf(f, a...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "not quiet") || !strings.Contains(said[0], "ledger's volume mounted on worker1") {
+		t.Fatalf("a mount that stays: said %q", said)
+	}
+}
+
+func TestQuiesceWaitsForThePods(t *testing.T) {
+	SetActive(WorkloadLedger)
+	defer SetActive()
+	objs := append(boundClaim(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: LedgerPod, Namespace: Namespace}, Spec: corev1.PodSpec{NodeName: "worker1"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: Namespace}})
+	var said []string
+	if err := Quiesce(t.Context(), fake.NewClientset(objs...), mounts{}, 1500*time.Millisecond, func(f string, a ...any) {
+		said = append(said, fmt.Sprintf(f, a...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "pods left: ledger-0 on worker1") {
+		t.Fatalf("said %q", said)
+	}
+}
