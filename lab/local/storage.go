@@ -51,21 +51,41 @@ func (l *Lab) ReadVolumeFile(ctx context.Context, volumeHandle, file string) (la
 		return lab.VolumeFile{}, lab.Unsupported(l.Info().Kind, "reading a volume", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
 	}
 	f, err := csidriver.ReadVolumeFile(ctx, csidriver.Store{Root: export}, volumeHandle, file)
-	out := lab.VolumeFile{Path: f.Path, Data: f.Data}
-	for _, m := range f.Mounts {
-		// A mount under no host's disk is named by its path.
+	out := lab.VolumeFile{Path: f.Path, Data: f.Data, MountedOn: l.mountHosts(f.Mounts)}
+	if errors.Is(err, csidriver.ErrNoSuchFile) {
+		err = fmt.Errorf("%w: %w", lab.ErrNoSuchFile, err)
+	}
+	return out, err
+}
+
+// mountHosts names the hosts whose disks hold mounts (a mount under no
+// host's disk is named by its path), each once.
+func (l *Lab) mountHosts(mounts []string) []string {
+	var out []string
+	for _, m := range mounts {
 		host := m
 		for _, h := range l.cfg.Hosts {
 			if strings.HasPrefix(m, l.dirs.Data(h.Name)+string(filepath.Separator)) {
 				host = h.Name
 			}
 		}
-		if !slices.Contains(out.MountedOn, host) {
-			out.MountedOn = append(out.MountedOn, host)
+		if !slices.Contains(out, host) {
+			out = append(out, host)
 		}
 	}
-	if errors.Is(err, csidriver.ErrNoSuchFile) {
-		err = fmt.Errorf("%w: %w", lab.ErrNoSuchFile, err)
+	return out
+}
+
+// CheckVolumeFilesystem checks a block volume's file system on a copy of
+// its image with the journal replayed (csidriver.CheckFilesystem).
+func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (lab.VolumeFilesystem, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
 	}
-	return out, err
+	if k, err := csidriver.ParseVolumeID(volumeHandle); err == nil && k != csidriver.KindBlock {
+		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", fmt.Sprintf("volume %s is a %s volume, with no file system of its own", volumeHandle, k))
+	}
+	c, err := csidriver.CheckFilesystem(ctx, csidriver.Store{Root: export}, volumeHandle)
+	return lab.VolumeFilesystem{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, MountedOn: l.mountHosts(c.Mounts)}, err
 }

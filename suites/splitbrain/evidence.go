@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,22 +31,30 @@ const (
 // the external store ("ledger", "kvdb"). A workload the running scenario
 // does not run is not asked.
 func Extras() []sampler.Extra {
-	return []sampler.Extra{
-		{Name: string(LedgerSource), Open: opener(storedWorkload{
-			workload: WorkloadLedger, source: LedgerSource, claim: LedgerClaim, file: LedgerFile, prefix: HistoryPrefix,
-			data: evidence.LedgerLog, history: evidence.LedgerHistory,
-			encode: func(path string, data []byte, mounted []string) any {
-				return evidence.LedgerLogValue{Path: path, Data: data, Mounted: mounted}
-			},
-		})},
-		{Name: string(KVDBSource), Open: opener(storedWorkload{
-			workload: WorkloadKVDB, source: KVDBSource, claim: KVDBClaim, file: KVDBFile, prefix: KVDBHistoryPrefix,
-			data: evidence.KVDBDatabase, history: evidence.KVDBHistory,
-			encode: func(path string, data []byte, mounted []string) any {
-				return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted}
-			},
-		})},
+	out := []sampler.Extra{volumeExtra()}
+	for _, w := range dataWorkloads {
+		out = append(out, sampler.Extra{Name: string(w.source), Open: opener(w)})
 	}
+	return out
+}
+
+// dataWorkloads are the workloads that store on a volume, and how their
+// readers read them.
+var dataWorkloads = []storedWorkload{
+	{
+		workload: WorkloadLedger, source: LedgerSource, claim: LedgerClaim, file: LedgerFile, prefix: HistoryPrefix,
+		data: evidence.LedgerLog, history: evidence.LedgerHistory,
+		encode: func(path string, data []byte, mounted []string) any {
+			return evidence.LedgerLogValue{Path: path, Data: data, Mounted: mounted}
+		},
+	},
+	{
+		workload: WorkloadKVDB, source: KVDBSource, claim: KVDBClaim, file: KVDBFile, prefix: KVDBHistoryPrefix,
+		data: evidence.KVDBDatabase, history: evidence.KVDBHistory,
+		encode: func(path string, data []byte, mounted []string) any {
+			return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted}
+		},
+	},
 }
 
 // storedWorkload is what a data workload's reader reads: its file on the
@@ -173,4 +182,84 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	a.AskedAt = asked
 	out[hist] = a
 	return out
+}
+
+// VolumeSource is the source of the block volumes' file system checks.
+const VolumeSource evidence.Source = "volume"
+
+// volumeExtra checks the file system of the running scenario's block
+// volume, where the lab can (lab.FilesystemChecker).
+func volumeExtra() sampler.Extra {
+	return sampler.Extra{Name: string(VolumeSource), Open: func(env sampler.Env) (sampler.Parts, error) {
+		fc, ok := env.Lab.(lab.FilesystemChecker)
+		if !ok {
+			return sampler.Parts{}, nil
+		}
+		api, ok := env.FirstAPIServer()
+		if !ok {
+			return sampler.Parts{}, errors.New("the volume evidence: no API server client to find the workload's volume with")
+		}
+		return sampler.Parts{Readers: []evidence.Reader{&volumeReader{lab: fc, api: api.Client}}}, nil
+	}}
+}
+
+// volumeReader answers volume/fsck for the block volume of the first
+// running data workload that has one.
+type volumeReader struct {
+	lab lab.FilesystemChecker
+	api kubernetes.Interface
+	mu  sync.Mutex
+	rs  map[Workload]*storedReader // claims' handles, by workload
+}
+
+func (r *volumeReader) Source() evidence.Source { return VolumeSource }
+
+// Questions is volume/fsck while the running scenario stores on a block
+// volume, nothing otherwise.
+func (r *volumeReader) Questions() []evidence.Question {
+	if _, ok := r.workload(); !ok {
+		return nil
+	}
+	return []evidence.Question{evidence.VolumeFilesystem}
+}
+
+// workload is the running data workload whose volume is checked.
+func (r *volumeReader) workload() (storedWorkload, bool) {
+	if !strings.HasPrefix(ActiveVolume(), "block") {
+		return storedWorkload{}, false
+	}
+	for _, w := range dataWorkloads {
+		if Active(w.workload) {
+			return w, true
+		}
+	}
+	return storedWorkload{}, false
+}
+
+func (r *volumeReader) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
+	w, ok := r.workload()
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	if r.rs == nil {
+		r.rs = map[Workload]*storedReader{}
+	}
+	sr := r.rs[w.workload]
+	if sr == nil {
+		sr = &storedReader{w: w, api: r.api}
+		r.rs[w.workload] = sr
+	}
+	r.mu.Unlock()
+	handle, err := sr.volume(ctx)
+	if err != nil {
+		return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.UnreadableAnswer("finding the "+string(w.workload)+" volume: "+err.Error(), time.Now().UTC())}
+	}
+	c, err := r.lab.CheckVolumeFilesystem(ctx, handle)
+	at := time.Now().UTC()
+	if err != nil {
+		return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.UnreadableAnswer("checking the file system of volume "+handle+": "+err.Error(), at)}
+	}
+	v := evidence.VolumeFilesystemValue{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, Mounted: c.MountedOn}
+	return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.EncodedAnswer(v, at, "")}
 }

@@ -87,14 +87,11 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 // they could not be looked at; empty when none is mounted.
 func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData) string {
 	var left []string
-	for _, w := range []struct {
-		workload    Workload
-		claim, file string
-	}{{WorkloadLedger, LedgerClaim, LedgerFile}, {WorkloadKVDB, KVDBClaim, KVDBFile}} {
+	for _, w := range dataWorkloads {
 		if !Active(w.workload) {
 			continue
 		}
-		r := storedReader{w: storedWorkload{workload: w.workload, claim: w.claim}, api: cs}
+		r := storedReader{w: w, api: cs}
 		handle, err := r.volume(ctx)
 		if err != nil {
 			left = append(left, fmt.Sprintf("%s's volume: %v", w.workload, err))

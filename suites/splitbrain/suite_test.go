@@ -80,10 +80,11 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
-	class, err := classOf(sc, info)
+	kind, class, err := classOf(sc, info)
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
+	splitbrain.SetActiveVolume(kind)
 	path, err := l.Kubeconfig("")
 	if err != nil {
 		return fmt.Errorf("installing the workloads: admin kubeconfig: %w", err)
@@ -101,10 +102,10 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	return nil
 }
 
-// classOf is the StorageClass a scenario stores on, by its volume label;
-// empty when it names none (a workload that keeps its data off the
-// cluster's volumes).
-func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
+// classOf is the kind of volume a scenario stores on, by its volume
+// label, and its StorageClass; both empty when it names none (a workload
+// that keeps its data off the cluster's volumes).
+func classOf(sc scenario.Scenario, info lab.StorageInfo) (kind, class string, err error) {
 	for _, l := range sc.Labels {
 		kind, ok := strings.CutPrefix(l, "volume:")
 		if !ok {
@@ -112,11 +113,11 @@ func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
 		}
 		class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass}[kind]
 		if class == "" {
-			return "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
+			return "", "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
 		}
-		return class, nil
+		return kind, class, nil
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // storageEmulation is what the lab's storage emulates, for every run's

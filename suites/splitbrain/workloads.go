@@ -92,7 +92,8 @@ func WorkloadsOf(labels []string) ([]Workload, error) {
 // asked (and not judged) rather than unreadable.
 var active struct {
 	sync.Mutex
-	set map[Workload]bool
+	set    map[Workload]bool
+	volume string
 }
 
 // SetActive makes ws the running scenario's workloads.
@@ -103,6 +104,21 @@ func SetActive(ws ...Workload) {
 	for _, w := range ws {
 		active.set[w] = true
 	}
+}
+
+// SetActiveVolume says what kind of volume the running scenario stores
+// on (its volume: label, "block", "shared"; empty for none).
+func SetActiveVolume(kind string) {
+	active.Lock()
+	defer active.Unlock()
+	active.volume = kind
+}
+
+// ActiveVolume is the running scenario's kind of volume.
+func ActiveVolume() string {
+	active.Lock()
+	defer active.Unlock()
+	return active.volume
 }
 
 // Active is whether the running scenario runs w.

@@ -48,3 +48,25 @@ func TestOnVolumeRefusesAScenarioWithoutAVolume(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestTheVolumeIsCheckedOnlyForABlockVolume(t *testing.T) {
+	r := &volumeReader{}
+	defer SetActive()
+	defer SetActiveVolume("")
+	SetActive(WorkloadLedger)
+	SetActiveVolume("shared")
+	if qs := r.Questions(); len(qs) != 0 {
+		t.Errorf("a shared directory: asked %v", qs)
+	}
+	SetActiveVolume("block")
+	if qs := r.Questions(); len(qs) != 1 || qs[0] != "volume/fsck" {
+		t.Errorf("a block volume: asked %v", qs)
+	}
+	if w, _ := r.workload(); w.claim != LedgerClaim {
+		t.Errorf("checks the claim %q, want the ledger's", w.claim)
+	}
+	SetActive(WorkloadElector)
+	if qs := r.Questions(); len(qs) != 0 {
+		t.Errorf("no data workload: asked %v", qs)
+	}
+}

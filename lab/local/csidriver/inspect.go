@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/faultline/faultline/framework/checker"
 )
 
 // VolumeFile is one file of a volume as its storage holds it, and where
@@ -27,6 +29,10 @@ type VolumeFile struct {
 
 // ErrNoSuchFile is wrapped when the volume holds no file of the name.
 var ErrNoSuchFile = errors.New("no such file in the volume")
+
+// ErrMounted is wrapped when a volume's file system is not checked
+// because some node has it mounted.
+var ErrMounted = errors.New("the volume is mounted")
 
 // ReadVolumeFile reads the file name (a path inside the volume) of volume
 // id as the storage holds it: a directory volume's file as the shared
@@ -90,19 +96,9 @@ func imageCat(ctx context.Context, image, file string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cp := filepath.Join(dir, "image")
-	if msg, err := exec.CommandContext(ctx, "cp", "--sparse=always", image, cp).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
-	}
-	// Exit 1 is "file system errors corrected": the journal replayed.
-	replay := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp)
-	replay.Env = append(os.Environ(), "LC_ALL=C")
-	if msg, err := replay.CombinedOutput(); err != nil {
-		var ee *exec.ExitError
-		ok := errors.As(err, &ee) && (ee.ExitCode() == 1 || bytes.Contains(msg, []byte(journalNotRecovered)))
-		if !ok {
-			return nil, fmt.Errorf("replaying the journal of a copy of %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
-		}
+	cp, err := replayedCopy(ctx, image, dir)
+	if err != nil {
+		return nil, err
 	}
 	out := filepath.Join(dir, "file")
 	msg, err := exec.CommandContext(ctx, "debugfs", "-R", fmt.Sprintf("dump %q %q", file, out), cp).CombinedOutput()
@@ -114,4 +110,90 @@ func imageCat(ctx context.Context, image, file string) ([]byte, error) {
 		return nil, fmt.Errorf("%s:%s: %w (debugfs: %s)", image, file, ErrNoSuchFile, strings.TrimSpace(string(msg)))
 	}
 	return data, err
+}
+
+// replayedCopy copies image, sparse, into dir and replays the copy's
+// journal as the next mount would (see imageCat), and returns the copy.
+func replayedCopy(ctx context.Context, image, dir string) (string, error) {
+	cp := filepath.Join(dir, "image")
+	if msg, err := exec.CommandContext(ctx, "cp", "--sparse=always", image, cp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+	}
+	// Exit 1 is "file system errors corrected": the journal replayed.
+	replay := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp)
+	replay.Env = append(os.Environ(), "LC_ALL=C")
+	if msg, err := replay.CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		ok := errors.As(err, &ee) && (ee.ExitCode() == 1 || bytes.Contains(msg, []byte(journalNotRecovered)))
+		if !ok {
+			return "", fmt.Errorf("replaying the journal of a copy of %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+		}
+	}
+	return cp, nil
+}
+
+// FilesystemCheck is e2fsck's check of a block volume's file system.
+type FilesystemCheck struct {
+	// Image names what was checked: a copy of the volume's image with
+	// its journal replayed.
+	Image string
+	// ExitCode and Output are e2fsck's (checker.FilesystemCommand).
+	ExitCode int
+	Output   string
+	// Mounts are the volume's mount points when the check began.
+	Mounts []string
+}
+
+// CheckFilesystem runs checker.FilesystemCommand's e2fsck -fn on a copy
+// of block volume id's image with its journal replayed, so that it checks
+// the file system the next mount would find, not transactions a clean
+// mount would have replayed. The mounts are listed first: a check of a
+// file system some node still has mounted proves nothing (another page
+// cache may still reach the image), so none is run then and the error
+// wraps ErrMounted. An e2fsck that ran and exited non-zero is a result,
+// not an error.
+func CheckFilesystem(ctx context.Context, st Store, id string) (FilesystemCheck, error) {
+	kind, err := ParseVolumeID(id)
+	if err != nil {
+		return FilesystemCheck{}, err
+	}
+	if kind != KindBlock {
+		return FilesystemCheck{}, fmt.Errorf("volume %s is a %s volume: only a block volume has a file system of its own", id, kind)
+	}
+	if _, err := st.Get(id); err != nil {
+		return FilesystemCheck{}, err
+	}
+	_, by, err := volumeMounts(st)
+	if err != nil {
+		return FilesystemCheck{}, err
+	}
+	c := FilesystemCheck{Mounts: append([]string(nil), by[id]...)}
+	sort.Strings(c.Mounts)
+	if len(c.Mounts) > 0 {
+		return c, fmt.Errorf("volume %s not checked: %w at %s", id, ErrMounted, strings.Join(c.Mounts, ", "))
+	}
+	dir, err := os.MkdirTemp("", "faultline-volume-")
+	if err != nil {
+		return c, err
+	}
+	defer os.RemoveAll(dir)
+	cp, err := replayedCopy(ctx, st.ImagePath(id), dir)
+	if err != nil {
+		return c, err
+	}
+	c.Image = st.ImagePath(id) + " (a copy, its journal replayed)"
+	args := checker.FilesystemCommand(cp)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	c.Output = strings.ReplaceAll(string(out), cp, st.ImagePath(id))
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.ExitCode() > 0 && ctx.Err() == nil:
+		c.ExitCode = ee.ExitCode()
+	default:
+		return c, fmt.Errorf("running e2fsck on a copy of %s: %w", st.ImagePath(id), err)
+	}
+	return c, nil
 }

@@ -119,3 +119,39 @@ func TestImageCatReadsAnUnrecoveredJournalAsTheKernelWould(t *testing.T) {
 		t.Errorf("read %q, want the checkpointed bytes first", got)
 	}
 }
+
+// A block volume's file system is not checked while staged (the mount is
+// named) and checks clean after; a file system whose metadata is broken is reported
+// as e2fsck found it (exit status 4), not as an error.
+func TestCheckFilesystemOfABlockVolume(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-fsck", nil)
+	s1 := l.path("w1", "globalmount")
+	must(t, stage(l.w1, v, s1, rwo()))
+	must(t, os.WriteFile(filepath.Join(s1, "ledger.log"), []byte("appended"), 0o644))
+	c, err := CheckFilesystem(context.Background(), l.store, v.VolumeId)
+	if !errors.Is(err, ErrMounted) || !slices.Equal(c.Mounts, []string{s1}) || c.Output != "" {
+		t.Errorf("checked while staged: %v, mounts %v, output %q; want ErrMounted, the mount, no check", err, c.Mounts, c.Output)
+	}
+	must(t, unstage(l.w1, v, s1))
+	c, err = CheckFilesystem(context.Background(), l.store, v.VolumeId)
+	must(t, err)
+	if c.ExitCode != 0 || len(c.Mounts) != 0 || !strings.Contains(c.Image, "journal replayed") || strings.Contains(c.Output, "faultline-volume-") {
+		t.Errorf("checked after unstage: exit %d, mounts %v, image %q: %s", c.ExitCode, c.Mounts, c.Image, c.Output)
+	}
+	// Break the root directory's inode link count as two caches' writes
+	// can leave it.
+	if out, err := exec.Command("debugfs", "-w", "-R", "sif / links_count 7", l.store.ImagePath(v.VolumeId)).CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v: %s", err, out)
+	}
+	c, err = CheckFilesystem(context.Background(), l.store, v.VolumeId)
+	must(t, err)
+	if c.ExitCode&4 == 0 {
+		t.Errorf("a broken link count: exit %d, want bit 4 (errors left uncorrected): %s", c.ExitCode, c.Output)
+	}
+	d := newLab(t, KindDirectory)
+	dv := d.create(t, "pvc-fsck-dir", nil)
+	if _, err := CheckFilesystem(context.Background(), d.store, dv.VolumeId); err == nil || !strings.Contains(err.Error(), "only a block volume") {
+		t.Errorf("checking a directory volume: %v", err)
+	}
+}
