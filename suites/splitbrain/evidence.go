@@ -27,8 +27,9 @@ const (
 
 // Extras are the suite's evidence beside the framework's: each data
 // workload's file as the storage holds it and every writer's history in
-// the external store ("ledger", "kvdb"). A workload the running scenario
-// does not run is not asked.
+// the external store ("ledger", "kvdb"), and the elector's histories
+// ("elector", elector.go). A workload the running scenario does not run
+// is not asked.
 func Extras() []sampler.Extra {
 	return []sampler.Extra{
 		{Name: string(LedgerSource), Open: opener(storedWorkload{
@@ -45,6 +46,7 @@ func Extras() []sampler.Extra {
 				return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted}
 			},
 		})},
+		electorExtra(),
 	}
 }
 
