@@ -198,6 +198,12 @@ func electorDeployment(name, node string, args []string) *appsv1.Deployment {
 	env := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
+	// As the ledger's: a taint manager that takes the node for lost (the
+	// controller-manager of an API server on a forked etcd, whose copy no
+	// kubelet renews) does not evict the replica there: its service
+	// account token is bound to the pod, and that API server would refuse
+	// it once the pod is gone from its copy.
+	long := int64(3600)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -214,6 +220,10 @@ func electorDeployment(name, node string, args []string) *appsv1.Deployment {
 							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 						}}},
 					}},
+					Tolerations: []corev1.Toleration{
+						{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+						{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+					},
 					Containers: []corev1.Container{{
 						Name:  Elector,
 						Image: images.Ref(Elector),

@@ -78,6 +78,9 @@ func TestElectorDeploymentsPinNodesAndServers(t *testing.T) {
 		if d.Spec.Template.Labels["app"] != want.name || d.Spec.Selector.MatchLabels["app"] != want.name {
 			t.Errorf("%s: labels %v, selector %v", d.Name, d.Spec.Template.Labels, d.Spec.Selector.MatchLabels)
 		}
+		if len(spec.Tolerations) != 2 || *spec.Tolerations[0].TolerationSeconds != 3600 {
+			t.Errorf("%s: tolerations %+v", d.Name, spec.Tolerations)
+		}
 		ctr := spec.Containers[0]
 		args := strings.Join(ctr.Args, " ")
 		for _, a := range []string{"--fencing=none", "--store-endpoints=http://s:2379,http://t:2379", "--store-prefix=" + ElectorDataPrefix, "--history-prefix=" + ElectorHistoryPrefix, "--lease-name=elector", "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s"} {
