@@ -28,10 +28,11 @@ const (
 
 // Extras are the suite's evidence beside the framework's: each data
 // workload's file as the storage holds it and every writer's history in
-// the external store ("ledger", "kvdb"). A workload the running scenario
-// does not run is not asked.
+// the external store ("ledger", "kvdb"), the elector's histories
+// ("elector", elector.go) and the file system check of a block volume
+// ("volume"). A workload the running scenario does not run is not asked.
 func Extras() []sampler.Extra {
-	out := []sampler.Extra{volumeExtra()}
+	out := []sampler.Extra{volumeExtra(), electorExtra()}
 	for _, w := range dataWorkloads {
 		out = append(out, sampler.Extra{Name: string(w.source), Open: opener(w)})
 	}

@@ -95,7 +95,7 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	}
 	for _, w := range ws {
 		install, _ := splitbrain.InstallerOf(w)
-		if err := install(ctx, cs, class, info, fixturesTimeout); err != nil {
+		if err := install(ctx, cs, splitbrain.Install{Labels: sc.Labels, Class: class, Lab: l, Info: info, Timeout: fixturesTimeout}); err != nil {
 			return fmt.Errorf("installing %s: %w", w, err)
 		}
 	}

@@ -3,6 +3,7 @@ package splitbrain_test
 import (
 	"time"
 
+	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
@@ -36,6 +37,11 @@ func invariantsFor(labels []string) []invariant.Invariant {
 	seen := map[string]bool{}
 	for _, w := range ws {
 		for _, inv := range workloadInvariants(w) {
+			// fencing-monotonic judges fenced writers only: an unfenced
+			// arm would be INSUFFICIENT_DATA by its definition.
+			if inv.Name() == invariant.FencingMonotonicName && hasLabel(labels, splitbrain.LabelFencing+electorlog.FencingNone) {
+				continue
+			}
 			if !seen[inv.Name()] {
 				seen[inv.Name()] = true
 				out = append(out, inv)
@@ -43,6 +49,15 @@ func invariantsFor(labels []string) []invariant.Invariant {
 		}
 	}
 	return out
+}
+
+func hasLabel(labels []string, want string) bool {
+	for _, l := range labels {
+		if l == want {
+			return true
+		}
+	}
+	return false
 }
 
 // window leaves the replacement time to start and write beside the cut
@@ -109,6 +124,98 @@ func cutAndDeleteNode() fault.Fault {
 // either), the replacement's start, and some 30 s of both copies writing.
 const deletedNodeWindow = 100 * time.Second
 
+// The elector's windows, from its timers (splitbrain.ElectorLeaseDuration
+// 6 s, ElectorRenewDeadline 4 s, ElectorRetryPeriod 1 s).
+const (
+	// electorFreeze is how long the leader stays frozen: its last renewal
+	// lapses after the lease duration, the other replica takes the Lease
+	// at its next try (within the retry period), so 7 s after the freeze
+	// at most; 20 s leaves it some 13 s of leading and writing.
+	electorFreeze = 20 * time.Second
+	// electorFrozenWindow goes on 10 s past the thaw: the thawed leader
+	// writes with its old token until its renewals have failed for the
+	// renew deadline (4 s, tried every second); its writes must fall
+	// inside the window, since settling with no convergence invariant to
+	// wait for ends at its first sample.
+	electorFrozenWindow = electorFreeze + 10*time.Second
+	// electorForkWindow: replica b, whose API server (cp3) reads the
+	// fork, sees the Lease stop being renewed at the copy's revision and
+	// takes it there after the lease duration and one retry (7 s), while
+	// replica a, through cp1 and the cluster's etcd, goes on renewing and
+	// leading; 30 s leaves some 20 s of two leaders. The fork's inject
+	// has already waited until cp3 reads the copy.
+	electorForkWindow = 30 * time.Second
+)
+
+// frozenElectorLeader freezes the pod holding the elector's Lease (its
+// cgroup, so its containers stop with their sockets open while its node
+// and kubelet go on), and the change thaws it electorFreeze into the
+// window: the stale leader wakes believing it still leads.
+func frozenElectorLeader() (fault.Fault, *scenario.Change) {
+	f := faults.FreezeLeaseHolder(splitbrain.Namespace, splitbrain.Elector)
+	return f, &scenario.Change{
+		Name:  "thaw the frozen elector leader",
+		After: electorFreeze,
+		// The fault's own heal (idempotent: the end of the window heals
+		// again and finds nothing); in the null arm there is nothing
+		// frozen to thaw.
+		Make: f.Heal,
+	}
+}
+
+// electorScenarios are scenarios 3 and 4, unfenced and fenced.
+func electorScenarios() []scenario.Scenario {
+	var out []scenario.Scenario
+	for _, fencing := range []string{electorlog.FencingNone, electorlog.FencingLeaseTransitions} {
+		suffix, unfenced := "-fenced", fencing == electorlog.FencingNone
+		if unfenced {
+			suffix = "-unfenced"
+		}
+		hypo := "the store refuses the stale leader's token"
+		if unfenced {
+			hypo = "the store takes both leaders' increments"
+		}
+		freeze, thaw := frozenElectorLeader()
+		out = append(out,
+			// Scenario 4: the leader frozen past its lease and thawed.
+			// Unfenced, the thawed leader's increments are accepted beside
+			// the new leader's (single-history VIOLATED: lost updates);
+			// fenced, they carry a leaseTransitions below the store's and
+			// are refused (single-history and fencing-monotonic
+			// PRESERVED, exercised by the refusals).
+			scenario.Scenario{
+				ID:     "elector-leader-frozen" + suffix,
+				Title:  "the elector's leader frozen past its lease and thawed, fencing " + fencing + ": " + hypo,
+				Labels: []string{"workload:elector", splitbrain.LabelFencing + fencing, "component:leader-election"},
+				Fault:  freeze,
+				Change: thaw,
+				Window: electorFrozenWindow,
+				// The probe sees the freeze for 20 of the window's 30 s,
+				// above the default half.
+			},
+			// Scenario 3: replica b reaches only cp3's API server, which
+			// the fault moves onto a copy of etcd; replica a is pinned to
+			// cp1 (the cluster's etcd). b takes the Lease in the copy
+			// while a keeps it in the cluster. Unfenced both write
+			// (single-history VIOLATED); fenced, b's token
+			// (leaseTransitions one above a's, counted in the copy) is
+			// accepted and a's refused from then on (single-history and
+			// fencing-monotonic PRESERVED, exercised). A shared token
+			// (fencing-monotonic VIOLATED) needs the cluster's Lease to
+			// reach the copy's count with another holder, which this
+			// window does not give.
+			scenario.Scenario{
+				ID:     "elector-forked-apiserver" + suffix,
+				Title:  "the elector's replica b on cp3's API server, cp3 moved onto a copy of etcd, fencing " + fencing + ": b takes the Lease in the copy while a keeps it, and " + hypo,
+				Labels: []string{"workload:elector", splitbrain.LabelFencing + fencing, splitbrain.LabelAPIServerA + "cp1", splitbrain.LabelAPIServerB + "cp3", "component:leader-election", "component:apiserver", "component:etcd"},
+				Fault:  faults.APIServerEtcdFork("cp3"),
+				Window: electorForkWindow,
+			},
+		)
+	}
+	return out
+}
+
 // table is the paper's scenarios, each with its null arm.
 func table() []scenario.Scenario {
 	base := func(s scenario.Scenario) scenario.Scenario {
@@ -125,7 +232,7 @@ func table() []scenario.Scenario {
 		s.Quiesce = quiesce
 		return s
 	}
-	return scenario.WithNullArms(
+	scenarios := []scenario.Scenario{
 		base(scenario.Scenario{
 			ID:     "ledger-force-deleted-shared-directory",
 			Title:  "worker1 cut off and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the cut copy",
@@ -165,5 +272,9 @@ func table() []scenario.Scenario {
 			Fault:  stoppedKubeletOutOfService(),
 			Window: outOfServiceWindow,
 		}),
-	)
+	}
+	for _, s := range electorScenarios() {
+		scenarios = append(scenarios, base(s))
+	}
+	return scenario.WithNullArms(scenarios...)
 }

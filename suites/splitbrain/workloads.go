@@ -33,25 +33,39 @@ const (
 // LabelWorkload prefixes the label that names a scenario's workload.
 const LabelWorkload = "workload:"
 
-// An Installer installs one workload: class is the StorageClass of its
-// volume (empty for a workload with none), info the lab's storage. It
-// returns once the workload runs as the scenarios expect.
-type Installer func(ctx context.Context, cs kubernetes.Interface, class string, info lab.StorageInfo, timeout time.Duration) error
+// An Install is what an installer is given.
+type Install struct {
+	// Labels are the scenario's (a workload may read its own, such as
+	// the elector's fencing:).
+	Labels []string
+	// Class is the StorageClass of the workload's volume, from the
+	// scenario's volume: label (empty for a workload with none).
+	Class string
+	Lab   lab.Lab
+	// Info is the lab's storage.
+	Info    lab.StorageInfo
+	Timeout time.Duration
+}
+
+// An Installer installs one workload and returns once it runs as the
+// scenarios expect.
+type Installer func(ctx context.Context, cs kubernetes.Interface, in Install) error
 
 // installers are the workloads' installers, by name.
 var installers = map[Workload]Installer{
-	WorkloadLedger: onVolume(LedgerStatefulSet),
-	WorkloadKVDB:   onVolume(KVDBStatefulSet),
+	WorkloadLedger:  onVolume(LedgerStatefulSet),
+	WorkloadKVDB:    onVolume(KVDBStatefulSet),
+	WorkloadElector: installElector,
 }
 
 // onVolume installs the StatefulSet sts makes, on a claim of the
 // scenario's class.
 func onVolume(sts func(class string, endpoints []string) *appsv1.StatefulSet) Installer {
-	return func(ctx context.Context, cs kubernetes.Interface, class string, info lab.StorageInfo, timeout time.Duration) error {
-		if class == "" {
+	return func(ctx context.Context, cs kubernetes.Interface, in Install) error {
+		if in.Class == "" {
 			return errors.New("the workload stores on a volume, and the scenario names no volume: label")
 		}
-		return InstallStatefulSet(ctx, cs, sts(class, info.HistoryEndpoints), timeout)
+		return InstallStatefulSet(ctx, cs, sts(in.Class, in.Info.HistoryEndpoints), in.Timeout)
 	}
 }
 

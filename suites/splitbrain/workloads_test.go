@@ -43,7 +43,7 @@ func TestReadersAskOnlyTheActiveWorkloads(t *testing.T) {
 
 func TestOnVolumeRefusesAScenarioWithoutAVolume(t *testing.T) {
 	in, _ := InstallerOf(WorkloadKVDB)
-	err := in(t.Context(), nil, "", lab.StorageInfo{}, 0)
+	err := in(t.Context(), nil, Install{Info: lab.StorageInfo{}})
 	if err == nil || !strings.Contains(err.Error(), "no volume: label") {
 		t.Fatalf("error %v", err)
 	}

@@ -65,6 +65,8 @@ func everyFault() []fault.Fault {
 		PinAgents("worker1", "cp2", lab.ServiceKubeProxy, lab.ServicePolicyAgent),
 		Restart("worker1", lab.ServiceKubeProxy),
 		BlackholeServiceAccountWatch("kube-system/coredns", "k8s-app=kube-dns", WatchedResource{Resource: "services"}),
+		FreezePod("faultline-split", "elector-a-5d9f7c-x2x7q"),
+		FreezeLeaseHolder("faultline-split", "elector"),
 	}
 }
 
@@ -90,7 +92,7 @@ func TestEveryFaultRoundTripsThroughItsParams(t *testing.T) {
 			t.Errorf("null arm of %s decoded as %s", fault.Describe(f), fault.Describe(back))
 		}
 	}
-	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindThrottle, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork, KindCompound, KindPinAgents, KindRestart}
+	want := []string{KindPowerOff, KindStopService, KindKill, KindFreeze, KindPartition, KindDelay, KindLoss, KindThrottle, KindEtcdCompact, KindClockSkew, KindPodNetworkCut, KindEtcdNoSpace, KindBlackholeWatch, KindAPIServerEtcdFork, KindCompound, KindPinAgents, KindRestart, KindPodFreeze}
 	for _, k := range want {
 		if !kinds[k] {
 			t.Errorf("no fault of kind %s in the round trip", k)
@@ -152,6 +154,10 @@ func TestDecodeRefusesBadParameters(t *testing.T) {
 		{KindAPIServerEtcdFork, `{"host":"cp1","port":65535,"tag":"abcd"}`, "port 65535"},
 		{KindAPIServerEtcdFork, `{"host":"cp1","tag":"abcd"}`, "port 0"},
 		{KindAPIServerEtcdFork, `{"host":"cp1","port":23790}`, "tag"},
+		{KindPodFreeze, `{"pod":"p","tag":"abcd"}`, "no namespace"},
+		{KindPodFreeze, `{"namespace":"n","tag":"abcd"}`, "no pod and no lease"},
+		{KindPodFreeze, `{"namespace":"n","pod":"p","lease":"l","tag":"abcd"}`, "name one"},
+		{KindPodFreeze, `{"namespace":"n","pod":"p"}`, "tag"},
 	}
 	for _, c := range cases {
 		_, err := fault.Decode(c.kind, json.RawMessage(c.params))

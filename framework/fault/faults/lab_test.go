@@ -171,6 +171,9 @@ func TestFaultsOnLocalLab(t *testing.T) {
 			return e.nodeReady(ctx, "w1")
 		})
 	})
+	t.Run("freeze a pod", func(t *testing.T) {
+		e.podFreeze(t, ctx)
+	})
 	t.Run("stop kube-proxy", func(t *testing.T) {
 		e.cycle(t, ctx, faults.StopService("w2", lab.ServiceKubeProxy), false, nil)
 	})
@@ -352,6 +355,64 @@ func (e *env) blackholeWatch(t *testing.T, ctx context.Context) {
 		}
 	}
 	e.same(t, filesBefore, e.authzFiles(ctx))
+}
+
+// podFreeze runs a pod freeze through a cycle on a netexec pod on w1:
+// while frozen its HTTP server, asked from w1, accepts (the kernel
+// completes the handshake) and never answers; after heal it answers.
+func (e *env) podFreeze(t *testing.T, ctx context.Context) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "frozen-", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      "w1",
+			TerminationGracePeriodSeconds: new(int64),
+			Containers:                    []corev1.Container{{Name: "main", Image: images.Ref("netexec"), ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	created, err := e.kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a pod on w1: %v", err)
+	}
+	defer func() {
+		if err := e.kc.CoreV1().Pods("default").Delete(context.Background(), created.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Errorf("deleting %s: %v", created.Name, err)
+		}
+	}()
+	var ip string
+	err = lab.WaitFor(ctx, "pod "+created.Name+" running on w1", 120*time.Second, time.Second, func(ctx context.Context) (bool, error) {
+		got, err := e.kc.CoreV1().Pods("default").Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ip = got.Status.PodIP
+		return got.Status.Phase == corev1.PodRunning && ip != "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1 := e.hostByName("w1")
+	get := func() (string, error) {
+		r, err := w1.Run(ctx, "timeout 3 bash -c 'exec 3<>/dev/tcp/"+ip+"/8080 && printf \"GET /healthz HTTP/1.0\\r\\n\\r\\n\" >&3 && cat <&3'")
+		if err != nil {
+			return "", err
+		}
+		if r.ExitCode != 0 {
+			return "", fmt.Errorf("exit %d: %s", r.ExitCode, r.Stderr)
+		}
+		return r.Stdout, nil
+	}
+	if out, err := get(); err != nil || !strings.Contains(out, "200") {
+		t.Fatalf("the pod does not answer before the freeze: %q, %v", out, err)
+	}
+	e.cycle(t, ctx, faults.FreezePod("default", created.Name), true, func() error {
+		if out, err := get(); err == nil {
+			return fmt.Errorf("the frozen pod answered: %q", out)
+		}
+		return nil
+	})
+	if out, err := get(); err != nil || !strings.Contains(out, "200") {
+		t.Errorf("the thawed pod does not answer: %q, %v", out, err)
+	}
 }
 
 // etcdFork runs the fork through a cycle on forked, with other an API

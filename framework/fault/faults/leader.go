@@ -54,6 +54,11 @@ func leaseHolder(ctx context.Context, l lab.Lab, name string) (string, error) {
 
 // holderOf reads the holder identity of kube-system's Lease name.
 func holderOf(ctx context.Context, cs kubernetes.Interface, name string) (string, error) {
+	return holderIn(ctx, cs, "kube-system", name)
+}
+
+// holderIn reads the holder identity of the Lease namespace/name.
+func holderIn(ctx context.Context, cs kubernetes.Interface, namespace, name string) (string, error) {
 	// One read may fail on a loaded API server (a reset connection, a
 	// timeout); the Lease is read again a few times before the inject
 	// gives up. A missing Lease or a refusal is final.
@@ -61,14 +66,14 @@ func holderOf(ctx context.Context, cs kubernetes.Interface, name string) (string
 	transient := func(err error) bool { return ctx.Err() == nil && transientRead(err) }
 	err := retry.OnError(leaseReadBackoff, transient, func() error {
 		var err error
-		lease, err = cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+		lease, err = cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("finding the %s leader: reading Lease kube-system/%s: %w", name, name, err)
+		return "", fmt.Errorf("finding the %s leader: reading Lease %s/%s: %w", name, namespace, name, err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		return "", fmt.Errorf("finding the %s leader: Lease kube-system/%s has no holder", name, name)
+		return "", fmt.Errorf("finding the %s leader: Lease %s/%s has no holder", name, namespace, name)
 	}
 	return *lease.Spec.HolderIdentity, nil
 }
