@@ -75,7 +75,8 @@ func fenceNode(st Store, id, node string) ([]string, error) {
 // shutdownExt4 shuts down the ext4 file system mounted at m, by the
 // ioctl on its root directory. It checks that the directory opened is the
 // root of m's file system (the mount may have gone since the table was
-// read). A file system already shut down answers with success.
+// read, or something be mounted over it). A file system already shut
+// down answers with success.
 func shutdownExt4(m *mountinfo.Info) error {
 	fd, err := unix.Open(m.Mountpoint, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -87,13 +88,24 @@ func shutdownExt4(m *mountinfo.Info) error {
 		return fmt.Errorf("shutting down the ext4 mount at %s: %w", m.Mountpoint, err)
 	}
 	if s.Dev != unix.Mkdev(uint32(m.Major), uint32(m.Minor)) {
-		return fmt.Errorf("shutting down the ext4 mount at %s: it no longer holds %s (device %d:%d, found %d:%d)",
-			m.Mountpoint, m.Source, m.Major, m.Minor, unix.Major(s.Dev), unix.Minor(s.Dev))
+		return fmt.Errorf("shutting down the ext4 mount at %s: the path reaches file system %d:%d, not %s's %d:%d (something is mounted over it, or it went)",
+			m.Mountpoint, unix.Major(s.Dev), unix.Minor(s.Dev), m.Source, m.Major, m.Minor)
 	}
 	if err := unix.IoctlSetPointerInt(fd, ext4IocShutdown, ext4GoingFlagsNoLogFlush); err != nil {
 		return fmt.Errorf("shutting down the ext4 mount at %s (%s): EXT4_IOC_SHUTDOWN: %w", m.Mountpoint, m.Source, err)
 	}
 	return nil
+}
+
+// shutDown says whether the mount table shows the file system mounted
+// at m shut down (ext4 lists "shutdown" among its super options then).
+func shutDown(m *mountinfo.Info) bool {
+	for _, o := range strings.Split(m.VFSOptions, ",") {
+		if o == "shutdown" {
+			return true
+		}
+	}
+	return false
 }
 
 // under says whether path is dir or lies below it.

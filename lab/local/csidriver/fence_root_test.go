@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 )
 
 func controllerPublish(t *testing.T, l *lab, v *csi.Volume, node string) {
@@ -98,6 +99,16 @@ func TestFencedUnpublishShutsTheOldNodeOut(t *testing.T) {
 	must(t, reader.Close())
 	// The other volume's mount on the same node still works.
 	writeFileSynced(t, filepath.Join(so, "f"), "alive")
+	for _, p := range []string{s1, target, so} {
+		mt, err := mountAt(p)
+		must(t, err)
+		if shutDown(mt) != (p != so) {
+			t.Fatalf("%s: super options %q", p, mt.VFSOptions)
+		}
+	}
+	// The node's driver will not serve the shut-down mount again.
+	wantCode(t, stage(l.w1, v, s1, rwo()), codes.FailedPrecondition, "was shut down")
+	wantCode(t, publish(l.w1, v, s1, l.path("w1", "pods", "b", "mount"), rwo(), false), codes.FailedPrecondition, "was shut down")
 
 	// Again (csi-attacher retries): the mounts, already shut down, are
 	// found again and the ioctl succeeds on them.
@@ -160,6 +171,40 @@ func TestUnfencedUnpublishLeavesTheNodeWriting(t *testing.T) {
 	writeFileSynced(t, filepath.Join(s1, "after"), "still writing")
 	if b, err := os.ReadFile(filepath.Join(s1, "after")); err != nil || string(b) != "still writing" {
 		t.Fatalf("reading after an unfenced unpublish: %q %v", b, err)
+	}
+	must(t, unstage(l.w1, v, s1))
+	if d := loopsOver(t, l, v); len(d) != 0 {
+		t.Fatalf("loop devices remain: %v", d)
+	}
+}
+
+// A fence that cannot reach a mount of the node's (here something else
+// is mounted over it) fails naming the mount and keeps the volume
+// published to the node, so that csi-attacher retries; the retry, once
+// the mount is reachable, fences it.
+func TestFenceThatCannotReachAMountKeepsTheRecord(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-hidden", map[string]string{ParamFence: "true"})
+	s1 := l.path("w1", "globalmount")
+	controllerPublish(t, l, v, "worker1")
+	must(t, stage(l.w1, v, s1, rwo()))
+	must(t, syscall.Mount("tmpfs", s1, "tmpfs", 0, "size=1m"))
+	err := controllerUnpublish(l, v, "worker1")
+	wantCode(t, err, codes.Internal, "shutting down the ext4 mount at "+s1+": the path reaches file system")
+	t.Logf("unpublish with the mount covered: %v", err)
+	if atts, _ := l.store.Attachments(v.VolumeId); len(atts) != 1 || atts[0].Node != "worker1" {
+		t.Fatalf("a failed fence dropped the attachment: %+v", atts)
+	}
+	must(t, syscall.Unmount(s1, 0))
+	if mt, _ := mountAt(s1); mt == nil || shutDown(mt) {
+		t.Fatalf("the staged mount after the failed fence: %+v", mt)
+	}
+	must(t, controllerUnpublish(l, v, "worker1"))
+	if mt, _ := mountAt(s1); mt == nil || !shutDown(mt) {
+		t.Fatalf("the retry did not shut the mount down: %+v", mt)
+	}
+	if atts, _ := l.store.Attachments(v.VolumeId); len(atts) != 0 {
+		t.Fatalf("still attached: %+v", atts)
 	}
 	must(t, unstage(l.w1, v, s1))
 	if d := loopsOver(t, l, v); len(d) != 0 {

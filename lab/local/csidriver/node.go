@@ -179,6 +179,9 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		if err := stagedFrom(mt, image); err != nil {
 			return nil, status.Errorf(codes.AlreadyExists, "%s %s: %s %v", m, v.ID, staging, err)
 		}
+		if shutDown(mt) {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: %v", m, v.ID, errShutDown(staging))
+		}
 		if mountReadOnly(mt) != ro {
 			return nil, status.Errorf(codes.AlreadyExists, "%s %s: already staged at %s with read-only=%v, asked read-only=%v", m, v.ID, staging, mountReadOnly(mt), ro)
 		}
@@ -239,6 +242,13 @@ func stagedFrom(mt *mountinfo.Info, image string) error {
 		return fmt.Errorf("holds a mount of %s, not this volume's image: %w", mt.Source, err)
 	}
 	return h.Release()
+}
+
+// errShutDown says a staged file system was shut down (fenced when the
+// volume was detached from the node): it serves no I/O until it is
+// unstaged and staged again.
+func errShutDown(staging string) error {
+	return fmt.Errorf("the file system staged at %s was shut down (fenced when the volume was detached from this node); unstage it first", staging)
 }
 
 func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
@@ -366,6 +376,9 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		}
 		if err := stagedFrom(mt, n.store.ImagePath(v.ID)); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: staging path %s %v", m, v.ID, staging, err)
+		}
+		if shutDown(mt) {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: %v", m, v.ID, errShutDown(staging))
 		}
 		src = staging
 	}
