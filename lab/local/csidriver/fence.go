@@ -28,7 +28,9 @@ const ext4GoingFlagsNoLogFlush = 2
 // to volume id's image, so that the node's reads and writes of it fail
 // (EIO) and nothing more of the node's reaches the image: its dirty
 // pages and its uncommitted journal are dropped, as a host loses its
-// unwritten cache when a storage target revokes its access. The mounts
+// unwritten cache when a storage target revokes its access. Then the
+// loop device is synced, so that what the journal had committed is in
+// place before another node can attach. The mounts
 // are the node's when they lie under the mount root its driver recorded;
 // a loop device is the volume's when it is bound to the image's device
 // and inode. It returns the mount points shut down. A node that never
@@ -63,6 +65,20 @@ func fenceNode(st Store, id, node string) ([]string, error) {
 			return done, fmt.Errorf("the mount at %s: %w", m.Mountpoint, err)
 		}
 		err = shutdownExt4(m)
+		// A read-only device holds nothing dirty (and refuses the
+		// flush).
+		if err == nil && !h.ReadOnly {
+			// Metadata the journal had committed and not yet written
+			// to its place is dirty in the device's own cache; the
+			// kernel would write it there later (by writeback, or the
+			// journal's checkpoint at unmount), maybe over what the
+			// next node wrote. It goes now, while the volume is still
+			// published to this node: the same blocks the next
+			// mount's journal replay would write.
+			if err = h.Sync(); err != nil {
+				err = fmt.Errorf("the mount at %s, shut down: %w", m.Mountpoint, err)
+			}
+		}
 		h.Release()
 		if err != nil {
 			return done, err

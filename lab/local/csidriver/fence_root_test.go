@@ -4,6 +4,7 @@ package csidriver
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"os/exec"
@@ -44,6 +45,14 @@ func writeFileSynced(t *testing.T, path, data string) {
 	must(t, d.Close())
 }
 
+// imageSum is the SHA-256 of a volume's image as the storage holds it.
+func imageSum(t *testing.T, l *lab, v *csi.Volume) [sha256.Size]byte {
+	t.Helper()
+	b, err := os.ReadFile(l.store.ImagePath(v.VolumeId))
+	must(t, err)
+	return sha256.Sum256(b)
+}
+
 // Unpublishing a fenced volume from a node shuts its ext4 down: every
 // read and write of the node's fails with EIO, what it had not fsynced
 // never reaches the image, what it had is there for the next node, and
@@ -74,6 +83,7 @@ func TestFencedUnpublishShutsTheOldNodeOut(t *testing.T) {
 	if atts, _ := l.store.Attachments(v.VolumeId); len(atts) != 0 {
 		t.Fatalf("still attached: %+v", atts)
 	}
+	fenced := imageSum(t, l, v)
 	for _, dir := range []string{target, s1} {
 		err := os.WriteFile(filepath.Join(dir, "after"), []byte("x"), 0o644)
 		if !errors.Is(err, syscall.EIO) {
@@ -134,6 +144,12 @@ func TestFencedUnpublishShutsTheOldNodeOut(t *testing.T) {
 		t.Fatalf("still mounted at %s: %+v", s1, mt)
 	}
 	must(t, unstage(l.w1, other, so))
+	// Nothing of worker1's reached the image after the fence: not the
+	// writes that failed, not its unmount (whose journal checkpoint
+	// would write the committed metadata the fence already wrote).
+	if imageSum(t, l, v) != fenced {
+		t.Fatal("the image changed after the fence, before another node staged it")
+	}
 
 	// The next node finds what was fsynced and nothing the fenced node
 	// held back.
@@ -205,6 +221,35 @@ func TestFenceThatCannotReachAMountKeepsTheRecord(t *testing.T) {
 	}
 	if atts, _ := l.store.Attachments(v.VolumeId); len(atts) != 0 {
 		t.Fatalf("still attached: %+v", atts)
+	}
+	must(t, unstage(l.w1, v, s1))
+	if d := loopsOver(t, l, v); len(d) != 0 {
+		t.Fatalf("loop devices remain: %v", d)
+	}
+}
+
+// A read-only stage is fenced too: its reads fail.
+func TestFencedUnpublishShutsAReadOnlyMount(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-fenced-ro", map[string]string{ParamFence: "true"})
+	s1 := l.path("w1", "globalmount")
+	controllerPublish(t, l, v, "worker1")
+	must(t, stage(l.w1, v, s1, rwo()))
+	writeFileSynced(t, filepath.Join(s1, "f"), "data")
+	must(t, unstage(l.w1, v, s1))
+	ro := mountCap("ext4", csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY)
+	must(t, stage(l.w1, v, s1, ro))
+	if b, err := os.ReadFile(filepath.Join(s1, "f")); err != nil || string(b) != "data" {
+		t.Fatalf("reading the read-only stage: %q %v", b, err)
+	}
+	must(t, controllerUnpublish(l, v, "worker1"))
+	mt, err := mountAt(s1)
+	must(t, err)
+	if mt == nil || !mountReadOnly(mt) || !shutDown(mt) {
+		t.Fatalf("the read-only mount after the fence: %+v", mt)
+	}
+	if _, err := os.ReadFile(filepath.Join(s1, "f")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("reading the read-only stage after the fence: %v, want EIO", err)
 	}
 	must(t, unstage(l.w1, v, s1))
 	if d := loopsOver(t, l, v); len(d) != 0 {
