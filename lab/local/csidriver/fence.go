@@ -48,6 +48,10 @@ func fenceNode(st Store, id, node string) ([]string, error) {
 		return nil, fmt.Errorf("node %s recorded no mount root: its mounts cannot be told from other nodes'", node)
 	}
 	image := st.ImagePath(id)
+	// Checked first, so that a missing file below is a loop device gone.
+	if _, err := os.Stat(image); err != nil {
+		return nil, fmt.Errorf("volume %s: %w", id, err)
+	}
 	ms, err := mountinfo.GetMounts(func(i *mountinfo.Info) (bool, bool) {
 		ours := i.FSType == FSTypeExt4 && strings.HasPrefix(i.Source, "/dev/loop") && under(i.Mountpoint, root)
 		return !ours, false
