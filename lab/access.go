@@ -236,10 +236,13 @@ type StorageInfo struct {
 	SharedClass string `json:"sharedClass"`
 	// BlockClass is a StorageClass of attachable volumes (a
 	// VolumeAttachment per node: the Multi-Attach check applies), and
-	// BlockMMPClass the same with ext4 multi-mount protection; either
-	// may be empty where the lab has none.
-	BlockClass    string `json:"blockClass,omitempty"`
-	BlockMMPClass string `json:"blockMMPClass,omitempty"`
+	// BlockMMPClass the same with ext4 multi-mount protection, and
+	// BlockFencedClass the same fenced at detach (the node a volume is
+	// detached from loses its I/O to it); any may be empty where the lab
+	// has none.
+	BlockClass       string `json:"blockClass,omitempty"`
+	BlockMMPClass    string `json:"blockMMPClass,omitempty"`
+	BlockFencedClass string `json:"blockFencedClass,omitempty"`
 	// HistoryEndpoints are the external store's etcd client URLs, as pods
 	// reach them.
 	HistoryEndpoints []string `json:"historyEndpoints"`

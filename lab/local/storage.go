@@ -18,7 +18,8 @@ var StorageEmulated = []string{
 	"shared directory volumes are one directory of the machine's file system: file locks are the one kernel's and always work across nodes (NFS with a lock manager that never fails)",
 	"a powered-off node's dirty pages still reach the block image: the power cut unmounts the node's file systems, which writes them back, where a real power cut loses them",
 	"the block image's own page cache plays the shared disk, coherent for every node; each node's ext4 cache above its loop device is its own, as two hosts' are",
-	"nothing fences a node's I/O once its block volume is detached: its loop device keeps working",
+	"nothing fences a node's I/O once a faultline-block or faultline-block-mmp volume is detached from it: its loop device keeps working",
+	"fencing (faultline-block-fenced, at detach) is the storage host's ext4 shutdown of the node's own mount, which one kernel reaches for every node; a real storage target revokes the node's access to the disk instead. Either way the node's later I/O fails and its unwritten cache is lost",
 }
 
 // StorageInfo says what the lab's storage host offers; an error wrapping
@@ -32,6 +33,7 @@ func (l *Lab) StorageInfo() (lab.StorageInfo, error) {
 		SharedClass:      csidriver.SharedStorageClass,
 		BlockClass:       csidriver.BlockStorageClass,
 		BlockMMPClass:    csidriver.BlockMMPStorageClass,
+		BlockFencedClass: csidriver.BlockFencedStorageClass,
 		HistoryEndpoints: []string{l.comp.HistoryEndpoint()},
 		StorageHost:      s.Name,
 		Emulated:         StorageEmulated,

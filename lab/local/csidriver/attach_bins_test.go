@@ -76,7 +76,7 @@ func TestAttachThroughExternalAttacher(t *testing.T) {
 
 	st := Store{Root: export}
 	for _, n := range []string{"worker1", "worker2"} {
-		must(t, st.RegisterNode(n)) // what the node driver does at start
+		must(t, st.RegisterNode(n, "")) // what the node driver does at start
 		_, err := c.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		must(t, err)
 		// What the kubelet writes once it registered the node driver.

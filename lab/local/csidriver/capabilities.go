@@ -22,6 +22,11 @@ const (
 	// (1–300, default mke2fs's 5): mkfs.ext4 -E mmp_update_interval. A
 	// mount that finds the block in use waits about twice this long.
 	ParamMMPUpdateInterval = "mmpUpdateInterval"
+	// ParamFence turns on fencing at unpublish ("true" or "false",
+	// default false): ControllerUnpublishVolume shuts down the old node's
+	// ext4 mounts of the volume, so its I/O fails and nothing more of it
+	// reaches the image.
+	ParamFence = "fence"
 )
 
 // The parameters a provisioner passes about the claim (external-
@@ -42,6 +47,7 @@ const maxMMPUpdateInterval = 300
 type blockParams struct {
 	MMP               bool
 	MMPUpdateInterval int // seconds; 0 is mke2fs's default
+	Fence             bool
 }
 
 // checkParameters refuses a parameter the kind does not know and reads
@@ -52,7 +58,7 @@ func checkParameters(k Kind, params map[string]string) (blockParams, error) {
 		known[p] = true
 	}
 	if k == KindBlock {
-		known[ParamMMP], known[ParamMMPUpdateInterval] = true, true
+		known[ParamMMP], known[ParamMMPUpdateInterval], known[ParamFence] = true, true, true
 	}
 	var unknown []string
 	for key := range params {
@@ -92,6 +98,15 @@ func checkParameters(k Kind, params map[string]string) (blockParams, error) {
 			return bp, fmt.Errorf("parameter %s needs %s=true", ParamMMPUpdateInterval, ParamMMP)
 		}
 		bp.MMPUpdateInterval = n
+	}
+	if v, ok := params[ParamFence]; ok {
+		switch v {
+		case "true":
+			bp.Fence = true
+		case "false":
+		default:
+			return bp, fmt.Errorf("parameter %s=%q: want true or false", ParamFence, v)
+		}
 	}
 	return bp, nil
 }

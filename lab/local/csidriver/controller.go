@@ -244,6 +244,7 @@ func (c *Controller) csiVolume(v *Volume) *csi.Volume {
 		vc["fsType"] = FSTypeExt4
 		bp, _ := checkParameters(v.Kind, v.Parameters)
 		vc[ParamMMP] = strconv.FormatBool(bp.MMP)
+		vc[ParamFence] = strconv.FormatBool(bp.Fence)
 	}
 	return &csi.Volume{VolumeId: v.ID, CapacityBytes: v.CapacityBytes, VolumeContext: vc}
 }
@@ -420,8 +421,16 @@ func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.Con
 		return nil, status.Errorf(codes.Internal, "%s: %v", m, err)
 	}
 	defer unlock()
-	if _, err := c.store.Get(id); errors.Is(err, ErrNotFound) {
+	v, err := c.store.Get(id)
+	if errors.Is(err, ErrNotFound) {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "%s %s: %v", m, id, err)
+	}
+	bp, err := checkParameters(v.Kind, v.Parameters)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "%s %s: its record: %v", m, id, err)
 	}
 	nodes := []string{req.GetNodeId()}
 	if req.GetNodeId() == "" { // from every node, as the spec asks
@@ -437,6 +446,13 @@ func (c *Controller) ControllerUnpublishVolume(ctx context.Context, req *csi.Con
 		return &csi.ControllerUnpublishVolumeResponse{}, nil // no such node can hold it
 	}
 	for _, n := range nodes {
+		// Fenced before the record goes: a fence that fails keeps the
+		// volume published to the node, so csi-attacher retries.
+		if bp.Fence {
+			if _, err := fenceNode(c.store, id, n); err != nil {
+				return nil, status.Errorf(codes.Internal, "%s %s from %s: fencing the node: %v", m, id, n, err)
+			}
+		}
 		if err := c.store.Detach(id, n); err != nil {
 			return nil, status.Errorf(codes.Internal, "%s %s from %s: %v", m, id, n, err)
 		}

@@ -168,7 +168,7 @@ func TestBlockVolumesHoldExt4AndAttachToOneNode(t *testing.T) {
 	}
 	wantCode(t, pub("worker1", false), codes.NotFound, `node "worker1" has not reached the storage`)
 	for _, n := range []string{"worker1", "worker2"} {
-		if err := st.RegisterNode(n); err != nil {
+		if err := st.RegisterNode(n, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,5 +236,70 @@ func TestValidateVolumeCapabilities(t *testing.T) {
 		VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)}})
 	if err != nil || no.Confirmed != nil || !strings.Contains(no.Message, "no file system") {
 		t.Fatalf("%v %v", no, err)
+	}
+}
+
+// A fenced volume's unpublish looks for the node's mounts under the mount
+// root its driver recorded: with none recorded it cannot tell them from
+// other nodes', so it fails and keeps the volume published; with one and
+// no mount of the volume under it, the node is simply unpublished.
+func TestFencedUnpublishNeedsTheNodesMountRoot(t *testing.T) {
+	c, st := newController(t, KindBlock)
+	ctx := context.Background()
+	resp, err := c.CreateVolume(ctx, createReq("pvc-fenced", KindBlock, 0, map[string]string{ParamFence: "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := resp.Volume
+	if v.VolumeContext[ParamFence] != "true" {
+		t.Fatalf("volume context %v", v.VolumeContext)
+	}
+	rec, err := st.Get(v.VolumeId)
+	if err != nil || rec.Parameters[ParamFence] != "true" {
+		t.Fatalf("record %+v %v", rec, err)
+	}
+	rw := mountCap("ext4", csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+	pub := func(node string) {
+		t.Helper()
+		if _, err := c.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.VolumeId, NodeId: node, VolumeCapability: rw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unpub := func(node string) error {
+		_, err := c.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.VolumeId, NodeId: node})
+		return err
+	}
+	must(t, st.RegisterNode("rootless", ""))
+	pub("rootless")
+	wantCode(t, unpub("rootless"), codes.Internal, "node rootless recorded no mount root")
+	if atts, _ := st.Attachments(v.VolumeId); len(atts) != 1 || atts[0].Node != "rootless" {
+		t.Fatalf("a failed fence dropped the attachment: %+v", atts)
+	}
+	// The node comes back with a mount root (as the node driver does at
+	// start), and holds no mount of the volume.
+	must(t, st.RegisterNode("rootless", t.TempDir()))
+	for range 2 {
+		must(t, unpub("rootless"))
+	}
+	if atts, _ := st.Attachments(v.VolumeId); len(atts) != 0 {
+		t.Fatalf("still attached: %+v", atts)
+	}
+	// A node that never reached the storage has nothing to fence.
+	must(t, unpub("never-seen"))
+
+	n, err := NewNode(KindBlock, st, "worker1", NodeOptions{})
+	must(t, err)
+	_, err = n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.VolumeId, StagingTargetPath: filepath.Join(t.TempDir(), "s"), VolumeCapability: rw})
+	wantCode(t, err, codes.FailedPrecondition, "no mount root, so its mounts cannot be fenced")
+	root := t.TempDir()
+	n, err = NewNode(KindBlock, st, "worker1", NodeOptions{MountRoot: root})
+	must(t, err)
+	if got, err := st.NodeMountRoot("worker1"); err != nil || got != root {
+		t.Fatalf("recorded mount root %q %v, want %q", got, err, root)
+	}
+	_, err = n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: v.VolumeId, StagingTargetPath: filepath.Join(t.TempDir(), "s"), VolumeCapability: rw})
+	wantCode(t, err, codes.FailedPrecondition, "not under the node's mount root")
+	if _, err := NewNode(KindBlock, st, "worker1", NodeOptions{MountRoot: "rel"}); err == nil {
+		t.Fatal("a relative mount root was accepted")
 	}
 }

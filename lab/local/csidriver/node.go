@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -25,18 +26,28 @@ const bindFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEX
 // Node is the CSI node service of one kind on one node.
 type Node struct {
 	csi.UnimplementedNodeServer
-	kind   Kind
-	store  Store
-	nodeID string
+	kind      Kind
+	store     Store
+	nodeID    string
+	mountRoot string
 
 	mu    sync.Mutex
 	locks map[string]chan struct{}
 }
 
+// NodeOptions configures NewNode.
+type NodeOptions struct {
+	// MountRoot is the directory the node's staging and target paths lie
+	// under (the kubelet's root); recorded in the export path so that the
+	// controller can tell this node's mounts from other nodes' when it
+	// fences one. A node without one cannot stage a fenced volume.
+	MountRoot string
+}
+
 // NewNode is the node service of kind k on node nodeID over the export
 // path st, as this node reaches it. It records the node in the export
 // path, which is how the controller knows the node exists.
-func NewNode(k Kind, st Store, nodeID string) (*Node, error) {
+func NewNode(k Kind, st Store, nodeID string, o NodeOptions) (*Node, error) {
 	if k.DriverName() == "" {
 		return nil, fmt.Errorf("node: unknown kind %q", k)
 	}
@@ -46,10 +57,22 @@ func NewNode(k Kind, st Store, nodeID string) (*Node, error) {
 	if err := st.Check(); err != nil {
 		return nil, fmt.Errorf("node %s: %w", nodeID, err)
 	}
-	if err := st.RegisterNode(nodeID); err != nil {
+	root := o.MountRoot
+	if root != "" {
+		if err := checkPath("mount root", root); err != nil {
+			return nil, fmt.Errorf("node %s: %w", nodeID, err)
+		}
+		// The mount table names mount points by their resolved path.
+		if r, err := filepath.EvalSymlinks(root); err == nil {
+			root = r
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("node %s: mount root: %w", nodeID, err)
+		}
+	}
+	if err := st.RegisterNode(nodeID, root); err != nil {
 		return nil, fmt.Errorf("node %s: recording it in the export path: %w", nodeID, err)
 	}
-	return &Node{kind: k, store: st, nodeID: nodeID, locks: map[string]chan struct{}{}}, nil
+	return &Node{kind: k, store: st, nodeID: nodeID, mountRoot: root, locks: map[string]chan struct{}{}}, nil
 }
 
 // lock serializes the operations on one volume; a caller that gives up
@@ -156,6 +179,9 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		if err := stagedFrom(mt, image); err != nil {
 			return nil, status.Errorf(codes.AlreadyExists, "%s %s: %s %v", m, v.ID, staging, err)
 		}
+		if shutDown(mt) {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: %v", m, v.ID, errShutDown(staging))
+		}
 		if mountReadOnly(mt) != ro {
 			return nil, status.Errorf(codes.AlreadyExists, "%s %s: already staged at %s with read-only=%v, asked read-only=%v", m, v.ID, staging, mountReadOnly(mt), ro)
 		}
@@ -163,6 +189,11 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "%s %s: %v", m, v.ID, err)
+	}
+	if bp, _ := checkParameters(v.Kind, v.Parameters); bp.Fence {
+		if err := n.checkFenceable(staging); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: a fenced volume: %v", m, v.ID, err)
+		}
 	}
 	dev, err := loopdev.Attach(image, loopdev.Options{ReadOnly: ro})
 	if err != nil {
@@ -183,6 +214,23 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
+// checkFenceable says why a mount at staging could not be found by the
+// controller's fence (which looks under the node's recorded mount root),
+// or nil when it could.
+func (n *Node) checkFenceable(staging string) error {
+	if n.mountRoot == "" {
+		return fmt.Errorf("node %s was started with no mount root, so its mounts cannot be fenced", n.nodeID)
+	}
+	real, err := filepath.EvalSymlinks(staging)
+	if err != nil {
+		return err
+	}
+	if !under(real, n.mountRoot) {
+		return fmt.Errorf("staging path %s is not under the node's mount root %s, where fencing looks", real, n.mountRoot)
+	}
+	return nil
+}
+
 // stagedFrom says why a mount is not ext4 from a loop device over image,
 // or nil when it is.
 func stagedFrom(mt *mountinfo.Info, image string) error {
@@ -194,6 +242,13 @@ func stagedFrom(mt *mountinfo.Info, image string) error {
 		return fmt.Errorf("holds a mount of %s, not this volume's image: %w", mt.Source, err)
 	}
 	return h.Release()
+}
+
+// errShutDown says a staged file system was shut down (fenced when the
+// volume was detached from the node): it serves no I/O until it is
+// unstaged and staged again.
+func errShutDown(staging string) error {
+	return fmt.Errorf("the file system staged at %s was shut down (fenced when the volume was detached from this node); unstage it first", staging)
 }
 
 func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
@@ -321,6 +376,9 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		}
 		if err := stagedFrom(mt, n.store.ImagePath(v.ID)); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: staging path %s %v", m, v.ID, staging, err)
+		}
+		if shutDown(mt) {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: %v", m, v.ID, errShutDown(staging))
 		}
 		src = staging
 	}

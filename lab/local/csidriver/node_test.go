@@ -14,10 +14,10 @@ import (
 func TestNodeRefusesBadInput(t *testing.T) {
 	st := Store{Root: t.TempDir()}
 	ctx := context.Background()
-	if _, err := NewNode(KindBlock, st, "Not A Node"); err == nil {
+	if _, err := NewNode(KindBlock, st, "Not A Node", NodeOptions{}); err == nil {
 		t.Fatal("a node ID that is no node name was accepted")
 	}
-	n, err := NewNode(KindBlock, st, "worker1")
+	n, err := NewNode(KindBlock, st, "worker1", NodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestNodeRefusesBadInput(t *testing.T) {
 		t.Errorf("unpublishing what is not published: %v", err)
 	}
 
-	d, err := NewNode(KindDirectory, st, "worker1")
+	d, err := NewNode(KindDirectory, st, "worker1", NodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestNodeInfoAndCapabilities(t *testing.T) {
 	st := Store{Root: t.TempDir()}
 	ctx := context.Background()
 	for _, k := range Kinds {
-		n, err := NewNode(k, st, "worker3")
+		n, err := NewNode(k, st, "worker3", NodeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,9 @@ const (
 	// BlockMMPStorageClass is block volumes with ext4 multi-mount
 	// protection (a 1 s update interval).
 	BlockMMPStorageClass = "faultline-block-mmp"
+	// BlockFencedStorageClass is block volumes fenced at unpublish: the
+	// node a volume is detached from loses its I/O to it.
+	BlockFencedStorageClass = "faultline-block-fenced"
 )
 
 // ControllerRoleName is the ClusterRole of the controller's identity
@@ -56,6 +59,7 @@ func StorageClasses() []*storagev1.StorageClass {
 		sc(SharedStorageClass, DirectoryDriverName, nil),
 		sc(BlockStorageClass, BlockDriverName, nil),
 		sc(BlockMMPStorageClass, BlockDriverName, map[string]string{ParamMMP: "true", ParamMMPUpdateInterval: "1"}),
+		sc(BlockFencedStorageClass, BlockDriverName, map[string]string{ParamFence: "true"}),
 	}
 }
 

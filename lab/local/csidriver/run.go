@@ -160,7 +160,7 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 	g := newGroup()
 	var regs []*Registration
 	for _, k := range kinds {
-		node, err := NewNode(k, st, cfg.NodeID)
+		node, err := NewNode(k, st, cfg.NodeID, NodeOptions{MountRoot: cfg.KubeletRoot})
 		if err != nil {
 			g.stop()
 			return err

@@ -26,7 +26,7 @@ func TestSanity(t *testing.T) {
 		must(t, os.MkdirAll(l.store.Root, 0o755))
 		c, err := NewController(k, l.store, ControllerOptions{})
 		must(t, err)
-		n, err := NewNode(k, l.store, "sanity-node")
+		n, err := NewNode(k, l.store, "sanity-node", NodeOptions{})
 		must(t, err)
 		sock := l.path("csi.sock")
 		lis, err := Listen(sock)

@@ -20,7 +20,7 @@ import (
 // Store is the export path of the storage host, as every host reaches
 // it:
 //
-//	<root>/nodes/<node-id>                    a node that reached the storage (written by the node driver at start)
+//	<root>/nodes/<node-id>                    a node that reached the storage, and where its mounts lie (written by the node driver at start)
 //	<root>/volumes/<volume-id>/volume.json    the volume's record
 //	<root>/volumes/<volume-id>/data/          a directory volume's contents
 //	<root>/volumes/<volume-id>/image          a block volume's ext4 image
@@ -315,17 +315,55 @@ func (s Store) Detach(id, node string) error {
 	return nil
 }
 
-// RegisterNode records that a node reaches the storage.
-func (s Store) RegisterNode(node string) error {
+// nodeRecord is what a node driver writes about its node at start.
+type nodeRecord struct {
+	Node       string    `json:"node"`
+	Registered time.Time `json:"registered"`
+	// MountRoot is the directory every mount the node's driver makes
+	// lies under (the kubelet's root), as the mount table names it; ""
+	// when the node driver was given none.
+	MountRoot string `json:"mountRoot,omitempty"`
+}
+
+// ErrNodeUnknown says a node never reached the storage.
+var ErrNodeUnknown = errors.New("the node has not reached the storage")
+
+// RegisterNode records that a node reaches the storage, and under which
+// directory its mounts lie ("" for none known).
+func (s Store) RegisterNode(node, mountRoot string) error {
 	if err := CheckNodeID(node); err != nil {
 		return err
+	}
+	if mountRoot != "" && (!filepath.IsAbs(mountRoot) || filepath.Clean(mountRoot) != mountRoot) {
+		return fmt.Errorf("node %s: mount root %q is not a clean absolute path", node, mountRoot)
 	}
 	dir := filepath.Join(s.Root, nodesDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(map[string]any{"node": node, "registered": time.Now().UTC()})
+	b, _ := json.Marshal(nodeRecord{Node: node, Registered: time.Now().UTC(), MountRoot: mountRoot})
 	return writeAtomic(filepath.Join(dir, node), b)
+}
+
+// NodeMountRoot is the directory a node's mounts lie under, as its
+// driver recorded it ("" when it recorded none); ErrNodeUnknown (wrapped)
+// when the node never reached the storage.
+func (s Store) NodeMountRoot(node string) (string, error) {
+	if CheckNodeID(node) != nil {
+		return "", fmt.Errorf("node %q: %w", node, ErrNodeUnknown)
+	}
+	b, err := os.ReadFile(filepath.Join(s.Root, nodesDir, node))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("node %s: %w", node, ErrNodeUnknown)
+	}
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", node, err)
+	}
+	var r nodeRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", fmt.Errorf("node %s: reading its record: %w", node, err)
+	}
+	return r.MountRoot, nil
 }
 
 // NodeKnown says whether a node has reached the storage.

@@ -90,18 +90,36 @@ func TestParameters(t *testing.T) {
 		t.Errorf("a directory volume took mmp: %v", err)
 	}
 	_, err := checkParameters(KindBlock, map[string]string{"kind": "block", "fstype": "xfs"})
-	if err == nil || !strings.Contains(err.Error(), "fstype, kind") || !strings.Contains(err.Error(), "known: mmp, mmpUpdateInterval") {
+	if err == nil || !strings.Contains(err.Error(), "fstype, kind") || !strings.Contains(err.Error(), "known: fence, mmp, mmpUpdateInterval") {
 		t.Errorf("unknown parameters: %v", err)
 	}
 	bp, err := checkParameters(KindBlock, map[string]string{ParamMMP: "true", ParamMMPUpdateInterval: "2", ParamPVCName: "data-0"})
 	if err != nil || !bp.MMP || bp.MMPUpdateInterval != 2 {
 		t.Errorf("mmp parameters: %+v, %v", bp, err)
 	}
+	if bp.Fence {
+		t.Errorf("fenced without asking: %+v", bp)
+	}
+	for v, want := range map[string]bool{"true": true, "false": false} {
+		bp, err := checkParameters(KindBlock, map[string]string{ParamFence: v})
+		if err != nil || bp.Fence != want {
+			t.Errorf("fence=%q: %+v, %v", v, bp, err)
+		}
+	}
+	if _, err := checkParameters(KindBlock, map[string]string{ParamFence: "yes"}); err == nil || !strings.Contains(err.Error(), `parameter fence="yes": want true or false`) {
+		t.Errorf("fence=yes: %v", err)
+	}
+	if _, err := checkParameters(KindDirectory, map[string]string{ParamFence: "true"}); err == nil || !strings.Contains(err.Error(), "unknown parameter(s) fence for directory volumes") {
+		t.Errorf("a directory volume took fence: %v", err)
+	}
 	for _, bad := range []map[string]string{
 		{ParamMMP: "yes please"},
 		{ParamMMP: "true", ParamMMPUpdateInterval: "0"},
 		{ParamMMP: "true", ParamMMPUpdateInterval: "301"},
 		{ParamMMPUpdateInterval: "5"},
+		{ParamFence: "yes"},
+		{ParamFence: "1"},
+		{ParamFence: "True"},
 	} {
 		if _, err := checkParameters(KindBlock, bad); err == nil {
 			t.Errorf("%v accepted", bad)

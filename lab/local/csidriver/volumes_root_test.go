@@ -47,11 +47,18 @@ func newLab(t *testing.T, k Kind) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w1, err := NewNode(k, st, "worker1")
+	// Each node's mounts lie under its own directory, as each worker's
+	// lie under its kubelet root.
+	for _, w := range []string{"w1", "w2"} {
+		if err := os.Mkdir(filepath.Join(dir, w), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w1, err := NewNode(k, st, "worker1", NodeOptions{MountRoot: filepath.Join(dir, "w1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2, err := NewNode(k, st, "worker2")
+	w2, err := NewNode(k, st, "worker2", NodeOptions{MountRoot: filepath.Join(dir, "w2")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,6 +199,15 @@ func (h *Held) Detach() error {
 	return nil
 }
 
+// Sync writes the device's dirty page cache (blocks written to the
+// device and not yet to its file) to the file, and waits for it.
+func (h *Held) Sync() error {
+	if err := h.f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", h.Path, err)
+	}
+	return nil
+}
+
 // Release lets go of the device without detaching it.
 func (h *Held) Release() error { return h.f.Close() }
 
