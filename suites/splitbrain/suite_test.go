@@ -111,7 +111,7 @@ func classOf(sc scenario.Scenario, info lab.StorageInfo) (kind, class string, er
 		if !ok {
 			continue
 		}
-		class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass}[kind]
+		class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass, "block-fenced": info.BlockFencedClass}[kind]
 		if class == "" {
 			return "", "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
 		}

@@ -272,6 +272,13 @@ func table() []scenario.Scenario {
 			Fault:  stoppedKubeletOutOfService(),
 			Window: outOfServiceWindow,
 		}),
+		base(scenario.Scenario{
+			ID:     "ledger-out-of-service-block-fenced",
+			Title:  "worker1's kubelet stopped and the node tainted out-of-service, the log on a block volume whose detach fences the node: the old copy's I/O fails once the volume is detached, and the replacement writes alone",
+			Labels: []string{"workload:ledger", "volume:block-fenced", "component:kubelet", "component:statefulset", "component:attach-detach"},
+			Fault:  stoppedKubeletOutOfService(),
+			Window: outOfServiceWindow,
+		}),
 	}
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
