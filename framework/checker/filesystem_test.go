@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/faultline/faultline/lab/local/csidriver"
 )
 
 // ext4Image makes a small ext4 file system in a regular file with
@@ -116,5 +118,12 @@ func TestParseFilesystemCheck(t *testing.T) {
 		if r.Damaged != c.damaged || r.Unchecked != c.unknown || r.NeedsRecovery != c.recovery {
 			t.Errorf("%s: %+v", c.name, r)
 		}
+	}
+}
+
+// The local lab's CSI driver runs the command this package parses.
+func TestTheLabsFilesystemCheckIsThisOne(t *testing.T) {
+	if got, want := csidriver.FilesystemCommand("/img"), FilesystemCommand("/img"); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the CSI driver runs %q, the checker parses %q", got, want)
 	}
 }

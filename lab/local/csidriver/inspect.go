@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/faultline/faultline/framework/checker"
 )
 
 // VolumeFile is one file of a volume as its storage holds it, and where
@@ -144,7 +142,13 @@ type FilesystemCheck struct {
 	Mounts []string
 }
 
-// CheckFilesystem runs checker.FilesystemCommand's e2fsck -fn on a copy
+// FilesystemCommand is the check CheckFilesystem runs on an image file:
+// a forced (-f), read-only (-n) e2fsck, framework/checker's
+// FilesystemCommand (which parses its output; the lab layer cannot import
+// the framework, so checker's tests hold the two to one command).
+func FilesystemCommand(image string) []string { return []string{"e2fsck", "-fn", image} }
+
+// CheckFilesystem runs FilesystemCommand's e2fsck -fn on a copy
 // of block volume id's image with its journal replayed, so that it checks
 // the file system the next mount would find, not transactions a clean
 // mount would have replayed. The mounts are listed first: a check of a
@@ -182,7 +186,7 @@ func CheckFilesystem(ctx context.Context, st Store, id string) (FilesystemCheck,
 		return c, err
 	}
 	c.Image = st.ImagePath(id) + " (a copy, its journal replayed)"
-	args := checker.FilesystemCommand(cp)
+	args := FilesystemCommand(cp)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	out, err := cmd.CombinedOutput()

@@ -215,8 +215,8 @@ func TestAddonsOfTheStorageHost(t *testing.T) {
 	}
 	s, _ := testCluster(t, "lab11s")
 	a := s.AddonObjects("dns")
-	if len(a.CSIDrivers) != 2 || len(a.StorageClasses) != 3 {
-		t.Errorf("lab11s: %d CSIDrivers, %d StorageClasses, want 2 and 3", len(a.CSIDrivers), len(a.StorageClasses))
+	if len(a.CSIDrivers) != 2 || len(a.StorageClasses) != 4 {
+		t.Errorf("lab11s: %d CSIDrivers, %d StorageClasses, want 2 and 4 (shared, block, block-mmp, block-fenced)", len(a.CSIDrivers), len(a.StorageClasses))
 	}
 	bound := false
 	for _, b := range a.ClusterRoleBindings {
