@@ -85,9 +85,9 @@ func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (l
 	if export == "" {
 		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
 	}
-	if k, err := csidriver.ParseVolumeID(volumeHandle); err == nil && k != csidriver.KindBlock {
-		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", fmt.Sprintf("volume %s is a %s volume, with no file system of its own", volumeHandle, k))
-	}
 	c, err := csidriver.CheckFilesystem(ctx, csidriver.Store{Root: export}, volumeHandle)
+	if errors.Is(err, csidriver.ErrNoFilesystem) {
+		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", err.Error())
+	}
 	return lab.VolumeFilesystem{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, MountedOn: l.mountHosts(c.Mounts)}, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,12 +16,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/images"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/lab"
@@ -142,25 +142,14 @@ func apiServerURL(cfg *lab.Config, host string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("lab %s has no host %q", cfg.Name, host)
 	}
-	isCP := false
-	for _, r := range hc.Roles {
-		isCP = isCP || r == lab.RoleControlPlane
-	}
-	if !isCP || hc.Address == "" {
+	if !slices.Contains(hc.Roles, lab.RoleControlPlane) || hc.Address == "" {
 		return "", fmt.Errorf("host %s runs no API server (roles %v)", host, hc.Roles)
 	}
 	port := cfg.Network.APIServerPort
 	if port == 0 {
 		port = 6443
 	}
-	return "https://" + hostPort(hc.Address, port), nil
-}
-
-func hostPort(addr string, port int) string {
-	if strings.Contains(addr, ":") {
-		return "[" + addr + "]:" + strconv.Itoa(port)
-	}
-	return addr + ":" + strconv.Itoa(port)
+	return "https://" + net.JoinHostPort(hc.Address, strconv.Itoa(port)), nil
 }
 
 // ElectorArgs are the elector's arguments for one replica, server its
@@ -195,15 +184,6 @@ func ElectorDeployments(c ElectorConfig) []*appsv1.Deployment {
 func electorDeployment(name, node string, args []string) *appsv1.Deployment {
 	one := int32(1)
 	labels := map[string]string{"app": name, "workload": Elector}
-	env := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
-	// As the ledger's: a taint manager that takes the node for lost (the
-	// controller-manager of an API server on a forked etcd, whose copy no
-	// kubelet renews) does not evict the replica there: its service
-	// account token is bound to the pod, and that API server would refuse
-	// it once the pod is gone from its copy.
-	long := int64(3600)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -220,27 +200,23 @@ func electorDeployment(name, node string, args []string) *appsv1.Deployment {
 							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 						}}},
 					}},
-					Tolerations: []corev1.Toleration{
-						{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
-						{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
-					},
+					// As the ledger's: a taint manager that takes the node
+					// for lost (the controller-manager of an API server on a
+					// forked etcd, whose copy no kubelet renews) does not
+					// evict the replica there: its service account token is
+					// bound to the pod, and that API server would refuse it
+					// once the pod is gone from its copy.
+					Tolerations: lostNodeTolerations(),
 					Containers: []corev1.Container{{
 						Name:  Elector,
 						Image: images.Ref(Elector),
 						Args:  args,
-						Env: []corev1.EnvVar{
-							env(ledgerlog.EnvPodName, "metadata.name"),
-							env(ledgerlog.EnvPodUID, "metadata.uid"),
-							env(ledgerlog.EnvNodeName, "spec.nodeName"),
-							env("POD_NAMESPACE", "metadata.namespace"),
-						},
+						Env: identityEnv(corev1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}),
 						// Readiness only: a liveness probe would have the
 						// kubelet restart a frozen leader, which the
 						// scenarios freeze on purpose.
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
-							PeriodSeconds: 1,
-						},
+						ReadinessProbe: readyzProbe(),
 					}},
 				},
 			},
@@ -399,17 +375,10 @@ func (r *electorReader) Read(ctx context.Context) map[evidence.Question]evidence
 	if err != nil {
 		return map[evidence.Question]evidence.Answer{evidence.ElectorHistory: evidence.UnreadableAnswer(err.Error(), time.Now().UTC())}
 	}
-	a := evidence.EncodedAnswer(electorValue(rev, kvs), time.Now().UTC(), strconv.FormatInt(rev, 10))
+	// The raw keys, decoded by the invariants with the workload's own
+	// code.
+	v := evidence.ElectorHistoryValue{Prefix: ElectorHistoryPrefix, Revision: rev, KVs: storedKVs(kvs)}
+	a := evidence.EncodedAnswer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
 	a.AskedAt = asked
 	return map[evidence.Question]evidence.Answer{evidence.ElectorHistory: a}
-}
-
-// electorValue is the answer's value: the raw keys, decoded by the
-// invariants with the workload's own code.
-func electorValue(rev int64, kvs []ledgerlog.KV) evidence.ElectorHistoryValue {
-	v := evidence.ElectorHistoryValue{Prefix: ElectorHistoryPrefix, Revision: rev, KVs: make([]evidence.StoredKV, 0, len(kvs))}
-	for _, kv := range kvs {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
-	}
-	return v
 }

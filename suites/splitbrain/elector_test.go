@@ -153,9 +153,9 @@ func TestElectorReaderAsksOnlyWhileActive(t *testing.T) {
 	if qs := r.Questions(); len(qs) != 1 || qs[0] != evidence.ElectorHistory || r.Source() != "elector" {
 		t.Fatalf("elector active, asked %v of %s", qs, r.Source())
 	}
-	v := electorValue(42, []ledgerlog.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
-	if v.Prefix != ElectorHistoryPrefix || v.Revision != 42 || len(v.KVs) != 1 || v.KVs[0].Key != ElectorHistoryPrefix+"x/writer" {
-		t.Errorf("value %+v", v)
+	kvs := storedKVs([]ledgerlog.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
+	if len(kvs) != 1 || kvs[0].Key != ElectorHistoryPrefix+"x/writer" || kvs[0].Value != "{}" {
+		t.Errorf("stored keys %+v", kvs)
 	}
 }
 

@@ -175,13 +175,19 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 		out[hist] = evidence.UnreadableAnswer(err.Error(), time.Now().UTC())
 		return out
 	}
-	v := evidence.LedgerHistoryValue{Prefix: r.w.prefix, Revision: rev, KVs: make([]evidence.StoredKV, 0, len(kvs))}
-	for _, kv := range kvs {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
-	}
+	v := evidence.LedgerHistoryValue{Prefix: r.w.prefix, Revision: rev, KVs: storedKVs(kvs)}
 	a := evidence.EncodedAnswer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
 	a.AskedAt = asked
 	out[hist] = a
+	return out
+}
+
+// storedKVs are a history store's keys as an answer holds them.
+func storedKVs(kvs []ledgerlog.KV) []evidence.StoredKV {
+	out := make([]evidence.StoredKV, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+	}
 	return out
 }
 
@@ -200,7 +206,11 @@ func volumeExtra() sampler.Extra {
 		if !ok {
 			return sampler.Parts{}, errors.New("the volume evidence: no API server client to find the workload's volume with")
 		}
-		return sampler.Parts{Readers: []evidence.Reader{&volumeReader{lab: fc, api: api.Client}}}, nil
+		r := &volumeReader{lab: fc, claims: map[Workload]*storedReader{}}
+		for _, w := range dataWorkloads {
+			r.claims[w.workload] = &storedReader{w: w, api: api.Client}
+		}
+		return sampler.Parts{Readers: []evidence.Reader{r}}, nil
 	}}
 }
 
@@ -208,9 +218,8 @@ func volumeExtra() sampler.Extra {
 // running data workload that has one.
 type volumeReader struct {
 	lab lab.FilesystemChecker
-	api kubernetes.Interface
-	mu  sync.Mutex
-	rs  map[Workload]*storedReader // claims' handles, by workload
+	// claims find each data workload's volume (storedReader.volume).
+	claims map[Workload]*storedReader
 }
 
 func (r *volumeReader) Source() evidence.Source { return VolumeSource }
@@ -242,17 +251,7 @@ func (r *volumeReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	if !ok {
 		return nil
 	}
-	r.mu.Lock()
-	if r.rs == nil {
-		r.rs = map[Workload]*storedReader{}
-	}
-	sr := r.rs[w.workload]
-	if sr == nil {
-		sr = &storedReader{w: w, api: r.api}
-		r.rs[w.workload] = sr
-	}
-	r.mu.Unlock()
-	handle, err := sr.volume(ctx)
+	handle, err := r.claims[w.workload].volume(ctx)
 	if err != nil {
 		return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.UnreadableAnswer("finding the "+string(w.workload)+" volume: "+err.Error(), time.Now().UTC())}
 	}

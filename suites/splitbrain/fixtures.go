@@ -117,13 +117,6 @@ func KVDBStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
 func statefulSet(name, image, class string, args []string) *appsv1.StatefulSet {
 	one := int32(1)
 	labels := map[string]string{"app": name}
-	env := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
-	// The pod stays on a node the control plane has lost, as a pod with
-	// the default tolerations does for 5 minutes: the cut node's copy is
-	// the one the scenarios leave running, not one the taint evicts.
-	long := int64(3600)
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
 		Spec: appsv1.StatefulSetSpec{
@@ -141,24 +134,14 @@ func statefulSet(name, image, class string, args []string) *appsv1.StatefulSet {
 							}}},
 						}},
 					}},
-					Tolerations: []corev1.Toleration{
-						{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
-						{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
-					},
+					Tolerations: lostNodeTolerations(),
 					Containers: []corev1.Container{{
-						Name:  name,
-						Image: image,
-						Args:  args,
-						Env: []corev1.EnvVar{
-							env(ledgerlog.EnvPodName, "metadata.name"),
-							env(ledgerlog.EnvPodUID, "metadata.uid"),
-							env(ledgerlog.EnvNodeName, "spec.nodeName"),
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
-							PeriodSeconds: 1,
-						},
+						Name:           name,
+						Image:          image,
+						Args:           args,
+						Env:            identityEnv(),
+						VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+						ReadinessProbe: readyzProbe(),
 					}},
 				},
 			},
@@ -171,6 +154,40 @@ func statefulSet(name, image, class string, args []string) *appsv1.StatefulSet {
 				},
 			}},
 		},
+	}
+}
+
+// lostNodeTolerations keep a workload's pod on a node the control plane
+// has lost, or that is not Ready, for an hour (a pod with the default
+// tolerations stays 5 minutes): the cut node's copy is the one the
+// scenarios leave running, not one the taint manager evicts.
+func lostNodeTolerations() []corev1.Toleration {
+	long := int64(3600)
+	return []corev1.Toleration{
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &long},
+	}
+}
+
+// identityEnv is the writer's identity from the downward API (pod name,
+// UID, node; ledgerlog.Identity), then more.
+func identityEnv(more ...corev1.EnvVar) []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return append([]corev1.EnvVar{
+		field(ledgerlog.EnvPodName, "metadata.name"),
+		field(ledgerlog.EnvPodUID, "metadata.uid"),
+		field(ledgerlog.EnvNodeName, "spec.nodeName"),
+	}, more...)
+}
+
+// readyzProbe is the workloads' readiness: their /readyz on 8080, every
+// second.
+func readyzProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1,
 	}
 }
 

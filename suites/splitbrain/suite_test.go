@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
 
 	// The images the local lab loads into its nodes.
 	_ "github.com/faultline/faultline/fixtures/images"
@@ -85,11 +86,7 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
 	splitbrain.SetActiveVolume(kind)
-	path, err := l.Kubeconfig("")
-	if err != nil {
-		return fmt.Errorf("installing the workloads: admin kubeconfig: %w", err)
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	cs, err := adminClient(l)
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
@@ -142,15 +139,21 @@ func quiesce(ctx context.Context, l lab.Lab) error {
 	if !ok {
 		return fmt.Errorf("quiesce: lab %s offers no storage", l.Config().Name)
 	}
-	path, err := l.Kubeconfig("")
-	if err != nil {
-		return fmt.Errorf("quiesce: admin kubeconfig: %w", err)
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	cs, err := adminClient(l)
 	if err != nil {
 		return fmt.Errorf("quiesce: %w", err)
 	}
 	return splitbrain.Quiesce(ctx, cs, sd, splitbrain.QuiesceTimeout, func(f string, a ...any) {
 		fmt.Fprintf(GinkgoWriter, f+"\n", a...)
 	})
+}
+
+// adminClient is a client of the lab's admin kubeconfig.
+func adminClient(l lab.Lab) (kubernetes.Interface, error) {
+	path, err := l.Kubeconfig("")
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second)
+	return cs, err
 }

@@ -28,7 +28,7 @@ func TestWorkloadsOfRefusesNoneAndUnknown(t *testing.T) {
 
 func TestReadersAskOnlyTheActiveWorkloads(t *testing.T) {
 	readers := map[Workload]*storedReader{}
-	for _, w := range []storedWorkload{{workload: WorkloadLedger, data: "ledger/log", history: "ledger/history"}, {workload: WorkloadKVDB, data: "kvdb/db", history: "kvdb/history"}} {
+	for _, w := range dataWorkloads {
 		readers[w.workload] = &storedReader{w: w}
 	}
 	SetActive(WorkloadKVDB)
@@ -36,7 +36,7 @@ func TestReadersAskOnlyTheActiveWorkloads(t *testing.T) {
 	if qs := readers[WorkloadLedger].Questions(); len(qs) != 0 {
 		t.Fatalf("ledger not active, asked %v", qs)
 	}
-	if qs := readers[WorkloadKVDB].Questions(); len(qs) != 2 {
+	if qs := readers[WorkloadKVDB].Questions(); len(qs) != 2 || qs[0] != "kvdb/db" || qs[1] != "kvdb/history" {
 		t.Fatalf("kvdb active, asked %v", qs)
 	}
 }

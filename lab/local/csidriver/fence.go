@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -53,7 +52,7 @@ func fenceNode(st Store, id, node string) ([]string, error) {
 		return nil, fmt.Errorf("volume %s: %w", id, err)
 	}
 	ms, err := mountinfo.GetMounts(func(i *mountinfo.Info) (bool, bool) {
-		ours := i.FSType == FSTypeExt4 && strings.HasPrefix(i.Source, "/dev/loop") && under(i.Mountpoint, root)
+		ours := i.FSType == FSTypeExt4 && strings.HasPrefix(i.Source, "/dev/loop") && loopdev.Under(i.Mountpoint, root)
 		return !ours, false
 	})
 	if err != nil {
@@ -126,10 +125,4 @@ func shutDown(m *mountinfo.Info) bool {
 		}
 	}
 	return false
-}
-
-// under says whether path is dir or lies below it.
-func under(path, dir string) bool {
-	dir = filepath.Clean(dir)
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }

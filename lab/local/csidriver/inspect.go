@@ -28,6 +28,10 @@ type VolumeFile struct {
 // ErrNoSuchFile is wrapped when the volume holds no file of the name.
 var ErrNoSuchFile = errors.New("no such file in the volume")
 
+// ErrNoFilesystem is wrapped when a volume has no file system of its own
+// to check (a directory volume's is the storage host's).
+var ErrNoFilesystem = errors.New("the volume has no file system of its own")
+
 // ErrMounted is wrapped when a volume's file system is not checked
 // because some node has it mounted.
 var ErrMounted = errors.New("the volume is mounted")
@@ -162,7 +166,7 @@ func CheckFilesystem(ctx context.Context, st Store, id string) (FilesystemCheck,
 		return FilesystemCheck{}, err
 	}
 	if kind != KindBlock {
-		return FilesystemCheck{}, fmt.Errorf("volume %s is a %s volume: only a block volume has a file system of its own", id, kind)
+		return FilesystemCheck{}, fmt.Errorf("volume %s is a %s volume: %w (only a block volume has)", id, kind, ErrNoFilesystem)
 	}
 	if _, err := st.Get(id); err != nil {
 		return FilesystemCheck{}, err

@@ -151,7 +151,7 @@ func TestCheckFilesystemOfABlockVolume(t *testing.T) {
 	}
 	d := newLab(t, KindDirectory)
 	dv := d.create(t, "pvc-fsck-dir", nil)
-	if _, err := CheckFilesystem(context.Background(), d.store, dv.VolumeId); err == nil || !strings.Contains(err.Error(), "only a block volume") {
+	if _, err := CheckFilesystem(context.Background(), d.store, dv.VolumeId); !errors.Is(err, ErrNoFilesystem) || !strings.Contains(err.Error(), "only a block volume") {
 		t.Errorf("checking a directory volume: %v", err)
 	}
 }

@@ -225,7 +225,7 @@ func (n *Node) checkFenceable(staging string) error {
 	if err != nil {
 		return err
 	}
-	if !under(real, n.mountRoot) {
+	if !loopdev.Under(real, n.mountRoot) {
 		return fmt.Errorf("staging path %s is not under the node's mount root %s, where fencing looks", real, n.mountRoot)
 	}
 	return nil

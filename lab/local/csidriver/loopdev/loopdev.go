@@ -242,7 +242,7 @@ func List(paths ...string) ([]Device, error) {
 			continue // not bound (the loop directory exists only while bound)
 		}
 		backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
-		if !under(backing, paths) {
+		if !Under(backing, paths...) {
 			continue
 		}
 		out = append(out, Device{
@@ -261,8 +261,9 @@ func readFlag(path string) bool {
 	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
-func under(p string, prefixes []string) bool {
-	for _, pre := range prefixes {
+// Under says whether path p is one of dirs or lies below one.
+func Under(p string, dirs ...string) bool {
+	for _, pre := range dirs {
 		pre = filepath.Clean(pre)
 		if p == pre || strings.HasPrefix(p, strings.TrimSuffix(pre, "/")+"/") {
 			return true
