@@ -41,7 +41,11 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		byRole[r.RunRole()]++
 	}
 	fmt.Fprintf(&b, "- %d runs, %d of them counted (run verdict JUDGED)\n", len(runs), counted)
-	fmt.Fprintf(&b, "- roles: %d finding, %d control, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], byRole[verdict.RoleNull])
+	apps := ""
+	if n := byRole[verdict.RoleApplication]; n > 0 {
+		apps = fmt.Sprintf(", %d application control", n)
+	}
+	fmt.Fprintf(&b, "- roles: %d finding, %d control%s, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], apps, byRole[verdict.RoleNull])
 
 	// The lab of each run, in a column of its own where the runs ran on
 	// several.
@@ -78,7 +82,7 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 	}
 
-	findings, nulls := map[string]*Tally{}, map[string]*Tally{}
+	findings, nulls, applications := map[string]*Tally{}, map[string]*Tally{}, map[string]*Tally{}
 	var controls []ControlCheck
 	for _, r := range runs {
 		switch r.RunRole() {
@@ -87,6 +91,8 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 			continue
 		case verdict.RoleNull:
 			addTallies(nulls, r)
+		case verdict.RoleApplication:
+			addTallies(applications, r)
 		default:
 			addTallies(findings, r)
 		}
@@ -119,6 +125,18 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		b.WriteString("| run | scenario | invariant | expected | verdict | outcome | reason |\n|---|---|---|---|---|---|---|\n")
 		for _, c := range controls {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(c.Run.RunID), cell(c.Run.Scenario), cell(c.Invariant), verdict.Violated, c.VerdictText(), c.Outcome, cell(c.Reason()))
+		}
+	}
+
+	if len(applications) > 0 {
+		b.WriteString("\n## Application controls\n\n" +
+			"The fault of a finding against a workload built not to rely on the guarantee the finding tests (a correct application): " +
+			"what that application kept under the same fault, so a violation can be told apart as the platform's or the application's. " +
+			"Nothing is expected of them, and they are never in the findings' rates.\n\n")
+		b.WriteString("| invariant | violated | preserved | rate (all counted) | not counted |\n|---|---|---|---|---|\n")
+		for _, inv := range sortedKeys(applications) {
+			t := applications[inv]
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", cell(inv), t.Violated, t.Preserved, t.Rate.String(), otherCounts(t.Other))
 		}
 	}
 

@@ -367,15 +367,16 @@ func renderRun(rp runPage, folders []folderLink) ([]byte, map[string][]byte, err
 
 // indexView is what the page over every run shows.
 type indexView struct {
-	Style    template.CSS
-	Report   *aggregate.Report
-	Findings []tableView
-	NullArms []tableView
-	Controls []controlView
-	Runs     []runRow
-	Figures  []string
-	Plots    []figure
-	Folders  []folderLink
+	Style        template.CSS
+	Report       *aggregate.Report
+	Findings     []tableView
+	Applications []tableView
+	NullArms     []tableView
+	Controls     []controlView
+	Runs         []runRow
+	Figures      []string
+	Plots        []figure
+	Folders      []folderLink
 }
 
 type tableView struct {
@@ -384,6 +385,9 @@ type tableView struct {
 	Rows    []rowView
 	Notes   []string
 	Null    bool
+	// Class names the table's role: findings, application-controls or
+	// null-arms.
+	Class string
 }
 
 type rowView struct {
@@ -437,6 +441,9 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 	for _, t := range rep.Findings {
 		v.Findings = append(v.Findings, newTableView(t))
 	}
+	for _, t := range rep.Applications {
+		v.Applications = append(v.Applications, newTableView(t))
+	}
 	for _, t := range rep.NullArms {
 		v.NullArms = append(v.NullArms, newTableView(t))
 	}
@@ -464,7 +471,11 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 }
 
 func newTableView(t aggregate.Table) tableView {
-	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull}
+	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull,
+		Class: map[string]string{verdict.RoleNull: "null-arms", verdict.RoleApplication: "application-controls"}[t.Role]}
+	if tv.Class == "" {
+		tv.Class = "findings"
+	}
 	showArm := t.ShowArm()
 	first := 1
 	if showArm {
