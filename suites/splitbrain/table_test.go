@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
@@ -280,8 +281,59 @@ func table() []scenario.Scenario {
 			Window: outOfServiceWindow,
 		}),
 	}
+	for _, s := range applicationControls() {
+		scenarios = append(scenarios, base(s))
+	}
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
 	}
 	return scenario.WithNullArms(scenarios...)
+}
+
+// applicationControls are the ledger rows in which two copies wrote, run
+// again with the ledger locked (ledgerlog.ModeLocked: an exclusive flock
+// of the log and its end re-read before each append): an application
+// that does not trust at-most-one. Their verdicts are not Kubernetes
+// findings (role application-control): single-writer-at-storage still
+// says whether Kubernetes let two copies write; acknowledged-data-survives
+// and single-history say whether this application lost anything by it.
+// On the shared directory the lock is one kernel's and holds across
+// nodes (the emulation says so); on a block volume each node's ext4 mount
+// has its own lock table and its own idea of the file's end, so the lock
+// and the re-read protect nothing there, which these rows measure.
+func applicationControls() []scenario.Scenario {
+	locked := func(s scenario.Scenario) scenario.Scenario {
+		s.ApplicationControl = true
+		s.Labels = append([]string{"workload:ledger", splitbrain.LabelLedgerMode + ledgerlog.ModeLocked}, s.Labels...)
+		s.Title += "; the ledger locked (an flock and the end re-read before each append), an application that does not trust at-most-one"
+		return s
+	}
+	return []scenario.Scenario{
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-force-deleted-shared-directory",
+			Title:  "worker1 cut off and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the cut copy",
+			Labels: []string{"volume:shared", "component:network", "component:statefulset"},
+			Fault:  cutAndForceDelete(),
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-kubelet-frozen-force-deleted-shared-directory",
+			Title:  "worker1's kubelet frozen and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the unsupervised old copy",
+			Labels: []string{"volume:shared", "component:kubelet", "component:statefulset"},
+			Fault:  frozenKubeletForceDelete(),
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-out-of-service-block",
+			Title:  "worker1's kubelet stopped and the node tainted out-of-service, the log on an attachable block volume: the replacement mounts it beside the old copy",
+			Labels: []string{"volume:block", "component:kubelet", "component:statefulset", "component:attach-detach"},
+			Fault:  stoppedKubeletOutOfService(),
+			Window: outOfServiceWindow,
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-force-deleted-block-past-force-detach",
+			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume, the window past the 6-minute force-detach: the replacement attaches while the cut copy still has the volume mounted",
+			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach", "window:force-detach"},
+			Fault:  cutAndForceDelete(),
+			Window: forceDetachWindow,
+		}),
+	}
 }
