@@ -12,6 +12,12 @@ import (
 	"github.com/faultline/faultline/lab/local/csidriver"
 )
 
+var (
+	_ lab.StoredData        = (*Lab)(nil)
+	_ lab.FilesystemChecker = (*Lab)(nil)
+	_ lab.VolumeDamager     = (*Lab)(nil)
+)
+
 // StorageEmulated is what the local lab's storage does not do as real
 // shared storage does: one kernel and one file system serve every host.
 var StorageEmulated = []string{
@@ -90,4 +96,39 @@ func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (l
 		return lab.VolumeFilesystem{}, lab.Unsupported(l.Info().Kind, "checking a volume's file system", err.Error())
 	}
 	return lab.VolumeFilesystem{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, MountedOn: l.mountHosts(c.Mounts)}, err
+}
+
+// OverwriteVolumeFile overwrites bytes of a directory volume's file in
+// the storage host's export path (csidriver.OverwriteFile); a block
+// volume's files are its file system's to place (lab.ErrUnsupported).
+func (l *Lab) OverwriteVolumeFile(_ context.Context, volumeHandle, file string, offset int64, data []byte) ([]byte, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return nil, lab.Unsupported(l.Info().Kind, "writing a volume", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	was, err := csidriver.OverwriteFile(csidriver.Store{Root: export}, volumeHandle, file, offset, data)
+	switch {
+	case errors.Is(err, csidriver.ErrBlockFile):
+		return nil, lab.Unsupported(l.Info().Kind, "overwriting a block volume's file", err.Error())
+	case errors.Is(err, csidriver.ErrNoSuchFile):
+		return nil, fmt.Errorf("%w: %w", lab.ErrNoSuchFile, err)
+	}
+	return was, err
+}
+
+// DamageVolumeFilesystem breaks a block volume's file system metadata
+// while nothing mounts it (csidriver.DamageFilesystem).
+func (l *Lab) DamageVolumeFilesystem(ctx context.Context, volumeHandle string) (string, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return "", lab.Unsupported(l.Info().Kind, "damaging a volume's file system", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	what, err := csidriver.DamageFilesystem(ctx, csidriver.Store{Root: export}, volumeHandle)
+	switch {
+	case errors.Is(err, csidriver.ErrNoFilesystem):
+		return "", lab.Unsupported(l.Info().Kind, "damaging a volume's file system", err.Error())
+	case errors.Is(err, csidriver.ErrMounted):
+		return "", fmt.Errorf("%w: %w", lab.ErrVolumeMounted, err)
+	}
+	return what, err
 }
