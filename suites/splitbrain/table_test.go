@@ -284,6 +284,9 @@ func table() []scenario.Scenario {
 	for _, s := range applicationControls() {
 		scenarios = append(scenarios, base(s))
 	}
+	for _, s := range positiveControls() {
+		scenarios = append(scenarios, base(s))
+	}
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
 	}
@@ -335,5 +338,80 @@ func applicationControls() []scenario.Scenario {
 			Fault:  cutAndForceDelete(),
 			Window: forceDetachWindow,
 		}),
+	}
+}
+
+// The positive controls' timing. The damage to the ledger's log is made
+// damageAfter into the window, so that the reads before it (one every
+// sampling interval, disagree.SampleEvery, 1 s) hold the record it damages
+// and those after hold the damage; the window leaves three quarters of its
+// effect probes after it, above the default half. The other controls act
+// at inject and need only a few rounds.
+const (
+	damageAfter   = 6 * time.Second
+	controlWindow = 24 * time.Second
+)
+
+// positiveControls are the detectors' lab controls: each breaks on
+// purpose what its invariant guards, in a way only that detector reads,
+// and must come out VIOLATED; its null arm (nothing injected, the change a
+// no-op) PRESERVED.
+func positiveControls() []scenario.Scenario {
+	ledgerDamage := func(how string) (fault.Fault, *scenario.Change) {
+		f := controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
+		return f, &scenario.Change{
+			Name:  "damage (" + how + ") the ledger's record the inject chose; nothing in the null arm, which chose none",
+			After: damageAfter,
+			Make:  f.Strike,
+		}
+	}
+	garbled, garble := ledgerDamage(controls.DamageGarbled)
+	forged, forge := ledgerDamage(controls.DamageForged)
+	return []scenario.Scenario{
+		// storage-integrity's ledger check: bytes in the middle of a
+		// record overwritten where the shared directory holds the log.
+		{
+			ID:        "control-ledger-record-garbled-shared-directory",
+			Title:     "8 bytes in the middle of a record of the ledger's log overwritten where the storage holds it: the log holds bytes that are no whole record",
+			Labels:    []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault:     garbled,
+			Change:    garble,
+			Window:    controlWindow,
+			ControlOf: []string{invariant.StorageIntegrityName},
+		},
+		// single-history's comparison of the log's reads: a record
+		// replaced by one that checks clean on its own, so storage
+		// integrity does not see it and only the reads do.
+		{
+			ID:        "control-ledger-record-forged-shared-directory",
+			Title:     "a record of the ledger's log replaced, where the storage holds it, by a whole record of the same length and sequence that no writer made: a later read is no extension of an earlier one",
+			Labels:    []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault:     forged,
+			Change:    forge,
+			Window:    controlWindow,
+			ControlOf: []string{invariant.SingleHistoryName},
+		},
+		// storage-integrity's file system check: the block volume's
+		// metadata broken while nothing mounts it.
+		{
+			ID:     "control-filesystem-damaged-block",
+			Title:  "the ledger stopped and its block volume's file system metadata broken where the storage holds it, nothing mounting it: e2fsck finds it",
+			Labels: []string{"selfcheck", "workload:ledger", "volume:block", "component:storage"},
+			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
+				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
+			Window:    controlWindow,
+			ControlOf: []string{invariant.StorageIntegrityName},
+		},
+		// fencing-monotonic with what the fenced store accepts by
+		// design: two holders with one token.
+		{
+			ID:     "control-elector-lease-handed-over-fenced",
+			Title:  "the elector's Lease written over to the other replica with its leaseTransitions kept: both leaders write with one token, which the fenced store accepts",
+			Labels: []string{"selfcheck", "workload:elector", splitbrain.LabelFencing + electorlog.FencingLeaseTransitions, "component:leader-election"},
+			Fault: controls.LeaseHandedOver(controls.LeaseHandover{
+				Namespace: splitbrain.Namespace, Lease: splitbrain.Elector, HistoryPrefix: splitbrain.ElectorHistoryPrefix}),
+			Window:    controlWindow,
+			ControlOf: []string{invariant.FencingMonotonicName},
+		},
 	}
 }
