@@ -105,7 +105,8 @@ type Unwritten struct {
 type Damaged struct {
 	ledgerlog.Damage
 	// TornAppend, for a torn tail, is the append of unknown outcome whose
-	// record it is the start of: its append took effect in part.
+	// record it is the start of, or whose record's place it fills with
+	// zeros no longer than the record: its append took effect in part.
 	TornAppend *Append `json:"tornAppend,omitempty"`
 }
 
@@ -115,7 +116,8 @@ type Settled struct {
 	// Present: its record is in the log where it wrote it; the append
 	// took effect. Otherwise it did not, or was overwritten.
 	Present bool `json:"present"`
-	// Torn: its record begins the log's torn tail.
+	// Torn: its record begins the log's torn tail, or the tail is zeros
+	// from where it wrote, no longer than its record.
 	Torn bool `json:"torn,omitempty"`
 }
 
@@ -246,7 +248,7 @@ type opKey struct {
 //     offset, whose writer fields differ from the history's, or whose
 //     append failed (wrote nothing); and damage (checksums that fail),
 //     except a torn tail that begins where an append of unknown outcome
-//     wrote;
+//     wrote (its record cut short, or zeros no longer than it);
 //   - every append of unknown outcome settled: present, torn, or absent;
 //   - forks (a sequence two writers acknowledged) and the earliest
 //     overlap in time of two writers' acknowledged appends.
@@ -335,7 +337,7 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 			}
 			s := Settled{Append: Append{Writer: h.Start.Writer, Op: op}, Present: present[opKey{inc, op.N}]}
 			for _, d := range c.Damage {
-				if !s.Present && d.Tail && !d.Zero && d.Offset == op.Offset && (op.Size == 0 || d.Size < int64(op.Size)) {
+				if !s.Present && tornBy(d, op) {
 					s.Torn = true
 				}
 			}
@@ -344,7 +346,7 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 	}
 	for _, d := range c.Damage {
 		dd := Damaged{Damage: d}
-		if d.Tail && !d.Zero {
+		if d.Tail {
 			for i := range r.Unknown {
 				if u := &r.Unknown[i]; u.Torn && u.Op.Offset == d.Offset {
 					a := u.Append
@@ -390,6 +392,21 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 	w := CheckWriters(histories)
 	r.Forks, r.Overlap = w.Forks, w.Overlap
 	return r
+}
+
+// tornBy says whether d is the torn tail an append of unknown outcome
+// leaves: it runs to the end of the log from where the append wrote, and
+// is its record cut short, or zeros no longer than its record (the file's
+// size reached the disk and the record's page did not: a crash after the
+// write and before a successful fsync leaves that too).
+func tornBy(d ledgerlog.Damage, op ledgerlog.Op) bool {
+	if !d.Tail || d.Offset != op.Offset {
+		return false
+	}
+	if d.Zero {
+		return op.Size == 0 || d.Size <= int64(op.Size)
+	}
+	return op.Size == 0 || d.Size < int64(op.Size)
 }
 
 // describeAt says what the log holds at offset, for a lost append.
