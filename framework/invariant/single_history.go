@@ -37,7 +37,10 @@ const NotLinearizableKey = "not-linearizable"
 // in snapshot order: the ledger's log as each round read it. Checked with
 // checker.CheckLogPrefixes: each read must be a prefix of the later ones
 // (every whole record it held is, unchanged, at the same offset in every
-// later read), as the reads of a log one copy appends to are. Fires
+// later read), as the reads of a log one copy appends to are; a record
+// its own writer wrote again (the same incarnation and sequence at the
+// same offset, after an append whose outcome it did not learn) is that
+// writer's designed retry, not a second history. Fires
 // (Violation "not-one-log") when a later read lost or replaced a record an
 // earlier read held: the storage showed its readers two histories. An
 // unreadable read is a gap, never a value: the reads on either side of it
@@ -133,7 +136,11 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason: fmt.Sprintf("%d readable read(s) of the ledger's log: two are needed to compare%s", len(reads), gapNote)}
 	}
 	r := checker.CheckLogPrefixes(reads)
-	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, gapNote)
+	retries := ""
+	if r.Retries > 0 {
+		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
+	}
+	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
 	if r.Break != nil {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
