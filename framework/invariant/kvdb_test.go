@@ -278,6 +278,46 @@ func TestStorageIntegrityViolatedByADamagedFileSystem(t *testing.T) {
 	wantExercised(t, j, true)
 }
 
+// Damage under a journal the next mount discards (data in it, the
+// superblock's needs_recovery flag clear: two mounts' superblocks over one
+// image leave that) is what the next mount finds: VIOLATED, not the
+// INSUFFICIENT_DATA of a journal that waits to be replayed.
+func TestStorageIntegrityViolatedUnderAJournalTheNextMountDiscards(t *testing.T) {
+	img := ext4Image(t)
+	debugfs, err := exec.LookPath("debugfs")
+	if err != nil {
+		if debugfs, err = exec.LookPath("/usr/sbin/debugfs"); err != nil {
+			t.Skip("debugfs not installed (e2fsprogs)")
+		}
+	}
+	block := filepath.Join(t.TempDir(), "block")
+	if err := os.WriteFile(block, []byte(strings.Repeat("j", 1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(debugfs, "-w", "-f", "-", img)
+	cmd.Stdin = strings.NewReader("jo\njw -b 300 " + block + "\njc\nfeature -needs_recovery\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := int64(binary.LittleEndian.Uint32(raw[2048+8:]))
+	copy(raw[table*1024:(table+1)*1024], strings.Repeat("\x5a", 1024))
+	if err := os.WriteFile(img, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := fsckValue(t, img)
+	if !strings.Contains(fs.Output, "journal has data") {
+		t.Fatalf("e2fsck did not see the journal's data:\n%s", fs.Output)
+	}
+	j := expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.Violated, "the file system is damaged", "the next mount discards")
+	if j.Violation != FilesystemDamaged {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
 func TestStorageIntegrityViolatedByADamagedDatabase(t *testing.T) {
 	b := newKVDBBench(t)
 	kvdbOps(t, b.start(ledgerID("a", "worker1")), 20)
