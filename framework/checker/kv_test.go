@@ -129,6 +129,48 @@ func TestCheckKVUnknownIncrementEitherWay(t *testing.T) {
 	}
 }
 
+// A put that timed out lands later (etcd may commit a request its client
+// gave up on): the store does a blind put, so a writer's own unknown
+// write may overwrite its later acknowledged ones at any moment, and the
+// writer's next read sees the old value again. One writer, one order.
+func TestCheckKVUnknownPutThatLandsLater(t *testing.T) {
+	for _, fencing := range []string{electorlog.FencingNone, fenced} {
+		b := electortest.New(t, kvT0)
+		a := b.Writer("a", "worker1", fencing).Lead(1)
+		a.Increment("", "1", ok)
+		a.Increment("1", "2", unknown) // timed out; it lands two increments later
+		a.Increment("1", "2", ok)
+		a.Increment("2", "3", ok)
+		a.Increment("2", "3", ok) // the late put set 2 again
+		a.Increment("3", "4", ok)
+		r := checkKV(t, b)
+		if r.Result() != Linearizable || len(r.Keys[0].LostUpdates) != 0 {
+			t.Errorf("fencing %s: one writer whose timed-out put landed late: %s", fencing, r)
+		}
+	}
+}
+
+// The fenced store's transaction checks the token only: a deposed
+// leader's timed-out write cannot land once a higher token was accepted,
+// so a read of its value after the new leader's writes fits no order.
+func TestCheckKVFencedUnknownWriteCannotLandUnderAHigherToken(t *testing.T) {
+	for _, c := range []struct {
+		fencing string
+		want    Linearizability
+	}{{electorlog.FencingNone, Linearizable}, {fenced, NotLinearizable}} {
+		b := electortest.New(t, kvT0)
+		a, n, f := b.Writer("a", "worker1", c.fencing).Lead(1), b.Writer("n", "worker2", c.fencing), b.Writer("f", "worker3", c.fencing)
+		a.Increment("", "1", ok)
+		a.Increment("1", "7", unknown) // a value no one else writes
+		n.Lead(2).Increment("1", "2", ok)
+		n.Increment("2", "3", ok)
+		f.Read("7")
+		if r := checkKV(t, b); r.Result() != c.want {
+			t.Errorf("fencing %s: a read of the deposed leader's unknown value after the new leader's writes: %s, want %s", c.fencing, r.Result(), c.want)
+		}
+	}
+}
+
 // A counter that held a value before the history: its first read shows
 // it, and the history starts from it.
 func TestCheckKVStartsFromTheValueFirstRead(t *testing.T) {

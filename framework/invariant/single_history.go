@@ -23,11 +23,14 @@ const NotLinearizableKey = "not-linearizable"
 // answer in the input: every leader-elected writer's history (each
 // operation's invoke, return and outcome) as the history store holds it.
 // Checked with checker.CheckKV, per key, with porcupine against the
-// register model acknowledged-writes-survive uses: a leader's increment is
-// a compare-and-swap from the value it read to the value it wrote, a
-// follower's read a read. An increment that failed changed nothing and is
-// left out; one of unknown outcome may or may not have taken effect and
-// is never taken as a value; a read that returned nothing is left out.
+// store's model: a leader's acknowledged increment is a compare-and-swap
+// from the value it read to the value it wrote (what one copy's
+// read-modify-write promises), a follower's read a read. An increment
+// that failed changed nothing and is left out; one of unknown outcome is
+// what the store does with a write whose client gave up (unfenced a plain
+// put, fenced a transaction that checks the token only), taking effect at
+// any moment after its invoke or never, and is never taken as a value; a
+// read that returned nothing is left out.
 //
 // Fires (Violation "not-linearizable") when a key's history fits no
 // order; the reason names the first pair of acknowledged increments that
