@@ -108,7 +108,12 @@ func TestCheckKVUnknownIncrementEitherWay(t *testing.T) {
 		if r.Result() != Linearizable || r.Keys[0].Unknown != 1 || r.Keys[0].Increments != 1 {
 			t.Errorf("read %s after an unknown increment: %s", after, r)
 		}
-		if f := checkFencing(t, b); f.Broken() || f.Looked.Unknown != 1 || f.Looked.Accepted != 1 {
+		// A read of its value proves it accepted (nobody else wrote 2).
+		proven := 0
+		if after == "2" {
+			proven = 1
+		}
+		if f := checkFencing(t, b); f.Broken() || f.Looked.Unknown != 1-proven || f.Looked.Proven != proven || f.Looked.Accepted != 1 {
 			t.Errorf("%s", f)
 		}
 	}
@@ -215,5 +220,37 @@ func TestCheckFencingOneTokenTwoHolders(t *testing.T) {
 	f := checkFencing(t, b)
 	if f.Shared == nil || f.Down != nil || f.Shared[0].Writer.Node != "worker1" || f.Shared[1].Writer.Node != "worker2" || f.Looked.Tokens != 1 {
 		t.Errorf("%s", f)
+	}
+}
+
+// A write of unknown outcome that a later read proves accepted (the only
+// write of the value the read returned) counts as accepted: two holders
+// with one token, one of them proven only by the read.
+func TestCheckFencingUnknownWriteProvenByARead(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c, f := b.Writer("a", "worker1", fenced).Lead(3), b.Writer("c", "worker2", fenced).Lead(3), b.Writer("f", "worker3", fenced)
+	a.Increment("", "1", ok)
+	c.Increment("1", "2", unknown)
+	if g := checkFencing(t, b); g.Broken() {
+		t.Fatalf("nothing read the unknown write yet: %s", g)
+	}
+	f.Read("2")
+	g := checkFencing(t, b)
+	if g.Shared == nil || g.Shared[1].Writer.Node != "worker2" || g.Looked.Proven != 1 || g.Looked.Unknown != 0 {
+		t.Fatalf("a read proves the unknown write accepted, with the token a's writes had: %s", g)
+	}
+	if !strings.Contains(g.String(), "proven accepted by") {
+		t.Errorf("%s", g)
+	}
+
+	// Another write of the same value leaves the read no proof of which.
+	b = electortest.New(t, kvT0)
+	a, c, f = b.Writer("a", "worker1", fenced).Lead(3), b.Writer("c", "worker2", fenced).Lead(3), b.Writer("f", "worker3", fenced)
+	a.Increment("", "1", ok)
+	c.Increment("1", "2", unknown)
+	a.Increment("1", "2", unknown)
+	f.Read("2")
+	if g := checkFencing(t, b); g.Broken() || g.Looked.Proven != 0 || g.Looked.Unknown != 2 {
+		t.Errorf("two unknown writes of one value, one read of it: %s", g)
 	}
 }
