@@ -33,7 +33,7 @@ func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evid
 			}
 			kvs := make([]ledgerlog.KV, len(v.KVs))
 			for i, kv := range v.KVs {
-				kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+				kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 			}
 			hs, err := electorlog.DecodeHistories(v.Prefix, kvs)
 			if err != nil {

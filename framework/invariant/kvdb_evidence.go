@@ -21,7 +21,7 @@ const kvdbSource evidence.Source = "kvdb"
 func kvdbHistories(v evidence.LedgerHistoryValue) ([]kvdb.History, error) {
 	kvs := make([]ledgerlog.KV, len(v.KVs))
 	for i, kv := range v.KVs {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 	}
 	hs, err := kvdb.DecodeHistories(v.Prefix, kvs)
 	if err != nil {

@@ -16,7 +16,7 @@ const ledgerSource evidence.Source = "ledger"
 func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
 	kvs := make([]ledgerlog.KV, len(v.KVs))
 	for i, kv := range v.KVs {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 	}
 	hs, err := ledgerlog.DecodeHistories(v.Prefix, kvs)
 	if err != nil {
