@@ -139,6 +139,49 @@ func (k KV) String() string {
 // value and both write over it, and one increment is lost. Lost-update
 // pairs are named only for a key that fits no order.
 func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
+	return checkKVBy(hs, timeout, clockSpan)
+}
+
+// CheckKVInStoreOrder is CheckKV with every operation placed by the
+// history store's order instead of its writer's clock (StoreOrder): from
+// the revision of its invoke's put, stored before it began, to that of
+// its outcome's, stored after it returned. Each operation is widened to
+// its puts, so the check allows every order the clocks would and more: it
+// never calls a history that fits "not linearizable" for want of clocks,
+// and needs none a clock-skew fault can set apart. An operation the order
+// cannot place (its key read without revisions) is an error.
+func CheckKVInStoreOrder(hs []electorlog.History, order StoreOrder, timeout time.Duration) (KV, error) {
+	return checkKVBy(hs, timeout, func(o KVOp) (int64, int64, error) {
+		inc := o.Writer.Incarnation
+		call, ok := order.began(inc, o.Op.N)
+		if !ok {
+			return 0, 0, fmt.Errorf("%s: its history key has no revisions, so the store's order cannot place it", o)
+		}
+		if o.Op.Settled() == electorlog.OutcomeUnknown {
+			return call, math.MaxInt64, nil
+		}
+		ret, ok := order.ended(inc, o.Op.N, o.Op.Outcome != "")
+		if !ok {
+			return 0, 0, fmt.Errorf("%s: its outcome's put has no revision, so the store's order cannot place it", o)
+		}
+		return call, ret, nil
+	})
+}
+
+// spanOf places an operation: when it began and had returned by, as
+// porcupine's call and return; an unknown operation returns at the end
+// of time.
+type spanOf func(KVOp) (call, ret int64, err error)
+
+// clockSpan places an operation by its writer's clock.
+func clockSpan(o KVOp) (int64, int64, error) {
+	if o.Op.Settled() == electorlog.OutcomeUnknown {
+		return o.Op.Invoke.UnixNano(), math.MaxInt64, nil
+	}
+	return o.Op.Invoke.UnixNano(), o.Op.Return.UnixNano(), nil
+}
+
+func checkKVBy(hs []electorlog.History, timeout time.Duration, span spanOf) (KV, error) {
 	var k KV
 	k.Looked.Writers = len(hs)
 	byKey := map[string][]KVOp{}
@@ -168,7 +211,7 @@ func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
 	}
 	sort.Strings(keys)
 	for _, key := range keys {
-		kh, err := checkKey(key, byKey[key], fencedBy, timeout)
+		kh, err := checkKey(key, byKey[key], fencedBy, timeout, span)
 		if err != nil {
 			return KV{}, err
 		}
@@ -177,19 +220,34 @@ func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
 	return k, nil
 }
 
-func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Duration) (KeyHistory, error) {
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op.Invoke.Before(ops[j].Op.Invoke) })
+func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Duration, span spanOf) (KeyHistory, error) {
+	type timed struct {
+		KVOp
+		call, ret int64
+	}
+	ts := make([]timed, len(ops))
+	for i, o := range ops {
+		call, ret, err := span(o)
+		if err != nil {
+			return KeyHistory{}, err
+		}
+		ts[i] = timed{o, call, ret}
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].call < ts[j].call })
+	for i := range ts {
+		ops[i] = ts[i].KVOp
+	}
 	kh := KeyHistory{Key: key}
 	clients := map[string]int{}
 	written := map[string]bool{}
 	var hist []porcupine.Operation
-	for _, o := range ops {
+	for i, o := range ops {
 		op := o.Op
 		inc := o.Writer.Incarnation
 		if _, ok := clients[inc]; !ok {
 			clients[inc] = len(clients)
 		}
-		p := porcupine.Operation{ClientId: clients[inc], Call: op.Invoke.UnixNano(), Return: op.Return.UnixNano(), Metadata: o}
+		p := porcupine.Operation{ClientId: clients[inc], Call: ts[i].call, Return: ts[i].ret, Metadata: o}
 		switch op.Kind {
 		case electorlog.OpRead:
 			kh.Reads++
@@ -210,7 +268,6 @@ func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Dur
 				// after the invoke, or never.
 				kh.Unknown++
 				in.Op, in.Expect = storePut, ""
-				p.Return = math.MaxInt64
 			} else {
 				kh.Increments++
 			}

@@ -22,7 +22,7 @@ const (
 func electorValue(b *electortest.Bench) evidence.ElectorHistoryValue {
 	v := evidence.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
 	for _, kv := range b.KVs() {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return v
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +38,21 @@ func newKVDBBench(t *testing.T) *kvdbBench {
 func (b *kvdbBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
 func (b *kvdbBench) start(id ledgerlog.Identity) *kvdb.Client {
+	return b.startOnClock(id, b.clock)
+}
+
+// startSkewed starts a writer whose host's clock is off by skew.
+func (b *kvdbBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *kvdb.Client {
+	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
+}
+
+func (b *kvdbBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	c, err := kvdb.NewClient(db, id, b.store, kvdb.ClientOptions{Prefix: kvdbPrefix, Keys: kvdb.Keys(2, 1), Now: b.clock})
+	c, err := kvdb.NewClient(db, id, b.store, kvdb.ClientOptions{Prefix: kvdbPrefix, Keys: kvdb.Keys(2, 1), Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -73,12 +81,7 @@ func (b *kvdbBench) dbValue(mounted ...string) evidence.KVDBDatabaseValue {
 }
 
 func (b *kvdbBench) historyValue() evidence.LedgerHistoryValue {
-	v := evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: 9}
-	for k, val := range b.store.kv {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: k, Value: val})
-	}
-	sort.Slice(v.KVs, func(i, j int) bool { return v.KVs[i].Key < v.KVs[j].Key })
-	return v
+	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.rev, KVs: b.store.stored()}
 }
 
 // kvdbAnswers records the database read over [at, at+0.1 s] and the

@@ -34,7 +34,13 @@ const NotLinearizableKey = "not-linearizable"
 //
 // Fires (Violation "not-linearizable") when a key's history fits no
 // order; the reason names the first pair of acknowledged increments that
-// replaced one value (a lost update) when there is one.
+// replaced one value (a lost update) when there is one. The operations'
+// times are their writers' clocks; under a fault that can skew a clock
+// (Input.ClocksSkewable) each operation is placed by the history store's
+// order instead, from its invoke's put to its outcome's
+// (checker.CheckKVInStoreOrder), which widens it and so never finds an
+// order missing that the clocks would have found, and a history read
+// without those revisions is INSUFFICIENT_DATA.
 //
 // Also reads ledger/log from the "ledger" source, every readable answer
 // in snapshot order: the ledger's log as each round read it. Checked with
@@ -85,13 +91,13 @@ const NotOneLog = "not-one-log"
 func (singleHistory) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	if !asked(snaps, ledgerSource, evidence.LedgerLog) {
-		return judgeElectorHistory(snaps)
+		return judgeElectorHistory(snaps, in.ClocksSkewable())
 	}
 	lj := judgeLogPrefixes(snaps)
 	if !asked(snaps, electorSource, evidence.ElectorHistory) {
 		return lj
 	}
-	return worse(judgeElectorHistory(snaps), lj)
+	return worse(judgeElectorHistory(snaps, in.ClocksSkewable()), lj)
 }
 
 // asked is whether src was asked q in any snapshot.
@@ -158,13 +164,22 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 
 // judgeElectorHistory is the leader-elected writer's half of
 // single-history.
-func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
+func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judgement {
 	hs, v, why := latestElectorHistory(snaps)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
 	src := []string{string(electorSource)}
 	r, err := checker.CheckKV(hs, linearizabilityTimeout)
+	order := ""
+	if skewable {
+		r, err = checker.CheckKVInStoreOrder(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs)), linearizabilityTimeout)
+		order = "; " + skewNote
+		if err != nil {
+			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+				Reason: fmt.Sprintf("under a clock-skew fault the writers' clocks prove nothing, and the history store's order cannot place every operation of the elector's history under %s: %v", v.Prefix, err)}
+		}
+	}
 	if err != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, err), Sources: src}
 	}
@@ -190,15 +205,15 @@ func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
 			exercise = fmt.Sprintf("key %s fits no order of one copy", k.Key)
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotLinearizableKey, Sources: src,
-			Reason:    fmt.Sprintf("the history of key %s fits no order of one copy: %s; %s", k.Key, lost, r),
+			Reason:    fmt.Sprintf("the history of key %s fits no order of one copy: %s; %s%s", k.Key, lost, r, order),
 			Exercised: verdict.Exercised(), Exercise: exercise}
 	}
 	if r.Result() == checker.Undecided {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
-			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s", linearizabilityTimeout, r)}
+			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s%s", linearizabilityTimeout, r, order)}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every key's history fits one order: " + r.String(),
+		Reason:    "every key's history fits one order: " + r.String() + order,
 		Exercised: &exercised, Exercise: exercise}
 }
 
