@@ -51,7 +51,8 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 //
 // Exercised when two or more writers had appends acknowledged (a second
 // copy wrote, at some time); a run with one writer, or one whose second
-// copy never got an append acknowledged, did not challenge the guarantee.
+// copy never got an append acknowledged, cannot fire, and its PRESERVED
+// says "not exercised" (a null arm's is no test of the detector).
 // VIOLATED is always exercised.
 func SingleWriterAtStorage() Invariant { return singleWriter{} }
 
@@ -101,6 +102,8 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
 	if exercised {
 		exercise += ": a second writer wrote, one after the other or at once"
+	} else {
+		exercise = "not exercised: " + exercise
 	}
 	switch {
 	case w.Overlap != nil:
@@ -111,8 +114,12 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: w.Possible.At(),
 			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were" + forks + "; checked " + looked}
 	}
+	held := "no writer's acknowledged append fell between two of another's"
+	if !exercised {
+		held = "not exercised: one writer had appends acknowledged, so no two could be accepted at once"
+	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "no writer's acknowledged append fell between two of another's" + forks + "; checked " + looked,
+		Reason:    held + forks + "; checked " + looked,
 		Exercised: &exercised, Exercise: exercise}
 }
 
