@@ -47,7 +47,40 @@ type Judgement struct {
 	// During names the part of the run the deciding evidence fell in:
 	// pre-fault, window, heal or settle.
 	During string `json:"during,omitempty"`
+	// Quantities are what the verdict measured, by name, each with its
+	// unit, so reports can give them over repetitions (median and range)
+	// and normalise them; the reason says the same in words. Names in use
+	// (paper 3's loss counts and the overlap they came from):
+	//   - QuantityLost: acknowledged writes lost (unit: what they are,
+	//     "appends", "operations", "increments"), with, for the kvdb
+	//     workload, QuantityLostIncrements and QuantityLostRegisterWrites;
+	//   - QuantityOverlap: seconds in which both copies had writes
+	//     acknowledged (from the later copy's first to the earlier's
+	//     last, summed over every stretch two copies shared), unit "s";
+	//   - QuantityAcknowledgedInOverlap: writes of all copies acknowledged
+	//     in those seconds (unit as QuantityLost's), and
+	//     QuantityAcknowledgedRate, that count per second of overlap
+	//     (unit "<writes>/s").
+	// A quantity not measured (an overlap read from clocks a clock-skew
+	// fault may have set apart, a rate over no overlap) is absent.
+	Quantities map[string]Quantity `json:"quantities,omitempty"`
 }
+
+// Quantity is one measured amount, with its unit.
+type Quantity struct {
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// Names of Judgement.Quantities.
+const (
+	QuantityLost                  = "lost"
+	QuantityLostIncrements        = "lost-increments"
+	QuantityLostRegisterWrites    = "lost-register-writes"
+	QuantityOverlap               = "overlap"
+	QuantityAcknowledgedInOverlap = "acknowledged-in-overlap"
+	QuantityAcknowledgedRate      = "acknowledged-rate"
+)
 
 // Exercised and NotExercised build Judgement.Exercised values.
 func Exercised() *bool    { t := true; return &t }
