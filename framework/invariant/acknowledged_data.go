@@ -133,6 +133,16 @@ func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
 	var reasons, exercises []string
 	exercised := false
 	for _, j := range js {
+		// Each workload's quantities under its source's name.
+		for name, q := range j.Quantities {
+			if out.Quantities == nil {
+				out.Quantities = map[string]verdict.Quantity{}
+			}
+			if len(j.Sources) > 0 {
+				name = j.Sources[0] + ":" + name
+			}
+			out.Quantities[name] = q
+		}
 		reasons = append(reasons, j.Reason)
 		out.Sources = append(out.Sources, j.Sources...)
 		if j.Exercise != "" {
@@ -151,7 +161,7 @@ func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
 	out.Reason, out.Exercise = strings.Join(reasons, "; and "), strings.Join(exercises, "; ")
 	switch out.Verdict {
 	case verdict.InsufficientData:
-		out.Violation, out.At = "", time.Time{}
+		out.Violation, out.At, out.Quantities = "", time.Time{}, nil
 	case verdict.Violated:
 		out.Exercised = verdict.Exercised()
 	default:
@@ -213,6 +223,8 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 	mounted += skew
 
 	where := fmt.Sprintf("the ledger's log at %s, read at %s", orNone(logV.Path), stamp(logA.ReadAt))
+	quantities, loss := lossQuantities(len(r.Lost), "appends", ledgerAcked(hs), in.ClocksSkewable())
+	mounted += loss
 	switch {
 	case len(r.Lost) > 0:
 		var names []string
@@ -225,21 +237,21 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: LostAppend, Sources: src, At: logA.ReadAt,
 			Reason: fmt.Sprintf("lost append: %d acknowledged append(s) missing from %s: %s%s; %s",
 				len(r.Lost), where, strings.Join(names, "; "), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case r.Nobody() > 0:
 		if !exercised {
 			exercise = fmt.Sprintf("%d thing(s) in the log nobody wrote", r.Nobody())
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: UnwrittenData, Sources: src, At: logA.ReadAt,
 			Reason:    fmt.Sprintf("unwritten data: %s holds %d thing(s) nobody wrote as they are%s; %s", where, r.Nobody(), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case len(r.Unplaced) > 0:
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 			Reason: fmt.Sprintf("%d acknowledged append(s) missing from %s whose outcome the history store holds only after the revision read before the read: acknowledged before the read began (lost) or after (not due), which only the writers' clocks could tell%s; %s", len(r.Unplaced), where, mounted, r)}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    fmt.Sprintf("every acknowledged append is in %s and nothing is there that nobody wrote%s; %s", where, mounted, r),
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }
 
 // ledgerAcks are, per writer, the return times of its acknowledged

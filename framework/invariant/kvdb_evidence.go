@@ -102,6 +102,20 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 	mounted += skew
 
 	where := fmt.Sprintf("the kvdb database at %s, read at %s", orNone(dbV.Path), stamp(dbA.ReadAt))
+	// A counter's operation is an increment, a register's a write that
+	// replaces the value: counted apart, never both as increments.
+	increments, writes := 0, 0
+	for _, l := range r.Lost {
+		if kind, _ := kvdb.KindOf(l.Op.Key); kind == kvdb.Counter {
+			increments++
+		} else {
+			writes++
+		}
+	}
+	quantities, loss := lossQuantities(len(r.Lost), "operations", kvdbAcked(hs), in.ClocksSkewable())
+	quantities[verdict.QuantityLostIncrements] = verdict.Quantity{Value: float64(increments), Unit: "increments"}
+	quantities[verdict.QuantityLostRegisterWrites] = verdict.Quantity{Value: float64(writes), Unit: "writes"}
+	mounted += loss
 	switch {
 	case len(r.Lost) > 0:
 		var names []string
@@ -112,21 +126,21 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 			exercise = fmt.Sprintf("%d acknowledged operation(s) lost", len(r.Lost))
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: LostUpdate, Sources: src, At: dbA.ReadAt,
-			Reason: fmt.Sprintf("lost update: %d acknowledged operation(s) missing from %s: %s%s; %s",
-				len(r.Lost), where, strings.Join(names, "; "), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Reason: fmt.Sprintf("lost update: %d acknowledged operation(s) missing from %s, %d counter increment(s) and %d register write(s): %s%s; %s",
+				len(r.Lost), where, increments, writes, strings.Join(names, "; "), mounted, r),
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case r.Nobody() > 0:
 		if !exercised {
 			exercise = fmt.Sprintf("%d value(s) nobody wrote", r.Nobody())
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: UnwrittenData, Sources: src, At: dbA.ReadAt,
 			Reason:    fmt.Sprintf("unwritten data: %s holds or gave %d value(s) nobody wrote as they are%s; %s", where, r.Nobody(), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case len(r.Unplaced) > 0:
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 			Reason: fmt.Sprintf("%d acknowledged operation(s) whose effect %s lacks, which the history store's order cannot call lost or kept and only the writers' clocks could%s; %s", len(r.Unplaced), where, mounted, r)}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    fmt.Sprintf("every acknowledged operation's effect is in %s and nothing is there that nobody wrote%s; %s", where, mounted, r),
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }

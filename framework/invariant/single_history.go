@@ -194,6 +194,12 @@ func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judge
 			Reason: fmt.Sprintf("the elector's history under %s has no operation that took effect (%d writer(s), %d operation(s))", v.Prefix, len(hs), r.Looked.Ops)}
 	}
 	exercised, exercise := keyWrittenByTwo(hs)
+	lostUpdates := 0
+	for _, k := range r.Keys {
+		lostUpdates += len(k.LostUpdates)
+	}
+	quantities, loss := lossQuantities(lostUpdates, "increments", electorAcked(hs), skewable)
+	order += loss
 	for _, k := range r.Keys {
 		if k.Result != checker.NotLinearizable {
 			continue
@@ -208,7 +214,7 @@ func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judge
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotLinearizableKey, Sources: src,
 			Reason:    fmt.Sprintf("the history of key %s fits no order of one copy: %s; %s%s", k.Key, lost, r, order),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	}
 	if r.Result() == checker.Undecided {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
@@ -220,7 +226,7 @@ func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judge
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    held + r.String() + order,
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }
 
 func readOf(op electorlog.Op) string {
