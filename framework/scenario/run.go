@@ -506,7 +506,7 @@ func (r *run) finish(specState string) verdict.Run {
 	st := r.eng
 	out := verdict.Run{
 		RunID: r.id, Suite: st.name, Scenario: r.sc.ID, Title: r.sc.Title, Arm: string(r.sc.arm()),
-		FaultClass: string(r.sc.Fault.Class()), FaultKind: r.sc.Fault.Kind(),
+		FaultClass: string(r.sc.Fault.Class()), FaultKind: r.sc.Fault.Kind(), InjectedClasses: r.faultClasses(),
 		Labels:  sortedLabels(r.sc),
 		Started: r.started.UTC(), Ended: r.ended.UTC(),
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,

@@ -491,12 +491,16 @@ func TestTheInputNamesTheClassesOfWhatWasInjected(t *testing.T) {
 		inv := classesSeen{flagInv{"classes-z", "z", verdict.Safety}, map[invariant.Moment][]string{}}
 		conv := classesSeen{flagInv{"healed-z", "z", verdict.Convergence}, map[invariant.Moment][]string{}}
 		arm.Invariants = []invariant.Invariant{inv, conv}
-		if _, err := rn.Run(context.Background(), arm); err != nil {
+		res, err := rn.Run(context.Background(), arm)
+		if err != nil {
 			t.Fatal(err)
 		}
 		want := []string{string(memlab.FlagClass)}
 		if arm.arm() == NullArm {
 			want = nil
+		}
+		if got := res.Record.InjectedClasses; !slices.Equal(got, want) {
+			t.Errorf("%s arm: the record names %v injected, want %v", arm.arm(), got, want)
 		}
 		if got := inv.seen[invariant.PreFault]; len(got) != 0 {
 			t.Errorf("%s arm: the pre-fault input names %v", arm.arm(), got)

@@ -174,6 +174,11 @@ type Run struct {
 	// Emulation says how the lab emulated the fault and what the
 	// emulation does not reach (fault.Emulated); empty for the real thing.
 	Emulation string `json:"emulation,omitempty"`
+	// InjectedClasses are the classes of what the run injected: every
+	// part of a compound fault, none in a null arm that injects nothing
+	// (the invariants' Input.FaultClasses, so a re-judgement can give
+	// them the same).
+	InjectedClasses []string `json:"injectedClasses,omitempty"`
 }
 
 // Counted reports whether the run's verdicts count towards rates.
