@@ -136,7 +136,8 @@ type Fork struct {
 // throughout (one incarnation is one process) holding its offset in
 // memory, so two writers had their appends accepted at once. The times are
 // each writer's own clock: one clock on one kernel, the nodes' clocks
-// elsewhere; it proves nothing across a skewed clock.
+// elsewhere; it proves nothing across a skewed clock, where the history
+// store's order places it instead (CheckWritersInStoreOrder, Store).
 type Overlap struct {
 	Holder  ledgerlog.Identity `json:"holder"`
 	Before  ledgerlog.Op       `json:"before"`
