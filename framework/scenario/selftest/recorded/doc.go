@@ -7,4 +7,7 @@
 //
 //	FAULTLINE_SELFTEST_STATE=$(mktemp -d) FAULTLINE_REPORTS_DIR=DIR \
 //	  go test ./framework/scenario/selftest/recorded
+//
+// It exits non-zero by design: second-copy is a finding whose single-copy
+// is VIOLATED, and a suite's spec fails on a finding's violation.
 package recorded
