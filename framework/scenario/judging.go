@@ -83,7 +83,7 @@ func (r *run) judgingRecord() *verdict.Judging {
 	if r.replay == nil {
 		cfg := r.eng.cfg
 		j.SampleEvery = verdict.Duration(cfg.SampleEvery)
-		j.OwnApplicability, j.NotApplicable = ownRows(cfg.Applicability, r.class)
+		j.OwnApplicability, j.NotApplicable = ownRows(cfg.Applicability, r.faultClass())
 	}
 	return &j
 }

@@ -51,7 +51,8 @@ type run struct {
 	// load is the machine's load average at the run's start (and, once
 	// finished, its end).
 	load []verdict.Load
-	// class is the fault class NOT_APPLICABLE is looked up under.
+	// class is the fault class NOT_APPLICABLE is looked up under, when
+	// not the scenario's fault's (a recorded run judged again).
 	class string
 	// judging is what the record keeps for judging the run again
 	// (verdict.Judging), noted as each step is judged.
@@ -62,7 +63,7 @@ type run struct {
 
 func newRun(sc Scenario, eng *engine, now time.Time) *run {
 	id := fmt.Sprintf("%s-%s-%s", sc.ID, sc.arm(), now.UTC().Format("20060102T150405.000Z"))
-	r := &run{sc: sc, eng: eng, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}, class: string(sc.Fault.Class())}
+	r := &run{sc: sc, eng: eng, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
 	if l, ok := readLoad(); ok {
 		r.load = append(r.load, l)
 	}
@@ -178,7 +179,7 @@ func preFaultLongEnough(baseline evidence.Snapshot, samples []evidence.Snapshot,
 func (r *run) applicable(table invariant.Table) []invariant.Invariant {
 	var out []invariant.Invariant
 	for _, inv := range r.sc.Invariants {
-		if _, na := table.Lookup(r.class, inv.Name()); !na {
+		if _, na := table.Lookup(r.faultClass(), inv.Name()); !na {
 			out = append(out, inv)
 		}
 	}
@@ -191,7 +192,7 @@ func (r *run) applicable(table invariant.Table) []invariant.Invariant {
 // as the window will be. One snapshot could never show that: every
 // safety invariant needs two rounds or more to fire.
 func (r *run) judgePreFault(table invariant.Table, baseline evidence.Snapshot, preFault []evidence.Snapshot) {
-	class := r.class
+	class := r.faultClass()
 	snaps := append([]evidence.Snapshot{baseline}, preFault...)
 	in := invariant.Input{Moment: invariant.PreFault, Snapshots: snaps, Timeline: r.judgingTimeline(&r.judging.PreFaultAt), Baseline: &baseline}
 	from, to := in.Span()
@@ -508,11 +509,21 @@ func (r *run) finish(specState string) verdict.Run {
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
 		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
-		Emulation: r.sc.emulation(st.lab), Judging: r.judgingRecord(),
+		Emulation: r.sc.emulation(st.lab),
 	}
+	out.Judging = r.judgingRecord()
 	r.st.finished = &out
 	r.st.whole[PhaseDone] = true
 	return out
+}
+
+// faultClass is the class NOT_APPLICABLE is looked up under: the
+// scenario's fault's, or the recorded one of a run judged again.
+func (r *run) faultClass() string {
+	if r.class != "" || r.sc.Fault == nil {
+		return r.class
+	}
+	return string(r.sc.Fault.Class())
 }
 
 // judgementsOf are the verdicts of invs, in their order: those decided,
