@@ -17,6 +17,7 @@ import (
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports"
 )
 
 func repeatFlag(n int) string { return fmt.Sprintf("-%s=%d", scenario.RepeatFlag, n) }
@@ -166,14 +167,11 @@ func TestSelftestRepeatCountFromFlagOrEnvironment(t *testing.T) {
 	}
 }
 
-// stabilityLines are what the stability tables are made of, per scenario ×
-// arm × invariant: k VIOLATED of n judged, flaky or not, and the outcomes
-// that did not count.
+// stabilityLines are the lines of the stability tables the reports print
+// (summary.md, `faultline report`), sorted: the order of their rows
+// follows the order the runs came in, which Ginkgo shuffles by its seed.
 func stabilityLines(runs []verdict.Run) []string {
-	var out []string
-	for _, s := range verdict.Stabilities(runs) {
-		out = append(out, fmt.Sprintf("%s [%s] %s: %s, %s, %d repetitions; %s", s.Scenario, s.Arm, s.Invariant, s.CountText(), s.Outcome(), s.Repetitions, s.OtherText()))
-	}
+	out := strings.Split(reports.StabilityMarkdown(reports.Stability(runs)), "\n")
 	slices.Sort(out)
 	return out
 }
@@ -200,6 +198,9 @@ func TestSelftestRepeatedRunResumedAfterKill9GivesTheTablesOfAnUncutRun(t *testi
 	uncut.run(t)
 	uncutRuns := uncut.runs(t)
 	want, wantTables := repeatedOutcomes(uncutRuns), stabilityLines(uncutRuns)
+	if tables := strings.Join(wantTables, "\n"); !strings.Contains(tables, "| selftest-verdicts | no-flag-a | 3 of 3 | 3/3 = 100.0% [43.9%, 100.0%] | VIOLATED every time | - | 3 | flags-set: 2 flags [2, 2] (3) |") {
+		t.Fatalf("the uncut run's stability tables lack selftest-verdicts' no-flag-a:\n%s", tables)
+	}
 
 	state := t.TempDir()
 	folder, flag := killMidRun(t, state, 4, resumeFilter, repeatFlag(3))
