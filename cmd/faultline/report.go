@@ -106,7 +106,14 @@ the divergence), over the pair report, with drill-pair.png and
 drill-pair.svg beside it. Beside them: rates.svg and
 rates.png (the findings' rate per invariant with its interval),
 rates-by-scenario.svg and rates-by-scenario.png (per scenario, pooled over
-its invariants), both also inline on index.html, rates.tex and rates.csv. DIR may
+its invariants), both also inline on index.html, rates.tex and rates.csv.
+Over repeated runs also: the index's stability tables, a page per scenario
+(stability/<suite>--<scenario>.html: each arm's runs as rows and its
+invariants as columns, every cell the run's verdict linked to its page,
+each invariant's k of n, interval, stable or flaky and quantities under
+them), and stability.svg and stability.png (each finding scenario ×
+invariant's rate with the interval of its repetitions, flaky ones marked),
+also inline on index.html. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
 
