@@ -50,11 +50,31 @@ NOT_APPLICABLE, DETECTOR_INVALID). Runs whose fault was ineffective
 they are listed with why. A table whose rows pool several invariants,
 scenarios or suites says so.
 
+Repetitions: where a scenario × arm ran more than once (a suite run with
+-faultline.repeat=N, or several folders of the same scenarios), the report
+says how stable each verdict is. A section "Stability over repetitions"
+gives, per scenario × arm × invariant (findings, positive controls and
+null arms apart), k VIOLATED of n judged with the 95% Wilson interval of
+that scenario's rate (its repetitions are trials of one experiment), the
+verdict the judged repetitions agree on or "flaky" where they gave both
+VIOLATED and PRESERVED, the outcomes that did not count apart
+(INSUFFICIENT_DATA and the other verdicts; FAULT_INEFFECTIVE and ABORTED
+runs), and each quantity a verdict measured as median [range] (count),
+also divided by the quantities it scales with where it names them. The
+findings and null-arm tables gain a column naming each row's flaky
+verdicts with their count, and a rate that pools the repetitions of
+several scenarios is given without an interval, saying so: each scenario
+has a rate of its own, so such a count is not k of n trials of one thing.
+CSV adds a row per scenario × arm × invariant (by = stability) and the
+columns flaky, pooled_scenarios, stability, fault_ineffective, aborted and
+quantities; LaTeX adds the findings' stability tabular.
+
 --by picks the tables; give it several times for several tables. A value is
 one or more dimensions separated by commas, each one of invariant, scenario,
-arm, suite, lab, profile, or a label prefix (class groups by class:<value>).
-Without --by: one table by invariant and one by scenario, for findings and
-for null arms alike.
+arm, suite, lab, profile, repetition (the rounds of a repeated run side by
+side), or a label prefix (class groups by class:<value>). Without --by: one
+table by invariant and one by scenario, for findings and for null arms
+alike.
 
 The report also prints the applicability table the runs were judged with and
 every run with its role, the machine's load average at its start and end
@@ -88,7 +108,14 @@ the divergence), over the pair report, with drill-pair.png and
 drill-pair.svg beside it. Beside them: rates.svg and
 rates.png (the findings' rate per invariant with its interval),
 rates-by-scenario.svg and rates-by-scenario.png (per scenario, pooled over
-its invariants), both also inline on index.html, rates.tex and rates.csv. DIR may
+its invariants), both also inline on index.html, rates.tex and rates.csv.
+Over repeated runs also: the index's stability tables, a page per scenario
+(stability/<suite>--<scenario>.html: each arm's runs as rows and its
+invariants as columns, every cell the run's verdict linked to its page,
+each invariant's k of n, interval, stable or flaky and quantities under
+them), and stability.svg and stability.png (each finding scenario ×
+invariant's rate with the interval of its repetitions, flaky ones marked),
+also inline on index.html. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
 

@@ -28,9 +28,11 @@ type probe struct {
 // run is the state of one scenario run, built up phase by phase and turned
 // into a verdict.Run at the end.
 type run struct {
-	sc      Scenario
-	eng     *engine
-	id      string
+	sc  Scenario
+	eng *engine
+	id  string
+	// rep is the run's repetition of its scenario × arm, from 1.
+	rep     int
 	started time.Time
 	ended   time.Time
 
@@ -62,8 +64,19 @@ type run struct {
 }
 
 func newRun(sc Scenario, eng *engine, now time.Time) *run {
+	return newRepetition(sc, eng, now, 1, 1)
+}
+
+// newRepetition is the run of repetition rep of a suite run that runs
+// each scenario × arm `of` times. Where there are several, the run's ID
+// names its repetition: two repetitions of one pair can start in the same
+// millisecond on two labs of a pool.
+func newRepetition(sc Scenario, eng *engine, now time.Time, rep, of int) *run {
 	id := fmt.Sprintf("%s-%s-%s", sc.ID, sc.arm(), now.UTC().Format("20060102T150405.000Z"))
-	r := &run{sc: sc, eng: eng, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
+	if of > 1 {
+		id = fmt.Sprintf("%s-%s-rep%d-%s", sc.ID, sc.arm(), rep, now.UTC().Format("20060102T150405.000Z"))
+	}
+	r := &run{sc: sc, eng: eng, id: id, rep: rep, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
 	if l, ok := readLoad(); ok {
 		r.load = append(r.load, l)
 	}
@@ -509,7 +522,7 @@ func (r *run) finish(specState string) verdict.Run {
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
 		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
-		Emulation: r.sc.emulation(st.lab),
+		Emulation: r.sc.emulation(st.lab), Repetition: r.rep,
 	}
 	out.Judging = r.judgingRecord()
 	r.st.finished = &out

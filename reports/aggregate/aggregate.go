@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/faultline/faultline/framework/record"
@@ -30,9 +31,12 @@ const (
 	BySuite     = "suite"
 	ByLab       = "lab"
 	ByProfile   = "profile"
+	// ByRepetition groups by the run's repetition (1 in records written
+	// before repetitions): drift across the rounds of a repeated run.
+	ByRepetition = "repetition"
 )
 
-var fieldDimensions = []string{ByInvariant, ByScenario, ByArm, BySuite, ByLab, ByProfile}
+var fieldDimensions = []string{ByInvariant, ByScenario, ByArm, BySuite, ByLab, ByProfile, ByRepetition}
 
 // None is the group of runs that have no label with the prefix asked for.
 const None = "(none)"
@@ -72,6 +76,14 @@ type Row struct {
 	Excluded int
 	// Runs counts the judged runs that gave this group a verdict.
 	Runs int
+	// Pool is what the row's counted verdicts pool: where it pools the
+	// repetitions of several scenarios its rate gets no interval
+	// (reports.Pool.PoolsRepetitions).
+	Pool reports.Pool
+	// Flaky are the scenario × arm × invariant whose verdicts the row
+	// counts and whose judged repetitions gave both VIOLATED and
+	// PRESERVED, in order of scenario and invariant.
+	Flaky []verdict.Stability
 }
 
 // Table is the rows of one grouping over the runs of one role.
@@ -100,6 +112,22 @@ func (t Table) ShowArm() bool {
 		}
 	}
 	return false
+}
+
+// FlakyText names a row's flaky verdicts, "scenario invariant k/n",
+// leaving out what the row's key names already.
+func (t Table) FlakyText(r Row) string {
+	return reports.FlakyText(r.Flaky, !slices.Contains(t.Columns, ByScenario), !slices.Contains(t.Columns, ByInvariant))
+}
+
+// FlakyField is FlakyText for a CSV field: "scenario invariant:k/n;...",
+// both always named.
+func (t Table) FlakyField(r Row) string {
+	var parts []string
+	for _, s := range r.Flaky {
+		parts = append(parts, fmt.Sprintf("%s %s:%d/%d", s.Scenario, s.Invariant, s.Rate.Violated, s.Rate.N()))
+	}
+	return strings.Join(parts, ";")
 }
 
 // Title is "Findings by invariant, scenario" or "Null arms by class".
@@ -155,6 +183,11 @@ type Report struct {
 	RejudgedBy []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
 	Warnings []string
+	// Repeated: some scenario × arm ran more than once to an outcome
+	// (verdict.Repeated), so the report has a stability to give.
+	// Stability is each scenario × arm × invariant over its repetitions.
+	Repeated  bool
+	Stability []reports.StabilityRow
 }
 
 // Build aggregates what was read into one table per grouping.
@@ -246,6 +279,15 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		}
 	}
 
+	runs := make([]verdict.Run, len(recs))
+	for i, r := range recs {
+		runs[i] = r.Run
+	}
+	rep.Repeated, rep.Stability = verdict.Repeated(runs), reports.Stability(runs)
+	stability := map[verdict.StabilityKey]verdict.Stability{}
+	for _, s := range rep.Stability {
+		stability[s.StabilityKey] = s.Stability
+	}
 	for _, dims := range groupings {
 		for _, d := range dims {
 			if !isField(d) && !labelPrefixes.has(d) {
@@ -253,8 +295,8 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 					d, d, strings.Join(fieldDimensions, ", "), orNone(labelPrefixes.sorted()))
 			}
 		}
-		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding))
-		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull))
+		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding, stability))
+		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull, stability))
 	}
 	return rep, nil
 }
@@ -326,7 +368,7 @@ func (rep *Report) mergeApplicability(byFolder map[string][]verdict.Inapplicable
 	}
 }
 
-func buildTable(recs []Record, dims []string, role string) Table {
+func buildTable(recs []Record, dims []string, role string, stability map[verdict.StabilityKey]verdict.Stability) Table {
 	cols := []string{ByArm}
 	armAsked := false
 	for _, d := range dims {
@@ -341,6 +383,7 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	scenariosOf, suitesOf := map[string]set{}, map[string]set{}
 	multiLabel := map[string]bool{}
 	invariants := set{}
+	contributors := map[string]map[verdict.StabilityKey]bool{}
 	for i, r := range recs {
 		if r.RunRole() != role {
 			continue
@@ -363,12 +406,17 @@ func buildTable(recs []Record, dims []string, role string) Table {
 					rows[id] = row
 					runsOf[id] = map[int]bool{}
 					scenariosOf[id], suitesOf[id] = set{}, set{}
+					contributors[id] = map[verdict.StabilityKey]bool{}
 				}
 				if !r.Counted() {
 					row.Excluded++
 					continue
 				}
 				row.Tally.Add(j)
+				if j.Verdict.Counts() {
+					row.Pool.Add(verdict.PairOf(r.Run), i)
+					contributors[id][verdict.StabilityKey{Suite: r.Suite, Scenario: r.Scenario, Arm: r.Arm, Invariant: j.Invariant}] = true
+				}
 				runsOf[id][i] = true
 				scenariosOf[id].add(r.Scenario)
 				suitesOf[id].add(orNone1(r.Suite))
@@ -377,8 +425,19 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	}
 	t := Table{Role: role, Columns: cols, ArmAsked: armAsked}
 	mostScenarios, mostSuites := 0, 0
+	pooledRepetitions := false
 	for id, row := range rows {
 		row.Runs = len(runsOf[id])
+		for k := range contributors[id] {
+			if s := stability[k]; s.Flaky() {
+				row.Flaky = append(row.Flaky, s)
+			}
+		}
+		sort.Slice(row.Flaky, func(a, b int) bool {
+			x, y := row.Flaky[a], row.Flaky[b]
+			return x.Suite+"\x00"+x.Scenario+"\x00"+x.Invariant < y.Suite+"\x00"+y.Scenario+"\x00"+y.Invariant
+		})
+		pooledRepetitions = pooledRepetitions || row.Pool.PoolsRepetitions()
 		t.Rows = append(t.Rows, *row)
 		mostScenarios = max(mostScenarios, len(scenariosOf[id]))
 		mostSuites = max(mostSuites, len(suitesOf[id]))
@@ -394,6 +453,9 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	if !slices.Contains(cols, BySuite) && mostSuites > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("A row pools the runs of several suites (up to %d in one row); add suite to --by to split them.", mostSuites))
 	}
+	if pooledRepetitions {
+		t.Notes = append(t.Notes, PooledRepetitionsNote)
+	}
 	for _, c := range cols {
 		if multiLabel[c] {
 			t.Notes = append(t.Notes, fmt.Sprintf("Some runs carry more than one %s: label; such a run counts in the row of each.", c))
@@ -401,6 +463,10 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	}
 	return t
 }
+
+// PooledRepetitionsNote explains the rates a table gives without an
+// interval.
+const PooledRepetitionsNote = "A rate marked as pooling the repetitions of several scenarios has no interval: each scenario has a rate of its own and its repetitions are trials of it, so their pooled count is not k of n trials of one thing; the stability tables give each scenario's rate with its interval."
 
 func isField(d string) bool {
 	for _, f := range fieldDimensions {
@@ -426,6 +492,8 @@ func dimensionValues(r verdict.Run, j verdict.Judgement, d string) []string {
 		return []string{orNone1(r.Lab.Name)}
 	case ByProfile:
 		return []string{orNone1(r.Lab.TimerProfile)}
+	case ByRepetition:
+		return []string{strconv.Itoa(r.RepetitionNumber())}
 	}
 	var vals []string
 	seen := set{}
