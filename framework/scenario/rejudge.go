@@ -21,7 +21,10 @@ import (
 // re-created from the record by name and parameters (invariant.Decode)
 // and each step's timeline cut at the moment the step was judged
 // (judging.go). Nothing is sampled: what the run did not record cannot be
-// judged, and is named.
+// judged, and is named. The safety invariants are judged over every
+// sample the run took, through its last settle sample, even where the
+// current checker would have stopped settling sooner: those samples are
+// what the run saw, and the safety verdict is a verdict over them.
 
 // RejudgeOptions say who judges again, and when.
 type RejudgeOptions struct {
