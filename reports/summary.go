@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
@@ -69,6 +70,15 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 		if r.Emulation != "" {
 			fmt.Fprintf(&b, "Fault %s, %s.\n\n", r.FaultKind, cell(r.Emulation))
+		}
+		if rj := r.Rejudged; rj != nil {
+			fmt.Fprintf(&b, "Judged again at %s by the checker at %s (faultline rejudge): the verdicts below are its, the run's own are in the run folder's record.\n\n", rj.At.UTC().Format(time.RFC3339), orDash(rj.GitCommit))
+			for _, n := range rj.NotRejudged {
+				fmt.Fprintf(&b, "- %s: not judged again: %s\n", cell(n.Invariant), cell(n.Why))
+			}
+			if len(rj.NotRejudged) > 0 {
+				b.WriteString("\n")
+			}
 		}
 		if r.RunRole() == verdict.RoleControl {
 			if ctl := record.ControlledInvariants(r); len(ctl) > 0 {

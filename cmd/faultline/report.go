@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/reports/aggregate"
 	"github.com/faultline/faultline/reports/html"
 	drillreport "github.com/faultline/faultline/suites/drills/report"
@@ -18,6 +19,7 @@ func newReportCommand() *cobra.Command {
 		format   string
 		output   string
 		timeline bool
+		rejudged bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUNDIR...",
@@ -117,6 +119,12 @@ also inline on index.html. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
 
+--rejudged reports each run folder's latest re-judging (faultline rejudge:
+RUNDIR/rejudged/<time>/, the verdicts judged again by a later checker)
+instead of the verdicts its runs recorded; giving that folder itself does the
+same. A report says which checker judged again, and names the verdicts it
+could not judge again, which are in no row.
+
 A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,
 		Example: `  faultline report reports/runs/*
@@ -124,7 +132,8 @@ last line cut short by a crash is left out, and the report names it.`,
   faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*
   faultline report --format latex -o rates.tex reports/runs/*
   faultline report --format html -o site reports/runs/20261101T100000Z-disagree
-  faultline report --timeline reports/runs/20261101T100000Z-disagree`,
+  faultline report --timeline reports/runs/20261101T100000Z-disagree
+  faultline report --rejudged reports/runs/20261101T100000Z-disagree`,
 		Args: checkArgs(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("no run folders given (such as reports/runs/<time>-<suite>)")
@@ -132,6 +141,12 @@ last line cut short by a crash is left out, and the report names it.`,
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rejudged {
+				var err error
+				if args, err = latestRejudged(args); err != nil {
+					return err
+				}
+			}
 			if timeline {
 				if err := writeTimelines(cmd.OutOrStdout(), args); err != nil {
 					return err
@@ -173,8 +188,22 @@ last line cut short by a crash is left out, and the report names it.`,
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
 	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown, csv, latex, or html (a site written into the directory -o names)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output (with --format html: the site's directory)")
+	cmd.Flags().BoolVar(&rejudged, "rejudged", false, "report each run folder's latest re-judging (faultline rejudge) instead of its recorded verdicts")
 	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence: when faultline saw each event, when the cluster recorded it where the object says, replayed ones marked) instead of rates, after a table of each phase's snapshot cadence (median and maximum interval between ticks, and the longest any source went without a value); for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
 	return cmd
+}
+
+// latestRejudged is each run folder's latest re-judging.
+func latestRejudged(dirs []string) ([]string, error) {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		latest, err := record.LatestRejudged(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, latest)
+	}
+	return out, nil
 }
 
 func writeReport(cmd *cobra.Command, rep *aggregate.Report, format, output string) (err error) {

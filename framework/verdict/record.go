@@ -147,6 +147,12 @@ type Run struct {
 	Lab        LabInfo            `json:"lab"`
 	GitCommit  string             `json:"gitCommit,omitempty"`
 	ConfigHash string             `json:"configHash,omitempty"`
+	// Judging keeps what judging the run's evidence again needs (see
+	// Judging); nil in records written before it was kept.
+	Judging *Judging `json:"judging,omitempty"`
+	// Rejudged is set on a record made by judging a recorded run again;
+	// nil on the record the engine wrote as the run ended.
+	Rejudged *Rejudged `json:"rejudged,omitempty"`
 	// SpecState is Ginkgo's outcome for the spec (passed, failed, ...).
 	SpecState string `json:"specState,omitempty"`
 	// Role is finding, control or null (see RoleFinding).

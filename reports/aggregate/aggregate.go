@@ -9,12 +9,14 @@ package aggregate
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/reports"
 )
@@ -176,6 +178,9 @@ type Report struct {
 	// Emulations are the faults some runs only emulated, each as
 	// "kind: how", for the report's header.
 	Emulations []string
+	// RejudgedBy are the checkers' commits of the records made by judging
+	// a run again (faultline rejudge), for the report's header.
+	RejudgedBy []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
 	Warnings []string
 	// Repeated: some scenario × arm ran more than once to an outcome
@@ -194,7 +199,16 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	rep := &Report{Records: len(recs), CutShort: in.CutShort, Runs: recs, Roles: map[string]int{}}
 	labs, profiles, kube, etcd, commits, sources, emulations := set{}, set{}, set{}, set{}, set{}, set{}, set{}
 	labelPrefixes := set{}
+	rejudgedBy, notRejudged := set{}, map[string]int{}
+	rejudged := 0
 	for _, r := range recs {
+		if rj := r.Rejudged; rj != nil {
+			rejudged++
+			rejudgedBy.add(orNotRecorded(rj.GitCommit))
+			for _, n := range rj.NotRejudged {
+				notRejudged[n.Invariant]++
+			}
+		}
 		sources.add(r.File)
 		// A missing value is a value of its own: runs that did not record
 		// their profile must not pass for runs of the one that did.
@@ -235,6 +249,17 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	rep.mergeApplicability(in.Applicability)
 	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()
 	rep.Emulations = emulations.sorted()
+	rep.RejudgedBy = rejudgedBy.sorted()
+	if rejudged > 0 && rejudged < len(recs) {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d of these %d runs were judged again (faultline rejudge) and the others were not: the rates pool the verdicts of two checkers", rejudged, len(recs)))
+	}
+	if len(notRejudged) > 0 {
+		var parts []string
+		for _, inv := range slices.Sorted(maps.Keys(notRejudged)) {
+			parts = append(parts, fmt.Sprintf("%s in %s", inv, count(notRejudged[inv], "run")))
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("some verdicts of the runs judged again could not be judged again and are in no row (%s): each folder's %s says why", strings.Join(parts, ", "), record.RejudgeFile))
+	}
 	for _, w := range []struct {
 		what string
 		vals []string

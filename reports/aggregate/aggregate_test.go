@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -604,5 +605,32 @@ func TestEmulatedFaultsAreListed(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "- Emulated: clock-skew: emulated: per-process vDSO skew\n") {
 		t.Errorf("markdown does not list the emulation:\n%s", out.String())
+	}
+}
+
+// Runs judged again name their checker in the header; pooled with runs
+// that were not, and with verdicts that could not be judged again, the
+// report warns.
+func TestRejudgedRunsSayWhoJudgedThemAgain(t *testing.T) {
+	dir := t.TempDir()
+	again := strings.TrimSuffix(line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED")), "}") +
+		`,"rejudged":{"at":"2026-11-01T10:00:00Z","gitCommit":"abc123","notRejudged":[{"invariant":"j","why":"no bound recorded"}]}}`
+	writeFile(t, filepath.Join(dir, VerdictsFile), again+"\n"+line("y", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, nil, dir)
+	if !slices.Equal(rep.RejudgedBy, []string{"abc123"}) {
+		t.Errorf("re-judged by %v", rep.RejudgedBy)
+	}
+	warnings := strings.Join(rep.Warnings, "\n")
+	for _, want := range []string{"1 of these 2 runs were judged again (faultline rejudge) and the others were not", "could not be judged again and are in no row (j in 1 run)"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q: %v", want, rep.Warnings)
+		}
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "- Judged again by the checker at: abc123 (the commits above are the runs')") {
+		t.Errorf("markdown header:\n%s", b.String())
 	}
 }

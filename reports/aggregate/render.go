@@ -46,6 +46,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	for _, e := range rep.Emulations {
 		fmt.Fprintf(&b, "- Emulated: %s\n", mdEscape(e))
 	}
+	if len(rep.RejudgedBy) > 0 {
+		fmt.Fprintf(&b, "- Judged again by the checker at: %s (the commits above are the runs')\n", mdEscape(strings.Join(rep.RejudgedBy, ", ")))
+	}
 	b.WriteString("\nFindings are the scenarios' fault arms, the only runs a rate is computed over. " +
 		"Positive controls (built to break the invariants they name) and null arms (the fault replaced by one that does nothing) test the detector: " +
 		"each has a section of its own and never enters a findings rate.\n\n" +
