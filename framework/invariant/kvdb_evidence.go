@@ -113,8 +113,9 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 		}
 	}
 	quantities, loss := lossQuantities(len(r.Lost), "operations", kvdbAcked(hs), in.ClocksSkewable())
-	quantities[verdict.QuantityLostIncrements] = verdict.Quantity{Value: float64(increments), Unit: "increments"}
-	quantities[verdict.QuantityLostRegisterWrites] = verdict.Quantity{Value: float64(writes), Unit: "writes"}
+	per := quantities[verdict.QuantityLost].Per
+	quantities[verdict.QuantityLostIncrements] = verdict.Quantity{Value: float64(increments), Unit: "increments", Per: per}
+	quantities[verdict.QuantityLostRegisterWrites] = verdict.Quantity{Value: float64(writes), Unit: "writes", Per: per}
 	mounted += loss
 	switch {
 	case len(r.Lost) > 0:

@@ -97,6 +97,12 @@ func lossQuantities(lost int, what string, acks [][]acked, skewable bool) (map[s
 	rate := float64(within) / secs
 	q[verdict.QuantityAcknowledgedInOverlap] = verdict.Quantity{Value: float64(within), Unit: what}
 	q[verdict.QuantityAcknowledgedRate] = verdict.Quantity{Value: rate, Unit: what + "/s"}
+	// A loss scales with how long both copies were accepted and how
+	// fast: reports give it per (seconds × writes per second), the
+	// share of what was acknowledged in the overlap.
+	lostQ := q[verdict.QuantityLost]
+	lostQ.Per = []string{verdict.QuantityOverlap, verdict.QuantityAcknowledgedRate}
+	q[verdict.QuantityLost] = lostQ
 	return q, fmt.Sprintf("; %s lost: %d, from %.3f s in which two copies had %s acknowledged (each copy's first acknowledged write's invoke to its last acknowledgement, on the writers' clocks), with %d %s acknowledged in them, %.1f %s/s",
 		what, lost, secs, what, within, what, rate, what)
 }

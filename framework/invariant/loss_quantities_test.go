@@ -72,6 +72,9 @@ func TestAcknowledgedDataReportsTheLossWithItsOverlap(t *testing.T) {
 	s := wantQuantity(t, j, verdict.QuantityOverlap, "s", func(v float64) bool { return v == wantSeconds && v > 0 })
 	n := wantQuantity(t, j, verdict.QuantityAcknowledgedInOverlap, "appends", func(v float64) bool { return v == float64(wantWithin) })
 	wantQuantity(t, j, verdict.QuantityAcknowledgedRate, "appends/s", func(v float64) bool { return math.Abs(v-n/s) < 1e-9 })
+	if per := j.Quantities[verdict.QuantityLost].Per; len(per) != 2 || per[0] != verdict.QuantityOverlap || per[1] != verdict.QuantityAcknowledgedRate {
+		t.Errorf("the loss scales with %v, want the overlap and the rate", per)
+	}
 
 	// Under a clock-skew fault the overlap is not timed from the clocks.
 	j = expect(t, AcknowledgedDataSurvives(), skewed(finalLedger(t, b)), verdict.Violated, "not measured")
@@ -86,7 +89,7 @@ func TestAcknowledgedDataReportsTheLossWithItsOverlap(t *testing.T) {
 	j = expect(t, AcknowledgedDataSurvives(), finalLedger(t, one), verdict.Preserved, "no stretch")
 	wantQuantity(t, j, verdict.QuantityLost, "appends", func(v float64) bool { return v == 0 })
 	wantQuantity(t, j, verdict.QuantityOverlap, "s", func(v float64) bool { return v == 0 })
-	if _, ok := j.Quantities[verdict.QuantityAcknowledgedRate]; ok {
+	if _, ok := j.Quantities[verdict.QuantityAcknowledgedRate]; ok || len(j.Quantities[verdict.QuantityLost].Per) != 0 {
 		t.Errorf("a rate over no overlap: %+v", j.Quantities)
 	}
 }

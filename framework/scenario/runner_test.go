@@ -499,8 +499,8 @@ func TestTheInputNamesTheClassesOfWhatWasInjected(t *testing.T) {
 		if arm.arm() == NullArm {
 			want = nil
 		}
-		if got := res.Record.InjectedClasses; !slices.Equal(got, want) {
-			t.Errorf("%s arm: the record names %v injected, want %v", arm.arm(), got, want)
+		if res.Record.Judging == nil || !slices.Equal(res.Record.Judging.FaultClasses, want) {
+			t.Errorf("%s arm: the record keeps %+v for judging again, want the classes %v", arm.arm(), res.Record.Judging, want)
 		}
 		if got := inv.seen[invariant.PreFault]; len(got) != 0 {
 			t.Errorf("%s arm: the pre-fault input names %v", arm.arm(), got)
