@@ -470,3 +470,46 @@ func TestQuiesceRunsAfterHealAndBeforeTheFinalSnapshot(t *testing.T) {
 		t.Errorf("run %s (%s), want ABORTED naming quiesce's error", res.Record.RunVerdict, res.Record.RunReason)
 	}
 }
+
+// classesSeen records the fault classes each moment's input carried.
+type classesSeen struct {
+	flagInv
+	seen map[invariant.Moment][]string
+}
+
+func (c classesSeen) Judge(in invariant.Input) verdict.Judgement {
+	c.seen[in.Moment] = in.FaultClasses
+	return c.flagInv.Judge(in)
+}
+
+// An invariant learns what the run injected from its input, after the
+// fault only: a clock-skew fault is how it knows clocks prove nothing.
+func TestTheInputNamesTheClassesOfWhatWasInjected(t *testing.T) {
+	dir := t.TempDir()
+	rn := newRunner(t, dir)
+	for _, arm := range WithNullArms(scenarioOf("classes", memlab.Flag{Name: "a"}, "z", 100*time.Millisecond)) {
+		inv := classesSeen{flagInv{"classes-z", "z", verdict.Safety}, map[invariant.Moment][]string{}}
+		conv := classesSeen{flagInv{"healed-z", "z", verdict.Convergence}, map[invariant.Moment][]string{}}
+		arm.Invariants = []invariant.Invariant{inv, conv}
+		res, err := rn.Run(context.Background(), arm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{string(memlab.FlagClass)}
+		if arm.arm() == NullArm {
+			want = nil
+		}
+		if res.Record.Judging == nil || !slices.Equal(res.Record.Judging.FaultClasses, want) {
+			t.Errorf("%s arm: the record keeps %+v for judging again, want the classes %v", arm.arm(), res.Record.Judging, want)
+		}
+		if got := inv.seen[invariant.PreFault]; len(got) != 0 {
+			t.Errorf("%s arm: the pre-fault input names %v", arm.arm(), got)
+		}
+		if got := inv.seen[invariant.WindowToSettle]; !slices.Equal(got, want) {
+			t.Errorf("%s arm: the safety input names %v, want %v", arm.arm(), got, want)
+		}
+		if got := conv.seen[invariant.Final]; !slices.Equal(got, want) {
+			t.Errorf("%s arm: the convergence input names %v, want %v", arm.arm(), got, want)
+		}
+	}
+}
