@@ -101,8 +101,10 @@ func TestSingleHistoryCountsNoUnknownOutcomeAsAValue(t *testing.T) {
 
 func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11), verdict.InsufficientData, "could not read", "deadline")
-	// The latest readable answer decides when a later one failed.
-	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11, 12), verdict.Preserved)
+	// A readable answer before a failed last one cannot preserve: what
+	// was written after it was never read.
+	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11, 12), verdict.InsufficientData,
+		"read at 10:00:11.200", "1 read(s) after it", "deadline")
 	empty := electortest.New(t, t0)
 	empty.Writer("a", "worker1", eFenced)
 	expect(t, SingleHistory(), electorRounds(t, empty, false, 11), verdict.InsufficientData, "no operation that took effect")
@@ -111,6 +113,29 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	r := newRun(t)
 	r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, broken, "")
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "parts missing")
+}
+
+// A history read long before the stretch it judges cannot preserve it: a
+// clean handover read at 11 s, every read from 12 s to 40 s failed (a
+// thawed leader's increments at 25 s, say, were never read). What an
+// earlier read shows happened still stands.
+func TestElectorInvariantsPreserveOnlyFromTheLastSnapshotsHistory(t *testing.T) {
+	early := func(b *electortest.Bench) Input {
+		r := newRun(t)
+		r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, electorValue(b), "")
+		for s := 12.0; s <= 40; s++ {
+			r.round(s).unreadable(electorSource, evidence.ElectorHistory, 0.2, "context deadline exceeded")
+		}
+		return r.input(WindowToSettle)
+	}
+	in := early(cleanHandover(t, eFenced))
+	for _, inv := range []Invariant{SingleHistory(), FencingMonotonic()} {
+		expect(t, inv, in, verdict.InsufficientData, "read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "context deadline exceeded")
+	}
+
+	j := expect(t, SingleHistory(), early(twoLeadersAtOnce(t, electorlog.FencingNone)), verdict.Violated, "lost update", "read at 10:00:11.200", "29 read(s) after it")
+	wantExercised(t, j, true)
+	expect(t, FencingMonotonic(), early(twoLeadersAtOnce(t, eFenced)), verdict.Violated, "token went down", "29 read(s) after it")
 }
 
 func TestFencingMonotonicPreservedWhenTheStaleLeaderIsRefused(t *testing.T) {

@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 
+	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -24,7 +25,8 @@ const (
 // leaders' tokens, and one token belongs to one holder.
 //
 // Reads: elector/history from the "elector" source, the latest readable
-// answer in the input. For fenced arms only (the writers' starts say
+// answer in the input (a PRESERVED only from the last snapshot's, as
+// single-writer-at-storage's). For fenced arms only (the writers' starts say
 // fencing lease-transitions): each write carries the token its leader
 // read from the Lease when it became leader (leaseTransitions, holder),
 // and the store refuses a token below the highest it accepted. Checked
@@ -56,8 +58,10 @@ const (
 // each leadership and no two leaders share one.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, and when no writer of it fenced (an unfenced arm: the
-// invariant does not apply to it, and the suite should not list it there).
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, and when no writer of it fenced (an unfenced arm:
+// the invariant does not apply to it, and the suite should not list it
+// there).
 //
 // Exercised when the store accepted writes of two or more holders (a
 // shared token could have shown). Refusals are the transaction doing what
@@ -75,10 +79,15 @@ func (fencingMonotonic) Reads() []Reading {
 }
 
 func (fencingMonotonic) Judge(in Input) verdict.Judgement {
-	hs, v, why := latestElectorHistory(ordered(in.Snapshots))
+	hs, v, tail, why := latestElectorHistory(ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
+	return tail.hold(judgeFencing(hs, v), "elector history")
+}
+
+// judgeFencing is fencing-monotonic from one read of the history.
+func judgeFencing(hs []electorlog.History, v evidence.ElectorHistoryValue) verdict.Judgement {
 	src := []string{string(electorSource)}
 	f, err := checker.CheckFencing(hs)
 	if err != nil {

@@ -323,13 +323,30 @@ func TestSingleWriterAtStorageViolatedWhenTwoCopiesAreAcceptedAtOnce(t *testing.
 		c.append(1)
 	}
 	r := historyRounds(t, b, 11)
-	// A later round could not read the store: the latest readable decides.
+	// A later round could not read the store: what the earlier read
+	// proves happened stands.
 	r.round(12).unreadable(ledgerSource, evidence.LedgerHistory, 2, "timeout: no answer within 2s")
-	j := expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers")
+	j := expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers", "1 read(s) after it")
 	if j.At.IsZero() || !j.At.After(t0) {
 		t.Errorf("at %s", j.At)
 	}
 	wantExercised(t, j, true)
+}
+
+// A history read long before the stretch it judges cannot preserve it:
+// two writers one after the other, read at 11 s, every later read failed.
+// An overlap an earlier read proves still stands (above).
+func TestSingleWriterAtStoragePreservesOnlyFromTheLastSnapshotsHistory(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(4)
+	b.start(ledgerID("b", "worker2")).append(4)
+	r := historyRounds(t, b, 11)
+	for s := 12.0; s <= 40; s++ {
+		r.round(s).unreadable(ledgerSource, evidence.LedgerHistory, 2, "timeout: no answer within 2s")
+	}
+	expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.InsufficientData,
+		"read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "timeout")
+	expect(t, SingleWriterAtStorage(), skewed(r.input(WindowToSettle)), verdict.InsufficientData, "29 read(s) after it")
 }
 
 func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *testing.T) {
@@ -407,6 +424,22 @@ func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t 
 	if j.Violation != NotOneLog || !j.At.Equal(sec(2)) {
 		t.Errorf("violation %q at %s, want %q at the second read's round", j.Violation, j.At, NotOneLog)
 	}
+}
+
+// The log as the last snapshot read it must be among the reads: a
+// replacement made after the last readable read would show in no read.
+func TestSingleHistoryOfTheLedgerPreservesOnlyWithTheLastSnapshotsRead(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	r := newRun(t)
+	for s := range 3 {
+		a.append(2)
+		logRounds(t, r, b, float64(s+1))
+	}
+	for s := 4.0; s <= 10; s++ {
+		r.round(s).unreadable(ledgerSource, evidence.LedgerLog, 2, "timeout: no answer within 2s")
+	}
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "read at 10:00:03.100", "7 read(s) after it", "through the last snapshot at 10:00:10.000")
 }
 
 func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {

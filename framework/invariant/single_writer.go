@@ -18,7 +18,11 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // Reads: ledger/history from the "ledger" source, the latest readable
 // answer in the input: every ledger writer's history as the external
 // store holds it (it grows through the run, so the latest holds every
-// append made before it was read). Checked with checker.CheckWriters.
+// append made before it was read, and none made after). Checked with
+// checker.CheckWriters. A VIOLATED from a read before the input's last
+// snapshot stands; a PRESERVED needs the last snapshot's read, after
+// every write (unreadTail.hold), and from an earlier one is
+// INSUFFICIENT_DATA.
 //
 // Fires when one writer's acknowledged append ran wholly between two
 // acknowledged appends of another (invoked after the first was
@@ -45,9 +49,10 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // most do, is safe only then.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, and when no overlap is proven but an append of unknown
-// outcome of one writer was invoked between two acknowledged appends of
-// another: had it taken effect, both were accepted at once.
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, and when no overlap is proven but an append of
+// unknown outcome of one writer was invoked between two acknowledged
+// appends of another: had it taken effect, both were accepted at once.
 //
 // Exercised when two or more writers had appends acknowledged (a second
 // copy wrote, at some time); a run with one writer, or one whose second
@@ -68,12 +73,12 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	var histV evidence.LedgerHistoryValue
 	var histA evidence.Answer
-	why := "no snapshot to judge"
+	why, at := "no snapshot to judge", -1
 	for i := len(snaps) - 1; i >= 0; i-- {
 		var v evidence.LedgerHistoryValue
 		a, w := answerOf(snaps[i], evidence.LedgerHistory, &v)
 		if w == "" {
-			histV, histA, why = v, a, ""
+			histV, histA, why, at = v, a, "", i
 			break
 		}
 		if i == len(snaps)-1 {
@@ -83,6 +88,11 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no readable ledger history in the input: " + why}
 	}
+	return tailAfter(snaps, at, histA, ledgerSource, evidence.LedgerHistory).hold(judgeWriters(in, histV, histA), "ledger history")
+}
+
+// judgeWriters is single-writer-at-storage from one read of the history.
+func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	hs, err := ledgerHistories(histV)
 	if err != nil {
