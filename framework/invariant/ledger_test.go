@@ -426,6 +426,41 @@ func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t 
 	}
 }
 
+// A read compares the log with the one before only where the log grew
+// between them: every read made while two copies wrote failed (the image
+// was written while it was copied), and the reads after the writers
+// stopped are one final log three times. No break could show, and none
+// of the reads held what a second copy wrote while the first wrote.
+func TestSingleHistoryOfTheLedgerNotExercisedWithoutAReadWhileTwoCopiesWrote(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2")) // the second copy keeps the offset after sequence 3
+	a.append(2)
+	c.append(2) // over a's sequences 4 and 5: a second history
+	r := newRun(t)
+	for s := 1; s <= 5; s++ {
+		r.round(float64(s)).unreadable(ledgerSource, evidence.LedgerLog, 0.5, "the image was written while it was copied")
+	}
+	for s := 20; s <= 22; s++ {
+		logRounds(t, r, b, float64(s))
+	}
+	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "not exercised", "records of 2 writer(s)")
+	wantExercised(t, j, false, "no two readable reads in a row differ")
+
+	// Read once before the second copy and once after it wrote: the log
+	// grew between two reads, and the later holds both writers' records.
+	b = newLedgerBench(t)
+	a = b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	r = newRun(t)
+	logRounds(t, r, b, 1)
+	b.start(ledgerID("c", "worker2")).append(2)
+	logRounds(t, r, b, 2)
+	j = expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+	wantExercised(t, j, true, "the log grew between the reads at 10:00:01.000 and 10:00:02.000", "2 writer(s)")
+}
+
 // The log as the last snapshot read it must be among the reads: a
 // replacement made after the last readable read would show in no read.
 func TestSingleHistoryOfTheLedgerPreservesOnlyWithTheLastSnapshotsRead(t *testing.T) {

@@ -58,7 +58,11 @@ const NotLinearizableKey = "not-linearizable"
 // are still compared, and the gaps are counted in the reason; but a
 // PRESERVED needs the last snapshot's read among them, since a record
 // replaced after the last readable read shows in no read. Exercised
-// when the reads held records of two or more writers.
+// when two readable reads in a row differ (the log grew between them) and
+// the later holds records of two or more writers: a comparison that could
+// show one copy's records replaced by another's. Reads that all failed
+// while two copies wrote, and one final log read again after they
+// stopped, compare nothing: PRESERVED, not exercised.
 //
 // A run whose sources answer both questions is judged on both, the worse
 // verdict first.
@@ -166,10 +170,17 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
 			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
 	}
-	exercised := r.Writers >= 2
-	exercise := fmt.Sprintf("the reads held records of %d writer(s)", r.Writers)
+	exercised := r.Grew != nil
+	held := "every read of the ledger's log extends the one before: "
+	var exercise string
+	if exercised {
+		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
+	} else {
+		exercise = fmt.Sprintf("not exercised: no two readable reads in a row differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
+		held = "not exercised: " + held
+	}
 	return tail.hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every read of the ledger's log extends the one before: " + looked,
+		Reason:    held + looked,
 		Exercised: &exercised, Exercise: exercise}, "ledger's log")
 }
 
