@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -303,8 +304,8 @@ func TestSingleWriterAtStoragePreservedWhenWritersTakeTurns(t *testing.T) {
 	b.start(ledgerID("a", "worker1")).append(4)
 	b.start(ledgerID("b", "worker2")).append(4)
 	j := expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11, 12).input(WindowToSettle), verdict.Preserved,
-		"no writer's acknowledged append fell between two of another's", "2 writer history(ies)")
-	wantExercised(t, j, true, "2 writer(s)")
+		"the writers' clocks show them one at a time", "2 writer history(ies)")
+	wantExercised(t, j, true, "2 writer(s)", "one after the other")
 
 	one := newLedgerBench(t)
 	one.start(ledgerID("a", "worker1")).append(4)
@@ -331,6 +332,53 @@ func TestSingleWriterAtStorageViolatedWhenTwoCopiesAreAcceptedAtOnce(t *testing.
 		t.Errorf("at %s", j.At)
 	}
 	wantExercised(t, j, true)
+}
+
+// handmadeHistory is a history store's keys for writers with the given
+// appends, each key put once, in the order given.
+func handmadeHistory(t *testing.T, writers [][]ledgerlog.Op) evidence.LedgerHistoryValue {
+	var kvs []evidence.StoredKV
+	rev := int64(0)
+	for i, ops := range writers {
+		inc := strings.Repeat(string(rune('a'+i)), 32)
+		st, err := json.Marshal(ledgerlog.WriterStart{Writer: ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev++
+		kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
+		for _, op := range ops {
+			v, err := json.Marshal(op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev++
+			kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
+		}
+	}
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, KVs: kvs}
+}
+
+func ms(x int) time.Time { return t0.Add(time.Duration(x) * time.Millisecond) }
+
+// On the writers' clocks as in the store's order, PRESERVED needs the
+// writers shown one at a time: b's one acknowledged append spans both of
+// a's, so the two were accepted in overlapping time, yet no append lies
+// wholly between two of the other's.
+func TestSingleWriterAtStorageOnTheClocksNeedsTheWritersApart(t *testing.T) {
+	hv := handmadeHistory(t, [][]ledgerlog.Op{
+		{
+			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK},
+			{N: 2, Seq: 2, Offset: 100, Size: 100, Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK},
+		},
+		{
+			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK},
+		},
+	})
+	r := newRun(t)
+	r.round(11).value(ledgerSource, evidence.LedgerHistory, 0.1, hv, "")
+	expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.InsufficientData,
+		"the writers' clocks neither prove two writers at once", "nor the writers one at a time")
 }
 
 // A history read long before the stretch it judges cannot preserve it:
