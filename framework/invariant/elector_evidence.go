@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -35,6 +36,9 @@ func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evid
 			hs, err := electorlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 			if err != nil {
 				return nil, v, tail, fmt.Sprintf("the elector's history under %s: %v: a history with parts missing cannot say what was accepted", v.Prefix, err)
+			}
+			if late := checker.ElectorRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
+				return nil, v, tail, fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, late)
 			}
 			return hs, v, tail, ""
 		}
