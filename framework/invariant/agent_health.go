@@ -116,6 +116,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	exercised := false
 	var unsure *stretch
 	var unsureKey agentKey
+	missed := missedTicks(in)
 	for _, k := range keys {
 		var out []mark
 		for i, s := range snaps {
@@ -144,6 +145,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 					Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 			}
 		}
+		out = withMissed(out, missed)
 		v, u := persisting(out, a.bound, false)
 		if v != nil {
 			w := widened(out, *v)

@@ -243,7 +243,10 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	}
 	var unsure *stretch
 	var unsureKey pairKey
+	var unsureMarks []mark
+	missed := missedTicks(in)
 	for _, k := range keys {
+		marks[k] = withMissed(marks[k], missed)
 		v, u := persisting(marks[k], p.bound, false)
 		if v != nil {
 			w := widened(marks[k], *v)
@@ -255,14 +258,14 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 			}
 		}
 		if u != nil && unsure == nil {
-			unsure, unsureKey = u, k
+			unsure, unsureKey, unsureMarks = u, k, marks[k]
 		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("connections from %s to %s differed from the recorded policies and then could not be decided, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.from, unsureKey.target, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), p.bound, unsure.Last.Detail),
+			Reason: fmt.Sprintf("connections from %s to %s differed from the recorded policies and then could not be decided, from %s to %s (%s, over the bound %s); %s; last: %s",
+				unsureKey.from, unsureKey.target, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), p.bound, untold(unsureMarks, *unsure), unsure.Last.Detail),
 			At: unsure.Last.Taken,
 		}
 	}

@@ -198,11 +198,14 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	}
 	var unsureOf string
 	var unsure *stretch
+	var unsureMarks []mark
 	longest, longestOf := time.Duration(0), ""
+	missed := missedTicks(in)
 	for _, n := range nodes {
-		v, u := persisting(marks[n], s.bound, false)
+		ms := withMissed(marks[n], missed)
+		v, u := persisting(ms, s.bound, false)
 		if v != nil {
-			w := widened(marks[n], *v)
+			w := widened(ms, *v)
 			return verdict.Judgement{
 				Verdict: verdict.Violated,
 				Reason: fmt.Sprintf("%s kept forwarding to what the API no longer records as ready for at least %s (bound %s: kube-proxy's sync after an EndpointSlice change, measured in the null arm), from %s to %s; at its start: %s",
@@ -211,9 +214,9 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 			}
 		}
 		if u != nil && unsure == nil {
-			unsure, unsureOf = u, n
+			unsure, unsureOf, unsureMarks = u, n, ms
 		}
-		for _, st := range stretchesOf(marks[n]) {
+		for _, st := range stretchesOf(ms) {
 			if st.Lasted() > longest {
 				longest, longestOf = st.Lasted(), n
 			}
@@ -222,8 +225,8 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	if unsure != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s differed from the API and then could not be read, from %s to %s (%s, over the bound %s): it may have kept the old rules; last: %s",
-				unsureOf, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), s.bound, unsure.Last.Detail),
+			Reason: fmt.Sprintf("%s differed from the API and then could not be read, from %s to %s (%s, over the bound %s): it may have kept the old rules; %s; last: %s",
+				unsureOf, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), s.bound, untold(unsureMarks, *unsure), unsure.Last.Detail),
 			Sources: []string{unsureOf}, At: unsure.Last.Taken,
 		}
 	}

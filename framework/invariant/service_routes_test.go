@@ -101,3 +101,23 @@ func TestServiceRoutesTruthful(t *testing.T) {
 		value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no API server answered")
 }
+
+// A tick at which no snapshot could be taken is a round that could not
+// tell: two broken stretches on either side of it, each within the bound,
+// prove nothing together.
+func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
+	r := newRun(t)
+	for _, s := range []float64{0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11} {
+		w1 := "10.240.3.5:8080"
+		if s >= 11 {
+			w1 = "10.240.3.9:8080"
+		}
+		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
+	}
+	in := r.input(WindowToSettle)
+	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
+	// Broken from 4.2 to 6 and from 8.2 to 10: 1.8 s each, within the
+	// bound; bridged across the missed tick they would be 5.8 s.
+	expect(t, ServiceRoutesTruthful(3*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at this tick", "opening the lab's sources")
+}
