@@ -75,97 +75,107 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + gapSummary(healthGaps)}
 	}
 	healthAt := bySnapshotAndSource(health)
-	// diverged[agent key][round] is the route or policy mark of that
-	// round for the agent on a node.
+	// subjects[agent key] are what the agent on a node applies: its
+	// node's rules (kube-proxy), the pairs whose target it firewalls (the
+	// policy agent), each judged against each API server.
 	type agentKey struct{ node, agent string }
-	diverged := map[agentKey]map[int]mark{}
-	put := func(k agentKey, i int, m mark) {
-		if diverged[k] == nil {
-			diverged[k] = map[int]mark{}
-		}
-		// Of two marks of one round (two pairs), broken wins, then unknown.
-		if old, ok := diverged[k][i]; ok && (old.State == broken || (old.State == unknown && m.State == holds)) {
-			return
-		}
-		diverged[k][i] = m
-	}
-	roundOf := map[time.Time]int{}
-	for i, s := range snaps {
-		roundOf[s.Taken] = i
-	}
-	if marks, _, _, why := routeMarks(snaps); why == "" {
-		for n, ms := range marks {
-			for _, m := range ms {
-				put(agentKey{hostOf(evidence.Source(n)), healthKubeProxy}, roundOf[m.Taken], m)
-			}
+	subjects := map[agentKey][]subjectMarks{}
+	if nodes, _, why := routeMarks(snaps); why == "" {
+		for _, sm := range nodes {
+			k := agentKey{hostOf(evidence.Source(sm.Name)), healthKubeProxy}
+			subjects[k] = append(subjects[k], sm)
 		}
 	}
-	for node, ms := range policyMarksByNode(snaps) {
-		for _, m := range ms {
-			put(agentKey{node, healthPolicyAgent}, roundOf[m.Taken], m)
-		}
+	for node, sms := range policyMarksByNode(snaps) {
+		k := agentKey{node, healthPolicyAgent}
+		subjects[k] = append(subjects[k], sms...)
 	}
-	if len(diverged) == 0 {
+	if len(subjects) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no agent's applied state could be told against the API (see service-routes-truthful and policy-enforced)"}
 	}
 	var keys []agentKey
-	for k := range diverged {
+	for k := range subjects {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].node+keys[i].agent < keys[j].node+keys[j].agent })
 	exercised := false
 	var unsure *stretch
 	var unsureKey agentKey
+	var unsureServer string
 	missed := missedTicks(in)
 	for _, k := range keys {
-		var out []mark
-		for i, s := range snaps {
-			d, ok := diverged[k][i]
-			if !ok {
-				continue
+		servers := map[string]bool{}
+		for _, sm := range subjects[k] {
+			for _, s := range sm.Servers {
+				servers[s] = true
 			}
-			h, read := healthAt[i][evidence.Source("agents/"+k.node)]
-			switch {
-			case d.State == holds:
-				out = append(out, mark{Taken: s.Taken, ReadAt: d.ReadAt, State: holds})
-			case d.State == unknown || !read:
-				out = append(out, mark{Taken: s.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail})
-			default:
-				exercised = true
-				ans := h.Value.Agents[k.agent]
-				if !ans.Healthy() {
-					out = append(out, mark{Taken: s.Taken, ReadAt: h.ReadAt, State: holds})
+		}
+		for _, server := range sortedSet(servers) {
+			var out []mark
+			for i, snap := range snaps {
+				// Of the agent's subjects in this round against this
+				// server, broken wins, then unknown.
+				var d mark
+				have := false
+				for _, sm := range subjects[k] {
+					ms, ok := sm.ByServer[server]
+					if !ok || i >= len(ms) {
+						continue
+					}
+					m := ms[i]
+					switch {
+					case !have:
+						d, have = m, true
+					case m.State == broken && d.State != broken:
+						d = m
+					case m.State == unknown && d.State == holds:
+						d = m
+					case m.State == unknown && d.State == unknown:
+						d.Suspect = d.Suspect || m.Suspect
+					}
+				}
+				if !have {
 					continue
 				}
-				readAt := d.ReadAt
-				if h.ReadAt.After(readAt) {
-					readAt = h.ReadAt
+				h, read := healthAt[i][evidence.Source("agents/"+k.node)]
+				switch {
+				case d.State == holds:
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: holds})
+				case d.State == unknown || !read:
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail, Suspect: d.State == unknown && d.Suspect})
+				default:
+					exercised = true
+					ans := h.Value.Agents[k.agent]
+					if !ans.Healthy() {
+						out = append(out, mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: holds})
+						continue
+					}
+					out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: broken,
+						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 				}
-				out = append(out, mark{Taken: s.Taken, ReadAt: readAt, State: broken,
-					Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 			}
-		}
-		out = withMissed(out, missed)
-		v, u := persisting(out, a.bound, false)
-		if v != nil {
-			w := widened(out, *v)
-			return verdict.Judgement{
-				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s; at its start: %s",
-					k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
-				Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
-				Exercise: "an agent's applied state diverged from the API",
+			out = withMissed(out, missed)
+			v, u := persisting(out, a.bound, false)
+			if v != nil {
+				w := widened(out, *v)
+				return verdict.Judgement{
+					Verdict: verdict.Violated,
+					Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s, judged against %s's record; at its start: %s",
+						k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), server, w.First.Detail),
+					Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
+					Exercise: "an agent's applied state diverged from the API",
+				}
 			}
-		}
-		if u != nil && unsure == nil {
-			unsure, unsureKey = u, k
+			if u != nil && unsure == nil {
+				unsure, unsureKey, unsureServer = u, k, server
+			}
 		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s on %s was healthy while diverged and then could not be told, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.agent, unsureKey.node, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), a.bound, unsure.Last.Detail),
+			Reason: fmt.Sprintf("%s on %s was healthy while diverged from %s's record and then could not be told, from %s to %s (%s, over the bound %s); last: %s",
+				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), a.bound, unsure.Last.Detail),
 			At: unsure.Last.Taken,
 		}
 	}
@@ -188,4 +198,14 @@ func firstWordsOf(s string) string {
 		return s[:60] + "…"
 	}
 	return s
+}
+
+// sortedSet is a set's members in order.
+func sortedSet(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }
