@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,6 +96,16 @@ func proxyTargets(v evidence.ProxyBackendsValue) []string {
 	return out
 }
 
+// readySet is the API's ready addresses as a set, sorted: an endpoint
+// may be listed in more than one EndpointSlice of a service at the same
+// time (the EndpointSlice documentation, "Duplicate endpoints"), and
+// kube-proxy forwards to it once.
+func readySet(ready []string) []string {
+	out := append([]string(nil), ready...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
 func setText(s []string) string {
 	if len(s) == 0 {
 		return "nothing"
@@ -121,7 +132,7 @@ func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, 
 		records[i] = map[string]serverRecord{}
 	}
 	for _, o := range eps {
-		records[o.Snapshot][string(o.Source)] = serverRecord{Value: setText(o.Value.Ready), ReadAt: o.ReadAt}
+		records[o.Snapshot][string(o.Source)] = serverRecord{Value: setText(readySet(o.Value.Ready)), ReadAt: o.ReadAt}
 	}
 	ruleAt := bySnapshotAndSource(rules)
 	ruleFailed := map[int]map[evidence.Source]gap{}

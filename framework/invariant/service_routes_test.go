@@ -181,3 +181,14 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 	}
 	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "disagreed")
 }
+
+// An endpoint in two EndpointSlices (which the EndpointSlice API allows)
+// is one ready address, not a difference.
+func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 10; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
+	}
+	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.Preserved)
+}
