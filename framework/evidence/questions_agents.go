@@ -88,12 +88,14 @@ type PolicyPair struct {
 	Why       string   `json:"why,omitempty"`
 }
 
-// Refused is a connection the pod could not make because something
-// answered no (connection refused: a REJECT) or nothing answered (a
-// dropped SYN, seen as a timeout): what a denying policy gives. Any other
-// failure (no route, the network unreachable) is not a policy's answer.
-func (d DialValue) Refused() bool {
-	return !d.Connected && (d.Error == "timeout" || strings.Contains(d.Error, "connection refused"))
+// Rejected is a connection the pod could not make because something
+// answered no (connection refused: a REJECT, which is how the lab's
+// policy agent, kube-router, denies: its pod chains end in "-j REJECT").
+// A timeout is not one: nothing answered, which a lost or slow path gives
+// as well as a policy that drops; and any other failure (no route, the
+// network unreachable) is no policy's answer either.
+func (d DialValue) Rejected() bool {
+	return !d.Connected && strings.Contains(d.Error, "connection refused")
 }
 
 // AgentPolicyRules is the NetworkPolicy rules the policy agent applied

@@ -30,7 +30,8 @@ const NewPodProbeReaders = "newpod/*"
 // while every API server that answered records it denied: no bound, since
 // a connection that got through once has already carried its data.
 // Rounds where an API server records it allowed (the policy on its way)
-// or none answered do not count either way. INSUFFICIENT_DATA when no
+// or none answered do not count either way, nor does a connection that
+// neither was answered nor was rejected (a timeout: a lost or slow path). INSUFFICIENT_DATA when no
 // round read the new pod's connection with a denial recorded (the pod
 // never started, or every probe failed).
 //
@@ -92,7 +93,7 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 		if len(rec[false]) == 0 || len(rec[true]) > 0 {
 			continue
 		}
-		if !o.Value.Answered() && !o.Value.Refused() {
+		if !o.Value.Answered() && !o.Value.Rejected() {
 			continue
 		}
 		decided++

@@ -52,3 +52,13 @@ func TestIsolatedFromStart(t *testing.T) {
 		value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
 	expect(t, inv, r.input(WindowToSettle), verdict.Preserved, "1 connection(s)")
 }
+
+// A new pod's connection that timed out is no proof it was refused.
+func TestIsolatedFromStartATimeoutIsNoRefusal(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 6; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "").
+			value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: fromW2, Target: toTarget, Error: "timeout"}, "")
+	}
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData)
+}

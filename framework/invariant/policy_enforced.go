@@ -27,12 +27,13 @@ const PolicyEnforcedName = "policy-enforced"
 // dialled it) is judged round by round against each API server's record
 // of whether the policies allow it, by name (record_marks.go):
 //   - holding against a server when the connection's outcome (answered,
-//     or refused: a REJECT's "connection refused" or a dropped SYN's
-//     timeout) is what that server records;
+//     or refused: a REJECT's "connection refused", how the lab's agent
+//     denies) is what that server records;
 //   - broken when it is not: a denied connection that was answered, or an
 //     allowed one that was refused;
-//   - unknown when the probe could not be read or failed otherwise (no
-//     route: not a policy's answer), the server gave no record, or the
+//   - unknown when the probe could not be read or failed otherwise (a
+//     timeout: a lost or slow path as well as a dropping policy; no
+//     route), the server gave no record, or the
 //     servers that answered recorded different outcomes.
 //
 // Fires when a pair stayed broken against one server through a stretch
@@ -182,7 +183,7 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			r := recordRound{Taken: snap.Taken, Records: records[i][k]}
 			o, probed := probeAt[i][k]
 			switch {
-			case probed && !o.Value.Answered() && !o.Value.Refused():
+			case probed && !o.Value.Answered() && !o.Value.Rejected():
 				r.Unread = fmt.Sprintf("%s's connection to %s failed otherwise than a policy refuses (%s)", o.Source, k.target, o.Value.Error)
 			case probed:
 				r.Applied, r.AppliedAt = allowText(o.Value.Answered()), o.ReadAt

@@ -115,3 +115,31 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 		t.Errorf("only an unprobed pair's recorded outcome changed, yet it is exercised: %s", j.Exercise)
 	}
 }
+
+func timedOutDial() evidence.DialValue {
+	return evidence.DialValue{From: fromW2, Target: toTarget, Error: "timeout"}
+}
+
+// A connection that timed out was lost or slow on its way: the lab's
+// policy agent denies with a reject, so a timeout is no policy's answer
+// either way.
+func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
+	inv := PolicyEnforced(3 * time.Second)
+	// Allowed throughout, every connection timing out: not a refusal of an
+	// allowed connection, and nothing decided.
+	r := newRun(t)
+	for i := 0; i < 8; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, timedOutDial(), "")
+	}
+	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no round decided")
+
+	// Denied from second 3, every connection after it timing out: no
+	// evidence the denial holds.
+	expect(t, inv, policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) {
+		if i >= 3 {
+			return timedOutDial(), true
+		}
+		return d, true
+	}).input(WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
+}

@@ -135,7 +135,9 @@ func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, withi
 				continue
 			}
 			for _, p := range exp.Pairs {
-				if p.From == v.From && p.Target == v.Target && p.Allowed != v.Answered() {
+				// A denial holds only when the connection is rejected: a
+				// timeout is a lost or slow path.
+				if p.From == v.From && p.Target == v.Target && (p.Allowed != v.Answered() || (!p.Allowed && !v.Rejected())) {
 					done, last = false, fmt.Sprintf("%s → %s: allowed %v, answered %v (%s)", p.From, p.Target, p.Allowed, v.Answered(), v.Error)
 				}
 			}
