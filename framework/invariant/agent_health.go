@@ -46,7 +46,15 @@ const (
 //   - unknown when the divergence could not be told or the health not
 //     read.
 //
-// Fires when a stretch of broken rounds is proven longer than the bound.
+// Fires when a stretch of broken rounds is proven longer than the agent's
+// bound. The bound is the paper's definition, not the agent's: an agent
+// may say it is healthy while a change is on its way (the agent's own
+// applying bound), not longer. Neither agent promises that much of its
+// health: kube-proxy's /healthz fails only once an update it queued has
+// waited 2 × its sync period (cmd/kube-proxy/app/server.go), and never
+// for one it did not hear; kube-router's only once its controllers'
+// heartbeat is older than their sync period (5 min by default) and a
+// grace.
 //
 // Why: kube-proxy's /healthz reports only that it synced within its sync
 // period, and kube-router's that its controllers ran recently: neither
@@ -56,13 +64,23 @@ const (
 //
 // Exercised when some agent's applied state diverged in a round; a
 // PRESERVED where none did is not exercised.
-func AgentHealthTruthful(bound time.Duration) Invariant { return agentHealth{bound: bound} }
+func AgentHealthTruthful(kubeProxy, policyAgent Bound) Invariant {
+	return agentHealth{bounds: map[string]Bound{healthKubeProxy: kubeProxy, healthPolicyAgent: policyAgent}}
+}
 
-type agentHealth struct{ bound time.Duration }
+type agentHealth struct{ bounds map[string]Bound }
 
-func (agentHealth) Name() string           { return AgentHealthTruthfulName }
-func (agentHealth) Phase() verdict.Phase   { return verdict.Safety }
-func (a agentHealth) Bound() time.Duration { return a.bound }
+func (agentHealth) Name() string         { return AgentHealthTruthfulName }
+func (agentHealth) Phase() verdict.Phase { return verdict.Safety }
+
+// Bound is the longer of the agents' bounds.
+func (a agentHealth) Bound() time.Duration {
+	var longest time.Duration
+	for _, b := range a.bounds {
+		longest = max(longest, b.Limit)
+	}
+	return longest
+}
 func (agentHealth) Reads() []Reading {
 	return append(append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...),
 		Reading{Sources: AgentHealthReaders, Question: evidence.AgentHealth})
@@ -102,6 +120,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	var unsure *stretch
 	var unsureKey agentKey
 	var unsureServer string
+	var unsureBound time.Duration
 	missed := missedTicks(in)
 	for _, k := range keys {
 		servers := map[string]bool{}
@@ -155,19 +174,20 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 				}
 			}
 			out = withMissed(out, missed)
-			v, u := persisting(out, a.bound, false)
+			bound := a.bounds[k.agent]
+			v, u := persisting(out, bound.Limit, false)
 			if v != nil {
 				w := widened(out, *v)
 				return verdict.Judgement{
 					Verdict: verdict.Violated,
-					Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s, judged against %s's record; at its start: %s",
-						k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), server, w.First.Detail),
+					Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
+						k.agent, k.node, server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), bound, w.First.Detail),
 					Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
 					Exercise: "an agent's applied state diverged from the API",
 				}
 			}
 			if u != nil && unsure == nil {
-				unsure, unsureKey, unsureServer = u, k, server
+				unsure, unsureKey, unsureServer, unsureBound = u, k, server, bound.Limit
 			}
 		}
 	}
@@ -175,7 +195,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s on %s was healthy while diverged from %s's record and then could not be told, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), a.bound, unsure.Last.Detail),
+				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, unsure.Last.Detail),
 			At: unsure.Last.Taken,
 		}
 	}
@@ -184,7 +204,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		names = append(names, k.agent+" on "+k.node)
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Sources: []string{AgentHealthReaders},
-		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than the bound %s", strings.Join(names, ", "), a.bound)}
+		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than its bound (kube-proxy %s, the policy agent %s)", strings.Join(names, ", "), a.bounds[healthKubeProxy].Limit, a.bounds[healthPolicyAgent].Limit)}
 	if exercised {
 		j.Exercised, j.Exercise = verdict.Exercised(), "an agent's applied state diverged from the API"
 	} else {

@@ -32,7 +32,7 @@ func withHealth(t *testing.T, r *run, status int) *run {
 }
 
 func TestAgentHealthTruthful(t *testing.T) {
-	inv := AgentHealthTruthful(3 * time.Second)
+	inv := AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second))
 	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).input(WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "answered its health check 200", "forwards to [10.240.3.5]")
 	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).input(WindowToSettle), verdict.Preserved)

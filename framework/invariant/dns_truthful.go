@@ -44,15 +44,18 @@ const DNSInstanceReaders = "coredns/*"
 // Kubernetes compares its answers with the API.
 //
 // Exercised when the API's records changed during the input.
-func DNSTruthful(bound, negativeTTL time.Duration) Invariant {
+func DNSTruthful(bound Bound, negativeTTL time.Duration) Invariant {
 	return dnsTruthful{bound: bound, negativeTTL: negativeTTL}
 }
 
-type dnsTruthful struct{ bound, negativeTTL time.Duration }
+type dnsTruthful struct {
+	bound       Bound
+	negativeTTL time.Duration
+}
 
 func (dnsTruthful) Name() string           { return DNSTruthfulName }
 func (dnsTruthful) Phase() verdict.Phase   { return verdict.Safety }
-func (d dnsTruthful) Bound() time.Duration { return d.bound }
+func (d dnsTruthful) Bound() time.Duration { return d.bound.Limit }
 func (dnsTruthful) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentDNSExpected},
@@ -111,7 +114,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			continue
 		}
 		got := setText(sortedCopy(ips))
-		from := o.ReadAt.Add(-ttl - d.bound)
+		from := o.ReadAt.Add(-ttl - d.bound.Limit)
 		var seen []string
 		matched := false
 		var newest time.Time
@@ -135,7 +138,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			}
 		case len(seen) == 0:
 			unknowns++
-			lastUnknown = fmt.Sprintf("%s answered %s at %s and no API server was read in the %s before it", o.Source, got, stamp(o.ReadAt), (ttl + d.bound).Round(time.Millisecond))
+			lastUnknown = fmt.Sprintf("%s answered %s at %s and no API server was read in the %s before it", o.Source, got, stamp(o.ReadAt), (ttl + d.bound.Limit).Round(time.Millisecond))
 		default:
 			// How long the instance went on answering the same.
 			same, until := 0, o.ReadAt
@@ -146,7 +149,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 				}
 			}
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s with TTL %s, while no API server recorded that since %s (TTL + bound %s: the kubernetes plugin's TTL and cache, its watch, and two 1s ticks): %s; it gave the same answer %d time(s) through %s",
+				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s with TTL %s, while no API server recorded that since %s (the TTL, and the bound %s): %s; it gave the same answer %d time(s) through %s",
 					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ttl, stamp(from), d.bound, strings.Join(lastN(seen, 3), "; "), same, stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
@@ -158,7 +161,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		}
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: reason}
 	}
-	reason := fmt.Sprintf("%d answers from the instances matched records the API held within their TTL and the bound %s", held, d.bound)
+	reason := fmt.Sprintf("%d answers from the instances matched records the API held within their TTL and the bound %s", held, d.bound.Limit)
 	if declined+unknowns > 0 {
 		reason += fmt.Sprintf(" (%d declined with a server failure, %d with no API read to compare: not counted)", declined, unknowns)
 	}

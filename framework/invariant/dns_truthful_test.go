@@ -43,7 +43,7 @@ func dnsRun(t *testing.T, rounds int, stale float64, rcodeAt map[int]string) *ru
 }
 
 func TestDNSTruthful(t *testing.T) {
-	inv := DNSTruthful(3*time.Second, 5*time.Second)
+	inv := DNSTruthful(testBound(3*time.Second), 5*time.Second)
 
 	// The instance follows within its TTL: PRESERVED, exercised.
 	j := expect(t, inv, dnsRun(t, 12, 6, nil).input(WindowToSettle), verdict.Preserved, "12 answers", "kept superseded records")

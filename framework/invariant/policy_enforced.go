@@ -53,13 +53,13 @@ const PolicyEnforcedName = "policy-enforced"
 // Exercised when a server's record of some probed pair changed during the
 // input (a pair no reader dialled is not this judgement's); a PRESERVED
 // where none changed is not exercised.
-func PolicyEnforced(bound time.Duration) Invariant { return policyEnforced{bound: bound} }
+func PolicyEnforced(bound Bound) Invariant { return policyEnforced{bound: bound} }
 
-type policyEnforced struct{ bound time.Duration }
+type policyEnforced struct{ bound Bound }
 
 func (policyEnforced) Name() string           { return PolicyEnforcedName }
 func (policyEnforced) Phase() verdict.Phase   { return verdict.Safety }
-func (p policyEnforced) Bound() time.Duration { return p.bound }
+func (p policyEnforced) Bound() time.Duration { return p.bound.Limit }
 func (policyEnforced) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentPolicyExpected},
@@ -244,13 +244,13 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if pm.changed {
 		exercise = "a probed pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
-	v, u := judgeSubjects(pm.pairs, p.bound, missedTicks(in))
+	v, u := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
 			Verdict: verdict.Violated,
-			Reason: fmt.Sprintf("connections %s had another outcome than the recorded policies give for at least %s (bound %s: the policy agent's sync after a change, measured in the null arms), from %s to %s, judged against %s's record; at its start: %s",
-				v.subject, w.Lasted().Round(time.Millisecond), p.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), v.server, w.First.Detail),
+			Reason: fmt.Sprintf("connections %s had another outcome than the policies %s records give them for at least %s, from %s to %s (bound %s); at its start: %s",
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), p.bound, w.First.Detail),
 			Sources: []string{"pod/*", v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
@@ -258,7 +258,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s could not be shown to have the outcome %s records from %s to %s (%s, over the bound %s); %s; last: %s",
-				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), p.bound, untold(u.marks, u.s), u.s.Last.Detail),
+				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), p.bound.Limit, untold(u.marks, u.s), u.s.Last.Detail),
 			Sources: []string{"pod/*", u.server}, At: u.s.Last.Taken,
 		}
 	}
@@ -266,7 +266,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s never read in a round that had one API server record to judge them by", strings.Join(none, ", "))}
 	}
-	reason := fmt.Sprintf("every probed pair's connections (%d pairs) matched the outcome each API server recorded, within the bound %s, every change followed by readable rounds", len(pm.pairs), p.bound)
+	reason := fmt.Sprintf("every probed pair's connections (%d pairs) matched the outcome each API server recorded, within the bound %s, every change followed by readable rounds", len(pm.pairs), p.bound.Limit)
 	if longest, of := longestProven(pm.pairs); longest > 0 {
 		reason += fmt.Sprintf("; the longest proven difference was %s (%s)", longest.Round(time.Millisecond), of)
 	} else if pm.changed {

@@ -53,7 +53,7 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d e
 }
 
 func TestPolicyEnforced(t *testing.T) {
-	inv := PolicyEnforced(3 * time.Second)
+	inv := PolicyEnforced(testBound(3 * time.Second))
 	j := expect(t, inv, policyRun(t, 10, 4, nil).input(WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a recorded change exercises it: %+v", j)
@@ -96,7 +96,7 @@ func TestPolicyEnforced(t *testing.T) {
 // Every probe after the change unreadable: nothing shows the deny was
 // enforced.
 func TestPolicyEnforcedNeedsReadableProbesAfterAChange(t *testing.T) {
-	expect(t, PolicyEnforced(3*time.Second), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(WindowToSettle),
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(WindowToSettle),
 		verdict.InsufficientData, fromW2, "could not be read")
 }
 
@@ -110,7 +110,7 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
 	}
-	j := expect(t, PolicyEnforced(3*time.Second), r.input(WindowToSettle), verdict.Preserved)
+	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("only an unprobed pair's recorded outcome changed, yet it is exercised: %s", j.Exercise)
 	}
@@ -124,7 +124,7 @@ func timedOutDial() evidence.DialValue {
 // policy agent denies with a reject, so a timeout is no policy's answer
 // either way.
 func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
-	inv := PolicyEnforced(3 * time.Second)
+	inv := PolicyEnforced(testBound(3 * time.Second))
 	// Allowed throughout, every connection timing out: not a refusal of an
 	// allowed connection, and nothing decided.
 	r := newRun(t)

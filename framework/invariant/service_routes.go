@@ -60,13 +60,13 @@ const (
 // Exercised when the API's ready set changed during the input, so every
 // node had to reprogram; a PRESERVED where it never changed is not
 // exercised. VIOLATED is always exercised.
-func ServiceRoutesTruthful(bound time.Duration) Invariant { return serviceRoutes{bound: bound} }
+func ServiceRoutesTruthful(bound Bound) Invariant { return serviceRoutes{bound: bound} }
 
-type serviceRoutes struct{ bound time.Duration }
+type serviceRoutes struct{ bound Bound }
 
 func (serviceRoutes) Name() string           { return ServiceRoutesTruthfulName }
 func (serviceRoutes) Phase() verdict.Phase   { return verdict.Safety }
-func (s serviceRoutes) Bound() time.Duration { return s.bound }
+func (s serviceRoutes) Bound() time.Duration { return s.bound.Limit }
 func (serviceRoutes) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentServiceEndpoints},
@@ -161,7 +161,7 @@ func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, 
 			if r.Applied == rec.Value {
 				return ""
 			}
-			detail := fmt.Sprintf("%s forwards to %s while %s records %s", n, r.Applied, server, rec.Value)
+			detail := fmt.Sprintf("%s forwards to %s while %s records %s: %s", n, r.Applied, server, rec.Value, routeDifference(r.Applied, rec.Value, server))
 			for i, snap := range snaps {
 				if snap.Taken.Equal(r.Taken) {
 					if p, ok := probeAt[i][evidence.Source("pod/"+hostOf(src))]; ok {
@@ -190,13 +190,13 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
-	v, u := judgeSubjects(nodes, s.bound, missedTicks(in))
+	v, u := judgeSubjects(nodes, s.bound.Limit, missedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
 			Verdict: verdict.Violated,
-			Reason: fmt.Sprintf("%s kept forwarding to what the API no longer records as ready for at least %s (bound %s: kube-proxy's sync after an EndpointSlice change, measured in the null arm), from %s to %s, judged against %s's record; at its start: %s",
-				v.subject, w.Lasted().Round(time.Millisecond), s.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), v.server, w.First.Detail),
+			Reason: fmt.Sprintf("%s did not forward the service to the ready endpoints %s records for at least %s, from %s to %s (bound %s); at its start: %s",
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), s.bound, w.First.Detail),
 			Sources: []string{v.subject, v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
@@ -204,7 +204,7 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s could not be shown to apply %s's record from %s to %s (%s, over the bound %s): it may have kept the old rules; %s; last: %s",
-				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), s.bound, untold(u.marks, u.s), u.s.Last.Detail),
+				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), s.bound.Limit, untold(u.marks, u.s), u.s.Last.Detail),
 			Sources: []string{u.subject, u.server}, At: u.s.Last.Taken,
 		}
 	}
@@ -212,7 +212,7 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s never read in a round that had one API server record to judge it by", strings.Join(none, ", "))}
 	}
-	reason := fmt.Sprintf("every node's kube-proxy rules (%s) matched the ready endpoints each API server recorded, within the bound %s, every change followed by readable rounds", strings.Join(names, ", "), s.bound)
+	reason := fmt.Sprintf("every node's kube-proxy rules (%s) matched the ready endpoints each API server recorded, within the bound %s, every change followed by readable rounds", strings.Join(names, ", "), s.bound.Limit)
 	if longest, of := longestProven(nodes); longest > 0 {
 		reason += fmt.Sprintf("; the longest proven difference was %s (%s)", longest.Round(time.Millisecond), of)
 	} else if changed {
@@ -225,6 +225,41 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// routeDifference says which way a node's targets differ from a server's
+// ready set (both as setText gives them): what it forwards to that the
+// server does not record as ready, and what the server records as ready
+// that it does not forward to.
+func routeDifference(applied, recorded, server string) string {
+	node, api := setOf(applied), setOf(recorded)
+	var extra, missing []string
+	for _, a := range node {
+		if !slices.Contains(api, a) {
+			extra = append(extra, a)
+		}
+	}
+	for _, a := range api {
+		if !slices.Contains(node, a) {
+			missing = append(missing, a)
+		}
+	}
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, fmt.Sprintf("it forwards to %s, which %s does not record as ready", setText(extra), server))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("it does not forward to %s, which %s records as ready", setText(missing), server))
+	}
+	return strings.Join(parts, ", and ")
+}
+
+// setOf reads back what setText wrote.
+func setOf(text string) []string {
+	if text == "nothing" {
+		return nil
+	}
+	return strings.Fields(strings.Trim(text, "[]"))
 }
 
 // stretchesOf are the proven-broken runs of marks.

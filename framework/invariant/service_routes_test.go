@@ -52,7 +52,7 @@ func routesRun(t *testing.T, rounds int, stale float64, worker1Unreadable map[in
 }
 
 func TestServiceRoutesTruthful(t *testing.T) {
-	inv := ServiceRoutesTruthful(3 * time.Second)
+	inv := ServiceRoutesTruthful(testBound(3 * time.Second))
 
 	// Both nodes follow the change within a round: PRESERVED, exercised.
 	j := expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
@@ -119,7 +119,7 @@ func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
 	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
 	// Broken from 4.2 to 6 and from 8.2 to 10: 1.8 s each, within the
 	// bound; bridged across the missed tick they would be 5.8 s.
-	expect(t, ServiceRoutesTruthful(3*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at this tick", "opening the lab's sources")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick", "opening the lab's sources")
 }
 
 // Every rule dump after the change unreadable: nothing shows the node
@@ -139,7 +139,7 @@ func TestServiceRoutesNeedsReadableRulesAfterAChange(t *testing.T) {
 			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		}
 	}
-	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
 }
 
 // A stale server answering alone in some rounds must not vouch for a
@@ -164,7 +164,7 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 		}
 		rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
 
 	// Two servers that contradict each other in every round certify no
 	// node: there is no record to judge it by.
@@ -179,7 +179,7 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 			value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "disagreed")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "disagreed")
 }
 
 // An endpoint in two EndpointSlices (which the EndpointSlice API allows)
@@ -190,5 +190,5 @@ func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(3*time.Second), r.input(WindowToSettle), verdict.Preserved)
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
 }
