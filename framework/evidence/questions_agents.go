@@ -82,6 +82,13 @@ type PolicyPair struct {
 	To      string `json:"to"`
 	Target  string `json:"target"`
 	Allowed bool   `json:"allowed"`
+	// FromNode and TargetNode are the nodes the API records the two pods
+	// on (whose policy agents enforce the pair's egress and ingress);
+	// FromIP is the client's address as the API records it ("" before it
+	// has one).
+	FromNode   string `json:"fromNode,omitempty"`
+	TargetNode string `json:"targetNode,omitempty"`
+	FromIP     string `json:"fromIP,omitempty"`
 	// Isolating are the policies that isolate either end; Why says which
 	// side refuses, when not allowed.
 	Isolating []string `json:"isolating,omitempty"`

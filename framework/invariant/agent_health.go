@@ -34,19 +34,25 @@ const (
 // agents' health on each node ("agents/<node>": kube-proxy's /healthz,
 // the policy agent's /healthz).
 //
-// Each round leaves a mark per node and agent:
+// Each round leaves a mark per node, agent and API server (what the agent
+// applied is judged against each server's record, record_marks.go):
 //   - broken when the agent's applied state diverges in that round
-//     (kube-proxy: the node's rules are not what an API server records;
-//     the policy agent: a connection to a pod it firewalls, named in its
-//     rule dump, has another outcome than recorded) and its health
-//     endpoint answered 200;
+//     (kube-proxy: the node's rules are not what the server records;
+//     the policy agent: a connection to a pod on its node, where the API
+//     records the target and where its agent filters the target's ingress
+//     whether or not it ever programmed it, has another outcome than the
+//     server records) and its health endpoint answered 200;
 //   - holding when it does not diverge, or its health says it is not
 //     healthy (it admits it; no answer at all counts as not healthy, as
 //     to a health checker);
-//   - unknown when the divergence could not be told or the health not
-//     read.
+//   - unknown when the divergence could not be told (suspect as
+//     policy-enforced and service-routes-truthful say), or when it
+//     diverged and its health could not be read (suspect: it may have
+//     said it was healthy).
 //
 // Fires when a stretch of broken rounds is proven longer than the agent's
+// bound; the reason names every agent that did, with its stretch.
+// INSUFFICIENT_DATA when unknown rounds that could hide one outlast the
 // bound. The bound is the paper's definition, not the agent's: an agent
 // may say it is healthy while a change is on its way (the agent's own
 // applying bound), not longer. Neither agent promises that much of its
@@ -121,7 +127,12 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	var unsureKey agentKey
 	var unsureServer string
 	var unsureBound time.Duration
+	var unsureMarks []mark
 	missed := missedTicks(in)
+	// Every agent that reported itself healthy while stale is named.
+	violatedAgent := map[agentKey]bool{}
+	var violations, violatedSources []string
+	var violatedAt time.Time
 	for _, k := range keys {
 		servers := map[string]bool{}
 		for _, sm := range subjects[k] {
@@ -160,8 +171,13 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 				switch {
 				case d.State == holds:
 					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: holds})
-				case d.State == unknown || !read:
-					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail, Suspect: d.State == unknown && d.Suspect})
+				case d.State == unknown:
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail, Suspect: d.Suspect})
+				case !read:
+					// Diverged, and whether it said so is unknown: it
+					// may have said it was healthy.
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Suspect: true,
+						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
 				default:
 					exercised = true
 					ans := h.Value.Agents[k.agent]
@@ -176,27 +192,35 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			out = withMissed(out, missed)
 			bound := a.bounds[k.agent]
 			v, u := persisting(out, bound.Limit, false)
-			if v != nil {
+			if v != nil && !violatedAgent[k] {
+				// One stretch per agent: the first server's.
+				violatedAgent[k] = true
 				w := widened(out, *v)
-				return verdict.Judgement{
-					Verdict: verdict.Violated,
-					Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
-						k.agent, k.node, server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), bound, w.First.Detail),
-					Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
-					Exercise: "an agent's applied state diverged from the API",
+				violations = append(violations, fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
+					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), bound, w.First.Detail))
+				violatedSources = append(violatedSources, "agents/"+k.node)
+				if violatedAt.IsZero() || w.Last.Taken.Before(violatedAt) {
+					violatedAt = w.Last.Taken
 				}
 			}
 			if u != nil && unsure == nil {
-				unsure, unsureKey, unsureServer, unsureBound = u, k, server, bound.Limit
+				unsure, unsureKey, unsureServer, unsureBound, unsureMarks = u, k, server, bound.Limit, out
 			}
+		}
+	}
+	if len(violations) > 0 {
+		return verdict.Judgement{
+			Verdict: verdict.Violated, Reason: strings.Join(violations, "; and "),
+			Sources: uniqueSorted(violatedSources), At: violatedAt, Exercised: verdict.Exercised(),
+			Exercise: "an agent's applied state diverged from the API",
 		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s on %s was healthy while diverged from %s's record and then could not be told, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, unsure.Last.Detail),
-			At: unsure.Last.Taken,
+			Reason: fmt.Sprintf("%s on %s could not be shown truthful against %s's record from %s to %s (%s, over its bound %s): it diverged or may have, and what its health said then is not known; %s; last: %s",
+				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, untold(unsureMarks, *unsure), unsure.Last.Detail),
+			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}
 	var names []string

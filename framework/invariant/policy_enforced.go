@@ -107,8 +107,11 @@ type pairKey struct{ from, target string }
 // policyMarkSet is policy-enforced's marks: per pair a client's node
 // probed, the pair's marks against each API server's record (see
 // record_marks.go), in pair order; whether a probed pair's recorded
-// outcome changed; and the node whose policy agent firewalls each pair's
-// target (from its rule dumps; absent when no dump names it).
+// outcome changed; and the node whose policy agent must enforce each
+// pair: the node the API records the target on (its agent filters the
+// target's ingress), whether or not that agent ever programmed the
+// target; for evidence that does not say, the node whose rule dump
+// firewalls the target.
 type policyMarkSet struct {
 	pairs   []subjectMarks
 	keys    []pairKey
@@ -137,9 +140,13 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 		records[i] = map[pairKey]map[string]serverRecord{}
 	}
 	denyWhy := map[pairKey]string{}
+	targetNode := map[pairKey]string{}
 	for _, o := range exps {
 		for _, pr := range o.Value.Pairs {
 			k := pairKey{pr.From, pr.Target}
+			if pr.TargetNode != "" {
+				targetNode[k] = pr.TargetNode
+			}
 			if records[o.Snapshot][k] == nil {
 				records[o.Snapshot][k] = map[string]serverRecord{}
 			}
@@ -222,6 +229,10 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 		})
 		pm.changed = pm.changed || sm.Changed
 		pm.pairs = append(pm.pairs, sm)
+		if n, ok := targetNode[k]; ok {
+			pm.nodeOf[k] = n
+			continue
+		}
 		for _, o := range rulesObs {
 			if _, ok := o.Value.Target(host); ok {
 				pm.nodeOf[k] = hostOf(o.Source)
@@ -281,8 +292,8 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	return j
 }
 
-// policyMarksByNode are policy-enforced's pairs whose target each node's
-// policy agent firewalls, by node.
+// policyMarksByNode are policy-enforced's pairs by the node whose policy
+// agent must enforce them (policyMarkSet.nodeOf).
 func policyMarksByNode(snaps []evidence.Snapshot) map[string][]subjectMarks {
 	pm, why := policyMarks(snaps)
 	if why != "" {
