@@ -23,11 +23,13 @@ const AgentsConvergedName = "agents-converged"
 // timeout.
 //
 // Fires when, in the sample judged, a node's rules or a connection's
-// outcome still differ from the API (the reason names each, with the
-// rule dump beside a connection). INSUFFICIENT_DATA when, with no
-// difference, a node's rules, a connection or the API could not be read in
-// that sample (the settle loop samples again until its bound), or nothing
-// was read at all.
+// outcome still differ from an API server's record (the reason names
+// each, with the rule dump beside a connection). INSUFFICIENT_DATA when,
+// with no difference, a node's rules, a connection or the API could not
+// be read in that sample, or the servers gave no one record (the settle
+// loop samples again until its bound); or when either half (the routes,
+// the connections) had nothing read at all: each needs evidence of its
+// own, so a sample whose kube-proxy dumps all failed settles nothing.
 //
 // Why: the agents are level-triggered like every controller. A watch that
 // was refused, broken or left behind a compaction must end in a new list,
@@ -56,8 +58,16 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 	final := snaps[len(snaps)-1].Taken
 	routes, _, routeWhy := routeMarks(snaps)
 	pm, policyWhy := policyMarks(snaps)
-	if routeWhy != "" && policyWhy != "" {
+	// Each half needs evidence of its own: a sample in which every
+	// kube-proxy dump failed settles nothing, whatever the connections
+	// say, and the reverse.
+	switch {
+	case routeWhy != "" && policyWhy != "":
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "nothing the agents applied was read: " + routeWhy + "; " + policyWhy}
+	case routeWhy != "":
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the routes half has nothing to judge: " + routeWhy}
+	case policyWhy != "":
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the connection half has nothing to judge: " + policyWhy}
 	}
 	var subjects []subjectMarks
 	for _, sm := range routes {
