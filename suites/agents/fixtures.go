@@ -57,8 +57,24 @@ const (
 	newcomerRoleValue = "newcomer"
 )
 
-// DenyNewcomerEgress isolates the newcomer for egress: it may connect
-// nowhere.
+// Witness is a pod on NewcomerNode that DenyNewcomer selects too, there
+// before the newcomer starts: the policy agent's rules for it show the
+// policy handled before the newcomer exists, which is isolated-from-start's
+// premise (a pod created before its agent handled a policy may start
+// unprotected).
+const Witness = "witness"
+
+// InstallWitness creates the witness and waits until it is ready.
+func InstallWitness(ctx context.Context, cs kubernetes.Interface) error {
+	p := netexecPod(Witness, NewcomerNode, map[string]string{RoleLabel: newcomerRoleValue})
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s: %w", Witness, err)
+	}
+	return waitReady(ctx, cs, Witness)
+}
+
+// DenyNewcomerEgress isolates the newcomer (and the witness) for egress:
+// they may connect nowhere.
 func DenyNewcomerEgress() *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: DenyNewcomer, Namespace: Namespace},
