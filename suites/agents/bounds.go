@@ -99,7 +99,8 @@ var DNSBound = invariant.Bound{
 	Why:   "the paper's 2s for the one step no component bounds: the Service event's delivery to the kubernetes plugin, which answers from its informer at once",
 }
 
-// DNSNegativeTTL is how long the lab's instances may cache a name error:
-// the Corefile's cache plugin keeps an answer at most 5 s (the kubernetes
-// plugin's ttl 5 and cache 5).
-const DNSNegativeTTL = 5 * time.Second
+// DNSCacheTTL is the longest the lab's instances cache an answer, found
+// or a name error: the kubernetes plugin gives every answer TTL 5 and the
+// cache plugin keeps an entry at most 5 s (the lab's Corefile: ttl 5,
+// cache 5), counting its TTL down in whole seconds.
+const DNSCacheTTL = 5 * time.Second

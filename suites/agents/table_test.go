@@ -202,7 +202,7 @@ func table() []scenario.Scenario {
 				faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
 			Change: recreateDNS,
 			// Judged only where the name's records change.
-			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound, agents.DNSNegativeTTL)},
+			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
 		}),
 		base(scenario.Scenario{
 			ID:     "agents-restarted-while-cut-from-api",
