@@ -1,8 +1,10 @@
 package agents
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/invariant"
 )
 
@@ -104,3 +106,96 @@ var DNSBound = invariant.Bound{
 // cache plugin keeps an entry at most 5 s (the lab's Corefile: ttl 5,
 // cache 5), counting its TTL down in whole seconds.
 const DNSCacheTTL = 5 * time.Second
+
+// How long settling may take, derived from how the fault leaves the
+// agents' list and watch at heal: the wait before an agent lists again,
+// the list, the agent's sync, and the settle sample that reads it. The
+// same derivation for every scenario that shares a mechanism; the table
+// names each scenario's (suites/agents/README.md gives the sums).
+//
+// The waits come from client-go v0.36.3, which every agent here uses
+// (kube-proxy, kube-router and CoreDNS list and watch through its
+// reflector): between two ListAndWatch attempts the reflector waits a
+// backoff that starts at 800 ms, doubles to a ceiling of 30 s, and is
+// jittered by up to as much again (tools/cache/reflector.go:
+// defaultBackoffInit, defaultBackoffMax, defaultBackoffFactor,
+// defaultBackoffJitter; the jitter is apimachinery's wait.Jitter, a wait
+// in [d, 2d)), and resets after two minutes without a backoff.
+const (
+	// reflectorFirstWait is the first step: 800 ms jittered, < 1.6 s.
+	reflectorFirstWait = 1600 * time.Millisecond
+	// reflectorLongestWait is the ceiling: 30 s jittered, < 60 s.
+	reflectorLongestWait = 60 * time.Second
+	// inFlightLongest is how long a request under way when a cut heals
+	// may hang before client-go gives up on it and the reflector's wait
+	// begins: the HTTP/2 health check of an open connection, 30 s idle
+	// then a 15 s ping (apimachinery pkg/util/net/http.go's defaults; the
+	// lab's fast profile shortens both, the defaults are the longest),
+	// longer than a new connection's 30 s dial timeout (client-go
+	// transport/cache.go).
+	inFlightLongest = 45 * time.Second
+)
+
+// listAllowance is what the paper allows one LIST of the agents' few
+// objects: the suite's own allowance for one API read
+// (sampler.DefaultExtraReadTimeout), past which the suite calls a read
+// unreadable.
+const listAllowance = sampler.DefaultExtraReadTimeout
+
+// applyBound is the longer of the agents' applying bounds: once listed,
+// an agent has that long to apply what it missed.
+var applyBound = max(RouteBound.Limit, PolicyBound.Limit)
+
+// SettleCause is how a scenario's fault leaves the agents' list and
+// watch at heal.
+type SettleCause int
+
+const (
+	// AgentsResumed: no list of theirs failed (a process frozen then
+	// thawed, or stopped and started by heal): an agent started lists at
+	// once, one whose watch ended lists after the reflector's first step.
+	AgentsResumed SettleCause = iota
+	// ListsRefused: their lists were refused (an authorization refusal),
+	// so the reflector may be in its longest wait when heal comes.
+	ListsRefused
+	// ConnectionsCut: their node was cut from the API servers: a request
+	// under way at heal may hang first, then the reflector's longest
+	// wait.
+	ConnectionsCut
+	// ServerRelisted: the API server the agents watch through lost etcd:
+	// its own watch cache lists again after its reflector's longest wait
+	// and a list from etcd, and ends the agents' watches, which list again
+	// after their first step.
+	ServerRelisted
+)
+
+// Settle is how long a scenario whose fault leaves the agents so may take
+// to settle.
+func Settle(c SettleCause) time.Duration {
+	after := listAllowance + applyBound + SampleEvery
+	switch c {
+	case ListsRefused:
+		return reflectorLongestWait + after
+	case ConnectionsCut:
+		return inFlightLongest + reflectorLongestWait + after
+	case ServerRelisted:
+		return reflectorLongestWait + listAllowance + reflectorFirstWait + after
+	default:
+		return reflectorFirstWait + after
+	}
+}
+
+// SettleDerivation says how Settle(c) adds up, for the README's table.
+func SettleDerivation(c SettleCause) string {
+	tail := fmt.Sprintf("list %s + apply %s + tick %s", listAllowance, applyBound, SampleEvery)
+	switch c {
+	case ListsRefused:
+		return fmt.Sprintf("reflector's longest wait %s + %s = %s", reflectorLongestWait, tail, Settle(c))
+	case ConnectionsCut:
+		return fmt.Sprintf("request in flight %s + reflector's longest wait %s + %s = %s", inFlightLongest, reflectorLongestWait, tail, Settle(c))
+	case ServerRelisted:
+		return fmt.Sprintf("the server's reflector's longest wait %s + its list from etcd %s + the agents' first step %s + %s = %s", reflectorLongestWait, listAllowance, reflectorFirstWait, tail, Settle(c))
+	default:
+		return fmt.Sprintf("reflector's first step %s + %s = %s", reflectorFirstWait, tail, Settle(c))
+	}
+}

@@ -4,15 +4,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/agents"
 )
 
 // TestTable checks the table without a lab: a valid table whose first
 // scenario is the feasibility check (a positive control of
 // service-routes-truthful), every scenario with both arms, a change, the
-// paper's labels and a component, and a ci set of at most six runs.
+// paper's labels and a component, a ci set of at most six runs, and
+// every settle one of the derived ones.
 func TestTable(t *testing.T) {
 	all := table()
 	if err := scenario.ValidateTable(all); err != nil {
@@ -51,6 +54,16 @@ func TestTable(t *testing.T) {
 	}
 	if ciRuns == 0 || ciRuns > 6 {
 		t.Errorf("the ci set has %d runs, want 1 to 6", ciRuns)
+	}
+	// Every settle is one of the derived ones (agents.Settle).
+	derived := map[time.Duration]bool{}
+	for _, c := range []agents.SettleCause{agents.AgentsResumed, agents.ListsRefused, agents.ConnectionsCut, agents.ServerRelisted} {
+		derived[agents.Settle(c)] = true
+	}
+	for _, s := range all {
+		if !derived[s.Settle] {
+			t.Errorf("%s settles within %s, none of the derived settles", s.ID, s.Settle)
+		}
 	}
 	for id, policies := range startPolicies {
 		if _, ok := arms[id]; !ok || len(policies) == 0 {

@@ -19,16 +19,10 @@ import (
 // before it show the node agreeing with the API under the fault.
 const changeAfter = 5 * time.Second
 
-// window and settle are every scenario's: the window leaves 35 s after the
-// change, seven times the bounds; settle lets the healed agent catch up.
-const (
-	window = 40 * time.Second
-	settle = 30 * time.Second
-	// reflectorSettle is twice client-go's reflector backoff ceiling
-	// (30 s), for a scenario whose agents' lists were refused long
-	// enough to reach it.
-	reflectorSettle = 60 * time.Second
-)
+// window is every scenario's: it leaves 35 s after the change, five times
+// the longest applying bound. Each scenario's settle is derived from how
+// its fault leaves the agents' list and watch at heal (agents.Settle).
+const window = 40 * time.Second
 
 // change is a Change made through the admin client.
 func change(name string, make func(context.Context, kubernetes.Interface) error) *scenario.Change {
@@ -114,6 +108,13 @@ var startPolicies = map[string][]func() *networkingv1.NetworkPolicy{
 // recreateDNS gives the DNS fixture's service another cluster address.
 var recreateDNS = change("recreate "+agents.Namespace+"/"+agents.DNSService+", which gives it a new cluster address", agents.RecreateDNSService)
 
+// refuseCoreDNSWatch refuses CoreDNS's account the list and watch of
+// Services and EndpointSlices, and closes its connections.
+func refuseCoreDNSWatch() fault.Fault {
+	return faults.BlackholeServiceAccountWatch(agents.DNSNamespace+"/coredns", agents.DNSSelector,
+		faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"})
+}
+
 // startNewcomer starts a pod selected by a policy that denies its egress.
 var startNewcomer = change("start "+agents.Newcomer+" on "+agents.NewcomerNode+", isolated for egress by "+agents.DenyNewcomer, agents.StartNewcomer)
 
@@ -123,9 +124,6 @@ func table() []scenario.Scenario {
 		s.Shape = disagreeShape
 		s.Labels = append([]string{"paper:agents"}, s.Labels...)
 		s.Window = window
-		if s.Settle == 0 {
-			s.Settle = settle
-		}
 		// The paper's invariants, then the scenario's own.
 		s.Invariants = append(agents.Invariants(), s.Invariants...)
 		return s
@@ -138,6 +136,7 @@ func table() []scenario.Scenario {
 			CI:     true,
 			Fault:  faults.Freeze("worker1", lab.ServiceKubeProxy),
 			Change: replaceBackend,
+			Settle: agents.Settle(agents.AgentsResumed),
 			// The check tests the detector: with kube-proxy frozen the
 			// node must be seen keeping the old backend, or the paper
 			// cannot tell a node that applies from one that does not.
@@ -150,6 +149,7 @@ func table() []scenario.Scenario {
 			CI:     true,
 			Fault:  faults.Freeze(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
+			Settle: agents.Settle(agents.AgentsResumed),
 		}),
 		base(scenario.Scenario{
 			ID:     "policy-agent-watch-refused-allow-deleted",
@@ -158,6 +158,7 @@ func table() []scenario.Scenario {
 			Fault: faults.BlackholeAgentWatch(agents.TargetNode, lab.ServicePolicyAgent,
 				faults.WatchedResource{Group: "networking.k8s.io", Resource: "networkpolicies"}),
 			Change: deleteAllow,
+			Settle: agents.Settle(agents.ListsRefused),
 		}),
 		base(scenario.Scenario{
 			ID:     "policy-agent-killed-policy-flips",
@@ -165,6 +166,7 @@ func table() []scenario.Scenario {
 			Labels: []string{"component:policy-agent"},
 			Fault:  faults.StopService(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
+			Settle: agents.Settle(agents.AgentsResumed),
 		}),
 		base(scenario.Scenario{
 			ID:     "policy-agent-frozen-newcomer-starts",
@@ -172,6 +174,7 @@ func table() []scenario.Scenario {
 			Labels: []string{"component:policy-agent"},
 			Fault:  faults.Freeze(agents.NewcomerNode, lab.ServicePolicyAgent),
 			Change: startNewcomer,
+			Settle: agents.Settle(agents.AgentsResumed),
 			// Judged only where a pod starts during the window.
 			Invariants: []invariant.Invariant{invariant.IsolatedFromStart()},
 		}),
@@ -181,6 +184,7 @@ func table() []scenario.Scenario {
 			Labels: []string{"component:kube-proxy", "component:policy-agent", "component:network"},
 			Fault:  faults.HostFromControlPlane("worker1"),
 			Change: replaceAndDeny,
+			Settle: agents.Settle(agents.ConnectionsCut),
 		}),
 		base(scenario.Scenario{
 			ID:     "kube-proxy-watch-refused-backend-replaced",
@@ -190,17 +194,15 @@ func table() []scenario.Scenario {
 			Fault: faults.BlackholeAgentWatch("worker1", lab.ServiceKubeProxy,
 				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
 			Change: replaceBackend,
-			// Its refused lists back the reflector off, as in
-			// watches-refused-compacted-then-heal.
-			Settle: reflectorSettle,
+			Settle: agents.Settle(agents.ListsRefused),
 		}),
 		base(scenario.Scenario{
 			ID:     "coredns-watch-refused-service-recreated",
 			Title:  "CoreDNS refused its watch of Services and EndpointSlices while a service is recreated with a new cluster address",
 			Labels: []string{"component:coredns"},
-			Fault: faults.BlackholeServiceAccountWatch(agents.DNSNamespace+"/coredns", agents.DNSSelector,
-				faults.WatchedResource{Resource: "services"}, faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
+			Fault:  refuseCoreDNSWatch(),
 			Change: recreateDNS,
+			Settle: agents.Settle(agents.ListsRefused),
 			// Judged only where the name's records change.
 			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
 		}),
@@ -214,6 +216,7 @@ func table() []scenario.Scenario {
 			// list, and apply the change within the bounds.
 			Decoy:  restartAgents(),
 			Change: replaceAndDeny,
+			Settle: agents.Settle(agents.ConnectionsCut),
 		}),
 		base(scenario.Scenario{
 			ID:     "watches-refused-compacted-then-heal",
@@ -221,10 +224,7 @@ func table() []scenario.Scenario {
 			Labels: []string{"component:kube-proxy", "component:policy-agent", "component:etcd"},
 			Fault:  refuseAgentsWatches(),
 			Change: deleteAndCompact,
-			// client-go's reflector waits up to 30 s between failed lists
-			// (its backoff's ceiling): settling must outlast one full wait
-			// after heal, or a list still waiting reads as never made.
-			Settle: reflectorSettle,
+			Settle: agents.Settle(agents.ListsRefused),
 		}),
 		base(scenario.Scenario{
 			ID:     "pinned-apiserver-cut-from-etcd",
@@ -234,6 +234,7 @@ func table() []scenario.Scenario {
 			// The null arm pins them to cp2 and leaves cp2 connected.
 			Decoy:  faults.PinAgents("worker1", "cp2", worker1Agents...),
 			Change: replaceAndDenyViaCP1,
+			Settle: agents.Settle(agents.ServerRelisted),
 		}),
 	)
 }
