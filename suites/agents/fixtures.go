@@ -118,6 +118,15 @@ func dnsService() *corev1.Service {
 	}
 }
 
+// DeleteDNSService deletes the DNS fixture's service: its name no longer
+// exists.
+func DeleteDNSService(ctx context.Context, cs kubernetes.Interface) error {
+	if err := cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting service %s: %w", DNSService, err)
+	}
+	return nil
+}
+
 // RecreateDNSService deletes the DNS fixture's service and creates it
 // again, which gives it another cluster address.
 func RecreateDNSService(ctx context.Context, cs kubernetes.Interface) error {
@@ -262,6 +271,15 @@ func ReplaceBackend(ctx context.Context, cs kubernetes.Interface) error {
 		return fmt.Errorf("deleting %s: %w", FirstBackend, err)
 	}
 	return nil
+}
+
+// AddBackend gives the service a second ready backend: it creates
+// SecondBackend and waits until it is ready, keeping FirstBackend.
+func AddBackend(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating %s: %w", SecondBackend, err)
+	}
+	return waitReady(ctx, cs, SecondBackend)
 }
 
 // ErrNoClusterIP is returned while the service has no cluster address.

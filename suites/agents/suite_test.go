@@ -45,6 +45,9 @@ var _ = scenario.Register(scenario.Suite{
 	// The feasibility check runs first: if the detector cannot see a node
 	// keep old rules, nothing after it can be read.
 	TableOrder: true,
+	// Once every run is recorded, every positive control must have come
+	// out VIOLATED on what it controls and no null arm VIOLATED.
+	SelfCheck: true,
 }, table())
 
 // fixturesTimeout bounds installing the fixtures and waiting for every
