@@ -283,7 +283,8 @@ func table() []scenario.Scenario {
 		// it queued and did not apply within 2 × its sync period
 		// (pkg/proxy/healthcheck); refused, it hears of no update and
 		// queues none, so it answers 200 while worker1 does not forward
-		// to the new backend.
+		// to the new backend: service-routes-truthful breaks with it, on
+		// a node that misses a ready endpoint.
 		base(control(scenario.Scenario{
 			ID:     "control-agent-health-truthful",
 			Title:  "positive control: kube-proxy's EndpointSlice list and watch refused on worker1 while a second backend is added; its healthz has nothing queued to fail on",
@@ -292,7 +293,7 @@ func table() []scenario.Scenario {
 				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
 			Change: addBackend,
 			Settle: agents.Settle(agents.ListsRefused),
-		}, invariant.AgentHealthTruthfulName)),
+		}, invariant.AgentHealthTruthfulName, invariant.ServiceRoutesTruthfulName)),
 		// dns-truthful: CoreDNS refused its list and watch of Services
 		// and EndpointSlices while the DNS fixture's service is deleted.
 		// client-go replaces an informer's store only from a successful
@@ -313,8 +314,8 @@ func table() []scenario.Scenario {
 		// stopped through heal and settle, while the backend is replaced.
 		// kube-proxy leaves its rules in the kernel when it stops and
 		// nothing else writes them: after heal worker1 still forwards to
-		// the deleted backend. Released (started again) once the verdicts
-		// are in.
+		// the deleted backend (service-routes-truthful breaks with it, in
+		// the window). Released (started again) once the verdicts are in.
 		base(control(scenario.Scenario{
 			ID:     "control-agents-converged",
 			Title:  "positive control: kube-proxy stopped on worker1 through heal while the backend is replaced",
@@ -322,6 +323,6 @@ func table() []scenario.Scenario {
 			Fault:  controls.StoppedThroughHeal("worker1", lab.ServiceKubeProxy),
 			Change: replaceBackend,
 			Settle: agents.Settle(agents.AgentsResumed),
-		}, invariant.AgentsConvergedName)),
+		}, invariant.AgentsConvergedName, invariant.ServiceRoutesTruthfulName)),
 	)
 }
