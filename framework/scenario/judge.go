@@ -68,6 +68,7 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	evidence.Stream(sctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			lastErr = err
+			r.sampleFailed(snap.Taken, "while settling: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
@@ -210,7 +211,7 @@ func (r *run) samplePreFault(ctx context.Context, baseline evidence.Snapshot) ([
 	evidence.Stream(pctx, st.cfg.Sampler, st.lab, every, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			failed++
-			r.event("sample-failed", "in the pre-fault window: "+err.Error())
+			r.sampleFailed(snap.Taken, "in the pre-fault window: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
