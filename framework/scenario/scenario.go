@@ -208,6 +208,9 @@ const (
 	LabelCI       = "ci"
 	// LabelApplicationControl is generated from ApplicationControl.
 	LabelApplicationControl = verdict.LabelApplicationControl
+	// LabelRepetition is the round of a suite run with repetitions
+	// (-faultline.repeat): repetition:2 on the specs of the second.
+	LabelRepetition = "repetition:"
 )
 
 // AutoLabels are the labels every scenario gets from its fields: arm:,
@@ -327,6 +330,8 @@ func (s Scenario) Validate() error {
 			bad("label %q: set Writer; the engine generates the writer: label from it", l)
 		case l == LabelApplicationControl:
 			bad("label %q: set ApplicationControl; the engine generates the label from it", l)
+		case strings.HasPrefix(l, LabelRepetition):
+			bad("label %q: the engine labels each round of a suite run with repetitions (-faultline.repeat)", l)
 		}
 	}
 	if s.Fault != nil {

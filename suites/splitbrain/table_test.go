@@ -234,7 +234,7 @@ func table() []scenario.Scenario {
 		if len(s.Invariants) == 0 {
 			s.Invariants = invariantsFor(s.Labels)
 		}
-		s.Emulation = storageEmulation
+		s.Emulation = splitbrain.StorageEmulation(s.Labels)
 		s.Quiesce = quiesce
 		return s
 	}
