@@ -258,7 +258,7 @@ func StabilityMarkdown(rows []StabilityRow) string {
 		"**flaky** where the judged repetitions gave both VIOLATED and PRESERVED, and apart the outcomes that did not count " +
 		"(INSUFFICIENT_DATA and the other verdicts of judged runs; FAULT_INEFFECTIVE and ABORTED runs, an ABORTED run counted even where it was run again); runs counts them all. " +
 		"Quantities are the median [range] (how many) over the judged repetitions that measured them, and where a quantity scales with others, the same of it divided by their product.\n")
-	for _, role := range []struct{ role, title string }{{verdict.RoleFinding, "Findings"}, {verdict.RoleControl, "Positive controls (expected VIOLATED every time)"}, {verdict.RoleNull, "Null arms (expected PRESERVED every time)"}} {
+	for _, role := range []struct{ role, title string }{{verdict.RoleFinding, "Findings"}, {verdict.RoleControl, "Positive controls (expected VIOLATED every time)"}, {verdict.RoleApplication, "Application controls (nothing expected)"}, {verdict.RoleNull, "Null arms (expected PRESERVED every time)"}} {
 		var these []StabilityRow
 		for _, r := range rows {
 			if r.Role == role.role {
