@@ -222,11 +222,11 @@ func TestThawScriptThawsAndKeepsTheMarkerUntilDropped(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the thaw removed the marker: %v", err)
 	}
-	// Cut short here: the next heal thaws again (finding it thawed) and
-	// drops the marker.
-	found, _, rest = thaw()
-	if strings.TrimSpace(rest) != "marked" || len(found) != 1 {
-		t.Errorf("the second thaw found %q, printed %q; want only the marker", found, rest)
+	// Cut short here: the next heal thaws again (finding it thawed, so
+	// removing nothing) and drops the marker.
+	found, removed, rest = thaw()
+	if strings.TrimSpace(rest) != "marked" || len(found) != 1 || len(removed) != 0 {
+		t.Errorf("the second thaw found %q, removed %q, printed %q; want only the marker found", found, removed, rest)
 	}
 	out, err := exec.Command("bash", "-c", dropMarkerScript(marker)).Output()
 	if _, removed, _ := splitHealOutput(string(out)); err != nil || len(removed) != 1 {

@@ -283,8 +283,8 @@ func freezeScript(cg podCgroup) string {
 // (dropMarkerScript), so a heal cut short between them thaws again.
 func thawScript(marker string) string {
 	return fmt.Sprintf(`if [ -f %[1]s ]; then d=$(cat %[1]s); echo "%[2]smarker %[1]s naming cgroup $d"; `+
-		`if [ -e "$d/cgroup.freeze" ]; then if [ "$(cat "$d/cgroup.freeze")" = 1 ]; then echo "%[2]scgroup $d frozen"; fi; echo 0 > "$d/cgroup.freeze" || exit 1; echo "%[3]sthe freeze of cgroup $d (thawed)"; `+
-		`elif [ -e "$d/freezer.state" ]; then if [ "$(cat "$d/freezer.state")" != THAWED ]; then echo "%[2]scgroup $d $(cat "$d/freezer.state")"; fi; echo THAWED > "$d/freezer.state" || exit 1; echo "%[3]sthe freeze of cgroup $d (thawed)"; `+
+		`if [ -e "$d/cgroup.freeze" ]; then f=$(cat "$d/cgroup.freeze"); if [ "$f" = 1 ]; then echo "%[2]scgroup $d frozen"; fi; echo 0 > "$d/cgroup.freeze" || exit 1; if [ "$f" = 1 ]; then echo "%[3]sthe freeze of cgroup $d (thawed)"; fi; `+
+		`elif [ -e "$d/freezer.state" ]; then f=$(cat "$d/freezer.state"); if [ "$f" != THAWED ]; then echo "%[2]scgroup $d $f"; fi; echo THAWED > "$d/freezer.state" || exit 1; if [ "$f" != THAWED ]; then echo "%[3]sthe freeze of cgroup $d (thawed)"; fi; `+
 		`else echo "%[2]sno cgroup $d: the pod is gone"; fi; echo marked; fi`, marker, foundLine, removedLine)
 }
 
