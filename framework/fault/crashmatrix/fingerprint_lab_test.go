@@ -160,7 +160,13 @@ func (m *matrix) hostFingerprint(ctx context.Context, h lab.Host, set func(k, v 
 			if err != nil {
 				continue
 			}
-			extra = append(extra, fmt.Sprintf("echo '## %[3]s kubeconfig'; sha256sum %[1]s; stat -c '%%n %%a %%U %%Y' %[1]s; ls -A %[2]s", path, filepath.Dir(path), agent))
+			// No modification time: a process that resolves the local
+			// lab's certificates (pki.Ensure) writes again every
+			// kubeconfig that differs from what it would write, as a
+			// pinned one does, so a heal in a fresh process may find the
+			// original content already back with a new time; content,
+			// mode, owner and what lies beside it count.
+			extra = append(extra, fmt.Sprintf("echo '## %[3]s kubeconfig'; sha256sum %[1]s; stat -c '%%n %%a %%U' %[1]s; ls -A %[2]s", path, filepath.Dir(path), agent))
 		}
 	}
 	r, err := h.Run(ctx, hostScript(extra))
