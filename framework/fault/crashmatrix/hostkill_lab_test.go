@@ -27,10 +27,6 @@ type hostKill struct {
 	fault   func(s shape) fault.Fault
 	host    func(s shape) string
 	service string
-	// leftOut are the aspects of the fingerprint the killed process
-	// changes by itself (it stays down until the next reset): its host's
-	// services and clocks, and the nodes' taints.
-	leftOut []string
 }
 
 // hostKills are the cases: the API server the blackhole watch's heal waits
@@ -144,7 +140,8 @@ func (m *matrix) checkEndedWithoutTheFault(t *testing.T, ctx context.Context, re
 		}
 		var left []string
 		for k, v := range m.clean {
-			if strings.HasPrefix(k, killedOn+" ") || k == "nodes" {
+			switch k {
+			case killedOn + " services", killedOn + " clocks", killedOn + " stopped processes", "nodes":
 				continue
 			}
 			if fp[k] != v {
