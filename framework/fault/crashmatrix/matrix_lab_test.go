@@ -65,6 +65,7 @@ func TestCrashMatrix(t *testing.T) {
 	for _, topo := range topologies {
 		t.Run(topo, func(t *testing.T) {
 			m := upMatrix(t, topo, bin)
+			t.Run("fingerprint-control", m.fingerprintControls)
 			for _, e := range catalog {
 				if !e.runsOn(topo) {
 					continue
@@ -226,6 +227,28 @@ func upMatrix(t *testing.T, topo, bin string) *matrix {
 	return m
 }
 
+// reset resets the lab after a cell left something, and takes its clean
+// fingerprint again: a reset restores the cold snapshot, which files'
+// times and processes need not match the first fingerprint's; what differs
+// from it is logged.
+func (m *matrix) reset(t *testing.T, ctx context.Context) {
+	t.Logf("the last cell left the lab unclean: resetting it")
+	if err := m.l.Reset(ctx); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if why := m.waitSettled(ctx); why != "" {
+		t.Fatalf("the lab never settled after a reset: %s", why)
+	}
+	fp, err := m.fingerprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.clean.diff(fp); d != "" {
+		t.Logf("after the reset the clean fingerprint differs from the first one:\n%s", d)
+	}
+	m.clean, m.dirty = fp, false
+}
+
 // waitSettled waits up to 4 minutes for the lab to settle and says why it
 // did not.
 func (m *matrix) waitSettled(ctx context.Context) string {
@@ -298,14 +321,7 @@ func (m *matrix) runCell(t *testing.T, e entry, c cell) {
 		t.Skipf("not on the local lab: %s", c.unreachable)
 	}
 	if m.dirty {
-		t.Logf("the last cell left the lab unclean: resetting it")
-		if err := m.l.Reset(ctx); err != nil {
-			t.Fatalf("reset: %v", err)
-		}
-		if d := m.waitClean(ctx); d != "" {
-			t.Fatalf("the lab is not clean after a reset:\n%s", d)
-		}
-		m.dirty = false
+		m.reset(t, ctx)
 	}
 	fx := m.makeFixtures(t, ctx, e)
 	defer func() {
