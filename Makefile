@@ -20,6 +20,9 @@ comma   := ,
 # A run folder `make suite` resumes (as FAULTLINE_RESUME), e.g.
 # RESUME=reports/runs/<time>-disagree: the runs it finished are skipped.
 RESUME  ?=
+# How many times `make suite` and `make run` run each selected scenario ×
+# arm into one run folder, in rounds (as FAULTLINE_REPEAT), e.g. REPEAT=5.
+REPEAT  ?=
 # Run folders `make report` aggregates.
 RUNS    ?= $(wildcard reports/runs/*)
 # The run folder `make report-screenshot` renders, where its site goes, and
@@ -126,11 +129,11 @@ lab-down: faultline ## bring LAB down
 heal: faultline ## heal whatever LAB's heal ledger holds
 	$(BIN)/faultline heal --lab $(LAB)
 
-suite: ## run one suite (SUITE) against LAB, or over a pool LABS=a,b, with ginkgo (RESUME=<run folder> resumes one)
+suite: ## run one suite (SUITE) against LAB, or over a pool LABS=a,b, with ginkgo (RESUME=<run folder> resumes one, REPEAT=N repeats each scenario × arm)
 	@if [ ! -d suites/$(SUITE) ]; then \
 		echo "make suite: there is no suite suites/$(SUITE) in this tree yet"; exit 1; fi
 	@[ -x "$(GINKGO)" ] || { echo "make suite: the ginkgo CLI is not installed (make ginkgo)"; exit 1; }
-	$(if $(LABS),FAULTLINE_LABS=$(LABS),FAULTLINE_LAB=$(LAB)) $(if $(RESUME),FAULTLINE_RESUME=$(RESUME)) $(GINKGO) $(if $(LABS),--procs=$(words $(subst $(comma), ,$(LABS)))) $(GINKGO_FLAGS) ./suites/$(SUITE)
+	$(if $(LABS),FAULTLINE_LABS=$(LABS),FAULTLINE_LAB=$(LAB)) $(if $(RESUME),FAULTLINE_RESUME=$(RESUME)) $(if $(REPEAT),FAULTLINE_REPEAT=$(REPEAT)) $(GINKGO) $(if $(LABS),--procs=$(words $(subst $(comma), ,$(LABS)))) $(GINKGO_FLAGS) ./suites/$(SUITE)
 
 report: faultline ## aggregate every run folder under reports/runs into reports/report.md
 	@if [ -z "$(strip $(RUNS))" ]; then \
@@ -145,10 +148,13 @@ report-screenshot: faultline ## render RUN=<run folder> as HTML into reports/sit
 	$(GO) run ./reports/html/screenshot $(SITE)/index.html $(SITE)/runs/*--$(PAGES).html $$(find $(SITE)/folders -name '*.html' 2>/dev/null)
 	@echo "open $(SITE)/index.html; the screenshots are beside each page (page.screenshot.png)"
 
-run: ## the main job: build what is missing, bring LAB up (fast profile), run the ci set with progress, print the verdict table, bring LAB down
+run: ## the main job: build what is missing, bring LAB up (fast profile), run the ci set with progress (REPEAT=N times each), print the verdict table, bring LAB down
 	@# RUN_PROFILE (default fast) and RUN_FILTER (default ci) select the
 	@# timer profile and the ginkgo label filter; the whole paper is
 	@# `make run RUN_PROFILE=kubernetes-defaults RUN_FILTER=paper:disagree`.
+	@# REPEAT=N runs each selected scenario × arm N times into the one run
+	@# folder, in rounds, and the verdict table then gives each verdict's
+	@# stability over them.
 	@# The lab file is copied with the profile written into it, so the lab,
 	@# the suite's bounds and the run records all name the same profile.
 	$(MAKE) bins faultline ginkgo
@@ -162,9 +168,9 @@ run: ## the main job: build what is missing, bring LAB up (fast profile), run th
 	trap down EXIT; \
 	start=$$(date +%s); \
 	echo "== lab up ($$src, profile $$profile)"; $(BIN)/faultline lab up --lab "$$labfile"; \
-	echo "== lab up took $$(( $$(date +%s) - start ))s; running --label-filter='$$filter'"; \
+	echo "== lab up took $$(( $$(date +%s) - start ))s; running --label-filter='$$filter'$(if $(REPEAT), $(REPEAT) times each)"; \
 	before="$$(ls -d reports/runs/*-disagree 2>/dev/null || true)"; \
-	rc=0; FAULTLINE_LAB="$$labfile" $(GINKGO) -v --label-filter="$$filter" --timeout=24h ./suites/disagree || rc=$$?; \
+	rc=0; FAULTLINE_LAB="$$labfile" $(if $(REPEAT),FAULTLINE_REPEAT=$(REPEAT)) $(GINKGO) -v --label-filter="$$filter" --timeout=$$(( 24 * $(or $(REPEAT),1) ))h ./suites/disagree || rc=$$?; \
 	folder="$$(ls -td reports/runs/*-disagree 2>/dev/null | head -1)"; \
 	if [ -n "$$folder" ] && ! grep -qxF "$$folder" <<<"$$before"; then \
 		echo "== verdicts ($$folder)"; $(BIN)/faultline report "$$folder"; \

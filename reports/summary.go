@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
@@ -57,13 +58,27 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |%s %s | %s | %.1f | %s | %s |\n", cell(r.RunID), cell(r.Scenario), r.Arm, r.RunRole(), labCell, runVerdictCell(r), orDash(r.SpecState), r.Ended.Sub(r.Started).Seconds(), LoadText(r.Load), EffectText(r.Effect))
 	}
+	repeated := verdict.Repeated(runs)
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\n### %s [%s, %s]: %s\n\n", r.Scenario, r.Arm, r.RunRole(), r.RunVerdict)
+		rep := ""
+		if repeated {
+			rep = fmt.Sprintf(", repetition %d", r.RepetitionNumber())
+		}
+		fmt.Fprintf(&b, "\n### %s [%s, %s%s]: %s\n\n", r.Scenario, r.Arm, r.RunRole(), rep, r.RunVerdict)
 		if r.RunReason != "" {
 			fmt.Fprintf(&b, "%s\n\n", cell(r.RunReason))
 		}
 		if r.Emulation != "" {
 			fmt.Fprintf(&b, "Fault %s, %s.\n\n", r.FaultKind, cell(r.Emulation))
+		}
+		if rj := r.Rejudged; rj != nil {
+			fmt.Fprintf(&b, "Judged again at %s by the checker at %s (faultline rejudge): the verdicts below are its, the run's own are in the run folder's record.\n\n", rj.At.UTC().Format(time.RFC3339), orDash(rj.GitCommit))
+			for _, n := range rj.NotRejudged {
+				fmt.Fprintf(&b, "- %s: not judged again: %s\n", cell(n.Invariant), cell(n.Why))
+			}
+			if len(rj.NotRejudged) > 0 {
+				b.WriteString("\n")
+			}
 		}
 		if r.RunRole() == verdict.RoleControl {
 			if ctl := record.ControlledInvariants(r); len(ctl) > 0 {
@@ -79,17 +94,32 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 	}
 
 	findings, nulls := map[string]*Tally{}, map[string]*Tally{}
+	findingPools, nullPools := map[string]*Pool{}, map[string]*Pool{}
 	var controls []ControlCheck
-	for _, r := range runs {
+	for i, r := range runs {
 		switch r.RunRole() {
 		case verdict.RoleControl:
 			controls = append(controls, ControlChecks(r)...)
 			continue
 		case verdict.RoleNull:
-			addTallies(nulls, r)
+			addTallies(nulls, nullPools, i, r)
 		default:
-			addTallies(findings, r)
+			addTallies(findings, findingPools, i, r)
 		}
+	}
+	stability := Stability(runs)
+	flaky := func(role, inv string) string {
+		var out []verdict.Stability
+		for _, st := range stability {
+			if st.Role == role && st.Invariant == inv && st.Flaky() {
+				out = append(out, st.Stability)
+			}
+		}
+		return orDash(FlakyText(out, true, false))
+	}
+	flakyHead, flakySep := "", ""
+	if repeated {
+		flakyHead, flakySep = " flaky (VIOLATED of judged) |", "---|"
 	}
 
 	b.WriteString("\n## Findings: violation rates (judged finding runs; 95% Wilson interval)\n\n")
@@ -99,14 +129,21 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 	if len(findings) == 0 {
 		b.WriteString("No finding run counted.\n")
 	} else {
-		b.WriteString("| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | violation kinds | not counted |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | violation kinds |" + flakyHead + " not counted |\n|---|---|---|---|---|---|---|---|" + flakySep + "---|\n")
 		for _, inv := range sortedKeys(findings) {
-			t := findings[inv]
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %s | %s |\n", cell(inv), t.Violated, t.PreservedExercised, t.PreservedNotExercised, t.PreservedNotRecorded,
-				t.Rate.String(), t.ExercisedRateText(), orDash(t.ViolationKinds()), otherCounts(t.Other))
+			t, pool := findings[inv], *findingPools[inv]
+			flakyCell := ""
+			if repeated {
+				flakyCell = " " + cell(flaky(verdict.RoleFinding, inv)) + " |"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %s |%s %s |\n", cell(inv), t.Violated, t.PreservedExercised, t.PreservedNotExercised, t.PreservedNotRecorded,
+				PooledRateText(t.Rate, pool), pooledExercisedText(*t, pool), orDash(t.ViolationKinds()), flakyCell, otherCounts(t.Other))
 		}
 		if pooled := scenariosPerInvariant(runs, verdict.RoleFinding); pooled != "" {
 			fmt.Fprintf(&b, "\nEach row pools the finding runs of every scenario that judged the invariant (%s).\n", pooled)
+		}
+		if repeated {
+			b.WriteString("\n" + pooledRepetitionsNote + "\n")
 		}
 	}
 
@@ -126,11 +163,19 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 	if len(nulls) == 0 {
 		b.WriteString("No null-arm run counted.\n")
 	} else {
-		b.WriteString("| invariant | false alarms (VIOLATED) | preserved | false-alarm rate | not counted |\n|---|---|---|---|---|\n")
+		b.WriteString("| invariant | false alarms (VIOLATED) | preserved | false-alarm rate |" + flakyHead + " not counted |\n|---|---|---|---|" + flakySep + "---|\n")
 		for _, inv := range sortedKeys(nulls) {
 			t := nulls[inv]
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", cell(inv), t.Violated, t.Preserved, t.Rate.String(), otherCounts(t.Other))
+			flakyCell := ""
+			if repeated {
+				flakyCell = " " + cell(flaky(verdict.RoleNull, inv)) + " |"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %s |%s %s |\n", cell(inv), t.Violated, t.Preserved, PooledRateText(t.Rate, *nullPools[inv]), flakyCell, otherCounts(t.Other))
 		}
+	}
+
+	if repeated {
+		b.WriteString("\n" + StabilityMarkdown(stability))
 	}
 
 	b.WriteString("\n## Applicability table\n\n")
@@ -145,17 +190,81 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 	return b.String()
 }
 
-// addTallies counts a judged run's verdicts by invariant.
-func addTallies(by map[string]*Tally, r verdict.Run) {
+// addTallies counts a judged run's verdicts by invariant, and the runs
+// each invariant's counted verdicts pool (run i of the runs).
+func addTallies(by map[string]*Tally, pools map[string]*Pool, i int, r verdict.Run) {
 	if !r.Counted() {
 		return
 	}
 	for _, j := range r.Judgements {
 		if by[j.Invariant] == nil {
-			by[j.Invariant] = &Tally{}
+			by[j.Invariant], pools[j.Invariant] = &Tally{}, &Pool{}
 		}
 		by[j.Invariant].Add(j)
+		if j.Verdict.Counts() {
+			pools[j.Invariant].Add(verdict.PairOf(r), i)
+		}
 	}
+}
+
+// pooledExercisedText is ExercisedRateText, without an interval where the
+// rate pools the repetitions of several scenarios.
+func pooledExercisedText(t Tally, p Pool) string {
+	if r, ok := t.ExercisedRate(); ok {
+		return PooledRateText(r, p)
+	}
+	return t.ExercisedRateText()
+}
+
+// pooledRepetitionsNote explains the rates given without an interval.
+const pooledRepetitionsNote = "A rate that pools the repetitions of several scenarios is given without an interval: each scenario has a rate of its own and its repetitions are trials of it, so their pooled count is not k of n trials of one thing. " +
+	"The stability table below gives each scenario's rate with its interval; flaky names the scenarios whose judged repetitions gave both VIOLATED and PRESERVED, with k VIOLATED of n judged."
+
+// StabilityMarkdown is the stability section of summary.md and of `faultline
+// report`: per scenario × arm × invariant, k VIOLATED of n judged with the
+// Wilson interval of that scenario's rate, stable or flaky, the outcomes
+// that did not count, and the quantities' median and range; a table per
+// role, with a suite column where the rows span several suites.
+func StabilityMarkdown(rows []StabilityRow) string {
+	var b strings.Builder
+	suites := map[string]bool{}
+	for _, r := range rows {
+		suites[r.Suite] = true
+	}
+	suiteHead, suiteSep := "", ""
+	if len(suites) > 1 {
+		suiteHead, suiteSep = " suite |", "---|"
+	}
+	b.WriteString("## Stability over repetitions\n\n" +
+		"Each scenario × arm ran in several repetitions; per invariant: k VIOLATED of n judged (PRESERVED or VIOLATED in a JUDGED run) with the 95% Wilson interval of that scenario's rate, " +
+		"**flaky** where the judged repetitions gave both VIOLATED and PRESERVED, and apart the outcomes that did not count " +
+		"(INSUFFICIENT_DATA and the other verdicts of judged runs; FAULT_INEFFECTIVE and ABORTED runs, an ABORTED run counted even where it was run again); runs counts them all. " +
+		"Quantities are the median [range] (how many) over the judged repetitions that measured them, and where a quantity scales with others, the same of it divided by their product.\n")
+	for _, role := range []struct{ role, title string }{{verdict.RoleFinding, "Findings"}, {verdict.RoleControl, "Positive controls (expected VIOLATED every time)"}, {verdict.RoleNull, "Null arms (expected PRESERVED every time)"}} {
+		var these []StabilityRow
+		for _, r := range rows {
+			if r.Role == role.role {
+				these = append(these, r)
+			}
+		}
+		if len(these) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n|%s scenario | invariant | VIOLATED of judged | rate | verdict | not counted | runs | quantities |\n|%s---|---|---|---|---|---|---|---|\n", role.title, suiteHead, suiteSep)
+		for _, r := range these {
+			outcome := r.OutcomeText()
+			if r.Flaky() {
+				outcome = "**flaky**"
+			}
+			suiteCell := ""
+			if len(suites) > 1 {
+				suiteCell = " " + cell(orDash(r.Suite)) + " |"
+			}
+			fmt.Fprintf(&b, "|%s %s | %s | %d of %d | %s | %s | %s | %d | %s |\n", suiteCell, cell(r.Scenario), cell(r.Invariant), r.Rate.Violated, r.Rate.N(), r.RateText(), outcome,
+				orDash(r.OtherText()), r.Runs, cell(r.QuantitiesText()))
+		}
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]*Tally) []string {

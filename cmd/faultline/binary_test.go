@@ -80,7 +80,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"bogus"}, []string{`unknown command "bogus" for "faultline"`, "commands: heal, lab, report, version", "Run 'faultline --help' for usage."}},
+		{[]string{"bogus"}, []string{`unknown command "bogus" for "faultline"`, "commands: heal, lab, rejudge, report, version", "Run 'faultline --help' for usage."}},
 		{[]string{"labb"}, []string{`unknown command "labb"`, "did you mean lab?"}},
 		{[]string{"lab", "stat"}, []string{`unknown command "stat" for "faultline lab"`, "did you mean status?", "Run 'faultline lab --help'"}},
 		{[]string{"--bogus"}, []string{"unknown flag: --bogus"}},
@@ -89,6 +89,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lab", "up", "--profile", "slow"}, []string{`--profile "slow" is not a timer profile`}},
 		{[]string{"lab", "status", "--lab", "lab11", "--topology", "pair"}, []string{`--lab "lab11" and --topology "pair" name different labs`}},
 		{[]string{"report"}, []string{"no run folders given"}},
+		{[]string{"rejudge"}, []string{"no run folders given", "Run 'faultline rejudge --help'"}},
 		{[]string{"report", "--format", "pdf", "x"}, []string{`--format "pdf": give markdown, csv, latex or html`}},
 		{[]string{"report", "--by", "class:gray", "x"}, []string{"not a dimension name"}},
 		{[]string{"version", "now"}, []string{`unknown command "now"`}},
@@ -106,7 +107,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{nil, {"--help"}, {"help"}, {"lab"}, {"lab", "--help"}, {"report", "--help"}} {
+	for _, args := range [][]string{nil, {"--help"}, {"help"}, {"lab"}, {"lab", "--help"}, {"report", "--help"}, {"rejudge", "--help"}} {
 		r := faultline(t, "", args...)
 		r.expect(t, exitOK)
 		if !strings.Contains(r.stdout, "Usage:") {

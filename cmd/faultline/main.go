@@ -1,5 +1,5 @@
-// Command faultline manages fault-experiment labs and turns their run
-// records into rate tables.
+// Command faultline manages fault-experiment labs, turns their run
+// records into rate tables, and judges recorded runs again.
 package main
 
 import (

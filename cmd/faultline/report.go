@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/reports/aggregate"
 	"github.com/faultline/faultline/reports/html"
 	drillreport "github.com/faultline/faultline/suites/drills/report"
@@ -18,6 +19,7 @@ func newReportCommand() *cobra.Command {
 		format   string
 		output   string
 		timeline bool
+		rejudged bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUNDIR...",
@@ -48,11 +50,31 @@ NOT_APPLICABLE, DETECTOR_INVALID). Runs whose fault was ineffective
 they are listed with why. A table whose rows pool several invariants,
 scenarios or suites says so.
 
+Repetitions: where a scenario × arm ran more than once (a suite run with
+-faultline.repeat=N, or several folders of the same scenarios), the report
+says how stable each verdict is. A section "Stability over repetitions"
+gives, per scenario × arm × invariant (findings, positive controls and
+null arms apart), k VIOLATED of n judged with the 95% Wilson interval of
+that scenario's rate (its repetitions are trials of one experiment), the
+verdict the judged repetitions agree on or "flaky" where they gave both
+VIOLATED and PRESERVED, the outcomes that did not count apart
+(INSUFFICIENT_DATA and the other verdicts; FAULT_INEFFECTIVE and ABORTED
+runs), and each quantity a verdict measured as median [range] (count),
+also divided by the quantities it scales with where it names them. The
+findings and null-arm tables gain a column naming each row's flaky
+verdicts with their count, and a rate that pools the repetitions of
+several scenarios is given without an interval, saying so: each scenario
+has a rate of its own, so such a count is not k of n trials of one thing.
+CSV adds a row per scenario × arm × invariant (by = stability) and the
+columns flaky, pooled_scenarios, stability, fault_ineffective, aborted and
+quantities; LaTeX adds the findings' stability tabular.
+
 --by picks the tables; give it several times for several tables. A value is
 one or more dimensions separated by commas, each one of invariant, scenario,
-arm, suite, lab, profile, or a label prefix (class groups by class:<value>).
-Without --by: one table by invariant and one by scenario, for findings and
-for null arms alike.
+arm, suite, lab, profile, repetition (the rounds of a repeated run side by
+side), or a label prefix (class groups by class:<value>). Without --by: one
+table by invariant and one by scenario, for findings and for null arms
+alike.
 
 The report also prints the applicability table the runs were judged with and
 every run with its role, the machine's load average at its start and end
@@ -86,9 +108,22 @@ the divergence), over the pair report, with drill-pair.png and
 drill-pair.svg beside it. Beside them: rates.svg and
 rates.png (the findings' rate per invariant with its interval),
 rates-by-scenario.svg and rates-by-scenario.png (per scenario, pooled over
-its invariants), both also inline on index.html, rates.tex and rates.csv. DIR may
+its invariants), both also inline on index.html, rates.tex and rates.csv.
+Over repeated runs also: the index's stability tables, a page per scenario
+(stability/<suite>--<scenario>.html: each arm's runs as rows and its
+invariants as columns, every cell the run's verdict linked to its page,
+each invariant's k of n, interval, stable or flaky and quantities under
+them), and stability.svg and stability.png (each finding scenario ×
+invariant's rate with the interval of its repetitions, flaky ones marked),
+also inline on index.html. DIR may
 exist (files of an earlier site are overwritten, other files left) but must
 not be a file; every folder is read before anything is written.
+
+--rejudged reports each run folder's latest re-judging (faultline rejudge:
+RUNDIR/rejudged/<time>/, the verdicts judged again by a later checker)
+instead of the verdicts its runs recorded; giving that folder itself does the
+same. A report says which checker judged again, and names the verdicts it
+could not judge again, which are in no row.
 
 A malformed or incomplete record is an error that names its file and line; a
 last line cut short by a crash is left out, and the report names it.`,
@@ -97,7 +132,8 @@ last line cut short by a crash is left out, and the report names it.`,
   faultline report --by invariant,scenario --format csv -o rates.csv reports/runs/*
   faultline report --format latex -o rates.tex reports/runs/*
   faultline report --format html -o site reports/runs/20261101T100000Z-disagree
-  faultline report --timeline reports/runs/20261101T100000Z-disagree`,
+  faultline report --timeline reports/runs/20261101T100000Z-disagree
+  faultline report --rejudged reports/runs/20261101T100000Z-disagree`,
 		Args: checkArgs(func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("no run folders given (such as reports/runs/<time>-<suite>)")
@@ -105,6 +141,12 @@ last line cut short by a crash is left out, and the report names it.`,
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rejudged {
+				var err error
+				if args, err = latestRejudged(args); err != nil {
+					return err
+				}
+			}
 			if timeline {
 				if err := writeTimelines(cmd.OutOrStdout(), args); err != nil {
 					return err
@@ -146,8 +188,22 @@ last line cut short by a crash is left out, and the report names it.`,
 	cmd.Flags().StringArrayVar(&by, "by", nil, "group rows by these dimensions (repeatable; comma-separated dimensions make one table)")
 	cmd.Flags().StringVar(&format, "format", "markdown", "output format: markdown, csv, latex, or html (a site written into the directory -o names)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output (with --format html: the site's directory)")
+	cmd.Flags().BoolVar(&rejudged, "rejudged", false, "report each run folder's latest re-judging (faultline rejudge) instead of its recorded verdicts")
 	cmd.Flags().BoolVar(&timeline, "timeline", false, "print each run's timeline (from its evidence: when faultline saw each event, when the cluster recorded it where the object says, replayed ones marked) instead of rates, after a table of each phase's snapshot cadence (median and maximum interval between ticks, and the longest any source went without a value); for a folder of drill runs also write and print the drill reports (drill-pair.md with its plot, drill-racks.md)")
 	return cmd
+}
+
+// latestRejudged is each run folder's latest re-judging.
+func latestRejudged(dirs []string) ([]string, error) {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		latest, err := record.LatestRejudged(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, latest)
+	}
+	return out, nil
 }
 
 func writeReport(cmd *cobra.Command, rep *aggregate.Report, format, output string) (err error) {

@@ -41,10 +41,15 @@ func TestReportMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"5 run records from 2 run folders: 4 judged, 1 excluded",
 		"## Findings by invariant",
-		// 3/4: 75.0% [30.1%, 95.4%]; these records do not say whether a
-		// PRESERVED was exercised, so the exercised rate is unknown.
-		"| inv-1 | 3 | 0 | 0 | 1 | 3/4 = 75.0% [30.1%, 95.4%] | unknown: 1 PRESERVED not recorded | 0 | 0 | 0 | 1 | 4 |",
-		"| inv-2 | 0 | 0 | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | unknown: 2 PRESERVED not recorded | 1 | 1 | 0 | 1 | 4 |",
+		// inv-1's 3/4 pools two runs of s1 and two of s2, repetitions of
+		// two scenarios: no interval, and s2's VIOLATED then PRESERVED is
+		// flaky. These records do not say whether a PRESERVED was
+		// exercised, so the exercised rate is unknown.
+		"| inv-1 | 3 | 0 | 0 | 1 | 3/4 = 75.0% (pools the repetitions of 2 scenarios: no interval) | unknown: 1 PRESERVED not recorded | s2 1/2 | 0 | 0 | 0 | 1 | 4 |",
+		// inv-2 was judged once in each scenario: 0/2 = 0.0% [0.0%, 65.8%].
+		"| inv-2 | 0 | 0 | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | unknown: 2 PRESERVED not recorded | - | 1 | 1 | 0 | 1 | 4 |",
+		"## Stability over repetitions",
+		"| s2 | inv-1 | 1 of 2 | 1/2 = 50.0% [9.5%, 90.5%] | **flaky** | FAULT_INEFFECTIVE 1 | 3 | - |",
 		"## Findings by scenario",
 		"## Positive controls",
 		"## Null arms\n\nNo null-arm runs in these records.",
@@ -78,10 +83,13 @@ func TestReportCSVToFile(t *testing.T) {
 		rows[strings.Join(rec, ",")] = true
 	}
 	for _, want := range []string{
-		"by,role,arm,invariant,class,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome",
-		// Bounds by bisection of the score statistic, independent of the closed form.
-		"invariant,finding,fault,inv-1,,3,1,0,0,1,4,0.750000,0.300642,0.954413,,,,,,0,0,0,1,4,,,,",
-		"class,finding,fault,,gray,3,3,0,0,3,6,0.500000,0.187616,0.812384,,,,,,1,1,0,2,4,,,,",
+		"by,role,arm,invariant,class,scenario,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome,flaky,pooled_scenarios,stability,fault_ineffective,aborted,quantities",
+		// Both rows pool the repetitions of two scenarios: no interval.
+		"invariant,finding,fault,inv-1,,,3,1,0,0,1,4,0.750000,,,,,,,,0,0,0,1,4,,,,,s2 inv-1:1/2,2,,,,",
+		"class,finding,fault,,gray,,3,3,0,0,3,6,0.500000,,,,,,,,1,1,0,2,4,,,,,s2 inv-1:1/2,2,,,,",
+		// s2's inv-1 over its runs: bounds by bisection of the score
+		// statistic, independent of the closed form.
+		"stability,finding,fault,inv-1,,s2,1,1,,,,2,0.500000,0.094531,0.905469,,,,,,0,0,0,,3,,,,,,,flaky,1,0,",
 	} {
 		if !rows[want] {
 			t.Errorf("csv lacks %s:\n%v", want, recs)
@@ -152,10 +160,12 @@ func TestReportLaTeX(t *testing.T) {
 	r := faultline(t, root, "report", "--format", "latex", dir)
 	r.expect(t, exitOK)
 	for _, want := range []string{
-		"\\begin{tabular}{lrrrr}\n\\toprule\ninvariant & violated & counted & rate & 95\\% CI \\\\\n\\midrule\n",
-		"inv-1 & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] \\\\\n",
+		// pod_cut ran twice: its flaky verdict in a column of its own.
+		"\\begin{tabular}{lrrrrl}\n\\toprule\ninvariant & violated & counted & rate & 95\\% CI & flaky (violated of judged) \\\\\n\\midrule\n",
+		"inv-1 & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] & pod\\_cut 1/2 \\\\\n",
 		// Underscores are escaped; the control is no row of a findings table.
-		"pod\\_cut & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] \\\\\n\\bottomrule\n\\end{tabular}\n",
+		"pod\\_cut & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] & inv-1 1/2 \\\\\n\\bottomrule\n\\end{tabular}\n",
+		"pod\\_cut & inv-1 & 1 & 2 & 50.0\\% & [9.5\\%, 90.5\\%] & flaky & - & - \\\\\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("latex lacks %q:\n%s", want, r.stdout)

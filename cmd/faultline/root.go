@@ -58,7 +58,8 @@ func newRootCommand() *cobra.Command {
 of Kubernetes' guarantees survive when its components disagree.
 
 Scenarios run as Ginkgo suites (ginkgo --focus, --label-filter); this command
-manages the labs they run on and turns their run records into rate tables.`,
+manages the labs they run on, turns their run records into rate tables, and
+judges recorded runs again with the invariants as they are now.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Without Args and RunE cobra would print help and exit 0 for an
@@ -69,7 +70,7 @@ manages the labs they run on and turns their run records into rate tables.`,
 	// Shell completion stays available but out of the command list.
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newLabCommand(), newHealCommand(), newReportCommand(), newVersionCommand())
+	root.AddCommand(newLabCommand(), newHealCommand(), newReportCommand(), newRejudgeCommand(), newVersionCommand())
 	return root
 }
 

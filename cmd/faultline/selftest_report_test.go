@@ -106,6 +106,9 @@ func TestReportOverTwoSelftestRuns(t *testing.T) {
 	seen := 0
 	withInterval := 0
 	for _, row := range rows[1:] {
+		if row[col["by"]] != "invariant" {
+			continue // the stability rows: each pair ran in both folders
+		}
 		k := row[col["arm"]] + "/" + row[col["invariant"]]
 		w := want[k]
 		if w == nil {
@@ -165,5 +168,69 @@ func TestReportOverTwoSelftestRuns(t *testing.T) {
 		if !strings.Contains(md.stdout, s) {
 			t.Errorf("markdown report lacks %q", s)
 		}
+	}
+}
+
+// TestReportOverARepeatedSelftestRun runs the self-test suite with three
+// repetitions of each scenario × arm into one folder, then `faultline
+// report` over it: the stability tables, each scenario × invariant k of
+// n with its interval and the quantities' median and range, beside the
+// folder's own summary.md and verdict JUnit saying the same.
+func TestReportOverARepeatedSelftestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the self-test suite")
+	}
+	suite := filepath.Join(t.TempDir(), "selftest.test")
+	if out, err := exec.Command("go", "test", "-c", "-o", suite, "../../framework/scenario/selftest").CombinedOutput(); err != nil {
+		t.Fatalf("building the self-test suite: %v\n%s", err, out)
+	}
+	runsDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite, "-ginkgo.label-filter=!slow && !broken", "-ginkgo.no-color", "-faultline.repeat=3")
+	cmd.Env = append(os.Environ(), "FAULTLINE_SELFTEST_STATE="+t.TempDir(), "FAULTLINE_REPORTS_DIR="+runsDir)
+	if out, err := cmd.CombinedOutput(); ctx.Err() != nil || (err != nil && cmd.ProcessState == nil) {
+		t.Fatalf("the self-test did not finish: %v\n%s", err, out)
+	}
+	folders, err := filepath.Glob(filepath.Join(runsDir, "*-selftest"))
+	if err != nil || len(folders) != 1 {
+		t.Fatalf("want 1 run folder, have %v (%v)", folders, err)
+	}
+	stable := "| selftest-verdicts | no-flag-a | 3 of 3 | 3/3 = 100.0% [43.9%, 100.0%] | VIOLATED every time | - | 3 | flags-set: 2 flags [2, 2] (3) |"
+	md := faultline(t, "", "report", folders[0])
+	md.expect(t, exitOK)
+	for _, s := range []string{
+		"9 run records from 1 run folder: 6 judged, 3 excluded",
+		"flaky (VIOLATED of judged)",
+		"## Stability over repetitions",
+		"### Findings",
+		stable,
+		"| selftest-ineffective | no-flag-b | 0 of 0 | - | not judged | FAULT_INEFFECTIVE 3 | 3 | - |",
+		"### Null arms (expected PRESERVED every time)",
+		"| selftest-verdicts | no-flag-a | 0 of 3 | 0/3 = 0.0% [0.0%, 56.1%] | PRESERVED every time | - | 3 | - |",
+	} {
+		if !strings.Contains(md.stdout, s) {
+			t.Errorf("the report lacks %q:\n%s", s, md.stdout)
+		}
+	}
+	summary, err := os.ReadFile(filepath.Join(folders[0], record.SummaryFile))
+	if err != nil || !strings.Contains(string(summary), stable) {
+		t.Errorf("summary.md lacks the stability table (%v):\n%s", err, summary)
+	}
+	vj, err := record.ReadVerdictJUnit(filepath.Join(folders[0], record.VerdictJUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stableCases := 0
+	for _, tc := range vj.TestSuites[0].TestCases {
+		if tc.Properties.WithName(record.PropInvariant) == "no-flag-a" && tc.Properties.WithName(record.PropArm) == "fault" {
+			if tc.Properties.WithName(record.PropStability) != record.Stable || tc.Properties.WithName(record.PropStabilityCount) != "3/3" {
+				t.Errorf("%s: stability %q %q", tc.Name, tc.Properties.WithName(record.PropStability), tc.Properties.WithName(record.PropStabilityCount))
+			}
+			stableCases++
+		}
+	}
+	if stableCases != 3 {
+		t.Errorf("%d verdict cases of no-flag-a's fault arm, want one per repetition", stableCases)
 	}
 }

@@ -28,6 +28,8 @@ const (
 type buildVersion struct {
 	Module, Version, Commit, Go string
 	Modified                    bool
+	// Revision is the commit alone, "" when not known.
+	Revision string
 }
 
 func currentVersion() buildVersion {
@@ -53,6 +55,7 @@ func currentVersion() buildVersion {
 	if v.Version == "" {
 		v.Version = "(devel)"
 	}
+	v.Revision = v.Commit
 	if v.Commit == "" {
 		v.Commit = "unknown (built without VCS information; build with make bins)"
 	} else if v.Modified {

@@ -78,6 +78,22 @@ const (
 	PropExercised = "exercised"
 	PropViolation = "violation"
 	PropDuring    = "during"
+	// PropRepetition is the run's repetition of its scenario × arm, on
+	// records that carry one.
+	PropRepetition = "repetition"
+	// PropStability says, where the scenario × arm ran in several
+	// repetitions and the invariant was judged in some, whether its
+	// judged repetitions agreed ("stable") or gave both VIOLATED and
+	// PRESERVED ("flaky"); PropStabilityCount is "k/n", k VIOLATED of n
+	// judged. Neither changes the case's status.
+	PropStability      = "stability"
+	PropStabilityCount = "violatedOfJudged"
+)
+
+// Values of PropStability.
+const (
+	Stable = "stable"
+	Flaky  = verdict.StabilityFlaky
 )
 
 // VerdictJUnit builds the verdict JUnit: one test case per run ×
@@ -92,8 +108,15 @@ const (
 //     PRESERVED (a miss) fails; its other invariants count nowhere and are
 //     skipped;
 //   - null arm: PRESERVED passes, VIOLATED (a false alarm) fails.
+//
+// Where a scenario × arm ran in several repetitions, each case's name ends
+// in its repetition, and every case of an invariant judged in some of them
+// carries whether its verdict was stable or flaky over them, with k
+// VIOLATED of n judged (PropStability, PropStabilityCount): a property,
+// not a pass or a failure.
 func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 	ts := reporters.JUnitTestSuite{Name: suite, Package: suite}
+	stability := verdict.StabilityIndex(runs)
 	for _, r := range runs {
 		ts.Time += r.Ended.Sub(r.Started).Seconds()
 		if ts.Timestamp == "" || r.Started.Format("2006-01-02T15:04:05") < ts.Timestamp {
@@ -120,18 +143,36 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 				{Name: PropVerdict, Value: string(j.Verdict)},
 				{Name: PropRunVerdict, Value: string(r.RunVerdict)},
 			}
+			name := fmt.Sprintf("%s [%s] %s", r.Scenario, r.Arm, j.Invariant)
+			var stable, count, repetition string
+			if r.Repetition > 0 {
+				repetition = strconv.Itoa(r.Repetition)
+			}
+			s := stability[verdict.StabilityKey{Suite: r.Suite, Scenario: r.Scenario, Arm: r.Arm, Invariant: j.Invariant}]
+			if s.Repetitions > 1 {
+				name += fmt.Sprintf(" (repetition %d)", r.RepetitionNumber())
+				if s.Rate.N() > 0 {
+					stable, count = Stable, fmt.Sprintf("%d/%d", s.Rate.Violated, s.Rate.N())
+					if s.Flaky() {
+						stable = Flaky
+					}
+				}
+			}
 			for _, p := range []reporters.JUnitProperty{
 				{Name: PropExpected, Value: expected},
 				{Name: PropExercised, Value: exercisedProperty(j.Exercised)},
 				{Name: PropViolation, Value: j.Violation},
 				{Name: PropDuring, Value: j.During},
+				{Name: PropRepetition, Value: repetition},
+				{Name: PropStability, Value: stable},
+				{Name: PropStabilityCount, Value: count},
 			} {
 				if p.Value != "" {
 					props = append(props, p)
 				}
 			}
 			tc := reporters.JUnitTestCase{
-				Name:       fmt.Sprintf("%s [%s] %s", r.Scenario, r.Arm, j.Invariant),
+				Name:       name,
 				Classname:  suite + "." + r.Scenario,
 				Time:       r.Ended.Sub(r.Started).Seconds(),
 				Properties: &reporters.JUnitProperties{Properties: props},

@@ -58,3 +58,58 @@ func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
 		}
 	}
 }
+
+// With repetitions each case names its repetition, and each invariant of a
+// scenario × arm whose judged repetitions did not all agree is named
+// flaky, with its count, in properties of its own: a flaky verdict is
+// neither a pass nor a failure of its own, each case still judged as its
+// role expects.
+func TestVerdictJUnitNamesRepetitionsAndFlakyVerdicts(t *testing.T) {
+	ts := VerdictJUnit("s", runstest.RepeatedRuns()).TestSuites[0]
+	type want struct{ status, stability, count string }
+	cases := map[string]want{}
+	names := map[string]bool{}
+	for _, tc := range ts.TestCases {
+		key := tc.Properties.WithName(PropScenario) + " [" + tc.Properties.WithName(PropArm) + "] " + tc.Properties.WithName(PropInvariant) + " " + tc.Properties.WithName(PropRepetition) + " " + tc.Properties.WithName(PropRunVerdict)
+		cases[key] = want{tc.Status, tc.Properties.WithName(PropStability), tc.Properties.WithName(PropStabilityCount)}
+		// An ABORTED run and the run that replaced it are one repetition.
+		if tc.Properties.WithName(PropRunVerdict) == "ABORTED" {
+			continue
+		}
+		if names[tc.Name] {
+			t.Errorf("two cases are named %q", tc.Name)
+		}
+		names[tc.Name] = true
+	}
+	for key, w := range map[string]want{
+		"pod-network-cut [fault] endpoints-truthful 1 JUDGED":   {"failed", "flaky", "2/3"},
+		"pod-network-cut [fault] endpoints-truthful 2 JUDGED":   {"passed", "flaky", "2/3"},
+		"pod-network-cut [fault] endpoints-truthful 3 ABORTED":  {"skipped", "flaky", "2/3"},
+		"pod-network-cut [fault] graceful-deletion 1 JUDGED":    {"passed", "stable", "0/3"},
+		"pod-network-cut [null] graceful-deletion 3 JUDGED":     {"skipped", "stable", "0/2"},
+		"kubelet-stopped [fault] graceful-deletion 3 JUDGED":    {"failed", "flaky", "1/3"},
+		"control-endpoints [fault] endpoints-truthful 1 JUDGED": {"passed", "flaky", "1/2"},
+		"control-endpoints [fault] endpoints-truthful 2 JUDGED": {"failed", "flaky", "1/2"},
+	} {
+		if got, ok := cases[key]; !ok || got != w {
+			t.Errorf("%s: %+v, want %+v", key, got, w)
+		}
+	}
+	if !names["pod-network-cut [fault] endpoints-truthful (repetition 2)"] {
+		t.Errorf("no case named for its repetition: %v", keys(names))
+	}
+	// Runs without repetitions keep their names and carry no stability.
+	for _, tc := range VerdictJUnit("disagree", rolesRuns()).TestSuites[0].TestCases {
+		if strings.Contains(tc.Name, "repetition") || tc.Properties.WithName(PropStability) != "" || tc.Properties.WithName(PropRepetition) != "" {
+			t.Errorf("a run without repetitions: %s, stability %q, repetition %q", tc.Name, tc.Properties.WithName(PropStability), tc.Properties.WithName(PropRepetition))
+		}
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -16,8 +16,10 @@
 //		Sampler: sampler,
 //	}, scenario.WithNullArms(table...))
 //
-// Register also adds the suite-level nodes, so a suite defines no
-// BeforeSuite or ReportAfterSuite of its own. On start it opens the lab,
+// and its test function runs it with RunSuite in Ginkgo's RunSpecs' place
+// (RunSuite adds the table's specs, once the command line says how many:
+// see Repetitions below). Register also adds the suite-level nodes, so a
+// suite defines no BeforeSuite or ReportAfterSuite of its own. On start it opens the lab,
 // refuses a config without `lab: true` (and, with Suite.Shape, a lab
 // without the hosts and roles the suite needs, naming what is missing;
 // with Suite.VerifyLab, a cluster without the lab's marker) before
@@ -94,10 +96,11 @@
 // folder, is another suite's, holds a malformed record or runs of another
 // timer profile, or is locked by a running suite is refused, and nothing
 // is touched), heals the ledger as always, and removes a record a crash
-// cut short. A scenario × arm pair the folder holds a finished run of
-// (JUDGED or FAULT_INEFFECTIVE) is skipped in BeforeEach with a note
-// naming the folder and the record; the others (no record, or ABORTED)
-// run and append. The self-check judges each pair by its last run.
+// cut short. A scenario × arm pair (each repetition of it) the folder
+// holds a finished run of (JUDGED or FAULT_INEFFECTIVE) is skipped in
+// BeforeEach with a note naming the folder and the record; the others (no
+// record, or ABORTED) run and append. The self-check judges each pair (each
+// repetition of it) by its last run.
 //
 // Several labs: with $FAULTLINE_LABS (lab files or topology names,
 // comma-separated) or $FAULTLINE_POOL (a pool file) the suite runs over a
@@ -112,6 +115,22 @@
 // folder, which every process appends its records to, each naming its
 // own lab; the folder's JUnits and summary are written once every process
 // has exited.
+//
+// Repetitions: with -faultline.repeat=N (a flag of the suite's test
+// binary; Register adds it) or $FAULTLINE_REPEAT=N, every selected
+// scenario × arm runs N times into the one run folder, in rounds: a round
+// runs each once (a scenario's arms one after the other, fault then null;
+// the scenarios in Ginkgo's shuffled order, or the table's under
+// TableOrder), and the next round starts after it (SpecPriority), so that
+// drift over hours falls on every scenario alike. A round's specs are
+// labelled repetition:<k> and sit in a container "repetition k of N"; each
+// record carries its repetition (verdict.Run.Repetition, from 1) and its
+// run ID names it. A resume skips each repetition the folder holds a
+// finished run of, by its number; with a larger N it adds rounds to a
+// folder, and with a smaller N than the folder holds it is refused. Over a
+// pool, Ginkgo hands the repetitions to whichever process asks next (a
+// TableOrder suite's rounds, one Ordered container each, to a process
+// each). The self-check judges every repetition of every pair.
 //
 // SIGINT or SIGTERM during a run: Ginkgo cancels the spec's context and
 // runs AfterEach and DeferCleanup, which heal; the run is ABORTED. After

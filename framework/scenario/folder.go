@@ -73,7 +73,7 @@ func resumeFolder(resumed *record.Resumed, done map[string]resumedRun) (string, 
 	if err != nil {
 		return "", fmt.Errorf("resuming run folder %s: %v", resumed.Folder.Dir, err)
 	}
-	note := fmt.Sprintf("resuming run folder %s: %d run records, %d scenario × arm pairs finished there are skipped, the others run and append to it",
+	note := fmt.Sprintf("resuming run folder %s: %d run records, %d runs (scenario × arm × repetition) finished there are skipped, the others run and append to it",
 		resumed.Folder.Dir, len(resumed.Lines), len(done))
 	if dropped > 0 {
 		note += fmt.Sprintf("; the record cut short at %s (%d bytes, no newline) was removed, its run runs again", resumed.Cut, dropped)

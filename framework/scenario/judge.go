@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/matchers"
 	"github.com/faultline/faultline/framework/verdict"
@@ -67,12 +68,13 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	evidence.Stream(sctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			lastErr = err
+			r.sampleFailed(snap.Taken, "while settling: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
 		final = &snap
 		all = append(all, final)
-		newly, settled := r.settle(final, settledIn)
+		newly, settled := r.settle(len(all)-1, final, settledIn)
 		for _, name := range newly {
 			r.event("invariant-settled", fmt.Sprintf("%s, in the sample taken at %s, %s after heal",
 				name, snap.Taken.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond)))
@@ -87,6 +89,14 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	if !done && ctx.Err() == nil {
 		r.event("settle-timeout", fmt.Sprintf("not converged within %s: %s", r.sc.Settle, strings.Join(names(r.unsettled(settledIn)), ", ")))
 	}
+	r.mu.Lock()
+	switch {
+	case done:
+		r.judging.SettleEnded = verdict.SettleEndedSettled
+	case ctx.Err() == nil:
+		r.judging.SettleEnded = verdict.SettleEndedTimeout
+	}
+	r.mu.Unlock()
 	r.timed("settle", start)
 	var settled []evidence.Snapshot
 	for _, snap := range all {
@@ -127,7 +137,13 @@ func (r *run) judgeConvergence(s *settleResult) []string {
 	before = append(before, r.record.Window...)
 	before = append(before, r.record.Heal...)
 	r.mu.Unlock()
-	tl := r.timeline.Timeline()
+	tl := r.judgingTimeline(&r.judging.ConvergenceAt)
+	r.mu.Lock()
+	r.judging.SettledIn = map[string]time.Time{}
+	for name, snap := range settledIn {
+		r.judging.SettledIn[name] = snap.Taken.UTC()
+	}
+	r.mu.Unlock()
 	failures := r.assertEach(verdict.Convergence, func(name string) invariant.Input {
 		snap := final
 		if s, ok := settledIn[name]; ok {
@@ -140,12 +156,12 @@ func (r *run) judgeConvergence(s *settleResult) []string {
 			}
 		}
 		snaps = append(snaps, *snap)
-		return invariant.Input{Moment: invariant.Final, Snapshots: snaps, Timeline: tl, Baseline: baseline}
+		return invariant.Input{Moment: invariant.Final, Snapshots: snaps, Timeline: tl, Baseline: baseline, FaultClasses: r.faultClasses()}
 	})
 	r.mu.Lock()
 	for name, j := range r.decided {
 		if j.Phase == verdict.Convergence && j.Verdict == verdict.Violated {
-			j.Reason += fmt.Sprintf(" (still so when the settle timeout of %s ran out after heal)", r.sc.Settle)
+			j.Reason += fmt.Sprintf(" (still so when the settle timeout%s ran out after heal)", settleTimeoutOf(r.sc.Settle))
 			r.decided[name] = j
 		}
 	}
@@ -167,7 +183,7 @@ func (r *run) judgeSafety() []string {
 	}
 	baseline := r.record.Baseline
 	r.mu.Unlock()
-	in := invariant.Input{Moment: invariant.WindowToSettle, Snapshots: snaps, Timeline: r.timeline.Timeline(), Baseline: baseline}
+	in := invariant.Input{Moment: invariant.WindowToSettle, Snapshots: snaps, Timeline: r.judgingTimeline(&r.judging.SafetyAt), Baseline: baseline, FaultClasses: r.faultClasses()}
 	return r.assert(verdict.Safety, in)
 }
 
@@ -195,7 +211,7 @@ func (r *run) samplePreFault(ctx context.Context, baseline evidence.Snapshot) ([
 	evidence.Stream(pctx, st.cfg.Sampler, st.lab, every, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			failed++
-			r.event("sample-failed", "in the pre-fault window: "+err.Error())
+			r.sampleFailed(snap.Taken, "in the pre-fault window: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
@@ -238,9 +254,10 @@ func (r *run) controlsDecidedBeforeTheFault() []string {
 // violation would give INSUFFICIENT_DATA for what a few seconds more would
 // have answered, so it does not settle the invariant. It returns the names
 // settled by snap, and whether every one has settled now. An invariant
-// short of evidence for good costs the whole settle bound.
-func (r *run) settle(snap *evidence.Snapshot, settledIn map[string]*evidence.Snapshot) (newly []string, all bool) {
-	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.timeline.Timeline(), Baseline: r.record.Baseline}
+// short of evidence for good costs the whole settle bound. k is the
+// sample's place among the settle samples.
+func (r *run) settle(k int, snap *evidence.Snapshot, settledIn map[string]*evidence.Snapshot) (newly []string, all bool) {
+	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.judgingTimeline(r.settleMoment(k)), Baseline: r.record.Baseline, FaultClasses: r.faultClasses()}
 	all = true
 	for _, inv := range r.unsettled(settledIn) {
 		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
@@ -313,17 +330,49 @@ func (r *run) addEvents(events []evidence.Event) {
 	}
 }
 
+// Timeline event kinds of the window's effect probes: each probe's look
+// is on the timeline, so that the run verdict can be decided again from a
+// record.
+const (
+	probeEffectEvent   = "probe-effect"
+	probeNoEffectEvent = "probe-no-effect"
+	probeFailedEvent   = "probe-failed"
+)
+
+// settleTimeoutOf is " of <timeout>", or nothing for a timeout a record
+// does not hold.
+func settleTimeoutOf(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of %s", d)
+}
+
 func (r *run) addProbe(p probe) {
 	r.mu.Lock()
 	r.probes = append(r.probes, p)
 	r.mu.Unlock()
 	detail := p.Effect.Detail
-	kind := "probe-no-effect"
+	kind := probeNoEffectEvent
 	switch {
 	case p.Err != nil:
-		kind, detail = "probe-failed", p.Err.Error()
+		kind, detail = probeFailedEvent, p.Err.Error()
 	case p.Effect.Observed:
-		kind = "probe-effect"
+		kind = probeEffectEvent
 	}
 	r.timeline.Add(evidence.Event{At: p.At.UTC(), Source: "faultline", Subject: "fault/" + r.sc.Fault.Kind(), Kind: kind, Detail: detail})
+}
+
+// faultClasses are the classes of what the run injects (fault.Classes),
+// for the invariants judged after the fault; judging a recorded run
+// again, those its record keeps.
+func (r *run) faultClasses() []string {
+	if r.replay != nil {
+		return r.judging.FaultClasses
+	}
+	var out []string
+	for _, c := range fault.Classes(r.sc.injected()) {
+		out = append(out, string(c))
+	}
+	return out
 }

@@ -279,17 +279,23 @@ func (p profiled) Info() lab.Info {
 	return i
 }
 
-// The preview's specs map to the table's scenarios by their container.
-func TestScenariosOfPreviewedSpecs(t *testing.T) {
+// The preview's specs map to the table's scenarios by their container,
+// and to their repetition by its label.
+func TestRunsOfPreviewedSpecs(t *testing.T) {
 	a, b := Scenario{ID: "a"}, Scenario{ID: "b", Arm: NullArm}
 	byPair := map[string]Scenario{pairKey("a", "fault"): a, pairKey("b", "null"): b}
 	specs := []previewedSpec{
 		{containers: []string{"suite", "b [null]"}, text: "b's title"},
 		{containers: []string{"a [fault]"}, text: "a's title"},
 		{containers: []string{"some other container"}, text: "not a scenario"},
+		{containers: []string{repetitionText(3, 3), "a [fault]"}, text: "a's title", labels: []string{"arm:fault", repetitionLabel(3)}},
 	}
-	got := scenariosOf(specs, byPair)
-	if len(got) != 2 || got[0].ID != "b" || got[1].ID != "a" {
+	got := runsOf(specs, byPair)
+	if len(got) != 3 || got[0].sc.ID != "b" || got[0].rep != 1 || got[1].sc.ID != "a" || got[1].rep != 1 || got[2].sc.ID != "a" || got[2].rep != 3 {
 		t.Errorf("got %+v", got)
+	}
+	done := map[string]resumedRun{runKey("a", "fault", 1): {}}
+	if left := withoutFinished(got, done); len(left) != 2 || left[0].ID != "b" || left[1].ID != "a" {
+		t.Errorf("left to run after a's first repetition: %+v", left)
 	}
 }

@@ -203,7 +203,7 @@ func TestSelftestPoolHealsEveryLabsLedgerFirst(t *testing.T) {
 	// Named memlab, as the killed single-lab run named its lab in the
 	// entry it left.
 	labA, labB := filepath.Join(root, "lab-a"), filepath.Join(root, memlab.Name)
-	_, flag := killMidRun(t, labB)
+	_, flag := killMidRun(t, labB, 1, resumeFilter)
 	if len(ledgerEntries(t, labB)) != 1 || !memState(t, labB).Flags[flag] {
 		t.Fatalf("the killed run left no fault behind")
 	}

@@ -151,13 +151,14 @@ func checkPoolShapes(engines []*engine, toRun []Scenario) (skipped []string, err
 	return skipped, errors.Join(errs...)
 }
 
-// withoutFinished leaves out the scenarios a resumed folder holds a
-// finished run of: they are skipped, whatever lab gets them.
-func withoutFinished(scs []Scenario, done map[string]resumedRun) []Scenario {
+// withoutFinished are the scenarios of the planned runs a resumed folder
+// holds no finished run of: the others are skipped, whatever lab gets
+// them.
+func withoutFinished(runs []plannedRun, done map[string]resumedRun) []Scenario {
 	var out []Scenario
-	for _, sc := range scs {
-		if _, ok := done[pairKey(sc.ID, string(sc.arm()))]; !ok {
-			out = append(out, sc)
+	for _, p := range runs {
+		if _, ok := done[runKey(p.sc.ID, string(p.sc.arm()), p.rep)]; !ok {
+			out = append(out, p.sc)
 		}
 	}
 	return out

@@ -29,9 +29,11 @@ type probe struct {
 // run is the state of one scenario run, built up phase by phase and turned
 // into a verdict.Run at the end.
 type run struct {
-	sc      Scenario
-	eng     *engine
-	id      string
+	sc  Scenario
+	eng *engine
+	id  string
+	// rep is the run's repetition of its scenario × arm, from 1.
+	rep     int
 	started time.Time
 	ended   time.Time
 
@@ -52,11 +54,30 @@ type run struct {
 	// load is the machine's load average at the run's start (and, once
 	// finished, its end).
 	load []verdict.Load
+	// class is the fault class NOT_APPLICABLE is looked up under, when
+	// not the scenario's fault's (a recorded run judged again).
+	class string
+	// judging is what the record keeps for judging the run again
+	// (verdict.Judging), noted as each step is judged.
+	judging verdict.Judging
+	// replay is set when a recorded run is judged again (rejudge.go).
+	replay *replay
 }
 
 func newRun(sc Scenario, eng *engine, now time.Time) *run {
+	return newRepetition(sc, eng, now, 1, 1)
+}
+
+// newRepetition is the run of repetition rep of a suite run that runs
+// each scenario × arm `of` times. Where there are several, the run's ID
+// names its repetition: two repetitions of one pair can start in the same
+// millisecond on two labs of a pool.
+func newRepetition(sc Scenario, eng *engine, now time.Time, rep, of int) *run {
 	id := fmt.Sprintf("%s-%s-%s", sc.ID, sc.arm(), now.UTC().Format("20060102T150405.000Z"))
-	r := &run{sc: sc, eng: eng, id: id, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
+	if of > 1 {
+		id = fmt.Sprintf("%s-%s-rep%d-%s", sc.ID, sc.arm(), rep, now.UTC().Format("20060102T150405.000Z"))
+	}
+	r := &run{sc: sc, eng: eng, id: id, rep: rep, started: now, timings: map[string]float64{}, decided: map[string]verdict.Judgement{}}
 	if l, ok := readLoad(); ok {
 		r.load = append(r.load, l)
 	}
@@ -105,6 +126,17 @@ func (r *run) abort(phase string, err error) string {
 
 func (r *run) event(kind, detail string) {
 	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: kind, Detail: detail})
+}
+
+// sampleFailed stamps a tick at which no snapshot could be taken on the
+// timeline, at the tick's time (taken; now when the sampler gave none): the
+// invariants count it as a round that could not tell, so no stretch is
+// proven across it.
+func (r *run) sampleFailed(taken time.Time, detail string) {
+	if taken.IsZero() {
+		taken = time.Now()
+	}
+	r.timeline.Add(evidence.Event{At: taken.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.SampleFailedEvent, Detail: detail})
 }
 
 // progress prints a phase's line: how long it took and how often its
@@ -172,7 +204,7 @@ func preFaultLongEnough(baseline evidence.Snapshot, samples []evidence.Snapshot,
 func (r *run) applicable(table invariant.Table) []invariant.Invariant {
 	var out []invariant.Invariant
 	for _, inv := range r.sc.Invariants {
-		if _, na := table.Lookup(string(r.sc.Fault.Class()), inv.Name()); !na {
+		if _, na := table.Lookup(r.faultClass(), inv.Name()); !na {
 			out = append(out, inv)
 		}
 	}
@@ -185,9 +217,9 @@ func (r *run) applicable(table invariant.Table) []invariant.Invariant {
 // as the window will be. One snapshot could never show that: every
 // safety invariant needs two rounds or more to fire.
 func (r *run) judgePreFault(table invariant.Table, baseline evidence.Snapshot, preFault []evidence.Snapshot) {
-	class := string(r.sc.Fault.Class())
+	class := r.faultClass()
 	snaps := append([]evidence.Snapshot{baseline}, preFault...)
-	in := invariant.Input{Moment: invariant.PreFault, Snapshots: snaps, Timeline: r.timeline.Timeline(), Baseline: &baseline}
+	in := invariant.Input{Moment: invariant.PreFault, Snapshots: snaps, Timeline: r.judgingTimeline(&r.judging.PreFaultAt), Baseline: &baseline}
 	from, to := in.Span()
 	for _, inv := range r.sc.Invariants {
 		if reason, na := table.Lookup(class, inv.Name()); na {
@@ -337,7 +369,7 @@ func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampl
 	}()
 	evidence.Stream(sctx, sampler, l, r.eng.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
-			r.event("sample-failed", "while healing: "+err.Error())
+			r.sampleFailed(snap.Taken, "while healing: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
@@ -498,18 +530,7 @@ func (r *run) finish(specState string) verdict.Run {
 	if l, ok := readLoad(); ok {
 		r.load = append(r.load, l)
 	}
-	notJudged := "not judged: " + reason
-	if reason == "" {
-		notJudged = "not judged"
-	}
-	var js []verdict.Judgement
-	for _, inv := range r.sc.Invariants {
-		j, ok := r.decided[inv.Name()]
-		if !ok {
-			j = verdict.Judgement{Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.InsufficientData, Reason: notJudged}
-		}
-		js = append(js, j)
-	}
+	js := judgementsOf(r.sc.Invariants, r.decided, reason)
 	r.record.Timeline = r.timeline.Timeline()
 	st := r.eng
 	out := verdict.Run{
@@ -520,11 +541,40 @@ func (r *run) finish(specState string) verdict.Run {
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
 		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
-		Emulation: r.sc.emulation(st.lab),
+		Emulation: r.sc.emulation(st.lab), Repetition: r.rep,
 	}
+	out.Judging = r.judgingRecord()
 	r.st.finished = &out
 	r.st.whole[PhaseDone] = true
 	return out
+}
+
+// faultClass is the class NOT_APPLICABLE is looked up under: the
+// scenario's fault's, or the recorded one of a run judged again.
+func (r *run) faultClass() string {
+	if r.class != "" || r.sc.Fault == nil {
+		return r.class
+	}
+	return string(r.sc.Fault.Class())
+}
+
+// judgementsOf are the verdicts of invs, in their order: those decided,
+// and for any other INSUFFICIENT_DATA saying it was not judged and why
+// the run stopped (reason, "" when it did not).
+func judgementsOf(invs []invariant.Invariant, decided map[string]verdict.Judgement, reason string) []verdict.Judgement {
+	notJudged := "not judged: " + reason
+	if reason == "" {
+		notJudged = "not judged"
+	}
+	var js []verdict.Judgement
+	for _, inv := range invs {
+		j, ok := decided[inv.Name()]
+		if !ok {
+			j = verdict.Judgement{Invariant: inv.Name(), Phase: inv.Phase(), Verdict: verdict.InsufficientData, Reason: notJudged}
+		}
+		js = append(js, j)
+	}
+	return js
 }
 
 func sortedLabels(s Scenario) []string {

@@ -177,7 +177,7 @@ func TestSettlingGoesOnWhileAConvergenceInvariantLacksEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap.Set("apiserver/cp1", evidence.NodeReady, a)
-		if _, got := r.settle(&snap, map[string]*evidence.Snapshot{}); got != c.want {
+		if _, got := r.settle(0, &snap, map[string]*evidence.Snapshot{}); got != c.want {
 			t.Errorf("convergence verdicts %v: settled %v, want %v", c.convergence, got, c.want)
 		}
 	}
@@ -225,7 +225,7 @@ func TestEachConvergenceInvariantKeepsTheSampleThatSettledIt(t *testing.T) {
 		}
 		snap.Set("apiserver/cp1", evidence.NodeReady, a)
 		samples = append(samples, &snap)
-		newly, all := r.settle(&snap, settledIn)
+		newly, all := r.settle(i, &snap, settledIn)
 		if !slices.Equal(newly, want) || all {
 			t.Errorf("sample %d: settled %v (all %v), want %v and not all", i, newly, all, want)
 		}

@@ -194,6 +194,9 @@ const (
 	LabelControl  = "control:"
 	LabelWriter   = "writer:"
 	LabelCI       = "ci"
+	// LabelRepetition is the round of a suite run with repetitions
+	// (-faultline.repeat): repetition:2 on the specs of the second.
+	LabelRepetition = "repetition:"
 )
 
 // AutoLabels are the labels every scenario gets from its fields: arm:,
@@ -304,6 +307,8 @@ func (s Scenario) Validate() error {
 			bad("label %q: set ControlOf; the engine generates control: labels from it", l)
 		case strings.HasPrefix(l, LabelWriter):
 			bad("label %q: set Writer; the engine generates the writer: label from it", l)
+		case strings.HasPrefix(l, LabelRepetition):
+			bad("label %q: the engine labels each round of a suite run with repetitions (-faultline.repeat)", l)
 		}
 	}
 	if s.Fault != nil {

@@ -8,7 +8,9 @@ import (
 )
 
 // CheckControls is the self-check over the runs of one suite run: one line
-// per control that did not come out as it must.
+// per control that did not come out as it must. With repetitions it judges
+// every repetition of each pair (a control must break what it controls in
+// each, a null arm stay clean in each), and a line names its repetition.
 //   - A positive control's fault arm (a run whose ControlOf names
 //     invariants) must be JUDGED and each invariant it names VIOLATED: a
 //     detector that cannot see the breakage it was built for makes every
@@ -25,8 +27,9 @@ import (
 // the suite and fail the suite on any line.
 func CheckControls(runs []verdict.Run) []string {
 	var problems []string
-	for _, r := range runs {
-		name := runName(r)
+	names := runNames(runs)
+	for i, r := range runs {
+		name := names[i]
 		switch r.Arm {
 		case string(FaultArm):
 			verdicts := verdictsOf(r)
@@ -63,22 +66,42 @@ func CheckControls(runs []verdict.Run) []string {
 // negative control was established for them in this run.
 func Gaps(runs []verdict.Run) []string {
 	var out []string
-	for _, r := range runs {
+	names := runNames(runs)
+	for i, r := range runs {
 		if r.Arm != string(NullArm) {
 			continue
 		}
 		verdicts := verdictsOf(r)
 		for _, inv := range sortedKeys(verdicts) {
 			if verdicts[inv] == verdict.InsufficientData {
-				out = append(out, fmt.Sprintf("%s: %s INSUFFICIENT_DATA", runName(r), inv))
+				out = append(out, fmt.Sprintf("%s: %s INSUFFICIENT_DATA", names[i], inv))
 			}
 		}
 	}
 	return out
 }
 
-// runName names a run as its spec is named: "<scenario> [<arm>]".
-func runName(r verdict.Run) string { return fmt.Sprintf("%s [%s]", r.Scenario, r.Arm) }
+// runNames names each run as its spec is named, "<scenario> [<arm>]", and
+// where its pair ran in several repetitions, which one: "<scenario>
+// [<arm>] repetition 2".
+func runNames(runs []verdict.Run) []string {
+	reps := map[string]map[int]bool{}
+	for _, r := range runs {
+		k := pairKey(r.Scenario, r.Arm)
+		if reps[k] == nil {
+			reps[k] = map[int]bool{}
+		}
+		reps[k][r.RepetitionNumber()] = true
+	}
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = pairKey(r.Scenario, r.Arm)
+		if len(reps[names[i]]) > 1 {
+			names[i] += fmt.Sprintf(" repetition %d", r.RepetitionNumber())
+		}
+	}
+	return names
+}
 
 func verdictsOf(r verdict.Run) map[string]verdict.Verdict {
 	out := map[string]verdict.Verdict{}

@@ -70,3 +70,23 @@ func TestSelfCheckFailsTheSuiteOnAControlThatDidNotComeOut(t *testing.T) {
 		t.Errorf("a blind control: failure %q", failure)
 	}
 }
+
+// With repetitions, every repetition of a pair is judged: a control that
+// missed in one of three fails the suite naming that repetition, and a
+// null arm's gap names its own.
+func TestSelfCheckJudgesEveryRepetition(t *testing.T) {
+	ctl := func(rep int, v verdict.Verdict) verdict.Run {
+		return verdict.Run{Scenario: "c", Arm: "fault", Repetition: rep, ControlOf: []string{"x"}, RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": v})}
+	}
+	null := func(rep int, v verdict.Verdict) verdict.Run {
+		return verdict.Run{Scenario: "c", Arm: "null", Repetition: rep, RunVerdict: verdict.RunJudged, Judgements: judged(map[string]verdict.Verdict{"x": v})}
+	}
+	runs := []verdict.Run{ctl(1, verdict.Violated), null(1, verdict.Preserved), ctl(2, verdict.Preserved), null(2, verdict.InsufficientData), ctl(3, verdict.Violated), null(3, verdict.Preserved)}
+	report, failure := selfCheck(runs)
+	if !strings.Contains(failure, "1 did not come out as they must:\nc [fault] repetition 2: positive control of x judged PRESERVED") {
+		t.Errorf("failure %q", failure)
+	}
+	if report != "self-check: no negative control for c [null] repetition 2: x INSUFFICIENT_DATA\n" {
+		t.Errorf("report %q", report)
+	}
+}

@@ -870,12 +870,13 @@ func completeRecords(dir string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-// killMidRun starts the suite and kills it with SIGKILL once a run has
-// been recorded and another holds a memlab flag fault in the lab and in
-// the ledger; it returns the run folder and the flag left set.
-func killMidRun(t *testing.T, state string) (string, string) {
+// killMidRun starts the suite with args and kills it with SIGKILL once
+// `recorded` runs have been recorded and another holds a memlab flag fault
+// in the lab and in the ledger; it returns the run folder and the flag
+// left set.
+func killMidRun(t *testing.T, state string, recorded int, args ...string) (string, string) {
 	t.Helper()
-	s := newSelftest(t, state, nil, resumeFilter)
+	s := newSelftest(t, state, nil, args...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -887,7 +888,7 @@ func killMidRun(t *testing.T, state string) (string, string) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		des, _ := os.ReadDir(s.reports)
-		if len(des) == 1 && completeRecords(filepath.Join(s.reports, des[0].Name())) >= 1 {
+		if len(des) == 1 && completeRecords(filepath.Join(s.reports, des[0].Name())) >= recorded {
 			es, _ := led.Entries()
 			st, err := memlab.Open(state, true).Load()
 			if len(es) == 1 && es[0].Kind == memlab.FlagKind && err == nil {
@@ -922,7 +923,7 @@ func TestSelftestResumedAfterKill9GivesTheRecordsOfAnUncutRun(t *testing.T) {
 	}
 
 	state := t.TempDir()
-	folder, flag := killMidRun(t, state)
+	folder, flag := killMidRun(t, state, 1, resumeFilter)
 	before, err := record.ReadRuns(folder)
 	if err != nil {
 		t.Fatal(err)

@@ -9,25 +9,28 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 )
 
-// registerScenario is the Ginkgo skin over one scenario's run: a spec
-// (Serial on one lab, see suiteState.serial) with the scenario's labels whose nodes call the runner's phases
-// (runner.go) in the shape DESIGN.md gives: BeforeEach reset and
-// pre-fault, JustBeforeEach ledger-then-inject with the last-resort heal
-// as a DeferCleanup, It the window, AfterEach heal, settle, judge and
-// release, ReportAfterEach the run record.
-func registerScenario(st *suiteState, sc Scenario) {
+// registerScenario is the Ginkgo skin over one repetition of one
+// scenario's run: a spec (Serial on one lab, see suiteState.serial) with
+// the scenario's labels whose nodes call the runner's phases (runner.go)
+// in the shape DESIGN.md gives: BeforeEach reset and pre-fault,
+// JustBeforeEach ledger-then-inject with the last-resort heal as a
+// DeferCleanup, It the window, AfterEach heal, settle, judge and release,
+// ReportAfterEach the run record. rep is the repetition (1 in a suite run
+// without repetitions); its container, and the round's label, are its
+// caller's (registerSpecs).
+func registerScenario(st *suiteState, sc Scenario, rep int) {
 	Describe(pairKey(sc.ID, string(sc.arm())), st.serial(Label(sc.AllLabels()...), func() {
 		var r *run
 
 		BeforeEach(func(ctx SpecContext) {
 			r = nil
-			if done, ok := st.resumed[pairKey(sc.ID, string(sc.arm()))]; ok {
+			if done, ok := st.resumed[runKey(sc.ID, string(sc.arm()), rep)]; ok {
 				Skip(done.skipNote(st.folder.dir()))
 			}
 			if err := st.fits(sc); err != nil {
 				Skip(err.Error())
 			}
-			r = newRun(sc, st.engine, time.Now())
+			r = newRepetition(sc, st.engine, time.Now(), rep, st.repeat)
 			if err := r.start(ctx); err != nil {
 				Fail(err.Error())
 			}

@@ -83,8 +83,8 @@ type Suite struct {
 type suiteState struct {
 	*engine
 	folder *runFolder
-	// resumed are the scenario × arm pairs a resumed folder already holds
-	// a finished run of (key pairKey); nil for a new folder.
+	// resumed are the runs (scenario × arm × repetition) a resumed folder
+	// already holds a finished run of (key runKey); nil for a new folder.
 	resumed map[string]resumedRun
 	// pooled: the run is over a pool of labs, one per Ginkgo process, so
 	// its specs are not Serial (decided when the tree is built).
@@ -92,27 +92,44 @@ type suiteState struct {
 	// byPair are the table's scenarios by pairKey, to find the scenario
 	// of a previewed spec.
 	byPair map[string]Scenario
+	// table is the suite's table, whose specs RunSuite adds to the tree.
+	table []Scenario
+	// repeat is how many times each scenario × arm runs (-faultline.repeat);
+	// repeatErr, when the setting was malformed, refuses the suite at its
+	// start, before anything is touched.
+	repeat    int
+	repeatErr error
 }
 
-var (
-	registerMu sync.Mutex
-	registered bool
-)
+// registration is the suite Register registered, whose specs RunSuite
+// adds to the tree once the command line is parsed.
+var registration struct {
+	sync.Mutex
+	st *suiteState
+	// specsAdded: RunSuite added the table's specs.
+	specsAdded bool
+}
 
-// Register adds the table's specs and the suite-level nodes to the Ginkgo
-// tree. Call it once per suite, at the top level:
+// Register adds the suite-level nodes to the Ginkgo tree and keeps the
+// table, whose specs the suite's test function adds with RunSuite. Call it
+// once per suite, at the top level:
 //
 //	var _ = scenario.Register(suite, table)
 //
+// The specs are added by RunSuite, not here, because how many of them
+// there are (-faultline.repeat) is known only once the test binary's
+// command line is parsed, after package initialisation. A suite whose test
+// calls Ginkgo's RunSpecs instead fails as its tree is built, saying so.
+//
 // It panics on a malformed table or Suite, since the tree cannot be built.
 func Register(s Suite, table []Scenario) bool {
-	registerMu.Lock()
-	defer registerMu.Unlock()
-	if registered {
+	registration.Lock()
+	defer registration.Unlock()
+	if registration.st != nil {
 		panic("scenario.Register called twice: a suite registers all its scenarios in one table")
 	}
-	registered = true
 	registerResumeFlag()
+	registerRepeatFlag()
 	s, err := s.withDefaults()
 	if err != nil {
 		panic(err.Error())
@@ -120,22 +137,113 @@ func Register(s Suite, table []Scenario) bool {
 	if err := ValidateTable(table); err != nil {
 		panic(err.Error())
 	}
-	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}, pooled: poolGiven(), byPair: map[string]Scenario{}}
+	st := &suiteState{engine: &engine{name: s.Name, cfg: s, out: GinkgoWriter}, pooled: poolGiven(), byPair: map[string]Scenario{}, table: table, repeat: 1}
 	for _, sc := range table {
 		st.byPair[pairKey(sc.ID, string(sc.arm()))] = sc
 	}
+	registration.st = st
 	registerSuiteNodes(st)
-	scenarios := func() {
-		for _, sc := range table {
-			registerScenario(st, sc)
+	// Entered when the tree is built, after RunSuite had its chance to add
+	// the specs.
+	Describe(s.Name+" (scenario.RunSuite adds the table's specs)", func() {
+		registration.Lock()
+		added := registration.specsAdded
+		registration.Unlock()
+		if !added {
+			panic(errNoRunSuite)
+		}
+	})
+	return true
+}
+
+// addRegisteredSpecs adds the specs of the suite Register registered, once;
+// nothing when no suite was registered.
+func addRegisteredSpecs() {
+	registration.Lock()
+	defer registration.Unlock()
+	if registration.st == nil || registration.specsAdded {
+		return
+	}
+	registration.specsAdded = true
+	registration.st.registerSpecs()
+}
+
+// registerSpecs adds a spec per scenario × arm × repetition to the tree,
+// as top-level containers (Ginkgo shuffles those by its seed, and runs the
+// specs inside one in the order they are declared).
+//
+// Without repetitions it is one container per scenario × arm, named by
+// its pairKey (under TableOrder, one Ordered container of them all).
+//
+// With N repetitions the suite runs in rounds: each round runs every
+// selected scenario × arm once, and the next round starts after it,
+// so that drift over hours (the machine's load, a lab that ages) falls on
+// every scenario alike instead of lining up with one. Ginkgo repeats no
+// spec by itself (its --repeat reruns the whole suite, into a new run
+// folder each time) and orders nothing across containers but by its
+// shuffle, so the rounds are containers of their own: each scenario's
+// arms in one container per round (fault, then null, as the table gives
+// them: one container runs its specs in order), labelled
+// repetition:<round>, and each round's containers given SpecPriority
+// -round, which Ginkgo schedules before every lower priority whatever its
+// shuffle. Within a round the scenarios are shuffled by Ginkgo's seed as
+// without repetitions. Under TableOrder each round is one Ordered
+// container in the order of the table, so that over a pool of labs each
+// round can go to a lab of its own.
+func (st *suiteState) registerSpecs() {
+	n, err := repeatCount()
+	if err != nil {
+		st.repeatErr = err
+	}
+	st.repeat = n
+	if n == 1 {
+		scenarios := func() {
+			for _, sc := range st.table {
+				registerScenario(st, sc, 1)
+			}
+		}
+		if st.cfg.TableOrder {
+			Describe(st.name, st.serial(Ordered, ContinueOnFailure, scenarios)...)
+		} else {
+			scenarios()
+		}
+		return
+	}
+	for rep := 1; rep <= n; rep++ {
+		round := []any{SpecPriority(-rep), Label(repetitionLabel(rep))}
+		if st.cfg.TableOrder {
+			Describe(st.name+", "+repetitionText(rep, n), st.serial(append(round, Ordered, ContinueOnFailure, func() {
+				for _, sc := range st.table {
+					registerScenario(st, sc, rep)
+				}
+			})...)...)
+			continue
+		}
+		for _, arms := range armsByScenario(st.table) {
+			Describe(repetitionText(rep, n), st.serial(append(round, func() {
+				for _, sc := range arms {
+					registerScenario(st, sc, rep)
+				}
+			})...)...)
 		}
 	}
-	if s.TableOrder {
-		Describe(s.Name, st.serial(Ordered, ContinueOnFailure, scenarios)...)
-	} else {
-		scenarios()
+}
+
+// armsByScenario groups the table's rows by scenario ID, in the order
+// each ID first appears, each ID's arms in the table's order.
+func armsByScenario(table []Scenario) [][]Scenario {
+	var out [][]Scenario
+	at := map[string]int{}
+	for _, sc := range table {
+		i, ok := at[sc.ID]
+		if !ok {
+			i = len(out)
+			at[sc.ID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], sc)
 	}
-	return true
+	return out
 }
 
 // serial adds to a container's arguments the decorator that keeps the
@@ -205,8 +313,9 @@ func RefuseNonLab(l lab.Lab) error {
 // suiteStart is what process 1 hands the other parallel processes.
 type suiteStart struct {
 	Folder string `json:"folder"`
-	// Resumed are the pairs a resumed folder held a finished run of when
-	// the suite started, read once by process 1 before any run appended.
+	// Resumed are the runs (runKey) a resumed folder held a finished run
+	// of when the suite started, read once by process 1 before any run
+	// appended.
 	Resumed map[string]resumedRun `json:"resumed,omitempty"`
 	// Pool are the labs of a run over a pool, as process 1 read and
 	// checked them: process N opens Pool[N-1].
@@ -240,14 +349,17 @@ func registerSuiteNodes(st *suiteState) {
 			spillClientLogs(GinkgoWriter)
 			Fail(msg)
 		}
+		if st.repeatErr != nil {
+			fail(st.repeatErr.Error())
+		}
 		pool, err := PoolFromEnv()
 		if err != nil {
 			fail(err.Error() + " (nothing was touched)")
 		}
-		var toRun []Scenario
+		var toRun []plannedRun
 		if pool != nil {
 			var ok bool
-			if toRun, ok = st.previewedScenarios(); !ok {
+			if toRun, ok = st.previewedRuns(); !ok {
 				fail(errNoPreview.Error() + " (nothing was touched)")
 			}
 		}
@@ -259,7 +371,10 @@ func registerSuiteNodes(st *suiteState) {
 		}
 		var done map[string]resumedRun
 		if resumed != nil {
-			done = finishedPairs(resumed.Lines)
+			if err := checkResumedRepetitions(resumed.Lines, st.repeat); err != nil {
+				fail(fmt.Sprintf("resuming run folder %s: %v (nothing was touched)", resumed.Folder.Dir, err))
+			}
+			done = finishedRuns(resumed.Lines)
 		}
 		start := suiteStart{Resumed: done}
 		engines := []*engine{st.engine}
@@ -378,11 +493,15 @@ func registerSuiteNodes(st *suiteState) {
 		if err != nil {
 			Fail(err.Error())
 		}
-		latest, superseded := latestOfEachPair(runs)
+		latest, superseded := latestOfEachRun(runs)
+		repeated := ""
+		if st.repeat > 1 {
+			repeated = fmt.Sprintf(", %d repetitions of each scenario × arm", st.repeat)
+		}
 		if superseded > 0 {
-			fmt.Printf("faultline: %d runs (%d of them ABORTED and run again after); reports in %s\n", len(runs), superseded, st.folder.dir())
+			fmt.Printf("faultline: %d runs (%d of them ABORTED and run again after)%s; reports in %s\n", len(runs), superseded, repeated, st.folder.dir())
 		} else {
-			fmt.Printf("faultline: %d runs; reports in %s\n", len(runs), st.folder.dir())
+			fmt.Printf("faultline: %d runs%s; reports in %s\n", len(runs), repeated, st.folder.dir())
 		}
 		if !st.cfg.SelfCheck {
 			return

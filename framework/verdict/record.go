@@ -47,7 +47,52 @@ type Judgement struct {
 	// During names the part of the run the deciding evidence fell in:
 	// pre-fault, window, heal or settle.
 	During string `json:"during,omitempty"`
+	// Quantities are what the verdict measured, by name (a stretch's
+	// length, appends lost, the seconds two copies overlapped), so that
+	// reports can give their median and range over the repetitions of a
+	// scenario. Nil where the invariant measures nothing, and in records
+	// written before the field. Paper 3's names are the Quantity*
+	// constants below.
+	Quantities map[string]Quantity `json:"quantities,omitempty"`
 }
+
+// Quantity is one number a verdict measured, with its unit.
+type Quantity struct {
+	Value float64 `json:"value"`
+	// Unit is what Value counts ("s", "appends", "appends/s").
+	Unit string `json:"unit"`
+	// Per names the quantities of the same judgement this one scales
+	// with (appends lost scale with the seconds both copies wrote and
+	// with the rate of appends): reports give it divided by their
+	// product beside its own value, so that runs of different windows or
+	// rates compare. Empty where it does not scale.
+	Per []string `json:"per,omitempty"`
+}
+
+// Names of Judgement.Quantities that paper 3's invariants give with a
+// loss count (acknowledged-data-survives, single-history): a quantity
+// not measured (an overlap timed by clocks a clock-skew fault may have
+// set apart, a rate over no overlap) is absent.
+const (
+	// QuantityLost: acknowledged writes lost (unit: what they are,
+	// "appends", "operations", "increments"), Per the overlap and the
+	// rate; for the kvdb workload also QuantityLostIncrements and
+	// QuantityLostRegisterWrites, a register write being no increment.
+	QuantityLost               = "lost"
+	QuantityLostIncrements     = "lost-increments"
+	QuantityLostRegisterWrites = "lost-register-writes"
+	// QuantityOverlap: the seconds in which two copies both had writes
+	// accepted (each copy's stretches of acknowledged writes, split where
+	// none came for over twice the workload's interval, the seconds two
+	// such stretches share summed), "s".
+	QuantityOverlap = "overlap"
+	// QuantityAcknowledgedInOverlap: the writes of all copies
+	// acknowledged in those seconds (unit as QuantityLost's), and
+	// QuantityAcknowledgedRate, that count per second of them
+	// ("<writes>/s").
+	QuantityAcknowledgedInOverlap = "acknowledged-in-overlap"
+	QuantityAcknowledgedRate      = "acknowledged-rate"
+)
 
 // Exercised and NotExercised build Judgement.Exercised values.
 func Exercised() *bool    { t := true; return &t }
@@ -128,6 +173,12 @@ type Run struct {
 	Lab        LabInfo            `json:"lab"`
 	GitCommit  string             `json:"gitCommit,omitempty"`
 	ConfigHash string             `json:"configHash,omitempty"`
+	// Judging keeps what judging the run's evidence again needs (see
+	// Judging); nil in records written before it was kept.
+	Judging *Judging `json:"judging,omitempty"`
+	// Rejudged is set on a record made by judging a recorded run again;
+	// nil on the record the engine wrote as the run ended.
+	Rejudged *Rejudged `json:"rejudged,omitempty"`
 	// SpecState is Ginkgo's outcome for the spec (passed, failed, ...).
 	SpecState string `json:"specState,omitempty"`
 	// Role is finding, control or null (see RoleFinding).
@@ -141,6 +192,19 @@ type Run struct {
 	// Emulation says how the lab emulated the fault and what the
 	// emulation does not reach (fault.Emulated); empty for the real thing.
 	Emulation string `json:"emulation,omitempty"`
+	// Repetition is which run of its scenario × arm this is, from 1, in a
+	// suite run that repeats each (-faultline.repeat); 0 in records
+	// written before the field (RepetitionNumber reads it as 1).
+	Repetition int `json:"repetition,omitempty"`
+}
+
+// RepetitionNumber is the run's repetition, 1 for records written before
+// repetitions were recorded (each ran once).
+func (r Run) RepetitionNumber() int {
+	if r.Repetition < 1 {
+		return 1
+	}
+	return r.Repetition
 }
 
 // Counted reports whether the run's verdicts count towards rates.

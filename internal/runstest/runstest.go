@@ -4,6 +4,7 @@
 package runstest
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,4 +46,86 @@ func RolesRuns() []verdict.Run {
 	writer := Run("w", verdict.RunJudged, verdict.Judgement{Invariant: "acknowledged-writes-survive", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "read 41 of 42", Violation: "stale-read", Exercised: verdict.Exercised(), During: "settle"})
 	writer.Scenario = "writer-cut"
 	return []verdict.Run{finding, null, ctl, old, writer}
+}
+
+// Q is a quantity of unit u, scaling with the quantities per names.
+func Q(v float64, u string, per ...string) verdict.Quantity {
+	return verdict.Quantity{Value: v, Unit: u, Per: per}
+}
+
+// Rep is repetition rep of scenario's arm with the verdicts given, one per
+// invariant in order, each with its quantities (nil for none).
+func Rep(scenario, arm string, rep int, rv verdict.RunVerdict, invariants []string, verdicts []verdict.Verdict, quantities []map[string]verdict.Quantity) verdict.Run {
+	var js []verdict.Judgement
+	for i, v := range verdicts {
+		j := J(invariants[i], v)
+		if i < len(quantities) {
+			j.Quantities = quantities[i]
+		}
+		js = append(js, j)
+	}
+	id := scenario + "-" + arm + "-rep" + strconv.Itoa(rep)
+	r := Run(id, rv, js...)
+	r.Scenario, r.Arm, r.Repetition = scenario, arm, rep
+	r.Started = T0.Add(time.Duration(rep) * time.Minute)
+	r.Ended = r.Started.Add(2 * time.Second)
+	switch {
+	case arm == "null":
+		r.Role = verdict.RoleNull
+	case strings.HasPrefix(scenario, "control-"):
+		r.Role, r.ControlOf = verdict.RoleControl, []string{invariants[0]}
+	default:
+		r.Role = verdict.RoleFinding
+	}
+	return r
+}
+
+// The invariants RepeatedRuns judges.
+const (
+	Endpoints = "endpoints-truthful"
+	Graceful  = "graceful-deletion"
+	Acked     = "acknowledged-data-survives"
+)
+
+// RepeatedRuns: a suite run with repetitions, in rounds.
+//   - pod-network-cut, fault arm, 3 repetitions (the third ABORTED once
+//     and run again): endpoints-truthful VIOLATED, PRESERVED, VIOLATED
+//     (flaky, 2 of 3), with the stretch it lasted (4, 6, 5 s);
+//     graceful-deletion PRESERVED in each; acknowledged-data-survives
+//     VIOLATED in each, with the appends lost (12, 6, 20), the seconds two
+//     copies overlapped (3, 2, 4) and the append rate (2, 2, 2.5 /s), the
+//     appends lost scaling with both (normalised 2, 1.5, 2).
+//   - its null arm, 3 repetitions: PRESERVED but graceful-deletion's
+//     third, INSUFFICIENT_DATA.
+//   - kubelet-stopped, fault arm, 4 repetitions, the second
+//     FAULT_INEFFECTIVE: endpoints-truthful PRESERVED in the judged three,
+//     graceful-deletion PRESERVED, VIOLATED, PRESERVED (flaky, 1 of 3).
+//   - control-endpoints, a positive control of endpoints-truthful, 2
+//     repetitions: hit, then missed.
+func RepeatedRuns() []verdict.Run {
+	V, P, ID := verdict.Violated, verdict.Preserved, verdict.InsufficientData
+	three := []string{Endpoints, Graceful, Acked}
+	cut := func(rep int, e, g, a verdict.Verdict, stretch, lost, overlap, rate float64) verdict.Run {
+		return Rep("pod-network-cut", "fault", rep, verdict.RunJudged, three, []verdict.Verdict{e, g, a}, []map[string]verdict.Quantity{
+			{"stretch": Q(stretch, "s")}, nil,
+			{"appends-lost": Q(lost, "appends", "overlap", "append-rate"), "overlap": Q(overlap, "s"), "append-rate": Q(rate, "appends/s")},
+		})
+	}
+	null := func(rep int, g verdict.Verdict) verdict.Run {
+		return Rep("pod-network-cut", "null", rep, verdict.RunJudged, three, []verdict.Verdict{P, g, P}, nil)
+	}
+	kubelet := func(rep int, rv verdict.RunVerdict, e, g verdict.Verdict) verdict.Run {
+		return Rep("kubelet-stopped", "fault", rep, rv, three[:2], []verdict.Verdict{e, g}, nil)
+	}
+	control := func(rep int, e verdict.Verdict) verdict.Run {
+		return Rep("control-endpoints", "fault", rep, verdict.RunJudged, three[:1], []verdict.Verdict{e}, nil)
+	}
+	aborted := Rep("pod-network-cut", "fault", 3, verdict.RunAborted, three, []verdict.Verdict{ID, ID, ID}, nil)
+	aborted.RunID += "-aborted"
+	return []verdict.Run{
+		cut(1, V, P, V, 4, 12, 3, 2), null(1, P), kubelet(1, verdict.RunJudged, P, P), control(1, V),
+		cut(2, P, P, V, 6, 6, 2, 2), null(2, P), kubelet(2, verdict.FaultIneffective, P, P), control(2, P),
+		aborted, cut(3, V, P, V, 5, 20, 4, 2.5), null(3, ID), kubelet(3, verdict.RunJudged, P, V),
+		kubelet(4, verdict.RunJudged, P, P),
+	}
 }

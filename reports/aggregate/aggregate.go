@@ -9,11 +9,14 @@ package aggregate
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/reports"
 )
@@ -28,9 +31,12 @@ const (
 	BySuite     = "suite"
 	ByLab       = "lab"
 	ByProfile   = "profile"
+	// ByRepetition groups by the run's repetition (1 in records written
+	// before repetitions): drift across the rounds of a repeated run.
+	ByRepetition = "repetition"
 )
 
-var fieldDimensions = []string{ByInvariant, ByScenario, ByArm, BySuite, ByLab, ByProfile}
+var fieldDimensions = []string{ByInvariant, ByScenario, ByArm, BySuite, ByLab, ByProfile, ByRepetition}
 
 // None is the group of runs that have no label with the prefix asked for.
 const None = "(none)"
@@ -70,6 +76,14 @@ type Row struct {
 	Excluded int
 	// Runs counts the judged runs that gave this group a verdict.
 	Runs int
+	// Pool is what the row's counted verdicts pool: where it pools the
+	// repetitions of several scenarios its rate gets no interval
+	// (reports.Pool.PoolsRepetitions).
+	Pool reports.Pool
+	// Flaky are the scenario × arm × invariant whose verdicts the row
+	// counts and whose judged repetitions gave both VIOLATED and
+	// PRESERVED, in order of scenario and invariant.
+	Flaky []verdict.Stability
 }
 
 // Table is the rows of one grouping over the runs of one role.
@@ -98,6 +112,22 @@ func (t Table) ShowArm() bool {
 		}
 	}
 	return false
+}
+
+// FlakyText names a row's flaky verdicts, "scenario invariant k/n",
+// leaving out what the row's key names already.
+func (t Table) FlakyText(r Row) string {
+	return reports.FlakyText(r.Flaky, !slices.Contains(t.Columns, ByScenario), !slices.Contains(t.Columns, ByInvariant))
+}
+
+// FlakyField is FlakyText for a CSV field: "scenario invariant:k/n;...",
+// both always named.
+func (t Table) FlakyField(r Row) string {
+	var parts []string
+	for _, s := range r.Flaky {
+		parts = append(parts, fmt.Sprintf("%s %s:%d/%d", s.Scenario, s.Invariant, s.Rate.Violated, s.Rate.N()))
+	}
+	return strings.Join(parts, ";")
 }
 
 // Title is "Findings by invariant, scenario" or "Null arms by class".
@@ -148,8 +178,16 @@ type Report struct {
 	// Emulations are the faults some runs only emulated, each as
 	// "kind: how", for the report's header.
 	Emulations []string
+	// RejudgedBy are the checkers' commits of the records made by judging
+	// a run again (faultline rejudge), for the report's header.
+	RejudgedBy []string
 	// Warnings say where the rates pool runs that differ in what they ran on.
 	Warnings []string
+	// Repeated: some scenario × arm ran more than once to an outcome
+	// (verdict.Repeated), so the report has a stability to give.
+	// Stability is each scenario × arm × invariant over its repetitions.
+	Repeated  bool
+	Stability []reports.StabilityRow
 }
 
 // Build aggregates what was read into one table per grouping.
@@ -161,7 +199,16 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	rep := &Report{Records: len(recs), CutShort: in.CutShort, Runs: recs, Roles: map[string]int{}}
 	labs, profiles, kube, etcd, commits, sources, emulations := set{}, set{}, set{}, set{}, set{}, set{}, set{}
 	labelPrefixes := set{}
+	rejudgedBy, notRejudged := set{}, map[string]int{}
+	rejudged := 0
 	for _, r := range recs {
+		if rj := r.Rejudged; rj != nil {
+			rejudged++
+			rejudgedBy.add(orNotRecorded(rj.GitCommit))
+			for _, n := range rj.NotRejudged {
+				notRejudged[n.Invariant]++
+			}
+		}
 		sources.add(r.File)
 		// A missing value is a value of its own: runs that did not record
 		// their profile must not pass for runs of the one that did.
@@ -202,6 +249,17 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 	rep.mergeApplicability(in.Applicability)
 	rep.Labs, rep.Profiles, rep.KubernetesVersions, rep.EtcdVersions, rep.Commits = labs.sorted(), profiles.sorted(), kube.sorted(), etcd.sorted(), commits.sorted()
 	rep.Emulations = emulations.sorted()
+	rep.RejudgedBy = rejudgedBy.sorted()
+	if rejudged > 0 && rejudged < len(recs) {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d of these %d runs were judged again (faultline rejudge) and the others were not: the rates pool the verdicts of two checkers", rejudged, len(recs)))
+	}
+	if len(notRejudged) > 0 {
+		var parts []string
+		for _, inv := range slices.Sorted(maps.Keys(notRejudged)) {
+			parts = append(parts, fmt.Sprintf("%s in %s", inv, count(notRejudged[inv], "run")))
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("some verdicts of the runs judged again could not be judged again and are in no row (%s): each folder's %s says why", strings.Join(parts, ", "), record.RejudgeFile))
+	}
 	for _, w := range []struct {
 		what string
 		vals []string
@@ -221,6 +279,15 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 		}
 	}
 
+	runs := make([]verdict.Run, len(recs))
+	for i, r := range recs {
+		runs[i] = r.Run
+	}
+	rep.Repeated, rep.Stability = verdict.Repeated(runs), reports.Stability(runs)
+	stability := map[verdict.StabilityKey]verdict.Stability{}
+	for _, s := range rep.Stability {
+		stability[s.StabilityKey] = s.Stability
+	}
 	for _, dims := range groupings {
 		for _, d := range dims {
 			if !isField(d) && !labelPrefixes.has(d) {
@@ -228,8 +295,8 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 					d, d, strings.Join(fieldDimensions, ", "), orNone(labelPrefixes.sorted()))
 			}
 		}
-		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding))
-		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull))
+		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding, stability))
+		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull, stability))
 	}
 	return rep, nil
 }
@@ -301,7 +368,7 @@ func (rep *Report) mergeApplicability(byFolder map[string][]verdict.Inapplicable
 	}
 }
 
-func buildTable(recs []Record, dims []string, role string) Table {
+func buildTable(recs []Record, dims []string, role string, stability map[verdict.StabilityKey]verdict.Stability) Table {
 	cols := []string{ByArm}
 	armAsked := false
 	for _, d := range dims {
@@ -316,6 +383,7 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	scenariosOf, suitesOf := map[string]set{}, map[string]set{}
 	multiLabel := map[string]bool{}
 	invariants := set{}
+	contributors := map[string]map[verdict.StabilityKey]bool{}
 	for i, r := range recs {
 		if r.RunRole() != role {
 			continue
@@ -338,12 +406,17 @@ func buildTable(recs []Record, dims []string, role string) Table {
 					rows[id] = row
 					runsOf[id] = map[int]bool{}
 					scenariosOf[id], suitesOf[id] = set{}, set{}
+					contributors[id] = map[verdict.StabilityKey]bool{}
 				}
 				if !r.Counted() {
 					row.Excluded++
 					continue
 				}
 				row.Tally.Add(j)
+				if j.Verdict.Counts() {
+					row.Pool.Add(verdict.PairOf(r.Run), i)
+					contributors[id][verdict.StabilityKey{Suite: r.Suite, Scenario: r.Scenario, Arm: r.Arm, Invariant: j.Invariant}] = true
+				}
 				runsOf[id][i] = true
 				scenariosOf[id].add(r.Scenario)
 				suitesOf[id].add(orNone1(r.Suite))
@@ -352,8 +425,19 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	}
 	t := Table{Role: role, Columns: cols, ArmAsked: armAsked}
 	mostScenarios, mostSuites := 0, 0
+	pooledRepetitions := false
 	for id, row := range rows {
 		row.Runs = len(runsOf[id])
+		for k := range contributors[id] {
+			if s := stability[k]; s.Flaky() {
+				row.Flaky = append(row.Flaky, s)
+			}
+		}
+		sort.Slice(row.Flaky, func(a, b int) bool {
+			x, y := row.Flaky[a], row.Flaky[b]
+			return x.Suite+"\x00"+x.Scenario+"\x00"+x.Invariant < y.Suite+"\x00"+y.Scenario+"\x00"+y.Invariant
+		})
+		pooledRepetitions = pooledRepetitions || row.Pool.PoolsRepetitions()
 		t.Rows = append(t.Rows, *row)
 		mostScenarios = max(mostScenarios, len(scenariosOf[id]))
 		mostSuites = max(mostSuites, len(suitesOf[id]))
@@ -369,6 +453,9 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	if !slices.Contains(cols, BySuite) && mostSuites > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("A row pools the runs of several suites (up to %d in one row); add suite to --by to split them.", mostSuites))
 	}
+	if pooledRepetitions {
+		t.Notes = append(t.Notes, PooledRepetitionsNote)
+	}
 	for _, c := range cols {
 		if multiLabel[c] {
 			t.Notes = append(t.Notes, fmt.Sprintf("Some runs carry more than one %s: label; such a run counts in the row of each.", c))
@@ -376,6 +463,10 @@ func buildTable(recs []Record, dims []string, role string) Table {
 	}
 	return t
 }
+
+// PooledRepetitionsNote explains the rates a table gives without an
+// interval.
+const PooledRepetitionsNote = "A rate marked as pooling the repetitions of several scenarios has no interval: each scenario has a rate of its own and its repetitions are trials of it, so their pooled count is not k of n trials of one thing; the stability tables give each scenario's rate with its interval."
 
 func isField(d string) bool {
 	for _, f := range fieldDimensions {
@@ -401,6 +492,8 @@ func dimensionValues(r verdict.Run, j verdict.Judgement, d string) []string {
 		return []string{orNone1(r.Lab.Name)}
 	case ByProfile:
 		return []string{orNone1(r.Lab.TimerProfile)}
+	case ByRepetition:
+		return []string{strconv.Itoa(r.RepetitionNumber())}
 	}
 	var vals []string
 	seen := set{}

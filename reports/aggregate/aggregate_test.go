@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,8 +176,15 @@ func TestByInvariantCountsAndIntervals(t *testing.T) {
 		t.Errorf("by invariant has %d finding and %d null-arm rows, want 2 and 2", len(byInv.Rows), len(nullInv.Rows))
 	}
 	// Both scenarios judged both invariants: the rows pool them, and say so.
-	if len(byInv.Notes) != 1 || !strings.Contains(byInv.Notes[0], "several scenarios (up to 2 in one row)") {
-		t.Errorf("by invariant must say it pools scenarios, and nothing else: %v", byInv.Notes)
+	// Each scenario ran ten times, so single-copy's row pools the
+	// repetitions of two scenarios, which are not trials of one thing: no
+	// interval, and the table says why. endpoints-converge counted only
+	// worker-power-off's runs, trials of one experiment.
+	if len(byInv.Notes) != 2 || !strings.Contains(byInv.Notes[0], "several scenarios (up to 2 in one row)") || byInv.Notes[1] != PooledRepetitionsNote {
+		t.Errorf("by invariant must say it pools scenarios and their repetitions, and nothing else: %v", byInv.Notes)
+	}
+	if !sc.Pool.PoolsRepetitions() || sc.Pool.Scenarios() != 2 || ep.Pool.PoolsRepetitions() {
+		t.Errorf("pooled repetitions: single-copy %v (%d scenarios), endpoints-converge %v", sc.Pool.PoolsRepetitions(), sc.Pool.Scenarios(), ep.Pool.PoolsRepetitions())
 	}
 	if len(nullInv.Notes) != 0 {
 		t.Errorf("one null-arm scenario needs no pooling note: %v", nullInv.Notes)
@@ -385,17 +393,23 @@ func TestMarkdown(t *testing.T) {
 		"- Timer profiles: fast",
 		"- Kubernetes: v1.36.3",
 		"## Findings by invariant",
-		"| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | insufficient data | not applicable | detector invalid | excluded | runs |",
-		// Old records: no PRESERVED says whether it was exercised.
-		"| single-copy | 1 | 0 | 0 | 19 | 1/20 = 5.0% [0.9%, 23.6%] | unknown: 19 PRESERVED not recorded | 0 | 0 | 0 | 2 | 20 |",
-		"| endpoints-converge | 5 | 0 | 0 | 5 | 5/10 = 50.0% [23.7%, 76.3%] | unknown: 5 PRESERVED not recorded | 10 | 0 | 0 | 2 | 20 |",
+		"| invariant | violated | preserved (exercised) | preserved (not exercised) | preserved (not recorded) | rate (all counted) | rate (exercised) | flaky (VIOLATED of judged) | insufficient data | not applicable | detector invalid | excluded | runs |",
+		// Old records: no PRESERVED says whether it was exercised. Each
+		// scenario ran ten times: single-copy's rate pools the
+		// repetitions of two, and gets no interval.
+		"| single-copy | 1 | 0 | 0 | 19 | 1/20 = 5.0% (pools the repetitions of 2 scenarios: no interval) | unknown: 19 PRESERVED not recorded | worker-power-off 1/10 | 0 | 0 | 0 | 2 | 20 |",
+		"| endpoints-converge | 5 | 0 | 0 | 5 | 5/10 = 50.0% [23.7%, 76.3%] | unknown: 5 PRESERVED not recorded | worker-power-off 5/10 | 10 | 0 | 0 | 2 | 20 |",
+		"## Stability over repetitions",
+		"| worker-power-off | single-copy | 1 of 10 | 1/10 = 10.0% [1.8%, 40.4%] | **flaky** | - | 10 | - |",
+		"| etcd-slow | single-copy | 0 of 10 | 0/10 = 0.0% [0.0%, 27.8%] | PRESERVED every time | FAULT_INEFFECTIVE 2, ABORTED 1 | 13 | - |",
+		"| etcd-slow | endpoints-converge | 0 of 0 | - | not judged | INSUFFICIENT_DATA 10, FAULT_INEFFECTIVE 2, ABORTED 1 | 13 | - |",
 		"## Findings by scenario",
 		"## Positive controls\n\nEach control",
 		"No control runs in these records.",
 		"## Null arms by invariant",
-		"| invariant | false alarms (VIOLATED) | preserved | false-alarm rate | insufficient data | not applicable | detector invalid | excluded | runs |",
-		"| endpoints-converge | 0 | 0 | – | 0 | 3 | 0 | 0 | 3 |",
-		"| single-copy | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | 0 | 0 | 1 | 0 | 3 |",
+		"| invariant | false alarms (VIOLATED) | preserved | false-alarm rate | flaky (VIOLATED of judged) | insufficient data | not applicable | detector invalid | excluded | runs |",
+		"| endpoints-converge | 0 | 0 | – | - | 0 | 3 | 0 | 0 | 3 |",
+		"| single-copy | 0 | 2 | 0/2 = 0.0% [0.0%, 65.8%] | - | 0 | 0 | 1 | 0 | 3 |",
 		"## Null arms by scenario",
 		"## Runs",
 		"| a-0 | worker-power-off | fault | finding | JUDGED | (not recorded) | (not recorded) |",
@@ -420,7 +434,7 @@ func TestCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := strings.Join(recs[0], ",")
-	if head != "by,role,arm,invariant,class,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome" {
+	if head != "by,role,arm,invariant,class,scenario,violated,preserved,preserved_exercised,preserved_not_exercised,preserved_not_recorded,counted,rate,ci95_low,ci95_high,exercised_counted,exercised_rate,exercised_ci95_low,exercised_ci95_high,violation_kinds,insufficient_data,not_applicable,detector_invalid,excluded,runs,run_id,expected,verdict,outcome,flaky,pooled_scenarios,stability,fault_ineffective,aborted,quantities" {
 		t.Fatalf("header %s", head)
 	}
 	found := map[string]bool{}
@@ -428,17 +442,22 @@ func TestCSV(t *testing.T) {
 		found[strings.Join(r, ",")] = true
 	}
 	for _, want := range []string{
-		"invariant,finding,fault,single-copy,,1,19,0,0,19,20,0.050000,0.008881,0.236131,,,,,,0,0,0,2,20,,,,",
-		"invariant,null,null,endpoints-converge,,0,0,0,0,0,0,,,,0,,,,,0,3,0,0,3,,,,",
-		// 6/20: bounds by bisection of the score statistic, as in the verdict package.
-		"class,finding,fault,,crash-stop,6,14,0,0,14,20,0.300000,0.145477,0.518973,,,,,,0,0,0,0,10,,,,",
+		// The repetitions of two scenarios pooled: the rate, no interval.
+		"invariant,finding,fault,single-copy,,,1,19,0,0,19,20,0.050000,,,,,,,,0,0,0,2,20,,,,,worker-power-off single-copy:1/10,2,,,,",
+		"invariant,null,null,endpoints-converge,,,0,0,0,0,0,0,,,,0,,,,,0,3,0,0,3,,,,,,,,,,",
+		// 6/20 pools the invariants of one scenario: bounds by bisection of
+		// the score statistic, as in the verdict package.
+		"class,finding,fault,,crash-stop,,6,14,0,0,14,20,0.300000,0.145477,0.518973,,,,,,0,0,0,0,10,,,,,worker-power-off endpoints-converge:5/10;worker-power-off single-copy:1/10,,,,,",
+		// Each scenario × arm × invariant over its repetitions.
+		"stability,finding,fault,single-copy,,worker-power-off,1,9,,,,10,0.100000,0.017876,0.404150,,,,,,0,0,0,,10,,,,,,,flaky,0,0,",
+		"stability,finding,fault,endpoints-converge,,etcd-slow,0,0,,,,0,,,,,,,,,10,0,0,,13,,,,,,,not judged,2,1,",
 	} {
 		if !found[want] {
 			t.Errorf("csv lacks row %s\n%v", want, recs)
 		}
 	}
-	if len(recs) != 1+4+3 {
-		t.Errorf("csv has %d rows, want 8", len(recs))
+	if len(recs) != 1+4+3+6 {
+		t.Errorf("csv has %d rows, want 14", len(recs))
 	}
 	var ex bytes.Buffer
 	if err := WriteExcludedSummary(&ex, rep); err != nil {
@@ -586,5 +605,32 @@ func TestEmulatedFaultsAreListed(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "- Emulated: clock-skew: emulated: per-process vDSO skew\n") {
 		t.Errorf("markdown does not list the emulation:\n%s", out.String())
+	}
+}
+
+// Runs judged again name their checker in the header; pooled with runs
+// that were not, and with verdicts that could not be judged again, the
+// report warns.
+func TestRejudgedRunsSayWhoJudgedThemAgain(t *testing.T) {
+	dir := t.TempDir()
+	again := strings.TrimSuffix(line("x", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "VIOLATED")), "}") +
+		`,"rejudged":{"at":"2026-11-01T10:00:00Z","gitCommit":"abc123","notRejudged":[{"invariant":"j","why":"no bound recorded"}]}}`
+	writeFile(t, filepath.Join(dir, VerdictsFile), again+"\n"+line("y", "s", "fault", "JUDGED", "", nil, "fast", judge("i", "PRESERVED"))+"\n")
+	rep := build(t, nil, dir)
+	if !slices.Equal(rep.RejudgedBy, []string{"abc123"}) {
+		t.Errorf("re-judged by %v", rep.RejudgedBy)
+	}
+	warnings := strings.Join(rep.Warnings, "\n")
+	for _, want := range []string{"1 of these 2 runs were judged again (faultline rejudge) and the others were not", "could not be judged again and are in no row (j in 1 run)"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q: %v", want, rep.Warnings)
+		}
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "- Judged again by the checker at: abc123 (the commits above are the runs')") {
+		t.Errorf("markdown header:\n%s", b.String())
 	}
 }

@@ -136,3 +136,47 @@ func TestReadsTheRoleFieldsTheReportersWrite(t *testing.T) {
 		t.Errorf("controls %+v", rep.Controls)
 	}
 }
+
+// TestReadsTheRepetitionFieldsTheReportersWrite writes runs of a repeated
+// suite through the record's own writer, with the repetition and a
+// verdict's quantities, beside a record without them as an older
+// faultline wrote it: all read back whole, the older one as repetition 1,
+// and the stability counts every run.
+func TestReadsTheRepetitionFieldsTheReportersWrite(t *testing.T) {
+	start := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	folder, err := record.NewFolder(t.TempDir(), "splitbrain", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := verdict.Run{RunID: "old", Suite: "splitbrain", Scenario: "forced-delete", Arm: "fault", Started: start, Ended: start.Add(time.Minute),
+		RunVerdict: verdict.RunJudged, Lab: verdict.LabInfo{Name: "lab11s", Kind: "local", TimerProfile: "fast"},
+		Judgements: []verdict.Judgement{{Invariant: "acknowledged-data-survives", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "lost 12"}}}
+	repeated := old
+	repeated.RunID, repeated.Repetition = "rep2", 2
+	repeated.Judgements = []verdict.Judgement{{Invariant: "acknowledged-data-survives", Phase: verdict.Convergence, Verdict: verdict.Violated, Reason: "lost 6",
+		Quantities: map[string]verdict.Quantity{"appends-lost": {Value: 6, Unit: "appends", Per: []string{"overlap"}}, "overlap": {Value: 2, Unit: "s"}}}}
+	for _, r := range []verdict.Run{old, repeated} {
+		if err := folder.AppendRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := ReadRunFolders([]string{folder.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []verdict.Run{old, repeated} {
+		if !reflect.DeepEqual(in.Records[i].Run, want) {
+			t.Errorf("record %d read back as\n %+v\nwant\n %+v", i, in.Records[i].Run, want)
+		}
+	}
+	if in.Records[0].RepetitionNumber() != 1 {
+		t.Errorf("a record without a repetition reads as repetition %d", in.Records[0].RepetitionNumber())
+	}
+	rep, err := Build(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stability) != 1 || rep.Stability[0].Rate.Violated != 2 || rep.Stability[0].Repetitions != 2 || rep.Stability[0].QuantitiesText() != "appends-lost: 6 appends (1); per overlap: 3 appends/s (1); overlap: 2 s (1)" {
+		t.Errorf("stability %+v (%s)", rep.Stability, rep.Stability[0].QuantitiesText())
+	}
+}

@@ -46,6 +46,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	for _, e := range rep.Emulations {
 		fmt.Fprintf(&b, "- Emulated: %s\n", mdEscape(e))
 	}
+	if len(rep.RejudgedBy) > 0 {
+		fmt.Fprintf(&b, "- Judged again by the checker at: %s (the commits above are the runs')\n", mdEscape(strings.Join(rep.RejudgedBy, ", ")))
+	}
 	b.WriteString("\nFindings are the scenarios' fault arms, the only runs a rate is computed over. " +
 		"Positive controls (built to break the invariants they name) and null arms (the fault replaced by one that does nothing) test the detector: " +
 		"each has a section of its own and never enters a findings rate.\n\n" +
@@ -61,15 +64,19 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 
 	for _, t := range rep.Findings {
-		writeMarkdownTable(&b, t)
+		writeMarkdownTable(&b, t, rep.Repeated)
 	}
 	writeMarkdownControls(&b, rep)
 	if rep.Roles[verdict.RoleNull] == 0 {
 		b.WriteString("\n## Null arms\n\nNo null-arm runs in these records.\n")
 	} else {
 		for _, t := range rep.NullArms {
-			writeMarkdownTable(&b, t)
+			writeMarkdownTable(&b, t, rep.Repeated)
 		}
+	}
+
+	if rep.Repeated {
+		b.WriteString("\n" + reports.StabilityMarkdown(rep.Stability))
 	}
 
 	b.WriteString("\n## Applicability table\n\n" +
@@ -124,8 +131,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 // writeMarkdownTable renders one findings or null-arm table. A null arm
 // expects PRESERVED everywhere, so its VIOLATED are false alarms and its
 // rate is a false-alarm rate; whether a PRESERVED was exercised says
-// nothing there, since nothing was injected.
-func writeMarkdownTable(b *strings.Builder, t Table) {
+// nothing there, since nothing was injected. Over repeated runs a column
+// names the flaky verdicts each row counts, and a rate that pools the
+// repetitions of several scenarios is given without an interval.
+func writeMarkdownTable(b *strings.Builder, t Table, repeated bool) {
 	null := t.Role == verdict.RoleNull
 	fmt.Fprintf(b, "\n## %s\n\n", t.Title())
 	if null {
@@ -153,6 +162,9 @@ func writeMarkdownTable(b *strings.Builder, t Table) {
 	if kinds {
 		head = append(head, "violation kinds")
 	}
+	if repeated {
+		head = append(head, "flaky (VIOLATED of judged)")
+	}
 	for _, o := range otherColumns {
 		head = append(head, o.title)
 	}
@@ -179,13 +191,16 @@ func writeMarkdownTable(b *strings.Builder, t Table) {
 		}
 		tl := r.Tally
 		if null {
-			cells = append(cells, strconv.Itoa(tl.Violated), strconv.Itoa(tl.Preserved), rateText(tl.Rate))
+			cells = append(cells, strconv.Itoa(tl.Violated), strconv.Itoa(tl.Preserved), pooledRateText(tl.Rate, r.Pool))
 		} else {
 			cells = append(cells, strconv.Itoa(tl.Violated), strconv.Itoa(tl.PreservedExercised), strconv.Itoa(tl.PreservedNotExercised), strconv.Itoa(tl.PreservedNotRecorded),
-				rateText(tl.Rate), exercisedRateText(tl))
+				pooledRateText(tl.Rate, r.Pool), exercisedRateText(tl, r.Pool))
 		}
 		if kinds {
 			cells = append(cells, orDash(mdEscape(tl.ViolationKinds())))
+		}
+		if repeated {
+			cells = append(cells, orDash(mdEscape(t.FlakyText(r))))
 		}
 		for _, o := range otherColumns {
 			cells = append(cells, strconv.Itoa(tl.Other[o.v]))
@@ -221,18 +236,20 @@ func writeMarkdownControls(b *strings.Builder, rep *Report) {
 	}
 }
 
-func exercisedRateText(t reports.Tally) string {
+func exercisedRateText(t reports.Tally, p reports.Pool) string {
 	if ex, ok := t.ExercisedRate(); ok {
-		return rateText(ex)
+		return pooledRateText(ex, p)
 	}
 	return t.ExercisedRateText()
 }
 
-func rateText(r verdict.Rate) string {
+// pooledRateText is the rate with its interval, or without one where it
+// pools the repetitions of several scenarios; "–" when nothing counts.
+func pooledRateText(r verdict.Rate, p reports.Pool) string {
 	if r.N() == 0 {
 		return "–"
 	}
-	return r.String()
+	return reports.PooledRateText(r, p)
 }
 
 // WriteCSV renders the report as one CSV. Every row has a role. Findings
@@ -255,7 +272,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 			}
 		}
 	}
-	if len(rep.Controls) > 0 {
+	if len(rep.Controls) > 0 || rep.Repeated {
 		for _, c := range []string{ByScenario, ByInvariant} {
 			if !seen.has(c) {
 				seen.add(c)
@@ -271,6 +288,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 		head = append(head, o.field)
 	}
 	head = append(head, "excluded", "runs", "run_id", "expected", "verdict", "outcome")
+	head = append(head, stabilityColumns...)
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -291,10 +309,11 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				rec = append(rec, val)
 			}
 			tl := r.Tally
+			pooled := r.Pool.PoolsRepetitions()
 			rec = append(rec, strconv.Itoa(tl.Violated), strconv.Itoa(tl.Preserved), strconv.Itoa(tl.PreservedExercised), strconv.Itoa(tl.PreservedNotExercised), strconv.Itoa(tl.PreservedNotRecorded))
-			rec = append(rec, rateFields(tl.Rate)...)
+			rec = append(rec, rateFields(tl.Rate, pooled)...)
 			if ex, ok := tl.ExercisedRate(); ok {
-				rec = append(rec, rateFields(ex)...)
+				rec = append(rec, rateFields(ex, pooled)...)
 			} else {
 				rec = append(rec, "", "", "", "")
 			}
@@ -303,6 +322,12 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				rec = append(rec, strconv.Itoa(tl.Other[o.v]))
 			}
 			rec = append(rec, strconv.Itoa(r.Excluded), strconv.Itoa(r.Runs), "", "", "", "")
+			pooledScenarios := ""
+			if pooled {
+				pooledScenarios = strconv.Itoa(r.Pool.Scenarios())
+			}
+			rec = append(rec, t.FlakyField(r), pooledScenarios)
+			rec = append(rec, make([]string, len(stabilityColumns)-2)...)
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -324,23 +349,71 @@ func WriteCSV(w io.Writer, rep *Report) error {
 		if c.Judgement != nil {
 			got = string(c.Judgement.Verdict)
 		}
-		rec = append(rec, make([]string, len(head)-len(rec)-4)...)
+		rec = append(rec, make([]string, len(head)-len(rec)-4-len(stabilityColumns))...)
 		rec = append(rec, c.Run.RunID, string(verdict.Violated), got, string(c.Outcome))
+		rec = append(rec, make([]string, len(stabilityColumns))...)
 		if err := cw.Write(rec); err != nil {
 			return err
+		}
+	}
+	if rep.Repeated {
+		for _, s := range rep.Stability {
+			rec := []string{"stability", s.Role, s.Arm}
+			for _, d := range dimCols {
+				val := ""
+				switch d {
+				case ByScenario:
+					val = s.Scenario
+				case ByInvariant:
+					val = s.Invariant
+				case BySuite:
+					val = orNone1(s.Suite)
+				}
+				rec = append(rec, val)
+			}
+			rec = append(rec, strconv.Itoa(s.Rate.Violated), strconv.Itoa(s.Rate.Preserved), "", "", "")
+			rec = append(rec, rateFields(s.Rate, false)...)
+			rec = append(rec, "", "", "", "", "")
+			for _, o := range otherColumns {
+				rec = append(rec, strconv.Itoa(s.Rate.Other[o.v]))
+			}
+			rec = append(rec, "", strconv.Itoa(s.Runs), "", "", "", "")
+			var qs []string
+			for _, q := range s.Quantities {
+				qs = append(qs, q.Text())
+			}
+			rec = append(rec, "", "", s.Outcome(), strconv.Itoa(s.FaultIneffective), strconv.Itoa(s.Aborted), strings.Join(qs, "; "))
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
 		}
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
+// stabilityColumns end every CSV row. On findings and null-arm rows:
+// flaky (the row's flaky verdicts, "scenario invariant:k/n;...") and
+// pooled_scenarios (where the rate pools the repetitions of several
+// scenarios, how many; its interval is then empty). On stability rows
+// (by = stability, one per scenario × arm × invariant of repeated runs,
+// whose counts and interval are that scenario's over its repetitions):
+// stability (VIOLATED, PRESERVED, flaky or "not judged"), the runs that
+// were FAULT_INEFFECTIVE and ABORTED (runs counts them all), and each
+// quantity's median [range] (count).
+var stabilityColumns = []string{"flaky", "pooled_scenarios", "stability", "fault_ineffective", "aborted", "quantities"}
+
 // rateFields are counted, rate, low and high bounds; the last three empty
-// when nothing counts.
-func rateFields(r verdict.Rate) []string {
+// when nothing counts, the bounds empty when the count pools the
+// repetitions of several scenarios.
+func rateFields(r verdict.Rate, pooled bool) []string {
 	rate, lo, hi := "", "", ""
 	if v, ok := r.Value(); ok {
-		l, h, _ := r.Wilson()
-		rate, lo, hi = frac(v), frac(l), frac(h)
+		rate = frac(v)
+		if !pooled {
+			l, h, _ := r.Wilson()
+			lo, hi = frac(l), frac(h)
+		}
 	}
 	return []string{strconv.Itoa(r.N()), rate, lo, hi}
 }

@@ -5,7 +5,9 @@ package html
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/internal/browser"
 )
 
@@ -42,7 +45,7 @@ type drawnLane struct {
 }
 
 func TestPagesInChromium(t *testing.T) {
-	folders := []string{runFolder(t), writerFolder(t, map[string][]evidence.RegisterOp{"linearizable": writerOps(6, false), "stale": writerOps(6, true)})}
+	folders := []string{runFolder(t), writerFolder(t, map[string][]evidence.RegisterOp{"linearizable": writerOps(6, false), "stale": writerOps(6, true)}), repeatedFolder(t)}
 	if d := os.Getenv("FAULTLINE_BROWSER_RUN"); d != "" {
 		folders = append(folders, d)
 	}
@@ -81,17 +84,23 @@ func TestPagesInChromium(t *testing.T) {
 		if err := index.Eval(ctx, `Array.from(document.querySelectorAll('#run-table a')).map(a => a.getAttribute('href'))`, &links); err != nil {
 			t.Fatal(err)
 		}
-		// The rate plots, inline: by invariant and by scenario.
+		runs, err := record.ReadRuns(folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The rate plots, inline: by invariant and by scenario, and over
+		// repeated runs the stability plot.
 		var plots []float64
 		if err := index.Eval(ctx, `Array.from(document.querySelectorAll('figure.rate-plot svg')).map(s => s.getBoundingClientRect().width)`, &plots); err != nil {
 			t.Fatal(err)
 		}
-		if len(plots) != 2 || plots[0] < 100 || plots[1] < 100 {
-			t.Errorf("%s: rate plots drawn %v, want two", IndexFile, plots)
+		wantPlots := 2
+		if verdict.Repeated(runs) {
+			wantPlots = 3
+			checkStabilityInChromium(ctx, t, index, load)
 		}
-		runs, err := record.ReadRuns(folder)
-		if err != nil {
-			t.Fatal(err)
+		if len(plots) != wantPlots || slices.ContainsFunc(plots, func(w float64) bool { return w < 100 }) {
+			t.Errorf("%s: rate plots drawn %v, want %d", IndexFile, plots, wantPlots)
 		}
 		if len(links) != len(runs) {
 			t.Errorf("%s: index links %d runs, the folder holds %d", folder, len(links), len(runs))
@@ -157,6 +166,62 @@ func TestPagesInChromium(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// checkStabilityInChromium loads the index's stability tables and every
+// scenario's stability page: each table row of the index drawn with its
+// interval where something was judged, a flaky verdict's cell in the
+// flaky colour, and every grid cell of a page a link to a run page that
+// loads.
+func checkStabilityInChromium(ctx context.Context, t *testing.T, index *browser.Page, load func(string) *browser.Page) {
+	t.Helper()
+	var rows []struct {
+		Href, Outcome string
+		Bar, Judged   bool
+		Fill          string
+	}
+	if err := index.Eval(ctx, `Array.from(document.querySelectorAll('#stability table.stability tr[data-outcome]')).map(tr => ({
+		href: tr.querySelector('a.stability-link').getAttribute('href'), outcome: tr.dataset.outcome,
+		bar: !!tr.querySelector('rect.interval'), judged: tr.dataset.outcome !== 'not judged',
+		fill: getComputedStyle(tr.querySelector('td.flaky, td[class^="v-"]')).backgroundColor}))`, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("the index's stability tables have no row")
+	}
+	pages := map[string]bool{}
+	for _, r := range rows {
+		pages[r.Href] = true
+		if r.Bar != r.Judged {
+			t.Errorf("stability row of %s (%s): interval drawn %v", r.Href, r.Outcome, r.Bar)
+		}
+		if r.Outcome == "flaky" && r.Fill != "rgb(253, 224, 184)" {
+			t.Errorf("a flaky row's verdict is drawn in %s, not the flaky colour", r.Fill)
+		}
+	}
+	for href := range pages {
+		p := load(href)
+		var cells []struct {
+			Href  string
+			Width float64
+		}
+		if err := p.Eval(ctx, `Array.from(document.querySelectorAll('table.grid td.cell a')).map(a => ({href: a.getAttribute('href'), width: a.getBoundingClientRect().width}))`, &cells); err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) == 0 {
+			t.Errorf("%s: no verdict cell", href)
+		}
+		runPages := map[string]bool{}
+		for _, c := range cells {
+			if c.Width < 1 {
+				t.Errorf("%s: a cell linking %s is not drawn", href, c.Href)
+			}
+			runPages[path.Join(path.Dir(href), c.Href)] = true
+		}
+		for rp := range runPages {
+			load(rp)
 		}
 	}
 }

@@ -8,9 +8,6 @@ import (
 	"slices"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/faultline/faultline/reports/aggregate"
 )
@@ -79,7 +76,10 @@ func findingsTable(rep *aggregate.Report, by string) (aggregate.Table, bool) {
 // scenario (by is aggregate.ByInvariant or aggregate.ByScenario), each
 // with its 95% Wilson interval as a horizontal bar, in format "svg" or
 // "png". A scenario's rate pools the verdicts of its invariants. Rows
-// whose runs count nothing are drawn without a point and say so.
+// whose runs count nothing are drawn without a point and say so; a rate
+// that pools the repetitions of several scenarios is drawn as a point
+// without an interval and says so (each scenario's own is in the
+// stability plot).
 func RatePlot(rep *aggregate.Report, by, format string) ([]byte, error) {
 	t, _ := findingsTable(rep, by)
 	p := plot.New()
@@ -91,15 +91,7 @@ func RatePlot(rep *aggregate.Report, by, format string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("rate plot by %q: give %s or %s", by, aggregate.ByInvariant, aggregate.ByScenario)
 	}
-	p.X.Label.Text = "violation rate"
-	p.X.Min, p.X.Max = 0, 1
-	p.X.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		var ticks []plot.Tick
-		for v := 0.0; v <= 1.0001; v += 0.25 {
-			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f%%", 100*v)})
-		}
-		return ticks
-	})
+	rateAxis(p)
 	showArm := t.ShowArm()
 	names := make([]string, len(t.Rows))
 	blue := color.RGBA{R: 30, G: 90, B: 200, A: 255}
@@ -108,40 +100,24 @@ func RatePlot(rep *aggregate.Report, by, format string) ([]byte, error) {
 		if showArm {
 			name += " (" + r.Key[0] + ")"
 		}
-		y := float64(i)
 		v, ok := r.Tally.Rate.Value()
 		if !ok {
 			names[i] = name + " (nothing counted)"
 			continue
 		}
-		names[i] = fmt.Sprintf("%s (%d/%d)", name, r.Tally.Violated, r.Tally.N())
+		pooled := r.Pool.PoolsRepetitions()
+		if pooled {
+			names[i] = fmt.Sprintf("%s (%d/%d, pooled over %d scenarios: no interval)", name, r.Tally.Violated, r.Tally.N(), r.Pool.Scenarios())
+		} else {
+			names[i] = fmt.Sprintf("%s (%d/%d)", name, r.Tally.Violated, r.Tally.N())
+		}
 		lo, hi, _ := r.Tally.Rate.Wilson()
-		bar, err := plotter.NewLine(plotter.XYs{{X: lo, Y: y}, {X: hi, Y: y}})
-		if err != nil {
+		if err := addInterval(p, float64(i), v, lo, hi, blue, !pooled); err != nil {
 			return nil, err
 		}
-		bar.Color, bar.Width = blue, vg.Points(4)
-		pt, err := plotter.NewScatter(plotter.XYs{{X: v, Y: y}})
-		if err != nil {
-			return nil, err
-		}
-		pt.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-		p.Add(bar, pt)
 	}
 	if len(names) == 0 {
 		names = []string{"no finding run counted"}
 	}
-	p.NominalY(names...)
-	p.Y.Min, p.Y.Max = -0.7, float64(len(names))-0.3
-	p.Add(plotter.NewGrid())
-	h := vg.Length(2.5+0.7*float64(len(names))) * vg.Centimeter
-	wt, err := p.WriterTo(20*vg.Centimeter, h, format)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return drawNominal(p, names, format)
 }

@@ -60,7 +60,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"exercised": func(j verdict.Judgement) string {
 		return reports.ExercisedText(j)
 	},
-	"vclass":   func(v verdict.Verdict) string { return "v-" + strings.ToLower(string(v)) },
+	// vclass is a verdict's class (v-violated), of a verdict.Verdict or of
+	// a stability's outcome, which is one where it is a verdict.
+	"vclass":   func(v any) string { return "v-" + strings.ToLower(fmt.Sprint(v)) },
 	"time":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") },
 	"add":      func(a, b float64) float64 { return a + b },
 	"sub":      func(a, b float64) float64 { return a - b },
@@ -194,7 +196,11 @@ func Build(folders []string, opts ...Option) (*Site, error) {
 			l.Href = "../" + l.Href
 			links = append(links, l)
 		}
-		b, beside, err := renderRun(rp, links)
+		stability := ""
+		if rep.Repeated {
+			stability = stabilityLink(rp)
+		}
+		b, beside, err := renderRun(rp, links, stability)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +213,19 @@ func Build(folders []string, opts ...Option) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := renderIndex(rep, runs, figs, folderLinks)
+	var stab *stabilityIndex
+	if rep.Repeated {
+		rows, err := addStabilityPages(site, rep, runs)
+		if err != nil {
+			return nil, err
+		}
+		plot, err := addStabilityPlot(site, rep)
+		if err != nil {
+			return nil, err
+		}
+		stab = &stabilityIndex{Tables: stabilityTables(rows), Plot: plot}
+	}
+	idx, err := renderIndex(rep, runs, figs, folderLinks, stab)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +249,10 @@ type runView struct {
 	Cadence  []cadenceRow
 	Register *registerView
 	// Folders are the folder pages that draw this run beside others.
-	Folders    []folderLink
+	Folders []folderLink
+	// Stability is the page of the run's scenario over its repetitions;
+	// "" when the site's runs are not repeated.
+	Stability  string
 	NoEvidence string
 	Events     []eventRow
 	Violated   int
@@ -300,9 +321,9 @@ var timingOrder = []string{"reset", "pre-fault", "inject", "window", "heal", "se
 // renderRun renders a run's page, and the files beside it (porcupine's
 // drawing of the register writer's history, when the run has one), by
 // their names in the site.
-func renderRun(rp runPage, folders []folderLink) ([]byte, map[string][]byte, error) {
+func renderRun(rp runPage, folders []folderLink, stability string) ([]byte, map[string][]byte, error) {
 	beside := map[string][]byte{}
-	v := runView{Style: style, Run: rp, Folders: folders, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
+	v := runView{Style: style, Run: rp, Folders: folders, Stability: stability, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
 		v.Controls = record.ControlledInvariants(rp.Run)
 	}
@@ -376,6 +397,16 @@ type indexView struct {
 	Figures  []string
 	Plots    []figure
 	Folders  []folderLink
+	// Stability is the stability over repetitions; nil when no scenario ×
+	// arm ran more than once.
+	Stability *stabilityIndex
+}
+
+// stabilityIndex is the index's stability section: a table per role,
+// each row linked to its scenario's page, and the findings' plot.
+type stabilityIndex struct {
+	Tables []stabilityTable
+	Plot   figure
 }
 
 type tableView struct {
@@ -384,6 +415,9 @@ type tableView struct {
 	Rows    []rowView
 	Notes   []string
 	Null    bool
+	// Repeated: the runs are repeated, and a column names each row's
+	// flaky verdicts.
+	Repeated bool
 }
 
 type rowView struct {
@@ -395,7 +429,10 @@ type rowView struct {
 	Other     string
 	Excluded  int
 	Runs      int
-	Bar       *wilsonBar
+	// Bar is nil where nothing counts, and where the rate pools the
+	// repetitions of several scenarios (no interval to draw).
+	Bar   *wilsonBar
+	Flaky string
 }
 
 // wilsonBar is a rate and its 95% Wilson interval, on a 0–100% scale
@@ -426,19 +463,24 @@ type runRow struct {
 	runPage
 	Role   string
 	Counts string
+	// Repeated: the index shows each run's repetition.
+	Repeated bool
 }
 
-func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders []folderLink) ([]byte, error) {
+func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders []folderLink, stability *stabilityIndex) ([]byte, error) {
 	href := map[string]string{}
 	for _, rp := range runs {
 		href[rp.Where()] = rp.Href
 	}
-	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots, Folders: folders}
+	v := indexView{Style: style, Report: rep, Figures: []string{RatesSVGFile, RatesPNGFile, ScenarioRatesSVGFile, ScenarioRatesPNGFile, RatesTeXFile, RatesCSVFile}, Plots: plots, Folders: folders, Stability: stability}
+	if stability != nil {
+		v.Figures = append(v.Figures, StabilitySVGFile, StabilityPNGFile)
+	}
 	for _, t := range rep.Findings {
-		v.Findings = append(v.Findings, newTableView(t))
+		v.Findings = append(v.Findings, newTableView(t, rep.Repeated))
 	}
 	for _, t := range rep.NullArms {
-		v.NullArms = append(v.NullArms, newTableView(t))
+		v.NullArms = append(v.NullArms, newTableView(t, rep.Repeated))
 	}
 	for _, c := range rep.Controls {
 		v.Controls = append(v.Controls, controlView{Control: c, Href: href[c.Record.Where()]})
@@ -454,7 +496,7 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 				parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 			}
 		}
-		v.Runs = append(v.Runs, runRow{runPage: rp, Role: rp.RunRole(), Counts: orDash(strings.Join(parts, ", "))})
+		v.Runs = append(v.Runs, runRow{runPage: rp, Role: rp.RunRole(), Counts: orDash(strings.Join(parts, ", ")), Repeated: rep.Repeated})
 	}
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, "index.tmpl", v); err != nil {
@@ -463,8 +505,8 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 	return b.Bytes(), nil
 }
 
-func newTableView(t aggregate.Table) tableView {
-	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull}
+func newTableView(t aggregate.Table, repeated bool) tableView {
+	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull, Repeated: repeated}
 	showArm := t.ShowArm()
 	first := 1
 	if showArm {
@@ -472,8 +514,14 @@ func newTableView(t aggregate.Table) tableView {
 	}
 	tv.Columns = t.Columns[first:]
 	for _, r := range t.Rows {
-		rv := rowView{Key: r.Key[first:], Tally: r.Tally, Rate: r.Tally.Rate.String(), Exercised: r.Tally.ExercisedRateText(),
-			Kinds: orDash(r.Tally.ViolationKinds()), Other: otherCounts(r.Tally.Other), Excluded: r.Excluded, Runs: r.Runs, Bar: newBar(r.Tally.Rate)}
+		rv := rowView{Key: r.Key[first:], Tally: r.Tally, Rate: reports.PooledRateText(r.Tally.Rate, r.Pool), Exercised: r.Tally.ExercisedRateText(),
+			Kinds: orDash(r.Tally.ViolationKinds()), Other: otherCounts(r.Tally.Other), Excluded: r.Excluded, Runs: r.Runs, Flaky: orDash(t.FlakyText(r))}
+		if ex, ok := r.Tally.ExercisedRate(); ok {
+			rv.Exercised = reports.PooledRateText(ex, r.Pool)
+		}
+		if !r.Pool.PoolsRepetitions() {
+			rv.Bar = newBar(r.Tally.Rate)
+		}
 		tv.Rows = append(tv.Rows, rv)
 	}
 	return tv

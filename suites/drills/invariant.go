@@ -25,6 +25,10 @@ const DeletionsCompleteName = "deletions-complete"
 // at all since the fault.
 func DeletionsComplete() invariant.Invariant { return deletionsComplete{} }
 
+// Registered by name, so that a record of a drill run can be judged
+// again (invariant.Decode).
+func init() { invariant.Register(DeletionsCompleteName, invariant.Plain(DeletionsComplete)) }
+
 type deletionsComplete struct{}
 
 func (deletionsComplete) Name() string         { return DeletionsCompleteName }

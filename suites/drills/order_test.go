@@ -19,7 +19,8 @@ import (
 // TestPairArmsRunInTableOrder builds the lab suite and asks Ginkgo, in a
 // dry run under several seeds, in which order it would run the pair
 // drill: the control arm (6.C2) must come before the experiment (6.C1)
-// whatever the seed, as the drill and its report need.
+// whatever the seed, as the drill and its report need; with repetitions,
+// in every round, the rounds one after the other.
 func TestPairArmsRunInTableOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the lab suite")
@@ -28,10 +29,11 @@ func TestPairArmsRunInTableOrder(t *testing.T) {
 	if out, err := exec.Command("go", "test", "-c", "-tags", "lab", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building the lab suite: %v\n%s", err, out)
 	}
-	for _, seed := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
+	for _, run := range []struct{ seed, repeat int }{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {8, 1}, {1, 3}, {2, 3}, {3, 3}} {
+		seed := run.seed
 		report := filepath.Join(t.TempDir(), "report.json")
 		cmd := exec.Command(bin, "-ginkgo.dry-run", "-ginkgo.seed="+strconv.Itoa(seed), "-ginkgo.label-filter="+drills.LabelPair,
-			"-ginkgo.json-report="+report, "-ginkgo.no-color")
+			"-ginkgo.json-report="+report, "-ginkgo.no-color", "-faultline.repeat="+strconv.Itoa(run.repeat))
 		cmd.Env = append(os.Environ(), "FAULTLINE_LAB=")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("seed %d: dry run: %v\n%s", seed, err, out)
@@ -59,8 +61,9 @@ func TestPairArmsRunInTableOrder(t *testing.T) {
 				}
 			}
 		}
-		if strings.Join(order, ",") != drills.IDKubeletStopped+","+drills.IDPowerOff {
-			t.Errorf("seed %d: the pair drill would run %v; want %s, then %s", seed, order, drills.IDKubeletStopped, drills.IDPowerOff)
+		want := strings.TrimSuffix(strings.Repeat(drills.IDKubeletStopped+","+drills.IDPowerOff+",", run.repeat), ",")
+		if strings.Join(order, ",") != want {
+			t.Errorf("seed %d, %d repetitions: the pair drill would run %v; want %s", seed, run.repeat, order, want)
 		}
 	}
 }

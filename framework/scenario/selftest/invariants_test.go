@@ -35,8 +35,11 @@ func (n noFlag) Judge(in invariant.Input) verdict.Judgement {
 		}
 		read++
 		if slices.Contains(flags, n.flag) {
+			// What it measured, for the reports' median and range over
+			// repetitions: how many flags the deciding snapshot showed.
 			return verdict.Judgement{Verdict: verdict.Violated, Reason: fmt.Sprintf("flag %s is set (flags %v)", n.flag, flags),
-				Sources: []string{string(memlab.SourceFlags)}, At: s.Taken}
+				Sources: []string{string(memlab.SourceFlags)}, At: s.Taken,
+				Quantities: map[string]verdict.Quantity{"flags-set": {Value: float64(len(flags)), Unit: "flags"}}}
 		}
 	}
 	if read == 0 {

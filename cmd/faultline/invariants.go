@@ -1,0 +1,15 @@
+package main
+
+// The invariants `faultline rejudge` can build again from a run record,
+// each registered by name with invariant.Register from the init function
+// of the package that holds it; a record of an invariant not linked here
+// is an error naming it and the invariants known.
+//
+// framework/invariant (the core's, paper 2's and paper 3's) is linked by
+// the command itself; the drills' deletions-complete comes with the drill
+// report (suites/drills/report). A package of invariants of its own is
+// linked here, and only here, with a blank import, as the fault packages
+// are in faults.go.
+import (
+	_ "github.com/faultline/faultline/framework/invariant"
+)

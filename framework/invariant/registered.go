@@ -1,0 +1,256 @@
+package invariant
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/verdict"
+)
+
+// Every invariant of this package, registered by name (registry.go), with
+// the parameters of those built with bounds.
+func init() {
+	for name, build := range map[string]func() Invariant{
+		SingleCopyName:                SingleCopy,
+		SingleLeaderName:              SingleLeader,
+		GracefulDeletionName:          GracefulDeletion,
+		AcknowledgedWritesSurviveName: AcknowledgedWritesSurvive,
+		ReplicasRestoredName:          ReplicasRestored,
+		ConvergenceName:               Convergence,
+		IsolatedFromStartName:         IsolatedFromStart,
+		AgentsConvergedName:           AgentsConverged,
+		AcknowledgedDataSurvivesName:  AcknowledgedDataSurvives,
+		StorageIntegrityName:          StorageIntegrity,
+		SingleWriterAtStorageName:     SingleWriterAtStorage,
+		SingleHistoryName:             SingleHistory,
+		FencingMonotonicName:          FencingMonotonic,
+	} {
+		Register(name, Plain(build))
+	}
+	Register(APIAgreementName, decodeAPIAgreement)
+	Register(NoTimeTravelName, decodeNoTimeTravel)
+	Register(EndpointsTruthfulName, decodeBound(EndpointsTruthful))
+	Register(ServiceRoutesTruthfulName, decodeAgentBound(ServiceRoutesTruthful))
+	Register(PolicyEnforcedName, decodeAgentBound(PolicyEnforced))
+	Register(AgentHealthTruthfulName, decodeAgentHealth)
+	Register(DNSTruthfulName, decodeDNSTruthful)
+}
+
+// duration is a time.Duration in parameters: its string form ("1.5s"),
+// so that a record reads as the bound a suite declares.
+type duration = verdict.Duration
+
+// boundParams is a Bound in parameters.
+type boundParams struct {
+	Limit *duration `json:"limit"`
+	Why   string    `json:"why,omitempty"`
+}
+
+func paramsOfBound(b Bound) boundParams {
+	d := duration(b.Limit)
+	return boundParams{Limit: &d, Why: b.Why}
+}
+
+func (p boundParams) bound() (Bound, error) {
+	if p.Limit == nil {
+		return Bound{}, errors.New("a bound needs its limit")
+	}
+	return Bound{Limit: time.Duration(*p.Limit), Why: p.Why}, nil
+}
+
+type agreementParams struct {
+	Bounds map[evidence.Question]boundParams `json:"bounds"`
+}
+
+func (a apiAgreement) Params() json.RawMessage {
+	p := agreementParams{Bounds: map[evidence.Question]boundParams{}}
+	for q, b := range a.bounds {
+		p.Bounds[q] = paramsOfBound(b)
+	}
+	return mustParams(p)
+}
+
+func decodeAPIAgreement(raw json.RawMessage) (Invariant, error) {
+	var p agreementParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Bounds == nil {
+		return nil, errors.New("api-agreement needs its bounds, one per question")
+	}
+	bounds := map[evidence.Question]Bound{}
+	for q, bp := range p.Bounds {
+		b, err := bp.bound()
+		if err != nil {
+			return nil, fmt.Errorf("bound of %s: %w", q, err)
+		}
+		bounds[q] = b
+	}
+	return APIAgreement(bounds), nil
+}
+
+type coverageParams struct {
+	Coverage *boundParams `json:"coverage"`
+}
+
+func (n noTimeTravel) Params() json.RawMessage {
+	c := paramsOfBound(n.coverage)
+	return mustParams(coverageParams{Coverage: &c})
+}
+
+func decodeNoTimeTravel(raw json.RawMessage) (Invariant, error) {
+	var p coverageParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Coverage == nil {
+		return nil, errors.New("no-time-travel needs its coverage bound")
+	}
+	b, err := p.Coverage.bound()
+	if err != nil {
+		return nil, fmt.Errorf("coverage: %w", err)
+	}
+	return NoTimeTravel(b), nil
+}
+
+// singleBound are the parameters of an invariant with one bound.
+type singleBound struct {
+	Bound *duration `json:"bound"`
+}
+
+func paramsOfOneBound(b time.Duration) json.RawMessage {
+	d := duration(b)
+	return mustParams(singleBound{Bound: &d})
+}
+
+func (e endpointsTruthful) Params() json.RawMessage { return paramsOfOneBound(e.bound) }
+
+// decodeBound is the decoder of an invariant built with one bound.
+func decodeBound(build func(time.Duration) Invariant) Decoder {
+	return func(raw json.RawMessage) (Invariant, error) {
+		var p singleBound
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Bound == nil {
+			return nil, errors.New("it needs its bound")
+		}
+		return build(time.Duration(*p.Bound)), nil
+	}
+}
+
+// recordedBound is a Bound in parameters: {"limit": "7s", "why": "..."}.
+// Records written before the agents' invariants took a Bound hold the
+// limit alone ("5s"); they decode to a Bound with no mechanism named.
+type recordedBound struct{ Bound }
+
+func (r recordedBound) MarshalJSON() ([]byte, error) { return json.Marshal(paramsOfBound(r.Bound)) }
+
+func (r *recordedBound) UnmarshalJSON(raw []byte) error {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+		var d duration
+		if err := json.Unmarshal(t, &d); err != nil {
+			return err
+		}
+		r.Bound = Bound{Limit: time.Duration(d)}
+		return nil
+	}
+	var p boundParams
+	if err := decodeParams(raw, &p); err != nil {
+		return err
+	}
+	b, err := p.bound()
+	if err != nil {
+		return err
+	}
+	r.Bound = b
+	return nil
+}
+
+// agentBound are the parameters of service-routes-truthful and
+// policy-enforced: their one bound, with its mechanism.
+type agentBound struct {
+	Bound *recordedBound `json:"bound"`
+}
+
+func (s serviceRoutes) Params() json.RawMessage {
+	return mustParams(agentBound{Bound: &recordedBound{s.bound}})
+}
+func (p policyEnforced) Params() json.RawMessage {
+	return mustParams(agentBound{Bound: &recordedBound{p.bound}})
+}
+
+// decodeAgentBound is the decoder of an invariant built with one Bound.
+func decodeAgentBound(build func(Bound) Invariant) Decoder {
+	return func(raw json.RawMessage) (Invariant, error) {
+		var p agentBound
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Bound == nil {
+			return nil, errors.New("it needs its bound")
+		}
+		return build(p.Bound.Bound), nil
+	}
+}
+
+// healthParams are agent-health-truthful's: a bound per agent. A record
+// of one bound for both (written before each agent had its own) decodes
+// to that bound for each.
+type healthParams struct {
+	KubeProxy   *recordedBound `json:"kubeProxy,omitempty"`
+	PolicyAgent *recordedBound `json:"policyAgent,omitempty"`
+	Bound       *recordedBound `json:"bound,omitempty"`
+}
+
+func (a agentHealth) Params() json.RawMessage {
+	return mustParams(healthParams{KubeProxy: &recordedBound{a.bounds[healthKubeProxy]}, PolicyAgent: &recordedBound{a.bounds[healthPolicyAgent]}})
+}
+
+func decodeAgentHealth(raw json.RawMessage) (Invariant, error) {
+	var p healthParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.KubeProxy != nil && p.PolicyAgent != nil && p.Bound == nil:
+		return AgentHealthTruthful(p.KubeProxy.Bound, p.PolicyAgent.Bound), nil
+	case p.KubeProxy == nil && p.PolicyAgent == nil && p.Bound != nil:
+		return AgentHealthTruthful(p.Bound.Bound, p.Bound.Bound), nil
+	}
+	return nil, errors.New("agent-health-truthful needs a bound for each agent (kubeProxy, policyAgent), or one bound for both")
+}
+
+// dnsParams are dns-truthful's: its bound and the longest its instances
+// cache an answer. A record written when the second was the negative TTL
+// (negativeTTL) decodes to it: the lab's instances cached found answers
+// and name errors alike for that long.
+type dnsParams struct {
+	Bound       *recordedBound `json:"bound"`
+	CacheTTL    *duration      `json:"cacheTTL,omitempty"`
+	NegativeTTL *duration      `json:"negativeTTL,omitempty"`
+}
+
+func (d dnsTruthful) Params() json.RawMessage {
+	c := duration(d.cacheTTL)
+	return mustParams(dnsParams{Bound: &recordedBound{d.bound}, CacheTTL: &c})
+}
+
+func decodeDNSTruthful(raw json.RawMessage) (Invariant, error) {
+	var p dnsParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ttl := p.CacheTTL
+	if ttl == nil {
+		ttl = p.NegativeTTL
+	}
+	if p.Bound == nil || ttl == nil {
+		return nil, errors.New("dns-truthful needs its bound and its cache TTL")
+	}
+	return DNSTruthful(p.Bound.Bound, time.Duration(*ttl)), nil
+}
