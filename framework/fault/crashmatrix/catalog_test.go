@@ -137,6 +137,11 @@ var catalog = []entry{
 	{kind: controls.KindFinalizerThenDelete, need: needPod, node: 0, lingering: true, make: func(_ shape, fx fixtures) fault.Fault {
 		return controls.FinalizerThenDelete(controls.PodRef{Namespace: fixtureNamespace, Name: fx.Pod})
 	}, inject: []string{"finalizer-then-delete/inject/finalizer"}},
+	// Heal leaves the service stopped on purpose; release (from the
+	// ledger too) starts it.
+	{kind: controls.KindStoppedThroughHeal, lingering: true, make: func(s shape, _ fixtures) fault.Fault {
+		return controls.StoppedThroughHeal(s.worker(1), lab.ServiceKubeProxy)
+	}},
 	{kind: controls.KindStopThenOutOfService, need: needPod, node: 2, make: func(s shape, fx fixtures) fault.Fault {
 		return controls.StopThenOutOfService(faults.StopService(fx.Node, lab.ServiceKubelet), fx.Node, 2*time.Minute)
 	}, inject: []string{"stop-then-out-of-service/inject/stopped"}, heal: []string{"stop-then-out-of-service/heal/started"}},
