@@ -94,7 +94,7 @@ CRASH_RUN ?= TestCrashMatrix
 # A file each cell's row is appended to (JSON lines), for the fault README's table.
 CRASH_TABLE ?=
 
-test-crash: bins ## the crash matrix: every fault kind's run killed at every moment, healed by `faultline heal`, the lab checked clean (root; hours: select with CRASH_RUN)
+test-crash: bins ## the crash matrix: every fault kind's run killed at every moment, healed by `faultline heal`, the lab checked clean (root; lab11 alone takes most of an hour: select with CRASH_RUN)
 	$(if $(CRASH_TABLE),FAULTLINE_CRASH_TABLE=$(CRASH_TABLE)) $(GO) test -tags lab -p 1 -timeout 12h -v -run '$(CRASH_RUN)' ./framework/fault/crashmatrix/
 
 lint: vet fmt-check ## go vet and gofmt check
