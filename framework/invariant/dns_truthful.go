@@ -56,8 +56,11 @@ const DNSInstanceReaders = "coredns/*"
 // instance declined.
 //
 // Fires on the first broken answer. INSUFFICIENT_DATA when an answer is
-// unknown, no instance answered or no API server was read: PRESERVED
-// needs every answer shown to be within its age and the bound.
+// unknown, no instance answered or no API server was read, or, when the
+// API's records changed, an instance gave no answer (readable, not
+// declined) served late enough that its look-back starts after the last
+// change returned: PRESERVED needs every answer shown to be within its
+// age and the bound, and every instance shown to have followed.
 //
 // Why: CoreDNS's kubernetes plugin answers from its informer's cache of
 // Services and EndpointSlices; an instance whose watch stopped keeps
@@ -242,6 +245,9 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 	}
 	sort.SliceStable(answers, func(i, j int) bool { return answers[i].ReadAt.Before(answers[j].ReadAt) })
 	held, declined := 0, 0
+	// lookedPast is, per instance, the latest start of a held answer's
+	// look-back.
+	lookedPast := map[string]time.Time{}
 	var unknowns []string
 	var longestLo, longest time.Duration
 	lagOf := ""
@@ -263,6 +269,9 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		switch state {
 		case heldMaybe:
 			held++
+			if from.After(lookedPast[string(o.Source)]) {
+				lookedPast[string(o.Source)] = from
+			}
 			if next != nil || (last != nil && got != latestSet(recs, o.ReadAt)) {
 				// Kept superseded records: the API changed after the last
 				// read holding them and by the first read not holding them.
@@ -300,6 +309,21 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 	if held == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("no answer could be compared with the API: %d declined (server failure)", declined)}
 	}
+	if changed {
+		// Every instance must be shown to have followed the last change:
+		// an answer whose look-back starts after the change returned, so
+		// that it would have been proven wrong had the instance kept the
+		// superseded records.
+		change := lastChange(recs)
+		for _, src := range sourcesOf(answers, ansGaps) {
+			if !lookedPast[src].Before(change.at) {
+				continue
+			}
+			return verdict.Judgement{Verdict: verdict.InsufficientData,
+				Reason: fmt.Sprintf("the API's records changed to %s by %s's read returned at %s, and no answer of %s was served late enough to show it followed (its possible age and the bound %s after the change), so whether it kept the superseded records is not known (%d answers held, %d declined with a server failure)",
+					change.set, change.source, stamp(change.at), src, d.bound.Limit, held, declined)}
+		}
+	}
 	reason := fmt.Sprintf("%d answers from the instances held records the API held within their possible age (the cache keeps an entry at most %s) and the bound %s", held, d.cacheTTL, d.bound.Limit)
 	if declined > 0 {
 		reason += fmt.Sprintf(" (%d declined with a server failure: not counted)", declined)
@@ -314,6 +338,20 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// lastChange is the read (in the order the reads returned) that first
+// showed the API's last change of records.
+func lastChange(recs []apiRecords) apiRecords {
+	byAt := append([]apiRecords(nil), recs...)
+	sort.SliceStable(byAt, func(i, j int) bool { return byAt[i].at.Before(byAt[j].at) })
+	var out apiRecords
+	for i := 1; i < len(byAt); i++ {
+		if byAt[i].set != byAt[i-1].set {
+			out = byAt[i]
+		}
+	}
+	return out
 }
 
 // firstAfter is the first read begun after last returned that did not

@@ -287,3 +287,38 @@ func TestDNSTruthfulMissedTicksAreUnknownReads(t *testing.T) {
 	in.Timeline = missedAt(4, 5, 6, 7, 8, 9)
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at 10:00:04.000")
 }
+
+// PRESERVED needs an answer from every instance after the change: the
+// records change at 4, and every answer after it timed out, or was a
+// server failure (the instance declined). Nothing shows the instance
+// followed.
+func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
+	for _, how := range []string{"timeout", "servfail", "covered"} {
+		r := newRun(t)
+		for i := 0; i < 16; i++ {
+			api := "10.250.0.50"
+			if i >= 4 {
+				api = "10.250.0.77"
+			}
+			rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
+				value("coredns/worker1", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			switch {
+			case i < 4:
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+			case how == "timeout":
+				rd.unreadable("coredns/worker2", evidence.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
+			case how == "servfail":
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
+			default:
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			}
+		}
+		in := r.input(WindowToSettle)
+		inv := DNSTruthful(testBound(2*time.Second), 5*time.Second)
+		if how == "covered" {
+			expect(t, inv, in, verdict.Preserved, "answers from the instances held records")
+			continue
+		}
+		expect(t, inv, in, verdict.InsufficientData, "no answer of coredns/worker2 was served late enough")
+	}
+}
