@@ -58,6 +58,29 @@ type AgentHealthAnswer struct {
 // Healthy is a 200 answer.
 func (a AgentHealthAnswer) Healthy() bool { return a.StatusCode == 200 }
 
+// ConnectedNoAnswer begins the failure of an HTTP GET whose connection
+// was made and not answered in time; one whose connection was not made in
+// time says "no connection within".
+const ConnectedNoAnswer = "connected, no answer within"
+
+// Admits says the agent itself told its checker it is not healthy: it
+// answered with another status, nothing listened (the connection was
+// refused), or its port accepted the connection and the agent did not
+// answer in time (a frozen agent: the kernel accepts, the process does
+// not answer). A read whose connection was not made in time, or that
+// failed otherwise, says neither: the dial may have been slow on the
+// reader's side (a loaded machine). Records from before the two timeouts
+// were told apart say "no answer within" for both: unknown.
+func (a AgentHealthAnswer) Admits() bool {
+	if a.StatusCode != 0 {
+		return a.StatusCode != 200
+	}
+	if strings.HasPrefix(a.Error, ConnectedNoAnswer) {
+		return true
+	}
+	return strings.HasPrefix(a.Error, "connection failed: ") && strings.Contains(a.Error, "connection refused")
+}
+
 // The policy questions.
 const (
 	// AgentPolicyExpected is, as an API server records the policies, pods

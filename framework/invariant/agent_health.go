@@ -43,12 +43,13 @@ const (
 //     whether or not it ever programmed it, has another outcome than the
 //     server records) and its health endpoint answered 200;
 //   - holding when it does not diverge, or its health says it is not
-//     healthy (it admits it; no answer at all counts as not healthy, as
-//     to a health checker);
+//     healthy (it admits it: another status than 200, or its port
+//     refused the connection);
 //   - unknown when the divergence could not be told (suspect as
 //     policy-enforced and service-routes-truthful say), or when it
-//     diverged and its health could not be read (suspect: it may have
-//     said it was healthy).
+//     diverged and its health could not be read or its health read timed
+//     out or failed otherwise (suspect: it may have said it was healthy;
+//     a read that timed out may have been slow on the reader's side).
 //
 // Fires when a stretch of broken rounds is proven longer than the agent's
 // bound; the reason names every agent that did, with its stretch.
@@ -179,9 +180,20 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Suspect: true,
 						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
 				default:
-					exercised = true
 					ans := h.Value.Agents[k.agent]
-					if !ans.Healthy() {
+					if !ans.Healthy() && !ans.Admits() {
+						// Diverged, and its health read timed out or
+						// failed: no claim and no admission.
+						why := ans.Error
+						if why == "" {
+							why = "no answer recorded"
+						}
+						out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: unknown, Suspect: true,
+							Detail: fmt.Sprintf("%s on %s's health read failed (%s) while %s", k.agent, k.node, why, d.Detail)})
+						continue
+					}
+					exercised = true
+					if ans.Admits() {
 						out = append(out, mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: holds})
 						continue
 					}
