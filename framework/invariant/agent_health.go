@@ -54,7 +54,8 @@ const (
 // Fires when a stretch of broken rounds is proven longer than the agent's
 // bound; the reason names every agent that did, with its stretch.
 // INSUFFICIENT_DATA when unknown rounds that could hide one outlast the
-// bound. The bound is the paper's definition, not the agent's: an agent
+// bound, or when no round told, for some agent, whether it diverged (held
+// or broken against some server): an agent never decided is no pass. The bound is the paper's definition, not the agent's: an agent
 // may say it is healthy while a change is on its way (the agent's own
 // applying bound), not longer. Neither agent promises that much of its
 // health: kube-proxy's /healthz fails only once an update it queued has
@@ -132,6 +133,9 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	missed := missedTicks(in)
 	// Every agent that reported itself healthy while stale is named.
 	violatedAgent := map[agentKey]bool{}
+	// decided: the agents some round told, held or broken, against some
+	// server.
+	decided := map[agentKey]bool{}
 	var violations, violatedSources []string
 	var violatedAt time.Time
 	for _, k := range keys {
@@ -201,6 +205,11 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 				}
 			}
+			for _, m := range out {
+				if m.State != unknown {
+					decided[k] = true
+				}
+			}
 			out = withMissed(out, missed)
 			bound := a.bounds[k.agent]
 			v, u := persisting(out, bound.Limit, false)
@@ -235,9 +244,16 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}
-	var names []string
+	var names, undecided []string
 	for _, k := range keys {
 		names = append(names, k.agent+" on "+k.node)
+		if !decided[k] {
+			undecided = append(undecided, k.agent+" on "+k.node)
+		}
+	}
+	if len(undecided) > 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("no round told whether %s diverged from an API server's record while its health was read (what it applied and the API's record, or its health, were never read together)", strings.Join(undecided, ", "))}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Sources: []string{AgentHealthReaders},
 		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than its bound (kube-proxy %s, the policy agent %s)", strings.Join(names, ", "), a.bounds[healthKubeProxy].Limit, a.bounds[healthPolicyAgent].Limit)}

@@ -164,3 +164,23 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), c.want)
 	}
 }
+
+// An agent whose divergence no round told is no pass: kube-proxy's rules
+// on worker1 were read only in rounds whose API reads failed, and the API
+// only in rounds whose rule dumps failed.
+func TestAgentHealthNeverDecidedIsNoPass(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 11; i++ {
+		rd := r.round(float64(i))
+		if i < 2 {
+			rd.unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").
+				value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		} else {
+			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
+				unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+		}
+	}
+	r = withHealth(t, r, 200)
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData,
+		"no round told whether kube-proxy on worker1 diverged")
+}
