@@ -42,6 +42,12 @@ type DialValue struct {
 // Answered is whether an HTTP answer came back.
 func (d DialValue) Answered() bool { return d.Status != 0 }
 
+// Made is whether the connection got through: an HTTP answer came back,
+// or the TCP connection was made (the target's SYN-ACK came back, which a
+// policy that rejects or drops would have stopped) though no answer came
+// in time.
+func (d DialValue) Made() bool { return d.Connected || d.Answered() }
+
 // AgentHealthValue is each agent's health endpoint on one node, by agent
 // name ("kube-proxy", "kube-router").
 type AgentHealthValue struct {

@@ -38,12 +38,14 @@ const NewPodProbeReaders = "newpod/*"
 // policies isolating the pair to an existing pod. Without it the verdict
 // is INSUFFICIENT_DATA, never VIOLATED.
 //
-// Fires on the first round in which the new pod's connection was answered
-// while every API server that answered records it denied: no bound, since
-// a connection that got through once has already carried its data.
-// Rounds where an API server records it allowed (the policy on its way)
-// or none answered do not count either way, nor does a connection that
-// neither was answered nor was rejected (a timeout: a lost or slow path).
+// Fires on the first round in which the new pod's connection was made
+// (answered, or TCP connected with no answer in time: the SYN got through
+// a policy that would have rejected it) while every API server that
+// answered records it denied: no bound, since a connection that got
+// through once has already carried its data. Rounds where an API server
+// records it allowed (the policy on its way) or none answered do not
+// count either way, nor does a connection that was neither made nor
+// rejected (a timeout before connecting: a lost or slow path).
 // INSUFFICIENT_DATA when no round read the new pod's connection with a
 // denial recorded (the pod never started, or every probe failed).
 //
@@ -154,7 +156,7 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 		if len(rec[false]) == 0 || len(rec[true]) > 0 {
 			continue
 		}
-		if !o.Value.Answered() && !o.Value.Rejected() {
+		if !o.Value.Made() && !o.Value.Rejected() {
 			continue
 		}
 		premise, premiseWhy := handledBefore(starts[k], hostOf(o.Source), snaps, rulesObs)
@@ -167,11 +169,11 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			firstAt = stamp(o.Taken)
 		}
 		lastAt = stamp(o.Taken)
-		if !o.Value.Answered() {
+		if !o.Value.Made() {
 			refused++
 			continue
 		}
-		reason := fmt.Sprintf("%s → %s was answered by %s at %s while %s record it denied", k.from, k.target, o.Value.Body, stamp(o.ReadAt), strings.Join(rec[false], ", "))
+		reason := fmt.Sprintf("%s → %s was %s at %s while %s record it denied", k.from, k.target, madeText(o.Value), stamp(o.ReadAt), strings.Join(rec[false], ", "))
 		if w := why[k]; w != "" {
 			reason += " (" + w + ")"
 		}

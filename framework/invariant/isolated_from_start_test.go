@@ -99,3 +99,12 @@ func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T)
 	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(WindowToSettle), verdict.Violated,
 		"policy-agent/worker1", denyNewcomer, "was first recorded by apiserver/cp1", "not seen")
 }
+
+// A connection made (TCP connected, no HTTP answer in time) while the
+// policy denies it got through the policy: it breaks the guarantee, it is
+// not skipped as a lost path.
+func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
+	r := newcomerRun(t, 8, 2, 2, 2, 0)
+	r.snaps[2].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
+}

@@ -26,14 +26,15 @@ const PolicyEnforcedName = "policy-enforced"
 // Each pair (a client pod → the target's address, as one of the readers
 // dialled it) is judged round by round against each API server's record
 // of whether the policies allow it, by name (record_marks.go):
-//   - holding against a server when the connection's outcome (answered,
-//     or refused: a REJECT's "connection refused", how the lab's agent
-//     denies) is what that server records;
-//   - broken when it is not: a denied connection that was answered, or an
+//   - holding against a server when the connection's outcome (made:
+//     answered, or TCP connected with no answer in time; or refused: a
+//     REJECT's "connection refused", how the lab's agent denies) is what
+//     that server records;
+//   - broken when it is not: a denied connection that was made, or an
 //     allowed one that was refused;
 //   - unknown when the probe could not be read or failed otherwise (a
-//     timeout: a lost or slow path as well as a dropping policy; no
-//     route), the server gave no record, or the
+//     timeout before connecting: a lost or slow path as well as a
+//     dropping policy; no route), the server gave no record, or the
 //     servers that answered recorded different outcomes.
 //
 // Fires when a pair stayed broken against one server through a stretch
@@ -190,10 +191,10 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			r := recordRound{Taken: snap.Taken, Records: records[i][k]}
 			o, probed := probeAt[i][k]
 			switch {
-			case probed && !o.Value.Answered() && !o.Value.Rejected():
+			case probed && !o.Value.Made() && !o.Value.Rejected():
 				r.Unread = fmt.Sprintf("%s's connection to %s failed otherwise than a policy refuses (%s)", o.Source, k.target, o.Value.Error)
 			case probed:
-				r.Applied, r.AppliedAt = allowText(o.Value.Answered()), o.ReadAt
+				r.Applied, r.AppliedAt = allowText(o.Value.Made()), o.ReadAt
 			default:
 				if g, failed := probeFailed[i][prober[k]]; failed {
 					r.Unread = fmt.Sprintf("the probe could not be read: %s (%s)", g.Reason, g.Source)
@@ -214,12 +215,9 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 					o, i = probeAt[j][k], j
 				}
 			}
-			outcome := "answered by " + o.Value.Body
-			if !o.Value.Answered() {
-				outcome = "refused (" + o.Value.Error + ")"
-			}
+			outcome := madeText(o.Value)
 			detail := fmt.Sprintf("%s → %s was %s while %s records it %s", k.from, k.target, outcome, server, rec.Value)
-			if w := denyWhy[k]; o.Value.Answered() && w != "" {
+			if w := denyWhy[k]; o.Value.Made() && w != "" {
 				detail += " (" + w + ")"
 			}
 			if rt := rulesText(rules, i, host); rt != "" {
@@ -306,4 +304,16 @@ func policyMarksByNode(snaps []evidence.Snapshot) map[string][]subjectMarks {
 		}
 	}
 	return out
+}
+
+// madeText says what came of a connection that got through or was
+// refused.
+func madeText(d evidence.DialValue) string {
+	switch {
+	case d.Answered():
+		return "answered by " + d.Body
+	case d.Made():
+		return fmt.Sprintf("made (TCP connected; no answer: %s)", d.Error)
+	}
+	return "refused (" + d.Error + ")"
 }
