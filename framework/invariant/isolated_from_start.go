@@ -47,7 +47,10 @@ const NewPodProbeReaders = "newpod/*"
 // count either way, nor does a connection that was neither made nor
 // rejected (a timeout before connecting: a lost or slow path).
 // INSUFFICIENT_DATA when no round read the new pod's connection with a
-// denial recorded (the pod never started, or every probe failed).
+// denial recorded (the pod never started, or every probe failed), or when
+// a connection was made in a round whose API reads recorded nothing of the
+// pair (all failed, or none named it): it may have been denied then, so
+// "not even once" is not shown.
 //
 // Resolution: the probe can ask only once the pod has an address and
 // netexec in it listens, up to a tick later; a connection the pod makes
@@ -150,9 +153,16 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	sort.SliceStable(probes, func(i, j int) bool { return probes[i].Snapshot < probes[j].Snapshot })
 	decided, refused := 0, 0
 	var firstAt, lastAt string
-	for _, o := range probes {
+	// unjudged: a connection made in a round no API read recorded the
+	// pair in (every read failed or none named it): it may have been
+	// denied, so it is no pass.
+	var unjudged *observation[evidence.DialValue]
+	for i, o := range probes {
 		k := pairKey{o.Value.From, o.Value.Target}
 		rec := recorded[o.Snapshot][k]
+		if len(rec[false]) == 0 && len(rec[true]) == 0 && o.Value.Made() && unjudged == nil {
+			unjudged = &probes[i]
+		}
 		if len(rec[false]) == 0 || len(rec[true]) > 0 {
 			continue
 		}
@@ -185,6 +195,11 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	if decided == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("no round read a new pod's connection answered or rejected while every API server that answered recorded it denied (%d connection(s) read)", len(probes))}
+	}
+	if u := unjudged; u != nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: []string{string(u.Source)}, At: u.Taken,
+			Reason: fmt.Sprintf("%s → %s was %s at %s in a round whose API reads recorded nothing of the pair (%s), so whether it was denied then is not known; %d connection(s) read while recorded denied were rejected",
+				u.Value.From, u.Value.Target, madeText(u.Value), stamp(u.ReadAt), gapsIn(expGaps, u.Snapshot), decided)}
 	}
 	var k pairKey
 	for _, o := range probes {
@@ -258,4 +273,18 @@ func firstOf(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// gapsIn says which reads of round i failed.
+func gapsIn(gaps []gap, i int) string {
+	var out []string
+	for _, g := range gaps {
+		if g.Snapshot == i {
+			out = append(out, fmt.Sprintf("%s: %s", g.Source, g.Reason))
+		}
+	}
+	if len(out) == 0 {
+		return "no read named it"
+	}
+	return strings.Join(out, "; ")
 }

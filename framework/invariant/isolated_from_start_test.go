@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -107,4 +108,14 @@ func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 2, 0)
 	r.snaps[2].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
 	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
+}
+
+// A connection answered in a round whose API read timed out is no pass:
+// the pod started at 2 and its first connection was answered in that
+// round; the denial is recorded from the next round on, and every later
+// connection is rejected. "Not even once" is not shown.
+func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
+	r := newcomerRun(t, 8, 2, 2, 3, 0)
+	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
 }
