@@ -122,6 +122,13 @@ type PolicyPair struct {
 	// side refuses, when not allowed.
 	Isolating []string `json:"isolating,omitempty"`
 	Why       string   `json:"why,omitempty"`
+	// EgressDenying names the policies isolating From for egress when
+	// none of them admits the connection (its node's agent denies it);
+	// IngressDenying those isolating To for ingress when none admits it
+	// (the target's node's agent denies it). Empty when that direction
+	// allows.
+	EgressDenying  []string `json:"egressDenying,omitempty"`
+	IngressDenying []string `json:"ingressDenying,omitempty"`
 }
 
 // Rejected is a connection the pod could not make because something

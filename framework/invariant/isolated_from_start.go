@@ -31,12 +31,16 @@ const NewPodProbeReaders = "newpod/*"
 //
 // Premise: the NetworkPolicy reference says a pod created before the
 // plugin has handled a policy "may be started unprotected", so the
-// guarantee holds only for a pod created after its node's agent handled
-// the denying policy. That is shown by the agent's rules: a dump of the
-// new pod's node, read before the pod existed (before the start of the
-// last round whose API reads did not name it), that applies one of the
-// policies isolating the pair to an existing pod. Without it the verdict
-// is INSUFFICIENT_DATA, never VIOLATED.
+// guarantee holds only for a pod created after the agent handled the
+// denying policy. That is shown by the agent's rules, read before the pod
+// existed (before the start of the last round whose API reads did not
+// name it): the new pod's node's agent applied a policy that denies the
+// new pod's egress to the target (one isolating it for egress, none
+// admitting the connection) to an existing pod's egress, or the target's
+// node's agent applied one that denies the target's ingress from it to an
+// existing pod's ingress. A policy that isolates an end but admits the
+// connection, or one applied in the other direction, shows nothing.
+// Without the premise the verdict is INSUFFICIENT_DATA, never VIOLATED.
 //
 // Fires on the first round in which the new pod's connection was made
 // (answered, or TCP connected with no answer in time: the SYN got through
@@ -87,8 +91,10 @@ type newPodStart struct {
 	addressAt time.Time
 	addressBy string
 	address   string
-	isolating []string
-	node      string
+	// egress and ingress are the policies that deny the pair in that
+	// direction, with the node whose agent enforces it.
+	egress, ingress  []string
+	node, targetNode string
 }
 
 func (isolatedFromStart) Judge(in Input) verdict.Judgement {
@@ -132,11 +138,17 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			if pr.FromIP != "" && (st.addressAt.IsZero() || o.ReadAt.Before(st.addressAt)) {
 				st.addressAt, st.addressBy, st.address = o.ReadAt, string(o.Source), pr.FromIP
 			}
-			if len(pr.Isolating) > 0 {
-				st.isolating = pr.Isolating
+			if len(pr.EgressDenying) > 0 {
+				st.egress = pr.EgressDenying
+			}
+			if len(pr.IngressDenying) > 0 {
+				st.ingress = pr.IngressDenying
 			}
 			if pr.FromNode != "" {
 				st.node = pr.FromNode
+			}
+			if pr.TargetNode != "" {
+				st.targetNode = pr.TargetNode
 			}
 		}
 	}
@@ -213,39 +225,60 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			decided, firstAt, lastAt, premiseWhy, firstReadText(starts[k], probes, k))}
 }
 
-// handledBefore says whether the policy agent of the new pod's node
-// (the API's record of it, else the probe's host) had applied one of the
-// policies isolating the pair to an existing pod in a dump read before the
-// pod existed, and how.
+// handledBefore says whether a policy agent had handled a policy that
+// denies the pair, in the direction it denies, before the pod existed: in
+// a dump read before then, it applied one of the policies denying the new
+// pod's egress to an existing pod's egress (the agent of the new pod's
+// node: the API's record of it, else the probe's host), or one of the
+// policies denying the target's ingress to an existing pod's ingress (the
+// agent of the target's node), and how.
 func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []observation[evidence.PolicyRulesValue]) (bool, string) {
-	if st == nil || len(st.isolating) == 0 {
-		return false, "no API server named the policies that isolate it"
+	if st == nil || (len(st.egress) == 0 && len(st.ingress) == 0) {
+		return false, "no API server named a policy that denies the connection, with its direction"
 	}
+	if st.notYet < 0 {
+		return false, "no readable API read before the pod existed, so no rule dump is known to predate it"
+	}
+	before := snaps[st.notYet].Taken
 	node := st.node
 	if node == "" {
 		node = probeHost
 	}
-	src := evidence.Source("policy-agent/" + node)
-	if st.notYet < 0 {
-		return false, fmt.Sprintf("no readable API read before the pod existed, so no rule dump of %s is known to predate it", src)
+	type side struct {
+		node     string
+		policies []string
+		dir      string
+		of       func(evidence.PolicyTarget) evidence.PolicyDirection
 	}
-	before := snaps[st.notYet].Taken
-	for _, o := range rules {
-		if o.Source != src || o.ReadAt.After(before) {
+	sides := []side{
+		{node, st.egress, "egress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Egress }},
+		{st.targetNode, st.ingress, "ingress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Ingress }},
+	}
+	var wanted []string
+	for _, sd := range sides {
+		if len(sd.policies) == 0 || sd.node == "" {
 			continue
 		}
-		for _, t := range o.Value.Targets {
-			for _, dir := range []evidence.PolicyDirection{t.Egress, t.Ingress} {
-				for _, name := range dir.Names() {
-					if slices.Contains(st.isolating, name) {
-						return true, fmt.Sprintf("%s applied %s to %s in its rules read at %s, before the pod existed (not named by the API's reads of the round at %s)",
-							src, name, firstOf(t.Pod, t.PodIP), stamp(o.ReadAt), stamp(before))
+		src := evidence.Source("policy-agent/" + sd.node)
+		wanted = append(wanted, fmt.Sprintf("%s (%s, by %s)", strings.Join(sd.policies, ", "), sd.dir, src))
+		for _, o := range rules {
+			if o.Source != src || o.ReadAt.After(before) {
+				continue
+			}
+			for _, t := range o.Value.Targets {
+				for _, name := range sd.of(t).Names() {
+					if slices.Contains(sd.policies, name) {
+						return true, fmt.Sprintf("%s applied %s, which denies the connection, to %s's %s in its rules read at %s, before the pod existed (not named by the API's reads of the round at %s)",
+							src, name, firstOf(t.Pod, t.PodIP), sd.dir, stamp(o.ReadAt), stamp(before))
 					}
 				}
 			}
 		}
 	}
-	return false, fmt.Sprintf("no rules of %s read before the pod existed (before %s) applied %s to any pod", src, stamp(before), strings.Join(st.isolating, ", "))
+	if len(wanted) == 0 {
+		return false, "the node whose agent enforces the denial is not known"
+	}
+	return false, fmt.Sprintf("no rules read before the pod existed (before %s) applied a policy denying the connection in its direction: %s", stamp(before), strings.Join(wanted, "; "))
 }
 
 // firstReadText says how soon after the pod's network came up its first
