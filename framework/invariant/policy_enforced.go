@@ -41,8 +41,10 @@ const PolicyEnforcedName = "policy-enforced"
 // proven longer than the bound. INSUFFICIENT_DATA when, after a server's
 // record changed or the pair was seen not to follow it, unknown rounds
 // against that server outlasted the bound before a round showed the
-// pair following it (readable coverage after each change); when a pair
-// was never judged against any record; or when no pair was.
+// pair following it (readable coverage after each change); when the
+// evidence ended before a round showed a pair following a change (broken
+// or suspect rounds through the last one); when a pair was never judged
+// against any record; or when no pair was.
 //
 // Why: the policy agent watches NetworkPolicies, pods and namespaces and
 // reprograms its node's filter when they change; until it does, the node
@@ -253,7 +255,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if pm.changed {
 		exercise = "a probed pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
-	v, u := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
+	v, u, open := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
@@ -274,6 +276,14 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if none := undecided(pm.pairs); len(none) > 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s never read in a round that had one API server record to judge them by", strings.Join(none, ", "))}
+	}
+	if open != nil {
+		return verdict.Judgement{
+			Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("connections %s were not shown to have the outcome %s records by the end of the evidence: from %s to the last round at %s no round showed it (the change is not covered by later reads); at its start: %s",
+				open.subject, open.server, stamp(open.s.First.ReadAt), stamp(open.s.Last.Taken), open.s.First.Detail),
+			Sources: []string{"pod/*", open.server}, At: open.s.Last.Taken,
+		}
 	}
 	reason := fmt.Sprintf("every probed pair's connections (%d pairs) matched the outcome each API server recorded, within the bound %s, every change followed by readable rounds", len(pm.pairs), p.bound.Limit)
 	if longest, of := longestProven(pm.pairs); longest > 0 {

@@ -156,3 +156,10 @@ func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
 	}).input(WindowToSettle)
 	expect(t, PolicyEnforced(testBound(3*time.Second)), in, verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
+
+// A pair still not following a change when the evidence ends, within the
+// bound, is not shown to follow it: the deny is recorded from 3, the
+// connections are answered at 3 and 4, the last round.
+func TestPolicyEnforcedAChangeAtTheEndIsNotCovered(t *testing.T) {
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).input(WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+}
