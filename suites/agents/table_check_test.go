@@ -77,6 +77,20 @@ func TestTable(t *testing.T) {
 			t.Errorf("no positive control of %s", inv)
 		}
 	}
+	// A scenario whose fault is the textbook way to break an invariant
+	// is that invariant's control, never a finding: a frozen policy
+	// agent under a new deny (policy-enforced), or under a pod that
+	// starts (isolated-from-start).
+	for id, inv := range map[string]string{
+		"policy-agent-frozen-deny-created":    invariant.PolicyEnforcedName,
+		"policy-agent-frozen-newcomer-starts": invariant.IsolatedFromStartName,
+	} {
+		for _, s := range all {
+			if s.ID == id && !slices.Contains(s.ControlOf, inv) {
+				t.Errorf("%s [%s] is a control of %v, want of %s: its fault is the textbook way to break it", id, s.Arm, s.ControlOf, inv)
+			}
+		}
+	}
 	// Every settle is one of the derived ones (agents.Settle).
 	derived := map[time.Duration]bool{}
 	for _, c := range []agents.SettleCause{agents.AgentsResumed, agents.ListsRefused, agents.ConnectionsCut, agents.ServerRelisted} {
