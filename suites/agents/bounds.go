@@ -164,8 +164,11 @@ const (
 	ConnectionsCut
 	// ServerRelisted: the API server the agents watch through lost etcd:
 	// its own watch cache lists again after its reflector's longest wait
-	// and a list from etcd, and ends the agents' watches, which list again
-	// after their first step.
+	// and a list from etcd. Meanwhile the cache, not ready, refused the
+	// agents' lists and watches (apiserver's cacher, with
+	// ResilientWatchCacheInitialization on by default, answers 429
+	// "storage is (re)initializing"), so each agent's reflector backed off
+	// too and may be in its longest wait when the cache is ready again.
 	ServerRelisted
 )
 
@@ -179,7 +182,7 @@ func Settle(c SettleCause) time.Duration {
 	case ConnectionsCut:
 		return inFlightLongest + reflectorLongestWait + after
 	case ServerRelisted:
-		return reflectorLongestWait + listAllowance + reflectorFirstWait + after
+		return reflectorLongestWait + listAllowance + reflectorLongestWait + after
 	default:
 		return reflectorFirstWait + after
 	}
@@ -194,7 +197,7 @@ func SettleDerivation(c SettleCause) string {
 	case ConnectionsCut:
 		return fmt.Sprintf("request in flight %s + reflector's longest wait %s + %s = %s", inFlightLongest, reflectorLongestWait, tail, Settle(c))
 	case ServerRelisted:
-		return fmt.Sprintf("the server's reflector's longest wait %s + its list from etcd %s + the agents' first step %s + %s = %s", reflectorLongestWait, listAllowance, reflectorFirstWait, tail, Settle(c))
+		return fmt.Sprintf("the server's reflector's longest wait %s + its list from etcd %s + the agents' reflectors' longest wait %s (the cache refused them while not ready) + %s = %s", reflectorLongestWait, listAllowance, reflectorLongestWait, tail, Settle(c))
 	default:
 		return fmt.Sprintf("reflector's first step %s + %s = %s", reflectorFirstWait, tail, Settle(c))
 	}

@@ -52,3 +52,30 @@ func TestSettleOutlastsTheReflectorsBackoffWhereListsWereRefused(t *testing.T) {
 		}
 	}
 }
+
+// Where the API server the agents watch through lost etcd, two reflectors
+// wait in turn after heal: the server's watch cache's (its watch of etcd
+// failed, so it retries under client-go's backoff, the wait in progress
+// at heal up to 60 s, then lists from etcd), and each agent's, whose
+// requests the cache refused while it was not ready (429 "storage is
+// (re)initializing", apiserver's cacher with ResilientWatchCacheInitialization),
+// so its backoff too may be at its ceiling. Then the agent's list, its
+// sync and the sample that reads it.
+func TestSettleOutlastsBothReflectorsWhereTheServerLostEtcd(t *testing.T) {
+	const reflectorWait = 2 * 30 * time.Second
+	least := reflectorWait + 5*time.Second + reflectorWait + 5*time.Second + max(agents.RouteBound.Limit, agents.PolicyBound.Limit) + agents.SampleEvery
+	found := false
+	for _, s := range table() {
+		if s.ID != "pinned-apiserver-cut-from-etcd" {
+			continue
+		}
+		found = true
+		if s.Settle < least {
+			t.Errorf("%s [%s] settles within %s, want at least %s: the server's reflector's wait and its list from etcd, then the agents' reflectors' wait, their list and sync",
+				s.ID, s.Arm, s.Settle, least)
+		}
+	}
+	if !found {
+		t.Fatal("no scenario cuts the agents' API server from etcd")
+	}
+}
