@@ -274,9 +274,13 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			}
 			if next != nil || (last != nil && got != latestSet(recs, o.ReadAt)) {
 				// Kept superseded records: the API changed after the last
-				// read holding them and by the first read not holding them.
-				if n := firstAfter(recs, got, last); n != nil {
-					lo, hi := max(o.Taken.Sub(n.at), 0), o.ReadAt.Sub(last.taken)
+				// read holding them began and by the first read not
+				// holding them returned. Only an answer served after that
+				// return (its round began then or later) is shown to be
+				// superseded; one that may have been served before it has
+				// no lag to report.
+				if n := firstAfter(recs, got, last); n != nil && !o.Taken.Before(n.at) {
+					lo, hi := o.Taken.Sub(n.at), o.ReadAt.Sub(last.taken)
 					if hi > longest {
 						longestLo, longest, lagOf = lo, hi, string(o.Source)
 					}

@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -153,7 +154,9 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 	expect(t, inv, dnsRounds(t, rounds, 15).input(WindowToSettle), verdict.InsufficientData, "timed out")
 
 	// The lag a PRESERVED reports is measured from when the API changed,
-	// bracketed by the reads on either side.
+	// bracketed by the reads on either side: the change came after the
+	// read begun at 2.0 and by the one returned at 3.1; .50 was served in
+	// [4.0, 4.3], so between 0.9 s and 2.3 s after it.
 	rounds = map[int]dnsRead{}
 	for i := 0; i < 8; i++ {
 		api := old
@@ -161,12 +164,12 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 			api = cur
 		}
 		ip := api
-		if i == 3 {
+		if i == 3 || i == 4 {
 			ip = old
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	expect(t, inv, dnsRounds(t, rounds, 8).input(WindowToSettle), verdict.Preserved, "after the API changed")
+	expect(t, inv, dnsRounds(t, rounds, 8).input(WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
 }
 
 // An answer no API read held is unknown, never wrong: the API can hold a
@@ -320,5 +323,29 @@ func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
 			continue
 		}
 		expect(t, inv, in, verdict.InsufficientData, "no answer of coredns/worker2 was served late enough")
+	}
+}
+
+// A lag is never negative: an answer of the old records served in the
+// round whose API read first showed the change may have been served
+// before the change, so it shows no superseded records kept and no lag;
+// the clamp to 0 reported one ("between 0s and ...").
+func TestDNSTruthfulNoLagFromAnAnswerThatMayPrecedeTheChange(t *testing.T) {
+	old, cur := "10.250.0.50", "10.250.0.77"
+	rounds := map[int]dnsRead{}
+	for i := 0; i < 14; i++ {
+		api := old
+		if i >= 3 {
+			api = cur
+		}
+		ip := api
+		if i == 3 {
+			ip = old
+		}
+		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
+	}
+	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).input(WindowToSettle), verdict.Preserved)
+	if strings.Contains(j.Reason, "kept superseded records") {
+		t.Errorf("a lag from an answer that may have been served before the change: %s", j.Reason)
 	}
 }
