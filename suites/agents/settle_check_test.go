@@ -32,7 +32,7 @@ func kindsOf(t *testing.T, f fault.Fault) []string {
 }
 
 // A scenario whose fault refuses an agent's lists leaves that agent's
-// reflector backing off: client-go v0.36.3 waits between failed lists
+// reflector backing off: client-go (v0.29.2 to v0.36.3) waits between failed lists
 // with a backoff capped at 30 s and jittered by up to as much again
 // (tools/cache/reflector.go: defaultBackoffMax 30 s, defaultBackoffJitter
 // 1.0), so the wait in progress at heal can run to 60 s, and the list and
