@@ -224,6 +224,19 @@ func Decode(kind string, params json.RawMessage) (Fault, error) {
 	return f, nil
 }
 
+// Kinds lists every registered kind, sorted: what this program can heal
+// from a heal ledger.
+func Kinds() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
 // Describe renders a fault as "kind {params}" for messages.
 func Describe(f Fault) string {
 	return fmt.Sprintf("%s %s", f.Kind(), f.Params())
