@@ -67,12 +67,19 @@ type entry struct {
 	// only lists the topologies the kind runs on; empty: every one but
 	// pair (pair is for power).
 	only []string
+	// unbuilt says why the matrix runs none of the kind's cells ("" when
+	// it runs them): the fixtures the kind acts on are not among the
+	// matrix's.
+	unbuilt string
 }
 
 const (
 	// injectRefused is why delay reaches nothing past its inject on the
 	// local lab.
 	injectRefused = "the local kernel has no sch_prio/sch_netem: delay's inject refuses before it changes anything (lab.ErrUnsupported), so the run never has the fault in place"
+	// noStorageFixtures is why the matrix runs none of paper 3's
+	// controls' cells.
+	noStorageFixtures = "not built: the kind acts on paper 3's workloads (a ledger or elector StatefulSet on a claim, its history in the lab's external store), which the matrix does not make"
 )
 
 // catalog is every fault kind of the registry, with the fault its cells
@@ -145,6 +152,18 @@ var catalog = []entry{
 	{kind: controls.KindStopThenOutOfService, need: needPod, node: 2, make: func(s shape, fx fixtures) fault.Fault {
 		return controls.StopThenOutOfService(faults.StopService(fx.Node, lab.ServiceKubelet), fx.Node, 2*time.Minute)
 	}, inject: []string{"stop-then-out-of-service/inject/stopped"}, heal: []string{"stop-then-out-of-service/heal/started"}},
+	// Paper 3's controls. Their heals undo nothing a crash could leave
+	// but the StatefulSet stop-then-damage-filesystem scales to zero; the
+	// damage itself outlives heal on purpose until the lab's reset.
+	{kind: controls.KindLedgerRecordDamaged, make: func(_ shape, fx fixtures) fault.Fault {
+		return controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: fixtureNamespace, Claim: fx.Claim, File: "ledger.log", Damage: controls.DamageGarbled})
+	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
+	{kind: controls.KindStopThenDamageFilesystem, make: func(_ shape, fx fixtures) fault.Fault {
+		return controls.StopThenDamageFilesystem(controls.FilesystemDamage{Namespace: fixtureNamespace, StatefulSet: "ledger", Claim: fx.Claim, Replicas: 1})
+	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
+	{kind: controls.KindLeaseHandedOver, make: func(shape, fixtures) fault.Fault {
+		return controls.LeaseHandedOver(controls.LeaseHandover{Namespace: fixtureNamespace, Lease: "elector", HistoryPrefix: "/elector"})
+	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
 }
 
 // The cells of every kind. A cell is one moment the run is killed at.
@@ -178,7 +197,11 @@ func (e entry) cells(s shape) []cell {
 	add := func(name, point string) {
 		base, _, _ := strings.Cut(name, "#")
 		base = strings.TrimRight(base, "-0123456789")
-		out = append(out, cell{name: name, point: point, unreachable: e.unreachable[base]})
+		u := e.unreachable[base]
+		if e.unbuilt != "" {
+			u = e.unbuilt
+		}
+		out = append(out, cell{name: name, point: point, unreachable: u})
 	}
 	add(cellRecorded, "run/inject/recorded")
 	for i, p := range e.inject {
@@ -207,7 +230,7 @@ func (e entry) cells(s shape) []cell {
 	if e.unreachable[cellWindow] != "" {
 		before = "run/inject/recorded"
 	}
-	out = append(out, cell{name: cellHealKilled, point: before, healPoint: heal})
+	out = append(out, cell{name: cellHealKilled, point: before, healPoint: heal, unreachable: e.unbuilt})
 	if e.kind == controls.KindStopThenOutOfService && s.fenced != "" {
 		out = append(out, cell{name: cellFencing})
 	}
