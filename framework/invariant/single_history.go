@@ -48,7 +48,8 @@ const NotLinearizableKey = "not-linearizable"
 // in snapshot order: the ledger's log as each round read it. Checked with
 // checker.CheckLogPrefixes: each read must be a prefix of the later ones
 // (every whole record it held is, unchanged, at the same offset in every
-// later read), as the reads of a log one copy appends to are; a record
+// read begun after it returned; reads that overlapped in time are in no
+// known order and are not compared), as the reads of a log one copy appends to are; a record
 // its own writer wrote again (the same incarnation and sequence at the
 // same offset, after an append whose outcome it did not learn) is that
 // writer's designed retry, not a second history. Fires
@@ -58,7 +59,7 @@ const NotLinearizableKey = "not-linearizable"
 // are still compared, and the gaps are counted in the reason; but a
 // PRESERVED needs the last snapshot's read among them, since a record
 // replaced after the last readable read shows in no read. Exercised
-// when two readable reads in a row differ (the log grew between them) and
+// when two compared readable reads differ (the log grew between them) and
 // the later holds records of two or more writers: a comparison that could
 // show one copy's records replaced by another's. Reads that all failed
 // while two copies wrote, and one final log read again after they
@@ -176,7 +177,7 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 	if exercised {
 		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
 	} else {
-		exercise = fmt.Sprintf("not exercised: no two readable reads in a row differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
+		exercise = fmt.Sprintf("not exercised: no two compared readable reads (the earlier returned before the later began) differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
 		held = "not exercised: " + held
 	}
 	return tail.hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
