@@ -55,6 +55,13 @@ type Prefixes struct {
 	// (fixtures/ledgerlog: after fail or unknown the next append writes
 	// the same sequence at the same offset), which one copy makes.
 	Retries int `json:"retries,omitempty"`
+	// Compared counts the pairs of reads compared: a read and one that
+	// had returned before it began. Zero when every read overlapped in
+	// time every read begun before it: nothing was compared.
+	Compared int `json:"compared"`
+	// Overlapped counts the reads that began while a read begun before
+	// them was still running, and so were not compared with it.
+	Overlapped int `json:"overlapped,omitempty"`
 	// Grew is the first two reads compared (the earlier returned before
 	// the later began) between which the log grew
 	// (the later holds a whole record the earlier did not) and whose
@@ -106,7 +113,14 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 			writers[e.Record.Writer.Incarnation] = true
 			here[e.Record.Writer.Incarnation] = true
 		}
+		for _, p := range before {
+			if p.done.After(read.At) {
+				r.Overlapped++
+				break
+			}
+		}
 		for _, prev := range latestBefore(before, read.At) {
+			r.Compared++
 			if r.Grew == nil && len(here) >= 2 && grew(prev.entries, c.Entries) {
 				r.Grew = &LogGrowth{Earlier: prev.at, Later: read.At, Writers: len(here)}
 			}

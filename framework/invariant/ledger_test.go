@@ -574,3 +574,23 @@ func TestSingleHistoryOfTheLedgerComparesEveryReadThatHadReturned(t *testing.T) 
 		t.Errorf("violation %q at %s, want %q at the last read's round", j.Violation, j.At, NotOneLog)
 	}
 }
+
+// Two readable reads of the log that overlapped in time are in no known
+// order and are not compared: nothing was compared, which is no evidence
+// that the log stayed one. (Once any two reads are compared, the last
+// read, begun latest, is compared too.)
+func TestSingleHistoryOfTheLedgerWithNoReadsInAKnownOrderIsInsufficient(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(2)
+	first := b.logValue("worker1")
+	a.append(2)
+	r := newRun(t)
+	r.round(1).value(ledgerSource, evidence.LedgerLog, 3.5, first, "") // returned at 4.5 s
+	logRounds(t, r, b, 2)                                              // 2 s to 2.1 s
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "overlapped", "nothing was compared")
+
+	// A third read begun after both returned is compared with both.
+	logRounds(t, r, b, 5)
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "1 read(s) overlapped")
+}

@@ -78,7 +78,9 @@ const NotLinearizableKey = "not-linearizable"
 // when the checker could not decide a key within its time and no other
 // key fails;
 // for the ledger, when fewer than two reads of its log were readable or
-// the last snapshot's was not.
+// the last snapshot's was not, or when no two readable reads are in a
+// known order (each overlapped in time every read begun before it, so
+// nothing was compared).
 //
 // The elector's half is exercised when increments of two or more writers
 // were acknowledged on one key (leadership changed hands, or two led at
@@ -166,10 +168,17 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
 	}
 	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
+	if r.Overlapped > 0 {
+		looked += fmt.Sprintf("; %d read(s) overlapped in time a read begun before them and were not compared with it (the two are in no known order)", r.Overlapped)
+	}
 	if r.Break != nil {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
 			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
+	}
+	if r.Compared == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: "no two readable reads of the ledger's log are in a known order: each overlapped in time every read begun before it (a slow read may have read the log after a quicker one begun later), so nothing was compared; " + looked}
 	}
 	exercised := r.Grew != nil
 	held := "every read of the ledger's log extends the one before: "
