@@ -135,7 +135,7 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 				if now != nil && retried(was.Record, now.Record) {
 					// One retry may show in the comparisons with two
 					// earlier reads: it is counted once.
-					k := retryKey{offset: was.Offset, writer: was.Record.Writer.Incarnation, seq: was.Record.Seq, was: was.Record.Op, now: now.Record.Op}
+					k := retryKey{offset: now.Offset, writer: now.Record.Writer.Incarnation, seq: now.Record.Seq, op: now.Record.Op}
 					if !retries[k] {
 						retries[k] = true
 						r.Retries++
@@ -156,12 +156,13 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	return r
 }
 
-// retryKey is one record replaced by its own writer's retry.
+// retryKey is a writer's retry record, found in place of a record of
+// its own an earlier read held.
 type retryKey struct {
-	offset   int64
-	writer   string
-	seq      uint64
-	was, now int
+	offset int64
+	writer string
+	seq    uint64
+	op     int
 }
 
 // scannedRead is one read's whole records and when it began and returned.

@@ -163,6 +163,23 @@ func TestCheckLogPrefixes(t *testing.T) {
 		}
 	})
 
+	t.Run("a retry seen from two earlier reads is one retry", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		a.unsynced()
+		seen := b.bytes()
+		a.append(2)
+		r := CheckLogPrefixes([]LogRead{
+			{At: at(0), Done: at(3), Data: seen},
+			{At: at(1), Done: at(2), Data: seen},
+			{At: at(4), Done: at(5), Data: b.bytes()},
+		})
+		if r.Break != nil || r.Retries != 1 || r.Compared != 2 || r.Overlapped != 1 {
+			t.Errorf("got %+v, want no break, 1 retry, 2 comparisons (the last read with both) and 1 read overlapped", r)
+		}
+	})
+
 	if r := CheckLogPrefixes(nil); r.Break != nil || r.Reads != 0 {
 		t.Errorf("no reads: %+v", r)
 	}
