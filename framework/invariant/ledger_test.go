@@ -594,3 +594,45 @@ func TestSingleHistoryOfTheLedgerWithNoReadsInAKnownOrderIsInsufficient(t *testi
 	logRounds(t, r, b, 5)
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "1 read(s) overlapped")
 }
+
+// The ledger damage controls (framework/fault/controls'
+// LedgerRecordDamage): a record in the middle of the log garbled (bytes
+// in its middle overwritten) breaks storage-integrity, single-history
+// and acknowledged-data-survives; replaced by a whole record no writer
+// made (ledgerlog.Forge) it breaks single-history and
+// acknowledged-data-survives and leaves storage-integrity clean.
+func TestLedgerDamageBreaksWhatItsControlNames(t *testing.T) {
+	for _, how := range []string{"garbled", "forged"} {
+		t.Run(how, func(t *testing.T) {
+			b := newLedgerBench(t)
+			b.start(ledgerID("a", "worker1")).append(5)
+			whole := b.logValue()
+			e := ledgerlog.Scan(whole.Data).Entries[2]
+			damaged := whole
+			damaged.Data = append([]byte(nil), whole.Data...)
+			rec := damaged.Data[e.Offset:e.End()]
+			switch how {
+			case "garbled":
+				copy(rec[len(rec)/2-4:], "DAMAGED!")
+			case "forged":
+				forged, err := ledgerlog.Forge(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(rec, forged)
+			}
+			r := newRun(t)
+			ledgerAnswers(t, r, 2, whole, b.historyValue())
+			ledgerAnswers(t, r, 20, damaged, b.historyValue())
+			in := r.input(WindowToSettle)
+			in.Timeline = healed()
+			expect(t, SingleHistory(), in, verdict.Violated, "sequence 3")
+			expect(t, AcknowledgedDataSurvives(), in, verdict.Violated)
+			want := verdict.Violated
+			if how == "forged" {
+				want = verdict.Preserved
+			}
+			expect(t, StorageIntegrity(), in, want)
+		})
+	}
+}
