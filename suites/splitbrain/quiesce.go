@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -30,32 +34,8 @@ const QuiesceTimeout = 2 * time.Minute
 func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, timeout time.Duration, logf func(string, ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	zero := int32(0)
-	sets, err := cs.AppsV1().StatefulSets(Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the statefulsets of %s: %w", Namespace, err)
-	}
-	for _, s := range sets.Items {
-		if s.Spec.Replicas != nil && *s.Spec.Replicas == 0 {
-			continue
-		}
-		s.Spec.Replicas = &zero
-		if _, err := cs.AppsV1().StatefulSets(Namespace).Update(ctx, &s, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("scaling statefulset %s to 0: %w", s.Name, err)
-		}
-	}
-	deps, err := cs.AppsV1().Deployments(Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the deployments of %s: %w", Namespace, err)
-	}
-	for _, d := range deps.Items {
-		if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-			continue
-		}
-		d.Spec.Replicas = &zero
-		if _, err := cs.AppsV1().Deployments(Namespace).Update(ctx, &d, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("scaling deployment %s to 0: %w", d.Name, err)
-		}
+	if err := scaleToZero(ctx, cs); err != nil {
+		return err
 	}
 	var left string
 	for {
@@ -83,6 +63,83 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// scaleBackoff is how often a list or scale the API server dropped is
+// asked again: a connection through the virtual address is reset when
+// keepalived moves it, and a loaded API server times a request out.
+// Every step is bounded by the quiesce's own time.
+var scaleBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 10 * time.Second}
+
+// final says whether a failed list or scale is the API's own answer (a
+// refusal, an invalid object), which asking again would not change.
+func final(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// scaleToZero scales every StatefulSet and Deployment of the namespace to
+// 0, each read afresh before its write (so a conflict is asked again with
+// the object as it is); one that is gone needs no scaling. A list or
+// write the API server dropped is asked again (scaleBackoff); a refusal
+// is final.
+func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
+	again := func(err error) bool { return ctx.Err() == nil && !final(err) }
+	zero := int32(0)
+	var sets *appsv1.StatefulSetList
+	if err := retry.OnError(scaleBackoff, again, func() (err error) {
+		sets, err = cs.AppsV1().StatefulSets(Namespace).List(ctx, metav1.ListOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("listing the statefulsets of %s: %w", Namespace, err)
+	}
+	for _, listed := range sets.Items {
+		err := retry.OnError(scaleBackoff, again, func() error {
+			s, err := cs.AppsV1().StatefulSets(Namespace).Get(ctx, listed.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if s.Spec.Replicas != nil && *s.Spec.Replicas == 0 {
+				return nil
+			}
+			s.Spec.Replicas = &zero
+			_, err = cs.AppsV1().StatefulSets(Namespace).Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("scaling statefulset %s to 0: %w", listed.Name, err)
+		}
+	}
+	var deps *appsv1.DeploymentList
+	if err := retry.OnError(scaleBackoff, again, func() (err error) {
+		deps, err = cs.AppsV1().Deployments(Namespace).List(ctx, metav1.ListOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("listing the deployments of %s: %w", Namespace, err)
+	}
+	for _, listed := range deps.Items {
+		err := retry.OnError(scaleBackoff, again, func() error {
+			d, err := cs.AppsV1().Deployments(Namespace).Get(ctx, listed.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+				return nil
+			}
+			d.Spec.Replicas = &zero
+			_, err = cs.AppsV1().Deployments(Namespace).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("scaling deployment %s to 0: %w", listed.Name, err)
+		}
+	}
+	return nil
 }
 
 // mountsLeft names the mounts of the active workloads' volumes, or why
