@@ -1,6 +1,7 @@
 package splitbrain_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -45,6 +46,51 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 	for id, n := range arms {
 		if n != 2 {
 			t.Errorf("%s: %d arms", id, n)
+		}
+	}
+}
+
+// Each positive control counts as its hit only the violation kinds of the
+// detector it is built for: another failure of the same invariant (a
+// ledger-damaged where e2fsck should fire, a token that went down where
+// two holders should share one) is no hit.
+func TestEachPositiveControlNamesTheKindsItIsBuiltFor(t *testing.T) {
+	want := map[string]map[string][]string{
+		"control-ledger-record-garbled-shared-directory": {
+			invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
+			invariant.SingleHistoryName:            {invariant.NotOneLog},
+			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+		},
+		"control-ledger-record-forged-shared-directory": {
+			invariant.SingleHistoryName:            {invariant.NotOneLog},
+			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+		},
+		"control-filesystem-damaged-block":         {invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+		"control-elector-lease-handed-over-fenced": {invariant.FencingMonotonicName: {invariant.SharedToken}},
+	}
+	seen := map[string]bool{}
+	for _, sc := range table() {
+		if len(sc.ControlOf) == 0 {
+			continue
+		}
+		seen[sc.ID] = true
+		w, ok := want[sc.ID]
+		if !ok {
+			t.Errorf("%s: a control this test does not know", sc.ID)
+			continue
+		}
+		if !reflect.DeepEqual(sc.ControlKinds, w) {
+			t.Errorf("%s [%s]: kinds %v, want %v", sc.ID, sc.Arm, sc.ControlKinds, w)
+		}
+		for _, inv := range sc.ControlOf {
+			if _, ok := sc.ControlKinds[inv]; !ok {
+				t.Errorf("%s: no kinds named for %s, so any VIOLATED of it would count", sc.ID, inv)
+			}
+		}
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Errorf("no control %s in the table", id)
 		}
 	}
 }

@@ -387,6 +387,13 @@ func positiveControls() []scenario.Scenario {
 			Change:    garble,
 			Window:    controlWindow,
 			ControlOf: []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			// Each by the detector the damage is built for: the log's
+			// own check, the comparison of its reads, the lost append.
+			ControlKinds: map[string][]string{
+				invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
+				invariant.SingleHistoryName:            {invariant.NotOneLog},
+				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			},
 		},
 		// single-history's comparison of the log's reads: a record
 		// replaced by one that checks clean on its own, so storage
@@ -402,6 +409,13 @@ func positiveControls() []scenario.Scenario {
 			Change:    forge,
 			Window:    controlWindow,
 			ControlOf: []string{invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			// acknowledged-data-survives names a lost append before a
+			// record nobody wrote, and the forgery makes both: its
+			// VIOLATED is the lost append.
+			ControlKinds: map[string][]string{
+				invariant.SingleHistoryName:            {invariant.NotOneLog},
+				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			},
 		},
 		// storage-integrity's file system check: the block volume's
 		// metadata broken while nothing mounts it.
@@ -411,8 +425,9 @@ func positiveControls() []scenario.Scenario {
 			Labels: []string{"selfcheck", "workload:ledger", "volume:block", "component:storage"},
 			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
-			Window:    controlWindow,
-			ControlOf: []string{invariant.StorageIntegrityName},
+			Window:       controlWindow,
+			ControlOf:    []string{invariant.StorageIntegrityName},
+			ControlKinds: map[string][]string{invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
 		},
 		// fencing-monotonic with what the fenced store accepts by
 		// design: two holders with one token. It judges fencing-monotonic
@@ -431,6 +446,9 @@ func positiveControls() []scenario.Scenario {
 			Window:     controlWindow,
 			Invariants: []invariant.Invariant{invariant.FencingMonotonic()},
 			ControlOf:  []string{invariant.FencingMonotonicName},
+			// One token, two holders; a token that went down is another
+			// breakage, not the one built here.
+			ControlKinds: map[string][]string{invariant.FencingMonotonicName: {invariant.SharedToken}},
 		},
 	}
 }
