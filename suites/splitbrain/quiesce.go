@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -83,63 +84,84 @@ func final(err error) bool {
 // write the API server dropped is asked again (scaleBackoff); a refusal
 // is final.
 func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
+	sets := cs.AppsV1().StatefulSets(Namespace)
+	deps := cs.AppsV1().Deployments(Namespace)
+	kinds := []struct {
+		kind  string
+		names func() ([]string, error)
+		zero  func(name string) error
+	}{
+		{"statefulset", func() ([]string, error) {
+			l, err := sets.List(ctx, metav1.ListOptions{})
+			return namesOf(l, err)
+		}, func(name string) error {
+			o, err := sets.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || zeroed(&o.Spec.Replicas) {
+				return err
+			}
+			_, err = sets.Update(ctx, o, metav1.UpdateOptions{})
+			return err
+		}},
+		{"deployment", func() ([]string, error) {
+			l, err := deps.List(ctx, metav1.ListOptions{})
+			return namesOf(l, err)
+		}, func(name string) error {
+			o, err := deps.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || zeroed(&o.Spec.Replicas) {
+				return err
+			}
+			_, err = deps.Update(ctx, o, metav1.UpdateOptions{})
+			return err
+		}},
+	}
 	again := func(err error) bool { return ctx.Err() == nil && !final(err) }
-	zero := int32(0)
-	var sets *appsv1.StatefulSetList
-	if err := retry.OnError(scaleBackoff, again, func() (err error) {
-		sets, err = cs.AppsV1().StatefulSets(Namespace).List(ctx, metav1.ListOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("listing the statefulsets of %s: %w", Namespace, err)
-	}
-	for _, listed := range sets.Items {
-		err := retry.OnError(scaleBackoff, again, func() error {
-			s, err := cs.AppsV1().StatefulSets(Namespace).Get(ctx, listed.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if s.Spec.Replicas != nil && *s.Spec.Replicas == 0 {
-				return nil
-			}
-			s.Spec.Replicas = &zero
-			_, err = cs.AppsV1().StatefulSets(Namespace).Update(ctx, s, metav1.UpdateOptions{})
+	for _, k := range kinds {
+		var names []string
+		if err := retry.OnError(scaleBackoff, again, func() (err error) {
+			names, err = k.names()
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("scaling statefulset %s to 0: %w", listed.Name, err)
+		}); err != nil {
+			return fmt.Errorf("listing the %ss of %s: %w", k.kind, Namespace, err)
 		}
-	}
-	var deps *appsv1.DeploymentList
-	if err := retry.OnError(scaleBackoff, again, func() (err error) {
-		deps, err = cs.AppsV1().Deployments(Namespace).List(ctx, metav1.ListOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("listing the deployments of %s: %w", Namespace, err)
-	}
-	for _, listed := range deps.Items {
-		err := retry.OnError(scaleBackoff, again, func() error {
-			d, err := cs.AppsV1().Deployments(Namespace).Get(ctx, listed.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
+		for _, name := range names {
+			err := retry.OnError(scaleBackoff, again, func() error {
+				if err := k.zero(name); !apierrors.IsNotFound(err) {
+					return err
+				}
 				return nil
-			}
+			})
 			if err != nil {
-				return err
+				return fmt.Errorf("scaling %s %s to 0: %w", k.kind, name, err)
 			}
-			if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-				return nil
-			}
-			d.Spec.Replicas = &zero
-			_, err = cs.AppsV1().Deployments(Namespace).Update(ctx, d, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("scaling deployment %s to 0: %w", listed.Name, err)
 		}
 	}
 	return nil
+}
+
+// namesOf names the items of a list that was read.
+func namesOf(list runtime.Object, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		a, err := meta.Accessor(o)
+		if err == nil {
+			names = append(names, a.GetName())
+		}
+		return err
+	})
+	return names, err
+}
+
+// zeroed says whether replicas is 0 already, and otherwise sets it to 0.
+func zeroed(replicas **int32) bool {
+	if *replicas != nil && **replicas == 0 {
+		return true
+	}
+	zero := int32(0)
+	*replicas = &zero
+	return false
 }
 
 // mountsLeft names the mounts of the active workloads' volumes, or why
