@@ -1,12 +1,17 @@
 package splitbrain_test
 
 import (
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/splitbrain"
 )
 
 // Each invariant of the paper has a lab control that must break it, with
@@ -38,7 +43,7 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 			}
 		}
 	}
-	for _, inv := range []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.FencingMonotonicName} {
+	for _, inv := range []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.FencingMonotonicName, invariant.SingleWriterAtStorageName} {
 		if controlled[inv] == 0 {
 			t.Errorf("no control of %s", inv)
 		}
@@ -65,8 +70,9 @@ func TestEachPositiveControlNamesTheKindsItIsBuiltFor(t *testing.T) {
 			invariant.SingleHistoryName:            {invariant.NotOneLog},
 			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
 		},
-		"control-filesystem-damaged-block":         {invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
-		"control-elector-lease-handed-over-fenced": {invariant.FencingMonotonicName: {invariant.SharedToken}},
+		"control-filesystem-damaged-block":              {invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+		"control-elector-lease-handed-over-fenced":      {invariant.FencingMonotonicName: {invariant.SharedToken}},
+		"control-ledger-second-writer-shared-directory": {invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
 	}
 	seen := map[string]bool{}
 	for _, sc := range table() {
@@ -92,5 +98,46 @@ func TestEachPositiveControlNamesTheKindsItIsBuiltFor(t *testing.T) {
 		if !seen[id] {
 			t.Errorf("no control %s in the table", id)
 		}
+	}
+}
+
+// single-writer-at-storage's control starts a second ledger writer on the
+// shared directory, whose class every node can mount at once, and judges
+// the ledger's invariants; its fault decodes from its params alone (the
+// heal ledger's), naming a pod other than ledger-0, which heal deletes.
+func TestTheSecondWriterControlSharesTheLedgersClaimAndHealsByItsParams(t *testing.T) {
+	arms := map[scenario.Arm]bool{}
+	for _, sc := range table() {
+		if sc.ID != "control-ledger-second-writer-shared-directory" {
+			continue
+		}
+		arms[sc.Arm] = true
+		if !hasLabel(sc.Labels, "volume:shared") || !hasLabel(sc.Labels, "workload:ledger") {
+			t.Errorf("[%s] labels %v: want the ledger on the shared directory", sc.Arm, sc.Labels)
+		}
+		var judged []string
+		for _, inv := range sc.Invariants {
+			judged = append(judged, inv.Name())
+		}
+		if !slices.Contains(judged, invariant.SingleWriterAtStorageName) {
+			t.Errorf("[%s] judges %v, not single-writer-at-storage", sc.Arm, judged)
+		}
+		if sc.Fault.Kind() != controls.KindSecondLedgerWriter {
+			t.Fatalf("[%s] fault %s", sc.Arm, sc.Fault.Kind())
+		}
+		f, err := fault.Decode(sc.Fault.Kind(), sc.Fault.Params())
+		if err != nil {
+			t.Fatalf("[%s] decoding its params: %v", sc.Arm, err)
+		}
+		var w controls.SecondWriter
+		if err := json.Unmarshal(f.Params(), &w); err != nil {
+			t.Fatal(err)
+		}
+		if w.Namespace != splitbrain.Namespace || w.StatefulSet != splitbrain.Ledger || w.Pod == "" || w.Pod == splitbrain.LedgerPod {
+			t.Errorf("[%s] params %+v", sc.Arm, w)
+		}
+	}
+	if !arms[scenario.FaultArm] || !arms[scenario.NullArm] {
+		t.Errorf("arms %v, want the fault arm and the null arm", arms)
 	}
 }

@@ -357,6 +357,10 @@ const (
 	controlWindow = 24 * time.Second
 )
 
+// ledgerSecondWriter is the bare pod the single-writer control starts
+// beside ledger-0.
+const ledgerSecondWriter = splitbrain.Ledger + "-second-writer"
+
 // positiveControls are the detectors' lab controls: each breaks on
 // purpose what its invariant guards, in a way only that detector reads,
 // and must come out VIOLATED; its null arm (nothing injected, the change a
@@ -428,6 +432,28 @@ func positiveControls() []scenario.Scenario {
 			Window:       controlWindow,
 			ControlOf:    []string{invariant.StorageIntegrityName},
 			ControlKinds: map[string][]string{invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+		},
+		// single-writer-at-storage: a second copy of the ledger made on
+		// purpose, a bare pod from the StatefulSet's template mounting
+		// ledger-0's claim on another worker, the shared directory
+		// letting both nodes mount it at once. Both copies append to one
+		// log from the offsets they hold, each acknowledging its own
+		// appends, so appends of one land between two of the other's:
+		// two-writers. They write over each other's records too, so
+		// acknowledged-data-survives, single-history and
+		// storage-integrity may fire as well; they are judged and
+		// reported, and none is counted as the control's hit: which of
+		// them fires turns on where the two offsets fall, not on what
+		// the control builds.
+		{
+			ID:     "control-ledger-second-writer-shared-directory",
+			Title:  "a second copy of ledger-0 started by hand on another worker, a bare pod from the StatefulSet's template mounting the same claim on a shared directory: two writers append to one log at once",
+			Labels: []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault: controls.SecondLedgerWriter(controls.SecondWriter{
+				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Pod: ledgerSecondWriter}),
+			Window:       controlWindow,
+			ControlOf:    []string{invariant.SingleWriterAtStorageName},
+			ControlKinds: map[string][]string{invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
 		},
 		// fencing-monotonic with what the fenced store accepts by
 		// design: two holders with one token. It judges fencing-monotonic
