@@ -154,13 +154,15 @@ func upMatrix(t *testing.T, topo, bin string) *matrix {
 	if base == "" {
 		base = "/var/tmp"
 	}
-	dir, err := os.MkdirTemp(base, "faultline-crash-")
+	// Short names: a worker's CSI node socket lies seven levels below
+	// the state dir and must fit a unix socket's 107-byte address.
+	dir, err := os.MkdirTemp(base, "flc-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	doc["name"] = name
-	doc["stateDir"] = filepath.Join(dir, "state")
+	doc["stateDir"] = filepath.Join(dir, "s")
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
