@@ -119,8 +119,8 @@ func TestTheSecondWriterControlSharesTheLedgersClaimAndHealsByItsParams(t *testi
 		for _, inv := range sc.Invariants {
 			judged = append(judged, inv.Name())
 		}
-		if !slices.Contains(judged, invariant.SingleWriterAtStorageName) {
-			t.Errorf("[%s] judges %v, not single-writer-at-storage", sc.Arm, judged)
+		if !slices.Equal(judged, []string{invariant.SingleWriterAtStorageName}) {
+			t.Errorf("[%s] judges %v, want single-writer-at-storage alone", sc.Arm, judged)
 		}
 		if sc.Fault.Kind() != controls.KindSecondLedgerWriter {
 			t.Fatalf("[%s] fault %s", sc.Arm, sc.Fault.Kind())
