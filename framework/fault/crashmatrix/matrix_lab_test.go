@@ -90,6 +90,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the faultline program the matrix built, once every
+// test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built != "" {
+		os.RemoveAll(filepath.Dir(built))
+	}
+	os.Exit(code)
+}
+
 // faultlineBinary is the faultline program `faultline heal` runs as.
 func faultlineBinary(t *testing.T) string {
 	if p := os.Getenv(binaryEnv); p != "" {
