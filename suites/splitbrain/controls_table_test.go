@@ -141,3 +141,26 @@ func TestTheSecondWriterControlSharesTheLedgersClaimAndHealsByItsParams(t *testi
 		t.Errorf("arms %v, want the fault arm and the null arm", arms)
 	}
 }
+
+// TestTheCISetIsTheRunsCIRunsNames checks that every arm ciRuns names is
+// in the table and carries the ci label, and that no other arm does: a
+// renamed scenario would otherwise drop out of the set without a word.
+func TestTheCISetIsTheRunsCIRunsNames(t *testing.T) {
+	want := 0
+	for _, arms := range ciRuns {
+		want += len(arms)
+	}
+	got := 0
+	for _, sc := range table() {
+		if !hasLabel(sc.AllLabels(), scenario.LabelCI) {
+			continue
+		}
+		got++
+		if !slices.Contains(ciRuns[sc.ID], sc.Arm) {
+			t.Errorf("%s (%s) carries the ci label but ciRuns does not name it", sc.ID, sc.Arm)
+		}
+	}
+	if got != want {
+		t.Errorf("the ci set has %d runs, ciRuns names %d: a name in ciRuns is not in the table", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package splitbrain_test
 
 import (
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
@@ -295,7 +296,23 @@ func table() []scenario.Scenario {
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
 	}
-	return scenario.WithNullArms(scenarios...)
+	all := scenario.WithNullArms(scenarios...)
+	for i, s := range all {
+		all[i].CI = slices.Contains(ciRuns[s.ID], s.Arm)
+	}
+	return all
+}
+
+// ciRuns are the arms the `ci` label goes on: the paper's first finding
+// with its null arm (the log on a shared directory, its pod
+// force-deleted while the old copy is cut off), the elector's unfenced
+// lost update with its null arm, and the positive control of
+// single-writer-at-storage. Five runs of 3-4 minutes each, so that five
+// repetitions of the set fit in an afternoon on one lab.
+var ciRuns = map[string][]scenario.Arm{
+	"ledger-force-deleted-shared-directory":         {scenario.FaultArm, scenario.NullArm},
+	"elector-leader-frozen-unfenced":                {scenario.FaultArm, scenario.NullArm},
+	"control-ledger-second-writer-shared-directory": {scenario.FaultArm},
 }
 
 // applicationControls are the ledger rows in which two copies wrote, run
