@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/faultline/faultline/framework/apiretry"
+	"github.com/faultline/faultline/lab/apiretry"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/fixtures/images"
 )
@@ -281,7 +280,7 @@ var changeBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Fac
 // there; for a delete, the object gone) is the change made.
 func changing(ctx context.Context, do func() error, landed func(error) bool) error {
 	again := false
-	return retry.OnError(changeBackoff, func(err error) bool { return ctx.Err() == nil && apiretry.Dropped(err) }, func() error {
+	return apiretry.Do(ctx, changeBackoff, apiretry.Dropped, func() error {
 		err := do()
 		if again && err != nil && landed(err) {
 			return nil

@@ -1,7 +1,9 @@
 package agents
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +70,22 @@ func TestAChangeTheAPIServerDroppedIsAskedAgain(t *testing.T) {
 	})
 	if err := DeleteDNSService(t.Context(), refused); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("a refused delete: %v, want the refusal", err)
+	}
+}
+
+// A change whose time ran out before the API server answered is not made:
+// the client's own deadline is no answer that the object changed.
+func TestAChangeWhoseTimeRanOutIsNotMade(t *testing.T) {
+	cs := fake.NewClientset()
+	ctx, cancel := context.WithCancel(t.Context())
+	cs.PrependReactor("create", "networkpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return true, nil, fmt.Errorf("Post \"https://10.231.11.10:6443/apis/networking.k8s.io/v1/namespaces/x/networkpolicies\": %w", context.Canceled)
+	})
+	if err := CreatePolicy(ctx, cs, DenyIngress()); err == nil {
+		t.Fatal("a create cut off by its context came back as made")
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies(Namespace).Get(t.Context(), DenyTarget, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the policy: %v, want it not there", err)
 	}
 }

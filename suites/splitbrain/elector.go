@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/apiretry"
 )
 
 // The elector fixture: two replicas of the leader-elected writer
@@ -255,8 +255,11 @@ func installElector(ctx context.Context, cs kubernetes.Interface, in Install) er
 		return err
 	}
 	sa, role, binding := ElectorRBAC()
-	create := func(what string, err error) error {
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+	// A create the API server dropped is asked again (apiretry.Create):
+	// a connection through the virtual address is reset when keepalived
+	// moves it.
+	create := func(what string, do func() error) error {
+		if err := apiretry.Create(ctx, do); err != nil {
 			return fmt.Errorf("creating %s: %w", what, err)
 		}
 		return nil
@@ -264,19 +267,19 @@ func installElector(ctx context.Context, cs kubernetes.Interface, in Install) er
 	if err := create("serviceaccount "+sa.Name, func() error {
 		_, err := cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{})
 		return err
-	}()); err != nil {
+	}); err != nil {
 		return err
 	}
 	if err := create("role "+role.Name, func() error {
 		_, err := cs.RbacV1().Roles(Namespace).Create(ctx, role, metav1.CreateOptions{})
 		return err
-	}()); err != nil {
+	}); err != nil {
 		return err
 	}
 	if err := create("rolebinding "+binding.Name, func() error {
 		_, err := cs.RbacV1().RoleBindings(Namespace).Create(ctx, binding, metav1.CreateOptions{})
 		return err
-	}()); err != nil {
+	}); err != nil {
 		return err
 	}
 	deps := ElectorDeployments(c)
@@ -284,7 +287,7 @@ func installElector(ctx context.Context, cs kubernetes.Interface, in Install) er
 		if err := create("deployment "+d.Name, func() error {
 			_, err := cs.AppsV1().Deployments(Namespace).Create(ctx, d, metav1.CreateOptions{})
 			return err
-		}()); err != nil {
+		}); err != nil {
 			return err
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/lab/apiretry"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -224,7 +225,10 @@ func readyzProbe() *corev1.Probe {
 // EnsureNamespace creates the suite's namespace unless it is there.
 func EnsureNamespace(ctx context.Context, cs kubernetes.Interface) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := apiretry.Create(ctx, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
 	return nil
@@ -238,7 +242,10 @@ func InstallStatefulSet(ctx context.Context, cs kubernetes.Interface, sts *appsv
 	if err := EnsureNamespace(ctx, cs); err != nil {
 		return err
 	}
-	if _, err := cs.AppsV1().StatefulSets(Namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := apiretry.Create(ctx, func() error {
+		_, err := cs.AppsV1().StatefulSets(Namespace).Create(ctx, sts, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating statefulset %s: %w", sts.Name, err)
 	}
 	pod := sts.Name + "-0"

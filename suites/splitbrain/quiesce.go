@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/framework/apiretry"
+	"github.com/faultline/faultline/lab/apiretry"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -110,17 +109,16 @@ func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
 			return err
 		}},
 	}
-	again := func(err error) bool { return ctx.Err() == nil && apiretry.DroppedOrConflict(err) }
 	for _, k := range kinds {
 		var names []string
-		if err := retry.OnError(scaleBackoff, again, func() (err error) {
+		if err := apiretry.Do(ctx, scaleBackoff, apiretry.DroppedOrConflict, func() (err error) {
 			names, err = k.names()
 			return err
 		}); err != nil {
 			return fmt.Errorf("listing the %ss of %s: %w", k.kind, Namespace, err)
 		}
 		for _, name := range names {
-			err := retry.OnError(scaleBackoff, again, func() error {
+			err := apiretry.Do(ctx, scaleBackoff, apiretry.DroppedOrConflict, func() error {
 				if err := k.zero(name); !apierrors.IsNotFound(err) {
 					return err
 				}

@@ -7,14 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/framework/apiretry"
+	"github.com/faultline/faultline/lab/apiretry"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -64,8 +63,7 @@ func holderIn(ctx context.Context, cs kubernetes.Interface, namespace, name stri
 	// timeout); the Lease is read again a few times before the inject
 	// gives up. A missing Lease or a refusal is final.
 	var lease *coordinationv1.Lease
-	transient := func(err error) bool { return ctx.Err() == nil && apiretry.Dropped(err) }
-	err := retry.OnError(leaseReadBackoff, transient, func() error {
+	err := apiretry.Do(ctx, leaseReadBackoff, apiretry.Dropped, func() error {
 		var err error
 		lease, err = cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
