@@ -21,6 +21,13 @@ import (
 // node is Ready, and takes the cold snapshot: the whole fleet stopped, one
 // copy of every host's data, then started again.
 func (l *Lab) Up(ctx context.Context) error {
+	// A socket path too long to listen on is a fault of the lab file
+	// (its stateDir), named before anything else and before anything is
+	// touched: the components would start and fail one by one. New opens
+	// such a lab all the same, so that one already up can be brought down.
+	if err := l.comp.CheckSocketPaths(); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
 	if err := requireRoot("lab up"); err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -344,7 +343,7 @@ func (m *matrix) runCell(t *testing.T, e entry, c cell) {
 	f := e.make(m.shape, fx)
 	var killWhen func(context.Context) bool
 	if c.name == cellFencing {
-		killWhen = m.detachBegun(fx)
+		killWhen = detachBegun(m.kc, fx, m.t.Logf)
 	}
 	out, killed, err := m.runChild(ctx, f, c.point, killWhen)
 	switch {
@@ -641,35 +640,6 @@ func (m *matrix) removeFixtures(t *testing.T, ctx context.Context, fx fixtures) 
 	if err != nil {
 		t.Errorf("removing the fixtures: %v", err)
 	}
-}
-
-// detachBegun is the fencing cell's moment: the attach/detach controller
-// has begun detaching the fixture's fenced volume from the out-of-service
-// node (its VolumeAttachment is being deleted), so the storage host is
-// fencing the node, or about to.
-func (m *matrix) detachBegun(fx fixtures) func(context.Context) bool {
-	return func(ctx context.Context) bool {
-		pvc, err := m.kc.CoreV1().PersistentVolumeClaims(fixtureNamespace).Get(ctx, fx.Claim, metav1.GetOptions{})
-		if err != nil || pvc.Spec.VolumeName == "" {
-			return false
-		}
-		vas, err := m.kc.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, va := range vas.Items {
-			if onNode(va, pvc.Spec.VolumeName, fx.Node) && va.DeletionTimestamp != nil {
-				m.t.Logf("VolumeAttachment %s of %s on %s is being deleted: killing the run", va.Name, pvc.Spec.VolumeName, fx.Node)
-				return true
-			}
-		}
-		return false
-	}
-}
-
-func onNode(va storagev1.VolumeAttachment, volume, node string) bool {
-	src := va.Spec.Source.PersistentVolumeName
-	return src != nil && *src == volume && va.Spec.NodeName == node
 }
 
 // record keeps the cell's row, and appends it to the table file.

@@ -189,17 +189,24 @@ func netemScript(dev, tag string, latency, jitter time.Duration, addrs []string)
 
 func tcTime(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
 
+// printedHandle is the handle of the fault's root qdisc as `tc qdisc
+// show` prints it: the tag is the handle's major number in hex, and tc
+// prints that without leading zeros (the tag 0339 shows as 339:). A tag
+// is never 0000, so something is always left.
+func printedHandle(tag string) string { return strings.TrimLeft(tag, "0") + ":" }
+
 // rootQdiscDevices is a pipeline that prints every interface whose root
 // is the fault's qdisc of that kind (its tag is the handle).
 func rootQdiscDevices(kind, tag string) string {
-	return `tc qdisc show | awk '$1=="qdisc" && $2=="` + kind + `" && $3=="` + tag + `:" && $6=="root" {print $5}'`
+	return `tc qdisc show | awk '$1=="qdisc" && $2=="` + kind + `" && $3=="` + printedHandle(tag) + `" && $6=="root" {print $5}'`
 }
 
 // removeQdiscScript deletes the root qdisc of every interface whose root is
 // the fault's qdisc of that kind, and nothing else, printing what it found
 // and removed (healRun).
 func removeQdiscScript(kind, tag string) string {
-	return rootQdiscDevices(kind, tag) + ` | while read -r dev; do echo "` + foundLine + kind + ` root qdisc ` + tag + `: on $dev"; tc qdisc del dev "$dev" root || exit 1; echo "` + removedLine + `the root qdisc ` + tag + `: of $dev"; done`
+	h := printedHandle(tag)
+	return rootQdiscDevices(kind, tag) + ` | while read -r dev; do echo "` + foundLine + kind + ` root qdisc ` + h + ` on $dev"; tc qdisc del dev "$dev" root || exit 1; echo "` + removedLine + `the root qdisc ` + h + ` of $dev"; done`
 }
 
 func (f *delay) Heal(ctx context.Context, l lab.Lab) error {

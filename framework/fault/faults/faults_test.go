@@ -383,7 +383,7 @@ func TestDelayInstallsNetemTowardsTheTargetsOnly(t *testing.T) {
 	if err := f.Heal(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if got := etcd1.commands(); len(got) != 1 || !strings.Contains(got[0], `$2=="prio" && $3=="`+tag+`:" && $6=="root"`) || !strings.Contains(got[0], `tc qdisc del dev "$dev" root`) {
+	if got := etcd1.commands(); len(got) != 1 || !strings.Contains(got[0], `$2=="prio" && $3=="`+printedHandle(tag)+`" && $6=="root"`) || !strings.Contains(got[0], `tc qdisc del dev "$dev" root`) {
 		t.Errorf("heal ran %q", got)
 	}
 }

@@ -236,3 +236,53 @@ func TestThawScriptThawsAndKeepsTheMarkerUntilDropped(t *testing.T) {
 		t.Errorf("a thaw with no marker printed %q", rest)
 	}
 }
+
+// fakeTc is bash that stands in for tc over the file $S/qdiscs, which
+// holds `tc qdisc show` as the real tc prints it: a handle's major number
+// in hex without leading zeros. `tc qdisc del dev X root` drops X's root
+// line and notes X in $S/deleted.
+const fakeTc = `
+tc() {
+	case "$1 $2" in
+	"qdisc show") cat "$S/qdiscs" ;;
+	"qdisc del") echo "$4" >> "$S/deleted"
+	    awk -v d="$4" '!($4 == "dev" && $5 == d && $6 == "root")' "$S/qdiscs" > "$S/q" && mv "$S/q" "$S/qdiscs" ;;
+	*) return 1 ;;
+	esac
+}
+`
+
+// A shaping fault's heal finds its root qdisc by the handle tc prints.
+// The tag is four hex digits and may begin with zeros; tc prints the
+// handle 0339: as 339:, and a heal that looked for 0339: found nothing,
+// said nothing, and left the throttle in place. Other devices' roots and
+// another fault's qdisc are left alone.
+func TestRemoveQdiscScriptFindsTheHandleAsTcPrintsIt(t *testing.T) {
+	for _, c := range []struct{ tag, printed string }{
+		{"0339", "339:"}, {"003a", "3a:"}, {"0007", "7:"}, {"ab12", "ab12:"}, {"1000", "1000:"},
+	} {
+		t.Run(c.tag, func(t *testing.T) {
+			dir := t.TempDir()
+			qdiscs := "qdisc noqueue 0: dev lo root refcnt 2 \n" +
+				"qdisc htb " + c.printed + " dev eth0 root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000\n" +
+				"qdisc htb 1" + c.printed + " dev eth1 root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000\n" +
+				"qdisc noqueue 0: dev pod0 root refcnt 2 \n"
+			if err := os.WriteFile(filepath.Join(dir, "qdiscs"), []byte(qdiscs), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("bash", "-c", fakeTc+removeQdiscScript("htb", c.tag))
+			cmd.Env = append(os.Environ(), "S="+dir)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("heal: %v: %s", err, out)
+			}
+			found, removed, _ := splitHealOutput(string(out))
+			if len(found) != 1 || !strings.Contains(found[0], "eth0") || len(removed) != 1 || !strings.Contains(removed[0], "eth0") {
+				t.Errorf("the heal of tag %s over %q found %q and removed %q; want eth0's root qdisc", c.tag, c.printed, found, removed)
+			}
+			if deleted, _ := os.ReadFile(filepath.Join(dir, "deleted")); string(deleted) != "eth0\n" {
+				t.Errorf("deleted the roots of %q, want eth0 alone", deleted)
+			}
+		})
+	}
+}

@@ -76,6 +76,10 @@ func (r *Registration) Status() error {
 	return nil
 }
 
+// RegistryDir is a kubelet's plugin registry directory, which it watches
+// for plugins' registration sockets.
+func RegistryDir(kubeletRoot string) string { return filepath.Join(kubeletRoot, "plugins_registry") }
+
 // RegistrationSocket is where driver's registration socket goes in a
 // kubelet's plugin registry directory (<root-dir>/plugins_registry). The
 // kubelet takes any socket there; the name is short because a socket

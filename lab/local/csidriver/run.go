@@ -147,13 +147,13 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 		kinds = Kinds
 	}
 	st := Store{Root: cfg.Export}
-	registry := filepath.Join(cfg.KubeletRoot, "plugins_registry")
+	registry := RegistryDir(cfg.KubeletRoot)
 	// Every socket path is checked before anything listens, so a path too
 	// long for a socket address is named before the first is made.
 	for _, k := range kinds {
 		for _, p := range []string{NodeSocket(cfg.KubeletRoot, k.DriverName()), RegistrationSocket(registry, k.DriverName())} {
-			if len(p) > maxSocketPath {
-				return fmt.Errorf("socket %s: %d bytes, more than a unix socket address holds (%d); use a shorter kubelet root", p, len(p), maxSocketPath)
+			if len(p) > MaxSocketPath {
+				return fmt.Errorf("socket %s: %d bytes, more than a unix socket address holds (%d); use a shorter kubelet root", p, len(p), MaxSocketPath)
 			}
 		}
 	}

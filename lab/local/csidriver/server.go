@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// maxSocketPath is the longest path a unix socket address holds
+// MaxSocketPath is the longest path a unix socket address holds
 // (sun_path's 108 bytes, one for the NUL).
-const maxSocketPath = 107
+const MaxSocketPath = 107
 
 // Listen listens on a unix socket at path, making its directory. A socket
 // file left by a process that is gone is replaced; one that answers is in
@@ -25,8 +25,8 @@ func Listen(path string) (net.Listener, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("socket %q: not an absolute path", path)
 	}
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("socket %s: %d bytes, more than a unix socket address holds (%d)", path, len(path), maxSocketPath)
+	if len(path) > MaxSocketPath {
+		return nil, fmt.Errorf("socket %s: %d bytes, more than a unix socket address holds (%d)", path, len(path), MaxSocketPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)

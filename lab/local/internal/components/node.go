@@ -142,7 +142,7 @@ state = %[2]s
     stream_server_port = "0"
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
-`, q(filepath.Join(data, "containerd")), q(filepath.Join(run, "containerd-state")), q(sock), q(sock+".ttrpc"),
+`, q(filepath.Join(data, "containerd")), q(filepath.Join(run, "containerd-state")), q(sock), q(ttrpcSocket(sock)),
 		q(cc.Bins.Runc), q(filepath.Join(run, "runc")), q(cc.Bins.CNIBinDir), q(filepath.Join(data, "cni", "net.d")), q(pause))
 }
 
