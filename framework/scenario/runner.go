@@ -238,38 +238,46 @@ func (e *engine) fits(sc Scenario) error {
 
 // start runs PhaseReset and PhasePreFault.
 func (r *run) start(ctx context.Context) error {
+	baseline, err := r.reset(ctx)
+	if err != nil {
+		return err
+	}
+	return r.preFault(ctx, baseline)
+}
+
+// reset runs PhaseReset: it resets the lab, checks it starts clean, runs
+// Suite.Prepare and returns the baseline snapshot.
+func (r *run) reset(ctx context.Context) (evidence.Snapshot, error) {
 	st := r.eng
 	l := st.lab
 	r.enter(PhaseReset)
-	begin := time.Now()
-	var resetTimed bool
-	timeReset := func() {
-		if !resetTimed {
-			resetTimed = true
-			r.timed("reset", begin)
-		}
-	}
-	defer timeReset()
+	defer r.timed("reset", time.Now())
 	if err := l.Reset(ctx); err != nil {
-		return r.fail("reset", err)
+		return evidence.Snapshot{}, r.fail("reset", err)
 	}
 	r.event("lab-reset", "")
 	if err := checkClean(ctx, l); err != nil {
-		return r.fail("clean-start check", err)
+		return evidence.Snapshot{}, r.fail("clean-start check", err)
 	}
 	if st.cfg.Prepare != nil {
 		if err := st.cfg.Prepare(ctx, l, r.sc); err != nil {
-			return r.fail("prepare", err)
+			return evidence.Snapshot{}, r.fail("prepare", err)
 		}
 	}
 	baseline, events, err := st.cfg.Sampler.Sample(ctx, l)
 	if err != nil {
-		return r.fail("baseline snapshot", err)
+		return evidence.Snapshot{}, r.fail("baseline snapshot", err)
 	}
 	r.addEvents(events)
-	timeReset()
 	r.complete(PhaseReset)
+	return baseline, nil
+}
 
+// preFault runs PhasePreFault: it samples the pre-fault window after the
+// baseline, keeps both in the record, and decides what is NOT_APPLICABLE
+// or DETECTOR_INVALID.
+func (r *run) preFault(ctx context.Context, baseline evidence.Snapshot) error {
+	st := r.eng
 	r.enter(PhasePreFault)
 	preFault, err := r.samplePreFault(ctx, baseline)
 	r.mu.Lock()
