@@ -62,7 +62,7 @@
 //	                judge the safety invariants over the window, heal and
 //	                settle samples (a hazard can fall at heal: a frozen
 //	                process thawed, a stopped kubelet restarted); fail once,
-//	                listing every failed matcher; release a lingering
+//	                listing every invariant that failed; release a lingering
 //	                fault (fault.Lingering), whose damage had to last
 //	                through settling; write the evidence
 //	ReportAfterEach append the run record to verdicts.jsonl, synced

@@ -5,11 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/onsi/gomega"
-
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
-	"github.com/faultline/faultline/framework/matchers"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -122,9 +119,9 @@ func settleTimeoutOf(d time.Duration) string {
 	return fmt.Sprintf(" of %s", d)
 }
 
-// judgeSafety judges every safety invariant still to be judged with its
-// matcher over the window's, heal's and settle's samples (the final
-// snapshot included), and returns the failure messages.
+// judgeSafety judges every safety invariant still to be judged (assert)
+// over the window's, heal's and settle's samples (the final snapshot
+// included), and returns the failure messages.
 func (r *run) judgeSafety() []string {
 	r.mu.Lock()
 	var snaps []evidence.Snapshot
@@ -156,10 +153,12 @@ func (r *run) controlsDecidedBeforeTheFault() []string {
 	return out
 }
 
-// assert judges every invariant of the phase not yet decided with its
-// Preserve matcher and records each verdict. It collects the failure
-// messages instead of failing at the first, so one violation never hides
-// the verdicts of the others.
+// assert judges every invariant of the phase not yet decided with
+// invariant.Judge and records each verdict. A finding fails the spec when
+// VIOLATED (lack of evidence is not a violation); a positive control when
+// anything else, or VIOLATED of a kind it is not built to make. It
+// collects the failure messages instead of failing at the first, so one
+// violation never hides the verdicts of the others.
 func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
 	return r.assertEach(phase, func(string) invariant.Input { return in })
 }
@@ -168,30 +167,29 @@ func (r *run) assert(phase verdict.Phase, in invariant.Input) []string {
 // gives for its name.
 func (r *run) assertEach(phase verdict.Phase, inputFor func(name string) invariant.Input) []string {
 	var failures []string
-	g := gomega.NewGomega(func(message string, _ ...int) { failures = append(failures, message) })
 	for _, inv := range r.sc.Invariants {
 		if inv.Phase() != phase || r.isDecided(inv.Name()) {
 			continue
 		}
-		m := matchers.Preserve(inv)
 		in := inputFor(inv.Name())
-		if slices.Contains(r.sc.mustBreak(), inv.Name()) {
+		j := invariant.Judge(inv, in)
+		control := slices.Contains(r.sc.mustBreak(), inv.Name())
+		switch {
+		case control && j.Verdict != verdict.Violated:
 			// A positive control: the breakage is what it must show.
-			g.Expect(in).NotTo(m, "positive control of %s", inv.Name())
-		} else {
-			g.Expect(in).To(m)
+			failures = append(failures, fmt.Sprintf("positive control of %s\n%s", inv.Name(), invariant.NotViolatedMessage(j, in)))
+		case !control && j.Verdict == verdict.Violated:
+			failures = append(failures, invariant.ViolatedMessage(j, in))
 		}
-		if j, ok := m.Judgement(); ok {
-			j.During = r.during(j, in)
-			if j.Verdict == verdict.Violated && slices.Contains(r.sc.mustBreak(), inv.Name()) {
-				if other := verdict.OtherKind(j, r.sc.ControlKinds[inv.Name()]); other != "" {
-					// The invariant broke, but not as the control
-					// breaks it: its detector did not fire.
-					failures = append(failures, fmt.Sprintf("positive control of %s: %s: %s", inv.Name(), other, j.Reason))
-				}
+		j.During = r.during(j, in)
+		if j.Verdict == verdict.Violated && control {
+			if other := verdict.OtherKind(j, r.sc.ControlKinds[inv.Name()]); other != "" {
+				// The invariant broke, but not as the control breaks it:
+				// its detector did not fire.
+				failures = append(failures, fmt.Sprintf("positive control of %s: %s: %s", inv.Name(), other, j.Reason))
 			}
-			r.decide(j)
 		}
+		r.decide(j)
 	}
 	return failures
 }

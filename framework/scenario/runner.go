@@ -126,7 +126,7 @@ type outcome struct {
 }
 
 // failure is the spec's failure message, "" when it passes: a failed heal
-// or release, else every matcher that failed, listed at once.
+// or release, else every invariant that failed, listed at once.
 func (o outcome) failure() string {
 	switch {
 	case o.healErr != nil:
@@ -145,7 +145,7 @@ func (o outcome) failure() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// violations renders the failure messages of several matchers as one.
+// violations renders the failure messages of several invariants as one.
 func violations(phase string, msgs []string) string {
 	return fmt.Sprintf("%d %s invariant(s) VIOLATED (or, for a positive control, not VIOLATED):\n\n%s", len(msgs), phase, strings.Join(msgs, "\n\n"))
 }

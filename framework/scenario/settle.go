@@ -29,7 +29,7 @@ type settleResult struct {
 // runSettle runs PhaseSettle: it samples until every convergence
 // invariant has settled (neither violated nor short of evidence) or the
 // settle timeout ends. judgeConvergence then judges each convergence
-// invariant with its matcher over the first sample in which it settled,
+// invariant (assert) over the first sample in which it settled,
 // or over the last sample, the final snapshot, when it never did. It
 // returns nil, the run aborted, when no snapshot could be taken.
 //
