@@ -4,8 +4,6 @@ package matchers
 
 import (
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/onsi/gomega/types"
 
@@ -57,39 +55,9 @@ func (m *PreserveMatcher) Match(actual any) (bool, error) {
 }
 
 func (m *PreserveMatcher) FailureMessage(any) string {
-	j := m.judgement
-	return fmt.Sprintf("invariant %s (%s) was VIOLATED over %s\n%s", j.Invariant, j.Phase, m.span(), m.detail())
+	return invariant.ViolatedMessage(m.judgement, m.input)
 }
 
 func (m *PreserveMatcher) NegatedFailureMessage(any) string {
-	j := m.judgement
-	return fmt.Sprintf("expected invariant %s (%s) to be VIOLATED over %s, but it was %s\n%s", j.Invariant, j.Phase, m.span(), j.Verdict, m.detail())
+	return invariant.NotViolatedMessage(m.judgement, m.input)
 }
-
-func (m *PreserveMatcher) span() string {
-	from, to := m.input.Span()
-	n := len(m.input.Snapshots)
-	switch {
-	case n == 0:
-		return fmt.Sprintf("the %s (no snapshots)", m.input.Moment)
-	case n == 1:
-		return fmt.Sprintf("the %s (1 snapshot at %s)", m.input.Moment, stamp(from))
-	default:
-		return fmt.Sprintf("the %s (%d snapshots, %s to %s)", m.input.Moment, n, stamp(from), stamp(to))
-	}
-}
-
-func (m *PreserveMatcher) detail() string {
-	j := m.judgement
-	at := "not stated by the invariant"
-	if !j.At.IsZero() {
-		at = stamp(j.At)
-	}
-	sources := "none named"
-	if len(j.Sources) > 0 {
-		sources = strings.Join(j.Sources, ", ")
-	}
-	return fmt.Sprintf("  moment:  %s\n  sources: %s\n  reason:  %s", at, sources, j.Reason)
-}
-
-func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000Z07:00") }

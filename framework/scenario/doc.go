@@ -1,12 +1,15 @@
 // Package scenario turns a table of scenarios, declared as data, into
 // Ginkgo specs of one shape, and decides what each run may claim.
 //
-// The phase algorithm is plain Go (runner.go, judge.go): a run moves
-// forward through reset, pre-fault, inject, window, heal, settle, judge
-// and release, with one phase state, and Runner runs scenarios through it
-// without Ginkgo. The Ginkgo layer (spec.go, suite.go) is a skin that
-// calls those phases from its nodes: specs (Serial on one lab), labels,
-// DeferCleanup and report entries. The run folder is written in folder.go alone.
+// The phase algorithm is plain Go, one file per phase: a run moves
+// forward through reset (reset.go), pre-fault (prefault.go), inject
+// (inject.go), window (window.go), heal (heal.go), settle (settle.go),
+// judge (judge.go), release (release.go) and done (done.go, the run's
+// record), with one phase state (phase.go). runner.go takes the phases in
+// order, and Runner runs scenarios through them without Ginkgo. The
+// Ginkgo layer (spec.go, suite.go) is a skin that calls those phases from
+// its nodes: specs (Serial on one lab), labels, DeferCleanup and report
+// entries. The run folder is written in folder.go alone.
 //
 // A suite file registers its table once, at the top level:
 //
@@ -59,7 +62,7 @@
 //	                judge the safety invariants over the window, heal and
 //	                settle samples (a hazard can fall at heal: a frozen
 //	                process thawed, a stopped kubelet restarted); fail once,
-//	                listing every failed matcher; release a lingering
+//	                listing every invariant that failed; release a lingering
 //	                fault (fault.Lingering), whose damage had to last
 //	                through settling; write the evidence
 //	ReportAfterEach append the run record to verdicts.jsonl, synced
