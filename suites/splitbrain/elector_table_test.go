@@ -1,11 +1,13 @@
 package splitbrain_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/lab"
 )
 
 // The elector's rows: each with its null arm, fenced rows judged by
@@ -42,5 +44,41 @@ func TestElectorScenarios(t *testing.T) {
 		if arms[id] != 2 {
 			t.Errorf("%s: %d arms, want the fault arm and the null arm", id, arms[id])
 		}
+	}
+}
+
+// hostCounter is a lab that counts the times its hosts were asked for;
+// any other use of it panics.
+type hostCounter struct {
+	lab.Lab
+	asked int
+}
+
+func (h *hostCounter) Hosts() []lab.Host { h.asked++; return nil }
+func (h *hostCounter) Host(name string) (lab.Host, error) {
+	h.asked++
+	return nil, fmt.Errorf("no host %s", name)
+}
+
+// The thaw in the null arm of the frozen-leader scenarios has nothing to
+// thaw, and asks no host: a search of every host for a marker, inside the
+// window's last seconds on a loaded lab, cut those runs short.
+func TestTheElectorThawAsksNoHostInTheNullArm(t *testing.T) {
+	n := 0
+	for _, sc := range table() {
+		if !strings.HasPrefix(sc.ID, "elector-leader-frozen") || sc.Arm != scenario.NullArm {
+			continue
+		}
+		n++
+		l := &hostCounter{}
+		if err := sc.Change.Make(t.Context(), l); err != nil {
+			t.Errorf("%s: the null arm's change: %v", sc.ID, err)
+		}
+		if l.asked != 0 {
+			t.Errorf("%s: the null arm's change asked the lab for its hosts %d times, want none", sc.ID, l.asked)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("found %d frozen-leader null arms, want 2", n)
 	}
 }

@@ -158,10 +158,10 @@ func frozenElectorLeader() (fault.Fault, *scenario.Change) {
 	return f, &scenario.Change{
 		Name:  "thaw the frozen elector leader",
 		After: electorFreeze,
-		// The fault's own heal (idempotent: the end of the window heals
-		// again and finds nothing); in the null arm there is nothing
-		// frozen to thaw.
-		Make: f.Heal,
+		// The fault's own heal on the host its inject froze (idempotent:
+		// the end of the window heals again and finds nothing); in the
+		// null arm nothing was frozen, and no host is asked.
+		Make: faults.ThawFrozen(f),
 	}
 }
 

@@ -195,3 +195,35 @@ func TestWaitFrozenGivesUpWithTheState(t *testing.T) {
 		t.Fatalf("waitFrozen = %v", err)
 	}
 }
+
+// ThawFrozen thaws on the host this process froze, and asks no host
+// where it froze nothing.
+func TestThawFrozenThawsOnlyWhatThisProcessFroze(t *testing.T) {
+	l := loadLab(t, "lab11")
+	f := FreezeLeaseHolder("ns", "elector").(*podFreeze)
+	if err := ThawFrozen(f)(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range l.hosts {
+		if len(h.commands()) != 0 {
+			t.Errorf("nothing frozen, yet %s ran %v", h.name, h.commands())
+		}
+	}
+	h := l.host("worker2")
+	f.host = h
+	if err := ThawFrozen(f)(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range l.hosts {
+		want := 0
+		if other == h {
+			want = 1
+		}
+		if got := len(other.commands()); got != want || (got == 1 && other.commands()[0] != thawScript(f.marker())) {
+			t.Errorf("%s ran %v, want %d thaw", other.name, other.commands(), want)
+		}
+	}
+	if f.host != nil {
+		t.Error("the thaw kept the injected host")
+	}
+}
