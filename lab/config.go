@@ -78,6 +78,12 @@ type KubernetesSettings struct {
 	// ProxyModeNFTables. The local lab runs kube-proxy with it; for a
 	// cluster the lab did not build it says which rules to read.
 	ProxyMode string `json:"proxyMode,omitempty"`
+	// Agents is how the node agents (kube-proxy, the NetworkPolicy agent)
+	// run: AgentsAsServices (the default), services of each host, or
+	// AgentsAsPods, DaemonSet pods in the host's network namespace as a
+	// kubeadm cluster runs them (see AgentRunOf). The local lab runs them
+	// so; for a cluster the lab did not build it says how they run there.
+	Agents string `json:"agents,omitempty"`
 }
 
 // kube-proxy's modes a lab may run (KubernetesSettings.ProxyMode).
@@ -331,6 +337,11 @@ func (c *Config) Validate() error {
 	case "", ProxyModeIPTables, ProxyModeNFTables:
 	default:
 		bad("kubernetes.proxyMode", "%q is not a kube-proxy mode the lab reads (iptables or nftables)", c.Kubernetes.ProxyMode)
+	}
+	switch c.Kubernetes.Agents {
+	case "", AgentsAsServices, AgentsAsPods:
+	default:
+		bad("kubernetes.agents", "%q is not how node agents run (%s or %s)", c.Kubernetes.Agents, AgentsAsServices, AgentsAsPods)
 	}
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		if _, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint); err != nil {
