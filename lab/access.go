@@ -179,6 +179,11 @@ func runtimeEndpointPath(endpoint string) (string, error) {
 type Identity struct {
 	User   string   `json:"user"`
 	Groups []string `json:"groups,omitempty"`
+	// Extra is what the API servers read of the user beside its name
+	// and groups that tells this component from others of the same user
+	// (the node name a pod-bound service-account token carries,
+	// authentication.kubernetes.io/node-name).
+	Extra map[string][]string `json:"extra,omitempty"`
 }
 
 // AgentIdentities is a lab whose node agents (kube-proxy, the policy
