@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -268,5 +269,50 @@ func TestPinNatScriptSendsEveryAPIAddressToTheServer(t *testing.T) {
 	}
 	if got := ssFilter([]string{"10.231.11.10:6443", "10.250.11.1:443"}); got != "( dst 10.231.11.10:6443 or dst 10.250.11.1:443 )" {
 		t.Errorf("filter %q", got)
+	}
+}
+
+// On a lab whose agents are pods (lab11-pods), heal of a freeze thaws
+// what its marker names on the node and signals no service; heal of a
+// kill or restart has nothing to start; a stop is refused, touching
+// nothing; a service that is no agent is still the host's.
+func TestPodAgentHealsTouchNoService(t *testing.T) {
+	l := loadLab(t, "lab11-pods")
+	delete(l.host("worker1").services, lab.ServiceKubeProxy)
+	ctx := context.Background()
+	fr := Freeze("worker1", lab.ServiceKubeProxy)
+	g, err := fault.Decode(fr.Kind(), fr.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Heal(ctx, l); err != nil {
+		t.Fatalf("heal of a pod freeze from the ledger: %v", err)
+	}
+	var p freezeParams
+	if err := json.Unmarshal(fr.Params(), &p); err != nil || p.Tag == "" {
+		t.Fatalf("the freeze carries no tag: %s", fr.Params())
+	}
+	cmds := l.host("worker1").commands()
+	if len(cmds) != 1 || cmds[0] != thawScript(podFreezeMarker(p.Tag)) {
+		t.Errorf("worker1 ran %q, want the thaw of the marker", cmds)
+	}
+	for _, f := range []fault.Fault{Kill("worker1", lab.ServiceKubeProxy), Restart("worker1", lab.ServicePolicyAgent), StopService("worker1", lab.ServicePolicyAgent)} {
+		if err := f.Heal(ctx, l); err != nil {
+			t.Errorf("heal of %s: %v", fault.Describe(f), err)
+		}
+	}
+	err = StopService("worker1", lab.ServicePolicyAgent).Inject(ctx, l)
+	if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "DaemonSet kube-system/kube-router") {
+		t.Errorf("stop of a pod agent: %v, want unsupported naming the DaemonSet", err)
+	}
+	if ch := l.changes(); len(ch) != 1 {
+		t.Errorf("changes %v, want the thaw alone", ch)
+	}
+	// The kubelet on the same lab is still a service of its host.
+	if err := Freeze("worker1", lab.ServiceKubelet).Inject(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if ops := l.host("worker1").operations(); len(ops) != 1 || !strings.HasPrefix(ops[0], "signal kubelet ") {
+		t.Errorf("operations %v, want the kubelet signalled", ops)
 	}
 }
