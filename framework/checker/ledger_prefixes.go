@@ -47,6 +47,12 @@ type Prefixes struct {
 	// Break is the first record a later read lost or replaced (nil when
 	// every read extends the one before).
 	Break *PrefixBreak `json:"break,omitempty"`
+	// Retries counts the records a later read held replaced by their own
+	// writer's record of the same sequence at the same offset: the
+	// writer's designed retry of an append whose outcome it did not learn
+	// (fixtures/ledgerlog: after fail or unknown the next append writes
+	// the same sequence at the same offset), which one copy makes.
+	Retries int `json:"retries,omitempty"`
 }
 
 // CheckLogPrefixes checks that reads of one ledger log, in the order
@@ -55,7 +61,10 @@ type Prefixes struct {
 // read. A log one writer appends to only grows, so its reads are; a second
 // copy that appends from an offset it kept in memory overwrites records a
 // read already saw, and the storage shows two histories. A torn last
-// record is not a record and is not compared. Records are compared by
+// record is not a record and is not compared; a record its own writer
+// wrote again (the same incarnation, the same sequence, a later append
+// number, at the same offset) is the writer's designed retry of an append
+// whose outcome it did not learn, counted in Retries and no break. Records are compared by
 // writer incarnation, append number and sequence, which the checksum
 // binds to the bytes.
 func CheckLogPrefixes(reads []LogRead) Prefixes {
@@ -77,6 +86,10 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 				if now != nil && sameRecord(now.Record, was.Record) {
 					continue
 				}
+				if now != nil && retried(was.Record, now.Record) {
+					r.Retries++
+					continue
+				}
 				r.Break = &PrefixBreak{Earlier: prevAt, Later: read.At, Was: was, Now: now}
 				break
 			}
@@ -85,6 +98,15 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	}
 	r.Writers = len(writers)
 	return r
+}
+
+// retried says whether now is was's writer's retry of it: the same
+// incarnation (one process) writing the same sequence again under a later
+// append number, at the offset it kept for it. A writer does that only
+// after an append whose outcome was fail or unknown, and a second copy
+// never has the same incarnation.
+func retried(was, now ledgerlog.Record) bool {
+	return was.Writer.Incarnation == now.Writer.Incarnation && was.Seq == now.Seq && now.Op > was.Op
 }
 
 func sameRecord(a, b ledgerlog.Record) bool {

@@ -34,3 +34,14 @@ func TestEveryFaultClassDeclaresItsReach(t *testing.T) {
 		}
 	}
 }
+
+// The class an invariant asks ClocksSkewable about is the fault library's.
+func TestClockSkewClassIsTheLibrarys(t *testing.T) {
+	if invariant.ClockSkewClass != string(faults.ClassClockSkew) {
+		t.Errorf("invariant.ClockSkewClass %q, the library's %q", invariant.ClockSkewClass, faults.ClassClockSkew)
+	}
+	in := invariant.Input{FaultClasses: []string{string(faults.ClassPartition), string(faults.ClockSkew("worker1", time.Second).Class())}}
+	if !in.ClocksSkewable() || (invariant.Input{FaultClasses: []string{string(faults.ClassPartition)}}).ClocksSkewable() {
+		t.Error("ClocksSkewable does not follow the classes")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -31,11 +30,7 @@ func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evid
 			if err := a.Decode(&v); err != nil {
 				return nil, v, fmt.Sprintf("%s's %s: %v", electorSource, evidence.ElectorHistory, err)
 			}
-			kvs := make([]ledgerlog.KV, len(v.KVs))
-			for i, kv := range v.KVs {
-				kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
-			}
-			hs, err := electorlog.DecodeHistories(v.Prefix, kvs)
+			hs, err := electorlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 			if err != nil {
 				return nil, v, fmt.Sprintf("the elector's history under %s: %v: a history with parts missing cannot say what was accepted", v.Prefix, err)
 			}

@@ -22,7 +22,7 @@ const (
 func electorValue(b *electortest.Bench) evidence.ElectorHistoryValue {
 	v := evidence.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
 	for _, kv := range b.KVs() {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return v
 }
@@ -115,8 +115,8 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 
 func TestFencingMonotonicPreservedWhenTheStaleLeaderIsRefused(t *testing.T) {
 	j := expect(t, FencingMonotonic(), electorRounds(t, cleanHandover(t, eFenced), false, 11), verdict.Preserved,
-		"every accepted write's token is at least the one before it", "1 refused")
-	wantExercised(t, j, true, "2 token value(s) and refused 1")
+		"each token accepted has one holder", "by construction", "1 refused")
+	wantExercised(t, j, true, "2 holder(s) with 2 token value(s), and refused 1")
 }
 
 func TestFencingMonotonicViolatedWhenATokenGoesDown(t *testing.T) {
@@ -145,6 +145,33 @@ func TestFencingMonotonicCountsNoUnknownWrite(t *testing.T) {
 	c.Increment("1", "2", eOK)
 	a.Increment("2", "3", eUnknown)
 	expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "1 unknown (not counted)")
+}
+
+// A shared token proven by a read: the other holder's write timed out,
+// and a follower read the value only it wrote.
+func TestFencingMonotonicViolatedByAnUnknownWriteAReadProves(t *testing.T) {
+	b := electortest.New(t, t0)
+	a, c, f := b.Writer("a", "worker1", eFenced).Lead(4), b.Writer("c", "worker2", eFenced).Lead(4), b.Writer("f", "worker3", eFenced)
+	a.Increment("", "1", eOK)
+	c.Increment("1", "2", eUnknown)
+	f.Read("2")
+	j := expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Violated, "one token, two holders", "worker2", "proven accepted by")
+	if j.Violation != SharedToken {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
+// The store's transaction refuses a lower token by construction: refusals
+// and a token that never went down exercise nothing here. One holder
+// accepted cannot share its token.
+func TestFencingMonotonicOneHolderAcceptedIsNotExercised(t *testing.T) {
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", eFenced).Lead(2), b.Writer("c", "worker2", eFenced).Lead(1)
+	a.Increment("", "1", eOK)
+	c.End(c.Begin(electortest.Key, "1", "2"), electorlog.OutcomeFail, "0000000002/"+a.Holder)
+	a.Increment("1", "2", eOK)
+	j := expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "by construction", "not exercised")
+	wantExercised(t, j, false, "accepted writes of 1 holder(s)")
 }
 
 func TestFencingMonotonicInsufficientForAnUnfencedArm(t *testing.T) {

@@ -29,16 +29,26 @@ const (
 // read from the Lease when it became leader (leaseTransitions, holder),
 // and the store refuses a token below the highest it accepted. Checked
 // with checker.CheckFencing: the acknowledged writes in the order of the
-// store revisions they committed at (the store's own order, no clock).
-// A write of unknown outcome may or may not have been accepted and is
-// never counted; a refused write changed nothing.
+// store revisions they committed at (the store's own order, no clock). A
+// write of unknown outcome may or may not have been accepted and is not
+// counted, unless a later read proves it accepted (the read returned the
+// value only that write wrote): then it counts for a shared token. A
+// refused write changed nothing.
 //
-// Fires with Violation "token-went-down" (TokenWentDown) when a write was
-// accepted with a lower leaseTransitions than one accepted before it, else
-// "shared-token" (SharedToken) when writes of two holders were accepted
-// with one leaseTransitions (two leaders read one value of it: a Lease
-// forked between API servers, say, which the store's "not lower" rule
-// lets through).
+// Fires with Violation "shared-token" (SharedToken) when writes of two
+// holders were accepted with one leaseTransitions (two leaders read one
+// value of it: a Lease forked between API servers, say, which the
+// store's "not lower" rule lets through), else "token-went-down"
+// (TokenWentDown) when a write was accepted with a lower leaseTransitions
+// than one accepted before it.
+//
+// The two halves are not alike. The fenced store's transaction refuses a
+// token below the highest it accepted, so on its history a token cannot
+// go down by construction: token-went-down fires only where the store did
+// not run that transaction (a store that lost its token key, a writer not
+// fenced after all), and its PRESERVED is the transaction's, no finding.
+// A shared token the transaction does not refuse: that half is the
+// finding, and only it exercises the invariant.
 //
 // Why: leader election alone does not stop a deposed leader that does not
 // yet know it is deposed (client-go's doc says it does not fence); a
@@ -49,8 +59,10 @@ const (
 // malformed, and when no writer of it fenced (an unfenced arm: the
 // invariant does not apply to it, and the suite should not list it there).
 //
-// Exercised when the store accepted writes with two or more tokens, or
-// refused one (a leadership change reached the fence). VIOLATED is always
+// Exercised when the store accepted writes of two or more holders (a
+// shared token could have shown). Refusals are the transaction doing what
+// it is built to do and exercise nothing; a run with one holder accepted
+// (one leader) cannot fire and says "not exercised". VIOLATED is always
 // exercised.
 func FencingMonotonic() Invariant { return fencingMonotonic{} }
 
@@ -76,19 +88,26 @@ func (fencingMonotonic) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 			Reason: fmt.Sprintf("no writer of the elector's history under %s fenced its writes (%d writer(s)): fencing-monotonic applies only to fenced arms", v.Prefix, len(hs))}
 	}
-	exercised := f.Looked.Tokens >= 2 || f.Looked.Refused > 0
-	exercise := fmt.Sprintf("the store accepted writes with %d token value(s) and refused %d", f.Looked.Tokens, f.Looked.Refused)
+	exercised := f.Looked.Holders >= 2
+	exercise := fmt.Sprintf("the store accepted writes of %d holder(s) with %d token value(s), and refused %d", f.Looked.Holders, f.Looked.Tokens, f.Looked.Refused)
+	if !exercised {
+		exercise = fmt.Sprintf("not exercised: the store accepted writes of %d holder(s), so no token could be shared (it refused %d, which its transaction does by construction)", f.Looked.Holders, f.Looked.Refused)
+	}
 	switch {
+	case f.Shared != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.At(f.Shared[1]),
+			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Describe(f.Shared[1]), f.Describe(f.Shared[0]), f),
+			Exercised: verdict.Exercised(), Exercise: exercise}
 	case f.Down != nil:
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: TokenWentDown, Sources: src, At: f.Down[1].Op.Return,
-			Reason:    fmt.Sprintf("token went down: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
-			Exercised: verdict.Exercised(), Exercise: exercise}
-	case f.Shared != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.Shared[1].Op.Return,
-			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Shared[1], f.Shared[0], f),
+			Reason:    fmt.Sprintf("token went down, which the fenced store's transaction should refuse by construction: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
 			Exercised: verdict.Exercised(), Exercise: exercise}
 	}
+	held := "each token accepted has one holder"
+	if !exercised {
+		held = "not exercised: one holder's writes were accepted, so no token could be shared"
+	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every accepted write's token is at least the one before it, and each token has one holder: " + f.String(),
+		Reason:    held + "; no accepted token went down, which the store's transaction enforces by construction (no finding): " + f.String(),
 		Exercised: &exercised, Exercise: exercise}
 }

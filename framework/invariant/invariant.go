@@ -56,6 +56,30 @@ type Input struct {
 	// Baseline is the pre-fault snapshot, for invariants that compare
 	// against where the lab started.
 	Baseline *evidence.Snapshot
+	// FaultClasses are the classes of what the run injected
+	// (fault.Classes: every part of a compound fault), for the moments
+	// after the fault; empty before it and in a null arm, which injects
+	// nothing. An invariant that compares clocks asks ClocksSkewable.
+	FaultClasses []string
+}
+
+// ClockSkewClass is the fault class that steps a host's wall clock
+// (framework/fault/faults' ClassClockSkew).
+const ClockSkewClass = "clock-skew"
+
+// ClocksSkewable says whether the run's fault can skew a host's clock:
+// then a time a writer or a component stamped with its own clock proves
+// nothing against another host's or faultline's, and an invariant that
+// would decide from such a comparison decides from an order no clock sets
+// (a store's revisions, faultline's own reads) or judges
+// INSUFFICIENT_DATA.
+func (in Input) ClocksSkewable() bool {
+	for _, c := range in.FaultClasses {
+		if c == ClockSkewClass {
+			return true
+		}
+	}
+	return false
 }
 
 // Span is the time the input's snapshots cover.

@@ -22,17 +22,40 @@ import (
 
 const ledgerPrefix = "/faultline/ledger/invariant/"
 
+// ledgerStore is a history store in memory that keeps etcd's revisions:
+// one store-wide counter, each key's first and last put.
 type ledgerStore struct {
-	kv     map[string]string
-	refuse func(value string) bool
+	kv       map[string]string
+	refuse   func(value string) bool
+	rev      int64
+	created  map[string]int64
+	modified map[string]int64
 }
 
 func (s *ledgerStore) Put(_ context.Context, key, value string) error {
 	if s.refuse != nil && s.refuse(value) {
 		return errors.New("store unreachable")
 	}
-	s.kv[key] = value
+	if s.created == nil {
+		s.created, s.modified = map[string]int64{}, map[string]int64{}
+	}
+	s.rev++
+	if _, ok := s.created[key]; !ok {
+		s.created[key] = s.rev
+	}
+	s.kv[key], s.modified[key] = value, s.rev
 	return nil
+}
+
+// stored are the store's keys as an answer holds them, with their
+// revisions.
+func (s *ledgerStore) stored() []evidence.StoredKV {
+	var out []evidence.StoredKV
+	for k, val := range s.kv {
+		out = append(out, evidence.StoredKV{Key: k, Value: val, CreateRevision: s.created[k], ModRevision: s.modified[k]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 type ledgerBench struct {
@@ -58,13 +81,24 @@ func ledgerID(name, node string) ledgerlog.Identity {
 }
 
 func (b *ledgerBench) start(id ledgerlog.Identity) *ledgerWriter {
+	return b.startOnClock(id, b.clock)
+}
+
+// startSkewed starts a writer whose host's clock is off by skew: it reads
+// the bench's clock, moved.
+func (b *ledgerBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *ledgerWriter {
+	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
+}
+
+// startOnClock starts a writer that reads now for its times.
+func (b *ledgerBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *ledgerWriter {
 	b.t.Helper()
 	l, st, err := ledgerlog.Open(b.path, id, ledgerlog.LogOptions{Sync: true, DataBytes: 16})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: b.clock})
+	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -98,12 +132,7 @@ func (b *ledgerBench) logValue(mounted ...string) evidence.LedgerLogValue {
 }
 
 func (b *ledgerBench) historyValue() evidence.LedgerHistoryValue {
-	v := evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: 7}
-	for k, val := range b.store.kv {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: k, Value: val})
-	}
-	sort.Slice(v.KVs, func(i, j int) bool { return v.KVs[i].Key < v.KVs[j].Key })
-	return v
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.rev, KVs: b.store.stored()}
 }
 
 // ledgerAnswers records the log read over [at, at+0.1 s] and the history

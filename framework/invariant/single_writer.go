@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 
+	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -28,8 +29,13 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // accepted both writers' appends at once. The moment is the other
 // writer's invoke. The times are the writers' own clocks, compared with
 // each other: one clock on the local lab's one kernel, the nodes'
-// NTP-kept clocks elsewhere; a fault that skews a writer's clock leaves
-// them unproven. Two writers that each acknowledged one sequence (a fork)
+// NTP-kept clocks elsewhere. Under a fault that can skew a clock
+// (Input.ClocksSkewable) they prove nothing, and the appends are placed by
+// the history store's order instead (checker.CheckWritersInStoreOrder:
+// each append between its invoke's put and its outcome's): an overlap that
+// order proves is VIOLATED, writers it proves one at a time PRESERVED,
+// and anything only the clocks could decide INSUFFICIENT_DATA. Two
+// writers that each acknowledged one sequence (a fork)
 // are named in the reason but decide nothing here: a storage that lost
 // the first writer's records before the second started makes one too
 // (acknowledged-data-survives judges the loss).
@@ -45,7 +51,8 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 //
 // Exercised when two or more writers had appends acknowledged (a second
 // copy wrote, at some time); a run with one writer, or one whose second
-// copy never got an append acknowledged, did not challenge the guarantee.
+// copy never got an append acknowledged, cannot fire, and its PRESERVED
+// says "not exercised" (a null arm's is no test of the detector).
 // VIOLATED is always exercised.
 func SingleWriterAtStorage() Invariant { return singleWriter{} }
 
@@ -81,6 +88,9 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	if err != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: err.Error(), Sources: src}
 	}
+	if in.ClocksSkewable() {
+		return judgeWritersInStoreOrder(hs, histV, histA)
+	}
 	w := checker.CheckWriters(hs)
 	looked := fmt.Sprintf("%s, read at %s", w.Looked, stamp(histA.ReadAt))
 	forks := ""
@@ -92,6 +102,8 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
 	if exercised {
 		exercise += ": a second writer wrote, one after the other or at once"
+	} else {
+		exercise = "not exercised: " + exercise
 	}
 	switch {
 	case w.Overlap != nil:
@@ -102,7 +114,46 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: w.Possible.At(),
 			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were" + forks + "; checked " + looked}
 	}
+	held := "no writer's acknowledged append fell between two of another's"
+	if !exercised {
+		held = "not exercised: one writer had appends acknowledged, so no two could be accepted at once"
+	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "no writer's acknowledged append fell between two of another's" + forks + "; checked " + looked,
+		Reason:    held + forks + "; checked " + looked,
 		Exercised: &exercised, Exercise: exercise}
+}
+
+// judgeWritersInStoreOrder is single-writer-at-storage under a fault
+// that can skew clocks: the appends are placed by the history store's
+// order, and what only the writers' clocks could decide is
+// INSUFFICIENT_DATA.
+func judgeWritersInStoreOrder(hs []ledgerlog.History, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
+	src := []string{string(ledgerSource)}
+	w := checker.CheckWritersInStoreOrder(hs, checker.StoreOrderOf(histV.Prefix, historyKVs(histV.KVs)))
+	looked := fmt.Sprintf("%s; checked %s, read at %s", skewNote, w.Looked, stamp(histA.ReadAt))
+	exercised := w.Looked.Acknowledging >= 2
+	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
+	switch {
+	case w.Overlap != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: histA.ReadAt,
+			Reason:    "two writers accepted at once: " + w.Overlap.String() + "; " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise + ": a second writer wrote between two of the first's"}
+	case w.Possible != nil:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: histA.ReadAt,
+			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were; " + looked}
+	case !exercised:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "not exercised: one writer had appends acknowledged, so no two could be accepted at once; " + looked,
+			Exercised: verdict.NotExercised(), Exercise: "not exercised: " + exercise}
+	case w.Apart:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "the history store's order proves the writers one at a time: each one's acknowledged appends, from its first invoke to its last outcome, lie wholly before or after every other's; " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise + ", one after the other"}
+	}
+	clock := ""
+	if c := checker.CheckWriters(hs); c.Overlap != nil {
+		clock = "; the writers' clocks, which the fault can skew, would say " + c.Overlap.String()
+	}
+	return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+		Reason: "the history store's order neither proves two writers at once nor the writers one at a time (their appends' puts interleave, or lack revisions), and only the writers' clocks could decide" + clock + "; " + looked}
 }
