@@ -53,6 +53,20 @@ type Prefixes struct {
 	// (fixtures/ledgerlog: after fail or unknown the next append writes
 	// the same sequence at the same offset), which one copy makes.
 	Retries int `json:"retries,omitempty"`
+	// Grew is the first two reads in a row between which the log grew
+	// (the later holds a whole record the earlier did not) and whose
+	// later read holds records of two or more writers: a comparison that
+	// could show one copy's records replaced by another's. Nil when no
+	// two reads in a row did (one final log read again and again
+	// compares nothing).
+	Grew *LogGrowth `json:"grew,omitempty"`
+}
+
+// LogGrowth is two reads in a row of the log, the later grown, and how
+// many writers' records the later holds.
+type LogGrowth struct {
+	Earlier, Later time.Time
+	Writers        int
 }
 
 // CheckLogPrefixes checks that reads of one ledger log, in the order
@@ -64,9 +78,10 @@ type Prefixes struct {
 // record is not a record and is not compared; a record its own writer
 // wrote again (the same incarnation, the same sequence, a later append
 // number, at the same offset) is the writer's designed retry of an append
-// whose outcome it did not learn, counted in Retries and no break. Records are compared by
-// writer incarnation, append number and sequence, which the checksum
-// binds to the bytes.
+// whose outcome it did not learn, counted in Retries and no break.
+// Records are compared by writer incarnation, append number and
+// sequence, which the checksum binds to the bytes. Grew says whether two
+// reads in a row compared anything a second copy could have changed.
 func CheckLogPrefixes(reads []LogRead) Prefixes {
 	r := Prefixes{Reads: len(reads)}
 	writers := map[string]bool{}
@@ -75,10 +90,15 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	for i, read := range reads {
 		c := ledgerlog.Scan(read.Data)
 		at := map[int64]*ledgerlog.Entry{}
+		here := map[string]bool{}
 		for j := range c.Entries {
 			e := &c.Entries[j]
 			at[e.Offset] = e
 			writers[e.Record.Writer.Incarnation] = true
+			here[e.Record.Writer.Incarnation] = true
+		}
+		if i > 0 && r.Grew == nil && len(here) >= 2 && grew(prev, c.Entries) {
+			r.Grew = &LogGrowth{Earlier: prevAt, Later: read.At, Writers: len(here)}
 		}
 		if i > 0 && r.Break == nil {
 			for _, was := range prev {
@@ -98,6 +118,21 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	}
 	r.Writers = len(writers)
 	return r
+}
+
+// grew says whether the later read holds a whole record the earlier did
+// not hold at the same offset.
+func grew(earlier, later []ledgerlog.Entry) bool {
+	was := map[int64]ledgerlog.Record{}
+	for _, e := range earlier {
+		was[e.Offset] = e.Record
+	}
+	for _, e := range later {
+		if r, ok := was[e.Offset]; !ok || !sameRecord(r, e.Record) {
+			return true
+		}
+	}
+	return false
 }
 
 // retried says whether now is was's writer's retry of it: the same

@@ -63,6 +63,20 @@ func TestCheckLogPrefixes(t *testing.T) {
 		if r.Break != nil || r.Writers != 2 {
 			t.Errorf("got %+v, want no break and 2 writers", r)
 		}
+		if r.Grew == nil || !r.Grew.Earlier.Equal(at(0)) || !r.Grew.Later.Equal(at(1)) || r.Grew.Writers != 2 {
+			t.Errorf("grew %+v, want the two reads, the later of 2 writers", r.Grew)
+		}
+	})
+
+	t.Run("one final log read again and again compares nothing", func(t *testing.T) {
+		b := newBench(t)
+		b.start(writerA, 16).append(5)
+		b.start(writerC, 40).append(5)
+		final := b.bytes()
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: final}, {At: at(1), Data: final}, {At: at(2), Data: final}})
+		if r.Break != nil || r.Writers != 2 || r.Grew != nil {
+			t.Errorf("got %+v, want no break, 2 writers, and no growth between reads", r)
+		}
 	})
 
 	t.Run("a second copy writes over records a read saw", func(t *testing.T) {

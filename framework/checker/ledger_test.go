@@ -497,7 +497,20 @@ func TestCheckWriters(t *testing.T) {
 		b.start(writerA, 16).append(4)
 		b.start(writerC, 16).append(4)
 		w := CheckWriters(b.histories())
-		if w.Overlap != nil || w.Possible != nil || len(w.Forks) != 0 || w.Looked.Acknowledging != 2 || w.Looked.OK != 8 {
+		if w.Overlap != nil || w.Possible != nil || len(w.Forks) != 0 || w.Looked.Acknowledging != 2 || w.Looked.OK != 8 || !w.Apart {
+			t.Errorf("%+v", w)
+		}
+	})
+	t.Run("alternating: an overlap, not apart", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(writerC, 40)
+		for range 2 {
+			a.append(1)
+			c.append(1)
+		}
+		if w := CheckWriters(b.histories()); w.Overlap == nil || w.Apart {
 			t.Errorf("%+v", w)
 		}
 	})

@@ -43,10 +43,11 @@ type Writers struct {
 	// unknown outcome invoked between two acknowledged appends of another
 	// writer: had it taken effect, two writers were accepted at once.
 	Possible *Overlap `json:"possible,omitempty"`
-	// Apart, in the store's order, says that the store's order proves
-	// the writers one at a time: every acknowledging writer's appends,
-	// from its first invoke to its last outcome, lie wholly before or
-	// wholly after every other's.
+	// Apart says that the placing proves the writers one at a time:
+	// every acknowledging writer's acknowledged appends, from the first
+	// one's beginning to the last one's end, lie wholly before or wholly
+	// after every other's (on the writers' clocks for CheckWriters, in
+	// the store's order for CheckWritersInStoreOrder).
 	Apart bool `json:"apart,omitempty"`
 	// Forks are sequences two writers both acknowledged.
 	Forks []Fork `json:"forks,omitempty"`
@@ -55,7 +56,8 @@ type Writers struct {
 // CheckWriters checks the writers' histories for two writers accepted at
 // once: the earliest acknowledged append of one made wholly between two
 // acknowledged appends of another (Overlap), else the earliest append of
-// unknown outcome invoked between two (Possible); and the forks. The
+// unknown outcome invoked between two (Possible); whether the writers
+// were one at a time (Apart); and the forks. The
 // appends are placed by their writers' clocks, each its host's: one clock
 // on one kernel, the nodes' elsewhere; under a clock-skew fault they
 // prove nothing (CheckWritersInStoreOrder).
@@ -65,6 +67,7 @@ func CheckWriters(histories []ledgerlog.History) Writers {
 	if w.Overlap == nil {
 		w.Possible = firstOverlap(histories, clockPlacing, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeUnknown }, false)
 	}
+	w.Apart = apart(histories, clockPlacing, &w.Looked)
 	return w
 }
 
@@ -86,8 +89,19 @@ func CheckWritersInStoreOrder(histories []ledgerlog.History, order StoreOrder) W
 	if w.Overlap == nil {
 		w.Possible = firstOverlap(histories, p, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeUnknown }, false)
 	}
+	w.Apart = apart(histories, p, &w.Looked)
+	return w
+}
+
+// apart says whether p proves the writers one at a time: each
+// acknowledging writer's acknowledged appends, from the first one's
+// beginning to the last one's end, lie wholly before or wholly after
+// every other's. An acknowledged append p cannot place is counted in
+// looked.Unplaced and makes it unproven.
+func apart(histories []ledgerlog.History, p placing, looked *WritersLooked) bool {
 	type span struct{ from, to int64 }
 	var spans []span
+	unplaced := 0
 	for _, h := range histories {
 		inc := h.Start.Writer.Incarnation
 		var sp *span
@@ -98,7 +112,7 @@ func CheckWritersInStoreOrder(histories []ledgerlog.History, order StoreOrder) W
 			b, okB := p.begin(inc, op)
 			e, okE := p.end(inc, op)
 			if !okB || !okE {
-				w.Looked.Unplaced++
+				unplaced++
 				continue
 			}
 			if sp == nil {
@@ -110,15 +124,15 @@ func CheckWritersInStoreOrder(histories []ledgerlog.History, order StoreOrder) W
 			spans = append(spans, *sp)
 		}
 	}
-	w.Apart = w.Looked.Unplaced == 0
+	looked.Unplaced += unplaced
 	for i := range spans {
 		for j := i + 1; j < len(spans); j++ {
 			if !(spans[i].to < spans[j].from || spans[j].to < spans[i].from) {
-				w.Apart = false
+				return false
 			}
 		}
 	}
-	return w
+	return unplaced == 0
 }
 
 func lookAtWriters(histories []ledgerlog.History) Writers {

@@ -82,6 +82,34 @@ func (in Input) ClocksSkewable() bool {
 	return false
 }
 
+// SplitBrainClass is the fault class after which parts of the control
+// plane work from different copies of the cluster's state
+// (framework/fault/faults' ClassSplitBrain): an object such as a Lease
+// then has a history per copy.
+const SplitBrainClass = "split-brain"
+
+// OperatorActionClass is the class of the controls that act on the
+// cluster through the API as an operator would
+// (framework/fault/controls' ClassOperatorAction): an object such as a
+// Lease written by hand, outside the controller that owns it.
+const OperatorActionClass = "operator-action"
+
+// LeaseHistoriesSplittable says whether the run's fault can make a
+// Lease's holders other than one leader election's in one history: two
+// copies of it (a split brain), or a write outside the election (an
+// operator's action); it names the class that can. Otherwise client-go's
+// election raises leaseTransitions on every change of holder, by an
+// update conditional on the record it read, so no two holders read one
+// value of it.
+func (in Input) LeaseHistoriesSplittable() (string, bool) {
+	for _, c := range in.FaultClasses {
+		if c == SplitBrainClass || c == OperatorActionClass {
+			return c, true
+		}
+	}
+	return "", false
+}
+
 // Span is the time the input's snapshots cover.
 func (in Input) Span() (from, to time.Time) {
 	for i, s := range in.Snapshots {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -26,11 +27,16 @@ func historyKVs(stored []evidence.StoredKV) []ledgerlog.KV {
 // and it places the writers by the history store's order instead.
 const skewNote = "under a clock-skew fault the writers' clocks prove nothing, so what they did is placed by the history store's order (each operation between its invoke's put and its outcome's)"
 
-// ledgerHistories decodes a history answer with the workload's own code.
+// ledgerHistories decodes a history answer with the workload's own code,
+// and refuses one whose keys a late invoke put may have rewritten
+// (checker.LedgerRewrittenInvokes).
 func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
 	hs, err := ledgerlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 	if err != nil {
 		return nil, fmt.Errorf("the ledger's history under %s: %w", v.Prefix, err)
+	}
+	if late := checker.LedgerRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
+		return nil, fmt.Errorf("the ledger's history under %s is malformed: %w", v.Prefix, late)
 	}
 	return hs, nil
 }

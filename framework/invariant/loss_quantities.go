@@ -15,32 +15,90 @@ import (
 // acknowledged, on its writer's clock.
 type acked struct{ invoke, ret time.Time }
 
+// writeOverlap is how long two or more writers had writes accepted at once.
+type writeOverlap struct {
+	// Seconds two or more writers' stretches share, summed.
+	Seconds float64
+	// Within counts every writer's acknowledgements in those seconds.
+	Within int
+	// Pace is the workload's interval as its histories show it: the
+	// median time between the invokes of a writer's acknowledged writes
+	// in a row, over every writer (0 when no writer had two).
+	Pace time.Duration
+}
+
+// gap is the longest a writer may go without an acknowledgement and
+// still be counted accepted throughout: twice its pace. The workloads
+// invoke a write every interval on a ticker (at once when the tick has
+// passed), so a writer whose writes are accepted invokes its next write
+// at most one interval after the last returned; the second interval
+// leaves room for the outcome's put to the history store, made between
+// the two, and lets one failed write between two acknowledged ones pass.
+// A longer silence (a frozen writer, a leadership handed away and back,
+// a stall) is no acceptance.
+func (o writeOverlap) gap() time.Duration { return 2 * o.Pace }
+
 // overlapOf measures how long two or more writers had writes accepted at
-// once: each writer's stretch runs from the invoke of its first
-// acknowledged write to the acknowledgement of its last (one process,
-// writing on throughout), and the seconds two or more stretches cover are
-// summed; within counts every writer's acknowledgements in those seconds.
-// The times are the writers' clocks.
+// once (measureOverlap).
 func overlapOf(acks [][]acked) (seconds float64, within int) {
+	o := measureOverlap(acks)
+	return o.Seconds, o.Within
+}
+
+// measureOverlap measures how long two or more writers had writes
+// accepted at once. Each acknowledged write was accepted at some moment
+// between its invoke and its acknowledgement; a writer's stretches run
+// through its acknowledged writes, split wherever the next one was
+// invoked more than the gap (writeOverlap.gap) after the last was
+// acknowledged, and a write held longer than the gap (a frozen writer's
+// write in flight, a stalled disk) counts only the gap before its
+// acknowledgement: its wait is no acceptance. The seconds two or more
+// writers' stretches share are summed; within counts every writer's
+// acknowledgements in them. The times are the writers' clocks.
+func measureOverlap(acks [][]acked) writeOverlap {
+	var o writeOverlap
+	var steps []time.Duration
+	for _, w := range acks {
+		w = byInvoke(w)
+		for i := 1; i < len(w); i++ {
+			steps = append(steps, w[i].invoke.Sub(w[i-1].invoke))
+		}
+	}
+	if len(steps) > 0 {
+		sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
+		o.Pace = steps[len(steps)/2]
+		if len(steps)%2 == 0 {
+			o.Pace = (steps[len(steps)/2-1] + steps[len(steps)/2]) / 2
+		}
+	}
+	gap := o.gap()
 	type edge struct {
 		at    time.Time
 		delta int
 	}
 	var edges []edge
 	for _, w := range acks {
-		if len(w) == 0 {
-			continue
-		}
-		from, to := w[0].invoke, w[0].ret
-		for _, a := range w {
-			if a.invoke.Before(from) {
-				from = a.invoke
+		w = byInvoke(w)
+		var from, to time.Time
+		for i, a := range w {
+			begin := a.invoke
+			if gap > 0 && a.ret.Sub(begin) > gap {
+				begin = a.ret.Add(-gap)
 			}
-			if a.ret.After(to) {
-				to = a.ret
+			if i > 0 && (gap <= 0 || begin.Sub(to) <= gap) {
+				if a.ret.After(to) {
+					to = a.ret
+				}
+				continue
 			}
+			if i > 0 {
+				edges = append(edges, edge{from, +1}, edge{to, -1})
+			}
+			from, to = begin, a.ret
 		}
-		edges = append(edges, edge{from, +1}, edge{to, -1})
+		if len(w) > 0 {
+			edges = append(edges, edge{from, +1}, edge{to, -1})
+		}
 	}
 	// Opening edges before closing ones at one instant: two stretches
 	// that touch share that instant.
@@ -61,26 +119,33 @@ func overlapOf(acks [][]acked) (seconds float64, within int) {
 			since = e.at
 		case before >= 2 && open < 2:
 			shared = append(shared, [2]time.Time{since, e.at})
-			seconds += e.at.Sub(since).Seconds()
+			o.Seconds += e.at.Sub(since).Seconds()
 		}
 	}
 	for _, w := range acks {
 		for _, a := range w {
 			for _, s := range shared {
 				if !a.ret.Before(s[0]) && !a.ret.After(s[1]) {
-					within++
+					o.Within++
 					break
 				}
 			}
 		}
 	}
-	return seconds, within
+	return o
+}
+
+// byInvoke is a writer's acknowledged writes in the order invoked.
+func byInvoke(w []acked) []acked {
+	out := append([]acked(nil), w...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].invoke.Before(out[j].invoke) })
+	return out
 }
 
 // lossQuantities are a loss count and the overlap it came from, as a
 // judgement's quantities and as words for its reason: lost writes (what
 // names them, "appends"), the seconds two copies both had writes accepted
-// (overlapOf over each writer's acknowledged writes, on its clock), the
+// (measureOverlap over each writer's acknowledged writes, on its clock), the
 // writes acknowledged in them and per second. Under a fault that can skew
 // clocks the seconds are not measured: the writers' clocks cannot time
 // them.
@@ -89,10 +154,15 @@ func lossQuantities(lost int, what string, acks [][]acked, skewable bool) (map[s
 	if skewable {
 		return q, fmt.Sprintf("; %s lost: %d; the seconds in which two copies had %s acknowledged are not measured: under a clock-skew fault the writers' clocks cannot time them", what, lost, what)
 	}
-	secs, within := overlapOf(acks)
+	o := measureOverlap(acks)
+	secs, within := o.Seconds, o.Within
 	q[verdict.QuantityOverlap] = verdict.Quantity{Value: secs, Unit: "s"}
+	how := "each copy's acknowledged writes, on the writers' clocks"
+	if o.Pace > 0 {
+		how = fmt.Sprintf("each copy's acknowledged writes, on the writers' clocks, a stretch split where none came for over %s, twice the workload's interval of %s as its histories show it", o.gap(), o.Pace)
+	}
 	if secs == 0 {
-		return q, fmt.Sprintf("; %s lost: %d, over no stretch in which two copies both had %s acknowledged (the copies wrote one after the other)", what, lost, what)
+		return q, fmt.Sprintf("; %s lost: %d, over no stretch in which two copies both had %s acknowledged (%s: the copies wrote one after the other)", what, lost, what, how)
 	}
 	rate := float64(within) / secs
 	q[verdict.QuantityAcknowledgedInOverlap] = verdict.Quantity{Value: float64(within), Unit: what}
@@ -103,8 +173,8 @@ func lossQuantities(lost int, what string, acks [][]acked, skewable bool) (map[s
 	lostQ := q[verdict.QuantityLost]
 	lostQ.Per = []string{verdict.QuantityOverlap, verdict.QuantityAcknowledgedRate}
 	q[verdict.QuantityLost] = lostQ
-	return q, fmt.Sprintf("; %s lost: %d, from %.3f s in which two copies had %s acknowledged (each copy's first acknowledged write's invoke to its last acknowledgement, on the writers' clocks), with %d %s acknowledged in them, %.1f %s/s",
-		what, lost, secs, what, within, what, rate, what)
+	return q, fmt.Sprintf("; %s lost: %d, from %.3f s in which two copies had %s acknowledged (%s), with %d %s acknowledged in them, %.1f %s/s",
+		what, lost, secs, what, how, within, what, rate, what)
 }
 
 // ledgerAcked are, per writer, its acknowledged appends.

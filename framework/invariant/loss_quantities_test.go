@@ -30,14 +30,57 @@ func TestOverlapOfAcknowledgements(t *testing.T) {
 	}{
 		{"one writer", [][]acked{{ack(1), ack(2), ack(3)}}, 0, 0},
 		{"one after the other", [][]acked{{ack(1), ack(2)}, {ack(3), ack(4)}}, 0, 0},
-		{"two at once", [][]acked{{ack(1), ack(2), ack(3), ack(4), ack(5)}, {ack(2.6), ack(3.5), ack(6), ack(7)}}, 2.5, 5},
+		{"two at once", [][]acked{{ack(1), ack(2), ack(3), ack(4), ack(5)}, {ack(2.6), ack(3.5), ack(4.5), ack(5.5)}}, 2.5, 6},
+		// The pace is a second: the second copy's 2.4 s without an
+		// acknowledgement (from 3.5 to the invoke at 5.9) splits it.
+		{"two at once, the second silent for over two intervals", [][]acked{{ack(1), ack(2), ack(3), ack(4), ack(5)}, {ack(2.6), ack(3.5), ack(6), ack(7)}}, 1, 3},
 		{"one write of a second copy inside the first's", [][]acked{{ack(1), ack(3)}, {ack(2)}}, 0.1, 1},
-		{"three, two stretches", [][]acked{{ack(1), ack(10)}, {ack(2), ack(3)}, {ack(8), ack(12)}}, 1.1 + 2.1, 4},
+		{"three, two stretches", [][]acked{{ack(1), ack(2), ack(3), ack(4), ack(5), ack(6), ack(7), ack(8), ack(9), ack(10)}, {ack(2), ack(3)}, {ack(8), ack(9), ack(10), ack(11), ack(12)}}, 1.1 + 2.1, 10},
 	} {
 		s, n := overlapOf(c.acks)
 		if math.Abs(s-c.seconds) > 1e-9 || n != c.within {
 			t.Errorf("%s: %v s with %d acknowledged, want %v s with %d", c.name, s, n, c.seconds, c.within)
 		}
+	}
+}
+
+// acksEvery are acknowledged writes every tenth of a second, from the
+// one acknowledged at from to the one at to (each invoked a tenth before).
+func acksEvery(from, to float64) []acked {
+	var out []acked
+	for i := 0; from+float64(i)/10 <= to+1e-9; i++ {
+		out = append(out, ack(from+float64(i)/10))
+	}
+	return out
+}
+
+// A writer's silence is no acceptance: a stretch is split where a writer
+// had nothing acknowledged for longer than twice its interval (a tenth
+// of a second here, as its acknowledged writes show it).
+func TestOverlapSplitsAWritersSilence(t *testing.T) {
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
+	// A leads, is frozen 15 s, is thawed and writes 1.5 s more; B leads
+	// from 11 s. Both had writes accepted only over [20, 21.5].
+	a := append(acksEvery(0.1, 5), acksEvery(20.1, 21.5)...)
+	b := acksEvery(11.15, 30)
+	if s, n := overlapOf([][]acked{a, b}); !near(s, 1.5) || n != 30 {
+		t.Errorf("frozen leader: overlap %.3f s with %d acknowledged, want 1.5 s (the thawed leader's stretch) with 30", s, n)
+	}
+	// The frozen leader's write in flight at the freeze returns at the
+	// thaw: its wait is no acceptance either.
+	held := append(acksEvery(0.1, 5), acked{at(5.05), at(20.1)})
+	held = append(held, acksEvery(20.2, 21.5)...)
+	if s, _ := overlapOf([][]acked{held, b}); !near(s, 1.6) {
+		t.Errorf("frozen in a write: overlap %.3f s, want 1.6 s (the thawed leader's stretch, and the write held over the freeze only for its last two intervals)", s)
+	}
+	// A leads, then B, then A again: never two at once.
+	if s, n := overlapOf([][]acked{append(acksEvery(0.1, 10), acksEvery(20.5, 30)...), acksEvery(10.5, 20)}); s != 0 || n != 0 {
+		t.Errorf("handover A→B→A: overlap %.3f s with %d acknowledged, want none", s, n)
+	}
+	// One failed write between two acknowledged ones does not split.
+	gappy := append(acksEvery(0.1, 2), acksEvery(2.2, 4)...)
+	if s, _ := overlapOf([][]acked{gappy, acksEvery(1.05, 3.05)}); !near(s, 2.1) {
+		t.Errorf("one write missed: overlap %.3f s, want 2.1 s", s)
 	}
 }
 

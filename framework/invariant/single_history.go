@@ -21,7 +21,9 @@ const NotLinearizableKey = "not-linearizable"
 //
 // Reads: elector/history from the "elector" source, the latest readable
 // answer in the input: every leader-elected writer's history (each
-// operation's invoke, return and outcome) as the history store holds it.
+// operation's invoke, return and outcome) as the history store holds it;
+// a PRESERVED only from the last snapshot's, as
+// single-writer-at-storage's.
 // Checked with checker.CheckKV, per key, with porcupine against the
 // store's model: a leader's acknowledged increment is a compare-and-swap
 // from the value it read to the value it wrote (what one copy's
@@ -53,8 +55,14 @@ const NotLinearizableKey = "not-linearizable"
 // (Violation "not-one-log") when a later read lost or replaced a record an
 // earlier read held: the storage showed its readers two histories. An
 // unreadable read is a gap, never a value: the reads on either side of it
-// are still compared, and the gaps are counted in the reason. Exercised
-// when the reads held records of two or more writers.
+// are still compared, and the gaps are counted in the reason; but a
+// PRESERVED needs the last snapshot's read among them, since a record
+// replaced after the last readable read shows in no read. Exercised
+// when two readable reads in a row differ (the log grew between them) and
+// the later holds records of two or more writers: a comparison that could
+// show one copy's records replaced by another's. Reads that all failed
+// while two copies wrote, and one final log read again after they
+// stopped, compare nothing: PRESERVED, not exercised.
 //
 // A run whose sources answer both questions is judged on both, the worse
 // verdict first.
@@ -64,9 +72,12 @@ const NotLinearizableKey = "not-linearizable"
 // fence, so two copies that each believe they lead break it.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, when it holds no operation that took effect, or when the
-// checker could not decide a key within its time and no other key fails;
-// for the ledger, when fewer than two reads of its log were readable.
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, when it holds no operation that took effect, or
+// when the checker could not decide a key within its time and no other
+// key fails;
+// for the ledger, when fewer than two reads of its log were readable or
+// the last snapshot's was not.
 //
 // The elector's half is exercised when increments of two or more writers
 // were acknowledged on one key (leadership changed hands, or two led at
@@ -147,6 +158,8 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason: fmt.Sprintf("%d readable read(s) of the ledger's log: two are needed to compare%s", len(reads), gapNote)}
 	}
 	r := checker.CheckLogPrefixes(reads)
+	last := obs[len(obs)-1]
+	tail := tailAfter(snaps, last.Snapshot, snaps[last.Snapshot].Get(last.Source, evidence.LedgerLog), ledgerSource, evidence.LedgerLog)
 	retries := ""
 	if r.Retries > 0 {
 		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
@@ -157,20 +170,33 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
 			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
 	}
-	exercised := r.Writers >= 2
-	exercise := fmt.Sprintf("the reads held records of %d writer(s)", r.Writers)
-	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every read of the ledger's log extends the one before: " + looked,
-		Exercised: &exercised, Exercise: exercise}
+	exercised := r.Grew != nil
+	held := "every read of the ledger's log extends the one before: "
+	var exercise string
+	if exercised {
+		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
+	} else {
+		exercise = fmt.Sprintf("not exercised: no two readable reads in a row differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
+		held = "not exercised: " + held
+	}
+	return tail.hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    held + looked,
+		Exercised: &exercised, Exercise: exercise}, "ledger's log")
 }
 
 // judgeElectorHistory is the leader-elected writer's half of
 // single-history.
 func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judgement {
-	hs, v, why := latestElectorHistory(snaps)
+	hs, v, tail, why := latestElectorHistory(snaps)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
+	return tail.hold(judgeKV(hs, v, skewable), "elector history")
+}
+
+// judgeKV is the elector's half of single-history from one read of the
+// history.
+func judgeKV(hs []electorlog.History, v evidence.ElectorHistoryValue, skewable bool) verdict.Judgement {
 	src := []string{string(electorSource)}
 	r, err := checker.CheckKV(hs, linearizabilityTimeout)
 	order := ""

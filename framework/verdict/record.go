@@ -82,8 +82,9 @@ const (
 	QuantityLostIncrements     = "lost-increments"
 	QuantityLostRegisterWrites = "lost-register-writes"
 	// QuantityOverlap: the seconds in which two copies both had writes
-	// accepted (each copy's first acknowledged write's invoke to its last
-	// acknowledgement, the seconds two such stretches share summed), "s".
+	// accepted (each copy's stretches of acknowledged writes, split where
+	// none came for over twice the workload's interval, the seconds two
+	// such stretches share summed), "s".
 	QuantityOverlap = "overlap"
 	// QuantityAcknowledgedInOverlap: the writes of all copies
 	// acknowledged in those seconds (unit as QuantityLost's), and
