@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +79,35 @@ type KubernetesSettings struct {
 	// ProxyModeNFTables. The local lab runs kube-proxy with it; for a
 	// cluster the lab did not build it says which rules to read.
 	ProxyMode string `json:"proxyMode,omitempty"`
+	// PolicyAgent is the nodes' NetworkPolicy agent: PolicyAgentKubeRouter,
+	// PolicyAgentCalico or PolicyAgentKubeNetworkPolicies. It says whose
+	// applied state the agents' readers read (PolicyAgentOf). The local
+	// lab runs kube-router and defaults it so; a cluster the lab did not
+	// build declares it, and where it declares none the applied state is
+	// not read.
+	PolicyAgent string `json:"policyAgent,omitempty"`
+}
+
+// The NetworkPolicy agents whose applied state faultline reads
+// (KubernetesSettings.PolicyAgent).
+const (
+	PolicyAgentKubeRouter          = "kube-router"
+	PolicyAgentCalico              = "calico"
+	PolicyAgentKubeNetworkPolicies = "kube-network-policies"
+)
+
+// PolicyAgents lists the agents a lab file may name, in the order its
+// errors give them.
+var PolicyAgents = []string{PolicyAgentCalico, PolicyAgentKubeRouter, PolicyAgentKubeNetworkPolicies}
+
+// PolicyAgentOf names the NetworkPolicy agent of l's nodes, as its lab
+// file says (the local lab's defaulted to the kube-router it runs); ""
+// when the file names none.
+func PolicyAgentOf(l Lab) string {
+	if c := l.Config(); c != nil {
+		return c.Kubernetes.PolicyAgent
+	}
+	return ""
 }
 
 // kube-proxy's modes a lab may run (KubernetesSettings.ProxyMode).
@@ -331,6 +361,9 @@ func (c *Config) Validate() error {
 	case "", ProxyModeIPTables, ProxyModeNFTables:
 	default:
 		bad("kubernetes.proxyMode", "%q is not a kube-proxy mode the lab reads (iptables or nftables)", c.Kubernetes.ProxyMode)
+	}
+	if a := c.Kubernetes.PolicyAgent; a != "" && !slices.Contains(PolicyAgents, a) {
+		bad("kubernetes.policyAgent", "%q is not a NetworkPolicy agent whose rules faultline reads (%s)", a, strings.Join(PolicyAgents, ", "))
 	}
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		if _, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint); err != nil {

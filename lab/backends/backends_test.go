@@ -98,3 +98,25 @@ func TestShippedLabsCanAllBeUpAtOnce(t *testing.T) {
 		t.Errorf("a local and a static lab: %v", err)
 	}
 }
+
+// The local lab runs kube-router and says so; an SSH lab's file says
+// which agent its cluster runs, or none.
+func TestPolicyAgentOfTheShippedLabs(t *testing.T) {
+	for f, want := range map[string]string{"lab11.yaml": "kube-router", "static-example.yaml": "calico", "proxmox-pair.yaml": ""} {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Kubernetes.PolicyAgent; got != want {
+			t.Errorf("%s: policyAgent %q, want %q", f, got, want)
+		}
+	}
+	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "pair.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kubernetes.PolicyAgent = "calico"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `kubernetes.policyAgent: "calico" is not for a local lab`) {
+		t.Errorf("a local lab naming calico: %v, want it refused", err)
+	}
+}

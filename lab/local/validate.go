@@ -12,10 +12,14 @@ import (
 const Kind = "local"
 
 // defaults sets the timer profile a local lab runs its components with
-// when the file names none: Kubernetes' own defaults.
+// when the file names none (Kubernetes' own defaults), and names the
+// policy agent its workers run.
 func defaults(c *lab.Config) {
 	if c.Kubernetes.TimerProfile == "" {
 		c.Kubernetes.TimerProfile = timers.KubernetesDefaults
+	}
+	if c.Kubernetes.PolicyAgent == "" {
+		c.Kubernetes.PolicyAgent = lab.PolicyAgentKubeRouter
 	}
 }
 
@@ -44,6 +48,9 @@ func validate(c *lab.Config) []error {
 	}
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
+	}
+	if a := c.Kubernetes.PolicyAgent; a != "" && a != lab.PolicyAgentKubeRouter {
+		bad("kubernetes.policyAgent", "%q is not for a local lab: its workers run kube-router", a)
 	}
 	mgmt, mgmtErr := netip.ParsePrefix(c.Network.Management)
 	mgmt = mgmt.Masked()
