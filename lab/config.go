@@ -48,6 +48,9 @@ type Config struct {
 	// SSH says how hosts are reached, for the backends that reach them
 	// over SSH.
 	SSH *SSHConfig `json:"ssh,omitempty"`
+	// Storage is what a cluster the lab did not build offers paper 3 (the
+	// local lab builds its own storage host and refuses it).
+	Storage *StorageSettings `json:"storage,omitempty"`
 
 	// section is the backend's own section, as its NewSection made it;
 	// nil when the file has none.
@@ -139,11 +142,70 @@ type HostConfig struct {
 	Address string `json:"address"`
 	// Rack groups hosts for rack-level faults.
 	Rack string `json:"rack,omitempty"`
+	// KubeletRootDir is the host's kubelet's --root-dir, under which its
+	// pods' volumes are mounted, for the labs that look for those mounts
+	// over SSH. Default DefaultKubeletRootDir.
+	KubeletRootDir string `json:"kubeletRootDir,omitempty"`
 	// VM is the vSphere inventory path or name of the host's VM.
 	VM string `json:"vm,omitempty"`
 	// VMID is the Proxmox vmid of the host's VM (0: resolve from the
 	// address's last octet, as the drill does).
 	VMID int `json:"vmid,omitempty"`
+}
+
+// DefaultKubeletRootDir is the kubelet's own default --root-dir.
+const DefaultKubeletRootDir = "/var/lib/kubelet"
+
+// KubeletRoot is the host's kubelet's --root-dir.
+func (h HostConfig) KubeletRoot() string {
+	if h.KubeletRootDir != "" {
+		return h.KubeletRootDir
+	}
+	return DefaultKubeletRootDir
+}
+
+// StorageSettings is the storage of a cluster the lab did not build
+// (lab.StoredData): the StorageClasses the workloads store on, the
+// external store their histories go to, and how a volume's file is read
+// when the lab cannot read its storage directly.
+type StorageSettings struct {
+	// SharedClass, BlockClass, BlockMMPClass and BlockFencedClass are as
+	// in StorageInfo; at least one is required.
+	SharedClass      string `json:"sharedClass,omitempty"`
+	BlockClass       string `json:"blockClass,omitempty"`
+	BlockMMPClass    string `json:"blockMMPClass,omitempty"`
+	BlockFencedClass string `json:"blockFencedClass,omitempty"`
+	// History is the external store the workloads keep their histories
+	// in. Each reset empties it, so it must be faultline's alone.
+	History HistoryStore `json:"history"`
+	// ReaderImage is the image of the short-lived pod that mounts a
+	// quiesced claim so that its volume's file can be read on the node
+	// (its entrypoint must keep running; nothing of it is executed).
+	// Default DefaultReaderImage, the sandbox image every node holds.
+	ReaderImage string `json:"readerImage,omitempty"`
+	// Emulated lists what the storage does not do as real shared storage
+	// does; empty on real storage. Every run on it says so.
+	Emulated []string `json:"emulated,omitempty"`
+}
+
+// DefaultReaderImage is the pause image kubelet v1.36 and containerd 2.x
+// run every pod sandbox with.
+const DefaultReaderImage = "registry.k8s.io/pause:3.10.2"
+
+// HistoryStore is an etcd that runs already (Endpoints), or one faultline
+// runs itself on a host no scenario touches (Host, with the storage role).
+type HistoryStore struct {
+	// Endpoints are its client URLs, as both pods and this program reach
+	// them ("http://10.0.0.40:2379").
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Host is the storage host faultline starts the store on, over SSH,
+	// when it does not answer: Etcd is the etcd binary there, DataDir its
+	// data (default /var/lib/faultline-history), Port its client port
+	// (default 2379; the peer port is the next one, on loopback).
+	Host    string `json:"host,omitempty"`
+	Etcd    string `json:"etcd,omitempty"`
+	DataDir string `json:"dataDir,omitempty"`
+	Port    int    `json:"port,omitempty"`
 }
 
 // SSHConfig says how hosts are reached over SSH.
@@ -322,6 +384,17 @@ func (c *Config) applyDefaults() {
 			c.SSH.CommandTimeout.Duration = 60 * time.Second
 		}
 	}
+	if c.Storage != nil && c.Storage.History.Host != "" {
+		if c.Storage.History.Port == 0 {
+			c.Storage.History.Port = 2379
+		}
+		if c.Storage.History.DataDir == "" {
+			c.Storage.History.DataDir = "/var/lib/faultline-history"
+		}
+	}
+	if c.Storage != nil && c.Storage.ReaderImage == "" {
+		c.Storage.ReaderImage = DefaultReaderImage
+	}
 	if c.StateDir == "" && c.Name != "" {
 		c.StateDir = filepath.Join(StateRoot(), c.Name)
 	}
@@ -450,6 +523,9 @@ func (c *Config) Validate() error {
 		bad("hosts", "%d hosts have the storage role; a lab has at most one", roles[RoleStorage])
 	}
 
+	if c.Storage != nil {
+		errs = append(errs, c.Storage.problems(c)...)
+	}
 	if c.SSH != nil {
 		if c.SSH.User == "" {
 			bad("ssh.user", "is required")
@@ -476,6 +552,51 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// problems are what is wrong with a storage section, each naming its
+// field.
+func (s *StorageSettings) problems(c *Config) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("storage.%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if s.SharedClass == "" && s.BlockClass == "" && s.BlockMMPClass == "" && s.BlockFencedClass == "" {
+		bad("sharedClass", "at least one StorageClass is required (sharedClass, blockClass, blockMMPClass, blockFencedClass)")
+	}
+	h := s.History
+	switch {
+	case len(h.Endpoints) > 0 && h.Host != "":
+		bad("history", "names both endpoints and a host: either a store that runs already or one faultline runs")
+	case len(h.Endpoints) == 0 && h.Host == "":
+		bad("history", "is required: endpoints of a store that runs, or a host (with the storage role) faultline runs one on")
+	}
+	for i, e := range h.Endpoints {
+		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			bad(fmt.Sprintf("history.endpoints[%d]", i), "%q is not an etcd client URL (http://10.0.0.40:2379)", e)
+		}
+	}
+	if h.Host != "" {
+		hc, ok := c.HostConfig(h.Host)
+		switch {
+		case !ok:
+			bad("history.host", "%q is not a host of the lab", h.Host)
+		case len(hc.Roles) != 1 || hc.Roles[0] != RoleStorage:
+			bad("history.host", "%s does not have the storage role alone: the store must run where no scenario reaches", h.Host)
+		}
+		if !filepath.IsAbs(h.Etcd) {
+			bad("history.etcd", "%q is not an absolute path of the etcd binary on %s", h.Etcd, h.Host)
+		}
+		if !filepath.IsAbs(h.DataDir) {
+			bad("history.dataDir", "%q is not an absolute path", h.DataDir)
+		}
+		if h.Port < 1 || h.Port > 65534 {
+			bad("history.port", "%d is not a port (the next one must be too)", h.Port)
+		}
+	} else if h.Etcd != "" || h.DataDir != "" || h.Port != 0 {
+		bad("history", "etcd, dataDir and port are for a store faultline runs on history.host")
+	}
+	return errs
 }
 
 // RemoteProblems are the checks every backend that runs no cluster of its

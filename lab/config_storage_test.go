@@ -22,3 +22,33 @@ func TestStorageRole(t *testing.T) {
 		}
 	}
 }
+
+func TestStorageSection(t *testing.T) {
+	const head = "name: s\nkind: beta\nnetwork: {management: 10.231.98.0/24}\nhosts:\n  - {name: cp1, roles: [etcd, control-plane, worker], address: 10.231.98.11}\n  - {name: store, roles: [storage], address: 10.231.98.41}\n"
+	for _, c := range []struct{ name, storage, want string }{
+		{"a store that runs", "storage: {sharedClass: nfs, history: {endpoints: [\"http://10.231.98.41:2379\"]}}\n", ""},
+		{"a store faultline runs", "storage: {blockClass: b, history: {host: store, etcd: /usr/local/bin/etcd}}\n", ""},
+		{"no class", "storage: {history: {endpoints: [\"http://x:2379\"]}}\n", "storage.sharedClass: at least one StorageClass is required"},
+		{"no store", "storage: {sharedClass: nfs}\n", "storage.history: is required"},
+		{"both stores", "storage: {sharedClass: nfs, history: {endpoints: [\"http://x:2379\"], host: store, etcd: /e}}\n", "names both endpoints and a host"},
+		{"no URL", "storage: {sharedClass: nfs, history: {endpoints: [\"x:2379\"]}}\n", `storage.history.endpoints[0]: "x:2379" is not an etcd client URL`},
+		{"a store on a cluster host", "storage: {sharedClass: nfs, history: {host: cp1, etcd: /e}}\n", "cp1 does not have the storage role alone"},
+		{"an unknown host", "storage: {sharedClass: nfs, history: {host: nope, etcd: /e}}\n", `"nope" is not a host of the lab`},
+		{"a relative etcd", "storage: {sharedClass: nfs, history: {host: store, etcd: etcd}}\n", `storage.history.etcd: "etcd" is not an absolute path`},
+		{"store settings without its host", "storage: {sharedClass: nfs, history: {endpoints: [\"http://x:2379\"], port: 2400}}\n", "are for a store faultline runs"},
+		{"an unknown field", "storage: {sharedClass: nfs, nfsServer: x, history: {endpoints: [\"http://x:2379\"]}}\n", "nfsServer"},
+	} {
+		cfg, err := ParseConfig([]byte(head + c.storage))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.want)
+		case c.want == "" && c.name == "a store faultline runs":
+			h := cfg.Storage.History
+			if h.Port != 2379 || h.DataDir != "/var/lib/faultline-history" || cfg.Storage.ReaderImage != DefaultReaderImage {
+				t.Errorf("defaults: %+v, reader image %q", h, cfg.Storage.ReaderImage)
+			}
+		}
+	}
+}

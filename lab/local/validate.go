@@ -49,6 +49,9 @@ func validate(c *lab.Config) []error {
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
 	}
+	if c.Storage != nil {
+		bad("storage", "is not for a local lab: it builds its own storage on the host with the storage role")
+	}
 	if a := c.Kubernetes.PolicyAgent; a != "" && a != lab.PolicyAgentKubeRouter {
 		bad("kubernetes.policyAgent", "%q is not for a local lab: its workers run kube-router", a)
 	}
@@ -65,6 +68,9 @@ func validate(c *lab.Config) []error {
 	roles := map[lab.Role]int{}
 	for i, h := range c.Hosts {
 		f := fmt.Sprintf("hosts[%d]", i)
+		if h.KubeletRootDir != "" {
+			bad(f+".kubeletRootDir", "is not for a local lab: it chooses each node's kubelet root")
+		}
 		if len(h.Name) > 11 {
 			bad(f+".name", "%q is longer than 11 characters (local hosts name network interfaces)", h.Name)
 		}
