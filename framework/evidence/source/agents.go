@@ -299,6 +299,14 @@ var policyDumps = map[string]policyDump{
 	lab.PolicyAgentKubeNetworkPolicies: {command: "nft -j list ruleset inet", parse: PolicyRulesFromKubeNetworkPolicies},
 }
 
+// PolicyDumpCommand is the command that dumps what agent (a
+// lab.PolicyAgent* name) applied on a node; ok is false for an agent
+// whose rules are not read.
+func PolicyDumpCommand(agent string) (cmd string, ok bool) {
+	d, ok := policyDumps[agent]
+	return d.command, ok
+}
+
 // PolicyRules reads the NetworkPolicy rules a node's policy agent applied:
 // source "policy-agent/<host>", question evidence.AgentPolicyRules, with
 // the dump and parser of that agent (kube-router's and Calico's filter
