@@ -225,6 +225,14 @@ type SSHConfig struct {
 	Jump string `json:"jump,omitempty"`
 	// Sudo runs privileged commands through sudo -n.
 	Sudo bool `json:"sudo,omitempty"`
+	// ServiceCommand, where set, manages the hosts' services in place of
+	// systemd: faultline runs `<command> stop <service>`, `<command>
+	// start <service>`, `<command> signal <SIGNAME> <service>` and
+	// `<command> list` (one line per service: name, state, pid) on the
+	// host, through sudo where Sudo is set; "{host}" in it is the host's
+	// name. Exit status 64 means the host has no such service. `faultline
+	// lab service` is such a command for a local lab's hosts.
+	ServiceCommand string `json:"serviceCommand,omitempty"`
 	// CommandTimeout bounds every command. Default 60s.
 	CommandTimeout Duration `json:"commandTimeout,omitempty"`
 }

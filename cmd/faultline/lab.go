@@ -148,7 +148,7 @@ up: name it.`,
 	}
 	flags.register(cmd)
 	cmd.AddCommand(newLabUpCommand(&flags), newLabDownCommand(&flags), newLabResetCommand(&flags), newLabStatusCommand(&flags), newLabSnapshotCommand(&flags),
-		newLabCheckCommand(&flags), newLabSudoUserCommand(&flags))
+		newLabCheckCommand(&flags), newLabSudoUserCommand(&flags), newLabServiceCommand(&flags))
 	return cmd
 }
 

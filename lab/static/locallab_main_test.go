@@ -167,6 +167,15 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 	if err != nil {
 		return "", err
 	}
+	// The hosts run the local lab's supervisor, not systemd: their
+	// services are managed through faultline's own service command, run
+	// on the host as a fleet's systemctl would be.
+	faultline := filepath.Join(dir, "faultline")
+	build := exec.CommandContext(ctx, "go", "build", "-o", faultline, "../../cmd/faultline")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building faultline for the service command: %v\n%s", err, out)
+	}
+	serviceCommand := "FAULTLINE_STATE_DIR=" + lab.StateRoot() + " " + faultline + " lab service --lab " + c.Name + " --host {host}"
 	hosts := append([]lab.HostConfig(nil), c.Hosts...)
 	for i := range hosts {
 		if hosts[i].Name != localLabStore {
@@ -196,10 +205,11 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 		Network:    c.Network,
 		Hosts:      hosts,
 		SSH: &lab.SSHConfig{
-			User:         login.Name,
-			IdentityFile: login.KeyFile,
-			KnownHosts:   login.KnownHosts,
-			Sudo:         true,
+			User:           login.Name,
+			IdentityFile:   login.KeyFile,
+			KnownHosts:     login.KnownHosts,
+			Sudo:           true,
+			ServiceCommand: serviceCommand,
 		},
 		Storage: &lab.StorageSettings{
 			SharedClass: info.SharedClass, BlockClass: info.BlockClass, BlockMMPClass: info.BlockMMPClass, BlockFencedClass: info.BlockFencedClass,

@@ -29,6 +29,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/labcheck"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/guard"
@@ -288,5 +289,82 @@ func TestRealClusterCommandsRunThroughSudo(t *testing.T) {
 		if err != nil || strings.TrimSpace(res.Stdout) != "0 "+l.Config().SSH.User {
 			t.Errorf("%s: %q %v, want uid 0 through sudo by %s", h.Name(), res.Stdout, err, l.Config().SSH.User)
 		}
+	}
+}
+
+// faultline lab check on the real cluster: what the static lab over a
+// local lab offers and lacks, found reading only.
+func TestRealClusterCheck(t *testing.T) {
+	l := realLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := labcheck.Check(ctx, l)
+	var b strings.Builder
+	r.Write(&b)
+	t.Log("\n" + b.String())
+	want := map[string]labcheck.Status{
+		labcheck.Marker: labcheck.Met, labcheck.SSH: labcheck.Met, labcheck.Root: labcheck.Met,
+		labcheck.IPTables: labcheck.Met, labcheck.CRI: labcheck.Met, labcheck.ProxyRules: labcheck.Met,
+		labcheck.PolicyRules: labcheck.Met, labcheck.Forwarding: labcheck.Met, labcheck.APIServers: labcheck.Met,
+		labcheck.Version130: labcheck.Met, labcheck.AuthzConfig: labcheck.Met, labcheck.Services: labcheck.Met,
+		// What the static lab cannot do whatever the cluster.
+		labcheck.Power: labcheck.NotMet, labcheck.EtcdAccess: labcheck.NotMet, labcheck.KubeletAccess: labcheck.NotMet,
+		labcheck.FSCheck: labcheck.NotMet,
+	}
+	if l.Config().Storage != nil {
+		want[labcheck.Storage] = labcheck.Met
+	}
+	for id, st := range want {
+		if got := r.Findings[id]; got.Status != st {
+			t.Errorf("%s: %s (%s), want %s", id, got.Status, got.Detail, st)
+		}
+	}
+}
+
+// A lab file's service command manages the hosts' services through SSH:
+// a worker's kube-proxy stopped, seen stopped, started, seen running.
+func TestRealClusterServicesThroughTheServiceCommand(t *testing.T) {
+	l := realLab(t)
+	if l.Config().SSH.ServiceCommand == "" {
+		t.Skip("the lab file names no service command")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	workers := lab.HostsWithRole(l, lab.RoleWorker)
+	if len(workers) == 0 {
+		t.Fatal("no worker")
+	}
+	h := workers[0]
+	state := func() string {
+		states, err := h.Services(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if s.Name == lab.ServiceKubeProxy {
+				return s.State
+			}
+		}
+		t.Fatalf("%s lists no %s: %+v", h.Name(), lab.ServiceKubeProxy, states)
+		return ""
+	}
+	if s := state(); s != "running" {
+		t.Fatalf("%s before: %s", lab.ServiceKubeProxy, s)
+	}
+	if err := h.StopService(ctx, lab.ServiceKubeProxy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.StartService(context.Background(), lab.ServiceKubeProxy) })
+	if s := state(); s != "stopped" {
+		t.Errorf("%s after stop: %s", lab.ServiceKubeProxy, s)
+	}
+	if err := h.StartService(ctx, lab.ServiceKubeProxy); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != "running" {
+		t.Errorf("%s after start: %s", lab.ServiceKubeProxy, s)
+	}
+	if err := h.StopService(ctx, "no-such-service"); !errors.Is(err, lab.ErrUnsupported) {
+		t.Errorf("stopping a service the host does not run: %v, want unsupported", err)
 	}
 }
