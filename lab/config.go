@@ -51,6 +51,10 @@ type Config struct {
 	// Storage is what a cluster the lab did not build offers paper 3 (the
 	// local lab builds its own storage host and refuses it).
 	Storage *StorageSettings `json:"storage,omitempty"`
+	// Etcd is how this program reaches the etcd of a cluster the lab did
+	// not build (lab.EtcdAccess); the local lab has its own and refuses
+	// it.
+	Etcd *EtcdClientSettings `json:"etcd,omitempty"`
 
 	// section is the backend's own section, as its NewSection made it;
 	// nil when the file has none.
@@ -186,6 +190,44 @@ type StorageSettings struct {
 	// Emulated lists what the storage does not do as real shared storage
 	// does; empty on real storage. Every run on it says so.
 	Emulated []string `json:"emulated,omitempty"`
+}
+
+// EtcdClientSettings is an etcd client this program can use against the
+// cluster's etcd: on a kubeadm cluster the CA /etc/kubernetes/pki/etcd/ca.crt
+// and a client certificate it signed (healthcheck-client, or the API
+// server's apiserver-etcd-client), copied where faultline runs.
+type EtcdClientSettings struct {
+	// Endpoints are the members' client URLs, one per host with the etcd
+	// role, in the order of hosts.
+	Endpoints []string `json:"endpoints"`
+	CAFile    string   `json:"caFile"`
+	CertFile  string   `json:"certFile"`
+	KeyFile   string   `json:"keyFile"`
+}
+
+// problems are what is wrong with an etcd section, each naming its field.
+func (e *EtcdClientSettings) problems(c *Config) []error {
+	var errs []error
+	members := 0
+	for _, h := range c.Hosts {
+		if slices.Contains(h.Roles, RoleEtcd) {
+			members++
+		}
+	}
+	if len(e.Endpoints) != members {
+		errs = append(errs, fmt.Errorf("etcd.endpoints: %d endpoints for %d hosts with the etcd role (one each, in the order of hosts)", len(e.Endpoints), members))
+	}
+	for i, ep := range e.Endpoints {
+		if !strings.HasPrefix(ep, "https://") {
+			errs = append(errs, fmt.Errorf("etcd.endpoints[%d]: %q is not an https:// client URL", i, ep))
+		}
+	}
+	for _, f := range []struct{ name, val string }{{"caFile", e.CAFile}, {"certFile", e.CertFile}, {"keyFile", e.KeyFile}} {
+		if f.val == "" {
+			errs = append(errs, fmt.Errorf("etcd.%s: is required", f.name))
+		}
+	}
+	return errs
 }
 
 // DefaultReaderImage is the pause image kubelet v1.36 and containerd 2.x
@@ -533,6 +575,9 @@ func (c *Config) Validate() error {
 
 	if c.Storage != nil {
 		errs = append(errs, c.Storage.problems(c)...)
+	}
+	if c.Etcd != nil {
+		errs = append(errs, c.Etcd.problems(c)...)
 	}
 	if c.SSH != nil {
 		if c.SSH.User == "" {

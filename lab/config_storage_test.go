@@ -52,3 +52,21 @@ func TestStorageSection(t *testing.T) {
 		}
 	}
 }
+
+func TestEtcdSection(t *testing.T) {
+	const head = "name: s\nkind: beta\nnetwork: {management: 10.231.98.0/24}\nhosts:\n  - {name: e1, roles: [etcd, control-plane], address: 10.231.98.11}\n  - {name: e2, roles: [etcd], address: 10.231.98.12}\n"
+	for _, c := range []struct{ name, etcd, want string }{
+		{"one endpoint per member", "etcd: {endpoints: [\"https://10.231.98.11:2379\", \"https://10.231.98.12:2379\"], caFile: ca, certFile: c, keyFile: k}\n", ""},
+		{"a member short", "etcd: {endpoints: [\"https://10.231.98.11:2379\"], caFile: ca, certFile: c, keyFile: k}\n", "etcd.endpoints: 1 endpoints for 2 hosts with the etcd role"},
+		{"plain http", "etcd: {endpoints: [\"http://a:2379\", \"https://b:2379\"], caFile: ca, certFile: c, keyFile: k}\n", `etcd.endpoints[0]: "http://a:2379" is not an https:// client URL`},
+		{"no key", "etcd: {endpoints: [\"https://a:2379\", \"https://b:2379\"], caFile: ca, certFile: c}\n", "etcd.keyFile: is required"},
+	} {
+		_, err := ParseConfig([]byte(head + c.etcd))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.want)
+		}
+	}
+}

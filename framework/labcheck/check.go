@@ -516,9 +516,6 @@ func capability(id string) func(*env) Finding {
 		var ok bool
 		var iface string
 		switch id {
-		case EtcdAccess:
-			_, ok = e.lab.(lab.EtcdAccess)
-			iface = "lab.EtcdAccess"
 		case EtcdForks:
 			_, ok = e.lab.(lab.EtcdForks)
 			iface = "lab.EtcdForks"
@@ -545,6 +542,36 @@ func capability(id string) func(*env) Finding {
 		}
 		return met("the %s lab offers %s", e.lab.Info().Kind, iface)
 	}
+}
+
+// checkEtcdAccess asks the lab for its etcd client and every member for
+// its status.
+func checkEtcdAccess(e *env) Finding {
+	ea, ok := e.lab.(lab.EtcdAccess)
+	if !ok {
+		return notMet("the %s lab does not offer lab.EtcdAccess", e.lab.Info().Kind)
+	}
+	endpoints, tlsConfig, err := ea.EtcdClientConfig()
+	if err != nil {
+		return notMet("%v", err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsConfig, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return notMet("%v", err)
+	}
+	defer c.Close()
+	var bad []string
+	for _, ep := range endpoints {
+		sctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+		if _, err := c.Status(sctx, ep); err != nil {
+			bad = append(bad, ep+" ("+firstLine(err.Error())+")")
+		}
+		cancel()
+	}
+	if len(bad) > 0 {
+		return notMet("no status from %s", strings.Join(bad, ", "))
+	}
+	return met("%d members answer", len(endpoints))
 }
 
 func checkAPIServers(e *env) Finding {

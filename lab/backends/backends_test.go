@@ -172,3 +172,21 @@ func TestStaticFileOverTheLocalLabMatchesIt(t *testing.T) {
 		t.Errorf("kubernetes %+v, the local lab's %+v", over.Kubernetes, under.Kubernetes)
 	}
 }
+
+// lab11s-ssh.yaml's etcd client is the local lab's etcd admin certificate
+// and one endpoint per etcd host.
+func TestStaticFileOverTheLocalLabReachesItsEtcd(t *testing.T) {
+	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "lab11s-ssh.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, h := range c.Hosts {
+		if slices.Contains(h.Roles, lab.RoleEtcd) {
+			want = append(want, "https://"+h.Address+":2379")
+		}
+	}
+	if !slices.Equal(c.Etcd.Endpoints, want) || !strings.HasPrefix(c.Etcd.CertFile, "/var/lib/faultline/lab11s/pki/etcd-admin") {
+		t.Errorf("etcd %+v, want %v and the local lab's etcd admin certificate", c.Etcd, want)
+	}
+}

@@ -49,6 +49,9 @@ func validate(c *lab.Config) []error {
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
 	}
+	if c.Etcd != nil {
+		bad("etcd", "is not for a local lab: it runs its own etcd and gives its client itself")
+	}
 	if c.Storage != nil {
 		bad("storage", "is not for a local lab: it builds its own storage on the host with the storage role")
 	}
