@@ -55,6 +55,10 @@ type Config struct {
 	// not build (lab.EtcdAccess); the local lab has its own and refuses
 	// it.
 	Etcd *EtcdClientSettings `json:"etcd,omitempty"`
+	// Kubelet is how this program reaches the kubelets' own API on a
+	// cluster the lab did not build (lab.KubeletAccess); the local lab
+	// has its own and refuses it.
+	Kubelet *KubeletClientSettings `json:"kubelet,omitempty"`
 
 	// section is the backend's own section, as its NewSection made it;
 	// nil when the file has none.
@@ -203,6 +207,19 @@ type EtcdClientSettings struct {
 	CAFile    string   `json:"caFile"`
 	CertFile  string   `json:"certFile"`
 	KeyFile   string   `json:"keyFile"`
+}
+
+// KubeletClientSettings is a client of the kubelets' HTTPS API: the CA
+// their serving certificates are signed by (a kubeadm kubelet signs its
+// own unless serverTLSBootstrap is on) and a client certificate their
+// authorizer accepts (kubeadm's /etc/kubernetes/pki/apiserver-kubelet-client),
+// copied where faultline runs.
+type KubeletClientSettings struct {
+	CAFile   string `json:"caFile"`
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	// Port is the kubelets' port. Default 10250.
+	Port int `json:"port,omitempty"`
 }
 
 // problems are what is wrong with an etcd section, each naming its field.
@@ -578,6 +595,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Etcd != nil {
 		errs = append(errs, c.Etcd.problems(c)...)
+	}
+	if k := c.Kubelet; k != nil {
+		for _, f := range []struct{ name, val string }{{"caFile", k.CAFile}, {"certFile", k.CertFile}, {"keyFile", k.KeyFile}} {
+			if f.val == "" {
+				bad("kubelet."+f.name, "is required")
+			}
+		}
+		if k.Port < 0 || k.Port > 65535 {
+			bad("kubelet.port", "%d is not a port", k.Port)
+		}
 	}
 	if c.SSH != nil {
 		if c.SSH.User == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -519,9 +520,6 @@ func capability(id string) func(*env) Finding {
 		case EtcdForks:
 			_, ok = e.lab.(lab.EtcdForks)
 			iface = "lab.EtcdForks"
-		case KubeletAccess:
-			_, ok = e.lab.(lab.KubeletAccess)
-			iface = "lab.KubeletAccess"
 		case AgentIDs:
 			_, ok = e.lab.(lab.AgentIdentities)
 			iface = "lab.AgentIdentities"
@@ -572,6 +570,40 @@ func checkEtcdAccess(e *env) Finding {
 		return notMet("no status from %s", strings.Join(bad, ", "))
 	}
 	return met("%d members answer", len(endpoints))
+}
+
+// checkKubeletAccess asks every worker's kubelet for /healthz with the
+// lab's kubelet client.
+func checkKubeletAccess(e *env) Finding {
+	ka, ok := e.lab.(lab.KubeletAccess)
+	if !ok {
+		return notMet("the %s lab does not offer lab.KubeletAccess", e.lab.Info().Kind)
+	}
+	workers := e.hostsWith(roleWorker)
+	answers := make([]hostAnswer, len(workers))
+	var wg sync.WaitGroup
+	for i, h := range workers {
+		wg.Go(func() {
+			a := hostAnswer{host: h.Name()}
+			url, tc, err := ka.KubeletClientConfig(h.Name())
+			if err == nil {
+				c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+				var resp *http.Response
+				if resp, err = c.Get(url + "/healthz"); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("/healthz answered %s", resp.Status)
+					}
+				}
+			}
+			if err != nil {
+				a.res = lab.Result{ExitCode: 1, Stderr: err.Error()}
+			}
+			answers[i] = a
+		})
+	}
+	wg.Wait()
+	return judgeHosts(answers, "a kubelet answering its client", exited0)
 }
 
 func checkAPIServers(e *env) Finding {

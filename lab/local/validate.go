@@ -52,6 +52,9 @@ func validate(c *lab.Config) []error {
 	if c.Etcd != nil {
 		bad("etcd", "is not for a local lab: it runs its own etcd and gives its client itself")
 	}
+	if c.Kubelet != nil {
+		bad("kubelet", "is not for a local lab: it gives its kubelets' client itself")
+	}
 	if c.Storage != nil {
 		bad("storage", "is not for a local lab: it builds its own storage on the host with the storage role")
 	}

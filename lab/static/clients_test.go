@@ -58,3 +58,22 @@ func TestEtcdClientConfigFromTheLabFile(t *testing.T) {
 		t.Errorf("a CA file without a certificate: %v, want a failure", err)
 	}
 }
+
+// The lab file's kubelet section is the lab's kubelet client, at each
+// worker's address; without one the lab has none.
+func TestKubeletClientConfigFromTheLabFile(t *testing.T) {
+	hosts := []lab.HostConfig{{Name: "w1", Roles: []lab.Role{lab.RoleWorker}, Address: "10.0.0.31"}, {Name: "cp1", Roles: []lab.Role{lab.RoleControlPlane}, Address: "10.0.0.21"}}
+	l := New(&lab.Config{Name: "fleet", Kind: Kind, Hosts: hosts}, Options{})
+	if _, _, err := l.KubeletClientConfig("w1"); !errors.Is(err, lab.ErrUnsupported) {
+		t.Errorf("no kubelet section: %v, want unsupported", err)
+	}
+	cert, key := writeCert(t, t.TempDir())
+	l = New(&lab.Config{Name: "fleet", Kind: Kind, Hosts: hosts, Kubelet: &lab.KubeletClientSettings{CAFile: cert, CertFile: cert, KeyFile: key}}, Options{})
+	url, tc, err := l.KubeletClientConfig("w1")
+	if err != nil || url != "https://10.0.0.31:10250" || len(tc.Certificates) != 1 {
+		t.Errorf("KubeletClientConfig(w1) = %s, %v", url, err)
+	}
+	if _, _, err := l.KubeletClientConfig("cp1"); err == nil {
+		t.Errorf("a control-plane host's kubelet: want an error")
+	}
+}
