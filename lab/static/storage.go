@@ -38,6 +38,11 @@ var _ lab.StoredData = (*Lab)(nil)
 // to delete the pod.
 const readerTimeout = 2 * time.Minute
 
+// readerNeeds is the least time left on a read's context for it to start
+// a reader pod: a sampler's round (seconds) never does, so its reads give
+// only what quiesce read with time to spare and kept.
+const readerNeeds = 30 * time.Second
+
 // unmountWait bounds the wait, after a read, for the reader pod's mount
 // to go, so that the next read finds the volume quiet: the kubelet
 // unmounts a deleted pod's volumes within its volume manager's loop.
@@ -170,6 +175,10 @@ func (l *Lab) ReadVolumeFile(ctx context.Context, volumeHandle, file string) (la
 	key := string(claim.UID) + "/" + file
 	if f, ok := l.volumes.cached(key); ok {
 		return f, nil
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < readerNeeds {
+		return out, fmt.Errorf("reading volume %s: not read yet, and a read through a reader pod needs %s where this one has %s left (quiesce reads it with time to spare)",
+			volumeHandle, readerNeeds, time.Until(d).Round(time.Millisecond))
 	}
 	f, err := l.readThroughPod(ctx, s, claim, pv, file)
 	if err != nil && !errors.Is(err, lab.ErrNoSuchFile) {

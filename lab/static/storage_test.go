@@ -170,7 +170,7 @@ func newStorageFixture(t *testing.T, annotated bool) *storageFixture {
 }
 
 func (f *storageFixture) read() (lab.VolumeFile, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return f.lab.ReadVolumeFile(ctx, testHandle, "ledger.log")
 }
@@ -327,4 +327,25 @@ func TestSizedOutputChecksTheSize(t *testing.T) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// A read whose deadline leaves no time for a reader pod (a sampler's
+// round) starts none: it fails at once, and a file read earlier with time
+// to spare (quiesce's) is given from what was kept.
+func TestReadVolumeFileStartsNoReaderPodWithoutTimeForIt(t *testing.T) {
+	f := newStorageFixture(t, true)
+	f.content = []byte("kept\n")
+	short, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := f.lab.ReadVolumeFile(short, testHandle, "ledger.log"); err == nil || f.creates != 0 {
+		t.Fatalf("read with 5s left: %v with %d reader pods, want a refusal and none", err, f.creates)
+	}
+	if got, err := f.read(); err != nil || string(got.Data) != "kept\n" {
+		t.Fatalf("read with time: %+v %v", got, err)
+	}
+	short, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got, err := f.lab.ReadVolumeFile(short, testHandle, "ledger.log"); err != nil || string(got.Data) != "kept\n" || f.creates != 1 {
+		t.Errorf("read with 5s left after a kept read: %+v %v (%d pods)", got, err, f.creates)
+	}
 }
