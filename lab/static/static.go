@@ -114,6 +114,8 @@ type Lab struct {
 	// volumes serialises the reads of each volume and keeps what was
 	// read of quiesced claims.
 	volumes volumeLocks
+	// clock is whether the hosts share a wall clock, once asked.
+	clock wallClock
 	// testHosts, when set, stand in for the SSH hosts in the storage
 	// code's commands.
 	testHosts []lab.Host
