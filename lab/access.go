@@ -263,4 +263,9 @@ type StorageInfo struct {
 	// Emulated lists what the lab's storage does not do as real shared
 	// storage does (empty on real storage); every run on it says so.
 	Emulated []string `json:"emulated,omitempty"`
+	// FenceEmulation says how BlockFencedClass's fence is made where it
+	// is not the storage's own revocation of a node's access to the disk
+	// (empty on real storage, or without a fenced class): a run on the
+	// fenced class says first that its fence is this one.
+	FenceEmulation string `json:"fenceEmulation,omitempty"`
 }

@@ -37,10 +37,18 @@ type Filesystem struct {
 	// cancellation): the image proves nothing either way.
 	Unchecked bool `json:"unchecked,omitempty"`
 	// NeedsRecovery: the journal holds transactions not yet replayed
-	// (the file system was not unmounted cleanly); under -n e2fsck does
-	// not replay them, so what it reports may be metadata the journal
-	// would have repaired.
+	// (the file system was not unmounted cleanly: the superblock's
+	// needs_recovery flag is set); under -n e2fsck does not replay them,
+	// so what it reports may be metadata the journal would have repaired.
 	NeedsRecovery bool `json:"needsRecovery,omitempty"`
+	// JournalDiscarded: the journal holds data while the superblock's
+	// needs_recovery flag is clear (e2fsck: "needs_recovery flag is
+	// clear, but journal has data"), which two mounts writing one
+	// superblock over the other's journal leave. The kernel's next mount
+	// does not replay such a journal, it wipes it (fs/ext4/super.c,
+	// ext4_load_journal), so what e2fsck finds is what that mount finds:
+	// no journal would repair it.
+	JournalDiscarded bool `json:"journalDiscarded,omitempty"`
 	// Problems are e2fsck's lines that name what it found.
 	Problems []string `json:"problems,omitempty"`
 	// Output is e2fsck's output, as it printed it.
@@ -53,8 +61,11 @@ func (r Filesystem) Clean() bool { return !r.Damaged && !r.Unchecked }
 // String says what was checked and what was found.
 func (r Filesystem) String() string {
 	s := fmt.Sprintf("e2fsck -fn on %s exited %d", r.Image, r.ExitCode)
-	if r.NeedsRecovery {
+	switch {
+	case r.NeedsRecovery:
 		s += " with the journal not replayed"
+	case r.JournalDiscarded:
+		s += " with a journal the next mount discards (data in it, the needs_recovery flag clear): what it found is what that mount finds"
 	}
 	switch {
 	case r.Unchecked:
@@ -85,7 +96,11 @@ func firstLines(s string, n int) string {
 func ParseFilesystemCheck(image string, exitCode int, output string) Filesystem {
 	r := Filesystem{Image: image, ExitCode: exitCode, Output: output}
 	lower := strings.ToLower(output)
-	r.NeedsRecovery = strings.Contains(lower, "skipping journal recovery") || strings.Contains(lower, "needs_recovery")
+	// Only these two say a journal waits for the replay a mount makes;
+	// "needs_recovery flag is clear, but journal has data" says the
+	// opposite: the mount discards it.
+	r.NeedsRecovery = strings.Contains(lower, "skipping journal recovery") || strings.Contains(lower, "won't do journal recovery")
+	r.JournalDiscarded = strings.Contains(lower, "needs_recovery flag is clear, but journal has data")
 	badSuper := strings.Contains(lower, "bad magic number in super-block") ||
 		strings.Contains(lower, "superblock could not be read or does not describe a valid") ||
 		strings.Contains(lower, "corrupt in superblock") || strings.Contains(lower, "superblock has an invalid journal")

@@ -98,6 +98,66 @@ func TestCheckFilesystemImage(t *testing.T) {
 	}
 }
 
+// journalWithoutRecovery gives the image's journal a transaction (a block
+// written through debugfs's journal commands) and then clears the
+// superblock's needs_recovery flag: the state two nodes' mounts leave
+// when one writes its superblock over the other's journal. The kernel's
+// next mount does not replay such a journal, it wipes it
+// (fs/ext4/super.c, ext4_load_journal).
+func journalWithoutRecovery(t *testing.T, img string) {
+	t.Helper()
+	debugfs, err := exec.LookPath("debugfs")
+	if err != nil {
+		if debugfs, err = exec.LookPath("/usr/sbin/debugfs"); err != nil {
+			t.Skip("debugfs not installed (e2fsprogs)")
+		}
+	}
+	block := filepath.Join(t.TempDir(), "block")
+	if err := os.WriteFile(block, []byte(strings.Repeat("j", 1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(debugfs, "-w", "-f", "-", img)
+	cmd.Stdin = strings.NewReader("jo\njw -b 300 " + block + "\njc\nfeature -needs_recovery\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v\n%s", err, out)
+	}
+}
+
+// A journal with data under a clear needs_recovery flag is no journal
+// the next mount replays: the errors e2fsck finds are what that mount
+// finds, so they are damage, not "needs recovery".
+func TestCheckFilesystemImageJournalTheNextMountDiscards(t *testing.T) {
+	img := ext4Image(t)
+	journalWithoutRecovery(t, img)
+	ctx := context.Background()
+	r, err := CheckFilesystemImage(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Output, "needs_recovery flag is clear, but journal has data") {
+		t.Fatalf("e2fsck did not see the journal's data: %s\n%s", r, r.Output)
+	}
+	if r.NeedsRecovery {
+		t.Errorf("a journal the next mount wipes is reported as needing recovery: %s", r)
+	}
+	f, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := int64(binary.LittleEndian.Uint32(f[2048+8:]))
+	overwrite(t, img, table*1024, []byte(strings.Repeat("\x5a", 1024)))
+	r, err = CheckFilesystemImage(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Damaged || r.NeedsRecovery || !r.JournalDiscarded {
+		t.Errorf("an inode table overwritten, the journal to be wiped: %s\n%s", r, r.Output)
+	}
+	if !strings.Contains(r.String(), "the next mount discards") {
+		t.Errorf("the summary does not say the journal goes: %s", r)
+	}
+}
+
 func TestParseFilesystemCheck(t *testing.T) {
 	for _, c := range []struct {
 		name             string
@@ -113,6 +173,8 @@ func TestParseFilesystemCheck(t *testing.T) {
 		{"no such file", 8, "e2fsck: No such file or directory while trying to open x\n", false, true, false},
 		{"usage", 16, "Usage: e2fsck\n", false, true, false},
 		{"journal not replayed", 4, "Warning: skipping journal recovery because doing a read-only filesystem check.\nBlock bitmap differences: -100\n", true, false, true},
+		{"journal the next mount wipes", 4, "Superblock needs_recovery flag is clear, but journal has data.\nRun journal anyway? no\n\nClear journal? no\n\nBlock bitmap differences: -100\n", true, false, false},
+		{"read-only device, journal not replayed", 4, "e2fsck: won't do journal recovery while read-only\nBlock bitmap differences: -100\n", true, false, true},
 	} {
 		r := ParseFilesystemCheck("img", c.exit, c.output)
 		if r.Damaged != c.damaged || r.Unchecked != c.unknown || r.NeedsRecovery != c.recovery {

@@ -24,16 +24,28 @@ const prefix = "/faultline/ledger/test/"
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
 // memStore is a history store in memory; refuse makes it refuse puts.
+// It keeps etcd's revisions: one store-wide counter, each key's first put
+// and last.
 type memStore struct {
-	kv     map[string]string
-	refuse func(key, value string) bool
+	kv       map[string]string
+	refuse   func(key, value string) bool
+	rev      int64
+	created  map[string]int64
+	modified map[string]int64
 }
 
 func (s *memStore) Put(_ context.Context, key, value string) error {
 	if s.refuse != nil && s.refuse(key, value) {
 		return errors.New("store unreachable")
 	}
-	s.kv[key] = value
+	if s.created == nil {
+		s.created, s.modified = map[string]int64{}, map[string]int64{}
+	}
+	s.rev++
+	if _, ok := s.created[key]; !ok {
+		s.created[key] = s.rev
+	}
+	s.kv[key], s.modified[key] = value, s.rev
 	return nil
 }
 
@@ -158,16 +170,21 @@ func (w *writer) unsynced() ledgerlog.Op {
 
 func (b *bench) histories() []ledgerlog.History {
 	b.t.Helper()
-	var kvs []ledgerlog.KV
-	for k, v := range b.store.kv {
-		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v})
-	}
-	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	hs, err := ledgerlog.DecodeHistories(prefix, kvs)
+	hs, err := ledgerlog.DecodeHistories(prefix, b.kvs())
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	return hs
+}
+
+// kvs are the history store's keys, sorted, with their revisions.
+func (b *bench) kvs() []ledgerlog.KV {
+	var kvs []ledgerlog.KV
+	for k, v := range b.store.kv {
+		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v, CreateRevision: b.store.created[k], ModRevision: b.store.modified[k]})
+	}
+	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
+	return kvs
 }
 
 func (b *bench) bytes() []byte {

@@ -68,9 +68,11 @@ type KeyHistory struct {
 	// Start is the value the key held before the history, when its first
 	// operation read one no operation wrote ("" when it starts absent).
 	Start string `json:"start,omitempty"`
-	// LostUpdates are pairs of acknowledged increments that replaced the
-	// same value (both read it and both wrote over it): one of the two
-	// increments is lost, which no order of a single copy allows.
+	// LostUpdates, for a key that fits no order, are pairs of
+	// acknowledged increments that replaced the same value (both read it
+	// and both wrote over it): one of the two increments is lost. A value
+	// an increment of unknown outcome wrote is left out: its put may land
+	// late and bring the value back for a later increment to replace.
 	LostUpdates [][2]KVOp `json:"lostUpdates,omitempty"`
 }
 
@@ -118,25 +120,74 @@ func (k KV) String() string {
 	return fmt.Sprintf("%d writer(s), %d operation(s) (%d changed nothing); %s", k.Looked.Writers, k.Looked.Ops, k.Looked.Fail, strings.Join(parts, "; "))
 }
 
-// CheckKV checks each key's history as a linearizable register with
-// compare-and-swap (the model acknowledged-writes-survive checks the
-// register writer with): an increment is one operation from the invoke
-// of its read to the return of its write, a cas from what it read to what
-// it wrote (a create when it read none), which is what a read-modify-
-// write promises when one copy makes it. An increment that failed changed
-// nothing and is left out; one of unknown outcome may have taken effect
-// at any moment after its invoke, or never (one whose value never reached
-// the history made no write: the writer stores the value before it
-// writes); a read that did not return a value is left out. Each key's check gives up after timeout.
+// CheckKV checks each key's history against the store's model
+// (kv_model.go): an acknowledged increment is one operation from the
+// invoke of its read to the return of its write, a cas from what it read
+// to what it wrote (a create when it read none), which is what a
+// read-modify-write promises when one copy makes it; fenced, its commit
+// also passed the store's token check. An increment that failed changed
+// nothing and is left out; one of unknown outcome is what the store does
+// with a write whose client gave up: unfenced a plain put, fenced a
+// transaction that checks the token only, either taking effect at any
+// moment after its invoke or never (one whose value never reached the
+// history made no write: the writer stores the value before it writes); a
+// read that did not return a value is left out. Each key's check gives up
+// after timeout.
 //
 // The store itself (one etcd) is linearizable, so its puts and gets always
 // fit one order; what does not is two leaders' increments: both read one
-// value and both write over it, and one increment is lost.
+// value and both write over it, and one increment is lost. Lost-update
+// pairs are named only for a key that fits no order.
 func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
+	return checkKVBy(hs, timeout, clockSpan)
+}
+
+// CheckKVInStoreOrder is CheckKV with every operation placed by the
+// history store's order instead of its writer's clock (StoreOrder): from
+// the revision of its invoke's put, stored before it began, to that of
+// its outcome's, stored after it returned. Each operation is widened to
+// its puts, so the check allows every order the clocks would and more: it
+// never calls a history that fits "not linearizable" for want of clocks,
+// and needs none a clock-skew fault can set apart. An operation the order
+// cannot place (its key read without revisions) is an error.
+func CheckKVInStoreOrder(hs []electorlog.History, order StoreOrder, timeout time.Duration) (KV, error) {
+	return checkKVBy(hs, timeout, func(o KVOp) (int64, int64, error) {
+		inc := o.Writer.Incarnation
+		call, ok := order.began(inc, o.Op.N)
+		if !ok {
+			return 0, 0, fmt.Errorf("%s: its history key has no revisions, so the store's order cannot place it", o)
+		}
+		if o.Op.Settled() == electorlog.OutcomeUnknown {
+			return call, math.MaxInt64, nil
+		}
+		ret, ok := order.ended(inc, o.Op.N, o.Op.Outcome != "")
+		if !ok {
+			return 0, 0, fmt.Errorf("%s: its outcome's put has no revision, so the store's order cannot place it", o)
+		}
+		return call, ret, nil
+	})
+}
+
+// spanOf places an operation: when it began and had returned by, as
+// porcupine's call and return; an unknown operation returns at the end
+// of time.
+type spanOf func(KVOp) (call, ret int64, err error)
+
+// clockSpan places an operation by its writer's clock.
+func clockSpan(o KVOp) (int64, int64, error) {
+	if o.Op.Settled() == electorlog.OutcomeUnknown {
+		return o.Op.Invoke.UnixNano(), math.MaxInt64, nil
+	}
+	return o.Op.Invoke.UnixNano(), o.Op.Return.UnixNano(), nil
+}
+
+func checkKVBy(hs []electorlog.History, timeout time.Duration, span spanOf) (KV, error) {
 	var k KV
 	k.Looked.Writers = len(hs)
 	byKey := map[string][]KVOp{}
+	fencedBy := map[string]bool{}
 	for _, h := range hs {
+		fencedBy[h.Start.Writer.Incarnation] = h.Start.Fencing == electorlog.FencingLeaseTransitions
 		for _, op := range h.Ops {
 			k.Looked.Ops++
 			if op.Settled() == electorlog.OutcomeFail {
@@ -160,7 +211,7 @@ func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
 	}
 	sort.Strings(keys)
 	for _, key := range keys {
-		kh, err := checkKey(key, byKey[key], timeout)
+		kh, err := checkKey(key, byKey[key], fencedBy, timeout, span)
 		if err != nil {
 			return KV{}, err
 		}
@@ -169,37 +220,58 @@ func CheckKV(hs []electorlog.History, timeout time.Duration) (KV, error) {
 	return k, nil
 }
 
-func checkKey(key string, ops []KVOp, timeout time.Duration) (KeyHistory, error) {
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op.Invoke.Before(ops[j].Op.Invoke) })
+func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Duration, span spanOf) (KeyHistory, error) {
+	type timed struct {
+		KVOp
+		call, ret int64
+	}
+	ts := make([]timed, len(ops))
+	for i, o := range ops {
+		call, ret, err := span(o)
+		if err != nil {
+			return KeyHistory{}, err
+		}
+		ts[i] = timed{o, call, ret}
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].call < ts[j].call })
+	for i := range ts {
+		ops[i] = ts[i].KVOp
+	}
 	kh := KeyHistory{Key: key}
 	clients := map[string]int{}
 	written := map[string]bool{}
 	var hist []porcupine.Operation
-	for _, o := range ops {
+	for i, o := range ops {
 		op := o.Op
 		inc := o.Writer.Incarnation
 		if _, ok := clients[inc]; !ok {
 			clients[inc] = len(clients)
 		}
-		p := porcupine.Operation{ClientId: clients[inc], Call: op.Invoke.UnixNano(), Return: op.Return.UnixNano(), Metadata: o}
+		p := porcupine.Operation{ClientId: clients[inc], Call: ts[i].call, Return: ts[i].ret, Metadata: o}
 		switch op.Kind {
 		case electorlog.OpRead:
 			kh.Reads++
-			p.Input = RegisterInput{Op: RegisterRead}
-			p.Output = RegisterOutput{Found: op.Found, Value: op.Read}
+			p.Input = storeInput{Op: storeRead}
+			p.Output = storeOutput{Found: op.Found, Value: op.Read}
 		case electorlog.OpIncrement:
 			written[op.Value] = true
-			p.Input = RegisterInput{Op: RegisterCreate, Value: op.Value}
+			in := storeInput{Op: storeCreate, Value: op.Value}
 			if op.Found {
-				p.Input = RegisterInput{Op: RegisterCAS, Value: op.Value, Expect: op.Read}
+				in.Op, in.Expect = storeCAS, op.Read
+			}
+			if fencedBy[inc] && op.Token != nil {
+				in.Fenced, in.Token = true, int64(op.Token.Transitions)
 			}
 			if op.Settled() == electorlog.OutcomeUnknown {
+				// What the store does with a write it may have taken:
+				// a put (fenced: behind the token check), at any moment
+				// after the invoke, or never.
 				kh.Unknown++
-				p.Output, p.Return = RegisterOutput{Unknown: true}, math.MaxInt64
+				in.Op, in.Expect = storePut, ""
 			} else {
 				kh.Increments++
-				p.Output = RegisterOutput{}
 			}
+			p.Input, p.Output = in, storeOutput{}
 		default:
 			return KeyHistory{}, fmt.Errorf("%s: kind %q is neither %s nor %s", o, op.Kind, electorlog.OpRead, electorlog.OpIncrement)
 		}
@@ -209,15 +281,15 @@ func checkKey(key string, ops []KVOp, timeout time.Duration) (KeyHistory, error)
 		hist = append(hist, p)
 	}
 	kh.Checked = len(hist)
-	init := []RegisterState{{}}
+	var start *string
 	// A key that held a value before the history (a writer restarted on a
 	// store that was not emptied): the first operation read it, and no
 	// operation of the history wrote it.
 	if len(ops) > 0 && ops[0].Op.Found && !written[ops[0].Op.Read] && (ops[0].Op.Kind == electorlog.OpIncrement || ops[0].Op.Settled() == electorlog.OutcomeOK) {
 		kh.Start = ops[0].Op.Read
-		init = append(init, RegisterState{Exists: true, Value: kh.Start})
+		start = &kh.Start
 	}
-	switch porcupine.CheckOperationsTimeout(RegisterModel(describeKVOp, init...), hist, timeout) {
+	switch porcupine.CheckOperationsTimeout(storeModel(describeKVOp, start), hist, timeout) {
 	case porcupine.Ok:
 		kh.Result = Linearizable
 	case porcupine.Illegal:
@@ -225,14 +297,24 @@ func checkKey(key string, ops []KVOp, timeout time.Duration) (KeyHistory, error)
 	default:
 		kh.Result = Undecided
 	}
-	kh.LostUpdates = lostUpdates(ops)
+	if kh.Result == NotLinearizable {
+		kh.LostUpdates = lostUpdates(ops)
+	}
 	return kh, nil
 }
 
 // lostUpdates pairs the acknowledged increments that replaced one value,
-// in invoke order.
+// in invoke order. A value an increment of unknown outcome wrote can come
+// back whenever its put lands, so two increments that replaced it are no
+// proof that one was lost, and are not paired.
 func lostUpdates(ops []KVOp) [][2]KVOp {
 	first := map[string]KVOp{}
+	late := map[string]bool{}
+	for _, o := range ops {
+		if o.Op.Kind == electorlog.OpIncrement && o.Op.Settled() == electorlog.OutcomeUnknown {
+			late[o.Op.Value] = true
+		}
+	}
 	var out [][2]KVOp
 	for _, o := range ops {
 		if o.Op.Kind != electorlog.OpIncrement || o.Op.Settled() != electorlog.OutcomeOK {
@@ -241,6 +323,9 @@ func lostUpdates(ops []KVOp) [][2]KVOp {
 		replaced := "\x00absent"
 		if o.Op.Found {
 			replaced = o.Op.Read
+		}
+		if late[replaced] {
+			continue
 		}
 		if prev, ok := first[replaced]; ok {
 			out = append(out, [2]KVOp{prev, o})

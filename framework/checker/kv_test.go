@@ -108,7 +108,12 @@ func TestCheckKVUnknownIncrementEitherWay(t *testing.T) {
 		if r.Result() != Linearizable || r.Keys[0].Unknown != 1 || r.Keys[0].Increments != 1 {
 			t.Errorf("read %s after an unknown increment: %s", after, r)
 		}
-		if f := checkFencing(t, b); f.Broken() || f.Looked.Unknown != 1 || f.Looked.Accepted != 1 {
+		// A read of its value proves it accepted (nobody else wrote 2).
+		proven := 0
+		if after == "2" {
+			proven = 1
+		}
+		if f := checkFencing(t, b); f.Broken() || f.Looked.Unknown != 1-proven || f.Looked.Proven != proven || f.Looked.Accepted != 1 {
 			t.Errorf("%s", f)
 		}
 	}
@@ -126,6 +131,48 @@ func TestCheckKVUnknownIncrementEitherWay(t *testing.T) {
 	c.Read("9")
 	if r := checkKV(t, b); r.Result() != NotLinearizable {
 		t.Errorf("%s", r)
+	}
+}
+
+// A put that timed out lands later (etcd may commit a request its client
+// gave up on): the store does a blind put, so a writer's own unknown
+// write may overwrite its later acknowledged ones at any moment, and the
+// writer's next read sees the old value again. One writer, one order.
+func TestCheckKVUnknownPutThatLandsLater(t *testing.T) {
+	for _, fencing := range []string{electorlog.FencingNone, fenced} {
+		b := electortest.New(t, kvT0)
+		a := b.Writer("a", "worker1", fencing).Lead(1)
+		a.Increment("", "1", ok)
+		a.Increment("1", "2", unknown) // timed out; it lands two increments later
+		a.Increment("1", "2", ok)
+		a.Increment("2", "3", ok)
+		a.Increment("2", "3", ok) // the late put set 2 again
+		a.Increment("3", "4", ok)
+		r := checkKV(t, b)
+		if r.Result() != Linearizable || len(r.Keys[0].LostUpdates) != 0 {
+			t.Errorf("fencing %s: one writer whose timed-out put landed late: %s", fencing, r)
+		}
+	}
+}
+
+// The fenced store's transaction checks the token only: a deposed
+// leader's timed-out write cannot land once a higher token was accepted,
+// so a read of its value after the new leader's writes fits no order.
+func TestCheckKVFencedUnknownWriteCannotLandUnderAHigherToken(t *testing.T) {
+	for _, c := range []struct {
+		fencing string
+		want    Linearizability
+	}{{electorlog.FencingNone, Linearizable}, {fenced, NotLinearizable}} {
+		b := electortest.New(t, kvT0)
+		a, n, f := b.Writer("a", "worker1", c.fencing).Lead(1), b.Writer("n", "worker2", c.fencing), b.Writer("f", "worker3", c.fencing)
+		a.Increment("", "1", ok)
+		a.Increment("1", "7", unknown) // a value no one else writes
+		n.Lead(2).Increment("1", "2", ok)
+		n.Increment("2", "3", ok)
+		f.Read("7")
+		if r := checkKV(t, b); r.Result() != c.want {
+			t.Errorf("fencing %s: a read of the deposed leader's unknown value after the new leader's writes: %s, want %s", c.fencing, r.Result(), c.want)
+		}
 	}
 }
 
@@ -173,5 +220,37 @@ func TestCheckFencingOneTokenTwoHolders(t *testing.T) {
 	f := checkFencing(t, b)
 	if f.Shared == nil || f.Down != nil || f.Shared[0].Writer.Node != "worker1" || f.Shared[1].Writer.Node != "worker2" || f.Looked.Tokens != 1 {
 		t.Errorf("%s", f)
+	}
+}
+
+// A write of unknown outcome that a later read proves accepted (the only
+// write of the value the read returned) counts as accepted: two holders
+// with one token, one of them proven only by the read.
+func TestCheckFencingUnknownWriteProvenByARead(t *testing.T) {
+	b := electortest.New(t, kvT0)
+	a, c, f := b.Writer("a", "worker1", fenced).Lead(3), b.Writer("c", "worker2", fenced).Lead(3), b.Writer("f", "worker3", fenced)
+	a.Increment("", "1", ok)
+	c.Increment("1", "2", unknown)
+	if g := checkFencing(t, b); g.Broken() {
+		t.Fatalf("nothing read the unknown write yet: %s", g)
+	}
+	f.Read("2")
+	g := checkFencing(t, b)
+	if g.Shared == nil || g.Shared[1].Writer.Node != "worker2" || g.Looked.Proven != 1 || g.Looked.Unknown != 0 {
+		t.Fatalf("a read proves the unknown write accepted, with the token a's writes had: %s", g)
+	}
+	if !strings.Contains(g.String(), "proven accepted by") {
+		t.Errorf("%s", g)
+	}
+
+	// Another write of the same value leaves the read no proof of which.
+	b = electortest.New(t, kvT0)
+	a, c, f = b.Writer("a", "worker1", fenced).Lead(3), b.Writer("c", "worker2", fenced).Lead(3), b.Writer("f", "worker3", fenced)
+	a.Increment("", "1", ok)
+	c.Increment("1", "2", unknown)
+	a.Increment("1", "2", unknown)
+	f.Read("2")
+	if g := checkFencing(t, b); g.Broken() || g.Looked.Proven != 0 || g.Looked.Unknown != 2 {
+		t.Errorf("two unknown writes of one value, one read of it: %s", g)
 	}
 }

@@ -94,6 +94,8 @@ type DBLooked struct {
 	// database: those acknowledged at or before AckedBefore, when set.
 	Required    int       `json:"required"`
 	AckedBefore time.Time `json:"ackedBefore,omitzero"`
+	// AckedByRevision is the cut in the store's order, when one was made.
+	AckedByRevision int64 `json:"ackedByRevision,omitempty"`
 }
 
 func (l DBLooked) String() string {
@@ -103,7 +105,10 @@ func (l DBLooked) String() string {
 	}
 	s += fmt.Sprintf(", against %d writer history(ies) with %d operation(s) (%d ok, %d fail, %d unknown or never completed)",
 		l.Writers, l.Ops, l.OK, l.Failed, l.Unknown)
-	if !l.AckedBefore.IsZero() {
+	switch {
+	case l.AckedByRevision > 0:
+		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", l.Required, l.AckedByRevision)
+	case !l.AckedBefore.IsZero():
 		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", l.Required, stamp(l.AckedBefore))
 	}
 	return s
@@ -119,6 +124,11 @@ type KVDB struct {
 	Unwritten []UnwrittenValue `json:"unwritten,omitempty"`
 	// Unknown are the operations of unknown outcome, settled.
 	Unknown []SettledDBOp `json:"unknown,omitempty"`
+	// Unplaced, in the store's order, are the acknowledged operations
+	// whose effect the database does not hold and which the store's order
+	// cannot call lost or excused: after the read-time cut, or a register
+	// write whose history keys' revisions overlap the final write's.
+	Unplaced []LostUpdate `json:"unplaced,omitempty"`
 	// Counts are each counter's final count and how many acknowledged
 	// increments it had to count.
 	Counts []CounterCount `json:"counts,omitempty"`
@@ -139,6 +149,16 @@ type KVDBOptions struct {
 	// writers' clocks: an operation acknowledged after it need not be in
 	// it. Leave it zero when no writer ran while it was read.
 	AckedBefore time.Time
+	// InStoreOrder, when set, places the operations by the history
+	// store's order instead of the writers' clocks (which a clock-skew
+	// fault can set apart), as CheckLedger's: the register rule compares
+	// revisions, and AckedByRevision replaces AckedBefore.
+	InStoreOrder StoreOrder
+	// AckedByRevision, with InStoreOrder, is the history store's revision
+	// read just before the database's read began (0: no cut): an
+	// acknowledged operation whose outcome was stored at or below it must
+	// be in the database; one above it, missing, is Unplaced.
+	AckedByRevision int64
 }
 
 // CheckKVDB checks the embedded database workload's final content against
@@ -168,7 +188,7 @@ type KVDBOptions struct {
 //     or neither (no proof either way). An unknown operation is never
 //     counted lost, and its value never counts as one nobody wrote.
 func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KVDB {
-	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), AckedBefore: o.AckedBefore}}
+	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), AckedBefore: o.AckedBefore, AckedByRevision: o.AckedByRevision}}
 	ops := map[kvdb.Tag]DBOp{}
 	byKey := map[string][]DBOp{}
 	for _, h := range histories {
@@ -233,8 +253,26 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
+	storeCut := o.InStoreOrder != nil && o.AckedByRevision > 0
 	required := func(op DBOp) bool {
-		return op.Op.Settled() == kvdb.OutcomeOK && (o.AckedBefore.IsZero() || !op.Op.Return.After(o.AckedBefore))
+		if op.Op.Settled() != kvdb.OutcomeOK {
+			return false
+		}
+		switch {
+		case storeCut:
+			end, ok := o.InStoreOrder.ended(op.Writer.Incarnation, op.Op.N, true)
+			return ok && end <= o.AckedByRevision
+		case o.InStoreOrder == nil && !o.AckedBefore.IsZero():
+			return !op.Op.Return.After(o.AckedBefore)
+		}
+		return true
+	}
+	// unplaced: acknowledged, not required by the store's cut, and
+	// missing: it may have returned before the read or after.
+	unplaced := func(op DBOp, why string) {
+		if storeCut && op.Op.Settled() == kvdb.OutcomeOK && !required(op) {
+			r.Unplaced = append(r.Unplaced, LostUpdate{DBOp: op, Why: why + "; the store's order cannot place its outcome before the read"})
+		}
 	}
 	for _, key := range sorted {
 		v, present := content.Values[key]
@@ -257,9 +295,11 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 		r.Looked.Required += acked
 		if !present {
 			for _, op := range byKey[key] {
+				why := fmt.Sprintf("the database holds no %s", key)
 				if required(op) {
-					r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: fmt.Sprintf("the database holds no %s", key)})
+					r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: why})
 				}
+				unplaced(op, why)
 			}
 			continue
 		}
@@ -280,9 +320,14 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 				continue
 			}
 			for _, op := range byKey[key] {
-				if required(op) && !chain[kvdb.Tag{Incarnation: op.Writer.Incarnation, Op: op.Op.N}] {
-					r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: fmt.Sprintf("the final count %s does not count it: a later increment was made from a count without it", v)})
+				if chain[kvdb.Tag{Incarnation: op.Writer.Incarnation, Op: op.Op.N}] {
+					continue
 				}
+				why := fmt.Sprintf("the final count %s does not count it: a later increment was made from a count without it", v)
+				if required(op) {
+					r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: why})
+				}
+				unplaced(op, why)
 			}
 		case kvdb.Register:
 			final[v.Tag()] = true
@@ -292,8 +337,36 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			}
 			for _, op := range byKey[key] {
 				same := op.Op.N == w.Op.N && op.Writer.Incarnation == w.Writer.Incarnation
-				if required(op) && !same && op.Op.Invoke.After(w.Op.Return) {
-					r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: fmt.Sprintf("it was invoked after %s returned, and that write's value %d is final", w, v.V)})
+				if same || op.Op.Settled() != kvdb.OutcomeOK {
+					continue
+				}
+				if o.InStoreOrder == nil {
+					if required(op) && op.Op.Invoke.After(w.Op.Return) {
+						r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: fmt.Sprintf("it was invoked after %s returned, and that write's value %d is final", w, v.V)})
+					}
+					continue
+				}
+				// In the store's order: it wrote after the final write
+				// when the final write's outcome was stored before its
+				// invoke was (it commits after its invoke's put, the
+				// final write had committed before its outcome's put);
+				// before, when its own outcome was stored before the
+				// final write's invoke. Between, either may be last.
+				wEnd, okW := o.InStoreOrder.ended(w.Writer.Incarnation, w.Op.N, true)
+				wBegin, okWB := o.InStoreOrder.began(w.Writer.Incarnation, w.Op.N)
+				xBegin, okX := o.InStoreOrder.began(op.Writer.Incarnation, op.Op.N)
+				xEnd, okXE := o.InStoreOrder.ended(op.Writer.Incarnation, op.Op.N, true)
+				switch {
+				case okW && okX && wEnd < xBegin:
+					why := fmt.Sprintf("in the history store's order it was invoked (revision %d) after %s returned (outcome stored at %d), and that write's value %d is final", xBegin, w, wEnd, v.V)
+					if required(op) {
+						r.Lost = append(r.Lost, LostUpdate{DBOp: op, Why: why})
+					} else {
+						unplaced(op, why)
+					}
+				case okWB && okXE && xEnd < wBegin:
+				default:
+					r.Unplaced = append(r.Unplaced, LostUpdate{DBOp: op, Why: fmt.Sprintf("the history store's order cannot say whether it wrote before or after %s, whose value %d is final (their revisions overlap, or are missing)", w, v.V)})
 				}
 			}
 		}
@@ -345,6 +418,9 @@ func (r KVDB) String() string {
 	}
 	if n := len(r.Unwritten); n > 0 {
 		found = append(found, fmt.Sprintf("%d value(s) nobody wrote, first %s", n, r.Unwritten[0]))
+	}
+	if n := len(r.Unplaced); n > 0 {
+		found = append(found, fmt.Sprintf("%d acknowledged operation(s) the store's order cannot call lost or kept, first %s: %s", n, r.Unplaced[0].DBOp, r.Unplaced[0].Why))
 	}
 	var counts []string
 	for _, c := range r.Counts {

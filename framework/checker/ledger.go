@@ -105,7 +105,8 @@ type Unwritten struct {
 type Damaged struct {
 	ledgerlog.Damage
 	// TornAppend, for a torn tail, is the append of unknown outcome whose
-	// record it is the start of: its append took effect in part.
+	// record it is the start of, or whose record's place it fills with
+	// zeros no longer than the record: its append took effect in part.
 	TornAppend *Append `json:"tornAppend,omitempty"`
 }
 
@@ -115,7 +116,8 @@ type Settled struct {
 	// Present: its record is in the log where it wrote it; the append
 	// took effect. Otherwise it did not, or was overwritten.
 	Present bool `json:"present"`
-	// Torn: its record begins the log's torn tail.
+	// Torn: its record begins the log's torn tail, or the tail is zeros
+	// from where it wrote, no longer than its record.
 	Torn bool `json:"torn,omitempty"`
 }
 
@@ -134,19 +136,44 @@ type Fork struct {
 // throughout (one incarnation is one process) holding its offset in
 // memory, so two writers had their appends accepted at once. The times are
 // each writer's own clock: one clock on one kernel, the nodes' clocks
-// elsewhere; it proves nothing across a skewed clock.
+// elsewhere; it proves nothing across a skewed clock, where the history
+// store's order places it instead (CheckWritersInStoreOrder, Store).
 type Overlap struct {
 	Holder  ledgerlog.Identity `json:"holder"`
 	Before  ledgerlog.Op       `json:"before"`
 	After   ledgerlog.Op       `json:"after"`
 	Other   ledgerlog.Identity `json:"other"`
 	Between ledgerlog.Op       `json:"between"`
+	// Store, when the overlap was placed by the history store's order
+	// rather than the writers' clocks, holds the revisions that place it.
+	Store *OverlapRevisions `json:"store,omitempty"`
 }
 
-// At is the proven moment: the other writer's append's invoke.
+// OverlapRevisions are the history store's revisions that place an
+// overlap: the holder's outcome of Before (stored after it returned), the
+// other's invoke of Between (stored before it began) and its outcome,
+// and the holder's invoke of After.
+type OverlapRevisions struct {
+	BeforeOutcome  int64 `json:"beforeOutcome"`
+	BetweenInvoke  int64 `json:"betweenInvoke"`
+	BetweenOutcome int64 `json:"betweenOutcome,omitempty"`
+	AfterInvoke    int64 `json:"afterInvoke"`
+}
+
+// At is the proven moment: the other writer's append's invoke (its
+// writer's clock).
 func (o Overlap) At() time.Time { return o.Between.Invoke }
 
 func (o Overlap) String() string {
+	if r := o.Store; r != nil {
+		ran := fmt.Sprintf("was invoked (revision %d) and acknowledged (outcome stored at %d)", r.BetweenInvoke, r.BetweenOutcome)
+		if o.Between.Settled() != ledgerlog.OutcomeOK {
+			ran = fmt.Sprintf("was invoked (revision %d), its outcome unknown", r.BetweenInvoke)
+		}
+		return fmt.Sprintf("in the history store's order, %s acknowledged append %d (sequence %d; outcome stored at revision %d) and invoked append %d (sequence %d; revision %d); between them %s's append %d (sequence %d) %s",
+			o.Holder, o.Before.N, o.Before.Seq, r.BeforeOutcome, o.After.N, o.After.Seq, r.AfterInvoke,
+			o.Other, o.Between.N, o.Between.Seq, ran)
+	}
 	ran := fmt.Sprintf("ran from %s to %s and was acknowledged", stamp(o.Between.Invoke), stamp(o.Between.Return))
 	switch {
 	case o.Between.Outcome == "":
@@ -171,12 +198,17 @@ type Looked struct {
 	// those acknowledged at or before AckedBefore, when it is set.
 	Required    int       `json:"required"`
 	AckedBefore time.Time `json:"ackedBefore,omitzero"`
+	// AckedByRevision is the cut in the store's order, when one was made.
+	AckedByRevision int64 `json:"ackedByRevision,omitempty"`
 }
 
 func (l Looked) String() string {
 	s := fmt.Sprintf("%s, against %d writer history(ies) with %d append(s) (%d ok, %d fail, %d unknown or never completed)",
 		l.Log, l.Writers, l.Appends, l.OK, l.Failed, l.Unknown)
-	if !l.AckedBefore.IsZero() {
+	switch {
+	case l.AckedByRevision > 0:
+		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", l.Required, l.AckedByRevision)
+	case !l.AckedBefore.IsZero():
 		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", l.Required, stamp(l.AckedBefore))
 	}
 	return s
@@ -206,6 +238,10 @@ type Ledger struct {
 	// Overlap is the earliest proof that two writers' acknowledged
 	// appends interleaved in time (nil when none).
 	Overlap *Overlap `json:"overlap,omitempty"`
+	// Unplaced, in the store's order with a read-time cut, are the
+	// acknowledged appends missing from the log that the store's order
+	// cannot place before or after the read: neither lost nor excused.
+	Unplaced []LostAppend `json:"unplaced,omitempty"`
 }
 
 // Nobody counts what is in the log that nobody wrote as it is: whole
@@ -227,6 +263,18 @@ type LedgerOptions struct {
 	// clocks: an append acknowledged after it need not be in the log.
 	// Leave it zero when no writer ran while the log was read.
 	AckedBefore time.Time
+	// InStoreOrder, when set, places the appends by the history store's
+	// order instead of the writers' clocks (which a clock-skew fault can
+	// set apart): the overlap is CheckWritersInStoreOrder's, and
+	// AckedByRevision replaces AckedBefore.
+	InStoreOrder StoreOrder
+	// AckedByRevision, with InStoreOrder, is the history store's revision
+	// read just before the log's read began (0: no writer ran while it
+	// was read). An acknowledged append whose outcome was stored at or
+	// below it had returned before the read, and must be in the log; one
+	// stored above it, or without revisions, may have returned before the
+	// read or after: missing, it is Unplaced, neither lost nor excused.
+	AckedByRevision int64
 }
 
 type opKey struct {
@@ -246,7 +294,7 @@ type opKey struct {
 //     offset, whose writer fields differ from the history's, or whose
 //     append failed (wrote nothing); and damage (checksums that fail),
 //     except a torn tail that begins where an append of unknown outcome
-//     wrote;
+//     wrote (its record cut short, or zeros no longer than it);
 //   - every append of unknown outcome settled: present, torn, or absent;
 //   - forks (a sequence two writers acknowledged) and the earliest
 //     overlap in time of two writers' acknowledged appends.
@@ -335,7 +383,7 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 			}
 			s := Settled{Append: Append{Writer: h.Start.Writer, Op: op}, Present: present[opKey{inc, op.N}]}
 			for _, d := range c.Damage {
-				if !s.Present && d.Tail && !d.Zero && d.Offset == op.Offset && (op.Size == 0 || d.Size < int64(op.Size)) {
+				if !s.Present && tornBy(d, op) {
 					s.Torn = true
 				}
 			}
@@ -344,7 +392,7 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 	}
 	for _, d := range c.Damage {
 		dd := Damaged{Damage: d}
-		if d.Tail && !d.Zero {
+		if d.Tail {
 			for i := range r.Unknown {
 				if u := &r.Unknown[i]; u.Torn && u.Op.Offset == d.Offset {
 					a := u.Append
@@ -356,17 +404,35 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 	}
 
 	// Lost: acknowledged, and not where it wrote.
+	storeCut := o.InStoreOrder != nil && o.AckedByRevision > 0
 	for _, h := range histories {
 		inc := h.Start.Writer.Incarnation
 		for _, op := range h.Ops {
-			if op.Settled() != ledgerlog.OutcomeOK || (!o.AckedBefore.IsZero() && op.Return.After(o.AckedBefore)) {
+			if op.Settled() != ledgerlog.OutcomeOK {
 				continue
 			}
-			r.Looked.Required++
+			required := true
+			switch {
+			case storeCut:
+				end, ok := o.InStoreOrder.ended(inc, op.N, true)
+				required = ok && end <= o.AckedByRevision
+			case o.InStoreOrder == nil && !o.AckedBefore.IsZero():
+				required = !op.Return.After(o.AckedBefore)
+			}
 			if present[opKey{inc, op.N}] {
+				if required {
+					r.Looked.Required++
+				}
 				continue
 			}
-			r.Lost = append(r.Lost, LostAppend{Append: Append{Writer: h.Start.Writer, Op: op}, Now: describeAt(c, placed, op.Offset)})
+			missing := LostAppend{Append: Append{Writer: h.Start.Writer, Op: op}, Now: describeAt(c, placed, op.Offset)}
+			switch {
+			case required:
+				r.Looked.Required++
+				r.Lost = append(r.Lost, missing)
+			case storeCut:
+				r.Unplaced = append(r.Unplaced, missing)
+			}
 		}
 	}
 	sort.SliceStable(r.Lost, func(i, j int) bool { return r.Lost[i].Op.Return.Before(r.Lost[j].Op.Return) })
@@ -388,8 +454,27 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 	}
 
 	w := CheckWriters(histories)
+	if o.InStoreOrder != nil {
+		w = CheckWritersInStoreOrder(histories, o.InStoreOrder)
+		r.Looked.AckedByRevision = o.AckedByRevision
+	}
 	r.Forks, r.Overlap = w.Forks, w.Overlap
 	return r
+}
+
+// tornBy says whether d is the torn tail an append of unknown outcome
+// leaves: it runs to the end of the log from where the append wrote, and
+// is its record cut short, or zeros no longer than its record (the file's
+// size reached the disk and the record's page did not: a crash after the
+// write and before a successful fsync leaves that too).
+func tornBy(d ledgerlog.Damage, op ledgerlog.Op) bool {
+	if !d.Tail || d.Offset != op.Offset {
+		return false
+	}
+	if d.Zero {
+		return op.Size == 0 || d.Size <= int64(op.Size)
+	}
+	return op.Size == 0 || d.Size < int64(op.Size)
 }
 
 // describeAt says what the log holds at offset, for a lost append.
@@ -443,122 +528,6 @@ func forks(histories []ledgerlog.History) []Fork {
 	return out
 }
 
-// firstOverlap finds the earliest append of one writer that between
-// accepts, made between two acknowledged appends of another: wholly
-// between (invoked at or after the first's acknowledgement, returned at or
-// before the second's invoke) when wholly, else merely invoked between.
-func firstOverlap(histories []ledgerlog.History, between func(ledgerlog.Op) bool, wholly bool) *Overlap {
-	acked := make([][]ledgerlog.Op, len(histories))
-	for i, h := range histories {
-		for _, op := range h.Ops {
-			if op.Settled() == ledgerlog.OutcomeOK {
-				acked[i] = append(acked[i], op)
-			}
-		}
-	}
-	var best *Overlap
-	for hi, holder := range acked {
-		if len(holder) < 2 {
-			continue
-		}
-		for oi, other := range histories {
-			if hi == oi {
-				continue
-			}
-			for _, b := range other.Ops {
-				if !between(b) {
-					continue
-				}
-				// The holder's last acknowledgement at or before b's invoke,
-				// and its first invoke at or after b's acknowledgement (or
-				// after b's invoke); its appends are in order, one at a time.
-				k := sort.Search(len(holder), func(i int) bool { return holder[i].Return.After(b.Invoke) })
-				if k == 0 {
-					continue
-				}
-				m := sort.Search(len(holder), func(i int) bool {
-					if wholly {
-						return !holder[i].Invoke.Before(b.Return)
-					}
-					return holder[i].Invoke.After(b.Invoke)
-				})
-				if m == len(holder) || m < k {
-					continue
-				}
-				if best == nil || b.Invoke.Before(best.Between.Invoke) {
-					best = &Overlap{Holder: histories[hi].Start.Writer, Before: holder[k-1], After: holder[m],
-						Other: other.Start.Writer, Between: b}
-				}
-				break // the other's later appends are later
-			}
-		}
-	}
-	return best
-}
-
-// WritersLooked is what CheckWriters read.
-type WritersLooked struct {
-	Writers int `json:"writers"`
-	// Acknowledging is how many writers had an append acknowledged.
-	Acknowledging int `json:"acknowledging"`
-	Appends       int `json:"appends"`
-	OK            int `json:"ok"`
-	Failed        int `json:"failed"`
-	Unknown       int `json:"unknown"`
-}
-
-func (l WritersLooked) String() string {
-	return fmt.Sprintf("%d writer history(ies), %d with an acknowledged append, %d append(s) (%d ok, %d fail, %d unknown or never completed)",
-		l.Writers, l.Acknowledging, l.Appends, l.OK, l.Failed, l.Unknown)
-}
-
-// Writers is what CheckWriters found in the histories alone.
-type Writers struct {
-	Looked WritersLooked `json:"looked"`
-	// Overlap is the earliest proof that two writers' acknowledged
-	// appends interleaved in time (nil when none).
-	Overlap *Overlap `json:"overlap,omitempty"`
-	// Possible, when no overlap is proven, is the earliest append of
-	// unknown outcome invoked between two acknowledged appends of another
-	// writer: had it taken effect, two writers were accepted at once.
-	Possible *Overlap `json:"possible,omitempty"`
-	// Forks are sequences two writers both acknowledged.
-	Forks []Fork `json:"forks,omitempty"`
-}
-
-// CheckWriters checks the writers' histories for two writers accepted at
-// once: the earliest acknowledged append of one made wholly between two
-// acknowledged appends of another (Overlap; see its doc for the clock it
-// reads), else the earliest append of unknown outcome invoked between two
-// (Possible); and the forks.
-func CheckWriters(histories []ledgerlog.History) Writers {
-	w := Writers{Looked: WritersLooked{Writers: len(histories)}}
-	for _, h := range histories {
-		acked := false
-		for _, op := range h.Ops {
-			w.Looked.Appends++
-			switch op.Settled() {
-			case ledgerlog.OutcomeOK:
-				w.Looked.OK++
-				acked = true
-			case ledgerlog.OutcomeFail:
-				w.Looked.Failed++
-			default:
-				w.Looked.Unknown++
-			}
-		}
-		if acked {
-			w.Looked.Acknowledging++
-		}
-	}
-	w.Overlap = firstOverlap(histories, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeOK }, true)
-	if w.Overlap == nil {
-		w.Possible = firstOverlap(histories, func(op ledgerlog.Op) bool { return op.Settled() == ledgerlog.OutcomeUnknown }, false)
-	}
-	w.Forks = forks(histories)
-	return w
-}
-
 // String says what was checked and what was found.
 func (r Ledger) String() string {
 	var found []string
@@ -593,6 +562,9 @@ func (r Ledger) String() string {
 	}
 	if r.Overlap != nil {
 		found = append(found, "two writers at once: "+r.Overlap.String())
+	}
+	if n := len(r.Unplaced); n > 0 {
+		found = append(found, fmt.Sprintf("%d acknowledged append(s) missing that the store's order cannot place before or after the read, first %s: %s now there", n, r.Unplaced[0].Append, r.Unplaced[0].Now))
 	}
 	present, torn := 0, 0
 	for _, u := range r.Unknown {

@@ -47,6 +47,26 @@ type Prefixes struct {
 	// Break is the first record a later read lost or replaced (nil when
 	// every read extends the one before).
 	Break *PrefixBreak `json:"break,omitempty"`
+	// Retries counts the records a later read held replaced by their own
+	// writer's record of the same sequence at the same offset: the
+	// writer's designed retry of an append whose outcome it did not learn
+	// (fixtures/ledgerlog: after fail or unknown the next append writes
+	// the same sequence at the same offset), which one copy makes.
+	Retries int `json:"retries,omitempty"`
+	// Grew is the first two reads in a row between which the log grew
+	// (the later holds a whole record the earlier did not) and whose
+	// later read holds records of two or more writers: a comparison that
+	// could show one copy's records replaced by another's. Nil when no
+	// two reads in a row did (one final log read again and again
+	// compares nothing).
+	Grew *LogGrowth `json:"grew,omitempty"`
+}
+
+// LogGrowth is two reads in a row of the log, the later grown, and how
+// many writers' records the later holds.
+type LogGrowth struct {
+	Earlier, Later time.Time
+	Writers        int
 }
 
 // CheckLogPrefixes checks that reads of one ledger log, in the order
@@ -55,9 +75,13 @@ type Prefixes struct {
 // read. A log one writer appends to only grows, so its reads are; a second
 // copy that appends from an offset it kept in memory overwrites records a
 // read already saw, and the storage shows two histories. A torn last
-// record is not a record and is not compared. Records are compared by
-// writer incarnation, append number and sequence, which the checksum
-// binds to the bytes.
+// record is not a record and is not compared; a record its own writer
+// wrote again (the same incarnation, the same sequence, a later append
+// number, at the same offset) is the writer's designed retry of an append
+// whose outcome it did not learn, counted in Retries and no break.
+// Records are compared by writer incarnation, append number and
+// sequence, which the checksum binds to the bytes. Grew says whether two
+// reads in a row compared anything a second copy could have changed.
 func CheckLogPrefixes(reads []LogRead) Prefixes {
 	r := Prefixes{Reads: len(reads)}
 	writers := map[string]bool{}
@@ -66,15 +90,24 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	for i, read := range reads {
 		c := ledgerlog.Scan(read.Data)
 		at := map[int64]*ledgerlog.Entry{}
+		here := map[string]bool{}
 		for j := range c.Entries {
 			e := &c.Entries[j]
 			at[e.Offset] = e
 			writers[e.Record.Writer.Incarnation] = true
+			here[e.Record.Writer.Incarnation] = true
+		}
+		if i > 0 && r.Grew == nil && len(here) >= 2 && grew(prev, c.Entries) {
+			r.Grew = &LogGrowth{Earlier: prevAt, Later: read.At, Writers: len(here)}
 		}
 		if i > 0 && r.Break == nil {
 			for _, was := range prev {
 				now := at[was.Offset]
 				if now != nil && sameRecord(now.Record, was.Record) {
+					continue
+				}
+				if now != nil && retried(was.Record, now.Record) {
+					r.Retries++
 					continue
 				}
 				r.Break = &PrefixBreak{Earlier: prevAt, Later: read.At, Was: was, Now: now}
@@ -85,6 +118,30 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 	}
 	r.Writers = len(writers)
 	return r
+}
+
+// grew says whether the later read holds a whole record the earlier did
+// not hold at the same offset.
+func grew(earlier, later []ledgerlog.Entry) bool {
+	was := map[int64]ledgerlog.Record{}
+	for _, e := range earlier {
+		was[e.Offset] = e.Record
+	}
+	for _, e := range later {
+		if r, ok := was[e.Offset]; !ok || !sameRecord(r, e.Record) {
+			return true
+		}
+	}
+	return false
+}
+
+// retried says whether now is was's writer's retry of it: the same
+// incarnation (one process) writing the same sequence again under a later
+// append number, at the offset it kept for it. A writer does that only
+// after an append whose outcome was fail or unknown, and a second copy
+// never has the same incarnation.
+func retried(was, now ledgerlog.Record) bool {
+	return was.Writer.Incarnation == now.Writer.Incarnation && was.Seq == now.Seq && now.Op > was.Op
 }
 
 func sameRecord(a, b ledgerlog.Record) bool {

@@ -27,6 +27,33 @@ func TestCheckLogPrefixes(t *testing.T) {
 		}
 	})
 
+	t.Run("the writer's retry of an unknown append: the same sequence again at its offset", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		a.unsynced() // sequence 4 written, fsync failed: unknown
+		seen := b.bytes()
+		a.append(2) // the retry writes sequence 4 at the same offset as append 5, then 5
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: seen}, {At: at(1), Data: b.bytes()}})
+		if r.Break != nil || r.Retries != 1 {
+			t.Errorf("got %+v, want no break and the retry counted: one writer rewrote its own sequence by design", r)
+		}
+	})
+
+	t.Run("another incarnation's record of the same sequence at that offset is a break", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(sameLengths(t, writerA, "worker2", 16, 4, 4), 16)
+		a.append(1)
+		seen := b.bytes()
+		c.append(1) // its sequence 4 over a's
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: seen}, {At: at(1), Data: b.bytes()}})
+		if r.Break == nil || r.Retries != 0 {
+			t.Errorf("got %+v, want a break", r)
+		}
+	})
+
 	t.Run("a restart that appends after the last record", func(t *testing.T) {
 		b := newBench(t)
 		b.start(writerA, 16).append(5)
@@ -35,6 +62,20 @@ func TestCheckLogPrefixes(t *testing.T) {
 		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: first}, {At: at(1), Data: b.bytes()}})
 		if r.Break != nil || r.Writers != 2 {
 			t.Errorf("got %+v, want no break and 2 writers", r)
+		}
+		if r.Grew == nil || !r.Grew.Earlier.Equal(at(0)) || !r.Grew.Later.Equal(at(1)) || r.Grew.Writers != 2 {
+			t.Errorf("grew %+v, want the two reads, the later of 2 writers", r.Grew)
+		}
+	})
+
+	t.Run("one final log read again and again compares nothing", func(t *testing.T) {
+		b := newBench(t)
+		b.start(writerA, 16).append(5)
+		b.start(writerC, 40).append(5)
+		final := b.bytes()
+		r := CheckLogPrefixes([]LogRead{{At: at(0), Data: final}, {At: at(1), Data: final}, {At: at(2), Data: final}})
+		if r.Break != nil || r.Writers != 2 || r.Grew != nil {
+			t.Errorf("got %+v, want no break, 2 writers, and no growth between reads", r)
 		}
 	})
 

@@ -214,6 +214,47 @@ func TestCheckLedger(t *testing.T) {
 			},
 		},
 		{
+			name: "a zero tail where an unknown append wrote: the file grew, its bytes never reached the disk",
+			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
+				a := b.start(writerA, 16)
+				a.append(3)
+				op := a.unsynced() // the write landed in the cache, fsync failed; the writer dies
+				log := b.bytes()
+				// What a crash leaves when the file's size reached the disk
+				// and its last page did not: zeros where the record was.
+				clear(log[op.Offset:])
+				return log, LedgerOptions{}
+			},
+			check: func(t *testing.T, r Ledger, in Integrity) {
+				if len(r.Unknown) != 1 || !r.Unknown[0].Torn || r.Unknown[0].Present {
+					t.Fatalf("unknown %+v, want the append torn (its zeros are the tail)", r.Unknown)
+				}
+				if len(r.Damage) != 1 || r.Damage[0].TornAppend == nil || !r.Damage[0].Zero {
+					t.Errorf("damage %+v, want the zero tail tied to the unknown append", r.Damage)
+				}
+				clean(t, r)
+				if !in.Clean() || in.TornTail == nil || !in.TornTail.Zero {
+					t.Errorf("integrity: %s", in)
+				}
+			},
+		},
+		{
+			name: "a zero tail longer than the unknown append's record is still nobody's",
+			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
+				a := b.start(writerA, 16)
+				a.append(3)
+				op := a.unsynced()
+				log := b.bytes()
+				clear(log[op.Offset:])
+				return append(log, make([]byte, 4096)...), LedgerOptions{}
+			},
+			check: func(t *testing.T, r Ledger, in Integrity) {
+				if len(r.Unknown) != 1 || r.Unknown[0].Torn || r.Nobody() != 1 {
+					t.Errorf("unknown %+v, nobody %d: zeros past the record's end are no part of it", r.Unknown, r.Nobody())
+				}
+			},
+		},
+		{
 			name: "unknown outcome present",
 			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
 				a := b.start(writerA, 16)
@@ -456,7 +497,20 @@ func TestCheckWriters(t *testing.T) {
 		b.start(writerA, 16).append(4)
 		b.start(writerC, 16).append(4)
 		w := CheckWriters(b.histories())
-		if w.Overlap != nil || w.Possible != nil || len(w.Forks) != 0 || w.Looked.Acknowledging != 2 || w.Looked.OK != 8 {
+		if w.Overlap != nil || w.Possible != nil || len(w.Forks) != 0 || w.Looked.Acknowledging != 2 || w.Looked.OK != 8 || !w.Apart {
+			t.Errorf("%+v", w)
+		}
+	})
+	t.Run("alternating: an overlap, not apart", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(writerC, 40)
+		for range 2 {
+			a.append(1)
+			c.append(1)
+		}
+		if w := CheckWriters(b.histories()); w.Overlap == nil || w.Apart {
 			t.Errorf("%+v", w)
 		}
 	})

@@ -6,12 +6,14 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The register model, shared by every history checked as a linearizable
-// register with compare-and-swap (the register writer's ConfigMap, each
-// key of the leader-elected writer's store), the way etcd's robustness
-// tests check theirs: a cas names the value it replaces, and an operation
-// whose outcome is unknown (a timeout after the request was sent) may have
-// taken effect at any moment after it was invoked, or never.
+// The register model, for histories of a linearizable register with
+// compare-and-swap (the register writer's ConfigMap, whose API server
+// makes every write a compare-and-swap on the resourceVersion), the way
+// etcd's robustness tests check theirs: a cas names the value it
+// replaces, and an operation whose outcome is unknown (a timeout after the
+// request was sent) may have taken effect at any moment after it was
+// invoked, or never. The leader-elected writer's store does not
+// compare-and-swap: its model is kv_model.go's.
 
 // Register operations.
 const (

@@ -82,18 +82,27 @@ type PolicyPair struct {
 	To      string `json:"to"`
 	Target  string `json:"target"`
 	Allowed bool   `json:"allowed"`
+	// FromNode and TargetNode are the nodes the API records the two pods
+	// on (whose policy agents enforce the pair's egress and ingress);
+	// FromIP is the client's address as the API records it ("" before it
+	// has one).
+	FromNode   string `json:"fromNode,omitempty"`
+	TargetNode string `json:"targetNode,omitempty"`
+	FromIP     string `json:"fromIP,omitempty"`
 	// Isolating are the policies that isolate either end; Why says which
 	// side refuses, when not allowed.
 	Isolating []string `json:"isolating,omitempty"`
 	Why       string   `json:"why,omitempty"`
 }
 
-// Refused is a connection the pod could not make because something
-// answered no (connection refused: a REJECT) or nothing answered (a
-// dropped SYN, seen as a timeout): what a denying policy gives. Any other
-// failure (no route, the network unreachable) is not a policy's answer.
-func (d DialValue) Refused() bool {
-	return !d.Connected && (d.Error == "timeout" || strings.Contains(d.Error, "connection refused"))
+// Rejected is a connection the pod could not make because something
+// answered no (connection refused: a REJECT, which is how the lab's
+// policy agent, kube-router, denies: its pod chains end in "-j REJECT").
+// A timeout is not one: nothing answered, which a lost or slow path gives
+// as well as a policy that drops; and any other failure (no route, the
+// network unreachable) is no policy's answer either.
+func (d DialValue) Rejected() bool {
+	return !d.Connected && strings.Contains(d.Error, "connection refused")
 }
 
 // AgentPolicyRules is the NetworkPolicy rules the policy agent applied

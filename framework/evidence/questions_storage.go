@@ -38,6 +38,8 @@ type KVDBDatabaseValue struct {
 	// Mounted names where the volume was mounted when it was read (as
 	// LedgerLogValue's); empty when nothing mounted it.
 	Mounted []string `json:"mounted,omitempty"`
+	// StoreRevision is as LedgerLogValue's.
+	StoreRevision int64 `json:"storeRevision,omitempty"`
 }
 
 // VolumeFilesystemValue is what e2fsck -fn said of a block volume's image
@@ -65,6 +67,11 @@ type LedgerLogValue struct {
 	// nothing mounted it, so that no writer could append while it was
 	// read.
 	Mounted []string `json:"mounted,omitempty"`
+	// StoreRevision is the history store's revision read just before the
+	// file's read began (zero when that read failed): a writer's put
+	// stored at or below it was made before the file was read, in the
+	// store's order, whatever the writers' clocks say.
+	StoreRevision int64 `json:"storeRevision,omitempty"`
 }
 
 // LedgerHistoryValue is every key under the ledger's history prefix, as
@@ -76,10 +83,14 @@ type LedgerHistoryValue struct {
 	KVs      []StoredKV `json:"kvs"`
 }
 
-// StoredKV is one key and its value.
+// StoredKV is one key and its value, with the store's revisions of the
+// key's first put and its last (zero when not recorded): the history
+// store's own order of the writers' puts, which no host's clock sets.
 type StoredKV struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
+	Key            string `json:"key"`
+	Value          string `json:"value"`
+	CreateRevision int64  `json:"createRevision,omitempty"`
+	ModRevision    int64  `json:"modRevision,omitempty"`
 }
 
 // ElectorHistory is every leader-elected writer's history as the history

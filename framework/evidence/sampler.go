@@ -24,7 +24,9 @@ type Streamer interface {
 	// Stream begins a tick every interval until ctx ends or fn returns
 	// false, and hands fn each tick's snapshot, in tick order, with the
 	// events seen since the previous one, or the error that kept the tick
-	// from being taken. The reads of the last ticks get one interval after
+	// from being taken (with the snapshot's Taken, when set, the tick's
+	// time: the invariants count a failed tick as a round that could not
+	// tell). The reads of the last ticks get one interval after
 	// the stop to return, and are then cancelled (unreadable, never a
 	// value). It returns once fn has had everything it will get.
 	Stream(ctx context.Context, l lab.Lab, every time.Duration, fn func(Snapshot, []Event, error) bool)

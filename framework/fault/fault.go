@@ -87,6 +87,49 @@ func EffectShareOf(f Fault) float64 {
 	return DefaultEffectShare
 }
 
+// Composite is a fault made of other faults (a compound), which says
+// what they are.
+type Composite interface {
+	Fault
+	Parts() []Fault
+}
+
+// Classes are the classes of what f injects: its own, and every part's
+// of a composite fault (whose own class is one part's); for a null arm,
+// its decoy's (DecoyOf), none when it injects nothing. Each class once,
+// in the order met.
+func Classes(f Fault) []Class {
+	if f == nil {
+		return nil
+	}
+	if _, isNull := StandsFor(f); isNull {
+		if d, ok := DecoyOf(f); ok {
+			return Classes(d)
+		}
+		return nil
+	}
+	var out []Class
+	add := func(c Class) {
+		for _, have := range out {
+			if have == c {
+				return
+			}
+		}
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	add(f.Class())
+	if c, ok := f.(Composite); ok {
+		for _, p := range c.Parts() {
+			for _, pc := range Classes(p) {
+				add(pc)
+			}
+		}
+	}
+	return out
+}
+
 // Emulated is a fault some labs can only emulate: where the lab cannot do
 // what the fault names (one kernel's shared wall clock), the fault does
 // what comes closest and says how, and the run record carries it, so that

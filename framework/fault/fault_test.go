@@ -185,3 +185,33 @@ func TestNullWithDecoyInjectsTheDecoyAndProbesAsItsFault(t *testing.T) {
 		t.Errorf("a null decoy: %v", err)
 	}
 }
+
+// A composite's classes are its own and every part's; a null arm injects
+// nothing, or its decoy.
+func TestClassesOfWhatIsInjected(t *testing.T) {
+	a := counting{}
+	if got := Classes(a); len(got) != 1 || got[0] != "test-class" {
+		t.Errorf("one fault: %v", got)
+	}
+	if got := Classes(Null(a)); len(got) != 0 {
+		t.Errorf("a null arm: %v", got)
+	}
+	if got := Classes(NullWithDecoy(a, skewed{a})); len(got) != 1 || got[0] != "clock-skew" {
+		t.Errorf("a null arm with a decoy: %v", got)
+	}
+	got := Classes(composite{counting: a, parts: []Fault{skewed{a}, a}})
+	if len(got) != 2 || got[0] != "test-class" || got[1] != "clock-skew" {
+		t.Errorf("a composite whose first part skews a clock: %v", got)
+	}
+}
+
+type composite struct {
+	counting
+	parts []Fault
+}
+
+func (c composite) Parts() []Fault { return c.parts }
+
+type skewed struct{ counting }
+
+func (skewed) Class() Class { return "clock-skew" }

@@ -52,7 +52,13 @@ const (
 // as faultline's: one clock on the local lab's one kernel, the nodes'
 // NTP-kept clocks elsewhere), and the history must have been read after
 // the log returned, so that every record's invoke is in it. With nothing
-// mounted, every acknowledged append must be there.
+// mounted, every acknowledged append must be there. Under a fault that
+// can skew a clock (Input.ClocksSkewable) the cut is made in the history
+// store's order instead: an append whose outcome the store held by the
+// revision read just before the log's read (the value's StoreRevision)
+// must be there; one missing whose outcome came later cannot be placed
+// before the read or after, and makes the verdict INSUFFICIENT_DATA
+// unless another is lost; no such revision, INSUFFICIENT_DATA.
 //
 // Why: an append acknowledged after fsync is durable by the storage's
 // contract; a volume that two copies of a pod write through loses it
@@ -66,7 +72,9 @@ const (
 // Exercised when the log was read after the heal and some acknowledged
 // append it had to hold was acknowledged before the heal began (carried
 // across the fault); the Exercise also says how many writers had appends
-// acknowledged. VIOLATED is always exercised.
+// acknowledged. VIOLATED is always exercised. Under a fault that can
+// skew a clock the writers' acknowledgements cannot be placed against the
+// heal (faultline's clock), so a PRESERVED is not shown exercised.
 //
 // The embedded database workload (fixtures/kvdb) is judged the same way
 // from kvdb/db and kvdb/history of the "kvdb" source, with
@@ -74,7 +82,10 @@ const (
 // counter increment the value it incremented, so an acknowledged
 // increment the chain behind the final count leaves out is lost
 // ("lost-update", LostUpdate), as is an acknowledged register write
-// invoked after the final value's write returned; a final or read value
+// invoked after the final value's write returned (under a fault that can
+// skew a clock, in the history store's order: its invoke stored after the
+// final write's outcome; one whose puts overlap the final write's cannot
+// be placed, INSUFFICIENT_DATA); a final or read value
 // no operation wrote as it is, or a key the workload does not write, is
 // "unwritten-data". An operation of unknown outcome is settled against the
 // final content and what later operations read, never counted lost. The
@@ -122,6 +133,16 @@ func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
 	var reasons, exercises []string
 	exercised := false
 	for _, j := range js {
+		// Each workload's quantities under its source's name.
+		for name, q := range j.Quantities {
+			if out.Quantities == nil {
+				out.Quantities = map[string]verdict.Quantity{}
+			}
+			if len(j.Sources) > 0 {
+				name = j.Sources[0] + ":" + name
+			}
+			out.Quantities[name] = q
+		}
 		reasons = append(reasons, j.Reason)
 		out.Sources = append(out.Sources, j.Sources...)
 		if j.Exercise != "" {
@@ -140,7 +161,7 @@ func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
 	out.Reason, out.Exercise = strings.Join(reasons, "; and "), strings.Join(exercises, "; ")
 	switch out.Verdict {
 	case verdict.InsufficientData:
-		out.Violation, out.At = "", time.Time{}
+		out.Violation, out.At, out.Quantities = "", time.Time{}, nil
 	case verdict.Violated:
 		out.Exercised = verdict.Exercised()
 	default:
@@ -171,20 +192,39 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 	}
 
 	var o checker.LedgerOptions
-	mounted := ""
+	mounted, skew := "", ""
+	if in.ClocksSkewable() {
+		o.InStoreOrder = checker.StoreOrderOf(histV.Prefix, historyKVs(histV.KVs))
+		skew = "; " + skewNote
+	}
 	if len(logV.Mounted) > 0 {
 		if histA.AskedAt.IsZero() || histA.AskedAt.Before(logA.ReadAt) {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 				Reason: fmt.Sprintf("the volume was mounted on %s when the log was read, and the history was not read after the log returned at %s (history read from %s): a record appended between could have no invoke in it",
 					strings.Join(logV.Mounted, ", "), stamp(logA.ReadAt), stamp(histA.AskedAt))}
 		}
-		o.AckedBefore = readBegan(logA, last)
-		mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends acknowledged by %s, when the read began, had to be there", strings.Join(logV.Mounted, ", "), stamp(o.AckedBefore))
+		switch {
+		case o.InStoreOrder != nil && logV.StoreRevision <= 0:
+			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+				Reason: fmt.Sprintf("the volume was mounted on %s when the log was read, so only appends acknowledged before the read began had to be there; under a clock-skew fault the writers' clocks cannot say which, and no history store revision was read before the read to say it in the store's order", strings.Join(logV.Mounted, ", "))}
+		case o.InStoreOrder != nil:
+			o.AckedByRevision = logV.StoreRevision
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends whose outcome the history store held by revision %d, read before the log's read began, had to be there", strings.Join(logV.Mounted, ", "), o.AckedByRevision)
+		default:
+			o.AckedBefore = readBegan(logA, last)
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends acknowledged by %s, when the read began, had to be there", strings.Join(logV.Mounted, ", "), stamp(o.AckedBefore))
+		}
 	}
 	r := checker.CheckLedger(logV.Data, hs, o)
 	exercised, exercise := storedCarriedAcross(ledgerAcks(hs, o.AckedBefore), readBegan(logA, last), in.Timeline, "append", "log")
+	if o.InStoreOrder != nil {
+		exercised, exercise = false, "not shown: under a clock-skew fault the writers' clocks cannot place their acknowledgements against the heal"
+	}
+	mounted += skew
 
 	where := fmt.Sprintf("the ledger's log at %s, read at %s", orNone(logV.Path), stamp(logA.ReadAt))
+	quantities, loss := lossQuantities(len(r.Lost), "appends", ledgerAcked(hs), in.ClocksSkewable())
+	mounted += loss
 	switch {
 	case len(r.Lost) > 0:
 		var names []string
@@ -197,18 +237,21 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: LostAppend, Sources: src, At: logA.ReadAt,
 			Reason: fmt.Sprintf("lost append: %d acknowledged append(s) missing from %s: %s%s; %s",
 				len(r.Lost), where, strings.Join(names, "; "), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case r.Nobody() > 0:
 		if !exercised {
 			exercise = fmt.Sprintf("%d thing(s) in the log nobody wrote", r.Nobody())
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: UnwrittenData, Sources: src, At: logA.ReadAt,
 			Reason:    fmt.Sprintf("unwritten data: %s holds %d thing(s) nobody wrote as they are%s; %s", where, r.Nobody(), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
+	case len(r.Unplaced) > 0:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("%d acknowledged append(s) missing from %s whose outcome the history store holds only after the revision read before the read: acknowledged before the read began (lost) or after (not due), which only the writers' clocks could tell%s; %s", len(r.Unplaced), where, mounted, r)}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    fmt.Sprintf("every acknowledged append is in %s and nothing is there that nobody wrote%s; %s", where, mounted, r),
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }
 
 // ledgerAcks are, per writer, the return times of its acknowledged

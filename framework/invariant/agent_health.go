@@ -34,19 +34,33 @@ const (
 // agents' health on each node ("agents/<node>": kube-proxy's /healthz,
 // the policy agent's /healthz).
 //
-// Each round leaves a mark per node and agent:
+// Each round leaves a mark per node, agent and API server (what the agent
+// applied is judged against each server's record, record_marks.go):
 //   - broken when the agent's applied state diverges in that round
-//     (kube-proxy: the node's rules are not what an API server records;
-//     the policy agent: a connection to a pod it firewalls, named in its
-//     rule dump, has another outcome than recorded) and its health
-//     endpoint answered 200;
+//     (kube-proxy: the node's rules are not what the server records;
+//     the policy agent: a connection to a pod on its node, where the API
+//     records the target and where its agent filters the target's ingress
+//     whether or not it ever programmed it, has another outcome than the
+//     server records) and its health endpoint answered 200;
 //   - holding when it does not diverge, or its health says it is not
 //     healthy (it admits it; no answer at all counts as not healthy, as
 //     to a health checker);
-//   - unknown when the divergence could not be told or the health not
-//     read.
+//   - unknown when the divergence could not be told (suspect as
+//     policy-enforced and service-routes-truthful say), or when it
+//     diverged and its health could not be read (suspect: it may have
+//     said it was healthy).
 //
-// Fires when a stretch of broken rounds is proven longer than the bound.
+// Fires when a stretch of broken rounds is proven longer than the agent's
+// bound; the reason names every agent that did, with its stretch.
+// INSUFFICIENT_DATA when unknown rounds that could hide one outlast the
+// bound. The bound is the paper's definition, not the agent's: an agent
+// may say it is healthy while a change is on its way (the agent's own
+// applying bound), not longer. Neither agent promises that much of its
+// health: kube-proxy's /healthz fails only once an update it queued has
+// waited 2 × its sync period (cmd/kube-proxy/app/server.go), and never
+// for one it did not hear; kube-router's only once its controllers'
+// heartbeat is older than their sync period (5 min by default) and a
+// grace.
 //
 // Why: kube-proxy's /healthz reports only that it synced within its sync
 // period, and kube-router's that its controllers ran recently: neither
@@ -56,13 +70,23 @@ const (
 //
 // Exercised when some agent's applied state diverged in a round; a
 // PRESERVED where none did is not exercised.
-func AgentHealthTruthful(bound time.Duration) Invariant { return agentHealth{bound: bound} }
+func AgentHealthTruthful(kubeProxy, policyAgent Bound) Invariant {
+	return agentHealth{bounds: map[string]Bound{healthKubeProxy: kubeProxy, healthPolicyAgent: policyAgent}}
+}
 
-type agentHealth struct{ bound time.Duration }
+type agentHealth struct{ bounds map[string]Bound }
 
-func (agentHealth) Name() string           { return AgentHealthTruthfulName }
-func (agentHealth) Phase() verdict.Phase   { return verdict.Safety }
-func (a agentHealth) Bound() time.Duration { return a.bound }
+func (agentHealth) Name() string         { return AgentHealthTruthfulName }
+func (agentHealth) Phase() verdict.Phase { return verdict.Safety }
+
+// Bound is the longer of the agents' bounds.
+func (a agentHealth) Bound() time.Duration {
+	var longest time.Duration
+	for _, b := range a.bounds {
+		longest = max(longest, b.Limit)
+	}
+	return longest
+}
 func (agentHealth) Reads() []Reading {
 	return append(append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...),
 		Reading{Sources: AgentHealthReaders, Question: evidence.AgentHealth})
@@ -75,96 +99,128 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + gapSummary(healthGaps)}
 	}
 	healthAt := bySnapshotAndSource(health)
-	// diverged[agent key][round] is the route or policy mark of that
-	// round for the agent on a node.
+	// subjects[agent key] are what the agent on a node applies: its
+	// node's rules (kube-proxy), the pairs whose target it firewalls (the
+	// policy agent), each judged against each API server.
 	type agentKey struct{ node, agent string }
-	diverged := map[agentKey]map[int]mark{}
-	put := func(k agentKey, i int, m mark) {
-		if diverged[k] == nil {
-			diverged[k] = map[int]mark{}
-		}
-		// Of two marks of one round (two pairs), broken wins, then unknown.
-		if old, ok := diverged[k][i]; ok && (old.State == broken || (old.State == unknown && m.State == holds)) {
-			return
-		}
-		diverged[k][i] = m
-	}
-	roundOf := map[time.Time]int{}
-	for i, s := range snaps {
-		roundOf[s.Taken] = i
-	}
-	if marks, _, _, why := routeMarks(snaps); why == "" {
-		for n, ms := range marks {
-			for _, m := range ms {
-				put(agentKey{hostOf(evidence.Source(n)), healthKubeProxy}, roundOf[m.Taken], m)
-			}
+	subjects := map[agentKey][]subjectMarks{}
+	if nodes, _, why := routeMarks(snaps); why == "" {
+		for _, sm := range nodes {
+			k := agentKey{hostOf(evidence.Source(sm.Name)), healthKubeProxy}
+			subjects[k] = append(subjects[k], sm)
 		}
 	}
-	for node, ms := range policyMarksByNode(snaps) {
-		for _, m := range ms {
-			put(agentKey{node, healthPolicyAgent}, roundOf[m.Taken], m)
-		}
+	for node, sms := range policyMarksByNode(snaps) {
+		k := agentKey{node, healthPolicyAgent}
+		subjects[k] = append(subjects[k], sms...)
 	}
-	if len(diverged) == 0 {
+	if len(subjects) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no agent's applied state could be told against the API (see service-routes-truthful and policy-enforced)"}
 	}
 	var keys []agentKey
-	for k := range diverged {
+	for k := range subjects {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].node+keys[i].agent < keys[j].node+keys[j].agent })
 	exercised := false
 	var unsure *stretch
 	var unsureKey agentKey
+	var unsureServer string
+	var unsureBound time.Duration
+	var unsureMarks []mark
+	missed := missedTicks(in)
+	// Every agent that reported itself healthy while stale is named.
+	violatedAgent := map[agentKey]bool{}
+	var violations, violatedSources []string
+	var violatedAt time.Time
 	for _, k := range keys {
-		var out []mark
-		for i, s := range snaps {
-			d, ok := diverged[k][i]
-			if !ok {
-				continue
+		servers := map[string]bool{}
+		for _, sm := range subjects[k] {
+			for _, s := range sm.Servers {
+				servers[s] = true
 			}
-			h, read := healthAt[i][evidence.Source("agents/"+k.node)]
-			switch {
-			case d.State == holds:
-				out = append(out, mark{Taken: s.Taken, ReadAt: d.ReadAt, State: holds})
-			case d.State == unknown || !read:
-				out = append(out, mark{Taken: s.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail})
-			default:
-				exercised = true
-				ans := h.Value.Agents[k.agent]
-				if !ans.Healthy() {
-					out = append(out, mark{Taken: s.Taken, ReadAt: h.ReadAt, State: holds})
+		}
+		for _, server := range sortedSet(servers) {
+			var out []mark
+			for i, snap := range snaps {
+				// Of the agent's subjects in this round against this
+				// server, broken wins, then unknown.
+				var d mark
+				have := false
+				for _, sm := range subjects[k] {
+					ms, ok := sm.ByServer[server]
+					if !ok || i >= len(ms) {
+						continue
+					}
+					m := ms[i]
+					switch {
+					case !have:
+						d, have = m, true
+					case m.State == broken && d.State != broken:
+						d = m
+					case m.State == unknown && d.State == holds:
+						d = m
+					case m.State == unknown && d.State == unknown:
+						d.Suspect = d.Suspect || m.Suspect
+					}
+				}
+				if !have {
 					continue
 				}
-				readAt := d.ReadAt
-				if h.ReadAt.After(readAt) {
-					readAt = h.ReadAt
+				h, read := healthAt[i][evidence.Source("agents/"+k.node)]
+				switch {
+				case d.State == holds:
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: holds})
+				case d.State == unknown:
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail, Suspect: d.Suspect})
+				case !read:
+					// Diverged, and whether it said so is unknown: it
+					// may have said it was healthy.
+					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Suspect: true,
+						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
+				default:
+					exercised = true
+					ans := h.Value.Agents[k.agent]
+					if !ans.Healthy() {
+						out = append(out, mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: holds})
+						continue
+					}
+					out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: broken,
+						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 				}
-				out = append(out, mark{Taken: s.Taken, ReadAt: readAt, State: broken,
-					Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
+			}
+			out = withMissed(out, missed)
+			bound := a.bounds[k.agent]
+			v, u := persisting(out, bound.Limit, false)
+			if v != nil && !violatedAgent[k] {
+				// One stretch per agent: the first server's.
+				violatedAgent[k] = true
+				w := widened(out, *v)
+				violations = append(violations, fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
+					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), bound, w.First.Detail))
+				violatedSources = append(violatedSources, "agents/"+k.node)
+				if violatedAt.IsZero() || w.Last.Taken.Before(violatedAt) {
+					violatedAt = w.Last.Taken
+				}
+			}
+			if u != nil && unsure == nil {
+				unsure, unsureKey, unsureServer, unsureBound, unsureMarks = u, k, server, bound.Limit, out
 			}
 		}
-		v, u := persisting(out, a.bound, false)
-		if v != nil {
-			w := widened(out, *v)
-			return verdict.Judgement{
-				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from the API for at least %s (bound %s), from %s to %s; at its start: %s",
-					k.agent, k.node, w.Lasted().Round(time.Millisecond), a.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
-				Sources: []string{"agents/" + k.node}, At: w.Last.Taken, Exercised: verdict.Exercised(),
-				Exercise: "an agent's applied state diverged from the API",
-			}
-		}
-		if u != nil && unsure == nil {
-			unsure, unsureKey = u, k
+	}
+	if len(violations) > 0 {
+		return verdict.Judgement{
+			Verdict: verdict.Violated, Reason: strings.Join(violations, "; and "),
+			Sources: uniqueSorted(violatedSources), At: violatedAt, Exercised: verdict.Exercised(),
+			Exercise: "an agent's applied state diverged from the API",
 		}
 	}
 	if unsure != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s on %s was healthy while diverged and then could not be told, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.agent, unsureKey.node, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), a.bound, unsure.Last.Detail),
-			At: unsure.Last.Taken,
+			Reason: fmt.Sprintf("%s on %s could not be shown truthful against %s's record from %s to %s (%s, over its bound %s): it diverged or may have, and what its health said then is not known; %s; last: %s",
+				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, untold(unsureMarks, *unsure), unsure.Last.Detail),
+			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}
 	var names []string
@@ -172,7 +228,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		names = append(names, k.agent+" on "+k.node)
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Sources: []string{AgentHealthReaders},
-		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than the bound %s", strings.Join(names, ", "), a.bound)}
+		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than its bound (kube-proxy %s, the policy agent %s)", strings.Join(names, ", "), a.bounds[healthKubeProxy].Limit, a.bounds[healthPolicyAgent].Limit)}
 	if exercised {
 		j.Exercised, j.Exercise = verdict.Exercised(), "an agent's applied state diverged from the API"
 	} else {
@@ -186,4 +242,14 @@ func firstWordsOf(s string) string {
 		return s[:60] + "…"
 	}
 	return s
+}
+
+// sortedSet is a set's members in order.
+func sortedSet(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }

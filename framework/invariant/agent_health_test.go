@@ -32,7 +32,7 @@ func withHealth(t *testing.T, r *run, status int) *run {
 }
 
 func TestAgentHealthTruthful(t *testing.T) {
-	inv := AgentHealthTruthful(3 * time.Second)
+	inv := AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second))
 	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).input(WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "answered its health check 200", "forwards to [10.240.3.5]")
 	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).input(WindowToSettle), verdict.Preserved)
@@ -52,4 +52,71 @@ func TestAgentHealthTruthful(t *testing.T) {
 		t.Errorf("agents that never diverge do not exercise it: %+v", j)
 	}
 	expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.InsufficientData, "health was read")
+}
+
+// A stale agent whose health could not be read is not shown truthful.
+func TestAgentHealthTruthfulNeedsTheHealthOfAStaleAgent(t *testing.T) {
+	r := routesRun(t, 12, 9, nil)
+	for i := range r.snaps {
+		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[i].Taken.Add(300*time.Millisecond)))
+		a, err := evidence.ValueAnswer(evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{"kube-proxy": {StatusCode: 200}, "kube-router": {StatusCode: 200}}}, r.snaps[i].Taken.Add(300*time.Millisecond), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.snaps[i].Set("agents/worker2", evidence.AgentHealth, a)
+	}
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
+}
+
+// policyHealthRun: a deny recorded from second 3 for the target on
+// worker1, its connections answered throughout, no rule dump naming the
+// target (the agent never programmed it), and both nodes' agents
+// answering 200.
+func policyHealthRun(t *testing.T) *run {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		s := float64(i)
+		exp := expectPair(s < 3)
+		exp.Pairs[0].TargetNode, exp.Pairs[0].FromNode = "worker1", "worker2"
+		r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "").
+			value("policy-agent/worker1", evidence.AgentPolicyRules, 0.3, evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}, "")
+	}
+	return withHealth(t, r, 200)
+}
+
+// The policy agent that must enforce a pair is the one on the node the
+// target runs on, whether or not its rules name the target.
+func TestAgentHealthTruthfulLinksThePolicyAgentByTheTargetsNode(t *testing.T) {
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), policyHealthRun(t).input(WindowToSettle), verdict.Violated,
+		"kube-router on worker1 reported itself healthy", "was answered by target while apiserver/cp1 records it denied")
+}
+
+// Every agent that reported itself healthy while stale is named, not the
+// first alone.
+func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
+	r := policyHealthRun(t)
+	for i := range r.snaps {
+		s := r.snaps[i].Taken
+		ready := "10.240.3.5"
+		if i >= 3 {
+			ready = "10.240.3.9"
+		}
+		for src, q := range map[evidence.Source]evidence.Question{"apiserver/cp1": evidence.AgentServiceEndpoints, "kube-proxy/worker1": evidence.AgentServiceTranslation} {
+			var v any = eps(ready)
+			if q == evidence.AgentServiceTranslation {
+				v = dnat("10.240.3.5:8080")
+			}
+			a, err := evidence.ValueAnswer(v, s.Add(200*time.Millisecond), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.snaps[i].Set(src, q, a)
+		}
+	}
+	j := expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.Violated,
+		"kube-proxy on worker1 reported itself healthy", "kube-router on worker1 reported itself healthy")
+	if len(j.Sources) == 0 {
+		t.Errorf("no source named: %+v", j)
+	}
 }

@@ -23,11 +23,13 @@ const AgentsConvergedName = "agents-converged"
 // timeout.
 //
 // Fires when, in the sample judged, a node's rules or a connection's
-// outcome still differ from the API (the reason names each, with the
-// rule dump beside a connection). INSUFFICIENT_DATA when, with no
-// difference, a node's rules, a connection or the API could not be read in
-// that sample (the settle loop samples again until its bound), or nothing
-// was read at all.
+// outcome still differ from an API server's record (the reason names
+// each, with the rule dump beside a connection). INSUFFICIENT_DATA when,
+// with no difference, a node's rules, a connection or the API could not
+// be read in that sample, or the servers gave no one record (the settle
+// loop samples again until its bound); or when either half (the routes,
+// the connections) had nothing read at all: each needs evidence of its
+// own, so a sample whose kube-proxy dumps all failed settles nothing.
 //
 // Why: the agents are level-triggered like every controller. A watch that
 // was refused, broken or left behind a compaction must end in a new list,
@@ -54,45 +56,50 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no settle sample to judge"}
 	}
 	final := snaps[len(snaps)-1].Taken
-	routes, _, _, routeWhy := routeMarks(snaps)
+	routes, _, routeWhy := routeMarks(snaps)
 	pm, policyWhy := policyMarks(snaps)
-	if routeWhy != "" && policyWhy != "" {
+	// Each half needs evidence of its own: a sample in which every
+	// kube-proxy dump failed settles nothing, whatever the connections
+	// say, and the reverse.
+	switch {
+	case routeWhy != "" && policyWhy != "":
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "nothing the agents applied was read: " + routeWhy + "; " + policyWhy}
+	case routeWhy != "":
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the routes half has nothing to judge: " + routeWhy}
+	case policyWhy != "":
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the connection half has nothing to judge: " + policyWhy}
 	}
-	byKey := map[string][]mark{}
-	var keys []string
-	for n, ms := range routes {
-		keys = append(keys, "routes of "+n)
-		byKey["routes of "+n] = ms
+	var subjects []subjectMarks
+	for _, sm := range routes {
+		sm.Name = "routes of " + sm.Name
+		subjects = append(subjects, sm)
 	}
-	for _, k := range pm.keys {
-		name := fmt.Sprintf("connection %s → %s", k.from, k.target)
-		keys = append(keys, name)
-		byKey[name] = pm.marks[k]
+	for _, sm := range pm.pairs {
+		sm.Name = "connection " + sm.Name
+		subjects = append(subjects, sm)
 	}
-	sort.Strings(keys)
+	sort.Slice(subjects, func(i, j int) bool { return subjects[i].Name < subjects[j].Name })
 
 	var differ, unknowns, held []string
 	departed := ""
-	for _, k := range keys {
-		var last *mark
-		for i := range byKey[k] {
-			m := byKey[k][i]
-			if m.Taken.Equal(final) {
-				last = &byKey[k][i]
-			} else if m.State == broken && departed == "" {
-				departed = fmt.Sprintf("%s at %s: %s", k, stamp(m.Taken), m.Detail)
+	for _, sm := range subjects {
+		for _, s := range sm.Servers {
+			for _, m := range sm.ByServer[s] {
+				if !m.Taken.Equal(final) && m.State == broken && departed == "" {
+					departed = fmt.Sprintf("%s at %s: %s", sm.Name, stamp(m.Taken), m.Detail)
+				}
 			}
 		}
+		last, ok := combinedAt(sm, final)
 		switch {
-		case last == nil:
-			unknowns = append(unknowns, k+": not read in the sample judged")
+		case !ok:
+			unknowns = append(unknowns, sm.Name+": not read in the sample judged")
 		case last.State == broken:
 			differ = append(differ, last.Detail)
 		case last.State == unknown:
-			unknowns = append(unknowns, k+": "+last.Detail)
+			unknowns = append(unknowns, sm.Name+": "+last.Detail)
 		default:
-			held = append(held, k)
+			held = append(held, sm.Name)
 		}
 	}
 	exercise := "no sample since the fault showed a node or a connection differing from the API: nothing to converge from"

@@ -163,6 +163,7 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 	var allGaps []gap
 	var violation, unsure *pairStretch
 	var change, difference string
+	missed := missedTicks(in)
 	for _, q := range agreementQuestions {
 		bound := a.bounds[q].Limit
 		obs, gaps := collect[json.RawMessage](snaps, consistentReaders, q)
@@ -247,6 +248,7 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 					}
 					marks = append(marks, m)
 				}
+				marks = withMissed(marks, missed)
 				v, u := persisting(marks, bound, true)
 				pairGaps := gapsOf(gaps, left, right)
 				if v != nil && (violation == nil || v.Last.Taken.Before(violation.at)) {

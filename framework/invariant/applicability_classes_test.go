@@ -34,3 +34,25 @@ func TestEveryFaultClassDeclaresItsReach(t *testing.T) {
 		}
 	}
 }
+
+// The classes an invariant asks LeaseHistoriesSplittable about are the
+// fault library's and the controls'.
+func TestLeaseHistoryClassesAreTheLibrarys(t *testing.T) {
+	if invariant.SplitBrainClass != string(faults.APIServerEtcdFork("cp3").Class()) || invariant.OperatorActionClass != string(controls.ClassOperatorAction) {
+		t.Errorf("invariant's classes %q and %q, the library's %q and %q", invariant.SplitBrainClass, invariant.OperatorActionClass, faults.ClassSplitBrain, controls.ClassOperatorAction)
+	}
+	if _, ok := (invariant.Input{FaultClasses: []string{string(faults.ClassProcessFreeze)}}).LeaseHistoriesSplittable(); ok {
+		t.Error("a frozen process gives a Lease no second history")
+	}
+}
+
+// The class an invariant asks ClocksSkewable about is the fault library's.
+func TestClockSkewClassIsTheLibrarys(t *testing.T) {
+	if invariant.ClockSkewClass != string(faults.ClassClockSkew) {
+		t.Errorf("invariant.ClockSkewClass %q, the library's %q", invariant.ClockSkewClass, faults.ClassClockSkew)
+	}
+	in := invariant.Input{FaultClasses: []string{string(faults.ClassPartition), string(faults.ClockSkew("worker1", time.Second).Class())}}
+	if !in.ClocksSkewable() || (invariant.Input{FaultClasses: []string{string(faults.ClassPartition)}}).ClocksSkewable() {
+		t.Error("ClocksSkewable does not follow the classes")
+	}
+}

@@ -3,7 +3,6 @@ package invariant
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -17,42 +16,62 @@ const DNSTruthfulName = "dns-truthful"
 const DNSInstanceReaders = "coredns/*"
 
 // DNSTruthful: every CoreDNS instance answers for the test name with
-// records the API held at some moment no longer ago than the answer's TTL
-// and the bound.
+// records the API held no longer ago than the instance's cache may keep
+// an answer and the bound.
 //
 // Reads agents/dns-expected from every API server (the service's cluster
 // address, none while it does not exist) and agents/dns-answer from every
 // instance ("coredns/<node>": its response code and A records with their
 // TTLs, asked at the instance's own address).
 //
-// An answer read at t with TTL ttl (the largest of its records'; for a
-// name error, negativeTTL, what the server's configuration caches a
-// negative answer for) holds when, in a round taken between t − ttl −
-// bound and t, an API server recorded exactly its records (a name error:
-// no records). It is broken when no such round recorded them while one
-// was read; unknown when no API server was read in that stretch. A server
-// failure (SERVFAIL, REFUSED) is unreadable, not wrong: the instance
-// declined to answer. Fires on the first broken answer: the lookback
-// already allows the TTL and the bound, so one answer outside it is a
-// client given records the cluster stopped holding longer ago than it
-// could have cached them. INSUFFICIENT_DATA when no instance answered or
-// no API server was read.
+// How old an answer may be: the cache plugin stores an entry with a TTL
+// of at most cacheTTL and serves it with the TTL counted down in whole
+// seconds (coredns plugin/cache, item.ttl: stored TTL minus the whole
+// seconds since it was stored), so an answer served with TTL r was
+// fetched less than cacheTTL − r + 1 s before it was served; a name error
+// carries no record TTL, so less than cacheTTL. It was served at or after
+// the start of its round, so it was fetched after Taken − that age. The
+// kubernetes plugin answers from its informer, which may lag the API by
+// the bound: the API must have held the answer's records at some moment
+// at or after from = Taken − age − bound.
+//
+// An answer is broken when the API is proven to have stopped holding its
+// records before from: a readable read (of any server) held them last at
+// some moment, and a readable read begun after that one returned, and
+// returned by from, held other records. It holds when a read holding them
+// returned at or after from, or when the reads bracketing the change
+// (the last holding them, the first after it not holding them) were
+// consecutive, with from between them: the API may have changed after
+// from (resolution: one sampling interval). It is unknown when API reads
+// failed between those two: a gap never stands for "the API no longer
+// held it". A server failure (SERVFAIL, REFUSED) is no answer: the
+// instance declined.
+//
+// Fires on the first broken answer. INSUFFICIENT_DATA when an answer is
+// unknown, no instance answered or no API server was read: PRESERVED
+// needs every answer shown to be within its age and the bound.
 //
 // Why: CoreDNS's kubernetes plugin answers from its informer's cache of
 // Services and EndpointSlices; an instance whose watch stopped keeps
 // answering what it last heard, with a fresh TTL each time, and nothing in
 // Kubernetes compares its answers with the API.
 //
-// Exercised when the API's records changed during the input.
-func DNSTruthful(bound, negativeTTL time.Duration) Invariant {
-	return dnsTruthful{bound: bound, negativeTTL: negativeTTL}
+// Exercised when the API's records changed during the input. A PRESERVED
+// reason gives the longest an instance kept superseded records, measured
+// from when the API changed (between the last read holding them and the
+// first not holding them) to the answer.
+func DNSTruthful(bound Bound, cacheTTL time.Duration) Invariant {
+	return dnsTruthful{bound: bound, cacheTTL: cacheTTL}
 }
 
-type dnsTruthful struct{ bound, negativeTTL time.Duration }
+type dnsTruthful struct {
+	bound    Bound
+	cacheTTL time.Duration
+}
 
 func (dnsTruthful) Name() string           { return DNSTruthfulName }
 func (dnsTruthful) Phase() verdict.Phase   { return verdict.Safety }
-func (d dnsTruthful) Bound() time.Duration { return d.bound }
+func (d dnsTruthful) Bound() time.Duration { return d.bound.Limit }
 func (dnsTruthful) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentDNSExpected},
@@ -60,11 +79,78 @@ func (dnsTruthful) Reads() []Reading {
 	}
 }
 
-// apiRecords is what one API server held in one round.
+// apiRecords is what one API server held at one read.
 type apiRecords struct {
-	at     time.Time
-	source string
-	set    string
+	taken, at time.Time
+	source    string
+	set       string
+}
+
+// maxAge is the longest ago an answer can have been fetched: the cache
+// counts a stored TTL of at most cacheTTL down in whole seconds.
+func (d dnsTruthful) maxAge(v evidence.DNSAnswerValue) (time.Duration, string) {
+	if v.RCode != "RCodeSuccess" || len(v.Answers) == 0 {
+		return d.cacheTTL, fmt.Sprintf("a name error is cached less than %s", d.cacheTTL)
+	}
+	r := time.Duration(v.Answers[0].TTL) * time.Second
+	for _, a := range v.Answers {
+		r = min(r, time.Duration(a.TTL)*time.Second)
+	}
+	left := max(d.cacheTTL-r, 0)
+	return left + time.Second, fmt.Sprintf("TTL %s left of at most %s, counted down in whole seconds: fetched less than %s before", r, d.cacheTTL, left+time.Second)
+}
+
+// heldSince says whether the API can have held set at or after from, and
+// when it changed away from it: the last read holding it and the first
+// read begun after that one that did not.
+type heldState int
+
+const (
+	heldMaybe heldState = iota
+	heldNot
+	heldUnknown
+)
+
+func heldSince(recs []apiRecords, gaps []gap, set string, from time.Time) (state heldState, last, next *apiRecords, why string) {
+	for i := range recs {
+		if recs[i].set == set && (last == nil || recs[i].at.After(last.at)) {
+			last = &recs[i]
+		}
+	}
+	if last != nil && !last.at.Before(from) {
+		return heldMaybe, last, nil, ""
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.set == set || (last != nil && r.taken.Before(last.at)) {
+			continue
+		}
+		if next == nil || r.at.Before(next.at) {
+			next = r
+		}
+	}
+	if next == nil || next.at.After(from) {
+		// The change away from set (if there was one) may have come after
+		// from; whether the reads between say so decides.
+		lo := time.Time{}
+		if last != nil {
+			lo = last.at
+		}
+		hi := from
+		if next != nil {
+			hi = next.taken
+		}
+		for _, g := range gaps {
+			if g.At.After(lo) && g.At.Before(hi) {
+				return heldUnknown, last, next, fmt.Sprintf("%s's read at %s timed out or failed (%s), between the last read that held it and the first that did not", g.Source, stamp(g.At), g.Reason)
+			}
+		}
+		if last == nil {
+			return heldUnknown, nil, next, "no API read before the answer's lookback began shows what the API held then"
+		}
+		return heldMaybe, last, next, ""
+	}
+	return heldNot, last, next, ""
 }
 
 func (d dnsTruthful) Judge(in Input) verdict.Judgement {
@@ -80,7 +166,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 	var recs []apiRecords
 	changed := false
 	for _, o := range exps {
-		r := apiRecords{at: o.ReadAt, source: string(o.Source), set: setText(sortedCopy(o.Value.IPs))}
+		r := apiRecords{taken: o.Taken, at: o.ReadAt, source: string(o.Source), set: setText(sortedCopy(o.Value.IPs))}
 		if len(recs) > 0 && recs[0].set != r.set {
 			changed = true
 		}
@@ -91,53 +177,41 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		exercise = "the API's records for the name changed, so every instance had to follow"
 	}
 	sort.SliceStable(answers, func(i, j int) bool { return answers[i].ReadAt.Before(answers[j].ReadAt) })
-	held, declined, unknowns := 0, 0, 0
-	var lastUnknown string
-	longestLag, lagOf := time.Duration(0), ""
+	held, declined := 0, 0
+	var unknowns []string
+	var longestLo, longest time.Duration
+	lagOf := ""
 	for _, o := range answers {
 		v := o.Value
 		var ips []string
-		ttl := d.negativeTTL
 		switch v.RCode {
 		case "RCodeSuccess":
-			ttl = 0
 			ips = ipsOf(v)
-			for _, a := range v.Answers {
-				ttl = max(ttl, time.Duration(a.TTL)*time.Second)
-			}
 		case evidence.NameError:
 		default:
 			declined++
 			continue
 		}
 		got := setText(sortedCopy(ips))
-		from := o.ReadAt.Add(-ttl - d.bound)
-		var seen []string
-		matched := false
-		var newest time.Time
-		for _, r := range recs {
-			if r.at.Before(from) || r.at.After(o.ReadAt) {
-				continue
-			}
-			seen = append(seen, fmt.Sprintf("%s %s at %s", r.source, r.set, stamp(r.at)))
-			if r.set == got {
-				matched = true
-				if r.at.After(newest) {
-					newest = r.at
+		age, ageWhy := d.maxAge(v)
+		from := o.Taken.Add(-age - d.bound.Limit)
+		state, last, next, why := heldSince(recs, expGaps, got, from)
+		switch state {
+		case heldMaybe:
+			held++
+			if next != nil || (last != nil && got != latestSet(recs, o.ReadAt)) {
+				// Kept superseded records: the API changed after the last
+				// read holding them and by the first read not holding them.
+				if n := firstAfter(recs, got, last); n != nil {
+					lo, hi := max(o.Taken.Sub(n.at), 0), o.ReadAt.Sub(last.taken)
+					if hi > longest {
+						longestLo, longest, lagOf = lo, hi, string(o.Source)
+					}
 				}
 			}
-		}
-		switch {
-		case matched:
-			held++
-			if lag := o.ReadAt.Sub(newest); lag > longestLag && got != latestSet(recs, o.ReadAt) {
-				longestLag, lagOf = lag, string(o.Source)
-			}
-		case len(seen) == 0:
-			unknowns++
-			lastUnknown = fmt.Sprintf("%s answered %s at %s and no API server was read in the %s before it", o.Source, got, stamp(o.ReadAt), (ttl + d.bound).Round(time.Millisecond))
-		default:
-			// How long the instance went on answering the same.
+		case heldUnknown:
+			unknowns = append(unknowns, fmt.Sprintf("%s answered %s at %s (%s), so the API must have held it at or after %s: %s", o.Source, got, stamp(o.ReadAt), ageWhy, stamp(from), why))
+		case heldNot:
 			same, until := 0, o.ReadAt
 			for _, later := range answers {
 				if later.Source == o.Source && !later.ReadAt.Before(o.ReadAt) && later.Value.RCode == v.RCode && setText(sortedCopy(ipsOf(later.Value))) == got {
@@ -145,25 +219,29 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 					until = later.ReadAt
 				}
 			}
+			heldText := "no API read held it"
+			if last != nil {
+				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, stamp(last.at))
+			}
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s with TTL %s, while no API server recorded that since %s (TTL + bound %s: the kubernetes plugin's TTL and cache, its watch, and two 1s ticks): %s; it gave the same answer %d time(s) through %s",
-					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ttl, stamp(from), d.bound, strings.Join(lastN(seen, 3), "; "), same, stamp(until)),
+				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s (%s), so the API must have held it at or after %s (bound %s); %s, and %s's read returned at %s held %s; it gave the same answer %d time(s) through %s",
+					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ageWhy, stamp(from), d.bound, heldText, next.source, stamp(next.at), next.set, same, stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
 	}
+	if len(unknowns) > 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("%d answer(s) could not be compared with the API (%d held, %d declined with a server failure); first: %s", len(unknowns), held, declined, unknowns[0])}
+	}
 	if held == 0 {
-		reason := fmt.Sprintf("no answer could be compared with the API: %d declined (server failure), %d with no API read in their lookback", declined, unknowns)
-		if lastUnknown != "" {
-			reason += "; last: " + lastUnknown
-		}
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: reason}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("no answer could be compared with the API: %d declined (server failure)", declined)}
 	}
-	reason := fmt.Sprintf("%d answers from the instances matched records the API held within their TTL and the bound %s", held, d.bound)
-	if declined+unknowns > 0 {
-		reason += fmt.Sprintf(" (%d declined with a server failure, %d with no API read to compare: not counted)", declined, unknowns)
+	reason := fmt.Sprintf("%d answers from the instances held records the API held within their possible age (the cache keeps an entry at most %s) and the bound %s", held, d.cacheTTL, d.bound.Limit)
+	if declined > 0 {
+		reason += fmt.Sprintf(" (%d declined with a server failure: not counted)", declined)
 	}
-	if longestLag > 0 {
-		reason += fmt.Sprintf("; the longest an instance kept superseded records was %s, on %s", longestLag.Round(time.Millisecond), lagOf)
+	if longest > 0 {
+		reason += fmt.Sprintf("; the longest an instance kept superseded records was between %s and %s after the API changed, on %s", longestLo.Round(time.Millisecond), longest.Round(time.Millisecond), lagOf)
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Exercise: exercise}
 	if changed {
@@ -172,6 +250,25 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// firstAfter is the first read begun after last returned that did not
+// hold set: by its return the API had changed away from set.
+func firstAfter(recs []apiRecords, set string, last *apiRecords) *apiRecords {
+	if last == nil {
+		return nil
+	}
+	var out *apiRecords
+	for i := range recs {
+		r := &recs[i]
+		if r.set == set || r.taken.Before(last.at) {
+			continue
+		}
+		if out == nil || r.at.Before(out.at) {
+			out = r
+		}
+	}
+	return out
 }
 
 func ipsOf(v evidence.DNSAnswerValue) []string {
@@ -191,11 +288,4 @@ func latestSet(recs []apiRecords, t time.Time) string {
 		}
 	}
 	return best.set
-}
-
-func lastN(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -15,8 +15,9 @@ const electorSource evidence.Source = "elector"
 // latestElectorHistory is the latest readable elector/history answer in
 // snaps (the history grows through a run, so the latest holds every
 // operation invoked before it was read), decoded with the workload's own
-// code, or why there is none.
-func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evidence.ElectorHistoryValue, string) {
+// code, and the reads after it that gave none (a judgement from it holds
+// only as unreadTail.hold says); or why there is none.
+func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evidence.ElectorHistoryValue, unreadTail, string) {
 	why := "no snapshot to judge"
 	for i := len(snaps) - 1; i >= 0; i-- {
 		a := snaps[i].Get(electorSource, evidence.ElectorHistory)
@@ -27,23 +28,23 @@ func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evid
 		case evidence.Unreadable:
 			w = fmt.Sprintf("%s could not read %s: %s", electorSource, evidence.ElectorHistory, a.Reason)
 		default:
+			tail := tailAfter(snaps, i, a, electorSource, evidence.ElectorHistory)
 			var v evidence.ElectorHistoryValue
 			if err := a.Decode(&v); err != nil {
-				return nil, v, fmt.Sprintf("%s's %s: %v", electorSource, evidence.ElectorHistory, err)
+				return nil, v, tail, fmt.Sprintf("%s's %s: %v", electorSource, evidence.ElectorHistory, err)
 			}
-			kvs := make([]ledgerlog.KV, len(v.KVs))
-			for i, kv := range v.KVs {
-				kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
-			}
-			hs, err := electorlog.DecodeHistories(v.Prefix, kvs)
+			hs, err := electorlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 			if err != nil {
-				return nil, v, fmt.Sprintf("the elector's history under %s: %v: a history with parts missing cannot say what was accepted", v.Prefix, err)
+				return nil, v, tail, fmt.Sprintf("the elector's history under %s: %v: a history with parts missing cannot say what was accepted", v.Prefix, err)
 			}
-			return hs, v, ""
+			if late := checker.ElectorRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
+				return nil, v, tail, fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, late)
+			}
+			return hs, v, tail, ""
 		}
 		if i == len(snaps)-1 {
 			why = w
 		}
 	}
-	return nil, evidence.ElectorHistoryValue{}, "no readable elector history in the input: " + why
+	return nil, evidence.ElectorHistoryValue{}, unreadTail{}, "no readable elector history in the input: " + why
 }

@@ -22,7 +22,7 @@ const (
 func electorValue(b *electortest.Bench) evidence.ElectorHistoryValue {
 	v := evidence.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
 	for _, kv := range b.KVs() {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return v
 }
@@ -101,8 +101,10 @@ func TestSingleHistoryCountsNoUnknownOutcomeAsAValue(t *testing.T) {
 
 func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11), verdict.InsufficientData, "could not read", "deadline")
-	// The latest readable answer decides when a later one failed.
-	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11, 12), verdict.Preserved)
+	// A readable answer before a failed last one cannot preserve: what
+	// was written after it was never read.
+	expect(t, SingleHistory(), electorRounds(t, cleanHandover(t, eFenced), true, 11, 12), verdict.InsufficientData,
+		"read at 10:00:11.200", "1 read(s) after it", "deadline")
 	empty := electortest.New(t, t0)
 	empty.Writer("a", "worker1", eFenced)
 	expect(t, SingleHistory(), electorRounds(t, empty, false, 11), verdict.InsufficientData, "no operation that took effect")
@@ -113,10 +115,48 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "parts missing")
 }
 
+// A history read long before the stretch it judges cannot preserve it: a
+// clean handover read at 11 s, every read from 12 s to 40 s failed (a
+// thawed leader's increments at 25 s, say, were never read). What an
+// earlier read shows happened still stands.
+func TestElectorInvariantsPreserveOnlyFromTheLastSnapshotsHistory(t *testing.T) {
+	early := func(b *electortest.Bench) Input {
+		r := newRun(t)
+		r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, electorValue(b), "")
+		for s := 12.0; s <= 40; s++ {
+			r.round(s).unreadable(electorSource, evidence.ElectorHistory, 0.2, "context deadline exceeded")
+		}
+		return r.input(WindowToSettle)
+	}
+	in := early(cleanHandover(t, eFenced))
+	for _, inv := range []Invariant{SingleHistory(), FencingMonotonic()} {
+		expect(t, inv, in, verdict.InsufficientData, "read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "context deadline exceeded")
+	}
+
+	j := expect(t, SingleHistory(), early(twoLeadersAtOnce(t, electorlog.FencingNone)), verdict.Violated, "lost update", "read at 10:00:11.200", "29 read(s) after it")
+	wantExercised(t, j, true)
+	expect(t, FencingMonotonic(), early(twoLeadersAtOnce(t, eFenced)), verdict.Violated, "token went down", "29 read(s) after it")
+}
+
+// One Lease in one etcd, written only by the election, raises its
+// leaseTransitions on every change of holder: two holders accepted there
+// cannot share a token, and the PRESERVED is by construction, not
+// exercised (the frozen leader's rows). Only a fault that can give the
+// Lease two histories (a fork of etcd under one API server) or write it
+// outside the election (an operator) exercises it.
 func TestFencingMonotonicPreservedWhenTheStaleLeaderIsRefused(t *testing.T) {
-	j := expect(t, FencingMonotonic(), electorRounds(t, cleanHandover(t, eFenced), false, 11), verdict.Preserved,
-		"every accepted write's token is at least the one before it", "1 refused")
-	wantExercised(t, j, true, "2 token value(s) and refused 1")
+	in := electorRounds(t, cleanHandover(t, eFenced), false, 11)
+	for _, classes := range [][]string{nil, {"process-freeze"}} {
+		in.FaultClasses = classes
+		j := expect(t, FencingMonotonic(), in, verdict.Preserved,
+			"each token accepted has one holder", "by construction", "1 refused")
+		wantExercised(t, j, false, "not exercised: one Lease history, tokens unique by construction", "2 holder(s)")
+	}
+	for _, class := range []string{"split-brain", "operator-action"} {
+		in.FaultClasses = []string{"partition", class}
+		j := expect(t, FencingMonotonic(), in, verdict.Preserved, "each token accepted has one holder", "1 refused")
+		wantExercised(t, j, true, "2 holder(s) with 2 token value(s), and refused 1", class)
+	}
 }
 
 func TestFencingMonotonicViolatedWhenATokenGoesDown(t *testing.T) {
@@ -145,6 +185,33 @@ func TestFencingMonotonicCountsNoUnknownWrite(t *testing.T) {
 	c.Increment("1", "2", eOK)
 	a.Increment("2", "3", eUnknown)
 	expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "1 unknown (not counted)")
+}
+
+// A shared token proven by a read: the other holder's write timed out,
+// and a follower read the value only it wrote.
+func TestFencingMonotonicViolatedByAnUnknownWriteAReadProves(t *testing.T) {
+	b := electortest.New(t, t0)
+	a, c, f := b.Writer("a", "worker1", eFenced).Lead(4), b.Writer("c", "worker2", eFenced).Lead(4), b.Writer("f", "worker3", eFenced)
+	a.Increment("", "1", eOK)
+	c.Increment("1", "2", eUnknown)
+	f.Read("2")
+	j := expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Violated, "one token, two holders", "worker2", "proven accepted by")
+	if j.Violation != SharedToken {
+		t.Errorf("violation %q", j.Violation)
+	}
+}
+
+// The store's transaction refuses a lower token by construction: refusals
+// and a token that never went down exercise nothing here. One holder
+// accepted cannot share its token.
+func TestFencingMonotonicOneHolderAcceptedIsNotExercised(t *testing.T) {
+	b := electortest.New(t, t0)
+	a, c := b.Writer("a", "worker1", eFenced).Lead(2), b.Writer("c", "worker2", eFenced).Lead(1)
+	a.Increment("", "1", eOK)
+	c.End(c.Begin(electortest.Key, "1", "2"), electorlog.OutcomeFail, "0000000002/"+a.Holder)
+	a.Increment("1", "2", eOK)
+	j := expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "by construction", "not exercised")
+	wantExercised(t, j, false, "accepted writes of 1 holder(s)")
 }
 
 func TestFencingMonotonicInsufficientForAnUnfencedArm(t *testing.T) {

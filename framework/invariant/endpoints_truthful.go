@@ -165,7 +165,9 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	var unsure *stretch
 	var unsureKey endpointKey
 	var unsureSpan string // how the unsure stretch stands to the bound
+	missed := missedTicks(in)
 	for _, k := range keys {
+		marks[k] = withMissed(marks[k], missed)
 		v, u := persisting(marks[k], e.bound, true)
 		if v != nil {
 			whole := widened(marks[k], *v)

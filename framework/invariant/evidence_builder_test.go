@@ -96,3 +96,7 @@ func runtimeWith(uid string, containers map[string]string) evidence.RuntimePodVa
 }
 
 const running, exited = "CONTAINER_RUNNING", "CONTAINER_EXITED"
+
+// testBound is a bound for the agents' invariants, with a mechanism the
+// reasons must state.
+func testBound(d time.Duration) Bound { return Bound{Limit: d, Why: "test mechanism"} }

@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 
+	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -24,21 +25,32 @@ const (
 // leaders' tokens, and one token belongs to one holder.
 //
 // Reads: elector/history from the "elector" source, the latest readable
-// answer in the input. For fenced arms only (the writers' starts say
+// answer in the input (a PRESERVED only from the last snapshot's, as
+// single-writer-at-storage's). For fenced arms only (the writers' starts say
 // fencing lease-transitions): each write carries the token its leader
 // read from the Lease when it became leader (leaseTransitions, holder),
 // and the store refuses a token below the highest it accepted. Checked
 // with checker.CheckFencing: the acknowledged writes in the order of the
-// store revisions they committed at (the store's own order, no clock).
-// A write of unknown outcome may or may not have been accepted and is
-// never counted; a refused write changed nothing.
+// store revisions they committed at (the store's own order, no clock). A
+// write of unknown outcome may or may not have been accepted and is not
+// counted, unless a later read proves it accepted (the read returned the
+// value only that write wrote): then it counts for a shared token. A
+// refused write changed nothing.
 //
-// Fires with Violation "token-went-down" (TokenWentDown) when a write was
-// accepted with a lower leaseTransitions than one accepted before it, else
-// "shared-token" (SharedToken) when writes of two holders were accepted
-// with one leaseTransitions (two leaders read one value of it: a Lease
-// forked between API servers, say, which the store's "not lower" rule
-// lets through).
+// Fires with Violation "shared-token" (SharedToken) when writes of two
+// holders were accepted with one leaseTransitions (two leaders read one
+// value of it: a Lease forked between API servers, say, which the
+// store's "not lower" rule lets through), else "token-went-down"
+// (TokenWentDown) when a write was accepted with a lower leaseTransitions
+// than one accepted before it.
+//
+// The two halves are not alike. The fenced store's transaction refuses a
+// token below the highest it accepted, so on its history a token cannot
+// go down by construction: token-went-down fires only where the store did
+// not run that transaction (a store that lost its token key, a writer not
+// fenced after all), and its PRESERVED is the transaction's, no finding.
+// A shared token the transaction does not refuse: that half is the
+// finding, and only it exercises the invariant.
 //
 // Why: leader election alone does not stop a deposed leader that does not
 // yet know it is deposed (client-go's doc says it does not fence); a
@@ -46,12 +58,22 @@ const (
 // each leadership and no two leaders share one.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, and when no writer of it fenced (an unfenced arm: the
-// invariant does not apply to it, and the suite should not list it there).
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, and when no writer of it fenced (an unfenced arm:
+// the invariant does not apply to it, and the suite should not list it
+// there).
 //
-// Exercised when the store accepted writes with two or more tokens, or
-// refused one (a leadership change reached the fence). VIOLATED is always
-// exercised.
+// Exercised when the store accepted writes of two or more holders and the
+// run's fault can give the Lease holders outside one election's history
+// (Input.LeaseHistoriesSplittable: a split brain, whose copies of etcd
+// each keep a Lease, or an operator's write of it). With one Lease in one
+// etcd written only by client-go's election, leaseTransitions rises on
+// every change of holder, by an update conditional on the record read, so
+// no two holders can share a token: that PRESERVED is by construction and
+// says "not exercised: one Lease history" (the frozen leader's rows).
+// Refusals are the transaction doing what it is built to do and exercise
+// nothing; a run with one holder accepted (one leader) cannot fire and
+// says "not exercised". VIOLATED is always exercised.
 func FencingMonotonic() Invariant { return fencingMonotonic{} }
 
 type fencingMonotonic struct{}
@@ -63,10 +85,15 @@ func (fencingMonotonic) Reads() []Reading {
 }
 
 func (fencingMonotonic) Judge(in Input) verdict.Judgement {
-	hs, v, why := latestElectorHistory(ordered(in.Snapshots))
+	hs, v, tail, why := latestElectorHistory(ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
+	return tail.hold(judgeFencing(in, hs, v), "elector history")
+}
+
+// judgeFencing is fencing-monotonic from one read of the history.
+func judgeFencing(in Input, hs []electorlog.History, v evidence.ElectorHistoryValue) verdict.Judgement {
 	src := []string{string(electorSource)}
 	f, err := checker.CheckFencing(hs)
 	if err != nil {
@@ -76,19 +103,30 @@ func (fencingMonotonic) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 			Reason: fmt.Sprintf("no writer of the elector's history under %s fenced its writes (%d writer(s)): fencing-monotonic applies only to fenced arms", v.Prefix, len(hs))}
 	}
-	exercised := f.Looked.Tokens >= 2 || f.Looked.Refused > 0
-	exercise := fmt.Sprintf("the store accepted writes with %d token value(s) and refused %d", f.Looked.Tokens, f.Looked.Refused)
+	class, splittable := in.LeaseHistoriesSplittable()
+	exercised := f.Looked.Holders >= 2 && splittable
+	accepted := fmt.Sprintf("the store accepted writes of %d holder(s) with %d token value(s), and refused %d", f.Looked.Holders, f.Looked.Tokens, f.Looked.Refused)
+	exercise := accepted + ", under a fault of class " + class + ", which can give the Lease holders outside one election's history"
+	held := "each token accepted has one holder"
 	switch {
+	case f.Looked.Holders < 2:
+		exercise = fmt.Sprintf("not exercised: the store accepted writes of %d holder(s), so no token could be shared (it refused %d, which its transaction does by construction)", f.Looked.Holders, f.Looked.Refused)
+		held = "not exercised: one holder's writes were accepted, so no token could be shared"
+	case !splittable:
+		exercise = "not exercised: one Lease history, tokens unique by construction (client-go's election raises leaseTransitions on every change of holder, and nothing in the run could give the Lease a second history or write it outside the election); " + accepted
+		held = "each token accepted has one holder, by construction (one Lease history: not exercised)"
+	}
+	switch {
+	case f.Shared != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.At(f.Shared[1]),
+			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Describe(f.Shared[1]), f.Describe(f.Shared[0]), f),
+			Exercised: verdict.Exercised(), Exercise: accepted + ", two of them under one token"}
 	case f.Down != nil:
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: TokenWentDown, Sources: src, At: f.Down[1].Op.Return,
-			Reason:    fmt.Sprintf("token went down: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
-			Exercised: verdict.Exercised(), Exercise: exercise}
-	case f.Shared != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.Shared[1].Op.Return,
-			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Shared[1], f.Shared[0], f),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Reason:    fmt.Sprintf("token went down, which the fenced store's transaction should refuse by construction: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
+			Exercised: verdict.Exercised(), Exercise: accepted + ", a token below one accepted before"}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every accepted write's token is at least the one before it, and each token has one holder: " + f.String(),
+		Reason:    held + "; no accepted token went down, which the store's transaction enforces by construction (no finding): " + f.String(),
 		Exercised: &exercised, Exercise: exercise}
 }

@@ -56,6 +56,58 @@ type Input struct {
 	// Baseline is the pre-fault snapshot, for invariants that compare
 	// against where the lab started.
 	Baseline *evidence.Snapshot
+	// FaultClasses are the classes of what the run injected
+	// (fault.Classes: every part of a compound fault), for the moments
+	// after the fault; empty before it and in a null arm, which injects
+	// nothing. An invariant that compares clocks asks ClocksSkewable.
+	FaultClasses []string
+}
+
+// ClockSkewClass is the fault class that steps a host's wall clock
+// (framework/fault/faults' ClassClockSkew).
+const ClockSkewClass = "clock-skew"
+
+// ClocksSkewable says whether the run's fault can skew a host's clock:
+// then a time a writer or a component stamped with its own clock proves
+// nothing against another host's or faultline's, and an invariant that
+// would decide from such a comparison decides from an order no clock sets
+// (a store's revisions, faultline's own reads) or judges
+// INSUFFICIENT_DATA.
+func (in Input) ClocksSkewable() bool {
+	for _, c := range in.FaultClasses {
+		if c == ClockSkewClass {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitBrainClass is the fault class after which parts of the control
+// plane work from different copies of the cluster's state
+// (framework/fault/faults' ClassSplitBrain): an object such as a Lease
+// then has a history per copy.
+const SplitBrainClass = "split-brain"
+
+// OperatorActionClass is the class of the controls that act on the
+// cluster through the API as an operator would
+// (framework/fault/controls' ClassOperatorAction): an object such as a
+// Lease written by hand, outside the controller that owns it.
+const OperatorActionClass = "operator-action"
+
+// LeaseHistoriesSplittable says whether the run's fault can make a
+// Lease's holders other than one leader election's in one history: two
+// copies of it (a split brain), or a write outside the election (an
+// operator's action); it names the class that can. Otherwise client-go's
+// election raises leaseTransitions on every change of holder, by an
+// update conditional on the record it read, so no two holders read one
+// value of it.
+func (in Input) LeaseHistoriesSplittable() (string, bool) {
+	for _, c := range in.FaultClasses {
+		if c == SplitBrainClass || c == OperatorActionClass {
+			return c, true
+		}
+	}
+	return "", false
 }
 
 // Span is the time the input's snapshots cover.

@@ -7,48 +7,95 @@ import (
 	"github.com/faultline/faultline/framework/verdict"
 )
 
-// newPodRun: the pod's denial is recorded throughout; the pod has an
-// address from second 2; its connections are answered until second
-// isolated (never refused when isolated is past the run).
-func newPodRun(t *testing.T, rounds int, isolated float64) *run {
-	r := newRun(t)
-	for i := 0; i < rounds; i++ {
-		s := float64(i)
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "")
-		switch {
-		case s < 2:
-			rd.unreadable("newpod/worker2", evidence.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
-		case s < isolated:
-			rd.value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
-		default:
-			rd.value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
-		}
-	}
-	return r
-}
-
 func TestIsolatedFromStart(t *testing.T) {
 	inv := IsolatedFromStart()
 
-	// Refused from its first connection on.
-	expect(t, inv, newPodRun(t, 8, 2).input(WindowToSettle), verdict.Preserved, "6 connection(s)")
+	// Rejected from its first connection on.
+	expect(t, inv, newcomerRun(t, 8, 2, 2, 2, 0).input(WindowToSettle), verdict.Preserved, "6 connection(s)", "the premise held")
 
 	// One answered connection, at second 2, is enough: no bound.
-	j := expect(t, inv, newPodRun(t, 8, 3).input(WindowToSettle), verdict.Violated,
-		"faultline-agents/client-worker2 → 10.240.4.9:8080 was answered by target", "apiserver/cp1 record it denied", "isolated for ingress")
-	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "newpod/worker2" {
+	j := expect(t, inv, newcomerRun(t, 8, 2, 2, 3, 0).input(WindowToSettle), verdict.Violated,
+		newcomer+" → 10.240.4.9:8080 was answered by target", "apiserver/cp1 record it denied", "isolated for egress")
+	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "newpod/worker1" {
 		t.Errorf("the violation names its source and moment: %+v", j)
 	}
 
 	// The pod never got an address: nothing to judge.
-	expect(t, inv, newPodRun(t, 2, 2).input(WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
+	expect(t, inv, newcomerRun(t, 2, 1, 2, 2, 0).input(WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
 
 	// A connection answered while the API records it allowed is not a
 	// breach: the policy was not there yet.
-	r := newRun(t)
-	r.round(0).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
-		value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
-	r.round(1).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "").
-		value("newpod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
+	r := newcomerRun(t, 4, 2, 2, 3, 0)
+	allowed := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: true, FromNode: "worker1", FromIP: "10.244.1.77"}}}
+	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, mustValue(t, allowed, r.snaps[2].Taken))
 	expect(t, inv, r.input(WindowToSettle), verdict.Preserved, "1 connection(s)")
+}
+
+// A new pod's connection that timed out is no proof it was refused.
+func TestIsolatedFromStartATimeoutIsNoRefusal(t *testing.T) {
+	r := newcomerRun(t, 6, 2, 2, 2, 0)
+	for i := 2; i < 6; i++ {
+		r.snaps[i].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.snaps[i].Taken))
+	}
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData)
+}
+
+const (
+	newcomer     = "faultline-agents/newcomer"
+	denyNewcomer = "faultline-agents/deny-newcomer-egress"
+)
+
+// newcomerRun: the deny is recorded throughout; the newcomer exists in
+// the API from second created, has an address from second addressed, and
+// its connections are read from then on, answered until second isolated.
+// The policy agent on worker1 applies the deny to an existing pod (the
+// witness) from second handled on.
+func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled float64) *run {
+	r := newRun(t)
+	for i := 0; i < rounds; i++ {
+		s := float64(i)
+		exp := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+		if s >= created {
+			p := evidence.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
+				Isolating: []string{denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress", FromNode: "worker1", TargetNode: "worker1"}
+			if s >= addressed {
+				p.FromIP = "10.244.1.77"
+			}
+			exp.Pairs = append(exp.Pairs, p)
+		}
+		rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "")
+		rules := evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
+		if s >= handled {
+			rules.Targets = append(rules.Targets, evidence.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
+				Egress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}})
+		}
+		rd.value("policy-agent/worker1", evidence.AgentPolicyRules, 0.2, rules, "")
+		d := evidence.DialValue{From: newcomer, Target: toTarget}
+		switch {
+		case s < addressed:
+			rd.unreadable("newpod/worker1", evidence.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+			continue
+		case s < isolated:
+			d.Connected, d.Status, d.Body = true, 200, "target"
+		default:
+			d.Error = "dial tcp 10.240.4.9:8080: connect: connection refused"
+		}
+		rd.value("newpod/worker1", evidence.AgentPolicyProbe, 0.4, d, "")
+	}
+	return r
+}
+
+// The guarantee has a premise: the agent had handled the denying policy
+// before the pod started (the NetworkPolicy reference: a pod created
+// before that "may be started unprotected"). Without the premise shown,
+// an answered connection is no violation.
+func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T) {
+	inv := IsolatedFromStart()
+	// The agent's rules show the deny only after the pod was created.
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 3).input(WindowToSettle), verdict.InsufficientData, "before", denyNewcomer)
+
+	// Shown before: the answered connection is a violation, and the reason
+	// says how soon after the pod's network came up it was first read.
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(WindowToSettle), verdict.Violated,
+		"policy-agent/worker1", denyNewcomer, "was first recorded by apiserver/cp1", "not seen")
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -17,15 +16,16 @@ import (
 // external store holds them.
 const kvdbSource evidence.Source = "kvdb"
 
-// kvdbHistories decodes a history answer with the workload's own code.
+// kvdbHistories decodes a history answer with the workload's own code,
+// and refuses one whose keys a late invoke put may have rewritten
+// (checker.KVDBRewrittenInvokes).
 func kvdbHistories(v evidence.LedgerHistoryValue) ([]kvdb.History, error) {
-	kvs := make([]ledgerlog.KV, len(v.KVs))
-	for i, kv := range v.KVs {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
-	}
-	hs, err := kvdb.DecodeHistories(v.Prefix, kvs)
+	hs, err := kvdb.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 	if err != nil {
 		return nil, fmt.Errorf("the kvdb history under %s: %w", v.Prefix, err)
+	}
+	if late := checker.KVDBRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
+		return nil, fmt.Errorf("the kvdb history under %s is malformed: %w", v.Prefix, late)
 	}
 	return hs, nil
 }
@@ -76,20 +76,52 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 	}
 
 	var o checker.KVDBOptions
-	mounted := ""
+	mounted, skew := "", ""
+	if in.ClocksSkewable() {
+		o.InStoreOrder = checker.StoreOrderOf(histV.Prefix, historyKVs(histV.KVs))
+		skew = "; " + skewNote
+	}
 	if len(dbV.Mounted) > 0 {
 		if histA.AskedAt.IsZero() || histA.AskedAt.Before(dbA.ReadAt) {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 				Reason: fmt.Sprintf("the volume was mounted on %s when the database was read, and the history was not read after the database returned at %s (history read from %s): a value written between could have no invoke in it",
 					strings.Join(dbV.Mounted, ", "), stamp(dbA.ReadAt), stamp(histA.AskedAt))}
 		}
-		o.AckedBefore = readBegan(dbA, last)
-		mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations acknowledged by %s, when the read began, had to be there", strings.Join(dbV.Mounted, ", "), stamp(o.AckedBefore))
+		switch {
+		case o.InStoreOrder != nil && dbV.StoreRevision <= 0:
+			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+				Reason: fmt.Sprintf("the volume was mounted on %s when the database was read, so only operations acknowledged before the read began had to be there; under a clock-skew fault the writers' clocks cannot say which, and no history store revision was read before the read to say it in the store's order", strings.Join(dbV.Mounted, ", "))}
+		case o.InStoreOrder != nil:
+			o.AckedByRevision = dbV.StoreRevision
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations whose outcome the history store held by revision %d, read before the database's read began, had to be there", strings.Join(dbV.Mounted, ", "), o.AckedByRevision)
+		default:
+			o.AckedBefore = readBegan(dbA, last)
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations acknowledged by %s, when the read began, had to be there", strings.Join(dbV.Mounted, ", "), stamp(o.AckedBefore))
+		}
 	}
 	r := checker.CheckKVDB(content, hs, o)
 	exercised, exercise := storedCarriedAcross(kvdbAcks(hs, o.AckedBefore), readBegan(dbA, last), in.Timeline, "operation", "database")
+	if o.InStoreOrder != nil {
+		exercised, exercise = false, "not shown: under a clock-skew fault the writers' clocks cannot place their acknowledgements against the heal"
+	}
+	mounted += skew
 
 	where := fmt.Sprintf("the kvdb database at %s, read at %s", orNone(dbV.Path), stamp(dbA.ReadAt))
+	// A counter's operation is an increment, a register's a write that
+	// replaces the value: counted apart, never both as increments.
+	increments, writes := 0, 0
+	for _, l := range r.Lost {
+		if kind, _ := kvdb.KindOf(l.Op.Key); kind == kvdb.Counter {
+			increments++
+		} else {
+			writes++
+		}
+	}
+	quantities, loss := lossQuantities(len(r.Lost), "operations", kvdbAcked(hs), in.ClocksSkewable())
+	per := quantities[verdict.QuantityLost].Per
+	quantities[verdict.QuantityLostIncrements] = verdict.Quantity{Value: float64(increments), Unit: "increments", Per: per}
+	quantities[verdict.QuantityLostRegisterWrites] = verdict.Quantity{Value: float64(writes), Unit: "writes", Per: per}
+	mounted += loss
 	switch {
 	case len(r.Lost) > 0:
 		var names []string
@@ -100,18 +132,21 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 			exercise = fmt.Sprintf("%d acknowledged operation(s) lost", len(r.Lost))
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: LostUpdate, Sources: src, At: dbA.ReadAt,
-			Reason: fmt.Sprintf("lost update: %d acknowledged operation(s) missing from %s: %s%s; %s",
-				len(r.Lost), where, strings.Join(names, "; "), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Reason: fmt.Sprintf("lost update: %d acknowledged operation(s) missing from %s, %d counter increment(s) and %d register write(s): %s%s; %s",
+				len(r.Lost), where, increments, writes, strings.Join(names, "; "), mounted, r),
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	case r.Nobody() > 0:
 		if !exercised {
 			exercise = fmt.Sprintf("%d value(s) nobody wrote", r.Nobody())
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: UnwrittenData, Sources: src, At: dbA.ReadAt,
 			Reason:    fmt.Sprintf("unwritten data: %s holds or gave %d value(s) nobody wrote as they are%s; %s", where, r.Nobody(), mounted, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
+	case len(r.Unplaced) > 0:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("%d acknowledged operation(s) whose effect %s lacks, which the history store's order cannot call lost or kept and only the writers' clocks could%s; %s", len(r.Unplaced), where, mounted, r)}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    fmt.Sprintf("every acknowledged operation's effect is in %s and nothing is there that nobody wrote%s; %s", where, mounted, r),
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }

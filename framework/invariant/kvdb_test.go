@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +38,21 @@ func newKVDBBench(t *testing.T) *kvdbBench {
 func (b *kvdbBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
 func (b *kvdbBench) start(id ledgerlog.Identity) *kvdb.Client {
+	return b.startOnClock(id, b.clock)
+}
+
+// startSkewed starts a writer whose host's clock is off by skew.
+func (b *kvdbBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *kvdb.Client {
+	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
+}
+
+func (b *kvdbBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	c, err := kvdb.NewClient(db, id, b.store, kvdb.ClientOptions{Prefix: kvdbPrefix, Keys: kvdb.Keys(2, 1), Now: b.clock})
+	c, err := kvdb.NewClient(db, id, b.store, kvdb.ClientOptions{Prefix: kvdbPrefix, Keys: kvdb.Keys(2, 1), Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -73,12 +81,7 @@ func (b *kvdbBench) dbValue(mounted ...string) evidence.KVDBDatabaseValue {
 }
 
 func (b *kvdbBench) historyValue() evidence.LedgerHistoryValue {
-	v := evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: 9}
-	for k, val := range b.store.kv {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: k, Value: val})
-	}
-	sort.Slice(v.KVs, func(i, j int) bool { return v.KVs[i].Key < v.KVs[j].Key })
-	return v
+	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.rev, KVs: b.store.stored()}
 }
 
 // kvdbAnswers records the database read over [at, at+0.1 s] and the
@@ -276,6 +279,46 @@ func TestStorageIntegrityViolatedByADamagedFileSystem(t *testing.T) {
 		t.Errorf("violation %q at %s", j.Violation, stamp(j.At))
 	}
 	wantExercised(t, j, true)
+}
+
+// Damage under a journal the next mount discards (data in it, the
+// superblock's needs_recovery flag clear: two mounts' superblocks over one
+// image leave that) is what the next mount finds: VIOLATED, not the
+// INSUFFICIENT_DATA of a journal that waits to be replayed.
+func TestStorageIntegrityViolatedUnderAJournalTheNextMountDiscards(t *testing.T) {
+	img := ext4Image(t)
+	debugfs, err := exec.LookPath("debugfs")
+	if err != nil {
+		if debugfs, err = exec.LookPath("/usr/sbin/debugfs"); err != nil {
+			t.Skip("debugfs not installed (e2fsprogs)")
+		}
+	}
+	block := filepath.Join(t.TempDir(), "block")
+	if err := os.WriteFile(block, []byte(strings.Repeat("j", 1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(debugfs, "-w", "-f", "-", img)
+	cmd.Stdin = strings.NewReader("jo\njw -b 300 " + block + "\njc\nfeature -needs_recovery\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := int64(binary.LittleEndian.Uint32(raw[2048+8:]))
+	copy(raw[table*1024:(table+1)*1024], strings.Repeat("\x5a", 1024))
+	if err := os.WriteFile(img, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := fsckValue(t, img)
+	if !strings.Contains(fs.Output, "journal has data") {
+		t.Fatalf("e2fsck did not see the journal's data:\n%s", fs.Output)
+	}
+	j := expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.Violated, "the file system is damaged", "the next mount discards")
+	if j.Violation != FilesystemDamaged {
+		t.Errorf("violation %q", j.Violation)
+	}
 }
 
 func TestStorageIntegrityViolatedByADamagedDatabase(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -12,15 +13,30 @@ import (
 // holds it and its writers' histories as the external store holds them.
 const ledgerSource evidence.Source = "ledger"
 
-// ledgerHistories decodes a history answer with the workload's own code.
-func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
-	kvs := make([]ledgerlog.KV, len(v.KVs))
-	for i, kv := range v.KVs {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value}
+// historyKVs are a history answer's keys as the workloads' code reads
+// them, with the store's revisions.
+func historyKVs(stored []evidence.StoredKV) []ledgerlog.KV {
+	kvs := make([]ledgerlog.KV, len(stored))
+	for i, kv := range stored {
+		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 	}
-	hs, err := ledgerlog.DecodeHistories(v.Prefix, kvs)
+	return kvs
+}
+
+// skewNote is what an invariant says when the run's fault can skew clocks
+// and it places the writers by the history store's order instead.
+const skewNote = "under a clock-skew fault the writers' clocks prove nothing, so what they did is placed by the history store's order (each operation between its invoke's put and its outcome's)"
+
+// ledgerHistories decodes a history answer with the workload's own code,
+// and refuses one whose keys a late invoke put may have rewritten
+// (checker.LedgerRewrittenInvokes).
+func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
+	hs, err := ledgerlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 	if err != nil {
 		return nil, fmt.Errorf("the ledger's history under %s: %w", v.Prefix, err)
+	}
+	if late := checker.LedgerRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
+		return nil, fmt.Errorf("the ledger's history under %s is malformed: %w", v.Prefix, late)
 	}
 	return hs, nil
 }

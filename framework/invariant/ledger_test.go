@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,17 +23,40 @@ import (
 
 const ledgerPrefix = "/faultline/ledger/invariant/"
 
+// ledgerStore is a history store in memory that keeps etcd's revisions:
+// one store-wide counter, each key's first and last put.
 type ledgerStore struct {
-	kv     map[string]string
-	refuse func(value string) bool
+	kv       map[string]string
+	refuse   func(value string) bool
+	rev      int64
+	created  map[string]int64
+	modified map[string]int64
 }
 
 func (s *ledgerStore) Put(_ context.Context, key, value string) error {
 	if s.refuse != nil && s.refuse(value) {
 		return errors.New("store unreachable")
 	}
-	s.kv[key] = value
+	if s.created == nil {
+		s.created, s.modified = map[string]int64{}, map[string]int64{}
+	}
+	s.rev++
+	if _, ok := s.created[key]; !ok {
+		s.created[key] = s.rev
+	}
+	s.kv[key], s.modified[key] = value, s.rev
 	return nil
+}
+
+// stored are the store's keys as an answer holds them, with their
+// revisions.
+func (s *ledgerStore) stored() []evidence.StoredKV {
+	var out []evidence.StoredKV
+	for k, val := range s.kv {
+		out = append(out, evidence.StoredKV{Key: k, Value: val, CreateRevision: s.created[k], ModRevision: s.modified[k]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 type ledgerBench struct {
@@ -58,13 +82,24 @@ func ledgerID(name, node string) ledgerlog.Identity {
 }
 
 func (b *ledgerBench) start(id ledgerlog.Identity) *ledgerWriter {
+	return b.startOnClock(id, b.clock)
+}
+
+// startSkewed starts a writer whose host's clock is off by skew: it reads
+// the bench's clock, moved.
+func (b *ledgerBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *ledgerWriter {
+	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
+}
+
+// startOnClock starts a writer that reads now for its times.
+func (b *ledgerBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *ledgerWriter {
 	b.t.Helper()
 	l, st, err := ledgerlog.Open(b.path, id, ledgerlog.LogOptions{Sync: true, DataBytes: 16})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: b.clock})
+	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -98,12 +133,7 @@ func (b *ledgerBench) logValue(mounted ...string) evidence.LedgerLogValue {
 }
 
 func (b *ledgerBench) historyValue() evidence.LedgerHistoryValue {
-	v := evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: 7}
-	for k, val := range b.store.kv {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: k, Value: val})
-	}
-	sort.Slice(v.KVs, func(i, j int) bool { return v.KVs[i].Key < v.KVs[j].Key })
-	return v
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.rev, KVs: b.store.stored()}
 }
 
 // ledgerAnswers records the log read over [at, at+0.1 s] and the history
@@ -274,8 +304,8 @@ func TestSingleWriterAtStoragePreservedWhenWritersTakeTurns(t *testing.T) {
 	b.start(ledgerID("a", "worker1")).append(4)
 	b.start(ledgerID("b", "worker2")).append(4)
 	j := expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11, 12).input(WindowToSettle), verdict.Preserved,
-		"no writer's acknowledged append fell between two of another's", "2 writer history(ies)")
-	wantExercised(t, j, true, "2 writer(s)")
+		"the writers' clocks show them one at a time", "2 writer history(ies)")
+	wantExercised(t, j, true, "2 writer(s)", "one after the other")
 
 	one := newLedgerBench(t)
 	one.start(ledgerID("a", "worker1")).append(4)
@@ -294,13 +324,77 @@ func TestSingleWriterAtStorageViolatedWhenTwoCopiesAreAcceptedAtOnce(t *testing.
 		c.append(1)
 	}
 	r := historyRounds(t, b, 11)
-	// A later round could not read the store: the latest readable decides.
+	// A later round could not read the store: what the earlier read
+	// proves happened stands.
 	r.round(12).unreadable(ledgerSource, evidence.LedgerHistory, 2, "timeout: no answer within 2s")
-	j := expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers")
+	j := expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers", "1 read(s) after it")
 	if j.At.IsZero() || !j.At.After(t0) {
 		t.Errorf("at %s", j.At)
 	}
 	wantExercised(t, j, true)
+}
+
+// handmadeHistory is a history store's keys for writers with the given
+// appends, each key put once, in the order given.
+func handmadeHistory(t *testing.T, writers [][]ledgerlog.Op) evidence.LedgerHistoryValue {
+	var kvs []evidence.StoredKV
+	rev := int64(0)
+	for i, ops := range writers {
+		inc := strings.Repeat(string(rune('a'+i)), 32)
+		st, err := json.Marshal(ledgerlog.WriterStart{Writer: ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev++
+		kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
+		for _, op := range ops {
+			v, err := json.Marshal(op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev++
+			kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
+		}
+	}
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, KVs: kvs}
+}
+
+func ms(x int) time.Time { return t0.Add(time.Duration(x) * time.Millisecond) }
+
+// On the writers' clocks as in the store's order, PRESERVED needs the
+// writers shown one at a time: b's one acknowledged append spans both of
+// a's, so the two were accepted in overlapping time, yet no append lies
+// wholly between two of the other's.
+func TestSingleWriterAtStorageOnTheClocksNeedsTheWritersApart(t *testing.T) {
+	hv := handmadeHistory(t, [][]ledgerlog.Op{
+		{
+			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK},
+			{N: 2, Seq: 2, Offset: 100, Size: 100, Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK},
+		},
+		{
+			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK},
+		},
+	})
+	r := newRun(t)
+	r.round(11).value(ledgerSource, evidence.LedgerHistory, 0.1, hv, "")
+	expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.InsufficientData,
+		"the writers' clocks neither prove two writers at once", "nor the writers one at a time")
+}
+
+// A history read long before the stretch it judges cannot preserve it:
+// two writers one after the other, read at 11 s, every later read failed.
+// An overlap an earlier read proves still stands (above).
+func TestSingleWriterAtStoragePreservesOnlyFromTheLastSnapshotsHistory(t *testing.T) {
+	b := newLedgerBench(t)
+	b.start(ledgerID("a", "worker1")).append(4)
+	b.start(ledgerID("b", "worker2")).append(4)
+	r := historyRounds(t, b, 11)
+	for s := 12.0; s <= 40; s++ {
+		r.round(s).unreadable(ledgerSource, evidence.LedgerHistory, 2, "timeout: no answer within 2s")
+	}
+	expect(t, SingleWriterAtStorage(), r.input(WindowToSettle), verdict.InsufficientData,
+		"read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "timeout")
+	expect(t, SingleWriterAtStorage(), skewed(r.input(WindowToSettle)), verdict.InsufficientData, "29 read(s) after it")
 }
 
 func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *testing.T) {
@@ -378,6 +472,57 @@ func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t 
 	if j.Violation != NotOneLog || !j.At.Equal(sec(2)) {
 		t.Errorf("violation %q at %s, want %q at the second read's round", j.Violation, j.At, NotOneLog)
 	}
+}
+
+// A read compares the log with the one before only where the log grew
+// between them: every read made while two copies wrote failed (the image
+// was written while it was copied), and the reads after the writers
+// stopped are one final log three times. No break could show, and none
+// of the reads held what a second copy wrote while the first wrote.
+func TestSingleHistoryOfTheLedgerNotExercisedWithoutAReadWhileTwoCopiesWrote(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2")) // the second copy keeps the offset after sequence 3
+	a.append(2)
+	c.append(2) // over a's sequences 4 and 5: a second history
+	r := newRun(t)
+	for s := 1; s <= 5; s++ {
+		r.round(float64(s)).unreadable(ledgerSource, evidence.LedgerLog, 0.5, "the image was written while it was copied")
+	}
+	for s := 20; s <= 22; s++ {
+		logRounds(t, r, b, float64(s))
+	}
+	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "not exercised", "records of 2 writer(s)")
+	wantExercised(t, j, false, "no two readable reads in a row differ")
+
+	// Read once before the second copy and once after it wrote: the log
+	// grew between two reads, and the later holds both writers' records.
+	b = newLedgerBench(t)
+	a = b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	r = newRun(t)
+	logRounds(t, r, b, 1)
+	b.start(ledgerID("c", "worker2")).append(2)
+	logRounds(t, r, b, 2)
+	j = expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+	wantExercised(t, j, true, "the log grew between the reads at 10:00:01.000 and 10:00:02.000", "2 writer(s)")
+}
+
+// The log as the last snapshot read it must be among the reads: a
+// replacement made after the last readable read would show in no read.
+func TestSingleHistoryOfTheLedgerPreservesOnlyWithTheLastSnapshotsRead(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	r := newRun(t)
+	for s := range 3 {
+		a.append(2)
+		logRounds(t, r, b, float64(s+1))
+	}
+	for s := 4.0; s <= 10; s++ {
+		r.round(s).unreadable(ledgerSource, evidence.LedgerLog, 2, "timeout: no answer within 2s")
+	}
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "read at 10:00:03.100", "7 read(s) after it", "through the last snapshot at 10:00:10.000")
 }
 
 func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {

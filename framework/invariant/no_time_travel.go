@@ -271,6 +271,7 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 			refusedThroughout = append(refusedThroughout, string(src))
 			continue
 		}
+		marks = withMissed(marks, missedTicks(in))
 		if _, u := persisting(marks, n.coverage.Limit, true); u != nil && (lapse == nil || u.Last.Taken.Before(lapse.Last.Taken)) {
 			w := widened(marks, *u)
 			lapse, lapsed = &w, src

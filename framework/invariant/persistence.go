@@ -1,6 +1,8 @@
 package invariant
 
 import (
+	"fmt"
+	"sort"
 	"time"
 )
 
@@ -15,7 +17,10 @@ import (
 // violation, so it makes the verdict INSUFFICIENT_DATA rather than
 // PRESERVED. Unknown rounds are measured the same way as broken ones, so
 // "could hide one" means "had they been broken, they would have proved
-// one". Resolution: the sampling interval.
+// one". A tick at which no snapshot could be taken at all (the sampler's
+// error, SampleFailedEvent) is such a round too (withMissed): two stretches
+// on either side of it are never joined into one proof. Resolution: the
+// sampling interval.
 
 type condition int
 
@@ -31,6 +36,10 @@ type mark struct {
 	ReadAt time.Time // the latest read the round's judgement used
 	State  condition
 	Detail string
+	// Suspect marks an unknown round that could hide the condition on its
+	// own: the invariant knows something changed that the subject had
+	// still to follow (see persisting).
+	Suspect bool
 }
 
 // stretch is consecutive rounds that are not known to hold.
@@ -52,8 +61,9 @@ func (s stretch) Lasted() time.Duration { return s.Last.Taken.Sub(s.First.ReadAt
 // false, a round that cannot tell is suspect only once a broken round
 // opened the stretch (a silent source is not a wrong one, but a
 // difference last seen before the sources fell silent may still be
-// there); with it true, a round that cannot tell is suspect on its own
-// (the guarantee needs a positive check each round).
+// there), unless the mark itself is Suspect; with it true, a round that
+// cannot tell is suspect on its own (the guarantee needs a positive check
+// each round).
 func persisting(marks []mark, bound time.Duration, suspectUnknown bool) (violated, unsure *stretch) {
 	var proven, open *stretch
 	for _, m := range marks {
@@ -79,7 +89,7 @@ func persisting(marks []mark, bound time.Duration, suspectUnknown bool) (violate
 			switch {
 			case open != nil:
 				open.Last = m
-			case suspectUnknown:
+			case suspectUnknown || m.Suspect:
 				open = &stretch{First: m, Last: m}
 			}
 		}
@@ -116,4 +126,68 @@ func widened(marks []mark, s stretch) stretch {
 		}
 	}
 	return out
+}
+
+// SampleFailedEvent is the timeline event the scenario engine records for
+// a tick at which no snapshot could be taken at all, stamped at the tick.
+const SampleFailedEvent = "sample-failed"
+
+// missedTick is a tick of the input at which no snapshot was taken.
+type missedTick struct {
+	At  time.Time
+	Why string
+}
+
+// missedTicks are the ticks the timeline says could not be taken, strictly
+// between the input's first and last snapshots (before the first or after
+// the last they join no two rounds).
+func missedTicks(in Input) []missedTick {
+	from, to := in.Span()
+	var out []missedTick
+	for _, e := range in.Timeline.OfKind(SampleFailedEvent) {
+		if e.At.After(from) && e.At.Before(to) {
+			out = append(out, missedTick{At: e.At, Why: e.Detail})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// withMissed puts an unknown round into marks (in round order) at each
+// missed tick that falls between two of them, so the tick breaks a proof
+// as an unreadable round does. It is suspect when the round before it was
+// broken or suspect: the subject was still to follow a change.
+func withMissed(marks []mark, missed []missedTick) []mark {
+	if len(missed) == 0 || len(marks) == 0 {
+		return marks
+	}
+	out := make([]mark, 0, len(marks)+len(missed))
+	j := 0
+	for i, m := range marks {
+		for ; j < len(missed) && missed[j].At.Before(m.Taken); j++ {
+			if i == 0 {
+				continue
+			}
+			prev := out[len(out)-1]
+			out = append(out, mark{Taken: missed[j].At, ReadAt: missed[j].At, State: unknown,
+				Detail:  "no snapshot could be taken at this tick (" + missed[j].Why + ")",
+				Suspect: prev.State == broken || (prev.State == unknown && prev.Suspect)})
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// untold says what the first round of s that could not tell was, for
+// reasons.
+func untold(marks []mark, s stretch) string {
+	for _, m := range marks {
+		if m.Taken.Before(s.First.Taken) || m.Taken.After(s.Last.Taken) {
+			continue
+		}
+		if m.State == unknown {
+			return fmt.Sprintf("first round that could not tell, %s: %s", stamp(m.Taken), m.Detail)
+		}
+	}
+	return "no round in it could tell"
 }

@@ -66,3 +66,20 @@ func TestPersistingWithUnknownRoundsSuspectOnTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+func TestWithMissedPutsAnUnknownRoundAtEachMissedTickBetweenRounds(t *testing.T) {
+	marks := marksAt(broken, broken, broken, broken)
+	got := withMissed(marks, []missedTick{{At: sec(-1), Why: "before"}, {At: sec(1.5), Why: "between"}, {At: sec(9), Why: "after"}})
+	if len(got) != 5 || got[2].State != unknown || !got[2].Taken.Equal(sec(1.5)) || !got[2].Suspect {
+		t.Fatalf("want one suspect unknown round at 1.5 s between the broken ones, got %+v", got)
+	}
+	// After a round that holds, a missed tick could hide nothing new on
+	// its own.
+	got = withMissed(marksAt(holds, holds), []missedTick{{At: sec(0.5), Why: "between"}})
+	if len(got) != 3 || got[1].State != unknown || got[1].Suspect {
+		t.Fatalf("want one unknown round, not suspect, at 0.5 s, got %+v", got)
+	}
+	if _, unsure := persisting(got, 5*time.Second, false); unsure != nil {
+		t.Errorf("a missed tick between rounds that hold opened a stretch: %+v", unsure)
+	}
+}

@@ -3,7 +3,6 @@ package invariant
 import (
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,20 +23,25 @@ const PolicyEnforcedName = "policy-enforced"
 // the client pod on each node ("pod/<node>": a new connection to the
 // target pod's address each round).
 //
-// Each round leaves a mark per pair (client pod → target address):
-//   - holding when the connection's outcome (answered, or refused: a
-//     REJECT's "connection refused" or a dropped SYN's timeout) is what
-//     one of the API servers' expectations in that round says (a round
-//     spans a change: any server's counts);
-//   - broken when it is what none of them says: a denied connection that
-//     was answered, or an allowed one that was refused;
-//   - unknown when the probe could not be read or failed otherwise (no
-//     route: not a policy's answer), or no API server's expectation names
-//     the pair.
+// Each pair (a client pod → the target's address, as one of the readers
+// dialled it) is judged round by round against each API server's record
+// of whether the policies allow it, by name (record_marks.go):
+//   - holding against a server when the connection's outcome (answered,
+//     or refused: a REJECT's "connection refused", how the lab's agent
+//     denies) is what that server records;
+//   - broken when it is not: a denied connection that was answered, or an
+//     allowed one that was refused;
+//   - unknown when the probe could not be read or failed otherwise (a
+//     timeout: a lost or slow path as well as a dropping policy; no
+//     route), the server gave no record, or the
+//     servers that answered recorded different outcomes.
 //
-// Fires when a pair stayed broken through a stretch proven longer than
-// the bound. INSUFFICIENT_DATA when broken-or-unknown rounds after a
-// broken one outlasted the bound, or no pair was ever decided.
+// Fires when a pair stayed broken against one server through a stretch
+// proven longer than the bound. INSUFFICIENT_DATA when, after a server's
+// record changed or the pair was seen not to follow it, unknown rounds
+// against that server outlasted the bound before a round showed the
+// pair following it (readable coverage after each change); when a pair
+// was never judged against any record; or when no pair was.
 //
 // Why: the policy agent watches NetworkPolicies, pods and namespaces and
 // reprograms its node's filter when they change; until it does, the node
@@ -46,15 +50,16 @@ const PolicyEnforcedName = "policy-enforced"
 // runs. An allowed connection refused can also be a network fault; the
 // scenarios that cut the network say so beside this verdict.
 //
-// Exercised when the expectation of some pair changed during the input;
-// a PRESERVED where none changed is not exercised.
-func PolicyEnforced(bound time.Duration) Invariant { return policyEnforced{bound: bound} }
+// Exercised when a server's record of some probed pair changed during the
+// input (a pair no reader dialled is not this judgement's); a PRESERVED
+// where none changed is not exercised.
+func PolicyEnforced(bound Bound) Invariant { return policyEnforced{bound: bound} }
 
-type policyEnforced struct{ bound time.Duration }
+type policyEnforced struct{ bound Bound }
 
 func (policyEnforced) Name() string           { return PolicyEnforcedName }
 func (policyEnforced) Phase() verdict.Phase   { return verdict.Safety }
-func (p policyEnforced) Bound() time.Duration { return p.bound }
+func (p policyEnforced) Bound() time.Duration { return p.bound.Limit }
 func (policyEnforced) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentPolicyExpected},
@@ -99,17 +104,22 @@ func allowText(allowed bool) string {
 // pairKey is one connection: a client pod and the address it dials.
 type pairKey struct{ from, target string }
 
-// policyMarkSet is policy-enforced's marks per pair, the pairs in order,
-// whether a recorded outcome changed, how many rounds decided a pair, and
-// the node whose policy agent firewalls each pair's target (from its rule
-// dumps; absent when no dump names it).
+// policyMarkSet is policy-enforced's marks: per pair a client's node
+// probed, the pair's marks against each API server's record (see
+// record_marks.go), in pair order; whether a probed pair's recorded
+// outcome changed; and the node whose policy agent must enforce each
+// pair: the node the API records the target on (its agent filters the
+// target's ingress), whether or not that agent ever programmed the
+// target; for evidence that does not say, the node whose rule dump
+// firewalls the target.
 type policyMarkSet struct {
-	marks   map[pairKey][]mark
+	pairs   []subjectMarks
 	keys    []pairKey
 	changed bool
-	decided int
 	nodeOf  map[pairKey]string
 }
+
+func pairName(k pairKey) string { return k.from + " → " + k.target }
 
 // policyMarks are policy-enforced's marks over snaps (in order); a
 // non-empty why means there is nothing to judge.
@@ -124,108 +134,113 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 	if len(probes) == 0 {
 		return pm, "no client pod's connection was read: " + gapSummary(probeGaps)
 	}
-	// expected[round][pair] → the outcomes servers gave, with who said so.
-	expected := map[int]map[pairKey]map[bool][]string{}
+	// records[round][pair][server] is the outcome the server records.
+	records := make([]map[pairKey]map[string]serverRecord, len(snaps))
+	for i := range records {
+		records[i] = map[pairKey]map[string]serverRecord{}
+	}
 	denyWhy := map[pairKey]string{}
-	first := map[pairKey]bool{}
-	seen := map[pairKey]bool{}
-	changed := false
-	var keys []pairKey
+	targetNode := map[pairKey]string{}
 	for _, o := range exps {
 		for _, pr := range o.Value.Pairs {
 			k := pairKey{pr.From, pr.Target}
-			if expected[o.Snapshot] == nil {
-				expected[o.Snapshot] = map[pairKey]map[bool][]string{}
+			if pr.TargetNode != "" {
+				targetNode[k] = pr.TargetNode
 			}
-			if expected[o.Snapshot][k] == nil {
-				expected[o.Snapshot][k] = map[bool][]string{}
+			if records[o.Snapshot][k] == nil {
+				records[o.Snapshot][k] = map[string]serverRecord{}
 			}
-			expected[o.Snapshot][k][pr.Allowed] = append(expected[o.Snapshot][k][pr.Allowed], string(o.Source))
-			if !seen[k] {
-				seen[k], first[k] = true, pr.Allowed
-				keys = append(keys, k)
-			} else if first[k] != pr.Allowed {
-				changed = true
-			}
+			records[o.Snapshot][k][string(o.Source)] = serverRecord{Value: allowText(pr.Allowed), ReadAt: o.ReadAt}
 			if !pr.Allowed && pr.Why != "" {
 				denyWhy[k] = pr.Why
 			}
 		}
 	}
+	// A pair is the judgement's when one of its readers dialled it; a pair
+	// the API names and no reader here dialled (a pod another invariant's
+	// probe speaks for) is not.
 	probeAt := map[int]map[pairKey]observation[evidence.DialValue]{}
-	probedPair := map[pairKey]bool{}
+	prober := map[pairKey]evidence.Source{}
+	var keys []pairKey
 	for _, o := range probes {
 		if probeAt[o.Snapshot] == nil {
 			probeAt[o.Snapshot] = map[pairKey]observation[evidence.DialValue]{}
 		}
 		k := pairKey{o.Value.From, o.Value.Target}
 		probeAt[o.Snapshot][k] = o
-		probedPair[k] = true
-	}
-	// A pair the API names and none of these readers ever dialled (a pod
-	// another invariant's probe speaks for) is not this judgement's.
-	keys = slices.DeleteFunc(keys, func(k pairKey) bool { return !probedPair[k] })
-	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
-	probeFailed := map[int][]gap{}
-	for _, g := range probeGaps {
-		probeFailed[g.Snapshot] = append(probeFailed[g.Snapshot], g)
-	}
-
-	marks := map[pairKey][]mark{}
-	decided := 0
-	nodeOf := map[pairKey]string{}
-	for i, snap := range snaps {
-		for _, k := range keys {
-			exp := expected[i][k]
-			o, probed := probeAt[i][k]
-			switch {
-			case !probed:
-				if len(probeFailed[i]) > 0 {
-					marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: probeFailed[i][0].At, State: unknown, Detail: "the probe could not be read: " + probeFailed[i][0].Reason})
-				}
-				continue
-			case exp == nil:
-				marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: unknown, Detail: "no API server's expectation names the pair"})
-				continue
-			case !o.Value.Answered() && !o.Value.Refused():
-				marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: unknown, Detail: fmt.Sprintf("%s's connection to %s failed otherwise than a policy refuses (%s)", o.Source, k.target, o.Value.Error)})
-				continue
-			}
-			decided++
-			got := o.Value.Answered()
-			if _, ok := exp[got]; ok {
-				marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: holds})
-				continue
-			}
-			outcome := "answered by " + o.Value.Body
-			if !got {
-				outcome = "refused (" + o.Value.Error + ")"
-			}
-			detail := fmt.Sprintf("%s → %s was %s while %s record it %s", k.from, k.target, outcome, strings.Join(exp[!got], ", "), allowText(!got))
-			if w := denyWhy[k]; got && w != "" {
-				detail += " (" + w + ")"
-			}
-			if host, _, err := net.SplitHostPort(k.target); err == nil {
-				if rt := rulesText(rules, i, host); rt != "" {
-					detail += "; " + rt
-				}
-			}
-			marks[k] = append(marks[k], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: broken, Detail: detail})
+		if _, ok := prober[k]; !ok {
+			prober[k] = o.Source
+			keys = append(keys, k)
 		}
 	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
+	probeFailed := map[int]map[evidence.Source]gap{}
+	for _, g := range probeGaps {
+		if probeFailed[g.Snapshot] == nil {
+			probeFailed[g.Snapshot] = map[evidence.Source]gap{}
+		}
+		probeFailed[g.Snapshot][g.Source] = g
+	}
+
+	pm = policyMarkSet{keys: keys, nodeOf: map[pairKey]string{}}
 	for _, k := range keys {
-		host, _, err := net.SplitHostPort(k.target)
-		if err != nil {
+		host, _, _ := net.SplitHostPort(k.target)
+		rounds := make([]recordRound, len(snaps))
+		for i, snap := range snaps {
+			r := recordRound{Taken: snap.Taken, Records: records[i][k]}
+			o, probed := probeAt[i][k]
+			switch {
+			case probed && !o.Value.Answered() && !o.Value.Rejected():
+				r.Unread = fmt.Sprintf("%s's connection to %s failed otherwise than a policy refuses (%s)", o.Source, k.target, o.Value.Error)
+			case probed:
+				r.Applied, r.AppliedAt = allowText(o.Value.Answered()), o.ReadAt
+			default:
+				if g, failed := probeFailed[i][prober[k]]; failed {
+					r.Unread = fmt.Sprintf("the probe could not be read: %s (%s)", g.Reason, g.Source)
+				} else {
+					r.Unread = fmt.Sprintf("%s did not dial %s in this round", prober[k], k.target)
+				}
+			}
+			rounds[i] = r
+		}
+		sm := againstServers(pairName(k), rounds, func(r recordRound, server string, rec serverRecord) string {
+			if r.Applied == rec.Value {
+				return ""
+			}
+			var o observation[evidence.DialValue]
+			i := 0
+			for j, snap := range snaps {
+				if snap.Taken.Equal(r.Taken) {
+					o, i = probeAt[j][k], j
+				}
+			}
+			outcome := "answered by " + o.Value.Body
+			if !o.Value.Answered() {
+				outcome = "refused (" + o.Value.Error + ")"
+			}
+			detail := fmt.Sprintf("%s → %s was %s while %s records it %s", k.from, k.target, outcome, server, rec.Value)
+			if w := denyWhy[k]; o.Value.Answered() && w != "" {
+				detail += " (" + w + ")"
+			}
+			if rt := rulesText(rules, i, host); rt != "" {
+				detail += "; " + rt
+			}
+			return detail
+		})
+		pm.changed = pm.changed || sm.Changed
+		pm.pairs = append(pm.pairs, sm)
+		if n, ok := targetNode[k]; ok {
+			pm.nodeOf[k] = n
 			continue
 		}
 		for _, o := range rulesObs {
 			if _, ok := o.Value.Target(host); ok {
-				nodeOf[k] = hostOf(o.Source)
+				pm.nodeOf[k] = hostOf(o.Source)
 				break
 			}
 		}
 	}
-	return policyMarkSet{marks: marks, keys: keys, changed: changed, decided: decided, nodeOf: nodeOf}, ""
+	return pm, ""
 }
 
 func (p policyEnforced) Judge(in Input) verdict.Judgement {
@@ -233,55 +248,43 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
-	marks, keys, changed, decided := pm.marks, pm.keys, pm.changed, pm.decided
-	if decided == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no round decided a pair: every connection was unreadable or failed otherwise than a policy refuses"}
+	if none := undecided(pm.pairs); len(none) == len(pm.pairs) {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no round decided a pair: every connection was unreadable or failed otherwise than a policy refuses, or the API servers gave no one record"}
 	}
-	exercise := "no pair's recorded outcome changed"
-	if changed {
-		exercise = "a pair's recorded outcome changed, so the policy agent had to reprogram"
+	exercise := "no probed pair's recorded outcome changed"
+	if pm.changed {
+		exercise = "a probed pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
-	var unsure *stretch
-	var unsureKey pairKey
-	for _, k := range keys {
-		v, u := persisting(marks[k], p.bound, false)
-		if v != nil {
-			w := widened(marks[k], *v)
-			return verdict.Judgement{
-				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("connections from %s to %s had another outcome than the recorded policies give for at least %s (bound %s: the policy agent's sync after a change, measured in the null arms), from %s to %s; at its start: %s",
-					k.from, k.target, w.Lasted().Round(time.Millisecond), p.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
-				Sources: []string{"pod/*"}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
-			}
-		}
-		if u != nil && unsure == nil {
-			unsure, unsureKey = u, k
+	v, u := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
+	if v != nil {
+		w := v.s
+		return verdict.Judgement{
+			Verdict: verdict.Violated,
+			Reason: fmt.Sprintf("connections %s had another outcome than the policies %s records give them for at least %s, from %s to %s (bound %s); at its start: %s",
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), p.bound, w.First.Detail),
+			Sources: []string{"pod/*", v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
-	if unsure != nil {
+	if u != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("connections from %s to %s differed from the recorded policies and then could not be decided, from %s to %s (%s, over the bound %s); last: %s",
-				unsureKey.from, unsureKey.target, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), p.bound, unsure.Last.Detail),
-			At: unsure.Last.Taken,
+			Reason: fmt.Sprintf("connections %s could not be shown to have the outcome %s records from %s to %s (%s, over the bound %s); %s; last: %s",
+				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), p.bound.Limit, untold(u.marks, u.s), u.s.Last.Detail),
+			Sources: []string{"pod/*", u.server}, At: u.s.Last.Taken,
 		}
 	}
-	longest, longestKey := time.Duration(0), pairKey{}
-	for _, k := range keys {
-		for _, st := range stretchesOf(marks[k]) {
-			if st.Lasted() > longest {
-				longest, longestKey = st.Lasted(), k
-			}
-		}
+	if none := undecided(pm.pairs); len(none) > 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("connections %s never read in a round that had one API server record to judge them by", strings.Join(none, ", "))}
 	}
-	reason := fmt.Sprintf("%d connection outcomes of %d pairs matched the recorded policies within the bound %s", decided, len(keys), p.bound)
-	if longest > 0 {
-		reason += fmt.Sprintf("; the longest proven difference was %s (%s → %s)", longest.Round(time.Millisecond), longestKey.from, longestKey.target)
-	} else if changed {
+	reason := fmt.Sprintf("every probed pair's connections (%d pairs) matched the outcome each API server recorded, within the bound %s, every change followed by readable rounds", len(pm.pairs), p.bound.Limit)
+	if longest, of := longestProven(pm.pairs); longest > 0 {
+		reason += fmt.Sprintf("; the longest proven difference was %s (%s)", longest.Round(time.Millisecond), of)
+	} else if pm.changed {
 		reason += "; no round caught a connection differing after a change (resolution: one sampling interval)"
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: []string{"pod/*"}, Exercise: exercise}
-	if changed {
+	if pm.changed {
 		j.Exercised = verdict.Exercised()
 	} else {
 		j.Exercised = verdict.NotExercised()
@@ -289,17 +292,17 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	return j
 }
 
-// policyMarksByNode are policy-enforced's marks of the pairs whose target
-// each node's policy agent firewalls, by node.
-func policyMarksByNode(snaps []evidence.Snapshot) map[string][]mark {
+// policyMarksByNode are policy-enforced's pairs by the node whose policy
+// agent must enforce them (policyMarkSet.nodeOf).
+func policyMarksByNode(snaps []evidence.Snapshot) map[string][]subjectMarks {
 	pm, why := policyMarks(snaps)
 	if why != "" {
 		return nil
 	}
-	out := map[string][]mark{}
-	for _, k := range pm.keys {
+	out := map[string][]subjectMarks{}
+	for i, k := range pm.keys {
 		if n, ok := pm.nodeOf[k]; ok {
-			out[n] = append(out[n], pm.marks[k]...)
+			out[n] = append(out[n], pm.pairs[i])
 		}
 	}
 	return out

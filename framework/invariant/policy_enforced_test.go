@@ -53,13 +53,13 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d e
 }
 
 func TestPolicyEnforced(t *testing.T) {
-	inv := PolicyEnforced(3 * time.Second)
-	j := expect(t, inv, policyRun(t, 10, 4, nil).input(WindowToSettle), verdict.Preserved, "matched the recorded policies", "bound 3s")
+	inv := PolicyEnforced(testBound(3 * time.Second))
+	j := expect(t, inv, policyRun(t, 10, 4, nil).input(WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a recorded change exercises it: %+v", j)
 	}
 	expect(t, inv, policyRun(t, 12, 10, nil).input(WindowToSettle), verdict.Violated,
-		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 record it denied", "isolated for ingress", "bound 3s")
+		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 records it denied", "isolated for ingress", "bound 3s")
 
 	// The rule dump of the target's node is the cross-check.
 	r0 := policyRun(t, 12, 10, nil)
@@ -78,7 +78,7 @@ func TestPolicyEnforced(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
 	}
-	expect(t, inv, r.input(WindowToSettle), verdict.Violated, "was refused", "record it allowed")
+	expect(t, inv, r.input(WindowToSettle), verdict.Violated, "was refused", "records it allowed")
 
 	// A failure that is no policy's answer never decides.
 	r = newRun(t)
@@ -90,5 +90,56 @@ func TestPolicyEnforced(t *testing.T) {
 
 	// Stale, then the probes unreadable past the bound: cannot tell.
 	expect(t, inv, policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 4 }).input(WindowToSettle),
-		verdict.InsufficientData, "could not be decided")
+		verdict.InsufficientData, "could not be shown to have the outcome apiserver/cp1 records")
+}
+
+// Every probe after the change unreadable: nothing shows the deny was
+// enforced.
+func TestPolicyEnforcedNeedsReadableProbesAfterAChange(t *testing.T) {
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(WindowToSettle),
+		verdict.InsufficientData, fromW2, "could not be read")
+}
+
+// A pair no probe read is not what exercised the invariant.
+func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 8; i++ {
+		exp := expectPair(true)
+		other := evidence.PolicyPair{From: "faultline-agents/newcomer", To: "faultline-agents/target", Target: toTarget, Allowed: i < 3}
+		exp.Pairs = append(exp.Pairs, other)
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
+	}
+	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
+	if j.Exercised == nil || *j.Exercised {
+		t.Errorf("only an unprobed pair's recorded outcome changed, yet it is exercised: %s", j.Exercise)
+	}
+}
+
+func timedOutDial() evidence.DialValue {
+	return evidence.DialValue{From: fromW2, Target: toTarget, Error: "timeout"}
+}
+
+// A connection that timed out was lost or slow on its way: the lab's
+// policy agent denies with a reject, so a timeout is no policy's answer
+// either way.
+func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
+	inv := PolicyEnforced(testBound(3 * time.Second))
+	// Allowed throughout, every connection timing out: not a refusal of an
+	// allowed connection, and nothing decided.
+	r := newRun(t)
+	for i := 0; i < 8; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
+			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, timedOutDial(), "")
+	}
+	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no round decided")
+
+	// Denied from second 3, every connection after it timing out: no
+	// evidence the denial holds.
+	expect(t, inv, policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) {
+		if i >= 3 {
+			return timedOutDial(), true
+		}
+		return d, true
+	}).input(WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
 }

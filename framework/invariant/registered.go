@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,9 +34,9 @@ func init() {
 	Register(APIAgreementName, decodeAPIAgreement)
 	Register(NoTimeTravelName, decodeNoTimeTravel)
 	Register(EndpointsTruthfulName, decodeBound(EndpointsTruthful))
-	Register(ServiceRoutesTruthfulName, decodeBound(ServiceRoutesTruthful))
-	Register(PolicyEnforcedName, decodeBound(PolicyEnforced))
-	Register(AgentHealthTruthfulName, decodeBound(AgentHealthTruthful))
+	Register(ServiceRoutesTruthfulName, decodeAgentBound(ServiceRoutesTruthful))
+	Register(PolicyEnforcedName, decodeAgentBound(PolicyEnforced))
+	Register(AgentHealthTruthfulName, decodeAgentHealth)
 	Register(DNSTruthfulName, decodeDNSTruthful)
 }
 
@@ -127,9 +128,6 @@ func paramsOfOneBound(b time.Duration) json.RawMessage {
 }
 
 func (e endpointsTruthful) Params() json.RawMessage { return paramsOfOneBound(e.bound) }
-func (s serviceRoutes) Params() json.RawMessage     { return paramsOfOneBound(s.bound) }
-func (p policyEnforced) Params() json.RawMessage    { return paramsOfOneBound(p.bound) }
-func (a agentHealth) Params() json.RawMessage       { return paramsOfOneBound(a.bound) }
 
 // decodeBound is the decoder of an invariant built with one bound.
 func decodeBound(build func(time.Duration) Invariant) Decoder {
@@ -145,14 +143,101 @@ func decodeBound(build func(time.Duration) Invariant) Decoder {
 	}
 }
 
+// recordedBound is a Bound in parameters: {"limit": "7s", "why": "..."}.
+// Records written before the agents' invariants took a Bound hold the
+// limit alone ("5s"); they decode to a Bound with no mechanism named.
+type recordedBound struct{ Bound }
+
+func (r recordedBound) MarshalJSON() ([]byte, error) { return json.Marshal(paramsOfBound(r.Bound)) }
+
+func (r *recordedBound) UnmarshalJSON(raw []byte) error {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+		var d duration
+		if err := json.Unmarshal(t, &d); err != nil {
+			return err
+		}
+		r.Bound = Bound{Limit: time.Duration(d)}
+		return nil
+	}
+	var p boundParams
+	if err := decodeParams(raw, &p); err != nil {
+		return err
+	}
+	b, err := p.bound()
+	if err != nil {
+		return err
+	}
+	r.Bound = b
+	return nil
+}
+
+// agentBound are the parameters of service-routes-truthful and
+// policy-enforced: their one bound, with its mechanism.
+type agentBound struct {
+	Bound *recordedBound `json:"bound"`
+}
+
+func (s serviceRoutes) Params() json.RawMessage {
+	return mustParams(agentBound{Bound: &recordedBound{s.bound}})
+}
+func (p policyEnforced) Params() json.RawMessage {
+	return mustParams(agentBound{Bound: &recordedBound{p.bound}})
+}
+
+// decodeAgentBound is the decoder of an invariant built with one Bound.
+func decodeAgentBound(build func(Bound) Invariant) Decoder {
+	return func(raw json.RawMessage) (Invariant, error) {
+		var p agentBound
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Bound == nil {
+			return nil, errors.New("it needs its bound")
+		}
+		return build(p.Bound.Bound), nil
+	}
+}
+
+// healthParams are agent-health-truthful's: a bound per agent. A record
+// of one bound for both (written before each agent had its own) decodes
+// to that bound for each.
+type healthParams struct {
+	KubeProxy   *recordedBound `json:"kubeProxy,omitempty"`
+	PolicyAgent *recordedBound `json:"policyAgent,omitempty"`
+	Bound       *recordedBound `json:"bound,omitempty"`
+}
+
+func (a agentHealth) Params() json.RawMessage {
+	return mustParams(healthParams{KubeProxy: &recordedBound{a.bounds[healthKubeProxy]}, PolicyAgent: &recordedBound{a.bounds[healthPolicyAgent]}})
+}
+
+func decodeAgentHealth(raw json.RawMessage) (Invariant, error) {
+	var p healthParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.KubeProxy != nil && p.PolicyAgent != nil && p.Bound == nil:
+		return AgentHealthTruthful(p.KubeProxy.Bound, p.PolicyAgent.Bound), nil
+	case p.KubeProxy == nil && p.PolicyAgent == nil && p.Bound != nil:
+		return AgentHealthTruthful(p.Bound.Bound, p.Bound.Bound), nil
+	}
+	return nil, errors.New("agent-health-truthful needs a bound for each agent (kubeProxy, policyAgent), or one bound for both")
+}
+
+// dnsParams are dns-truthful's: its bound and the longest its instances
+// cache an answer. A record written when the second was the negative TTL
+// (negativeTTL) decodes to it: the lab's instances cached found answers
+// and name errors alike for that long.
 type dnsParams struct {
-	Bound       *duration `json:"bound"`
-	NegativeTTL *duration `json:"negativeTTL"`
+	Bound       *recordedBound `json:"bound"`
+	CacheTTL    *duration      `json:"cacheTTL,omitempty"`
+	NegativeTTL *duration      `json:"negativeTTL,omitempty"`
 }
 
 func (d dnsTruthful) Params() json.RawMessage {
-	b, n := duration(d.bound), duration(d.negativeTTL)
-	return mustParams(dnsParams{Bound: &b, NegativeTTL: &n})
+	c := duration(d.cacheTTL)
+	return mustParams(dnsParams{Bound: &recordedBound{d.bound}, CacheTTL: &c})
 }
 
 func decodeDNSTruthful(raw json.RawMessage) (Invariant, error) {
@@ -160,8 +245,12 @@ func decodeDNSTruthful(raw json.RawMessage) (Invariant, error) {
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if p.Bound == nil || p.NegativeTTL == nil {
-		return nil, errors.New("dns-truthful needs its bound and its negative TTL")
+	ttl := p.CacheTTL
+	if ttl == nil {
+		ttl = p.NegativeTTL
 	}
-	return DNSTruthful(time.Duration(*p.Bound), time.Duration(*p.NegativeTTL)), nil
+	if p.Bound == nil || ttl == nil {
+		return nil, errors.New("dns-truthful needs its bound and its cache TTL")
+	}
+	return DNSTruthful(p.Bound.Bound, time.Duration(*ttl)), nil
 }

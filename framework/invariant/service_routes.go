@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,18 +35,21 @@ const (
 // pod on each node ("pod/<node>": which backend answered a new
 // connection, or why none did).
 //
-// Each round leaves a mark per node:
-//   - holding when the node's targets are, as addresses, the ready set
-//     one of the API servers answered with in that round (a round spans a
-//     change, so any server's set counts: this invariant does not judge
-//     the API servers against each other);
-//   - broken when they are none of them (a target that is gone or not
-//     ready, or a ready endpoint missing);
-//   - unknown when the node's rules or every API server could not be read.
+// Each node is judged round by round against each API server's record,
+// by name (record_marks.go): a round holds against a server when the
+// node's targets are, as addresses, the ready set that server answered
+// with; it is broken when they are not (a target that is gone or not
+// ready, or a ready endpoint missing); it is unknown when the node's
+// rules could not be read, the server gave no answer, or the servers that
+// answered gave different sets (no one record to judge by: a stale server
+// never vouches for a stale node).
 //
-// Fires when a node stayed broken through a stretch proven longer than the
-// bound (persistence.go). INSUFFICIENT_DATA when broken-or-unknown rounds
-// after a broken one outlasted the bound, or no node was read.
+// Fires when a node stayed broken against one server through a stretch
+// proven longer than the bound (persistence.go). INSUFFICIENT_DATA when,
+// after a server's set changed or the node was seen not to apply it,
+// unknown rounds against that server outlasted the bound before a round
+// showed the node applying it (readable coverage after each change), when
+// a node was never judged against any record, or when no node was read.
 //
 // Why: kube-proxy watches EndpointSlices and reprograms a node's rules
 // when they change, at most minSyncPeriod apart; a node that keeps the old
@@ -56,13 +60,13 @@ const (
 // Exercised when the API's ready set changed during the input, so every
 // node had to reprogram; a PRESERVED where it never changed is not
 // exercised. VIOLATED is always exercised.
-func ServiceRoutesTruthful(bound time.Duration) Invariant { return serviceRoutes{bound: bound} }
+func ServiceRoutesTruthful(bound Bound) Invariant { return serviceRoutes{bound: bound} }
 
-type serviceRoutes struct{ bound time.Duration }
+type serviceRoutes struct{ bound Bound }
 
 func (serviceRoutes) Name() string           { return ServiceRoutesTruthfulName }
 func (serviceRoutes) Phase() verdict.Phase   { return verdict.Safety }
-func (s serviceRoutes) Bound() time.Duration { return s.bound }
+func (s serviceRoutes) Bound() time.Duration { return s.bound.Limit }
 func (serviceRoutes) Reads() []Reading {
 	return []Reading{
 		{Sources: consistentReaders, Question: evidence.AgentServiceEndpoints},
@@ -92,6 +96,16 @@ func proxyTargets(v evidence.ProxyBackendsValue) []string {
 	return out
 }
 
+// readySet is the API's ready addresses as a set, sorted: an endpoint
+// may be listed in more than one EndpointSlice of a service at the same
+// time (the EndpointSlice documentation, "Duplicate endpoints"), and
+// kube-proxy forwards to it once.
+func readySet(ready []string) []string {
+	out := append([]string(nil), ready...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
 func setText(s []string) string {
 	if len(s) == 0 {
 		return "nothing"
@@ -99,42 +113,26 @@ func setText(s []string) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-// routeMarks are service-routes-truthful's marks per node over snaps (in
-// order), the nodes read, and whether the API's ready set changed; a
-// non-empty why means there is nothing to judge.
-func routeMarks(snaps []evidence.Snapshot) (marks map[string][]mark, nodes []string, changed bool, why string) {
+// routeMarks are service-routes-truthful's marks of every node's rules
+// against each API server's record (see record_marks.go), nodes in name
+// order, and whether a server's ready set changed; a non-empty why means
+// there is nothing to judge.
+func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, why string) {
 	eps, epGaps := collect[evidence.EndpointsValue](snaps, consistentReaders, evidence.AgentServiceEndpoints)
 	rules, ruleGaps := collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, evidence.AgentServiceTranslation)
 	probes, _ := collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentServiceProbe)
 	if len(eps) == 0 {
-		return nil, nil, false, "no API server answered for the agents' service's endpoints: " + gapSummary(epGaps)
+		return nil, false, "no API server answered for the agents' service's endpoints: " + gapSummary(epGaps)
 	}
 	if len(rules) == 0 {
-		return nil, nil, false, "no node's kube-proxy rules were read: " + gapSummary(ruleGaps)
+		return nil, false, "no node's kube-proxy rules were read: " + gapSummary(ruleGaps)
 	}
-	// The API's ready sets per round, as texts, with the latest read.
-	type apiRound struct {
-		sets   map[string][]string // set text → the servers that answered it
-		readAt time.Time
+	records := make([]map[string]serverRecord, len(snaps))
+	for i := range records {
+		records[i] = map[string]serverRecord{}
 	}
-	api := map[int]*apiRound{}
-	var firstSet string
 	for _, o := range eps {
-		r := api[o.Snapshot]
-		if r == nil {
-			r = &apiRound{sets: map[string][]string{}}
-			api[o.Snapshot] = r
-		}
-		txt := setText(o.Value.Ready)
-		r.sets[txt] = append(r.sets[txt], string(o.Source))
-		if o.ReadAt.After(r.readAt) {
-			r.readAt = o.ReadAt
-		}
-		if firstSet == "" {
-			firstSet = txt
-		} else if txt != firstSet {
-			changed = true
-		}
+		records[o.Snapshot][string(o.Source)] = serverRecord{Value: setText(readySet(o.Value.Ready)), ReadAt: o.ReadAt}
 	}
 	ruleAt := bySnapshotAndSource(rules)
 	ruleFailed := map[int]map[evidence.Source]gap{}
@@ -145,50 +143,42 @@ func routeMarks(snaps []evidence.Snapshot) (marks map[string][]mark, nodes []str
 		ruleFailed[g.Snapshot][g.Source] = g
 	}
 	probeAt := bySnapshotAndSource(probes)
-	nodes = sourcesOf(rules, ruleGaps)
-
-	marks = map[string][]mark{}
-	for i, snap := range snaps {
-		for _, n := range nodes {
-			src := evidence.Source(n)
-			o, read := ruleAt[i][src]
-			if !read {
-				if g, failed := ruleFailed[i][src]; failed {
-					marks[n] = append(marks[n], mark{Taken: snap.Taken, ReadAt: g.At, State: unknown, Detail: fmt.Sprintf("%s could not be read (%s)", n, g.Reason)})
-				}
-				continue
+	for _, n := range sourcesOf(rules, ruleGaps) {
+		src := evidence.Source(n)
+		rounds := make([]recordRound, len(snaps))
+		for i, snap := range snaps {
+			r := recordRound{Taken: snap.Taken, Records: records[i]}
+			if o, ok := ruleAt[i][src]; ok {
+				r.Applied, r.AppliedAt = setText(proxyTargets(o.Value)), o.ReadAt
+			} else if g, failed := ruleFailed[i][src]; failed {
+				r.Unread = fmt.Sprintf("%s could not be read (%s)", n, g.Reason)
+			} else {
+				r.Unread = n + " was not read in this round"
 			}
-			a := api[i]
-			if a == nil {
-				marks[n] = append(marks[n], mark{Taken: snap.Taken, ReadAt: o.ReadAt, State: unknown, Detail: "no API server answered for the endpoints"})
-				continue
-			}
-			got := setText(proxyTargets(o.Value))
-			readAt := o.ReadAt
-			if a.readAt.After(readAt) {
-				readAt = a.readAt
-			}
-			if _, ok := a.sets[got]; ok {
-				marks[n] = append(marks[n], mark{Taken: snap.Taken, ReadAt: readAt, State: holds})
-				continue
-			}
-			var recorded []string
-			for txt, servers := range a.sets {
-				recorded = append(recorded, fmt.Sprintf("%s records %s", strings.Join(servers, ", "), txt))
-			}
-			sort.Strings(recorded)
-			detail := fmt.Sprintf("%s forwards to %s while %s", n, got, strings.Join(recorded, "; "))
-			if p, ok := probeAt[i][evidence.Source("pod/"+hostOf(src))]; ok {
-				detail += "; " + probeText(p)
-			}
-			marks[n] = append(marks[n], mark{Taken: snap.Taken, ReadAt: readAt, State: broken, Detail: detail})
+			rounds[i] = r
 		}
+		sm := againstServers(n, rounds, func(r recordRound, server string, rec serverRecord) string {
+			if r.Applied == rec.Value {
+				return ""
+			}
+			detail := fmt.Sprintf("%s forwards to %s while %s records %s: %s", n, r.Applied, server, rec.Value, routeDifference(r.Applied, rec.Value, server))
+			for i, snap := range snaps {
+				if snap.Taken.Equal(r.Taken) {
+					if p, ok := probeAt[i][evidence.Source("pod/"+hostOf(src))]; ok {
+						detail += "; " + probeText(p)
+					}
+				}
+			}
+			return detail
+		})
+		changed = changed || sm.Changed
+		nodes = append(nodes, sm)
 	}
-	return marks, nodes, changed, ""
+	return nodes, changed, ""
 }
 
 func (s serviceRoutes) Judge(in Input) verdict.Judgement {
-	marks, nodes, changed, why := routeMarks(ordered(in.Snapshots))
+	nodes, changed, why := routeMarks(ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
@@ -196,50 +186,80 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	if changed {
 		exercise = "the API's ready endpoints changed, so every node had to reprogram"
 	}
-	var unsureOf string
-	var unsure *stretch
-	longest, longestOf := time.Duration(0), ""
+	var names []string
 	for _, n := range nodes {
-		v, u := persisting(marks[n], s.bound, false)
-		if v != nil {
-			w := widened(marks[n], *v)
-			return verdict.Judgement{
-				Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s kept forwarding to what the API no longer records as ready for at least %s (bound %s: kube-proxy's sync after an EndpointSlice change, measured in the null arm), from %s to %s; at its start: %s",
-					n, w.Lasted().Round(time.Millisecond), s.bound, stamp(w.First.ReadAt), stamp(w.Last.Taken), w.First.Detail),
-				Sources: []string{n}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
-			}
-		}
-		if u != nil && unsure == nil {
-			unsure, unsureOf = u, n
-		}
-		for _, st := range stretchesOf(marks[n]) {
-			if st.Lasted() > longest {
-				longest, longestOf = st.Lasted(), n
-			}
+		names = append(names, n.Name)
+	}
+	v, u := judgeSubjects(nodes, s.bound.Limit, missedTicks(in))
+	if v != nil {
+		w := v.s
+		return verdict.Judgement{
+			Verdict: verdict.Violated,
+			Reason: fmt.Sprintf("%s did not forward the service to the ready endpoints %s records for at least %s, from %s to %s (bound %s); at its start: %s",
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), s.bound, w.First.Detail),
+			Sources: []string{v.subject, v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
-	if unsure != nil {
+	if u != nil {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
-			Reason: fmt.Sprintf("%s differed from the API and then could not be read, from %s to %s (%s, over the bound %s): it may have kept the old rules; last: %s",
-				unsureOf, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), s.bound, unsure.Last.Detail),
-			Sources: []string{unsureOf}, At: unsure.Last.Taken,
+			Reason: fmt.Sprintf("%s could not be shown to apply %s's record from %s to %s (%s, over the bound %s): it may have kept the old rules; %s; last: %s",
+				u.subject, u.server, stamp(u.s.First.ReadAt), stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), s.bound.Limit, untold(u.marks, u.s), u.s.Last.Detail),
+			Sources: []string{u.subject, u.server}, At: u.s.Last.Taken,
 		}
 	}
-	reason := fmt.Sprintf("every node's kube-proxy rules (%s) matched the ready endpoints an API server recorded within the bound %s", strings.Join(nodes, ", "), s.bound)
-	if longest > 0 {
-		reason += fmt.Sprintf("; the longest proven difference was %s on %s", longest.Round(time.Millisecond), longestOf)
+	if none := undecided(nodes); len(none) > 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("%s never read in a round that had one API server record to judge it by", strings.Join(none, ", "))}
+	}
+	reason := fmt.Sprintf("every node's kube-proxy rules (%s) matched the ready endpoints each API server recorded, within the bound %s, every change followed by readable rounds", strings.Join(names, ", "), s.bound.Limit)
+	if longest, of := longestProven(nodes); longest > 0 {
+		reason += fmt.Sprintf("; the longest proven difference was %s (%s)", longest.Round(time.Millisecond), of)
 	} else if changed {
 		reason += "; no round caught a node differing from the API after a change (resolution: one sampling interval)"
 	}
-	j := verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: nodes, Exercise: exercise}
+	j := verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: names, Exercise: exercise}
 	if changed {
 		j.Exercised = verdict.Exercised()
 	} else {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// routeDifference says which way a node's targets differ from a server's
+// ready set (both as setText gives them): what it forwards to that the
+// server does not record as ready, and what the server records as ready
+// that it does not forward to.
+func routeDifference(applied, recorded, server string) string {
+	node, api := setOf(applied), setOf(recorded)
+	var extra, missing []string
+	for _, a := range node {
+		if !slices.Contains(api, a) {
+			extra = append(extra, a)
+		}
+	}
+	for _, a := range api {
+		if !slices.Contains(node, a) {
+			missing = append(missing, a)
+		}
+	}
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, fmt.Sprintf("it forwards to %s, which %s does not record as ready", setText(extra), server))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("it does not forward to %s, which %s records as ready", setText(missing), server))
+	}
+	return strings.Join(parts, ", and ")
+}
+
+// setOf reads back what setText wrote.
+func setOf(text string) []string {
+	if text == "nothing" {
+		return nil
+	}
+	return strings.Fields(strings.Trim(text, "[]"))
 }
 
 // stretchesOf are the proven-broken runs of marks.

@@ -52,7 +52,7 @@ func routesRun(t *testing.T, rounds int, stale float64, worker1Unreadable map[in
 }
 
 func TestServiceRoutesTruthful(t *testing.T) {
-	inv := ServiceRoutesTruthful(3 * time.Second)
+	inv := ServiceRoutesTruthful(testBound(3 * time.Second))
 
 	// Both nodes follow the change within a round: PRESERVED, exercised.
 	j := expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
@@ -64,8 +64,8 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	// (the change round reads .9 in the API), longer than 3 s.
 	j = expect(t, inv, routesRun(t, 12, 9, nil).input(WindowToSettle), verdict.Violated,
 		"kube-proxy/worker1 forwards to [10.240.3.5] while apiserver/cp1 records [10.240.3.9]", "pod/worker1's connection to 10.250.0.50:80 failed (timeout)", "bound 3s")
-	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "kube-proxy/worker1" {
-		t.Errorf("the violation names its node and moment: %+v", j)
+	if j.At.IsZero() || len(j.Sources) != 2 || j.Sources[0] != "kube-proxy/worker1" || j.Sources[1] != "apiserver/cp1" {
+		t.Errorf("the violation names its node, the server it was judged against and its moment: %+v", j)
 	}
 
 	// The same stale node, but unreadable after one broken round: it could
@@ -100,4 +100,95 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	r.round(0).unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout").
 		value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no API server answered")
+}
+
+// A tick at which no snapshot could be taken is a round that could not
+// tell: two broken stretches on either side of it, each within the bound,
+// prove nothing together.
+func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
+	r := newRun(t)
+	for _, s := range []float64{0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11} {
+		w1 := "10.240.3.5:8080"
+		if s >= 11 {
+			w1 = "10.240.3.9:8080"
+		}
+		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
+	}
+	in := r.input(WindowToSettle)
+	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
+	// Broken from 4.2 to 6 and from 8.2 to 10: 1.8 s each, within the
+	// bound; bridged across the missed tick they would be 5.8 s.
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick", "opening the lab's sources")
+}
+
+// Every rule dump after the change unreadable: nothing shows the node
+// followed, so the stretch after the change is not covered.
+func TestServiceRoutesNeedsReadableRulesAfterAChange(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		s := float64(i)
+		ready := "10.240.3.5"
+		if s >= 3 {
+			ready = "10.240.3.9"
+		}
+		rd := r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		if s < 3 {
+			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		} else {
+			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+		}
+	}
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
+}
+
+// A stale server answering alone in some rounds must not vouch for a
+// stale node in them: the node is judged against each server's record.
+func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 14; i++ {
+		s := float64(i)
+		rd := r.round(s)
+		switch {
+		case s < 3:
+			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+				value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "")
+		case i%2 == 0:
+			// cp1 has the change; cp2 times out.
+			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
+				unreadable("apiserver/cp2", evidence.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+		default:
+			// cp2 still answers the old set; cp1 times out.
+			rd.value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+				unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+		}
+		rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+	}
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
+
+	// Two servers that contradict each other in every round certify no
+	// node: there is no record to judge it by.
+	r = newRun(t)
+	for i := 0; i < 12; i++ {
+		s := float64(i)
+		cp1 := "10.240.3.5"
+		if s >= 3 {
+			cp1 = "10.240.3.9"
+		}
+		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(cp1), "").
+			value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+	}
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "disagreed")
+}
+
+// An endpoint in two EndpointSlices (which the EndpointSlice API allows)
+// is one ready address, not a difference.
+func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 10; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
+			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
+	}
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
 }

@@ -21,28 +21,48 @@ const NotLinearizableKey = "not-linearizable"
 //
 // Reads: elector/history from the "elector" source, the latest readable
 // answer in the input: every leader-elected writer's history (each
-// operation's invoke, return and outcome) as the history store holds it.
+// operation's invoke, return and outcome) as the history store holds it;
+// a PRESERVED only from the last snapshot's, as
+// single-writer-at-storage's.
 // Checked with checker.CheckKV, per key, with porcupine against the
-// register model acknowledged-writes-survive uses: a leader's increment is
-// a compare-and-swap from the value it read to the value it wrote, a
-// follower's read a read. An increment that failed changed nothing and is
-// left out; one of unknown outcome may or may not have taken effect and
-// is never taken as a value; a read that returned nothing is left out.
+// store's model: a leader's acknowledged increment is a compare-and-swap
+// from the value it read to the value it wrote (what one copy's
+// read-modify-write promises), a follower's read a read. An increment
+// that failed changed nothing and is left out; one of unknown outcome is
+// what the store does with a write whose client gave up (unfenced a plain
+// put, fenced a transaction that checks the token only), taking effect at
+// any moment after its invoke or never, and is never taken as a value; a
+// read that returned nothing is left out.
 //
 // Fires (Violation "not-linearizable") when a key's history fits no
 // order; the reason names the first pair of acknowledged increments that
-// replaced one value (a lost update) when there is one.
+// replaced one value (a lost update) when there is one. The operations'
+// times are their writers' clocks; under a fault that can skew a clock
+// (Input.ClocksSkewable) each operation is placed by the history store's
+// order instead, from its invoke's put to its outcome's
+// (checker.CheckKVInStoreOrder), which widens it and so never finds an
+// order missing that the clocks would have found, and a history read
+// without those revisions is INSUFFICIENT_DATA.
 //
 // Also reads ledger/log from the "ledger" source, every readable answer
 // in snapshot order: the ledger's log as each round read it. Checked with
 // checker.CheckLogPrefixes: each read must be a prefix of the later ones
 // (every whole record it held is, unchanged, at the same offset in every
-// later read), as the reads of a log one copy appends to are. Fires
+// later read), as the reads of a log one copy appends to are; a record
+// its own writer wrote again (the same incarnation and sequence at the
+// same offset, after an append whose outcome it did not learn) is that
+// writer's designed retry, not a second history. Fires
 // (Violation "not-one-log") when a later read lost or replaced a record an
 // earlier read held: the storage showed its readers two histories. An
 // unreadable read is a gap, never a value: the reads on either side of it
-// are still compared, and the gaps are counted in the reason. Exercised
-// when the reads held records of two or more writers.
+// are still compared, and the gaps are counted in the reason; but a
+// PRESERVED needs the last snapshot's read among them, since a record
+// replaced after the last readable read shows in no read. Exercised
+// when two readable reads in a row differ (the log grew between them) and
+// the later holds records of two or more writers: a comparison that could
+// show one copy's records replaced by another's. Reads that all failed
+// while two copies wrote, and one final log read again after they
+// stopped, compare nothing: PRESERVED, not exercised.
 //
 // A run whose sources answer both questions is judged on both, the worse
 // verdict first.
@@ -52,13 +72,18 @@ const NotLinearizableKey = "not-linearizable"
 // fence, so two copies that each believe they lead break it.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, when it holds no operation that took effect, or when the
-// checker could not decide a key within its time and no other key fails;
-// for the ledger, when fewer than two reads of its log were readable.
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, when it holds no operation that took effect, or
+// when the checker could not decide a key within its time and no other
+// key fails;
+// for the ledger, when fewer than two reads of its log were readable or
+// the last snapshot's was not.
 //
 // The elector's half is exercised when increments of two or more writers
-// were acknowledged on one key (leadership changed hands, or two led at once). VIOLATED is
-// always exercised.
+// were acknowledged on one key (leadership changed hands, or two led at
+// once); with one leader no update can be lost to another's (only a stale
+// read could still fire), and its PRESERVED says "not exercised". VIOLATED
+// is always exercised.
 func SingleHistory() Invariant { return singleHistory{} }
 
 type singleHistory struct{}
@@ -79,13 +104,13 @@ const NotOneLog = "not-one-log"
 func (singleHistory) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	if !asked(snaps, ledgerSource, evidence.LedgerLog) {
-		return judgeElectorHistory(snaps)
+		return judgeElectorHistory(snaps, in.ClocksSkewable())
 	}
 	lj := judgeLogPrefixes(snaps)
 	if !asked(snaps, electorSource, evidence.ElectorHistory) {
 		return lj
 	}
-	return worse(judgeElectorHistory(snaps), lj)
+	return worse(judgeElectorHistory(snaps, in.ClocksSkewable()), lj)
 }
 
 // asked is whether src was asked q in any snapshot.
@@ -133,28 +158,56 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason: fmt.Sprintf("%d readable read(s) of the ledger's log: two are needed to compare%s", len(reads), gapNote)}
 	}
 	r := checker.CheckLogPrefixes(reads)
-	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, gapNote)
+	last := obs[len(obs)-1]
+	tail := tailAfter(snaps, last.Snapshot, snaps[last.Snapshot].Get(last.Source, evidence.LedgerLog), ledgerSource, evidence.LedgerLog)
+	retries := ""
+	if r.Retries > 0 {
+		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
+	}
+	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
 	if r.Break != nil {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
 			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
 	}
-	exercised := r.Writers >= 2
-	exercise := fmt.Sprintf("the reads held records of %d writer(s)", r.Writers)
-	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every read of the ledger's log extends the one before: " + looked,
-		Exercised: &exercised, Exercise: exercise}
+	exercised := r.Grew != nil
+	held := "every read of the ledger's log extends the one before: "
+	var exercise string
+	if exercised {
+		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
+	} else {
+		exercise = fmt.Sprintf("not exercised: no two readable reads in a row differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
+		held = "not exercised: " + held
+	}
+	return tail.hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+		Reason:    held + looked,
+		Exercised: &exercised, Exercise: exercise}, "ledger's log")
 }
 
 // judgeElectorHistory is the leader-elected writer's half of
 // single-history.
-func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
-	hs, v, why := latestElectorHistory(snaps)
+func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judgement {
+	hs, v, tail, why := latestElectorHistory(snaps)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
+	return tail.hold(judgeKV(hs, v, skewable), "elector history")
+}
+
+// judgeKV is the elector's half of single-history from one read of the
+// history.
+func judgeKV(hs []electorlog.History, v evidence.ElectorHistoryValue, skewable bool) verdict.Judgement {
 	src := []string{string(electorSource)}
 	r, err := checker.CheckKV(hs, linearizabilityTimeout)
+	order := ""
+	if skewable {
+		r, err = checker.CheckKVInStoreOrder(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs)), linearizabilityTimeout)
+		order = "; " + skewNote
+		if err != nil {
+			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+				Reason: fmt.Sprintf("under a clock-skew fault the writers' clocks prove nothing, and the history store's order cannot place every operation of the elector's history under %s: %v", v.Prefix, err)}
+		}
+	}
 	if err != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, err), Sources: src}
 	}
@@ -167,6 +220,12 @@ func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
 			Reason: fmt.Sprintf("the elector's history under %s has no operation that took effect (%d writer(s), %d operation(s))", v.Prefix, len(hs), r.Looked.Ops)}
 	}
 	exercised, exercise := keyWrittenByTwo(hs)
+	lostUpdates := 0
+	for _, k := range r.Keys {
+		lostUpdates += len(k.LostUpdates)
+	}
+	quantities, loss := lossQuantities(lostUpdates, "increments", electorAcked(hs), skewable)
+	order += loss
 	for _, k := range r.Keys {
 		if k.Result != checker.NotLinearizable {
 			continue
@@ -180,16 +239,20 @@ func judgeElectorHistory(snaps []evidence.Snapshot) verdict.Judgement {
 			exercise = fmt.Sprintf("key %s fits no order of one copy", k.Key)
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotLinearizableKey, Sources: src,
-			Reason:    fmt.Sprintf("the history of key %s fits no order of one copy: %s; %s", k.Key, lost, r),
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Reason:    fmt.Sprintf("the history of key %s fits no order of one copy: %s; %s%s", k.Key, lost, r, order),
+			Exercised: verdict.Exercised(), Exercise: exercise, Quantities: quantities}
 	}
 	if r.Result() == checker.Undecided {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
-			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s", linearizabilityTimeout, r)}
+			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s%s", linearizabilityTimeout, r, order)}
+	}
+	held := "every key's history fits one order: "
+	if !exercised {
+		held = "not exercised: no key had increments of more than one writer (one leader), so no leader's update could be lost to another's; the reads fit one order: "
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "every key's history fits one order: " + r.String(),
-		Exercised: &exercised, Exercise: exercise}
+		Reason:    held + r.String() + order,
+		Exercised: &exercised, Exercise: exercise, Quantities: quantities}
 }
 
 func readOf(op electorlog.Op) string {
@@ -219,7 +282,7 @@ func keyWrittenByTwo(hs []electorlog.History) (bool, string) {
 		}
 	}
 	if most < 2 {
-		return false, fmt.Sprintf("no key had increments of two writers acknowledged (%d writer(s) in the history)", len(hs))
+		return false, fmt.Sprintf("not exercised: no key had increments of two writers acknowledged (%d writer(s) in the history)", len(hs))
 	}
 	return true, fmt.Sprintf("key %s had increments of %d writers acknowledged", key, most)
 }

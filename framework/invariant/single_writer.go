@@ -3,6 +3,7 @@ package invariant
 import (
 	"fmt"
 
+	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -17,7 +18,11 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // Reads: ledger/history from the "ledger" source, the latest readable
 // answer in the input: every ledger writer's history as the external
 // store holds it (it grows through the run, so the latest holds every
-// append made before it was read). Checked with checker.CheckWriters.
+// append made before it was read, and none made after). Checked with
+// checker.CheckWriters. A VIOLATED from a read before the input's last
+// snapshot stands; a PRESERVED needs the last snapshot's read, after
+// every write (unreadTail.hold), and from an earlier one is
+// INSUFFICIENT_DATA.
 //
 // Fires when one writer's acknowledged append ran wholly between two
 // acknowledged appends of another (invoked after the first was
@@ -28,10 +33,21 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // accepted both writers' appends at once. The moment is the other
 // writer's invoke. The times are the writers' own clocks, compared with
 // each other: one clock on the local lab's one kernel, the nodes'
-// NTP-kept clocks elsewhere; a fault that skews a writer's clock leaves
-// them unproven. Two writers that each acknowledged one sequence (a fork)
-// are named in the reason but decide nothing here: a storage that lost
-// the first writer's records before the second started makes one too
+// NTP-kept clocks elsewhere. PRESERVED needs the writers shown one at a
+// time (checker's Apart: each writer's acknowledged appends, from its
+// first invoke to its last acknowledgement, wholly before or after every
+// other's); writers whose stretches overlap with no append wholly
+// between two of another's are neither proven at once nor apart, and
+// INSUFFICIENT_DATA. Under a fault that can skew a clock
+// (Input.ClocksSkewable) the clocks prove nothing, and the appends are
+// placed by the history store's order instead
+// (checker.CheckWritersInStoreOrder: each append between its invoke's put
+// and its outcome's), with the same three outcomes: an overlap that
+// order proves is VIOLATED, writers it proves one at a time PRESERVED,
+// and anything only the clocks could decide INSUFFICIENT_DATA. Two
+// writers that each acknowledged one sequence (a fork) are named in the
+// reason but decide nothing here: a storage that lost the first writer's
+// records before the second started makes one too
 // (acknowledged-data-survives judges the loss).
 //
 // Why: a StatefulSet's at-most-one and ReadWriteOnce(Pod) exist so that
@@ -39,13 +55,16 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // most do, is safe only then.
 //
 // INSUFFICIENT_DATA when no history is readable or the latest is
-// malformed, and when no overlap is proven but an append of unknown
-// outcome of one writer was invoked between two acknowledged appends of
-// another: had it taken effect, both were accepted at once.
+// malformed, when the latest readable is not the last snapshot's and
+// shows no violation, when no overlap is proven but an append of
+// unknown outcome of one writer was invoked between two acknowledged
+// appends of another (had it taken effect, both were accepted at once),
+// and when two writers are shown neither at once nor one at a time.
 //
 // Exercised when two or more writers had appends acknowledged (a second
 // copy wrote, at some time); a run with one writer, or one whose second
-// copy never got an append acknowledged, did not challenge the guarantee.
+// copy never got an append acknowledged, cannot fire, and its PRESERVED
+// says "not exercised" (a null arm's is no test of the detector).
 // VIOLATED is always exercised.
 func SingleWriterAtStorage() Invariant { return singleWriter{} }
 
@@ -61,12 +80,12 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	snaps := ordered(in.Snapshots)
 	var histV evidence.LedgerHistoryValue
 	var histA evidence.Answer
-	why := "no snapshot to judge"
+	why, at := "no snapshot to judge", -1
 	for i := len(snaps) - 1; i >= 0; i-- {
 		var v evidence.LedgerHistoryValue
 		a, w := answerOf(snaps[i], evidence.LedgerHistory, &v)
 		if w == "" {
-			histV, histA, why = v, a, ""
+			histV, histA, why, at = v, a, "", i
 			break
 		}
 		if i == len(snaps)-1 {
@@ -76,10 +95,18 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no readable ledger history in the input: " + why}
 	}
+	return tailAfter(snaps, at, histA, ledgerSource, evidence.LedgerHistory).hold(judgeWriters(in, histV, histA), "ledger history")
+}
+
+// judgeWriters is single-writer-at-storage from one read of the history.
+func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	hs, err := ledgerHistories(histV)
 	if err != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: err.Error(), Sources: src}
+	}
+	if in.ClocksSkewable() {
+		return judgeWritersInStoreOrder(hs, histV, histA)
 	}
 	w := checker.CheckWriters(hs)
 	looked := fmt.Sprintf("%s, read at %s", w.Looked, stamp(histA.ReadAt))
@@ -88,21 +115,59 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 		f := w.Forks[0]
 		forks = fmt.Sprintf("; %d sequence(s) acknowledged by two writers, first %d (%s and %s)", n, f.Seq, f.A, f.B)
 	}
-	exercised := w.Looked.Acknowledging >= 2
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
-	if exercised {
-		exercise += ": a second writer wrote, one after the other or at once"
-	}
 	switch {
 	case w.Overlap != nil:
 		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: w.Overlap.At(),
 			Reason:    "two writers accepted at once: " + w.Overlap.String() + forks + "; checked " + looked,
-			Exercised: verdict.Exercised(), Exercise: exercise}
+			Exercised: verdict.Exercised(), Exercise: exercise + ": a second writer wrote between two of the first's"}
 	case w.Possible != nil:
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: w.Possible.At(),
 			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were" + forks + "; checked " + looked}
+	case w.Looked.Acknowledging < 2:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "not exercised: one writer had appends acknowledged, so no two could be accepted at once" + forks + "; checked " + looked,
+			Exercised: verdict.NotExercised(), Exercise: "not exercised: " + exercise}
+	case w.Apart:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "the writers' clocks show them one at a time: each one's acknowledged appends, from its first invoke to its last acknowledgement, lie wholly before or after every other's" + forks + "; checked " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise + ", one after the other"}
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
-		Reason:    "no writer's acknowledged append fell between two of another's" + forks + "; checked " + looked,
-		Exercised: &exercised, Exercise: exercise}
+	return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+		Reason: "the writers' clocks neither prove two writers at once (no acknowledged append of one lies wholly between two of another's) nor the writers one at a time (their acknowledged appends' stretches overlap)" + forks + "; checked " + looked}
+}
+
+// judgeWritersInStoreOrder is single-writer-at-storage under a fault
+// that can skew clocks: the appends are placed by the history store's
+// order, and what only the writers' clocks could decide is
+// INSUFFICIENT_DATA.
+func judgeWritersInStoreOrder(hs []ledgerlog.History, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
+	src := []string{string(ledgerSource)}
+	w := checker.CheckWritersInStoreOrder(hs, checker.StoreOrderOf(histV.Prefix, historyKVs(histV.KVs)))
+	looked := fmt.Sprintf("%s; checked %s, read at %s", skewNote, w.Looked, stamp(histA.ReadAt))
+	exercised := w.Looked.Acknowledging >= 2
+	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
+	switch {
+	case w.Overlap != nil:
+		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: histA.ReadAt,
+			Reason:    "two writers accepted at once: " + w.Overlap.String() + "; " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise + ": a second writer wrote between two of the first's"}
+	case w.Possible != nil:
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, At: histA.ReadAt,
+			Reason: "no two writers proven at once, but " + w.Possible.String() + ": had it taken effect, both were; " + looked}
+	case !exercised:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "not exercised: one writer had appends acknowledged, so no two could be accepted at once; " + looked,
+			Exercised: verdict.NotExercised(), Exercise: "not exercised: " + exercise}
+	case w.Apart:
+		return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+			Reason:    "the history store's order proves the writers one at a time: each one's acknowledged appends, from its first invoke to its last outcome, lie wholly before or after every other's; " + looked,
+			Exercised: verdict.Exercised(), Exercise: exercise + ", one after the other"}
+	}
+	clock := ""
+	if c := checker.CheckWriters(hs); c.Overlap != nil {
+		clock = "; the writers' clocks, which the fault can skew, would say " + c.Overlap.String()
+	}
+	return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+		Reason: "the history store's order neither proves two writers at once nor the writers one at a time (their appends' puts interleave, or lack revisions), and only the writers' clocks could decide" + clock + "; " + looked}
 }

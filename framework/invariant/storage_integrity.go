@@ -63,7 +63,11 @@ const (
 // malformed; when e2fsck could not check the image (an operational error
 // other than a bad superblock, a usage error, a cancellation); when e2fsck
 // reports errors with the journal not replayed (an unclean unmount: what
-// it reports may be what the journal would repair).
+// it reports may be what the journal would repair). A journal that holds
+// data under a clear needs_recovery flag (two mounts' superblocks over
+// one image leave that) is no such journal: the kernel's next mount wipes
+// it rather than replay it, so the errors e2fsck finds then are what that
+// mount finds, and VIOLATED.
 //
 // Why: a volume two copies wrote through, each with its own page cache
 // or its own idea of the file, can be left with metadata or pages no

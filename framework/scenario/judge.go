@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/matchers"
 	"github.com/faultline/faultline/framework/verdict"
@@ -67,6 +68,7 @@ func (r *run) runSettle(ctx context.Context) *settleResult {
 	evidence.Stream(sctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			lastErr = err
+			r.sampleFailed(snap.Taken, "while settling: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
@@ -154,7 +156,7 @@ func (r *run) judgeConvergence(s *settleResult) []string {
 			}
 		}
 		snaps = append(snaps, *snap)
-		return invariant.Input{Moment: invariant.Final, Snapshots: snaps, Timeline: tl, Baseline: baseline}
+		return invariant.Input{Moment: invariant.Final, Snapshots: snaps, Timeline: tl, Baseline: baseline, FaultClasses: r.faultClasses()}
 	})
 	r.mu.Lock()
 	for name, j := range r.decided {
@@ -181,7 +183,7 @@ func (r *run) judgeSafety() []string {
 	}
 	baseline := r.record.Baseline
 	r.mu.Unlock()
-	in := invariant.Input{Moment: invariant.WindowToSettle, Snapshots: snaps, Timeline: r.judgingTimeline(&r.judging.SafetyAt), Baseline: baseline}
+	in := invariant.Input{Moment: invariant.WindowToSettle, Snapshots: snaps, Timeline: r.judgingTimeline(&r.judging.SafetyAt), Baseline: baseline, FaultClasses: r.faultClasses()}
 	return r.assert(verdict.Safety, in)
 }
 
@@ -209,7 +211,7 @@ func (r *run) samplePreFault(ctx context.Context, baseline evidence.Snapshot) ([
 	evidence.Stream(pctx, st.cfg.Sampler, st.lab, every, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
 			failed++
-			r.event("sample-failed", "in the pre-fault window: "+err.Error())
+			r.sampleFailed(snap.Taken, "in the pre-fault window: "+err.Error())
 			return true
 		}
 		r.addEvents(events)
@@ -255,7 +257,7 @@ func (r *run) controlsDecidedBeforeTheFault() []string {
 // short of evidence for good costs the whole settle bound. k is the
 // sample's place among the settle samples.
 func (r *run) settle(k int, snap *evidence.Snapshot, settledIn map[string]*evidence.Snapshot) (newly []string, all bool) {
-	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.judgingTimeline(r.settleMoment(k)), Baseline: r.record.Baseline}
+	in := invariant.Input{Moment: invariant.Final, Snapshots: []evidence.Snapshot{*snap}, Timeline: r.judgingTimeline(r.settleMoment(k)), Baseline: r.record.Baseline, FaultClasses: r.faultClasses()}
 	all = true
 	for _, inv := range r.unsettled(settledIn) {
 		if v := invariant.Judge(inv, in).Verdict; v == verdict.Violated || v == verdict.InsufficientData {
@@ -359,4 +361,18 @@ func (r *run) addProbe(p probe) {
 		kind = probeEffectEvent
 	}
 	r.timeline.Add(evidence.Event{At: p.At.UTC(), Source: "faultline", Subject: "fault/" + r.sc.Fault.Kind(), Kind: kind, Detail: detail})
+}
+
+// faultClasses are the classes of what the run injects (fault.Classes),
+// for the invariants judged after the fault; judging a recorded run
+// again, those its record keeps.
+func (r *run) faultClasses() []string {
+	if r.replay != nil {
+		return r.judging.FaultClasses
+	}
+	var out []string
+	for _, c := range fault.Classes(r.sc.injected()) {
+		out = append(out, string(c))
+	}
+	return out
 }

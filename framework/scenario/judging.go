@@ -84,6 +84,7 @@ func (r *run) judgingRecord() *verdict.Judging {
 		cfg := r.eng.cfg
 		j.SampleEvery = verdict.Duration(cfg.SampleEvery)
 		j.OwnApplicability, j.NotApplicable = ownRows(cfg.Applicability, r.faultClass())
+		j.FaultClasses = r.faultClasses()
 	}
 	return &j
 }

@@ -72,6 +72,13 @@ func Rejudge(rec verdict.Run, ev *evidence.Record, opt RejudgeOptions) (verdict.
 	} else {
 		jg = deriveJudging(rec, ev, opt.FolderApplicability, out.Rejudged)
 	}
+	if jg.FaultClasses == nil && Arm(rec.Arm) != NullArm && rec.FaultClass != "" {
+		// A record written before it kept what the run injected: its
+		// fault's class stands for it (a compound's earlier parts are
+		// not known).
+		jg.FaultClasses = []string{rec.FaultClass}
+		out.Rejudged.Notes = append(out.Rejudged.Notes, fmt.Sprintf("the record does not keep the classes of what the run injected: its fault class %s stands for them", rec.FaultClass))
+	}
 	invs, err := reCreate(rec, jg.Invariants, out.Rejudged)
 	if err != nil {
 		return verdict.Run{}, err

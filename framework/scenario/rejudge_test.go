@@ -551,3 +551,39 @@ func TestAFolderRecordedBeforeJudgingWasKeptIsJudgedAgainWhereItCanBe(t *testing
 		t.Errorf("%d verdicts judged again: the folder should give more", rejudged)
 	}
 }
+
+// Judged again, a run's invariants get the classes of what it injected
+// from its record; a record that does not keep them gives its fault class
+// in their place, and says so.
+func TestAJudgedAgainRunHandsItsInvariantsTheInjectedClasses(t *testing.T) {
+	dir := t.TempDir()
+	rn, err := NewRunner(context.Background(), rejudgeSuite(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	plain := scenarioOf("classes", memlab.Flag{Name: "a"}, "a", 200*time.Millisecond)
+	plain.Invariants = rjFlags("a")
+	res, err := rn.Run(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ev := roundTrip(t, res)
+	want := []string{string(memlab.FlagClass)}
+	if rec.Judging == nil || !slices.Equal(rec.Judging.FaultClasses, want) {
+		t.Fatalf("recorded judging %+v, want the classes %v", rec.Judging, want)
+	}
+	if r := (&run{replay: &replay{}, judging: *rec.Judging}); !slices.Equal(r.faultClasses(), want) {
+		t.Errorf("judging again hands %v, want %v", r.faultClasses(), want)
+	}
+	rec.Judging.FaultClasses = nil
+	again, err := Rejudge(rec, ev, RejudgeOptions{At: time.Now(), Checker: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Judging.FaultClasses, want) || !slices.ContainsFunc(again.Rejudged.Notes, func(n string) bool {
+		return strings.Contains(n, "its fault class "+string(memlab.FlagClass)+" stands for them")
+	}) {
+		t.Errorf("a record without the classes: judging %v, notes %q", again.Judging.FaultClasses, again.Rejudged.Notes)
+	}
+}

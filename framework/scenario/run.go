@@ -127,6 +127,17 @@ func (r *run) event(kind, detail string) {
 	r.timeline.Add(evidence.Event{At: time.Now().UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: kind, Detail: detail})
 }
 
+// sampleFailed stamps a tick at which no snapshot could be taken on the
+// timeline, at the tick's time (taken; now when the sampler gave none): the
+// invariants count it as a round that could not tell, so no stretch is
+// proven across it.
+func (r *run) sampleFailed(taken time.Time, detail string) {
+	if taken.IsZero() {
+		taken = time.Now()
+	}
+	r.timeline.Add(evidence.Event{At: taken.UTC(), Source: "faultline", Subject: "scenario/" + r.sc.ID, Kind: invariant.SampleFailedEvent, Detail: detail})
+}
+
 // progress prints a phase's line: how long it took and how often its
 // snapshots came (the median and maximum interval between ticks, and the
 // longest any source went without a value), with more said after it.
@@ -353,7 +364,7 @@ func (r *run) sampleUntil(ctx context.Context, l lab.Lab, sampler evidence.Sampl
 	}()
 	evidence.Stream(sctx, sampler, l, r.eng.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
-			r.event("sample-failed", "while healing: "+err.Error())
+			r.sampleFailed(snap.Taken, "while healing: "+err.Error())
 			return true
 		}
 		r.addEvents(events)

@@ -355,7 +355,7 @@ func (r *run) window(ctx context.Context) {
 	go func() { changed <- r.makeChange(wctx, l, start) }()
 	evidence.Stream(wctx, st.cfg.Sampler, l, st.cfg.SampleEvery, func(snap evidence.Snapshot, events []evidence.Event, err error) bool {
 		if err != nil {
-			r.event("sample-failed", err.Error())
+			r.sampleFailed(snap.Taken, err.Error())
 			return true
 		}
 		r.addEvents(events)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/ledger"
@@ -468,5 +469,96 @@ func TestQuiesceRunsAfterHealAndBeforeTheFinalSnapshot(t *testing.T) {
 	}
 	if res.Record.RunVerdict != verdict.RunAborted || !strings.Contains(res.Record.RunReason, "quiesce failed: the workload would not stop") {
 		t.Errorf("run %s (%s), want ABORTED naming quiesce's error", res.Record.RunVerdict, res.Record.RunReason)
+	}
+}
+
+// classesSeen records the fault classes each moment's input carried.
+type classesSeen struct {
+	flagInv
+	seen map[invariant.Moment][]string
+}
+
+func (c classesSeen) Judge(in invariant.Input) verdict.Judgement {
+	c.seen[in.Moment] = in.FaultClasses
+	return c.flagInv.Judge(in)
+}
+
+// An invariant learns what the run injected from its input, after the
+// fault only: a clock-skew fault is how it knows clocks prove nothing.
+func TestTheInputNamesTheClassesOfWhatWasInjected(t *testing.T) {
+	dir := t.TempDir()
+	rn := newRunner(t, dir)
+	for _, arm := range WithNullArms(scenarioOf("classes", memlab.Flag{Name: "a"}, "z", 100*time.Millisecond)) {
+		inv := classesSeen{flagInv{"classes-z", "z", verdict.Safety}, map[invariant.Moment][]string{}}
+		conv := classesSeen{flagInv{"healed-z", "z", verdict.Convergence}, map[invariant.Moment][]string{}}
+		arm.Invariants = []invariant.Invariant{inv, conv}
+		res, err := rn.Run(context.Background(), arm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{string(memlab.FlagClass)}
+		if arm.arm() == NullArm {
+			want = nil
+		}
+		if res.Record.Judging == nil || !slices.Equal(res.Record.Judging.FaultClasses, want) {
+			t.Errorf("%s arm: the record keeps %+v for judging again, want the classes %v", arm.arm(), res.Record.Judging, want)
+		}
+		if got := inv.seen[invariant.PreFault]; len(got) != 0 {
+			t.Errorf("%s arm: the pre-fault input names %v", arm.arm(), got)
+		}
+		if got := inv.seen[invariant.WindowToSettle]; !slices.Equal(got, want) {
+			t.Errorf("%s arm: the safety input names %v, want %v", arm.arm(), got, want)
+		}
+		if got := conv.seen[invariant.Final]; !slices.Equal(got, want) {
+			t.Errorf("%s arm: the convergence input names %v, want %v", arm.arm(), got, want)
+		}
+	}
+}
+
+// failingEvery fails every nth sample, with the tick's time, as a
+// sampler whose sources could not be opened does.
+type failingEvery struct {
+	memlab.Sampler
+	n, calls int
+	failedAt []time.Time
+}
+
+func (s *failingEvery) Sample(ctx context.Context, l lab.Lab) (evidence.Snapshot, []evidence.Event, error) {
+	s.calls++
+	if s.calls%s.n == 0 {
+		taken := time.Now().UTC()
+		s.failedAt = append(s.failedAt, taken)
+		return evidence.NewSnapshot(taken), nil, fmt.Errorf("opening the lab's sources: refused")
+	}
+	return s.Sampler.Sample(ctx, l)
+}
+
+// A tick at which no snapshot could be taken is on the timeline at the
+// tick's own time, in every phase that samples, so the invariants can
+// count it as a round that could not tell.
+func TestAFailedTickIsOnTheTimelineAtItsTime(t *testing.T) {
+	dir := t.TempDir()
+	s := memSuite(dir)
+	sampler := &failingEvery{n: 3}
+	s.Sampler = sampler
+	rn, err := NewRunner(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Close() })
+	sc := scenarioOf("ticks-fail", memlab.Flag{Name: "a"}, "b", 300*time.Millisecond)
+	res, err := rn.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sample that fails after its phase ended is no tick of the run.
+	failed := res.Evidence.Timeline.OfKind(invariant.SampleFailedEvent)
+	if len(failed) == 0 {
+		t.Fatalf("no failed tick on the timeline, the sampler failed %d", len(sampler.failedAt))
+	}
+	for i, e := range failed {
+		if !slices.ContainsFunc(sampler.failedAt, e.At.Equal) {
+			t.Errorf("failed tick %d stamped %s, when no tick failed (failed: %v)", i, e.At, sampler.failedAt)
+		}
 	}
 }

@@ -54,6 +54,11 @@ type Judging struct {
 	// before it settled, or cut short in its window).
 	ConvergenceAt time.Time `json:"convergenceAt,omitzero"`
 	SafetyAt      time.Time `json:"safetyAt,omitzero"`
+	// FaultClasses are the classes of what the run injected (every part
+	// of a compound fault; none in a null arm that injects nothing), as
+	// the invariants judged after the fault were given them
+	// (invariant.Input.FaultClasses: whether clocks could be skewed).
+	FaultClasses []string `json:"faultClasses,omitempty"`
 	// Failed and Interrupted are why the run stopped early, if it did (a
 	// step that failed, the run cut short): they make it ABORTED whatever
 	// its effect probes saw.

@@ -51,7 +51,8 @@ type Judgement struct {
 	// length, appends lost, the seconds two copies overlapped), so that
 	// reports can give their median and range over the repetitions of a
 	// scenario. Nil where the invariant measures nothing, and in records
-	// written before the field.
+	// written before the field. Paper 3's names are the Quantity*
+	// constants below.
 	Quantities map[string]Quantity `json:"quantities,omitempty"`
 }
 
@@ -67,6 +68,31 @@ type Quantity struct {
 	// rates compare. Empty where it does not scale.
 	Per []string `json:"per,omitempty"`
 }
+
+// Names of Judgement.Quantities that paper 3's invariants give with a
+// loss count (acknowledged-data-survives, single-history): a quantity
+// not measured (an overlap timed by clocks a clock-skew fault may have
+// set apart, a rate over no overlap) is absent.
+const (
+	// QuantityLost: acknowledged writes lost (unit: what they are,
+	// "appends", "operations", "increments"), Per the overlap and the
+	// rate; for the kvdb workload also QuantityLostIncrements and
+	// QuantityLostRegisterWrites, a register write being no increment.
+	QuantityLost               = "lost"
+	QuantityLostIncrements     = "lost-increments"
+	QuantityLostRegisterWrites = "lost-register-writes"
+	// QuantityOverlap: the seconds in which two copies both had writes
+	// accepted (each copy's stretches of acknowledged writes, split where
+	// none came for over twice the workload's interval, the seconds two
+	// such stretches share summed), "s".
+	QuantityOverlap = "overlap"
+	// QuantityAcknowledgedInOverlap: the writes of all copies
+	// acknowledged in those seconds (unit as QuantityLost's), and
+	// QuantityAcknowledgedRate, that count per second of them
+	// ("<writes>/s").
+	QuantityAcknowledgedInOverlap = "acknowledged-in-overlap"
+	QuantityAcknowledgedRate      = "acknowledged-rate"
+)
 
 // Exercised and NotExercised build Judgement.Exercised values.
 func Exercised() *bool    { t := true; return &t }

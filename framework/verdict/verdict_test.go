@@ -96,3 +96,23 @@ func TestRunJSONRoundTrip(t *testing.T) {
 		t.Error("an unknown run verdict must not decode")
 	}
 }
+
+// A verdict's quantities travel in the record with their units.
+func TestJudgementQuantitiesRoundTrip(t *testing.T) {
+	j := Judgement{Invariant: "acknowledged-data-survives", Verdict: Violated, Quantities: map[string]Quantity{
+		QuantityLost: {Value: 198, Unit: "appends", Per: []string{QuantityOverlap}}, QuantityOverlap: {Value: 19.5, Unit: "s"}}}
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"quantities":{"lost":{"value":198,"unit":"appends","per":["overlap"]},"overlap":{"value":19.5,"unit":"s"}}`) {
+		t.Errorf("%s", b)
+	}
+	var back Judgement
+	if err := json.Unmarshal(b, &back); err != nil || back.Quantities[QuantityOverlap].Value != 19.5 || back.Quantities[QuantityLost].Per[0] != QuantityOverlap {
+		t.Errorf("%+v %v", back, err)
+	}
+	if b, _ := json.Marshal(Judgement{Verdict: Preserved}); strings.Contains(string(b), "quantities") {
+		t.Errorf("no quantities, no field: %s", b)
+	}
+}

@@ -12,6 +12,11 @@ import (
 	"github.com/faultline/faultline/lab/local/csidriver"
 )
 
+// FenceEmulated is how the local lab's fenced block class fences: not a
+// storage target revoking the node's access, but the node's own ext4
+// mount shut down by the storage host, which shares the node's kernel.
+const FenceEmulated = "the storage host's ext4 shutdown (EXT4_IOC_SHUTDOWN) of the detached node's own mount at ControllerUnpublishVolume, which one kernel reaches for every node; a real storage target revokes the node's access to the disk instead. Either way the node's later I/O fails and its unwritten cache is lost"
+
 // StorageEmulated is what the local lab's storage does not do as real
 // shared storage does: one kernel and one file system serve every host.
 var StorageEmulated = []string{
@@ -19,7 +24,7 @@ var StorageEmulated = []string{
 	"a powered-off node's dirty pages still reach the block image: the power cut unmounts the node's file systems, which writes them back, where a real power cut loses them",
 	"the block image's own page cache plays the shared disk, coherent for every node; each node's ext4 cache above its loop device is its own, as two hosts' are",
 	"nothing fences a node's I/O once a faultline-block or faultline-block-mmp volume is detached from it: its loop device keeps working",
-	"fencing (faultline-block-fenced, at detach) is the storage host's ext4 shutdown of the node's own mount, which one kernel reaches for every node; a real storage target revokes the node's access to the disk instead. Either way the node's later I/O fails and its unwritten cache is lost",
+	"fencing (faultline-block-fenced, at detach) is " + FenceEmulated,
 }
 
 // StorageInfo says what the lab's storage host offers; an error wrapping
@@ -37,6 +42,7 @@ func (l *Lab) StorageInfo() (lab.StorageInfo, error) {
 		HistoryEndpoints: []string{l.comp.HistoryEndpoint()},
 		StorageHost:      s.Name,
 		Emulated:         StorageEmulated,
+		FenceEmulation:   FenceEmulated,
 	}, nil
 }
 

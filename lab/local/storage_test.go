@@ -34,8 +34,13 @@ func TestStorageInfoNamesTheClassesTheDriversServe(t *testing.T) {
 	if info.BlockFencedClass != csidriver.BlockFencedStorageClass {
 		t.Errorf("fenced class %q", info.BlockFencedClass)
 	}
-	if !slices.ContainsFunc(info.Emulated, func(s string) bool { return strings.Contains(s, "ext4 shutdown of the node's own mount") }) {
+	if !slices.ContainsFunc(info.Emulated, func(s string) bool {
+		return strings.Contains(s, "ext4 shutdown (EXT4_IOC_SHUTDOWN) of the detached node's own mount")
+	}) {
 		t.Errorf("Emulated does not say how fencing is done: %q", info.Emulated)
+	}
+	if info.FenceEmulation != FenceEmulated || !strings.Contains(info.FenceEmulation, "a real storage target revokes") {
+		t.Errorf("FenceEmulation %q", info.FenceEmulation)
 	}
 
 	p := loadTopology(t, "pair")

@@ -157,8 +157,10 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 	nsLabels := map[string]map[string]string{Namespace: ns.Labels}
 	var target *source.PolicyPod
 	var clients []source.PolicyPod
+	nodeOf := map[string]string{}
 	for i := range pods.Items {
 		p := source.PolicyPodOf(&pods.Items[i])
+		nodeOf[p.Name] = pods.Items[i].Spec.NodeName
 		switch {
 		case p.Name == Target:
 			target = &p
@@ -177,6 +179,7 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		v.Pairs = append(v.Pairs, evidence.PolicyPair{
 			From: Namespace + "/" + c.Name, To: Namespace + "/" + Target, Target: fmt.Sprintf("%s:%d", target.IP, TargetPort),
 			Allowed: d.Allowed, Isolating: d.Isolating, Why: d.Why,
+			FromNode: nodeOf[c.Name], TargetNode: nodeOf[Target], FromIP: c.IP,
 		})
 	}
 	return v, nps.ResourceVersion, nil

@@ -57,8 +57,24 @@ const (
 	newcomerRoleValue = "newcomer"
 )
 
-// DenyNewcomerEgress isolates the newcomer for egress: it may connect
-// nowhere.
+// Witness is a pod on NewcomerNode that DenyNewcomer selects too, there
+// before the newcomer starts: the policy agent's rules for it show the
+// policy handled before the newcomer exists, which is isolated-from-start's
+// premise (a pod created before its agent handled a policy may start
+// unprotected).
+const Witness = "witness"
+
+// InstallWitness creates the witness and waits until it is ready.
+func InstallWitness(ctx context.Context, cs kubernetes.Interface) error {
+	p := netexecPod(Witness, NewcomerNode, map[string]string{RoleLabel: newcomerRoleValue})
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s: %w", Witness, err)
+	}
+	return waitReady(ctx, cs, Witness)
+}
+
+// DenyNewcomerEgress isolates the newcomer (and the witness) for egress:
+// they may connect nowhere.
 func DenyNewcomerEgress() *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: DenyNewcomer, Namespace: Namespace},
@@ -100,6 +116,15 @@ func dnsService() *corev1.Service {
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
 		},
 	}
+}
+
+// DeleteDNSService deletes the DNS fixture's service: its name no longer
+// exists.
+func DeleteDNSService(ctx context.Context, cs kubernetes.Interface) error {
+	if err := cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting service %s: %w", DNSService, err)
+	}
+	return nil
 }
 
 // RecreateDNSService deletes the DNS fixture's service and creates it
@@ -246,6 +271,15 @@ func ReplaceBackend(ctx context.Context, cs kubernetes.Interface) error {
 		return fmt.Errorf("deleting %s: %w", FirstBackend, err)
 	}
 	return nil
+}
+
+// AddBackend gives the service a second ready backend: it creates
+// SecondBackend and waits until it is ready, keeping FirstBackend.
+func AddBackend(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating %s: %w", SecondBackend, err)
+	}
+	return waitReady(ctx, cs, SecondBackend)
 }
 
 // ErrNoClusterIP is returned while the service has no cluster address.

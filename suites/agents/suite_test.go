@@ -45,6 +45,9 @@ var _ = scenario.Register(scenario.Suite{
 	// The feasibility check runs first: if the detector cannot see a node
 	// keep old rules, nothing after it can be read.
 	TableOrder: true,
+	// Once every run is recorded, every positive control must have come
+	// out VIOLATED on what it controls and no null arm VIOLATED.
+	SelfCheck: true,
 }, table())
 
 // fixturesTimeout bounds installing the fixtures and waiting for every
@@ -97,20 +100,35 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	if lastErr != nil {
 		return fmt.Errorf("installing the agents' fixtures: %w", lastErr)
 	}
+	// The clients whose connections to the target must have their
+	// recorded outcome before the baseline, by node.
+	clients := map[string][]string{}
+	for _, n := range agents.ClientNodes {
+		clients[n] = append(clients[n], agents.ClientPod(n))
+	}
 	for _, np := range startPolicies[sc.ID] {
-		if err := agents.CreatePolicy(ctx, cs, np()); err != nil {
+		p := np()
+		if err := agents.CreatePolicy(ctx, cs, p); err != nil {
 			return fmt.Errorf("installing the agents' fixtures: %w", err)
+		}
+		if p.Name == agents.DenyNewcomer {
+			// The witness shows the policy handled before the newcomer
+			// starts: its egress must be rejected before the baseline.
+			if err := agents.InstallWitness(ctx, cs); err != nil {
+				return fmt.Errorf("installing the agents' fixtures: %w", err)
+			}
+			clients[agents.NewcomerNode] = append(clients[agents.NewcomerNode], agents.Witness)
 		}
 	}
 	if err := waitProgrammed(ctx, l, cs, fixturesTimeout-time.Since(start)); err != nil {
 		return err
 	}
-	return waitEnforced(ctx, l, cs, fixturesTimeout-time.Since(start))
+	return waitEnforced(ctx, l, cs, clients, fixturesTimeout-time.Since(start))
 }
 
 // waitEnforced waits until every client pod's connection to the target
-// has the outcome the recorded policies give it.
-func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, within time.Duration) error {
+// (clients by node) has the outcome the recorded policies give it.
+func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, clients map[string][]string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var last string
 	for time.Now().Before(deadline) {
@@ -121,22 +139,26 @@ func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, withi
 			continue
 		}
 		done := true
-		for _, n := range agents.ClientNodes {
+		for n, pods := range clients {
 			h, err := l.Host(n)
 			if err != nil {
 				return err
 			}
-			d := source.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, agents.ClientPod(n),
-				func(ctx context.Context) (string, error) { return agents.PodAddress(ctx, cs, agents.Target) }, "/hostname", time.Second)
-			ans := d.Read(ctx)[evidence.AgentPolicyProbe]
-			var v evidence.DialValue
-			if err := ans.Decode(&v); err != nil {
-				done, last = false, n+": "+ans.Reason
-				continue
-			}
-			for _, p := range exp.Pairs {
-				if p.From == v.From && p.Target == v.Target && p.Allowed != v.Answered() {
-					done, last = false, fmt.Sprintf("%s → %s: allowed %v, answered %v (%s)", p.From, p.Target, p.Allowed, v.Answered(), v.Error)
+			for _, pod := range pods {
+				d := source.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, pod,
+					func(ctx context.Context) (string, error) { return agents.PodAddress(ctx, cs, agents.Target) }, "/hostname", time.Second)
+				ans := d.Read(ctx)[evidence.AgentPolicyProbe]
+				var v evidence.DialValue
+				if err := ans.Decode(&v); err != nil {
+					done, last = false, pod+": "+ans.Reason
+					continue
+				}
+				for _, p := range exp.Pairs {
+					// A denial holds only when the connection is rejected:
+					// a timeout is a lost or slow path.
+					if p.From == v.From && p.Target == v.Target && (p.Allowed != v.Answered() || (!p.Allowed && !v.Rejected())) {
+						done, last = false, fmt.Sprintf("%s → %s: allowed %v, answered %v (%s)", p.From, p.Target, p.Allowed, v.Answered(), v.Error)
+					}
 				}
 			}
 		}

@@ -4,15 +4,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/agents"
 )
 
 // TestTable checks the table without a lab: a valid table whose first
 // scenario is the feasibility check (a positive control of
 // service-routes-truthful), every scenario with both arms, a change, the
-// paper's labels and a component, and a ci set of at most six runs.
+// paper's labels and a component, a ci set of at most six runs, a
+// positive control for every invariant of the paper, and every settle
+// one of the derived ones.
 func TestTable(t *testing.T) {
 	all := table()
 	if err := scenario.ValidateTable(all); err != nil {
@@ -51,6 +55,37 @@ func TestTable(t *testing.T) {
 	}
 	if ciRuns == 0 || ciRuns > 6 {
 		t.Errorf("the ci set has %d runs, want 1 to 6", ciRuns)
+	}
+	// Every invariant of the paper has a positive control whose fault arm
+	// must judge it VIOLATED, and each control judges what it controls.
+	controlled := map[string]bool{}
+	for _, s := range all {
+		names := map[string]bool{}
+		for _, inv := range s.Invariants {
+			names[inv.Name()] = true
+		}
+		for _, inv := range s.ControlOf {
+			controlled[inv] = true
+			if !names[inv] {
+				t.Errorf("%s is a control of %s but does not judge it", s.ID, inv)
+			}
+		}
+	}
+	for _, inv := range []string{invariant.ServiceRoutesTruthfulName, invariant.PolicyEnforcedName, invariant.AgentHealthTruthfulName,
+		invariant.AgentsConvergedName, invariant.IsolatedFromStartName, invariant.DNSTruthfulName} {
+		if !controlled[inv] {
+			t.Errorf("no positive control of %s", inv)
+		}
+	}
+	// Every settle is one of the derived ones (agents.Settle).
+	derived := map[time.Duration]bool{}
+	for _, c := range []agents.SettleCause{agents.AgentsResumed, agents.ListsRefused, agents.ConnectionsCut, agents.ServerRelisted} {
+		derived[agents.Settle(c)] = true
+	}
+	for _, s := range all {
+		if !derived[s.Settle] {
+			t.Errorf("%s settles within %s, none of the derived settles", s.ID, s.Settle)
+		}
 	}
 	for id, policies := range startPolicies {
 		if _, ok := arms[id]; !ok || len(policies) == 0 {

@@ -45,15 +45,15 @@ var dataWorkloads = []storedWorkload{
 	{
 		workload: WorkloadLedger, source: LedgerSource, claim: LedgerClaim, file: LedgerFile, prefix: HistoryPrefix,
 		data: evidence.LedgerLog, history: evidence.LedgerHistory,
-		encode: func(path string, data []byte, mounted []string) any {
-			return evidence.LedgerLogValue{Path: path, Data: data, Mounted: mounted}
+		encode: func(path string, data []byte, mounted []string, rev int64) any {
+			return evidence.LedgerLogValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
 		},
 	},
 	{
 		workload: WorkloadKVDB, source: KVDBSource, claim: KVDBClaim, file: KVDBFile, prefix: KVDBHistoryPrefix,
 		data: evidence.KVDBDatabase, history: evidence.KVDBHistory,
-		encode: func(path string, data []byte, mounted []string) any {
-			return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted}
+		encode: func(path string, data []byte, mounted []string, rev int64) any {
+			return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
 		},
 	},
 }
@@ -66,8 +66,9 @@ type storedWorkload struct {
 	claim, file   string
 	prefix        string
 	data, history evidence.Question
-	// encode is the data question's value.
-	encode func(path string, data []byte, mounted []string) any
+	// encode is the data question's value: the file's path, bytes and
+	// mounts, and the history store's revision read just before it.
+	encode func(path string, data []byte, mounted []string, rev int64) any
 }
 
 func opener(w storedWorkload) func(sampler.Env) (sampler.Parts, error) {
@@ -155,6 +156,10 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 		out[hist] = evidence.UnreadableAnswer("finding the "+string(r.w.workload)+" volume: "+err.Error(), now)
 		return out
 	}
+	// The store's revision first: every put of a writer at or below it
+	// was made before the file's read began, in the store's own order
+	// (a clock-skew fault can make the writers' clocks say otherwise).
+	rev0 := storeRevision(ctx, r.store, r.w.prefix)
 	f, err := r.lab.ReadVolumeFile(ctx, handle, r.w.file)
 	readAt := time.Now().UTC()
 	switch {
@@ -163,11 +168,11 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	case err != nil && len(f.MountedOn) == 0 && errors.Is(err, lab.ErrNoSuchFile):
 		// Nothing mounts the volume and the file is not there: the
 		// workload never wrote, which is a value (an empty file).
-		out[data] = evidence.EncodedAnswer(r.w.encode(f.Path, []byte{}, nil), readAt, "")
+		out[data] = evidence.EncodedAnswer(r.w.encode(f.Path, []byte{}, nil, rev0), readAt, "")
 	case err != nil:
 		out[data] = evidence.UnreadableAnswer("reading "+r.w.file+" of volume "+handle+": "+err.Error(), readAt)
 	default:
-		out[data] = evidence.EncodedAnswer(r.w.encode(f.Path, f.Data, f.MountedOn), readAt, "")
+		out[data] = evidence.EncodedAnswer(r.w.encode(f.Path, f.Data, f.MountedOn, rev0), readAt, "")
 	}
 	asked := time.Now().UTC()
 	kvs, rev, err := ledgerlog.ReadHistoryKVs(ctx, r.store, r.w.prefix)
@@ -182,11 +187,22 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	return out
 }
 
+// storeRevision is the history store's revision now, from a linearizable
+// read of the history's prefix (its count only), or 0 when the read
+// failed.
+func storeRevision(ctx context.Context, kv clientv3.KV, prefix string) int64 {
+	resp, err := kv.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0
+	}
+	return resp.Header.GetRevision()
+}
+
 // storedKVs are a history store's keys as an answer holds them.
 func storedKVs(kvs []ledgerlog.KV) []evidence.StoredKV {
 	out := make([]evidence.StoredKV, 0, len(kvs))
 	for _, kv := range kvs {
-		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value})
+		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package splitbrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,8 +27,9 @@ const QuiesceTimeout = 2 * time.Minute
 // that the final reads see the stored state as nothing writes it: the
 // file, the database and the file system as they will stay. A mount that
 // outlasts the wait is not an error: the reads name it, and every
-// invariant that needs the volume unmounted judges INSUFFICIENT_DATA.
-// logf says how it went.
+// invariant that needs the volume unmounted judges INSUFFICIENT_DATA. A
+// read of the volume that failed says nothing of its mounts, so it is
+// waited on as a mount would be. logf says how it went.
 func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, timeout time.Duration, logf func(string, ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -116,7 +118,8 @@ func markQuiesced(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 // mountsLeft names the mounts of the active workloads' volumes, or why
-// they could not be looked at; empty when none is mounted.
+// they could not be looked at; empty only when every volume was read and
+// none is mounted (a file not there is a read that worked).
 func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData) string {
 	var left []string
 	for _, w := range dataWorkloads {
@@ -129,11 +132,16 @@ func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData)
 			left = append(left, fmt.Sprintf("%s's volume: %v", w.workload, err))
 			continue
 		}
-		f, _ := sd.ReadVolumeFile(ctx, handle, w.file)
-		if len(f.MountedOn) > 0 {
+		f, err := sd.ReadVolumeFile(ctx, handle, w.file)
+		switch {
+		case len(f.MountedOn) > 0:
 			m := slices.Clone(f.MountedOn)
 			slices.Sort(m)
 			left = append(left, fmt.Sprintf("%s's volume mounted on %s", w.workload, strings.Join(m, ", ")))
+		case err != nil && !errors.Is(err, lab.ErrNoSuchFile):
+			// A read that failed may have failed before it looked at the
+			// mounts: it says nothing of them, least of all "none".
+			left = append(left, fmt.Sprintf("%s's volume: whether it is mounted is unknown, its read failed: %v", w.workload, err))
 		}
 	}
 	return strings.Join(left, "; ")

@@ -2,6 +2,7 @@ package splitbrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,6 +58,37 @@ func TestQuiesceScalesToZeroAndWaitsForTheMountsToGo(t *testing.T) {
 	}
 	if len(said) != 1 || !strings.Contains(said[0], "not quiet") || !strings.Contains(said[0], "ledger's volume mounted on worker1") {
 		t.Fatalf("a mount that stays: said %q", said)
+	}
+}
+
+// failedRead is a lab.StoredData whose every read of a volume fails.
+type failedRead struct{ err error }
+
+func (f failedRead) StorageInfo() (lab.StorageInfo, error) { return lab.StorageInfo{}, nil }
+func (f failedRead) ReadVolumeFile(context.Context, string, string) (lab.VolumeFile, error) {
+	return lab.VolumeFile{}, f.err
+}
+
+// A read of the volume that failed says nothing of its mounts: quiesce
+// does not take it for "nothing mounted". A file not there is a read that
+// worked: its mounts (none) stand.
+func TestQuiesceTakesNoFailedReadForNothingMounted(t *testing.T) {
+	SetActive(WorkloadLedger)
+	defer SetActive()
+	var said []string
+	logf := func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{errors.New("listing the mount table: permission denied")}, 1500*time.Millisecond, logf); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "not quiet") || !strings.Contains(said[0], "permission denied") {
+		t.Fatalf("a failed read: said %q", said)
+	}
+	said = nil
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{fmt.Errorf("%w: ledger.log", lab.ErrNoSuchFile)}, 1500*time.Millisecond, logf); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "no volume mounted") {
+		t.Fatalf("no such file, nothing mounted: said %q", said)
 	}
 }
 

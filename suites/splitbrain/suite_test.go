@@ -117,20 +117,6 @@ func classOf(sc scenario.Scenario, info lab.StorageInfo) (kind, class string, er
 	return "", "", nil
 }
 
-// storageEmulation is what the lab's storage emulates, for every run's
-// record.
-func storageEmulation(l lab.Lab) string {
-	sd, ok := l.(lab.StoredData)
-	if !ok {
-		return ""
-	}
-	info, err := sd.StorageInfo()
-	if err != nil || len(info.Emulated) == 0 {
-		return ""
-	}
-	return "storage emulated: " + strings.Join(info.Emulated, "; ")
-}
-
 // quiesce stops the scenario's workloads after heal and waits until no
 // node mounts their volumes (splitbrain.Quiesce), so the final reads see
 // the stored state as it stays.

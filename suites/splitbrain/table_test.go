@@ -228,7 +228,7 @@ func table() []scenario.Scenario {
 			s.Settle = settle
 		}
 		s.Invariants = append(invariantsFor(s.Labels), s.Invariants...)
-		s.Emulation = storageEmulation
+		s.Emulation = splitbrain.StorageEmulation(s.Labels)
 		s.Quiesce = quiesce
 		return s
 	}

@@ -141,3 +141,36 @@ func Active(w Workload) bool {
 	defer active.Unlock()
 	return active.set[w]
 }
+
+// StorageEmulation is what a scenario's run says the lab's storage
+// emulates (Scenario.Emulation): every line of the lab's Emulated, and
+// first, for a scenario on the fenced block class (label
+// volume:block-fenced), that the run's fence is the lab's emulation of
+// one (StorageInfo.FenceEmulation), not a storage array's: its verdicts
+// show what that fence does.
+func StorageEmulation(labels []string) func(lab.Lab) string {
+	fenced := false
+	for _, l := range labels {
+		if l == "volume:block-fenced" {
+			fenced = true
+		}
+	}
+	return func(l lab.Lab) string {
+		sd, ok := l.(lab.StoredData)
+		if !ok {
+			return ""
+		}
+		info, err := sd.StorageInfo()
+		if err != nil {
+			return ""
+		}
+		var parts []string
+		if fenced && info.FenceEmulation != "" {
+			parts = append(parts, "fence emulated: this run's fence is the emulation's, not a storage array's revocation of the node's access: "+info.FenceEmulation)
+		}
+		if len(info.Emulated) > 0 {
+			parts = append(parts, "storage emulated: "+strings.Join(info.Emulated, "; "))
+		}
+		return strings.Join(parts, "; ")
+	}
+}

@@ -17,6 +17,7 @@ type tick struct {
 	main, extra *evidence.Pending
 	watcher     interface{ Drain() []evidence.Event }
 	err         error
+	at          time.Time // when a tick that failed began
 }
 
 // Stream asks every source at every tick of every (DefaultRate when
@@ -29,7 +30,8 @@ type tick struct {
 // events since the previous one. When ctx ends or fn returns false no new
 // tick begins; the reads outstanding get one interval more and are then
 // cancelled. A tick at which the lab's sources could not be opened reaches
-// fn as its error, and the next tick tries again.
+// fn as its error, with a snapshot that holds nothing but the tick's time,
+// and the next tick tries again.
 func (s *Sampler) Stream(ctx context.Context, l lab.Lab, every time.Duration, fn func(evidence.Snapshot, []evidence.Event, error) bool) {
 	if every <= 0 {
 		every = DefaultRate
@@ -55,7 +57,7 @@ func (s *Sampler) Stream(ctx context.Context, l lab.Lab, every time.Duration, fn
 				continue
 			}
 			if t.err != nil {
-				if !fn(evidence.Snapshot{}, nil, t.err) {
+				if !fn(evidence.NewSnapshot(t.at), nil, t.err) {
 					live = false
 					stop()
 				}
@@ -84,7 +86,7 @@ func (s *Sampler) Stream(ctx context.Context, l lab.Lab, every time.Duration, fn
 ticking:
 	for {
 		if err := s.open(l); err != nil {
-			ticks <- tick{err: err}
+			ticks <- tick{err: err, at: time.Now()}
 		} else {
 			first := s.startWatcher(ctx)
 			for _, e := range first {

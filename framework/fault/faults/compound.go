@@ -43,6 +43,9 @@ type compoundParams struct {
 
 func (f *compound) Kind() string { return KindCompound }
 
+// Parts are the faults the compound holds, in inject order.
+func (f *compound) Parts() []fault.Fault { return append([]fault.Fault(nil), f.parts...) }
+
 func (f *compound) Class() fault.Class {
 	if len(f.parts) == 0 {
 		return ""

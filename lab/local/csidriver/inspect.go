@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/faultline/faultline/lab/local/csidriver/loopdev"
 )
 
 // VolumeFile is one file of a volume as its storage holds it, and where
@@ -36,6 +39,13 @@ var ErrNoFilesystem = errors.New("the volume has no file system of its own")
 // because some node has it mounted.
 var ErrMounted = errors.New("the volume is mounted")
 
+// ErrImageChanging is wrapped when a block volume's image was written
+// through a loop device during every copy made of it: any of the copies
+// could be torn (some blocks from before a write, some from after), which
+// no reader of the file could tell from what two writers leave, so none
+// is read.
+var ErrImageChanging = errors.New("the image was written while it was copied")
+
 // ReadVolumeFile reads the file name (a path inside the volume) of volume
 // id as the storage holds it: a directory volume's file as the shared
 // directory has it; a block volume's as its image would show it to the
@@ -43,8 +53,11 @@ var ErrMounted = errors.New("the volume is mounted")
 // (e2fsck -E journal_only, as a mount would), and the file dumped with
 // debugfs, which reads ext4 without mounting it. What a node's page cache
 // still holds back is not there, as it is not on a real disk. The mounts
-// are listed first: a writer may append while the file is read, and a
-// copy taken while a node writes the file system may be torn.
+// are listed first: a writer may append while the file is read. A copy of
+// an image that a node's loop device wrote to while it was made could be
+// torn, so only a copy no loop device wrote to is read (quietCopy), and
+// an image written during every try is an error wrapping
+// ErrImageChanging.
 func ReadVolumeFile(ctx context.Context, st Store, id, name string) (VolumeFile, error) {
 	kind, err := ParseVolumeID(id)
 	if err != nil {
@@ -114,12 +127,108 @@ func imageCat(ctx context.Context, image, file string) ([]byte, error) {
 	return data, err
 }
 
-// replayedCopy copies image, sparse, into dir and replays the copy's
-// journal as the next mount would (see imageCat), and returns the copy.
+// The tries at a copy of an image no loop device writes to. A node's
+// writes reach its loop device in bursts: the ledger's writer appends
+// every 100 ms and syncs each append (its data, then the journal's
+// commit), the kvdb's operates every 100 ms, and the journal's own commit
+// and the page cache's writeback come every 5 s; between bursts the image
+// lies still for most of 100 ms. A copy of a volume's image (sparse: its
+// metadata, journal and files, a few MiB from the page cache) takes
+// milliseconds. Eight tries 25 ms apart span two of the writers' 100 ms
+// cycles, so a copy that finds no quiet stretch in them is one under
+// writes without pause.
+const (
+	imageCopyTries = 8
+	imageCopyPause = 25 * time.Millisecond
+)
+
+// quietCopy copies image, sparse, to cp, and makes sure no loop device
+// wrote to the image while it did: it reads the block-layer statistics of
+// every loop device bound to the image before and after the copy, and
+// keeps the copy only when the devices are the same, each with nothing in
+// flight and the same writes and discards completed (loopdev.IO). Those
+// devices are the image's only writers while any node has it staged, and
+// every byte they write goes by a request those statistics count, so such
+// a copy is the image at one moment. A copy with writes during it is made
+// again, imageCopyTries times at most; then the error wraps
+// ErrImageChanging.
+func quietCopy(ctx context.Context, image, cp string) error {
+	var wrote string
+	for try := 1; ; try++ {
+		before, err := imageIO(image)
+		if err != nil {
+			return err
+		}
+		if msg, err := exec.CommandContext(ctx, "cp", "--sparse=always", image, cp).CombinedOutput(); err != nil {
+			return fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+		}
+		after, err := imageIO(image)
+		if err != nil {
+			return err
+		}
+		if wrote = ioDuring(before, after); wrote == "" {
+			return nil
+		}
+		if try == imageCopyTries {
+			return fmt.Errorf("copying %s: %w, in each of %d tries %s apart (last: %s)", image, ErrImageChanging, imageCopyTries, imageCopyPause, wrote)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("copying %s: %w (%s)", image, ctx.Err(), wrote)
+		case <-time.After(imageCopyPause):
+		}
+	}
+}
+
+// imageIO is, by device, the statistics of the loop devices bound to
+// image.
+func imageIO(image string) (map[string]loopdev.IO, error) {
+	devs, err := loopdev.List(image)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]loopdev.IO{}
+	for _, d := range devs {
+		io, err := loopdev.Stat(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		out[d.Path] = io
+	}
+	return out, nil
+}
+
+// ioDuring says what wrote to the image between two readings of its loop
+// devices, "" when nothing did.
+func ioDuring(before, after map[string]loopdev.IO) string {
+	var out []string
+	for dev, a := range after {
+		b, ok := before[dev]
+		switch {
+		case !ok:
+			out = append(out, dev+" was bound to it")
+		case a.InFlight > 0 || b.InFlight > 0:
+			out = append(out, dev+" had requests in flight")
+		case a != b:
+			out = append(out, fmt.Sprintf("%s completed %d write(s) and %d discard(s)", dev, a.Writes-b.Writes, a.Discards-b.Discards))
+		}
+	}
+	for dev := range before {
+		if _, ok := after[dev]; !ok {
+			out = append(out, dev+" was unbound")
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// replayedCopy copies image, sparse, into dir at a moment no loop device
+// writes it (quietCopy) and replays the copy's journal as the next mount
+// would (see imageCat), and returns the copy.
 func replayedCopy(ctx context.Context, image, dir string) (string, error) {
 	cp := filepath.Join(dir, "image")
-	if msg, err := exec.CommandContext(ctx, "cp", "--sparse=always", image, cp).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("copying %s: %w: %s", image, err, strings.TrimSpace(string(msg)))
+	if err := quietCopy(ctx, image, cp); err != nil {
+		return "", err
 	}
 	// Exit 1 is "file system errors corrected": the journal replayed.
 	replay := exec.CommandContext(ctx, "e2fsck", "-E", "journal_only", "-p", cp)

@@ -11,9 +11,129 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
+
+// A block image a mount writes to while it is copied could be copied
+// torn (some blocks from before a write, some from after): such a read is
+// refused as ErrImageChanging, never returned as the file. Once the
+// writes stop, the read holds every synced byte.
+func TestReadVolumeFileRefusesAnImageWrittenWhileCopied(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-busy", nil)
+	s1 := l.path("w1", "globalmount")
+	must(t, stage(l.w1, v, s1, rwo()))
+	defer func() { must(t, unstage(l.w1, v, s1)) }()
+	f, err := os.Create(filepath.Join(s1, "ledger.log"))
+	must(t, err)
+	chunk := []byte(strings.Repeat("appended and synced, ", 3) + "\n")
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- f.Close()
+				return
+			default:
+			}
+			if _, err := f.Write(chunk); err != nil {
+				done <- err
+				return
+			}
+			if err := f.Sync(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	changing := 0
+	var reads []string
+	for range 5 {
+		got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log")
+		switch {
+		case errors.Is(err, ErrImageChanging):
+			changing++
+		case err != nil && !errors.Is(err, ErrNoSuchFile):
+			t.Errorf("a read under writes failed otherwise: %v", err)
+		case err == nil:
+			reads = append(reads, string(got.Data))
+		}
+	}
+	close(stop)
+	must(t, <-done)
+	if changing == 0 {
+		t.Errorf("5 reads of an image written without pause all returned the file (%d byte(s) first); none was refused as changing", len(reads[0]))
+	}
+	got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log")
+	must(t, err)
+	if n := len(got.Data) / len(chunk); n == 0 || string(got.Data) != strings.Repeat(string(chunk), n) {
+		t.Errorf("the read once the writes stopped holds %d byte(s), not whole appends", len(got.Data))
+	}
+	for _, r := range reads {
+		if !strings.HasPrefix(string(got.Data), r) {
+			t.Errorf("a read returned while the image was written is no prefix of the final file (%d byte(s))", len(r))
+		}
+	}
+}
+
+// A writer that appends and syncs every 100 ms, as the ledger's does,
+// leaves the image still between its appends: the reads find a quiet
+// moment to copy it, and each holds whole appends.
+func TestReadVolumeFileFindsTheQuietBetweenAppends(t *testing.T) {
+	l := newLab(t, KindBlock)
+	v := l.create(t, "pvc-paced", nil)
+	s1 := l.path("w1", "globalmount")
+	must(t, stage(l.w1, v, s1, rwo()))
+	defer func() { must(t, unstage(l.w1, v, s1)) }()
+	f, err := os.Create(filepath.Join(s1, "ledger.log"))
+	must(t, err)
+	chunk := "appended and synced\n"
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- f.Close()
+				return
+			case <-tick.C:
+			}
+			if _, err := f.WriteString(chunk); err != nil {
+				done <- err
+				return
+			}
+			if err := f.Sync(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(250 * time.Millisecond)
+	refused := 0
+	for range 5 {
+		got, err := ReadVolumeFile(context.Background(), l.store, v.VolumeId, "ledger.log")
+		switch {
+		case errors.Is(err, ErrImageChanging):
+			refused++
+			t.Logf("refused: %v", err)
+		case err != nil:
+			t.Errorf("read: %v", err)
+		default:
+			if n := len(got.Data) / len(chunk); string(got.Data) != strings.Repeat(chunk, n) {
+				t.Errorf("read %d byte(s), not whole appends", len(got.Data))
+			}
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	close(stop)
+	must(t, <-done)
+	if refused > 0 {
+		t.Errorf("%d of 5 reads found no quiet moment under appends 100 ms apart", refused)
+	}
+}
 
 // A block volume's file is read from the image as it reached it, with the
 // volume's mounts; after unstage it is read with no mount.

@@ -47,8 +47,8 @@ var bounds = invariant.Bounds{
 // not deployed.
 func every() []invariant.Invariant {
 	return append(invariant.All(bounds),
-		invariant.ServiceRoutesTruthful(400*time.Millisecond),
-		invariant.DNSTruthful(300*time.Millisecond, 500*time.Millisecond),
+		invariant.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
+		invariant.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
 		invariant.AcknowledgedDataSurvives(),
 	)
 }
