@@ -117,6 +117,7 @@ var Faults = map[string][]string{
 	"dead-endpoint":            {SSH, Root, Services, CRI},
 	"finalizer-then-delete":    {},
 	"stop-then-out-of-service": {SSH, Root, Services},
+	"stopped-through-heal":     {SSH, Root, Services},
 }
 
 // FaultNotes say more of a fault than its requirements.
