@@ -47,6 +47,10 @@ func (m *mountTable) set(t *testing.T, mounts ...string) {
 	}
 }
 
+// ranMu guards the shellNodes' command logs: the static lab asks its
+// workers in parallel.
+var ranMu sync.Mutex
+
 // shellNode runs a command with this machine's sh, reading the test's
 // mount table; down, it cannot be reached.
 type shellNode struct {
@@ -66,7 +70,9 @@ func (h shellNode) Run(ctx context.Context, cmd string) (lab.Result, error) {
 		return lab.Result{}, fmt.Errorf("connecting to %s: %w", h.name, syscall.EHOSTUNREACH)
 	}
 	if h.ran != nil {
+		ranMu.Lock()
 		*h.ran = append(*h.ran, h.name+": "+cmd)
+		ranMu.Unlock()
 	}
 	cmd = strings.ReplaceAll(cmd, "/proc/self/mountinfo", h.mounts.path)
 	var out, errb strings.Builder
