@@ -39,11 +39,12 @@ GINKGO  = $(shell $(GO) env GOPATH)/bin/ginkgo
 # build; iproute2, iptables, nftables and conntrack for host namespaces and
 # kube-proxy; openssh for every host's sshd and the SSH tests; keepalived for
 # the virtual address; runc and the CNI plugins for containers; util-linux
-# (nsenter, unshare), procps, psmisc, kmod and curl; chromium for the report
-# pages' browser tests and screenshots.
+# (nsenter, unshare), procps, psmisc, kmod and curl; sudo for the local lab's
+# non-root login (faultline lab sudo-user, the static lab's lab tests);
+# chromium for the report pages' browser tests and screenshots.
 DEB_PACKAGES = ca-certificates git make gcc libc6-dev iproute2 iptables nftables conntrack \
 	openssh-server openssh-client keepalived runc containernetworking-plugins \
-	util-linux procps psmisc kmod curl ipset chromium
+	util-linux procps psmisc kmod curl ipset sudo chromium
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)

@@ -216,9 +216,20 @@ type StoredData interface {
 	// ReadVolumeFile reads a file of the volume a PersistentVolume's CSI
 	// volume handle names, as the storage holds it, with the hosts that
 	// had the volume mounted when the read began; an error wrapping
-	// ErrUnsupported where the lab cannot read its storage itself.
+	// ErrUnsupported where the lab cannot read its storage itself. A lab
+	// that reads its storage through the cluster (a pod mounting the
+	// claim) reads only a claim marked QuiescedClaimAnnotation that no
+	// node mounts, and otherwise returns an error with the hosts that
+	// mount it.
 	ReadVolumeFile(ctx context.Context, volumeHandle, file string) (VolumeFile, error)
 }
+
+// QuiescedClaimAnnotation marks a PersistentVolumeClaim whose workloads a
+// suite has stopped for good (its value the time, RFC 3339). A lab that
+// reads a volume through the cluster, by a short-lived pod that mounts
+// the claim, reads only a claim that carries it and that no node mounts:
+// its reader must never take the volume from a workload, nor delay one.
+const QuiescedClaimAnnotation = "faultline.dev/quiesced"
 
 // ErrNoSuchFile is wrapped by a ReadVolumeFile error when the volume
 // holds no file of the name: a definite answer, not a failed read.

@@ -201,6 +201,18 @@ func Register(kind string, decode Decoder) {
 	registry[kind] = decode
 }
 
+// Kinds lists the registered fault kinds, sorted.
+func Kinds() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
 // Decode turns a kind and its parameters back into a Fault.
 func Decode(kind string, params json.RawMessage) (Fault, error) {
 	registryMu.Lock()

@@ -97,3 +97,8 @@ func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (l
 	}
 	return lab.VolumeFilesystem{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, MountedOn: l.mountHosts(c.Mounts)}, err
 }
+
+// KubeletRootDir is the host's kubelet's --root-dir, under which its
+// pods' volumes are mounted (a static lab file that describes this lab
+// names it per host: hosts[].kubeletRootDir).
+func (l *Lab) KubeletRootDir(host string) string { return l.comp.KubeletRoot(host) }

@@ -126,7 +126,7 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
 			source.NewAgentHealth(h, AgentEndpoints, probeTimeout),
-			source.NewPolicyRules(h),
+			source.PolicyRulesFor(env.Lab, h),
 		)
 		if name == NewcomerNode {
 			// Unreadable (no such pod) until a scenario starts it.
