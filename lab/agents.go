@@ -73,20 +73,24 @@ type AgentRuns interface {
 
 // AgentRunOf says how agent runs on node: the lab's own answer
 // (AgentRuns), else what its lab file's kubernetes.agents says (pods:
-// where kubeadm and the agent's own manifests put it, KubeadmAgentPod;
-// services, or nothing said: a service of the host).
+// where kubeadm and the agent's own manifests put it, KubeadmAgentPod,
+// the policy agent's as the file's kubernetes.policyAgent names it,
+// PolicyAgentPod; services, or nothing said: a service of the host).
 func AgentRunOf(l Lab, node, agent string) (AgentRun, error) {
 	if r, ok := l.(AgentRuns); ok {
 		return r.AgentRun(node, agent)
 	}
-	var layout string
+	var layout, policyAgent string
 	if c := l.Config(); c != nil {
-		layout = c.Kubernetes.AgentsLayout()
+		layout, policyAgent = c.Kubernetes.AgentsLayout(), c.Kubernetes.PolicyAgent
 	}
 	if layout != AgentsAsPods {
 		return AgentRun{Agent: agent, Node: node}, nil
 	}
 	p, ok := KubeadmAgentPod(agent)
+	if agent == ServicePolicyAgent && policyAgent != "" {
+		p, ok = PolicyAgentPod(policyAgent)
+	}
 	if !ok {
 		return AgentRun{}, Unsupported(l.Info().Kind, "agent "+agent, fmt.Sprintf("kubernetes.agents is %s and no DaemonSet is known for %s", AgentsAsPods, agent))
 	}
@@ -104,6 +108,27 @@ func KubeadmAgentPod(agent string) (AgentPod, bool) {
 		return AgentPod{Namespace: "kube-system", DaemonSet: "kube-proxy", Selector: "k8s-app=kube-proxy", Container: "kube-proxy", ServiceAccount: "kube-proxy"}, true
 	case ServicePolicyAgent:
 		return AgentPod{Namespace: "kube-system", DaemonSet: "kube-router", Selector: "k8s-app=kube-router", Container: "kube-router", ServiceAccount: "kube-router"}, true
+	}
+	return AgentPod{}, false
+}
+
+// PolicyAgentPod is where a NetworkPolicy agent (a lab file's
+// kubernetes.policyAgent) runs as a pod, as its own manifests deploy it
+// in kube-system: Calico's calico.yaml (DaemonSet, service account and
+// container calico-node, pods labelled k8s-app=calico-node; the Tigera
+// operator's install puts them in calico-system instead, which no lab
+// file can name yet), kube-router's (as KubeadmAgentPod) and
+// kube-network-policies' install.yaml (DaemonSet, service account and
+// container kube-network-policies, pods labelled
+// k8s-app=kube-network-policies).
+func PolicyAgentPod(policyAgent string) (AgentPod, bool) {
+	switch policyAgent {
+	case PolicyAgentKubeRouter:
+		return KubeadmAgentPod(ServicePolicyAgent)
+	case PolicyAgentCalico:
+		return AgentPod{Namespace: "kube-system", DaemonSet: "calico-node", Selector: "k8s-app=calico-node", Container: "calico-node", ServiceAccount: "calico-node"}, true
+	case PolicyAgentKubeNetworkPolicies:
+		return AgentPod{Namespace: "kube-system", DaemonSet: "kube-network-policies", Selector: "k8s-app=kube-network-policies", Container: "kube-network-policies", ServiceAccount: "kube-network-policies"}, true
 	}
 	return AgentPod{}, false
 }

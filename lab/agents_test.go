@@ -76,3 +76,31 @@ func TestAgentPodCheckNamesWhatIsMissing(t *testing.T) {
 		t.Errorf("kube-router's pod: %v", err)
 	}
 }
+
+// On a cluster of pods, the policy agent's pod is the one the lab file
+// names: its DaemonSet as the agent's own manifests deploy it.
+func TestPolicyAgentPodFollowsTheFilesPolicyAgent(t *testing.T) {
+	for _, tc := range []struct {
+		policyAgent string
+		want        AgentPod
+	}{
+		{"", AgentPod{Namespace: "kube-system", DaemonSet: "kube-router", Selector: "k8s-app=kube-router", Container: "kube-router", ServiceAccount: "kube-router"}},
+		{PolicyAgentKubeRouter, AgentPod{Namespace: "kube-system", DaemonSet: "kube-router", Selector: "k8s-app=kube-router", Container: "kube-router", ServiceAccount: "kube-router"}},
+		{PolicyAgentCalico, AgentPod{Namespace: "kube-system", DaemonSet: "calico-node", Selector: "k8s-app=calico-node", Container: "calico-node", ServiceAccount: "calico-node"}},
+		{PolicyAgentKubeNetworkPolicies, AgentPod{Namespace: "kube-system", DaemonSet: "kube-network-policies", Selector: "k8s-app=kube-network-policies", Container: "kube-network-policies", ServiceAccount: "kube-network-policies"}},
+	} {
+		cfg := &Config{Kubernetes: KubernetesSettings{Agents: AgentsAsPods, PolicyAgent: tc.policyAgent}}
+		r, err := AgentRunOf(layoutLab{endpointLab{cfg: cfg}}, "worker1", ServicePolicyAgent)
+		if err != nil || !r.AsPod() || *r.Pod != tc.want {
+			t.Errorf("policyAgent %q: %+v %v, want the pod %+v", tc.policyAgent, r.Pod, err, tc.want)
+			continue
+		}
+		if err := r.Pod.Check(); err != nil {
+			t.Errorf("policyAgent %q: %v", tc.policyAgent, err)
+		}
+		r, err = AgentRunOf(layoutLab{endpointLab{cfg: cfg}}, "worker1", ServiceKubeProxy)
+		if err != nil || r.Pod == nil || r.Pod.DaemonSet != "kube-proxy" {
+			t.Errorf("policyAgent %q: kube-proxy %+v %v", tc.policyAgent, r.Pod, err)
+		}
+	}
+}
