@@ -44,10 +44,13 @@ type Finding struct {
 
 // Report is every requirement as found on one lab.
 type Report struct {
-	Lab               string             `json:"lab"`
-	Kind              string             `json:"kind"`
-	KubernetesVersion string             `json:"kubernetesVersion,omitempty"`
-	Findings          map[string]Finding `json:"findings"`
+	Lab               string `json:"lab"`
+	Kind              string `json:"kind"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Agents is how the lab's node agents run (lab.AgentsAsServices or
+	// lab.AgentsAsPods), as agentsLayout finds it.
+	Agents   string             `json:"agents"`
+	Findings map[string]Finding `json:"findings"`
 }
 
 // checkTimeout bounds each requirement's check.
@@ -83,7 +86,7 @@ func Check(ctx context.Context, l lab.Lab) Report {
 	} else {
 		e.verErr = e.kubeErr
 	}
-	r := Report{Lab: l.Info().Name, Kind: l.Info().Kind, Findings: map[string]Finding{}}
+	r := Report{Lab: l.Info().Name, Kind: l.Info().Kind, Agents: agentsLayout(l), Findings: map[string]Finding{}}
 	if e.version != nil {
 		r.KubernetesVersion = "v" + e.version.String()
 	}
@@ -510,12 +513,36 @@ func checkAuthzConfig(e *env) Finding {
 	return f
 }
 
+// agentsLayout is how l runs its node agents: lab.AgentsAsPods when
+// kube-proxy runs as a pod on any worker (lab.AgentRunOf: the lab's own
+// answer, else its file's), else lab.AgentsAsServices; a lab without
+// workers is as its file says.
+func agentsLayout(l lab.Lab) string {
+	workers := 0
+	for _, h := range l.Hosts() {
+		if !h.HasRole(lab.RoleWorker) {
+			continue
+		}
+		workers++
+		if r, err := lab.AgentRunOf(l, h.Name(), lab.ServiceKubeProxy); err == nil && r.AsPod() {
+			return lab.AgentsAsPods
+		}
+	}
+	if c := l.Config(); workers == 0 && c != nil {
+		return c.Kubernetes.AgentsLayout()
+	}
+	return lab.AgentsAsServices
+}
+
 // capability checks that the lab implements the interface a requirement
 // names.
 func capability(id string) func(*env) Finding {
 	return func(e *env) Finding {
 		var ok bool
 		var iface string
+		if (id == AgentIDs || id == AgentConfigs) && agentsLayout(e.lab) == lab.AgentsAsPods {
+			return notMet("the agents run as pods (kubernetes.agents: pods), one service account and no kubeconfig file per node: the faults on them need what the faults on agents run as pods need")
+		}
 		switch id {
 		case EtcdForks:
 			_, ok = e.lab.(lab.EtcdForks)
@@ -725,6 +752,16 @@ func (r Report) Write(w io.Writer) error {
 	b.WriteString("\nfaults\n")
 	for _, k := range FaultKinds() {
 		fmt.Fprintf(&b, "  %-8s %-26s %s\n", r.verdict(append([]string{Marker}, Faults[k]...)), k, r.lacks(append([]string{Marker}, Faults[k]...), FaultNotes[k]))
+	}
+	if r.Agents == lab.AgentsAsPods {
+		b.WriteString("\nfaults on node agents run as pods (the kinds above, on kube-proxy or the policy agent)\n")
+		for _, k := range AgentPodFaultKinds() {
+			ids := append([]string{Marker}, AgentPodFaults[k]...)
+			fmt.Fprintf(&b, "  %-8s %-26s %s\n", r.verdict(ids), k, r.lacks(ids, AgentPodFaultNotes[k]))
+		}
+		for _, k := range []string{"stop-service", "stopped-through-heal"} {
+			fmt.Fprintf(&b, "  %-8s %-26s %s\n", "cannot", k, "refused: a DaemonSet's pod cannot be kept down")
+		}
 	}
 	b.WriteString("\nsources\n")
 	for _, s := range Sources {

@@ -39,6 +39,16 @@ func TestEveryFaultKindSaysWhatItNeeds(t *testing.T) {
 			}
 		}
 	}
+	for k, ids := range AgentPodFaults {
+		if _, ok := Faults[k]; !ok {
+			t.Errorf("fault on an agent run as a pod %s is no fault kind", k)
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				t.Errorf("fault on an agent run as a pod %s needs %q, which is no requirement", k, id)
+			}
+		}
+	}
 	for _, s := range Sources {
 		for _, id := range s.Needs {
 			if !seen[id] {
@@ -176,5 +186,71 @@ func TestReportSaysWhichFaultsCannotRun(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report without %q:\n%s", want, out)
 		}
+	}
+}
+
+// agentLab is a fake lab that offers per-node agent identities and
+// kubeconfigs, as the local lab's type does in either layout.
+type agentLab struct{ fakeLab }
+
+func (agentLab) AgentIdentity(node, agent string) (lab.Identity, error) {
+	return lab.Identity{}, lab.ErrUnsupported
+}
+func (agentLab) AgentKubeconfig(node, agent string) (string, error) {
+	return "", lab.ErrUnsupported
+}
+
+// Agents run as pods have no identity or kubeconfig per node, whatever
+// interfaces the lab's type has; agents run as services have them where
+// the lab offers them.
+func TestAgentCapabilitiesFollowHowTheAgentsRun(t *testing.T) {
+	w1 := shellHost{name: "worker1", roles: []lab.Role{lab.RoleWorker}}
+	for _, tc := range []struct {
+		agents string
+		want   Status
+	}{{lab.AgentsAsServices, Met}, {lab.AgentsAsPods, NotMet}} {
+		cfg := &lab.Config{Name: "fleet", Kind: "static", Kubernetes: lab.KubernetesSettings{Agents: tc.agents}}
+		e := &env{ctx: context.Background(), lab: agentLab{fakeLab{cfg: cfg, hosts: []lab.Host{w1}}}}
+		for _, id := range []string{AgentIDs, AgentConfigs} {
+			f := capability(id)(e)
+			if f.Status != tc.want || (tc.want == NotMet && !strings.Contains(f.Detail, "kubernetes.agents: pods")) {
+				t.Errorf("agents %s, %s: %+v, want %s", tc.agents, id, f, tc.want)
+			}
+		}
+	}
+}
+
+// A report on a lab whose agents run as pods says what the faults on them
+// need, apart from what the same kinds need of a host's service.
+func TestReportOfALabOfPodsSaysWhatItsAgentFaultsNeed(t *testing.T) {
+	r := Report{Lab: "fleet", Kind: "static", Agents: lab.AgentsAsPods, Findings: map[string]Finding{}}
+	for _, req := range Requirements {
+		r.Findings[req.ID] = Finding{Requirement: req.ID, Status: Met}
+	}
+	r.Findings[AgentConfigs] = Finding{Requirement: AgentConfigs, Status: NotMet}
+	r.Findings[Services] = Finding{Requirement: Services, Status: NotMet}
+	r.Findings[CgroupFreezer] = Finding{Requirement: CgroupFreezer, Status: NotMet}
+	var b strings.Builder
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	_, pods, ok := strings.Cut(out, "faults on node agents run as pods")
+	if !ok {
+		t.Fatalf("report without the faults on agents run as pods:\n%s", out)
+	}
+	pods, _, _ = strings.Cut(pods, "\nsources\n")
+	for _, want := range []string{"ok       pin-agents", "ok       restart-service", "cannot   freeze", "cgroup-freezer not met", "ok       blackhole-watch"} {
+		if !strings.Contains(pods, want) {
+			t.Errorf("faults on agents run as pods without %q:\n%s", want, pods)
+		}
+	}
+	r.Agents = lab.AgentsAsServices
+	b.Reset()
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "faults on node agents run as pods") {
+		t.Errorf("a lab of services with the faults on agents run as pods:\n%s", b.String())
 	}
 }

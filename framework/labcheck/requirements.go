@@ -79,8 +79,8 @@ var Requirements = []Requirement{
 	{ID: EtcdAccess, Needs: "an etcd client this program can use: every member's client URL and a client certificate (`lab.EtcdAccess`: the local lab's own, an SSH lab file's `etcd:`)", Checked: "every member's status, asked with that client", check: checkEtcdAccess},
 	{ID: EtcdForks, Needs: "on control-plane hosts the etcd binary, a member's serving certificate and the CA the API server's etcd client certificate is signed by (`lab.EtcdForks`)", Checked: "the lab's capability", check: capability(EtcdForks)},
 	{ID: KubeletAccess, Needs: "a client certificate the kubelets' API (10250) accepts and the CA of their serving certificates (`lab.KubeletAccess`: the local lab's own, an SSH lab file's `kubelet:`)", Checked: "`/healthz` of every worker's kubelet with that client", check: checkKubeletAccess},
-	{ID: AgentIDs, Needs: "node agents that authenticate with an identity of their own per node (`lab.AgentIdentities`), or pods whose bound service-account tokens name their node", Checked: "the lab's capability", check: capability(AgentIDs)},
-	{ID: AgentConfigs, Needs: "the kubeconfig file each node agent reads on its host (`lab.AgentKubeconfigs`)", Checked: "the lab's capability", check: capability(AgentConfigs)},
+	{ID: AgentIDs, Needs: "node agents run as services that authenticate with an identity of their own per node (`lab.AgentIdentities`); agents run as pods have none (what the faults on them need is the table after the next)", Checked: "how the agents run (`lab.AgentRunOf`), then the lab's capability", check: capability(AgentIDs)},
+	{ID: AgentConfigs, Needs: "node agents run as services, each reading a kubeconfig file on its host (`lab.AgentKubeconfigs`)", Checked: "how the agents run (`lab.AgentRunOf`), then the lab's capability", check: capability(AgentConfigs)},
 	{ID: ClusterDNS, Needs: "a cluster DNS address this program can reach (`lab.ClusterDNSAccess`)", Checked: "the lab's capability", check: capability(ClusterDNS)},
 	{ID: APIServers, Needs: "each control-plane host's API server answers at the host's own address, port `network.apiServerPort`, with the lab's kubeconfig credentials", Checked: "`/version` at each", check: checkAPIServers},
 	{ID: VirtualAddress, Needs: "`network.virtualIP` in front of the API servers", Checked: "`/version` at the lab's own kubeconfig", check: checkVirtualAddress},
@@ -126,10 +126,33 @@ var FaultNotes = map[string]string{
 	"null":                  "nothing",
 	"quota-then-delete":     "the API alone",
 	"finalizer-then-delete": "the API alone",
-	"blackhole-watch":       "for a node agent also agent-identities; the fault's README says which versions name a pod's node in its token",
+	"blackhole-watch":       "for a node agent run as a service also agent-identities",
 	"freeze":                "the leader variants find the leader through etcd-access (etcd) or the Leases",
 	"stop-service":          "the leader variants find the leader through etcd-access (etcd) or the Leases",
 	"kill":                  "the leader variants find the leader through etcd-access (etcd) or the Leases",
+}
+
+// AgentPodFaults are what the fault kinds that address a node agent need
+// when the agent runs as a DaemonSet's pod (kubernetes.agents: pods),
+// which they address through the cluster and the node's cgroups instead
+// of a host's service (framework/fault/README.md). stop-service and
+// stopped-through-heal refuse such an agent: a DaemonSet's pod cannot be
+// kept down.
+var AgentPodFaults = map[string][]string{
+	"freeze":          {SSH, Root, CgroupFreezer},
+	"kill":            {SSH, Root, CgroupFreezer},
+	"restart-service": {},
+	"pin-agents":      {SSH, Root, IPTables, SocketKill},
+	"blackhole-watch": {SSH, Root, Version130, AuthzConfig, SocketKill},
+}
+
+// AgentPodFaultNotes say more of a fault on an agent run as a pod.
+var AgentPodFaultNotes = map[string]string{
+	"freeze":          "the pod's cgroup frozen, found as pod-freeze finds it",
+	"kill":            "the container's processes killed, found under the pod's cgroup as pod-freeze finds it",
+	"restart-service": "the API alone (the pod deleted, the DaemonSet makes another)",
+	"pin-agents":      "the node's nat table, and `ss -p`, `ss -K` on the node",
+	"blackhole-watch": "the node name pod-bound tokens carry: Kubernetes 1.30+ (beta, on by default), GA in 1.32; inject refuses a server whose token review carries none",
 }
 
 // A Source is one evidence source and what it needs.
@@ -166,8 +189,17 @@ func requirementByID(id string) (Requirement, bool) {
 
 // FaultKinds are the kinds Faults lists, sorted.
 func FaultKinds() []string {
-	kinds := make([]string, 0, len(Faults))
-	for k := range Faults {
+	return sortedKinds(Faults)
+}
+
+// AgentPodFaultKinds are the kinds AgentPodFaults lists, sorted.
+func AgentPodFaultKinds() []string {
+	return sortedKinds(AgentPodFaults)
+}
+
+func sortedKinds(m map[string][]string) []string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
@@ -185,6 +217,10 @@ func Markdown() string {
 	b.WriteString("\n| fault | needs (besides `lab-marker`) |\n|---|---|\n")
 	for _, k := range FaultKinds() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", k, needsCell(Faults[k], FaultNotes[k]))
+	}
+	b.WriteString("\n| fault on a node agent run as a pod (`kubernetes.agents: pods`) | needs (besides `lab-marker`) |\n|---|---|\n")
+	for _, k := range AgentPodFaultKinds() {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", k, needsCell(AgentPodFaults[k], AgentPodFaultNotes[k]))
 	}
 	b.WriteString("\n| source | needs |\n|---|---|\n")
 	for _, s := range Sources {
