@@ -42,6 +42,12 @@ type DialValue struct {
 // Answered is whether an HTTP answer came back.
 func (d DialValue) Answered() bool { return d.Status != 0 }
 
+// Made is whether the connection got through: an HTTP answer came back,
+// or the TCP connection was made (the target's SYN-ACK came back, which a
+// policy that rejects or drops would have stopped) though no answer came
+// in time.
+func (d DialValue) Made() bool { return d.Connected || d.Answered() }
+
 // AgentHealthValue is each agent's health endpoint on one node, by agent
 // name ("kube-proxy", "kube-router").
 type AgentHealthValue struct {
@@ -57,6 +63,29 @@ type AgentHealthAnswer struct {
 
 // Healthy is a 200 answer.
 func (a AgentHealthAnswer) Healthy() bool { return a.StatusCode == 200 }
+
+// ConnectedNoAnswer begins the failure of an HTTP GET whose connection
+// was made and not answered in time; one whose connection was not made in
+// time says "no connection within".
+const ConnectedNoAnswer = "connected, no answer within"
+
+// Admits says the agent itself told its checker it is not healthy: it
+// answered with another status, nothing listened (the connection was
+// refused), or its port accepted the connection and the agent did not
+// answer in time (a frozen agent: the kernel accepts, the process does
+// not answer). A read whose connection was not made in time, or that
+// failed otherwise, says neither: the dial may have been slow on the
+// reader's side (a loaded machine). Records from before the two timeouts
+// were told apart say "no answer within" for both: unknown.
+func (a AgentHealthAnswer) Admits() bool {
+	if a.StatusCode != 0 {
+		return a.StatusCode != 200
+	}
+	if strings.HasPrefix(a.Error, ConnectedNoAnswer) {
+		return true
+	}
+	return strings.HasPrefix(a.Error, "connection failed: ") && strings.Contains(a.Error, "connection refused")
+}
 
 // The policy questions.
 const (
@@ -93,6 +122,13 @@ type PolicyPair struct {
 	// side refuses, when not allowed.
 	Isolating []string `json:"isolating,omitempty"`
 	Why       string   `json:"why,omitempty"`
+	// EgressDenying names the policies isolating From for egress when
+	// none of them admits the connection (its node's agent denies it);
+	// IngressDenying those isolating To for ingress when none admits it
+	// (the target's node's agent denies it). Empty when that direction
+	// allows.
+	EgressDenying  []string `json:"egressDenying,omitempty"`
+	IngressDenying []string `json:"ingressDenying,omitempty"`
 }
 
 // Rejected is a connection the pod could not make because something

@@ -43,17 +43,19 @@ const (
 //     whether or not it ever programmed it, has another outcome than the
 //     server records) and its health endpoint answered 200;
 //   - holding when it does not diverge, or its health says it is not
-//     healthy (it admits it; no answer at all counts as not healthy, as
-//     to a health checker);
+//     healthy (it admits it: another status than 200, or its port
+//     refused the connection);
 //   - unknown when the divergence could not be told (suspect as
 //     policy-enforced and service-routes-truthful say), or when it
-//     diverged and its health could not be read (suspect: it may have
-//     said it was healthy).
+//     diverged and its health could not be read or its health read timed
+//     out or failed otherwise (suspect: it may have said it was healthy;
+//     a read that timed out may have been slow on the reader's side).
 //
 // Fires when a stretch of broken rounds is proven longer than the agent's
 // bound; the reason names every agent that did, with its stretch.
 // INSUFFICIENT_DATA when unknown rounds that could hide one outlast the
-// bound. The bound is the paper's definition, not the agent's: an agent
+// bound, or when no round told, for some agent, whether it diverged (held
+// or broken against some server): an agent never decided is no pass. The bound is the paper's definition, not the agent's: an agent
 // may say it is healthy while a change is on its way (the agent's own
 // applying bound), not longer. Neither agent promises that much of its
 // health: kube-proxy's /healthz fails only once an update it queued has
@@ -131,6 +133,9 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	missed := missedTicks(in)
 	// Every agent that reported itself healthy while stale is named.
 	violatedAgent := map[agentKey]bool{}
+	// decided: the agents some round told, held or broken, against some
+	// server.
+	decided := map[agentKey]bool{}
 	var violations, violatedSources []string
 	var violatedAt time.Time
 	for _, k := range keys {
@@ -179,14 +184,30 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Suspect: true,
 						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
 				default:
-					exercised = true
 					ans := h.Value.Agents[k.agent]
-					if !ans.Healthy() {
+					if !ans.Healthy() && !ans.Admits() {
+						// Diverged, and its health read timed out or
+						// failed: no claim and no admission.
+						why := ans.Error
+						if why == "" {
+							why = "no answer recorded"
+						}
+						out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: unknown, Suspect: true,
+							Detail: fmt.Sprintf("%s on %s's health read failed (%s) while %s", k.agent, k.node, why, d.Detail)})
+						continue
+					}
+					exercised = true
+					if ans.Admits() {
 						out = append(out, mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: holds})
 						continue
 					}
 					out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: broken,
 						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
+				}
+			}
+			for _, m := range out {
+				if m.State != unknown {
+					decided[k] = true
 				}
 			}
 			out = withMissed(out, missed)
@@ -223,9 +244,16 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}
-	var names []string
+	var names, undecided []string
 	for _, k := range keys {
 		names = append(names, k.agent+" on "+k.node)
+		if !decided[k] {
+			undecided = append(undecided, k.agent+" on "+k.node)
+		}
+	}
+	if len(undecided) > 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("no round told whether %s diverged from an API server's record while its health was read (what it applied and the API's record, or its health, were never read together)", strings.Join(undecided, ", "))}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, Sources: []string{AgentHealthReaders},
 		Reason: fmt.Sprintf("no agent (%s) reported itself healthy while diverging from the API longer than its bound (kube-proxy %s, the policy agent %s)", strings.Join(names, ", "), a.bounds[healthKubeProxy].Limit, a.bounds[healthPolicyAgent].Limit)}

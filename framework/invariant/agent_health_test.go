@@ -120,3 +120,67 @@ func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 		t.Errorf("no source named: %+v", j)
 	}
 }
+
+// A health read that timed out is no admission: kube-proxy on worker1
+// stays stale from the change at 3 to the end and answers its health 200,
+// except that the 1 s health reads at 6 and 9 timed out. The stretch is
+// not proven past the bound, but unknown rounds that could hide it are:
+// INSUFFICIENT_DATA, never PRESERVED.
+func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
+	r := withHealth(t, routesRun(t, 12, 100, nil), 200)
+	for _, i := range []int{6, 9} {
+		v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+			"kube-proxy":  {Error: "no answer within 1s"},
+			"kube-router": {StatusCode: 200, Body: "OK"},
+		}}
+		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+	}
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData,
+		"health read failed (no answer within 1s)")
+
+	// A refused connection is the agent's admission: nothing listens.
+	for _, i := range []int{6, 9} {
+		v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+			"kube-proxy":  {Error: "connection failed: dial tcp 10.0.0.11:10256: connect: connection refused"},
+			"kube-router": {StatusCode: 200, Body: "OK"},
+		}}
+		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+	}
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
+
+	// So is a connection made and not answered (a frozen agent, as its
+	// checker sees it); one not made in time is not.
+	for _, c := range []struct {
+		err  string
+		want verdict.Verdict
+	}{{evidence.ConnectedNoAnswer + " 1s", verdict.Preserved}, {"no connection within 1s", verdict.InsufficientData}} {
+		for _, i := range []int{6, 9} {
+			v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+				"kube-proxy":  {Error: c.err},
+				"kube-router": {StatusCode: 200, Body: "OK"},
+			}}
+			r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+		}
+		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), c.want)
+	}
+}
+
+// An agent whose divergence no round told is no pass: kube-proxy's rules
+// on worker1 were read only in rounds whose API reads failed, and the API
+// only in rounds whose rule dumps failed.
+func TestAgentHealthNeverDecidedIsNoPass(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 11; i++ {
+		rd := r.round(float64(i))
+		if i < 2 {
+			rd.unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").
+				value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		} else {
+			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
+				unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+		}
+	}
+	r = withHealth(t, r, 200)
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData,
+		"no round told whether kube-proxy on worker1 diverged")
+}

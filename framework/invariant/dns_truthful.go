@@ -35,21 +35,32 @@ const DNSInstanceReaders = "coredns/*"
 // the bound: the API must have held the answer's records at some moment
 // at or after from = Taken − age − bound.
 //
-// An answer is broken when the API is proven to have stopped holding its
-// records before from: a readable read (of any server) held them last at
-// some moment, and a readable read begun after that one returned, and
-// returned by from, held other records. It holds when a read holding them
-// returned at or after from, or when the reads bracketing the change
-// (the last holding them, the first after it not holding them) were
-// consecutive, with from between them: the API may have changed after
-// from (resolution: one sampling interval). It is unknown when API reads
-// failed between those two: a gap never stands for "the API no longer
+// An answer is broken when the API is proven not to have held its records
+// at any moment from from until the answer was served: a readable read
+// (of any server) returned by from did not hold them, was begun after the
+// last read holding them (if any) returned, and every read from it
+// through the first read begun after the answer found the same records at
+// the same resourceVersion, none failing and no tick missed between. A
+// state between two reads that differ is not seen (a service recreated
+// between them passes through "no such name"), so an answer whose
+// look-back spans a change or a failed read is unknown, as is one with no
+// API read after it; two reads that found no service carry no
+// resourceVersion, so a name created and deleted again between them is
+// not seen (resolution: one sampling interval). An answer holds when a
+// read holding its records returned at or after from, or when the reads
+// bracketing the change (the last holding them, the first after it not
+// holding them) were consecutive, with from between them: the API may
+// have changed after from. It is unknown when API reads failed or a tick
+// was missed between those two: a gap never stands for "the API no longer
 // held it". A server failure (SERVFAIL, REFUSED) is no answer: the
 // instance declined.
 //
 // Fires on the first broken answer. INSUFFICIENT_DATA when an answer is
-// unknown, no instance answered or no API server was read: PRESERVED
-// needs every answer shown to be within its age and the bound.
+// unknown, no instance answered or no API server was read, or, when the
+// API's records changed, an instance gave no answer (readable, not
+// declined) served late enough that its look-back starts after the last
+// change returned: PRESERVED needs every answer shown to be within its
+// age and the bound, and every instance shown to have followed.
 //
 // Why: CoreDNS's kubernetes plugin answers from its informer's cache of
 // Services and EndpointSlices; an instance whose watch stopped keeps
@@ -84,6 +95,8 @@ type apiRecords struct {
 	taken, at time.Time
 	source    string
 	set       string
+	// rv is the service's resourceVersion, "" when it did not exist.
+	rv string
 }
 
 // maxAge is the longest ago an answer can have been fetched: the cache
@@ -100,9 +113,10 @@ func (d dnsTruthful) maxAge(v evidence.DNSAnswerValue) (time.Duration, string) {
 	return left + time.Second, fmt.Sprintf("TTL %s left of at most %s, counted down in whole seconds: fetched less than %s before", r, d.cacheTTL, left+time.Second)
 }
 
-// heldSince says whether the API can have held set at or after from, and
-// when it changed away from it: the last read holding it and the first
-// read begun after that one that did not.
+// heldSince says whether the API can have held set at some moment in
+// [from, until] (until: when the answer was served), and when it changed
+// away from it: the last read holding it and the read that shows it no
+// longer held it.
 type heldState int
 
 const (
@@ -111,7 +125,32 @@ const (
 	heldUnknown
 )
 
-func heldSince(recs []apiRecords, gaps []gap, set string, from time.Time) (state heldState, last, next *apiRecords, why string) {
+// apiHistory is what the API servers were read to hold: the readable
+// reads, the reads that failed and the ticks at which nothing was read.
+type apiHistory struct {
+	recs   []apiRecords
+	gaps   []gap
+	missed []missedTick
+}
+
+// silent says why the API's state between lo and hi was not read, if a
+// read failed or a tick was missed between them.
+func (h apiHistory) silent(lo, hi time.Time) string {
+	for _, g := range h.gaps {
+		if g.At.After(lo) && g.At.Before(hi) {
+			return fmt.Sprintf("%s's read at %s timed out or failed (%s)", g.Source, stamp(g.At), g.Reason)
+		}
+	}
+	for _, m := range h.missed {
+		if m.At.After(lo) && m.At.Before(hi) {
+			return fmt.Sprintf("no snapshot could be taken at %s (%s)", stamp(m.At), m.Why)
+		}
+	}
+	return ""
+}
+
+func (h apiHistory) heldSince(set string, from, until time.Time) (state heldState, last, next *apiRecords, why string) {
+	recs := h.recs
 	for i := range recs {
 		if recs[i].set == set && (last == nil || recs[i].at.After(last.at)) {
 			last = &recs[i]
@@ -120,35 +159,62 @@ func heldSince(recs []apiRecords, gaps []gap, set string, from time.Time) (state
 	if last != nil && !last.at.Before(from) {
 		return heldMaybe, last, nil, ""
 	}
+	// next: the latest read returned by from, begun after the last read
+	// holding set returned, that did not hold it.
 	for i := range recs {
 		r := &recs[i]
-		if r.set == set || (last != nil && r.taken.Before(last.at)) {
+		if r.set == set || r.at.After(from) || (last != nil && r.taken.Before(last.at)) {
 			continue
 		}
-		if next == nil || r.at.Before(next.at) {
+		if next == nil || r.at.After(next.at) {
 			next = r
 		}
 	}
-	if next == nil || next.at.After(from) {
+	if next == nil {
+		if last == nil {
+			return heldUnknown, nil, nil, fmt.Sprintf("no API read returned by %s shows what the API held then", stamp(from))
+		}
 		// The change away from set (if there was one) may have come after
 		// from; whether the reads between say so decides.
-		lo := time.Time{}
-		if last != nil {
-			lo = last.at
-		}
 		hi := from
-		if next != nil {
-			hi = next.taken
+		if n := firstAfter(recs, set, last); n != nil {
+			hi = n.taken
 		}
-		for _, g := range gaps {
-			if g.At.After(lo) && g.At.Before(hi) {
-				return heldUnknown, last, next, fmt.Sprintf("%s's read at %s timed out or failed (%s), between the last read that held it and the first that did not", g.Source, stamp(g.At), g.Reason)
-			}
+		if s := h.silent(last.at, hi); s != "" {
+			return heldUnknown, last, nil, s + ", between the last read that held it and the first that did not"
 		}
-		if last == nil {
-			return heldUnknown, nil, next, "no API read before the answer's lookback began shows what the API held then"
+		return heldMaybe, last, nil, ""
+	}
+	// The API did not hold set at next's read; it is proven not to have
+	// held it at any moment up to until only if every read from next to
+	// the first read begun at or after until found the same records at the
+	// same resourceVersion, and none failed or was missed between: a
+	// state between two reads that differ is not seen (a service recreated
+	// between them passes through "no such name"). Two reads that found no
+	// service at all carry no resourceVersion: a name created and deleted
+	// again between them is not seen (resolution: one sampling interval).
+	var after *apiRecords
+	for i := range recs {
+		r := &recs[i]
+		if !r.taken.Before(until) && (after == nil || r.taken.Before(after.taken)) {
+			after = r
 		}
-		return heldMaybe, last, next, ""
+	}
+	if after == nil {
+		return heldUnknown, last, next, fmt.Sprintf("no API read begun at or after %s shows the API did not hold it again by then", stamp(until))
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.at.Before(next.taken) || r.taken.After(after.at) {
+			continue
+		}
+		if r.set != next.set || r.rv != next.rv {
+			return heldUnknown, last, next, fmt.Sprintf("the API's records changed between %s's read returned at %s (%s) and %s's read returned at %s (%s), so it may have held it at a moment no read saw",
+				next.source, stamp(next.at), next.set, r.source, stamp(r.at), r.set)
+		}
+	}
+	if s := h.silent(next.taken, after.at); s != "" {
+		return heldUnknown, last, next, s + ", after the read that shows the API no longer held it, so it may have held it again unseen"
 	}
 	return heldNot, last, next, ""
 }
@@ -166,18 +232,22 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 	var recs []apiRecords
 	changed := false
 	for _, o := range exps {
-		r := apiRecords{taken: o.Taken, at: o.ReadAt, source: string(o.Source), set: setText(sortedCopy(o.Value.IPs))}
+		r := apiRecords{taken: o.Taken, at: o.ReadAt, source: string(o.Source), set: setText(sortedCopy(o.Value.IPs)), rv: o.RV}
 		if len(recs) > 0 && recs[0].set != r.set {
 			changed = true
 		}
 		recs = append(recs, r)
 	}
+	hist := apiHistory{recs: recs, gaps: expGaps, missed: missedTicks(in)}
 	exercise := "the API's records for the name never changed"
 	if changed {
 		exercise = "the API's records for the name changed, so every instance had to follow"
 	}
 	sort.SliceStable(answers, func(i, j int) bool { return answers[i].ReadAt.Before(answers[j].ReadAt) })
 	held, declined := 0, 0
+	// lookedPast is, per instance, the latest start of a held answer's
+	// look-back.
+	lookedPast := map[string]time.Time{}
 	var unknowns []string
 	var longestLo, longest time.Duration
 	lagOf := ""
@@ -195,15 +265,22 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		got := setText(sortedCopy(ips))
 		age, ageWhy := d.maxAge(v)
 		from := o.Taken.Add(-age - d.bound.Limit)
-		state, last, next, why := heldSince(recs, expGaps, got, from)
+		state, last, next, why := hist.heldSince(got, from, o.ReadAt)
 		switch state {
 		case heldMaybe:
 			held++
+			if from.After(lookedPast[string(o.Source)]) {
+				lookedPast[string(o.Source)] = from
+			}
 			if next != nil || (last != nil && got != latestSet(recs, o.ReadAt)) {
 				// Kept superseded records: the API changed after the last
-				// read holding them and by the first read not holding them.
-				if n := firstAfter(recs, got, last); n != nil {
-					lo, hi := max(o.Taken.Sub(n.at), 0), o.ReadAt.Sub(last.taken)
+				// read holding them began and by the first read not
+				// holding them returned. Only an answer served after that
+				// return (its round began then or later) is shown to be
+				// superseded; one that may have been served before it has
+				// no lag to report.
+				if n := firstAfter(recs, got, last); n != nil && !o.Taken.Before(n.at) {
+					lo, hi := o.Taken.Sub(n.at), o.ReadAt.Sub(last.taken)
 					if hi > longest {
 						longestLo, longest, lagOf = lo, hi, string(o.Source)
 					}
@@ -224,7 +301,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, stamp(last.at))
 			}
 			return verdict.Judgement{Verdict: verdict.Violated,
-				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s (%s), so the API must have held it at or after %s (bound %s); %s, and %s's read returned at %s held %s; it gave the same answer %d time(s) through %s",
+				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s (%s), so the API must have held it at some moment from %s to then (bound %s); %s, and from %s's read returned at %s on every read held %s, unchanged, none failing, through the first read begun after the answer; it gave the same answer %d time(s) through %s",
 					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ageWhy, stamp(from), d.bound, heldText, next.source, stamp(next.at), next.set, same, stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
@@ -235,6 +312,21 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 	}
 	if held == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("no answer could be compared with the API: %d declined (server failure)", declined)}
+	}
+	if changed {
+		// Every instance must be shown to have followed the last change:
+		// an answer whose look-back starts after the change returned, so
+		// that it would have been proven wrong had the instance kept the
+		// superseded records.
+		change := lastChange(recs)
+		for _, src := range sourcesOf(answers, ansGaps) {
+			if !lookedPast[src].Before(change.at) {
+				continue
+			}
+			return verdict.Judgement{Verdict: verdict.InsufficientData,
+				Reason: fmt.Sprintf("the API's records changed to %s by %s's read returned at %s, and no answer of %s was served late enough to show it followed (its possible age and the bound %s after the change), so whether it kept the superseded records is not known (%d answers held, %d declined with a server failure)",
+					change.set, change.source, stamp(change.at), src, d.bound.Limit, held, declined)}
+		}
 	}
 	reason := fmt.Sprintf("%d answers from the instances held records the API held within their possible age (the cache keeps an entry at most %s) and the bound %s", held, d.cacheTTL, d.bound.Limit)
 	if declined > 0 {
@@ -250,6 +342,20 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		j.Exercised = verdict.NotExercised()
 	}
 	return j
+}
+
+// lastChange is the read (in the order the reads returned) that first
+// showed the API's last change of records.
+func lastChange(recs []apiRecords) apiRecords {
+	byAt := append([]apiRecords(nil), recs...)
+	sort.SliceStable(byAt, func(i, j int) bool { return byAt[i].at.Before(byAt[j].at) })
+	var out apiRecords
+	for i := 1; i < len(byAt); i++ {
+		if byAt[i].set != byAt[i-1].set {
+			out = byAt[i]
+		}
+	}
+	return out
 }
 
 // firstAfter is the first read begun after last returned that did not

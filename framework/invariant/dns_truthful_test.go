@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,10 +52,13 @@ func TestDNSTruthful(t *testing.T) {
 		t.Errorf("a change of the records exercises it: %+v", j)
 	}
 
-	// It keeps .50 to the end: at second 11, .50 was last recorded at 2.1,
-	// more than TTL 5 s + bound 3 s before.
+	// It keeps .50 to the end: at second 9, .50 was last recorded at 2.1,
+	// more than TTL 5 s + bound 3 s before, and the reads from 4.1 on held
+	// .77 unchanged. (At 8 the look-back reaches the read at 3.1 that
+	// found no service, and the API changed after it: it may have held
+	// .50 again at a moment no read saw.)
 	expect(t, inv, dnsRun(t, 12, 100, nil).input(WindowToSettle), verdict.Violated,
-		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50]", "TTL 5s left", "the same answer 4 time(s) through 10:00:11.300")
+		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50] for dns-routes.faultline-agents.svc.cluster.local at 10:00:09.300", "TTL 5s left", "the same answer 3 time(s) through 10:00:11.300")
 
 	// A server failure is no answer: with every answer declined, nothing
 	// can be said.
@@ -67,10 +71,14 @@ func TestDNSTruthful(t *testing.T) {
 	// A name error while the name exists for longer than the negative TTL
 	// and the bound is a wrong answer too.
 	nx := map[int]string{}
-	for i := 0; i < 14; i++ {
+	for i := 0; i < 15; i++ {
 		nx[i] = evidence.NameError
 	}
-	expect(t, inv, dnsRun(t, 14, 0, nx).input(WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
+	expect(t, inv, dnsRun(t, 15, 0, nx).input(WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
+	// The same name error in the last round only: no API read after it
+	// shows the API did not delete the name just before it.
+	last := map[int]string{13: evidence.NameError}
+	expect(t, inv, dnsRun(t, 14, 0, last).input(WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
 }
 
 // dnsRead is one round of a hand-built DNS run: what cp1 answered ("" for
@@ -125,7 +133,8 @@ func TestDNSTruthfulLooksBackByTheEntrysPossibleAge(t *testing.T) {
 	// 4.1 at the latest: fetched after 8.0, later than the bound allows.
 	rounds[7] = dnsRead{api: cur, ip: cur, ttl: 5}
 	rounds[9] = dnsRead{api: cur, ip: old, ttl: 5}
-	expect(t, inv, dnsRounds(t, rounds, 10).input(WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
+	rounds[10] = dnsRead{api: cur, ip: cur, ttl: 5}
+	expect(t, inv, dnsRounds(t, rounds, 11).input(WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
 }
 
 // API reads that timed out across the change do not stand for "the API no
@@ -145,9 +154,186 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 	expect(t, inv, dnsRounds(t, rounds, 15).input(WindowToSettle), verdict.InsufficientData, "timed out")
 
 	// The lag a PRESERVED reports is measured from when the API changed,
-	// bracketed by the reads on either side.
+	// bracketed by the reads on either side: the change came after the
+	// read begun at 2.0 and by the one returned at 3.1; .50 was served in
+	// [4.0, 4.3], so between 0.9 s and 2.3 s after it.
 	rounds = map[int]dnsRead{}
 	for i := 0; i < 8; i++ {
+		api := old
+		if i >= 3 {
+			api = cur
+		}
+		ip := api
+		if i == 3 || i == 4 {
+			ip = old
+		}
+		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
+	}
+	expect(t, inv, dnsRounds(t, rounds, 8).input(WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
+}
+
+// An answer no API read held is unknown, never wrong: the API can hold a
+// state between two reads that neither sees. Here the name is recreated
+// (deleted, then created with a new address) between the reads at 5.1
+// and 6.1, so the API held "no such name" for a moment no read saw; an
+// instance that heard the delete before the create caches a name error
+// (less than 5 s) and serves it through 9. The first read of the input,
+// holding .50, proves nothing about when the API stopped holding "nothing".
+func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		api := "10.250.0.50"
+		if i >= 6 {
+			api = "10.250.0.77"
+		}
+		rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "")
+		var a evidence.DNSAnswerValue
+		switch {
+		case i < 6:
+			a = dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
+		case i < 10:
+			a = dnsAnswer(evidence.NameError, "", 0)
+		default:
+			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
+		}
+		rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
+	}
+	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.Violated)
+	if j.Verdict != verdict.InsufficientData {
+		t.Errorf("a name error no read held: got %s, want INSUFFICIENT_DATA: %s", j.Verdict, j.Reason)
+	}
+}
+
+// The same with failed reads: the service is recreated at second 6 with
+// address .77, every API read from 6 on timed out, and the instance
+// answers the new, true address. No read held .77, so nothing shows when
+// the API held it: unknown, not VIOLATED.
+func TestDNSTruthfulAnAnswerNoReadHeldIsNotProvenWrong(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		rd := r.round(float64(i))
+		if i < 6 {
+			rd.value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}, "").
+				value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+			continue
+		}
+		rd.unreadable("apiserver/cp1", evidence.AgentDNSExpected, 5, "timeout: no answer within 5s").
+			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
+	}
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
+}
+
+// A read that held the answer before does not make a later unseen state
+// impossible: the API found no service at 0.1 and .50 from 1.1; the
+// service is recreated (passing through "no such name") between the reads
+// at 5.1 and 6.1. A name error served at 9 (from = 9 − 5 − 2 = 2) may come
+// from that moment: unknown, not VIOLATED.
+func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		var ips []string
+		rv := ""
+		switch {
+		case i >= 6:
+			ips, rv = []string{"10.250.0.77"}, "300"
+		case i >= 1:
+			ips, rv = []string{"10.250.0.50"}, "200"
+		}
+		a := dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
+		switch {
+		case i >= 9:
+			a = dnsAnswer(evidence.NameError, "", 0)
+		case i >= 7:
+			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
+		}
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).
+			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
+	}
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.InsufficientData,
+		"changed between", "may have held it at a moment no read saw")
+}
+
+// Reads that contradict an answer on both sides of its look-back, the
+// service unchanged between them, prove it wrong even when no read ever
+// held it.
+func TestDNSTruthfulUnchangedReadsProveAnAnswerNoReadHeldWrong(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 8; i++ {
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").
+			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+	}
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.Violated,
+		"answered [10.250.0.50]", "at 10:00:04.300", "no API read held it", "held [10.250.0.77], unchanged")
+}
+
+// A tick at which no snapshot was taken is an API read that did not
+// happen: the API held .50 at 3.1, nothing was sampled from 4 to 9, and
+// it held .77 at 10.1. An answer of .50 at 10 (from = 10 − 1 − 2 = 7) may
+// be truthful (the API may have changed at 9.9) or not (at 3.2): unknown.
+func TestDNSTruthfulMissedTicksAreUnknownReads(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 14; i++ {
+		if i >= 4 && i <= 9 {
+			continue
+		}
+		api, ans := "10.250.0.50", "10.250.0.50"
+		if i >= 10 {
+			api = "10.250.0.77"
+		}
+		if i >= 11 {
+			ans = "10.250.0.77"
+		}
+		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
+			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
+	}
+	in := r.input(WindowToSettle)
+	in.Timeline = missedAt(4, 5, 6, 7, 8, 9)
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at 10:00:04.000")
+}
+
+// PRESERVED needs an answer from every instance after the change: the
+// records change at 4, and every answer after it timed out, or was a
+// server failure (the instance declined). Nothing shows the instance
+// followed.
+func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
+	for _, how := range []string{"timeout", "servfail", "covered"} {
+		r := newRun(t)
+		for i := 0; i < 16; i++ {
+			api := "10.250.0.50"
+			if i >= 4 {
+				api = "10.250.0.77"
+			}
+			rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
+				value("coredns/worker1", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			switch {
+			case i < 4:
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+			case how == "timeout":
+				rd.unreadable("coredns/worker2", evidence.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
+			case how == "servfail":
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
+			default:
+				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			}
+		}
+		in := r.input(WindowToSettle)
+		inv := DNSTruthful(testBound(2*time.Second), 5*time.Second)
+		if how == "covered" {
+			expect(t, inv, in, verdict.Preserved, "answers from the instances held records")
+			continue
+		}
+		expect(t, inv, in, verdict.InsufficientData, "no answer of coredns/worker2 was served late enough")
+	}
+}
+
+// A lag is never negative: an answer of the old records served in the
+// round whose API read first showed the change may have been served
+// before the change, so it shows no superseded records kept and no lag;
+// the clamp to 0 reported one ("between 0s and ...").
+func TestDNSTruthfulNoLagFromAnAnswerThatMayPrecedeTheChange(t *testing.T) {
+	old, cur := "10.250.0.50", "10.250.0.77"
+	rounds := map[int]dnsRead{}
+	for i := 0; i < 14; i++ {
 		api := old
 		if i >= 3 {
 			api = cur
@@ -158,5 +344,8 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	expect(t, inv, dnsRounds(t, rounds, 8).input(WindowToSettle), verdict.Preserved, "after the API changed")
+	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).input(WindowToSettle), verdict.Preserved)
+	if strings.Contains(j.Reason, "kept superseded records") {
+		t.Errorf("a lag from an answer that may have been served before the change: %s", j.Reason)
+	}
 }

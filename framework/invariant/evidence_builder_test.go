@@ -100,3 +100,23 @@ const running, exited = "CONTAINER_RUNNING", "CONTAINER_EXITED"
 // testBound is a bound for the agents' invariants, with a mechanism the
 // reasons must state.
 func testBound(d time.Duration) Bound { return Bound{Limit: d, Why: "test mechanism"} }
+
+// notVerdict judges inv and fails when it gives bad: for evidence that
+// supports more than one verdict but never bad.
+func notVerdict(t *testing.T, inv Invariant, in Input, bad verdict.Verdict) verdict.Judgement {
+	t.Helper()
+	j := Judge(inv, in)
+	if j.Verdict == bad {
+		t.Errorf("%s: got %s, which the evidence does not support: %s", inv.Name(), j.Verdict, j.Reason)
+	}
+	return j
+}
+
+// missedAt is a timeline of ticks at which no snapshot was taken.
+func missedAt(secs ...float64) evidence.Timeline {
+	var tl evidence.Timeline
+	for _, s := range secs {
+		tl = append(tl, evidence.Event{At: sec(s), Source: "faultline", Subject: "scenario/x", Kind: SampleFailedEvent, Detail: "opening the lab's sources: connection refused"})
+	}
+	return tl
+}

@@ -31,21 +31,30 @@ const NewPodProbeReaders = "newpod/*"
 //
 // Premise: the NetworkPolicy reference says a pod created before the
 // plugin has handled a policy "may be started unprotected", so the
-// guarantee holds only for a pod created after its node's agent handled
-// the denying policy. That is shown by the agent's rules: a dump of the
-// new pod's node, read before the pod existed (before the start of the
-// last round whose API reads did not name it), that applies one of the
-// policies isolating the pair to an existing pod. Without it the verdict
-// is INSUFFICIENT_DATA, never VIOLATED.
+// guarantee holds only for a pod created after the agent handled the
+// denying policy. That is shown by the agent's rules, read before the pod
+// existed (before the start of the last round whose API reads did not
+// name it): the new pod's node's agent applied a policy that denies the
+// new pod's egress to the target (one isolating it for egress, none
+// admitting the connection) to an existing pod's egress, or the target's
+// node's agent applied one that denies the target's ingress from it to an
+// existing pod's ingress. A policy that isolates an end but admits the
+// connection, or one applied in the other direction, shows nothing.
+// Without the premise the verdict is INSUFFICIENT_DATA, never VIOLATED.
 //
-// Fires on the first round in which the new pod's connection was answered
-// while every API server that answered records it denied: no bound, since
-// a connection that got through once has already carried its data.
-// Rounds where an API server records it allowed (the policy on its way)
-// or none answered do not count either way, nor does a connection that
-// neither was answered nor was rejected (a timeout: a lost or slow path).
+// Fires on the first round in which the new pod's connection was made
+// (answered, or TCP connected with no answer in time: the SYN got through
+// a policy that would have rejected it) while every API server that
+// answered records it denied: no bound, since a connection that got
+// through once has already carried its data. Rounds where an API server
+// records it allowed (the policy on its way) or none answered do not
+// count either way, nor does a connection that was neither made nor
+// rejected (a timeout before connecting: a lost or slow path).
 // INSUFFICIENT_DATA when no round read the new pod's connection with a
-// denial recorded (the pod never started, or every probe failed).
+// denial recorded (the pod never started, or every probe failed), or when
+// a connection was made in a round whose API reads recorded nothing of the
+// pair (all failed, or none named it): it may have been denied then, so
+// "not even once" is not shown.
 //
 // Resolution: the probe can ask only once the pod has an address and
 // netexec in it listens, up to a tick later; a connection the pod makes
@@ -82,8 +91,10 @@ type newPodStart struct {
 	addressAt time.Time
 	addressBy string
 	address   string
-	isolating []string
-	node      string
+	// egress and ingress are the policies that deny the pair in that
+	// direction, with the node whose agent enforces it.
+	egress, ingress  []string
+	node, targetNode string
 }
 
 func (isolatedFromStart) Judge(in Input) verdict.Judgement {
@@ -127,11 +138,17 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			if pr.FromIP != "" && (st.addressAt.IsZero() || o.ReadAt.Before(st.addressAt)) {
 				st.addressAt, st.addressBy, st.address = o.ReadAt, string(o.Source), pr.FromIP
 			}
-			if len(pr.Isolating) > 0 {
-				st.isolating = pr.Isolating
+			if len(pr.EgressDenying) > 0 {
+				st.egress = pr.EgressDenying
+			}
+			if len(pr.IngressDenying) > 0 {
+				st.ingress = pr.IngressDenying
 			}
 			if pr.FromNode != "" {
 				st.node = pr.FromNode
+			}
+			if pr.TargetNode != "" {
+				st.targetNode = pr.TargetNode
 			}
 		}
 	}
@@ -148,13 +165,20 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	sort.SliceStable(probes, func(i, j int) bool { return probes[i].Snapshot < probes[j].Snapshot })
 	decided, refused := 0, 0
 	var firstAt, lastAt string
-	for _, o := range probes {
+	// unjudged: a connection made in a round no API read recorded the
+	// pair in (every read failed or none named it): it may have been
+	// denied, so it is no pass.
+	var unjudged *observation[evidence.DialValue]
+	for i, o := range probes {
 		k := pairKey{o.Value.From, o.Value.Target}
 		rec := recorded[o.Snapshot][k]
+		if len(rec[false]) == 0 && len(rec[true]) == 0 && o.Value.Made() && unjudged == nil {
+			unjudged = &probes[i]
+		}
 		if len(rec[false]) == 0 || len(rec[true]) > 0 {
 			continue
 		}
-		if !o.Value.Answered() && !o.Value.Rejected() {
+		if !o.Value.Made() && !o.Value.Rejected() {
 			continue
 		}
 		premise, premiseWhy := handledBefore(starts[k], hostOf(o.Source), snaps, rulesObs)
@@ -167,11 +191,11 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			firstAt = stamp(o.Taken)
 		}
 		lastAt = stamp(o.Taken)
-		if !o.Value.Answered() {
+		if !o.Value.Made() {
 			refused++
 			continue
 		}
-		reason := fmt.Sprintf("%s → %s was answered by %s at %s while %s record it denied", k.from, k.target, o.Value.Body, stamp(o.ReadAt), strings.Join(rec[false], ", "))
+		reason := fmt.Sprintf("%s → %s was %s at %s while %s record it denied", k.from, k.target, madeText(o.Value), stamp(o.ReadAt), strings.Join(rec[false], ", "))
 		if w := why[k]; w != "" {
 			reason += " (" + w + ")"
 		}
@@ -183,6 +207,11 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	if decided == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("no round read a new pod's connection answered or rejected while every API server that answered recorded it denied (%d connection(s) read)", len(probes))}
+	}
+	if u := unjudged; u != nil {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: []string{string(u.Source)}, At: u.Taken,
+			Reason: fmt.Sprintf("%s → %s was %s at %s in a round whose API reads recorded nothing of the pair (%s), so whether it was denied then is not known; %d connection(s) read while recorded denied were rejected",
+				u.Value.From, u.Value.Target, madeText(u.Value), stamp(u.ReadAt), gapsIn(expGaps, u.Snapshot), decided)}
 	}
 	var k pairKey
 	for _, o := range probes {
@@ -196,39 +225,60 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 			decided, firstAt, lastAt, premiseWhy, firstReadText(starts[k], probes, k))}
 }
 
-// handledBefore says whether the policy agent of the new pod's node
-// (the API's record of it, else the probe's host) had applied one of the
-// policies isolating the pair to an existing pod in a dump read before the
-// pod existed, and how.
+// handledBefore says whether a policy agent had handled a policy that
+// denies the pair, in the direction it denies, before the pod existed: in
+// a dump read before then, it applied one of the policies denying the new
+// pod's egress to an existing pod's egress (the agent of the new pod's
+// node: the API's record of it, else the probe's host), or one of the
+// policies denying the target's ingress to an existing pod's ingress (the
+// agent of the target's node), and how.
 func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []observation[evidence.PolicyRulesValue]) (bool, string) {
-	if st == nil || len(st.isolating) == 0 {
-		return false, "no API server named the policies that isolate it"
+	if st == nil || (len(st.egress) == 0 && len(st.ingress) == 0) {
+		return false, "no API server named a policy that denies the connection, with its direction"
 	}
+	if st.notYet < 0 {
+		return false, "no readable API read before the pod existed, so no rule dump is known to predate it"
+	}
+	before := snaps[st.notYet].Taken
 	node := st.node
 	if node == "" {
 		node = probeHost
 	}
-	src := evidence.Source("policy-agent/" + node)
-	if st.notYet < 0 {
-		return false, fmt.Sprintf("no readable API read before the pod existed, so no rule dump of %s is known to predate it", src)
+	type side struct {
+		node     string
+		policies []string
+		dir      string
+		of       func(evidence.PolicyTarget) evidence.PolicyDirection
 	}
-	before := snaps[st.notYet].Taken
-	for _, o := range rules {
-		if o.Source != src || o.ReadAt.After(before) {
+	sides := []side{
+		{node, st.egress, "egress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Egress }},
+		{st.targetNode, st.ingress, "ingress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Ingress }},
+	}
+	var wanted []string
+	for _, sd := range sides {
+		if len(sd.policies) == 0 || sd.node == "" {
 			continue
 		}
-		for _, t := range o.Value.Targets {
-			for _, dir := range []evidence.PolicyDirection{t.Egress, t.Ingress} {
-				for _, name := range dir.Names() {
-					if slices.Contains(st.isolating, name) {
-						return true, fmt.Sprintf("%s applied %s to %s in its rules read at %s, before the pod existed (not named by the API's reads of the round at %s)",
-							src, name, firstOf(t.Pod, t.PodIP), stamp(o.ReadAt), stamp(before))
+		src := evidence.Source("policy-agent/" + sd.node)
+		wanted = append(wanted, fmt.Sprintf("%s (%s, by %s)", strings.Join(sd.policies, ", "), sd.dir, src))
+		for _, o := range rules {
+			if o.Source != src || o.ReadAt.After(before) {
+				continue
+			}
+			for _, t := range o.Value.Targets {
+				for _, name := range sd.of(t).Names() {
+					if slices.Contains(sd.policies, name) {
+						return true, fmt.Sprintf("%s applied %s, which denies the connection, to %s's %s in its rules read at %s, before the pod existed (not named by the API's reads of the round at %s)",
+							src, name, firstOf(t.Pod, t.PodIP), sd.dir, stamp(o.ReadAt), stamp(before))
 					}
 				}
 			}
 		}
 	}
-	return false, fmt.Sprintf("no rules of %s read before the pod existed (before %s) applied %s to any pod", src, stamp(before), strings.Join(st.isolating, ", "))
+	if len(wanted) == 0 {
+		return false, "the node whose agent enforces the denial is not known"
+	}
+	return false, fmt.Sprintf("no rules read before the pod existed (before %s) applied a policy denying the connection in its direction: %s", stamp(before), strings.Join(wanted, "; "))
 }
 
 // firstReadText says how soon after the pod's network came up its first
@@ -256,4 +306,18 @@ func firstOf(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// gapsIn says which reads of round i failed.
+func gapsIn(gaps []gap, i int) string {
+	var out []string
+	for _, g := range gaps {
+		if g.Snapshot == i {
+			out = append(out, fmt.Sprintf("%s: %s", g.Source, g.Reason))
+		}
+	}
+	if len(out) == 0 {
+		return "no read named it"
+	}
+	return strings.Join(out, "; ")
 }

@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -57,7 +58,7 @@ func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled
 		exp := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
 		if s >= created {
 			p := evidence.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
-				Isolating: []string{denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress", FromNode: "worker1", TargetNode: "worker1"}
+				Isolating: []string{denyNewcomer}, EgressDenying: []string{denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress", FromNode: "worker1", TargetNode: "worker1"}
 			if s >= addressed {
 				p.FromIP = "10.244.1.77"
 			}
@@ -98,4 +99,71 @@ func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T)
 	// says how soon after the pod's network came up it was first read.
 	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(WindowToSettle), verdict.Violated,
 		"policy-agent/worker1", denyNewcomer, "was first recorded by apiserver/cp1", "not seen")
+}
+
+// A connection made (TCP connected, no HTTP answer in time) while the
+// policy denies it got through the policy: it breaks the guarantee, it is
+// not skipped as a lost path.
+func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
+	r := newcomerRun(t, 8, 2, 2, 2, 0)
+	r.snaps[2].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
+}
+
+// A connection answered in a round whose API read timed out is no pass:
+// the pod started at 2 and its first connection was answered in that
+// round; the denial is recorded from the next round on, and every later
+// connection is rejected. "Not even once" is not shown.
+func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
+	r := newcomerRun(t, 8, 2, 2, 3, 0)
+	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
+	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
+}
+
+// The premise is the denying policy itself, in its direction: the pair is
+// isolated by deny-newcomer-egress (which denies) and by
+// allow-target-ingress (the target's ingress policy, which admits the
+// newcomer); the dump before the pod existed shows only the target's
+// ingress policy, so the agent's handling of the denial is not shown.
+func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
+	const allowTarget = "faultline-agents/allow-target-ingress"
+	build := func(withDirection bool, applied evidence.PolicyTarget) *run {
+		r := newRun(t)
+		for i := 0; i < 8; i++ {
+			s := float64(i)
+			exp := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+			if s >= 2 {
+				p := evidence.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
+					Isolating: []string{allowTarget, denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress",
+					FromNode: "worker1", TargetNode: "worker1", FromIP: "10.244.1.77"}
+				if withDirection {
+					p.EgressDenying = []string{denyNewcomer}
+				}
+				exp.Pairs = append(exp.Pairs, p)
+			}
+			rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "")
+			rd.value("policy-agent/worker1", evidence.AgentPolicyRules, 0.2, evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel,
+				Targets: []evidence.PolicyTarget{applied}}, "")
+			if s < 2 {
+				rd.unreadable("newpod/worker1", evidence.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+				continue
+			}
+			rd.value("newpod/worker1", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Status: 200, Body: "target"}, "")
+		}
+		return r
+	}
+	targetIngress := evidence.PolicyTarget{PodIP: "10.240.4.9", Pod: "faultline-agents/target",
+		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: allowTarget, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
+	// A record without the denying direction (written before it was
+	// recorded) shows no premise either way.
+	expect(t, IsolatedFromStart(), build(false, targetIngress).input(WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	expect(t, IsolatedFromStart(), build(true, targetIngress).input(WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
+	// The denying policy applied, but to a pod's ingress: not its direction.
+	wrongWay := evidence.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
+		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
+	expect(t, IsolatedFromStart(), build(true, wrongWay).input(WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	// Applied to an existing pod's egress: the premise holds.
+	rightWay := wrongWay
+	rightWay.Egress, rightWay.Ingress = wrongWay.Ingress, evidence.PolicyDirection{}
+	expect(t, IsolatedFromStart(), build(true, rightWay).input(WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
 }

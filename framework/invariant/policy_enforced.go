@@ -26,22 +26,25 @@ const PolicyEnforcedName = "policy-enforced"
 // Each pair (a client pod → the target's address, as one of the readers
 // dialled it) is judged round by round against each API server's record
 // of whether the policies allow it, by name (record_marks.go):
-//   - holding against a server when the connection's outcome (answered,
-//     or refused: a REJECT's "connection refused", how the lab's agent
-//     denies) is what that server records;
-//   - broken when it is not: a denied connection that was answered, or an
+//   - holding against a server when the connection's outcome (made:
+//     answered, or TCP connected with no answer in time; or refused: a
+//     REJECT's "connection refused", how the lab's agent denies) is what
+//     that server records;
+//   - broken when it is not: a denied connection that was made, or an
 //     allowed one that was refused;
 //   - unknown when the probe could not be read or failed otherwise (a
-//     timeout: a lost or slow path as well as a dropping policy; no
-//     route), the server gave no record, or the
+//     timeout before connecting: a lost or slow path as well as a
+//     dropping policy; no route), the server gave no record, or the
 //     servers that answered recorded different outcomes.
 //
 // Fires when a pair stayed broken against one server through a stretch
 // proven longer than the bound. INSUFFICIENT_DATA when, after a server's
 // record changed or the pair was seen not to follow it, unknown rounds
 // against that server outlasted the bound before a round showed the
-// pair following it (readable coverage after each change); when a pair
-// was never judged against any record; or when no pair was.
+// pair following it (readable coverage after each change); when the
+// evidence ended before a round showed a pair following a change (broken
+// or suspect rounds through the last one); when a pair was never judged
+// against any record; or when no pair was.
 //
 // Why: the policy agent watches NetworkPolicies, pods and namespaces and
 // reprograms its node's filter when they change; until it does, the node
@@ -190,10 +193,10 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			r := recordRound{Taken: snap.Taken, Records: records[i][k]}
 			o, probed := probeAt[i][k]
 			switch {
-			case probed && !o.Value.Answered() && !o.Value.Rejected():
+			case probed && !o.Value.Made() && !o.Value.Rejected():
 				r.Unread = fmt.Sprintf("%s's connection to %s failed otherwise than a policy refuses (%s)", o.Source, k.target, o.Value.Error)
 			case probed:
-				r.Applied, r.AppliedAt = allowText(o.Value.Answered()), o.ReadAt
+				r.Applied, r.AppliedAt = allowText(o.Value.Made()), o.ReadAt
 			default:
 				if g, failed := probeFailed[i][prober[k]]; failed {
 					r.Unread = fmt.Sprintf("the probe could not be read: %s (%s)", g.Reason, g.Source)
@@ -214,12 +217,9 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 					o, i = probeAt[j][k], j
 				}
 			}
-			outcome := "answered by " + o.Value.Body
-			if !o.Value.Answered() {
-				outcome = "refused (" + o.Value.Error + ")"
-			}
+			outcome := madeText(o.Value)
 			detail := fmt.Sprintf("%s → %s was %s while %s records it %s", k.from, k.target, outcome, server, rec.Value)
-			if w := denyWhy[k]; o.Value.Answered() && w != "" {
+			if w := denyWhy[k]; o.Value.Made() && w != "" {
 				detail += " (" + w + ")"
 			}
 			if rt := rulesText(rules, i, host); rt != "" {
@@ -255,7 +255,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if pm.changed {
 		exercise = "a probed pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
-	v, u := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
+	v, u, open := judgeSubjects(pm.pairs, p.bound.Limit, missedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
@@ -276,6 +276,14 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if none := undecided(pm.pairs); len(none) > 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s never read in a round that had one API server record to judge them by", strings.Join(none, ", "))}
+	}
+	if open != nil {
+		return verdict.Judgement{
+			Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("connections %s were not shown to have the outcome %s records by the end of the evidence: from %s to the last round at %s no round showed it (the change is not covered by later reads); at its start: %s",
+				open.subject, open.server, stamp(open.s.First.ReadAt), stamp(open.s.Last.Taken), open.s.First.Detail),
+			Sources: []string{"pod/*", open.server}, At: open.s.Last.Taken,
+		}
 	}
 	reason := fmt.Sprintf("every probed pair's connections (%d pairs) matched the outcome each API server recorded, within the bound %s, every change followed by readable rounds", len(pm.pairs), p.bound.Limit)
 	if longest, of := longestProven(pm.pairs); longest > 0 {
@@ -306,4 +314,16 @@ func policyMarksByNode(snaps []evidence.Snapshot) map[string][]subjectMarks {
 		}
 	}
 	return out
+}
+
+// madeText says what came of a connection that got through or was
+// refused.
+func madeText(d evidence.DialValue) string {
+	switch {
+	case d.Answered():
+		return "answered by " + d.Body
+	case d.Made():
+		return fmt.Sprintf("made (TCP connected; no answer: %s)", d.Error)
+	}
+	return "refused (" + d.Error + ")"
 }

@@ -143,3 +143,23 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 		return d, true
 	}).input(WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
 }
+
+// A denied pair whose connections are made (TCP connected: the agent's
+// REJECT would have refused the SYN) and then not answered in time, for
+// 9 s past a 3 s bound, is not enforced: VIOLATED, not unknown.
+func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
+	in := policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) {
+		if i >= 3 {
+			return evidence.DialValue{From: fromW2, Target: toTarget, Connected: true, Error: "timeout"}, true
+		}
+		return d, true
+	}).input(WindowToSettle)
+	expect(t, PolicyEnforced(testBound(3*time.Second)), in, verdict.Violated, "made (TCP connected; no answer: timeout)")
+}
+
+// A pair still not following a change when the evidence ends, within the
+// bound, is not shown to follow it: the deny is recorded from 3, the
+// connections are answered at 3 and 4, the last round.
+func TestPolicyEnforcedAChangeAtTheEndIsNotCovered(t *testing.T) {
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).input(WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+}

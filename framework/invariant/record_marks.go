@@ -155,8 +155,10 @@ type judgedStretch struct {
 
 // judgeSubjects applies the persistence rule to every subject against
 // every server (missed ticks put in): the first violation in subject and
-// server order, and the first stretch that could hide one.
-func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []missedTick) (violated, unsure *judgedStretch) {
+// server order, the first stretch that could hide one, and the first
+// stretch still open when the evidence ends (a change no later round
+// showed the subject following).
+func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []missedTick) (violated, unsure, uncovered *judgedStretch) {
 	for _, sm := range subjects {
 		for _, s := range sm.Servers {
 			ms := withMissed(sm.ByServer[s], missed)
@@ -167,9 +169,38 @@ func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []missed
 			if u != nil && unsure == nil {
 				unsure = &judgedStretch{subject: sm.Name, server: s, s: *u, marks: ms}
 			}
+			if o := openAtEnd(ms); o != nil && uncovered == nil {
+				uncovered = &judgedStretch{subject: sm.Name, server: s, s: *o, marks: ms}
+			}
 		}
 	}
-	return violated, unsure
+	return violated, unsure, uncovered
+}
+
+// openAtEnd is the stretch of broken or suspect rounds that runs to the
+// last of marks (in round order), nil when a round that holds, or one that
+// cannot tell and is not suspect, ends every such stretch: the subject was
+// still to follow a change when the evidence ended, so whether it did
+// within the bound is not known.
+func openAtEnd(marks []mark) *stretch {
+	var open *stretch
+	for _, m := range marks {
+		switch {
+		case m.State == holds:
+			open = nil
+		case open != nil:
+			open.Last = m
+			if m.State == broken {
+				open.Broken++
+			}
+		case m.State == broken || m.Suspect:
+			open = &stretch{First: m, Last: m}
+			if m.State == broken {
+				open.Broken++
+			}
+		}
+	}
+	return open
 }
 
 // longestProven is the longest proven-broken stretch of any subject

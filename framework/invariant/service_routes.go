@@ -49,7 +49,9 @@ const (
 // after a server's set changed or the node was seen not to apply it,
 // unknown rounds against that server outlasted the bound before a round
 // showed the node applying it (readable coverage after each change), when
-// a node was never judged against any record, or when no node was read.
+// the evidence ended before a round showed the node applying a change
+// (broken or suspect rounds through the last one), when a node was never
+// judged against any record, or when no node was read.
 //
 // Why: kube-proxy watches EndpointSlices and reprograms a node's rules
 // when they change, at most minSyncPeriod apart; a node that keeps the old
@@ -190,7 +192,7 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
-	v, u := judgeSubjects(nodes, s.bound.Limit, missedTicks(in))
+	v, u, open := judgeSubjects(nodes, s.bound.Limit, missedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
@@ -211,6 +213,14 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	if none := undecided(nodes); len(none) > 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s never read in a round that had one API server record to judge it by", strings.Join(none, ", "))}
+	}
+	if open != nil {
+		return verdict.Judgement{
+			Verdict: verdict.InsufficientData,
+			Reason: fmt.Sprintf("%s was not shown to apply %s's record by the end of the evidence: from %s to the last round at %s no round showed it applying it (the change is not covered by later reads); at its start: %s",
+				open.subject, open.server, stamp(open.s.First.ReadAt), stamp(open.s.Last.Taken), open.s.First.Detail),
+			Sources: []string{open.subject, open.server}, At: open.s.Last.Taken,
+		}
 	}
 	reason := fmt.Sprintf("every node's kube-proxy rules (%s) matched the ready endpoints each API server recorded, within the bound %s, every change followed by readable rounds", strings.Join(names, ", "), s.bound.Limit)
 	if longest, of := longestProven(nodes); longest > 0 {

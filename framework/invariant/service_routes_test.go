@@ -192,3 +192,24 @@ func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
 }
+
+// A change in the last rounds is not covered by later reads: the ready
+// set changes at 10, and worker1's rules could not be read at 10 or 11.
+// The suspect stretch is under the bound, yet no round showed the node
+// applying the change: INSUFFICIENT_DATA, not PRESERVED.
+func TestServiceRoutesAChangeAtTheEndIsNotCovered(t *testing.T) {
+	r := newRun(t)
+	for i := 0; i < 12; i++ {
+		ready := "10.240.3.5"
+		if i >= 10 {
+			ready = "10.240.3.9"
+		}
+		rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		if i >= 10 {
+			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+		} else {
+			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		}
+	}
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+}

@@ -15,19 +15,34 @@ import (
 //     invariants) must be JUDGED and each invariant it names VIOLATED: a
 //     detector that cannot see the breakage it was built for makes every
 //     PRESERVED it gives worthless.
+//     Each such VIOLATED must name the sources it was judged from.
 //   - A null arm must never be VIOLATED, DETECTOR_INVALID or ABORTED
 //     (contaminated: its probe saw the effect with nothing injected; or
 //     it reached no verdict): that is the detector firing with no fault,
 //     or no control at all.
+//   - The null arm of a positive control must judge each invariant the
+//     control breaks PRESERVED: its readers gave the evidence the
+//     detector decides from, and with nothing injected the detector said
+//     it holds. INSUFFICIENT_DATA there means the control's sources were
+//     not readable enough to decide, so the pair does not show the
+//     detector telling a broken run from a clean one.
 //
-// A null arm's INSUFFICIENT_DATA is not a failure of the control but a gap
-// in the evidence; Gaps lists those. The runs are the records the engine
+// Any other null arm's INSUFFICIENT_DATA is not a failure of the control
+// but a gap in the evidence; Gaps lists those. The runs are the records the engine
 // wrote (verdicts.jsonl), so the check reads typed verdicts, whichever
 // process ran each spec. Suite.SelfCheck makes the engine run it after
 // the suite and fail the suite on any line.
 func CheckControls(runs []verdict.Run) []string {
 	var problems []string
 	names := runNames(runs)
+	// controlled: per scenario and repetition, what its fault arm must
+	// break, for its null arm.
+	controlled := map[string][]string{}
+	for _, r := range runs {
+		if r.Arm == string(FaultArm) && len(r.ControlOf) > 0 {
+			controlled[repKey(r)] = r.ControlOf
+		}
+	}
 	for i, r := range runs {
 		name := names[i]
 		switch r.Arm {
@@ -42,6 +57,8 @@ func CheckControls(runs []verdict.Run) []string {
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s: the scenario does not judge %s", name, inv, inv))
 				case v != verdict.Violated:
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s judged %s, not VIOLATED", name, inv, v))
+				case len(sourcesOf(r, inv)) == 0:
+					problems = append(problems, fmt.Sprintf("%s: positive control of %s judged VIOLATED from no named source", name, inv))
 				}
 			}
 		case string(NullArm):
@@ -57,13 +74,37 @@ func CheckControls(runs []verdict.Run) []string {
 					problems = append(problems, fmt.Sprintf("%s: null arm judged %s %s with no fault injected", name, inv, v))
 				}
 			}
+			for _, inv := range controlled[repKey(r)] {
+				switch v, ok := verdicts[inv]; {
+				case !ok:
+					problems = append(problems, fmt.Sprintf("%s: null arm of a positive control of %s does not judge it", name, inv))
+				case v == verdict.InsufficientData:
+					problems = append(problems, fmt.Sprintf("%s: null arm of a positive control of %s judged it INSUFFICIENT_DATA: its sources did not give the evidence to decide, so the control does not show the detector telling a clean run", name, inv))
+				}
+			}
 		}
 	}
 	return problems
 }
 
+// repKey names a scenario's repetition, whichever its arm.
+func repKey(r verdict.Run) string {
+	return fmt.Sprintf("%s\x00%d", r.Scenario, r.RepetitionNumber())
+}
+
+// sourcesOf are the sources r's judgement of inv names.
+func sourcesOf(r verdict.Run, inv string) []string {
+	for _, j := range r.Judgements {
+		if j.Invariant == inv {
+			return j.Sources
+		}
+	}
+	return nil
+}
+
 // Gaps lists the null arms' invariants judged INSUFFICIENT_DATA: no
-// negative control was established for them in this run.
+// negative control was established for them in this run (for a positive
+// control's own invariants, CheckControls counts that as a failure too).
 func Gaps(runs []verdict.Run) []string {
 	var out []string
 	names := runNames(runs)

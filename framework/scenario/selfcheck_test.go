@@ -10,7 +10,7 @@ import (
 func judged(verdicts map[string]verdict.Verdict) []verdict.Judgement {
 	var out []verdict.Judgement
 	for _, inv := range sortedKeys(verdicts) {
-		out = append(out, verdict.Judgement{Invariant: inv, Verdict: verdicts[inv]})
+		out = append(out, verdict.Judgement{Invariant: inv, Verdict: verdicts[inv], Sources: []string{"source/of-" + inv}})
 	}
 	return out
 }
@@ -34,13 +34,23 @@ func TestCheckControls(t *testing.T) {
 		{Scenario: "null aborted", Arm: "null", RunVerdict: verdict.RunAborted},
 		{Scenario: "plain fault arm violated", Arm: "fault", RunVerdict: verdict.RunJudged,
 			Judgements: judged(map[string]verdict.Verdict{"single-copy": verdict.Violated})},
+		// A control whose null arm could not decide what it controls.
+		{Scenario: "control unread", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.Violated})},
+		{Scenario: "control unread", Arm: "null", RunVerdict: verdict.RunJudged,
+			Judgements: judged(map[string]verdict.Verdict{"endpoints-truthful": verdict.InsufficientData})},
+		// A VIOLATED that names no source it was judged from.
+		{Scenario: "control unsourced", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged,
+			Judgements: []verdict.Judgement{{Invariant: "endpoints-truthful", Verdict: verdict.Violated}}},
 	}
 	got := strings.Join(CheckControls(runs), "\n")
 	for _, want := range []string{"control blind [fault]: positive control of endpoints-truthful judged PRESERVED",
 		"control ineffective [fault]: positive control of endpoints-truthful reached no verdict: the run is FAULT_INEFFECTIVE",
 		"control unjudged [fault]: positive control of endpoints-truthful: the scenario does not judge",
 		"null fires [null]: null arm judged single-copy VIOLATED", "null invalid [null]: null arm judged single-copy DETECTOR_INVALID",
-		"null aborted [null]: null arm reached no verdict"} {
+		"null aborted [null]: null arm reached no verdict",
+		"control unread [null]: null arm of a positive control of endpoints-truthful judged it INSUFFICIENT_DATA",
+		"control unsourced [fault]: positive control of endpoints-truthful judged VIOLATED from no named source"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
 		}
@@ -50,7 +60,7 @@ func TestCheckControls(t *testing.T) {
 			t.Errorf("%q is reported as a problem:\n%s", fine, got)
 		}
 	}
-	if gaps := Gaps(runs); len(gaps) != 1 || gaps[0] != "null clean [null]: convergence INSUFFICIENT_DATA" {
+	if gaps := Gaps(runs); len(gaps) != 2 || gaps[0] != "null clean [null]: convergence INSUFFICIENT_DATA" {
 		t.Errorf("gaps %q", gaps)
 	}
 }
@@ -83,7 +93,8 @@ func TestSelfCheckJudgesEveryRepetition(t *testing.T) {
 	}
 	runs := []verdict.Run{ctl(1, verdict.Violated), null(1, verdict.Preserved), ctl(2, verdict.Preserved), null(2, verdict.InsufficientData), ctl(3, verdict.Violated), null(3, verdict.Preserved)}
 	report, failure := selfCheck(runs)
-	if !strings.Contains(failure, "1 did not come out as they must:\nc [fault] repetition 2: positive control of x judged PRESERVED") {
+	if !strings.Contains(failure, "2 did not come out as they must:\nc [fault] repetition 2: positive control of x judged PRESERVED") ||
+		!strings.Contains(failure, "c [null] repetition 2: null arm of a positive control of x judged it INSUFFICIENT_DATA") {
 		t.Errorf("failure %q", failure)
 	}
 	if report != "self-check: no negative control for c [null] repetition 2: x INSUFFICIENT_DATA\n" {

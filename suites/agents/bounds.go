@@ -113,14 +113,17 @@ const DNSCacheTTL = 5 * time.Second
 // same derivation for every scenario that shares a mechanism; the table
 // names each scenario's (suites/agents/README.md gives the sums).
 //
-// The waits come from client-go v0.36.3, which every agent here uses
-// (kube-proxy, kube-router and CoreDNS list and watch through its
-// reflector): between two ListAndWatch attempts the reflector waits a
-// backoff that starts at 800 ms, doubles to a ceiling of 30 s, and is
-// jittered by up to as much again (tools/cache/reflector.go:
-// defaultBackoffInit, defaultBackoffMax, defaultBackoffFactor,
-// defaultBackoffJitter; the jitter is apimachinery's wait.Jitter, a wait
-// in [d, 2d)), and resets after two minutes without a backoff.
+// The waits come from client-go's reflector, which every agent here lists
+// and watches through, in the version its module builds with
+// (lab/local/bins/*/go.mod): v0.36.3 for kube-proxy, v0.29.2 for
+// kube-router v2.1.0, v0.35.4 for CoreDNS v1.14.7. In all three, between
+// two ListAndWatch attempts the reflector waits a backoff that starts at
+// 800 ms, doubles to a ceiling of 30 s, and is jittered by up to as much
+// again (tools/cache/reflector.go: defaultBackoffInit, defaultBackoffMax,
+// defaultBackoffFactor, defaultBackoffJitter in v0.36.3, the same numbers
+// given to NewExponentialBackoffManager in v0.29.2 and v0.35.4; the
+// jitter is apimachinery's wait.Jitter, a wait in [d, 2d)), and resets
+// after two minutes without a backoff.
 const (
 	// reflectorFirstWait is the first step: 800 ms jittered, < 1.6 s.
 	reflectorFirstWait = 1600 * time.Millisecond
@@ -164,8 +167,11 @@ const (
 	ConnectionsCut
 	// ServerRelisted: the API server the agents watch through lost etcd:
 	// its own watch cache lists again after its reflector's longest wait
-	// and a list from etcd, and ends the agents' watches, which list again
-	// after their first step.
+	// and a list from etcd. Meanwhile the cache, not ready, refused the
+	// agents' lists and watches (apiserver's cacher, with
+	// ResilientWatchCacheInitialization on by default, answers 429
+	// "storage is (re)initializing"), so each agent's reflector backed off
+	// too and may be in its longest wait when the cache is ready again.
 	ServerRelisted
 )
 
@@ -179,7 +185,7 @@ func Settle(c SettleCause) time.Duration {
 	case ConnectionsCut:
 		return inFlightLongest + reflectorLongestWait + after
 	case ServerRelisted:
-		return reflectorLongestWait + listAllowance + reflectorFirstWait + after
+		return reflectorLongestWait + listAllowance + reflectorLongestWait + after
 	default:
 		return reflectorFirstWait + after
 	}
@@ -194,7 +200,7 @@ func SettleDerivation(c SettleCause) string {
 	case ConnectionsCut:
 		return fmt.Sprintf("request in flight %s + reflector's longest wait %s + %s = %s", inFlightLongest, reflectorLongestWait, tail, Settle(c))
 	case ServerRelisted:
-		return fmt.Sprintf("the server's reflector's longest wait %s + its list from etcd %s + the agents' first step %s + %s = %s", reflectorLongestWait, listAllowance, reflectorFirstWait, tail, Settle(c))
+		return fmt.Sprintf("the server's reflector's longest wait %s + its list from etcd %s + the agents' reflectors' longest wait %s (the cache refused them while not ready) + %s = %s", reflectorLongestWait, listAllowance, reflectorLongestWait, tail, Settle(c))
 	default:
 		return fmt.Sprintf("reflector's first step %s + %s = %s", reflectorFirstWait, tail, Settle(c))
 	}

@@ -179,6 +179,7 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		v.Pairs = append(v.Pairs, evidence.PolicyPair{
 			From: Namespace + "/" + c.Name, To: Namespace + "/" + Target, Target: fmt.Sprintf("%s:%d", target.IP, TargetPort),
 			Allowed: d.Allowed, Isolating: d.Isolating, Why: d.Why,
+			EgressDenying: d.EgressDenying, IngressDenying: d.IngressDenying,
 			FromNode: nodeOf[c.Name], TargetNode: nodeOf[Target], FromIP: c.IP,
 		})
 	}

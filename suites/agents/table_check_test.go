@@ -1,6 +1,8 @@
 package agents_test
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +79,20 @@ func TestTable(t *testing.T) {
 			t.Errorf("no positive control of %s", inv)
 		}
 	}
+	// A scenario whose fault is the textbook way to break an invariant
+	// is that invariant's control, never a finding: a frozen policy
+	// agent under a new deny (policy-enforced), or under a pod that
+	// starts (isolated-from-start).
+	for id, inv := range map[string]string{
+		"policy-agent-frozen-deny-created":    invariant.PolicyEnforcedName,
+		"policy-agent-frozen-newcomer-starts": invariant.IsolatedFromStartName,
+	} {
+		for _, s := range all {
+			if s.ID == id && !slices.Contains(s.ControlOf, inv) {
+				t.Errorf("%s [%s] is a control of %v, want of %s: its fault is the textbook way to break it", id, s.Arm, s.ControlOf, inv)
+			}
+		}
+	}
 	// Every settle is one of the derived ones (agents.Settle).
 	derived := map[time.Duration]bool{}
 	for _, c := range []agents.SettleCause{agents.AgentsResumed, agents.ListsRefused, agents.ConnectionsCut, agents.ServerRelisted} {
@@ -91,5 +107,52 @@ func TestTable(t *testing.T) {
 		if _, ok := arms[id]; !ok || len(policies) == 0 {
 			t.Errorf("startPolicies names %s (%d policies), which is not a scenario of the table", id, len(policies))
 		}
+	}
+}
+
+// The README's scenario table is the suite's: the same scenarios in
+// table order, each with its role (a control names what it controls),
+// and the run count it states.
+func TestReadmeScenarioTableIsTheSuites(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	_, section, ok := strings.Cut(text, "\n## Scenarios\n")
+	if !ok {
+		t.Fatal("README has no Scenarios section")
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	type row struct{ id, role string }
+	var rows []row
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || strings.TrimSpace(cells[1]) == "scenario" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+			continue
+		}
+		rows = append(rows, row{strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])})
+	}
+	var want []row
+	for _, s := range table() {
+		if s.Arm != scenario.FaultArm {
+			continue
+		}
+		role := "finding"
+		if len(s.ControlOf) > 0 {
+			role = "control"
+		}
+		want = append(want, row{s.ID, role})
+	}
+	if len(rows) != len(want) {
+		t.Errorf("README lists %d scenarios, the table has %d", len(rows), len(want))
+	}
+	for i := 0; i < min(len(rows), len(want)); i++ {
+		if rows[i].id != want[i].id || !strings.HasPrefix(rows[i].role, want[i].role) {
+			t.Errorf("README row %d is %s (%s), the table's is %s (%s)", i+1, rows[i].id, rows[i].role, want[i].id, want[i].role)
+		}
+	}
+	if flat := strings.Join(strings.Fields(section), " "); !strings.Contains(flat, fmt.Sprintf(" %d runs", 2*len(want))) {
+		t.Errorf("README's Scenarios section does not state %d runs (%d scenarios, each with its null arm)", 2*len(want), len(want))
 	}
 }

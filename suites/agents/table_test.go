@@ -134,7 +134,8 @@ func control(s scenario.Scenario, invs ...string) scenario.Scenario {
 var startNewcomer = change("start "+agents.Newcomer+" on "+agents.NewcomerNode+", isolated for egress by "+agents.DenyNewcomer, agents.StartNewcomer)
 
 // table is the paper in the order it runs: the feasibility check first,
-// then the findings, then the other positive controls.
+// then the findings (among them the two frozen-agent controls, beside the
+// findings that share their agent), then the other positive controls.
 func table() []scenario.Scenario {
 	base := func(s scenario.Scenario) scenario.Scenario {
 		s.Shape = disagreeShape
@@ -157,7 +158,11 @@ func table() []scenario.Scenario {
 			// node must be seen keeping the old backend, or the paper
 			// cannot tell a node that applies from one that does not.
 		}, invariant.ServiceRoutesTruthfulName)),
-		base(scenario.Scenario{
+		// A control of policy-enforced, not a finding: a frozen process
+		// programs nothing, so a deny created while the agent is frozen
+		// is the textbook way to break the invariant; its VIOLATED shows
+		// the detector working.
+		base(control(scenario.Scenario{
 			ID:     "policy-agent-frozen-deny-created",
 			Title:  "the policy agent frozen on worker1 while a deny-ingress policy is created for a target there",
 			Labels: []string{"component:policy-agent"},
@@ -165,7 +170,7 @@ func table() []scenario.Scenario {
 			Fault:  faults.Freeze(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
 			Settle: agents.Settle(agents.AgentsResumed),
-		}),
+		}, invariant.PolicyEnforcedName)),
 		base(scenario.Scenario{
 			ID:     "policy-agent-watch-refused-allow-deleted",
 			Title:  "the policy agent's watch of NetworkPolicies refused on worker1 while the target's allowing policy is deleted",
@@ -175,7 +180,11 @@ func table() []scenario.Scenario {
 			Change: deleteAllow,
 			Settle: agents.Settle(agents.ListsRefused),
 		}),
-		base(scenario.Scenario{
+		// A control of isolated-from-start, not a finding: a frozen
+		// agent makes no chain for a pod that starts, so the new pod's
+		// first connections pass; its VIOLATED shows the detector
+		// working.
+		base(control(scenario.Scenario{
 			ID:     "policy-agent-frozen-newcomer-starts",
 			Title:  "the policy agent frozen on worker1 while a new pod starts there under a policy that denies its egress; the new pod dials the target",
 			Labels: []string{"component:policy-agent"},
@@ -184,7 +193,7 @@ func table() []scenario.Scenario {
 			Settle: agents.Settle(agents.AgentsResumed),
 			// Judged only where a pod starts during the window.
 			Invariants: []invariant.Invariant{invariant.IsolatedFromStart()},
-		}),
+		}, invariant.IsolatedFromStartName)),
 		base(scenario.Scenario{
 			ID:     "worker1-cut-from-api",
 			Title:  "worker1 cut from every API server and the virtual address while the backend is replaced and a deny policy created",

@@ -70,7 +70,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 	if got := v.Agents["kube-proxy"]; !got.Healthy() || got.Body != "OK" {
 		t.Errorf("the answering endpoint: %+v", got)
 	}
-	if got := v.Agents["kube-router"]; got.Healthy() || got.Error != "no answer within 300ms" {
+	if got := v.Agents["kube-router"]; got.Healthy() || got.Error != "connected, no answer within 300ms" {
 		t.Errorf("the endpoint that accepts and never answers: %+v", got)
 	}
 	if got := v.Agents["down"]; got.Healthy() || !strings.Contains(got.Error, "connection refused") {

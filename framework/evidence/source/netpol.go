@@ -3,6 +3,7 @@ package source
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,11 @@ type PolicyDecision struct {
 	Isolating []string
 	// Why says which side refused, when not allowed.
 	Why string
+	// IngressDenying names the policies isolating the destination for
+	// ingress when none of them admits the connection, EgressDenying
+	// those isolating the source for egress when none admits it; empty
+	// when that direction allows.
+	IngressDenying, EgressDenying []string
 }
 
 // PolicyAllows says whether policies (all of the cluster's, or at least
@@ -78,9 +84,15 @@ func PolicyAllows(policies []networkingv1.NetworkPolicy, namespaceLabels map[str
 	if err != nil {
 		return d, err
 	}
-	d.Isolating = append(inIsolated, outIsolated...)
+	d.Isolating = append(slices.Clone(inIsolated), outIsolated...)
 	sort.Strings(d.Isolating)
 	d.Allowed = in && out
+	if !in {
+		d.IngressDenying = slices.Sorted(slices.Values(inIsolated))
+	}
+	if !out {
+		d.EgressDenying = slices.Sorted(slices.Values(outIsolated))
+	}
 	switch {
 	case !in:
 		d.Why = fmt.Sprintf("%s/%s is isolated for ingress and no rule admits %s/%s on %d/%s", dst.Namespace, dst.Name, src.Namespace, src.Name, port, proto)

@@ -68,3 +68,23 @@ func TestPolicyAllowsFollowsTheAPIsSemantics(t *testing.T) {
 		t.Error("a policy with a bad CIDR evaluated")
 	}
 }
+
+// The denying policies are named with their direction: an egress deny of
+// the client beside an ingress policy of the target that admits it.
+func TestPolicyAllowsNamesTheDenyingPoliciesByDirection(t *testing.T) {
+	target := PolicyPod{Namespace: "a", Name: "target", Labels: map[string]string{"role": "target"}, IP: "10.240.4.9"}
+	client := PolicyPod{Namespace: "a", Name: "client", Labels: map[string]string{"role": "client"}, IP: "10.240.5.3"}
+	ns := map[string]map[string]string{"a": {"kubernetes.io/metadata.name": "a"}}
+	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}}}}
+	policies := []networkingv1.NetworkPolicy{
+		np("allow-target-ingress", map[string]string{"role": "target"}, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, fromClients, nil),
+		np("deny-client-egress", map[string]string{"role": "client"}, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, nil, nil),
+	}
+	d, err := PolicyAllows(policies, ns, client, target, 8080, corev1.ProtocolTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || len(d.Isolating) != 2 || len(d.IngressDenying) != 0 || len(d.EgressDenying) != 1 || d.EgressDenying[0] != "a/deny-client-egress" {
+		t.Errorf("%+v: want denied by a/deny-client-egress for egress only, both isolating", d)
+	}
+}

@@ -193,14 +193,14 @@ type httpAnswer struct {
 func askOnce(ctx context.Context, host lab.Host, addr, path string, timeout time.Duration, withBody bool) (httpAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	noAnswer := httpAnswer{failure: fmt.Sprintf("no answer within %s", timeout)}
+	noAnswer := httpAnswer{failure: fmt.Sprintf("%s %s", evidence.ConnectedNoAnswer, timeout)}
 	conn, err := host.Dial(ctx, "tcp", addr)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lab.ErrNotConnectedByHost):
 		return httpAnswer{}, err
 	case errors.Is(err, context.DeadlineExceeded):
-		return noAnswer, nil
+		return httpAnswer{failure: fmt.Sprintf("no connection within %s", timeout)}, nil
 	default:
 		return httpAnswer{failure: "connection failed: " + err.Error()}, nil
 	}

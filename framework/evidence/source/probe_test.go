@@ -185,7 +185,7 @@ func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 		t.Errorf("the closed port: %+v", pr)
 	}
 	for _, addr := range []string{"127.0.0.4", "127.0.0.5"} {
-		if pr := got[addr]; pr.Answered || !strings.HasSuffix(pr.Detail, ": no answer within 1s") {
+		if pr := got[addr]; pr.Answered || !strings.HasSuffix(pr.Detail, ": connected, no answer within 1s") {
 			t.Errorf("the silent server %s: %+v", addr, pr)
 		}
 	}
