@@ -49,7 +49,7 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
 
-.PHONY: help setup ginkgo test unit test-browser test-lab lint vet fmt-check faultline bins lab-up lab-down heal suite report report-screenshot run
+.PHONY: help setup ginkgo test unit test-browser test-lab test-crash lint vet fmt-check faultline bins lab-up lab-down heal suite report report-screenshot run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -87,9 +87,20 @@ test-browser: ## load the report pages in headless Chromium (Debian's chromium, 
 # default: pair) through the local lab's e2e-framework provider.
 E2E_LAB ?=
 
-test-lab: bins ## the heavier lab tests: faults and evidence on local labs of their own, and the e2e-framework example (root)
+test-lab: bins test-crash ## the heavier lab tests: faults and evidence on local labs of their own, the crash matrix, and the e2e-framework example (root)
 	$(GO) test -tags lab -p 1 -timeout 90m -v ./framework/fault/faults/ ./framework/evidence/sampler/
 	$(if $(E2E_LAB),FAULTLINE_E2E_LAB=$(E2E_LAB)) $(GO) test -tags lab -p 1 -timeout 30m -v ./examples/e2e-framework/
+
+# The crash matrix's cells, as go test -run selects them: a topology
+# (lab11$$, lab11s, pair), a fault kind, a cell, e.g.
+# CRASH_RUN='TestCrashMatrix/lab11$$/partition' (the $$ keeps lab11s out).
+# Each selected topology's lab is brought up once and down at the end.
+CRASH_RUN ?= TestCrashMatrix
+# A file each cell's row is appended to (JSON lines), for the fault README's table.
+CRASH_TABLE ?=
+
+test-crash: bins ## the crash matrix: every fault kind's run killed at every moment, healed by `faultline heal`, the lab checked clean (root; lab11 alone takes most of an hour: select with CRASH_RUN)
+	$(if $(CRASH_TABLE),FAULTLINE_CRASH_TABLE=$(CRASH_TABLE)) $(GO) test -tags lab -p 1 -timeout 12h -v -run '$(CRASH_RUN)' ./framework/fault/crashmatrix/
 
 lint: vet fmt-check ## go vet and gofmt check
 

@@ -60,3 +60,33 @@ func TestTallyShowsAnomaliesItDoesNotCount(t *testing.T) {
 		t.Errorf("violation kinds field %q, want %q", got, want)
 	}
 }
+
+// An application control's fault arm (a correct application under a
+// finding's fault) is reported in a section of its own, never in the
+// findings' rates.
+func TestSummaryKeepsApplicationControlsOutOfTheFindings(t *testing.T) {
+	app := runstest.Run("a", verdict.RunJudged, runstest.J("single-writer-at-storage", verdict.Violated), runstest.J("acknowledged-data-survives", verdict.Preserved))
+	app.Scenario, app.Role, app.Labels = "ledger-locked-force-deleted", verdict.RoleApplication, []string{verdict.LabelApplicationControl}
+	// Written without a role: its label says it.
+	old := runstest.Run("b", verdict.RunJudged, runstest.J("single-writer-at-storage", verdict.Violated))
+	old.Scenario, old.Labels = "ledger-locked-force-deleted", []string{verdict.LabelApplicationControl}
+	s := Summary("splitbrain", append(rolesRuns(), app, old), nil)
+	from, to := strings.Index(s, "## Findings"), strings.Index(s, "\n## Positive controls")
+	if from < 0 || to < from {
+		t.Fatalf("summary has no findings section before its controls:\n%s", s)
+	}
+	if rates := s[from:to]; strings.Contains(rates, "single-writer-at-storage") || strings.Contains(rates, "acknowledged-data-survives") {
+		t.Errorf("findings rates pool an application control:\n%s", rates)
+	}
+	for _, want := range []string{
+		"- roles: 2 finding, 2 control, 2 application control, 1 null arm",
+		"## Application controls",
+		"| single-writer-at-storage | 2 | 0 | 2/2 = 100.0% [",
+		"| acknowledged-data-survives | 0 | 1 | 0/1 = 0.0% [",
+		"### ledger-locked-force-deleted [fault, application-control",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}

@@ -94,3 +94,29 @@ func TestSummaryOfRepeatedRunsNamesFlakyVerdicts(t *testing.T) {
 		t.Errorf("a run without repetitions shows stability:\n%s", once)
 	}
 }
+
+// An application control's repetitions have a stability table of their
+// own, as the findings, the controls and the null arms do: its rows are
+// not dropped, and not pooled with another role's.
+func TestStabilityKeepsApplicationControlsApart(t *testing.T) {
+	var runs []verdict.Run
+	for rep, v := range []verdict.Verdict{verdict.Violated, verdict.Preserved} {
+		r := runstest.Rep("ledger-locked-cut", "fault", rep+1, verdict.RunJudged, []string{"single-history"}, []verdict.Verdict{v}, nil)
+		r.Role = verdict.RoleApplication
+		runs = append(runs, r)
+	}
+	s := StabilityMarkdown(Stability(runs))
+	for _, want := range []string{
+		"### Application controls",
+		"| ledger-locked-cut | single-history | 1 of 2 |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stability lacks %q:\n%s", want, s)
+		}
+	}
+	for _, other := range []string{"### Findings", "### Positive controls", "### Null arms"} {
+		if strings.Contains(s, other) {
+			t.Errorf("an application control's rows are under %q:\n%s", other, s)
+		}
+	}
+}

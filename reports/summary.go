@@ -42,7 +42,11 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		byRole[r.RunRole()]++
 	}
 	fmt.Fprintf(&b, "- %d runs, %d of them counted (run verdict JUDGED)\n", len(runs), counted)
-	fmt.Fprintf(&b, "- roles: %d finding, %d control, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], byRole[verdict.RoleNull])
+	apps := ""
+	if n := byRole[verdict.RoleApplication]; n > 0 {
+		apps = fmt.Sprintf(", %d application control", n)
+	}
+	fmt.Fprintf(&b, "- roles: %d finding, %d control%s, %d null arm\n\n", byRole[verdict.RoleFinding], byRole[verdict.RoleControl], apps, byRole[verdict.RoleNull])
 
 	// The lab of each run, in a column of its own where the runs ran on
 	// several.
@@ -93,8 +97,8 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 	}
 
-	findings, nulls := map[string]*Tally{}, map[string]*Tally{}
-	findingPools, nullPools := map[string]*Pool{}, map[string]*Pool{}
+	findings, nulls, applications := map[string]*Tally{}, map[string]*Tally{}, map[string]*Tally{}
+	findingPools, nullPools, applicationPools := map[string]*Pool{}, map[string]*Pool{}, map[string]*Pool{}
 	var controls []ControlCheck
 	for i, r := range runs {
 		switch r.RunRole() {
@@ -103,6 +107,8 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 			continue
 		case verdict.RoleNull:
 			addTallies(nulls, nullPools, i, r)
+		case verdict.RoleApplication:
+			addTallies(applications, applicationPools, i, r)
 		default:
 			addTallies(findings, findingPools, i, r)
 		}
@@ -156,6 +162,18 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		b.WriteString("| run | scenario | invariant | expected | verdict | outcome | reason |\n|---|---|---|---|---|---|---|\n")
 		for _, c := range controls {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(c.Run.RunID), cell(c.Run.Scenario), cell(c.Invariant), verdict.Violated, c.VerdictText(), c.Outcome, cell(c.Reason()))
+		}
+	}
+
+	if len(applications) > 0 {
+		b.WriteString("\n## Application controls\n\n" +
+			"The fault of a finding against a workload built not to rely on the guarantee the finding tests (a correct application): " +
+			"what that application kept under the same fault, so a violation can be told apart as the platform's or the application's. " +
+			"Nothing is expected of them, and they are never in the findings' rates.\n\n")
+		b.WriteString("| invariant | violated | preserved | rate (all counted) | not counted |\n|---|---|---|---|---|\n")
+		for _, inv := range sortedKeys(applications) {
+			t := applications[inv]
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", cell(inv), t.Violated, t.Preserved, PooledRateText(t.Rate, *applicationPools[inv]), otherCounts(t.Other))
 		}
 	}
 
@@ -240,7 +258,7 @@ func StabilityMarkdown(rows []StabilityRow) string {
 		"**flaky** where the judged repetitions gave both VIOLATED and PRESERVED, and apart the outcomes that did not count " +
 		"(INSUFFICIENT_DATA and the other verdicts of judged runs; FAULT_INEFFECTIVE and ABORTED runs, an ABORTED run counted even where it was run again); runs counts them all. " +
 		"Quantities are the median [range] (how many) over the judged repetitions that measured them, and where a quantity scales with others, the same of it divided by their product.\n")
-	for _, role := range []struct{ role, title string }{{verdict.RoleFinding, "Findings"}, {verdict.RoleControl, "Positive controls (expected VIOLATED every time)"}, {verdict.RoleNull, "Null arms (expected PRESERVED every time)"}} {
+	for _, role := range []struct{ role, title string }{{verdict.RoleFinding, "Findings"}, {verdict.RoleControl, "Positive controls (expected VIOLATED every time)"}, {verdict.RoleApplication, "Application controls (nothing expected)"}, {verdict.RoleNull, "Null arms (expected PRESERVED every time)"}} {
 		var these []StabilityRow
 		for _, r := range rows {
 			if r.Role == role.role {

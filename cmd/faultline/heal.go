@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,8 +21,13 @@ A fault is written to the ledger (in the lab's state directory) before it is
 injected and removed once it is healed, so a run that was interrupted,
 crashed or was killed leaves it behind. Every suite heals the ledger when it
 starts; this command does the same by hand. A fault still held by a running
-suite is left to that suite. Exits non-zero if any fault could not be healed
-or is still held.
+suite is left to that suite.
+
+For each entry it prints what the heal found of the fault in the lab and
+what it removed (a run killed before its inject leaves an entry whose heal
+finds nothing). An entry whose heal fails stays in the ledger for the next
+heal. Exits non-zero, naming them, if any fault could not be healed or is
+still held.
 
 With no lab named (--lab, $FAULTLINE_LAB), the lab is the one lab that is up
 on this machine; with none or several up it refuses, naming them.`,
@@ -31,6 +37,9 @@ on this machine; with none or several up it refuses, naming them.`,
 			return withLab(cmd, &flags, "", changes, func(l lab.Lab) error {
 				rep, err := ledger.HealAll(cmd.Context(), l)
 				fmt.Fprintln(cmd.OutOrStdout(), rep.String())
+				if names := rep.FailedNames(); len(names) > 0 {
+					return fmt.Errorf("healing lab %s: %d fault(s) not healed, kept in the ledger for the next heal: %s: %w", l.Info().Name, len(names), strings.Join(names, ", "), err)
+				}
 				if err != nil {
 					return fmt.Errorf("healing lab %s: %w", l.Info().Name, err)
 				}

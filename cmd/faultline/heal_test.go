@@ -27,7 +27,12 @@ func (f healCounter) Probe(context.Context, lab.Lab) (fault.Effect, error) {
 }
 func (f healCounter) Heal(ctx context.Context, l lab.Lab) error {
 	if f.Target == "stuck" {
+		fault.Found(ctx, "%s: a rule", f.Target)
 		return errors.New("stuck: host unreachable")
+	}
+	if f.Target != "never-injected" {
+		fault.Found(ctx, "%s: a rule", f.Target)
+		fault.Removed(ctx, "%s: the rule", f.Target)
 	}
 	healed[f.Target]++
 	return nil
@@ -80,6 +85,11 @@ func TestHealHealsWhatTheLedgerHolds(t *testing.T) {
 	if !strings.Contains(out, `healed cli-test-counter {"Target":"worker1"}`) || !strings.Contains(out, "for scenario-worker2") {
 		t.Errorf("heal output:\n%s", out)
 	}
+	for _, want := range []string{"  found: worker1: a rule\n  removed: worker1: the rule\n", "  found: worker2: a rule\n  removed: worker2: the rule\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("heal output lacks what it found and removed, %q:\n%s", want, out)
+		}
+	}
 	if left, err := led.Entries(); err != nil || len(left) != 0 {
 		t.Errorf("ledger still holds %v (%v)", left, err)
 	}
@@ -93,16 +103,34 @@ func TestHealHealsWhatTheLedgerHolds(t *testing.T) {
 func TestHealFailureKeepsTheEntryAndExitsNonZero(t *testing.T) {
 	_, led := labWithLedger(t)
 	leave(t, led, "stuck")
+	leave(t, led, "never-injected")
+	clear(healed)
 	fakeUpLabs(t, "lab11")
+	left, _ := led.Entries()
+	var stuckID string
+	for _, e := range left {
+		if strings.Contains(string(e.Params), "stuck") {
+			stuckID = e.ID
+		}
+	}
 	code, out, errs := runInProcess(t, "heal")
 	if code != exitError || !strings.Contains(errs, "healing lab lab11") || !strings.Contains(errs, "stuck: host unreachable") {
 		t.Errorf("failing heal: exit %d, stderr %q", code, errs)
 	}
-	if !strings.Contains(out, "FAILED to heal") {
-		t.Errorf("failing heal output: %q", out)
+	if want := "1 fault(s) not healed, kept in the ledger for the next heal: cli-test-counter (entry " + stuckID + ")"; !strings.Contains(errs, want) {
+		t.Errorf("stderr %q does not name the entry not healed (%q)", errs, want)
 	}
-	if left, _ := led.Entries(); len(left) != 1 {
-		t.Errorf("a fault that failed to heal must stay in the ledger; it holds %d entries", len(left))
+	if !strings.Contains(out, "FAILED to heal") || !strings.Contains(out, "  found: stuck: a rule\n") {
+		t.Errorf("failing heal output, want what it found before it failed: %q", out)
+	}
+	if !strings.Contains(out, "healed cli-test-counter {\"Target\":\"never-injected\"}") || !strings.Contains(out, "found nothing of it in the lab") {
+		t.Errorf("the entry that was never injected: %q", out)
+	}
+	if left, _ := led.Entries(); len(left) != 1 || left[0].ID != stuckID {
+		t.Errorf("a fault that failed to heal must stay in the ledger, and only it; it holds %v", left)
+	}
+	if healed["never-injected"] != 1 {
+		t.Errorf("a failed entry must not keep the others from being healed: %v", healed)
 	}
 }
 

@@ -31,9 +31,11 @@ arms) get the rate tables. Positive controls, built to break the invariants
 they name (controlOf, or control:<invariant> labels on older records), get a
 table of their own, one row per control run and invariant, with the expected
 VIOLATED, the verdict got and hit or missed; their verdicts of other
-invariants count nowhere. Null arms (the fault replaced by one that does
-nothing) get their own tables: expected PRESERVED, a VIOLATED is a false
-alarm of the detector.
+invariants count nowhere. Application controls (a finding's fault against
+a workload built not to rely on the guarantee it tests, label
+application-control) get tables of their own, with nothing expected. Null
+arms (the fault replaced by one that does nothing) get their own tables:
+expected PRESERVED, a VIOLATED is a false alarm of the detector.
 
 Only PRESERVED and VIOLATED count. Every findings row shows violated,
 PRESERVED split by whether the run exercised the guarantee (exercised, not

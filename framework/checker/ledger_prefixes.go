@@ -10,7 +10,9 @@ import (
 // LogRead is the ledger's log as one read found it.
 type LogRead struct {
 	// At is when the read began.
-	At   time.Time
+	At time.Time
+	// Done is when the read returned; zero when not known (taken as At).
+	Done time.Time
 	Data []byte
 }
 
@@ -70,9 +72,12 @@ type LogGrowth struct {
 }
 
 // CheckLogPrefixes checks that reads of one ledger log, in the order
-// given (the order they were made), are prefixes of one log: every whole
+// given (the order they began), are prefixes of one log: every whole
 // record a read found is, at the same offset and unchanged, in every later
-// read. A log one writer appends to only grows, so its reads are; a second
+// read. Each read is compared with the latest begun that had returned
+// before it began (Done); reads that overlapped in time are in no known
+// order (a slow read may have read the log after a quick one begun later)
+// and are not compared with each other. A log one writer appends to only grows, so its reads are; a second
 // copy that appends from an offset it kept in memory overwrites records a
 // read already saw, and the storage shows two histories. A torn last
 // record is not a record and is not compared; a record its own writer
@@ -85,9 +90,12 @@ type LogGrowth struct {
 func CheckLogPrefixes(reads []LogRead) Prefixes {
 	r := Prefixes{Reads: len(reads)}
 	writers := map[string]bool{}
-	var prev []ledgerlog.Entry
-	var prevAt time.Time
-	for i, read := range reads {
+	type scanned struct {
+		entries  []ledgerlog.Entry
+		at, done time.Time
+	}
+	var before []scanned
+	for _, read := range reads {
 		c := ledgerlog.Scan(read.Data)
 		at := map[int64]*ledgerlog.Entry{}
 		here := map[string]bool{}
@@ -97,11 +105,22 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 			writers[e.Record.Writer.Incarnation] = true
 			here[e.Record.Writer.Incarnation] = true
 		}
-		if i > 0 && r.Grew == nil && len(here) >= 2 && grew(prev, c.Entries) {
-			r.Grew = &LogGrowth{Earlier: prevAt, Later: read.At, Writers: len(here)}
+		// The read to compare with is the latest begun that had returned
+		// before this one began: a read still running when this one
+		// began may have read the log after it, so the two are in no
+		// known order and neither can show the other's records lost.
+		var prev *scanned
+		for j := len(before) - 1; j >= 0; j-- {
+			if !before[j].done.After(read.At) {
+				prev = &before[j]
+				break
+			}
 		}
-		if i > 0 && r.Break == nil {
-			for _, was := range prev {
+		if prev != nil && r.Grew == nil && len(here) >= 2 && grew(prev.entries, c.Entries) {
+			r.Grew = &LogGrowth{Earlier: prev.at, Later: read.At, Writers: len(here)}
+		}
+		if prev != nil && r.Break == nil {
+			for _, was := range prev.entries {
 				now := at[was.Offset]
 				if now != nil && sameRecord(now.Record, was.Record) {
 					continue
@@ -110,11 +129,15 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 					r.Retries++
 					continue
 				}
-				r.Break = &PrefixBreak{Earlier: prevAt, Later: read.At, Was: was, Now: now}
+				r.Break = &PrefixBreak{Earlier: prev.at, Later: read.At, Was: was, Now: now}
 				break
 			}
 		}
-		prev, prevAt = c.Entries, read.At
+		done := read.Done
+		if done.IsZero() {
+			done = read.At
+		}
+		before = append(before, scanned{entries: c.Entries, at: read.At, done: done})
 	}
 	r.Writers = len(writers)
 	return r

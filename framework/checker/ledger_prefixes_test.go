@@ -111,6 +111,33 @@ func TestCheckLogPrefixes(t *testing.T) {
 		}
 	})
 
+	t.Run("two reads that overlapped in time are not ordered", func(t *testing.T) {
+		// The first read began first but returned after the second (its
+		// copy may have been made after the second's): a shorter second
+		// read proves nothing lost. A third read that began after both
+		// returned is compared with the later-begun one.
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(2)
+		short := b.bytes()
+		a.append(2)
+		long := b.bytes()
+		a.append(1)
+		r := CheckLogPrefixes([]LogRead{
+			{At: at(0), Done: at(3), Data: long},
+			{At: at(1), Done: at(2), Data: short},
+			{At: at(4), Done: at(5), Data: b.bytes()},
+		})
+		if r.Break != nil {
+			t.Errorf("got break %s, want none: the first two reads overlapped", r.Break)
+		}
+		// Reads that did not overlap still break.
+		r = CheckLogPrefixes([]LogRead{{At: at(0), Done: at(1), Data: long}, {At: at(1), Done: at(2), Data: short}})
+		if r.Break == nil || r.Break.Was.Record.Seq != 3 {
+			t.Errorf("got %+v, want sequence 3 gone", r.Break)
+		}
+	})
+
 	if r := CheckLogPrefixes(nil); r.Break != nil || r.Reads != 0 {
 		t.Errorf("no reads: %+v", r)
 	}

@@ -201,18 +201,6 @@ func Register(kind string, decode Decoder) {
 	registry[kind] = decode
 }
 
-// Kinds lists the registered fault kinds, sorted.
-func Kinds() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	kinds := make([]string, 0, len(registry))
-	for k := range registry {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return kinds
-}
-
 // Decode turns a kind and its parameters back into a Fault.
 func Decode(kind string, params json.RawMessage) (Fault, error) {
 	registryMu.Lock()
@@ -234,6 +222,19 @@ func Decode(kind string, params json.RawMessage) (Fault, error) {
 		return nil, fmt.Errorf("decoding %s fault: decoder returned a %s fault", kind, f.Kind())
 	}
 	return f, nil
+}
+
+// Kinds lists every registered kind, sorted: what this program can heal
+// from a heal ledger.
+func Kinds() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	kinds := make([]string, 0, len(registry))
+	for k := range registry {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
 }
 
 // Describe renders a fault as "kind {params}" for messages.

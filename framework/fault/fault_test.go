@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -183,6 +185,38 @@ func TestNullWithDecoyInjectsTheDecoyAndProbesAsItsFault(t *testing.T) {
 
 	if err := NullWithDecoy(real, Null(decoy)).Inject(ctx, nil); err == nil || !strings.Contains(err.Error(), "decoy is itself a null fault") {
 		t.Errorf("a null decoy: %v", err)
+	}
+}
+
+func TestKindsListsEveryRegisteredKindSorted(t *testing.T) {
+	kinds := Kinds()
+	if !sort.StringsAreSorted(kinds) {
+		t.Errorf("kinds %v are not sorted", kinds)
+	}
+	for _, want := range []string{"counting", NullKind} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("kinds %v lack %s", kinds, want)
+		}
+	}
+}
+
+// A heal's account keeps what was noted, prefixed by Within, and a context
+// without one notes nothing.
+func TestHealAccountNotesWithPrefixes(t *testing.T) {
+	Found(context.Background(), "nobody keeps this")
+	if Accounting(context.Background()) {
+		t.Error("a bare context has no account")
+	}
+	ctx, account := WithHealAccount(context.Background())
+	Found(ctx, "chain %s on %s", "FAULTLINE-ab12", "cp1")
+	part := Within(Within(ctx, "part 2 (freeze): "), "decoy (kill): ")
+	Removed(part, "kubelet started")
+	got := account()
+	if !slices.Equal(got.Found, []string{"chain FAULTLINE-ab12 on cp1"}) || !slices.Equal(got.Removed, []string{"part 2 (freeze): decoy (kill): kubelet started"}) {
+		t.Errorf("account %+v", got)
+	}
+	if got.Empty() || !(HealAccount{}).Empty() {
+		t.Error("Empty")
 	}
 }
 

@@ -111,7 +111,7 @@ func (n nullFault) Heal(ctx context.Context, l lab.Lab) error {
 	if n.decoy == nil {
 		return nil
 	}
-	if err := HealAndRelease(ctx, l, n.decoy); err != nil {
+	if err := HealAndRelease(Within(ctx, "decoy ("+n.decoy.Kind()+"): "), l, n.decoy); err != nil {
 		return fmt.Errorf("null arm's decoy (%s): %w", Describe(n.decoy), err)
 	}
 	return nil

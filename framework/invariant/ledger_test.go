@@ -533,3 +533,21 @@ func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {
 	r.round(2).unreadable(ledgerSource, evidence.LedgerLog, 2, "timeout: no answer within 2s")
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "1 readable read(s)", "two are needed")
 }
+
+// A slow read of a block image's log returns after a read begun a round
+// later: its copy of the image may have been made after the other's, so
+// the two are in no known order and the shorter one shows nothing lost.
+func TestSingleHistoryOfTheLedgerDoesNotOrderReadsThatOverlapped(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(2)
+	short := b.logValue("worker1")
+	a.append(2)
+	long := b.logValue("worker1")
+	r := newRun(t)
+	r.round(1).value(ledgerSource, evidence.LedgerLog, 2.5, long, "") // returned at 3.5 s
+	r.round(2).value(ledgerSource, evidence.LedgerLog, 0.1, short, "")
+	a.append(1)
+	logRounds(t, r, b, 4)
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+}

@@ -147,7 +147,7 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	reads := make([]checker.LogRead, len(obs))
 	for i, o := range obs {
-		reads[i] = checker.LogRead{At: o.Taken, Data: o.Value.Data}
+		reads[i] = checker.LogRead{At: o.Taken, Done: o.ReadAt, Data: o.Value.Data}
 	}
 	gapNote := ""
 	if len(gaps) > 0 {

@@ -559,6 +559,9 @@ func capability(id string) func(*env) Finding {
 		case FSCheck:
 			_, ok = e.lab.(lab.FilesystemChecker)
 			iface = "lab.FilesystemChecker"
+		case VolumeDamage:
+			_, ok = e.lab.(lab.VolumeDamager)
+			iface = "lab.VolumeDamager"
 		default:
 			return unknown("no check for %s", id)
 		}

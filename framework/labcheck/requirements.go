@@ -55,6 +55,7 @@ const (
 	VirtualAddress = "virtual-address"
 	Storage        = "storage"
 	FSCheck        = "filesystem-check"
+	VolumeDamage   = "volume-damage"
 	Marker         = "lab-marker"
 )
 
@@ -86,6 +87,7 @@ var Requirements = []Requirement{
 	{ID: VirtualAddress, Needs: "`network.virtualIP` in front of the API servers", Checked: "`/version` at the lab's own kubeconfig", check: checkVirtualAddress},
 	{ID: Storage, Needs: "storage for paper 3 (`lab.StoredData`; SSH labs: the lab file's `storage:`): its StorageClasses exist, the history store answers from here (and from pods), and a lab that reads volumes through the cluster finds the reader image on every worker", Checked: "the StorageClasses got, the store's status, `crictl inspecti` of the reader image on every worker", check: checkStorage},
 	{ID: FSCheck, Needs: "a lab that checks a block volume's file system where its data lives (`lab.FilesystemChecker`: the local lab; SSH labs do not)", Checked: "the lab's capability", check: capability(FSCheck)},
+	{ID: VolumeDamage, Needs: "a lab that damages a volume's stored data on purpose where the storage holds it, not through a node (`lab.VolumeDamager`: the local lab; SSH labs do not)", Checked: "the lab's capability", check: capability(VolumeDamage)},
 }
 
 // Faults are what each fault kind needs, by kind. Every fault also needs
@@ -118,6 +120,10 @@ var Faults = map[string][]string{
 	"finalizer-then-delete":    {},
 	"stop-then-out-of-service": {SSH, Root, Services},
 	"stopped-through-heal":     {SSH, Root, Services},
+	// Paper 3's controls (framework/fault/controls).
+	"ledger-record-damaged":       {Storage, VolumeDamage},
+	"stop-then-damage-filesystem": {Storage, VolumeDamage, FSCheck},
+	"lease-handed-over":           {Storage},
 }
 
 // FaultNotes say more of a fault than its requirements.

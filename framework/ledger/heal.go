@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -16,6 +17,10 @@ import (
 // Healed is an entry HealAll healed and removed.
 type Healed struct {
 	Entry Entry
+	// Account is what the heal found of the fault and what it removed;
+	// empty when it found nothing (the fault was never injected, or was
+	// removed before).
+	Account fault.HealAccount
 }
 
 // Busy is an entry a live process still holds: its fault is active in a run
@@ -30,6 +35,8 @@ type Failed struct {
 	File  string
 	Entry Entry
 	Err   error
+	// Account is what the heal found and removed before it failed.
+	Account fault.HealAccount
 }
 
 // Report is what HealAll did.
@@ -55,17 +62,52 @@ func (r Report) String() string {
 	var b strings.Builder
 	for _, h := range r.Healed {
 		fmt.Fprintf(&b, "healed %s %s (entry %s, written by pid %d at %s for %s)\n", h.Entry.Kind, h.Entry.Params, h.Entry.ID, h.Entry.PID, h.Entry.Time.Format("2006-01-02T15:04:05Z07:00"), scenarioOf(h.Entry))
+		writeAccount(&b, h.Account, true)
 	}
 	for _, x := range r.Busy {
 		fmt.Fprintf(&b, "left %s %s (entry %s): still held by running pid %d\n", x.Entry.Kind, x.Entry.Params, x.Entry.ID, x.Entry.PID)
 	}
 	for _, f := range r.Failed {
-		fmt.Fprintf(&b, "FAILED to heal %s: %v\n", failedName(f), f.Err)
+		fmt.Fprintf(&b, "FAILED to heal %s: %v (the entry stays in the ledger)\n", failedName(f), f.Err)
+		writeAccount(&b, f.Account, false)
 	}
 	for _, d := range r.Discarded {
 		fmt.Fprintf(&b, "discarded unfinished entry %s (its fault was never injected)\n", d)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// writeAccount writes what a heal found and removed, one indented line
+// each. A healed entry whose heal found nothing says so: its fault was
+// never injected (the run died before inject) or was already removed.
+func writeAccount(b *strings.Builder, a fault.HealAccount, healed bool) {
+	if a.Empty() {
+		if healed {
+			b.WriteString("  found nothing of it in the lab (never injected, or already removed)\n")
+		}
+		return
+	}
+	for _, f := range a.Found {
+		fmt.Fprintf(b, "  found: %s\n", f)
+	}
+	for _, r := range a.Removed {
+		fmt.Fprintf(b, "  removed: %s\n", r)
+	}
+}
+
+// FailedNames names every entry HealAll could not heal, for an error
+// message: "<kind> (entry <id>)", or the file of an entry too broken to
+// read.
+func (r Report) FailedNames() []string {
+	var out []string
+	for _, f := range r.Failed {
+		if f.Entry.ID != "" {
+			out = append(out, fmt.Sprintf("%s (entry %s)", f.Entry.Kind, f.Entry.ID))
+		} else {
+			out = append(out, f.File)
+		}
+	}
+	return out
 }
 
 func scenarioOf(e Entry) string {
@@ -158,19 +200,22 @@ func (led *Ledger) healOne(ctx context.Context, l lab.Lab, labName, path string,
 		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err})
 		return fmt.Errorf("ledger entry %s: %w", e.ID, err)
 	}
-	if err := fault.HealAndRelease(ctx, l, f); err != nil {
+	crashpoint.Reach("ledger/heal/locked")
+	hctx, account := fault.WithHealAccount(ctx)
+	if err := fault.HealAndRelease(hctx, l, f); err != nil {
 		err = fmt.Errorf("healing %s: %w", fault.Describe(f), err)
-		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err})
+		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err, Account: account()})
 		return fmt.Errorf("ledger entry %s: %w", e.ID, err)
 	}
+	crashpoint.Reach("ledger/heal/healed")
 	if err := os.Remove(path); err != nil {
-		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err})
+		rep.Failed = append(rep.Failed, Failed{File: path, Entry: e, Err: err, Account: account()})
 		return fmt.Errorf("removing healed ledger entry %s: %w", e.ID, err)
 	}
 	if err := syncDir(led.dir); err != nil {
 		return err
 	}
-	rep.Healed = append(rep.Healed, Healed{Entry: e})
+	rep.Healed = append(rep.Healed, Healed{Entry: e, Account: account()})
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 )
 
@@ -105,6 +106,7 @@ func (l *Ledger) Record(f fault.Fault, labName, scenario string) (*Active, error
 	if err := file.Sync(); err != nil {
 		return fail(err)
 	}
+	crashpoint.Reach("ledger/record/written")
 	path := filepath.Join(l.dir, id+entrySuffix)
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)

@@ -33,12 +33,19 @@ func (m markerFault) Params() json.RawMessage {
 	return b
 }
 func (m markerFault) Inject(context.Context, lab.Lab) error { return os.WriteFile(m.Path, nil, 0o644) }
-func (m markerFault) Heal(context.Context, lab.Lab) error {
+func (m markerFault) Heal(ctx context.Context, _ lab.Lab) error {
+	if exists(m.Path) {
+		fault.Found(ctx, "marker %s", m.Path)
+	}
 	if m.FailHeal {
 		return errors.New("the host would not answer")
 	}
-	if err := os.Remove(m.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.Remove(m.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if err == nil {
+		fault.Removed(ctx, "marker %s", m.Path)
 	}
 	if m.HealLog != "" {
 		f, err := os.OpenFile(m.HealLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -33,7 +33,8 @@
 //
 // Each scenario is one spec, Serial on one lab, with the labels generated from its
 // fields (AutoLabels: arm:, fault:, class:, topology: from Topology or
-// Shape, ci from CI, control: from ControlOf, writer: from Writer)
+// Shape, ci from CI, control: from ControlOf, application-control from
+// ApplicationControl, writer: from Writer)
 // besides its own:
 //
 //	BeforeEach      skip when the lab lacks the scenario's Topology or
@@ -85,9 +86,9 @@
 //     the control working (JUDGED), and a probe that sees the effect with
 //     nothing injected makes the run ABORTED (contaminated). Only JUDGED
 //     runs count towards rates.
-//   - The run record says its role (finding, control or null), the
-//     invariants a control must break, the effect probes' coverage, and
-//     the machine's load average at the start and the end.
+//   - The run record says its role (finding, control, application-control
+//     or null), the invariants a control must break, the effect probes'
+//     coverage, and the machine's load average at the start and the end.
 //
 // Resuming: with -faultline.resume=DIR (a flag of the suite's test
 // binary; Register adds it) or $FAULTLINE_RESUME=DIR, the suite runs into

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
@@ -314,7 +315,11 @@ func (r *run) heal(ctx context.Context, l lab.Lab, sampler evidence.Sampler) err
 	} else {
 		sampled <- nil
 	}
+	crashpoint.Reach("run/heal/started")
 	err := f.Heal(ctx, l)
+	if err == nil {
+		crashpoint.Reach("run/heal/healed")
+	}
 	// Stopped before the end is stamped, so every heal sample was begun
 	// while heal ran.
 	close(stop)
@@ -398,6 +403,9 @@ func (r *run) release(ctx context.Context, l lab.Lab) error {
 	}
 	start := time.Now()
 	err := lf.Release(ctx, l)
+	if err == nil {
+		crashpoint.Reach("run/release/released")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.timings["release"] += time.Since(start).Seconds()

@@ -393,16 +393,20 @@ func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
 		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}}}
 	control := base
 	control.ControlOf = []string{"x"}
+	app := base
+	app.ApplicationControl = true
 	arms := WithNullArms(base)
 	for name, c := range map[string]struct {
 		sc        Scenario
 		role      string
 		controlOf []string
 	}{
-		"a fault arm":          {arms[0], verdict.RoleFinding, nil},
-		"a null arm":           {arms[1], verdict.RoleNull, nil},
-		"a positive control":   {WithNullArms(control)[0], verdict.RoleControl, []string{"x"}},
-		"a control's null arm": {WithNullArms(control)[1], verdict.RoleNull, nil},
+		"a fault arm":                       {arms[0], verdict.RoleFinding, nil},
+		"a null arm":                        {arms[1], verdict.RoleNull, nil},
+		"a positive control":                {WithNullArms(control)[0], verdict.RoleControl, []string{"x"}},
+		"a control's null arm":              {WithNullArms(control)[1], verdict.RoleNull, nil},
+		"an application control":            {WithNullArms(app)[0], verdict.RoleApplication, nil},
+		"an application control's null arm": {WithNullArms(app)[1], verdict.RoleNull, nil},
 	} {
 		out := newRun(c.sc, &engine{}, time.Now()).finish("passed")
 		if out.Role != c.role || !slices.Equal(out.ControlOf, c.controlOf) || out.RunRole() != c.role {
@@ -424,6 +428,19 @@ func TestRunRecordsRoleControlsAndTheRequiredShare(t *testing.T) {
 		if got := c.sc.requiredEffectShare(); got != c.want {
 			t.Errorf("%s: %v, want %v", name, got, c.want)
 		}
+	}
+	if got := strings.Join(WithNullArms(app)[1].AllLabels(), " "); got != "arm:null fault:memlab-flag class:memlab-flag application-control" {
+		t.Errorf("an application control's null arm is labelled %q", got)
+	}
+	both := app
+	both.ControlOf = []string{"x"}
+	if err := both.Validate(); err == nil || !strings.Contains(err.Error(), "both a positive control (of x) and an application control") {
+		t.Errorf("a positive and an application control at once: %v", err)
+	}
+	handLabelled := base
+	handLabelled.Labels = []string{"application-control"}
+	if err := handLabelled.Validate(); err == nil || !strings.Contains(err.Error(), "set ApplicationControl") {
+		t.Errorf("the label written by hand: %v", err)
 	}
 	bad := base
 	bad.MinEffectShare = 1.5

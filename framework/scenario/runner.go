@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
@@ -299,6 +300,7 @@ func (r *run) inject(ctx context.Context, armed func()) error {
 	}
 	// Written and synced before inject: a crash from here on leaves the
 	// entry for the next start to heal.
+	crashpoint.Reach("run/inject/before-record")
 	active, err := led.Record(f, l.Info().Name, r.id)
 	if err != nil {
 		return r.fail("heal ledger", err)
@@ -310,11 +312,15 @@ func (r *run) inject(ctx context.Context, armed func()) error {
 	if armed != nil {
 		armed()
 	}
+	crashpoint.Reach("run/inject/recorded")
 	start := time.Now()
 	r.mu.Lock()
 	r.injectStarted = start
 	r.mu.Unlock()
 	err = f.Inject(ctx, l)
+	if err == nil {
+		crashpoint.Reach("run/inject/injected")
+	}
 	r.timed("inject", start)
 	if err != nil {
 		r.event("fault-inject-failed", err.Error())
@@ -418,6 +424,7 @@ func (r *run) probeUntil(ctx context.Context, l lab.Lab, f fault.Fault) {
 			return
 		}
 		r.addProbe(probe{At: time.Now(), Effect: eff, Err: err})
+		crashpoint.Reach("run/window/probed")
 		select {
 		case <-ctx.Done():
 			return

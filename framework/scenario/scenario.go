@@ -75,6 +75,15 @@ type Scenario struct {
 	// nothing to break: with nothing injected it is the control's null
 	// arm, and its record names no invariant it must break.
 	ControlOf []string
+	// ApplicationControl marks a correct-application control: the fault
+	// of a finding against a workload built not to rely on the guarantee
+	// the finding tests (label application-control). Its fault arm's role
+	// is verdict.RoleApplication: its verdicts say what that application
+	// kept, separating what the platform allowed from what the finding's
+	// application assumed, and are reported beside the findings, never
+	// pooled with them. Nothing is expected of them (the result is stated
+	// either way). Its null arm is a null arm. Not with ControlOf.
+	ApplicationControl bool
 	// MinEffectShare is the share of the window's effect probes that must
 	// see the fault's effect for the fault arm's run to count; below it
 	// the run is FAULT_INEFFECTIVE. Zero takes the fault's own
@@ -159,13 +168,16 @@ func (s Scenario) requiredEffectShare() float64 {
 }
 
 // role is the run's role: the null arm and a positive control test the
-// detector; any other fault arm is a finding.
+// detector; an application control's fault arm is one; any other fault
+// arm is a finding.
 func (s Scenario) role() string {
 	switch {
 	case s.arm() == NullArm:
 		return verdict.RoleNull
 	case len(s.mustBreak()) > 0:
 		return verdict.RoleControl
+	case s.ApplicationControl:
+		return verdict.RoleApplication
 	default:
 		return verdict.RoleFinding
 	}
@@ -194,6 +206,8 @@ const (
 	LabelControl  = "control:"
 	LabelWriter   = "writer:"
 	LabelCI       = "ci"
+	// LabelApplicationControl is generated from ApplicationControl.
+	LabelApplicationControl = verdict.LabelApplicationControl
 	// LabelRepetition is the round of a suite run with repetitions
 	// (-faultline.repeat): repetition:2 on the specs of the second.
 	LabelRepetition = "repetition:"
@@ -201,7 +215,8 @@ const (
 
 // AutoLabels are the labels every scenario gets from its fields: arm:,
 // fault:, class:, topology: (Topology or Shape), ci (CI), control: (one
-// per ControlOf) and writer: (Writer).
+// per ControlOf), application-control (ApplicationControl) and writer:
+// (Writer).
 func (s Scenario) AutoLabels() []string {
 	ls := []string{LabelArm + string(s.arm())}
 	if s.Fault != nil {
@@ -218,6 +233,9 @@ func (s Scenario) AutoLabels() []string {
 	}
 	for _, c := range s.ControlOf {
 		ls = append(ls, LabelControl+c)
+	}
+	if s.ApplicationControl {
+		ls = append(ls, LabelApplicationControl)
 	}
 	if s.Writer != "" {
 		ls = append(ls, LabelWriter+s.Writer)
@@ -293,6 +311,9 @@ func (s Scenario) Validate() error {
 			bad("positive control of %s, which the scenario does not judge", c)
 		}
 	}
+	if s.ApplicationControl && len(s.ControlOf) > 0 {
+		bad("both a positive control (of %s) and an application control: a positive control must break what it names, an application control expects nothing", strings.Join(s.ControlOf, ", "))
+	}
 	if s.Topology != "" && s.Shape.Name != "" {
 		bad("both a topology (%s) and a shape (%s): give one", s.Topology, s.Shape.Name)
 	}
@@ -307,6 +328,8 @@ func (s Scenario) Validate() error {
 			bad("label %q: set ControlOf; the engine generates control: labels from it", l)
 		case strings.HasPrefix(l, LabelWriter):
 			bad("label %q: set Writer; the engine generates the writer: label from it", l)
+		case l == LabelApplicationControl:
+			bad("label %q: set ApplicationControl; the engine generates the label from it", l)
 		case strings.HasPrefix(l, LabelRepetition):
 			bad("label %q: the engine labels each round of a suite run with repetitions (-faultline.repeat)", l)
 		}

@@ -102,12 +102,23 @@ func NotExercised() *bool { f := false; return &f }
 // verdicts a paper quotes as rates. A control (a positive control's fault
 // arm, built to break the invariants it names) and a null arm (the fault
 // replaced by one that does nothing) test the detector: they are reported
-// beside findings and never pooled with them.
+// beside findings and never pooled with them. An application control
+// (RoleApplication) is the fault arm of a scenario whose workload does
+// not rely on the guarantee the findings test (a correct application
+// under the same fault): its verdicts separate what the platform allowed
+// from what an application assumed, and are reported beside findings,
+// never pooled with them, with nothing expected of them.
 const (
-	RoleFinding = "finding"
-	RoleControl = "control"
-	RoleNull    = "null"
+	RoleFinding     = "finding"
+	RoleControl     = "control"
+	RoleNull        = "null"
+	RoleApplication = "application-control"
 )
+
+// LabelApplicationControl is the label of an application control's runs
+// (both arms), from which RunRole derives the role of a record written
+// without one.
+const LabelApplicationControl = "application-control"
 
 // Load is the load average of the machine faultline ran on, as
 // /proc/loadavg gives it, at one moment.
@@ -210,9 +221,10 @@ func (r Run) RepetitionNumber() int {
 // Counted reports whether the run's verdicts count towards rates.
 func (r Run) Counted() bool { return r.RunVerdict == RunJudged }
 
-// RunRole is the run's role; for records written before roles were
-// recorded it is derived from the arm and the controlOf field, and a
-// fault arm whose labels carry "selfcheck" or "control:" is a control.
+// RunRole is the run's role; for records written without one it is
+// derived from the arm and the controlOf field: a fault arm whose labels
+// carry "selfcheck" or "control:" is a control, one labelled
+// LabelApplicationControl an application control.
 func (r Run) RunRole() string {
 	if r.Role != "" {
 		return r.Role
@@ -226,6 +238,11 @@ func (r Run) RunRole() string {
 	for _, l := range r.Labels {
 		if l == "selfcheck" || strings.HasPrefix(l, "control:") {
 			return RoleControl
+		}
+	}
+	for _, l := range r.Labels {
+		if l == LabelApplicationControl {
+			return RoleApplication
 		}
 	}
 	return RoleFinding

@@ -97,6 +97,26 @@ func TestRunJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// A record written without a role takes it from its arm, controlOf and
+// labels: an application control's fault arm by its label.
+func TestRunRoleOfARecordWithoutOne(t *testing.T) {
+	for name, c := range map[string]struct {
+		r    Run
+		want string
+	}{
+		"a fault arm":                {Run{Arm: "fault"}, RoleFinding},
+		"a null arm":                 {Run{Arm: "null", Labels: []string{LabelApplicationControl}}, RoleNull},
+		"a control by its controlOf": {Run{Arm: "fault", ControlOf: []string{"x"}}, RoleControl},
+		"a control by its label":     {Run{Arm: "fault", Labels: []string{"control:x"}}, RoleControl},
+		"an application control":     {Run{Arm: "fault", Labels: []string{"paper:p", LabelApplicationControl}}, RoleApplication},
+		"a recorded role stands":     {Run{Arm: "fault", Role: RoleFinding, Labels: []string{LabelApplicationControl}}, RoleFinding},
+	} {
+		if got := c.r.RunRole(); got != c.want {
+			t.Errorf("%s: role %q, want %q", name, got, c.want)
+		}
+	}
+}
+
 // A verdict's quantities travel in the record with their units.
 func TestJudgementQuantitiesRoundTrip(t *testing.T) {
 	j := Judgement{Invariant: "acknowledged-data-survives", Verdict: Violated, Quantities: map[string]Quantity{

@@ -12,6 +12,12 @@ import (
 	"github.com/faultline/faultline/lab/local/csidriver"
 )
 
+var (
+	_ lab.StoredData        = (*Lab)(nil)
+	_ lab.FilesystemChecker = (*Lab)(nil)
+	_ lab.VolumeDamager     = (*Lab)(nil)
+)
+
 // FenceEmulated is how the local lab's fenced block class fences: not a
 // storage target revoking the node's access, but the node's own ext4
 // mount shut down by the storage host, which shares the node's kernel.
@@ -102,3 +108,38 @@ func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (l
 // pods' volumes are mounted (a static lab file that describes this lab
 // names it per host: hosts[].kubeletRootDir).
 func (l *Lab) KubeletRootDir(host string) string { return l.comp.KubeletRoot(host) }
+
+// OverwriteVolumeFile overwrites bytes of a directory volume's file in
+// the storage host's export path (csidriver.OverwriteFile); a block
+// volume's files are its file system's to place (lab.ErrUnsupported).
+func (l *Lab) OverwriteVolumeFile(_ context.Context, volumeHandle, file string, offset int64, data []byte) ([]byte, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return nil, lab.Unsupported(l.Info().Kind, "writing a volume", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	was, err := csidriver.OverwriteFile(csidriver.Store{Root: export}, volumeHandle, file, offset, data)
+	switch {
+	case errors.Is(err, csidriver.ErrBlockFile):
+		return nil, lab.Unsupported(l.Info().Kind, "overwriting a block volume's file", err.Error())
+	case errors.Is(err, csidriver.ErrNoSuchFile):
+		return nil, fmt.Errorf("%w: %w", lab.ErrNoSuchFile, err)
+	}
+	return was, err
+}
+
+// DamageVolumeFilesystem breaks a block volume's file system metadata
+// while nothing mounts it (csidriver.DamageFilesystem).
+func (l *Lab) DamageVolumeFilesystem(ctx context.Context, volumeHandle string) (string, error) {
+	export := l.comp.Export()
+	if export == "" {
+		return "", lab.Unsupported(l.Info().Kind, "damaging a volume's file system", fmt.Sprintf("lab %s has no host with the storage role", l.cfg.Name))
+	}
+	what, err := csidriver.DamageFilesystem(ctx, csidriver.Store{Root: export}, volumeHandle)
+	switch {
+	case errors.Is(err, csidriver.ErrNoFilesystem):
+		return "", lab.Unsupported(l.Info().Kind, "damaging a volume's file system", err.Error())
+	case errors.Is(err, csidriver.ErrMounted):
+		return "", fmt.Errorf("%w: %w", lab.ErrVolumeMounted, err)
+	}
+	return what, err
+}

@@ -88,7 +88,8 @@ type Row struct {
 
 // Table is the rows of one grouping over the runs of one role.
 type Table struct {
-	// Role is verdict.RoleFinding or verdict.RoleNull.
+	// Role is verdict.RoleFinding, verdict.RoleApplication or
+	// verdict.RoleNull.
 	Role string
 	// Columns are the key columns: always "arm" first, so that a record
 	// whose role and arm disagree still never pools with the others.
@@ -130,11 +131,15 @@ func (t Table) FlakyField(r Row) string {
 	return strings.Join(parts, ";")
 }
 
-// Title is "Findings by invariant, scenario" or "Null arms by class".
+// Title is "Findings by invariant, scenario", "Application controls by
+// invariant" or "Null arms by class".
 func (t Table) Title() string {
 	what := "Findings"
-	if t.Role == verdict.RoleNull {
+	switch t.Role {
+	case verdict.RoleNull:
 		what = "Null arms"
+	case verdict.RoleApplication:
+		what = "Application controls"
 	}
 	if len(t.Columns) == 1 {
 		return what + " by arm"
@@ -163,8 +168,9 @@ type Report struct {
 	Applicability   []verdict.Inapplicable
 	NoApplicability []string
 	// Findings are the rate tables over finding runs, one per grouping;
-	// NullArms the same groupings over null-arm runs.
-	Findings, NullArms []Table
+	// Applications and NullArms the same groupings over application
+	// controls' fault arms and over null-arm runs.
+	Findings, Applications, NullArms []Table
 	// Controls are the positive controls' checks, run by run.
 	Controls []Control
 	// ControlOtherVerdicts counts the verdicts control runs gave of
@@ -296,6 +302,9 @@ func Build(in *Input, groupings [][]string) (*Report, error) {
 			}
 		}
 		rep.Findings = append(rep.Findings, buildTable(recs, dims, verdict.RoleFinding, stability))
+		if rep.Roles[verdict.RoleApplication] > 0 {
+			rep.Applications = append(rep.Applications, buildTable(recs, dims, verdict.RoleApplication, stability))
+		}
 		rep.NullArms = append(rep.NullArms, buildTable(recs, dims, verdict.RoleNull, stability))
 	}
 	return rep, nil

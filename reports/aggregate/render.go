@@ -29,7 +29,11 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("# faultline report\n\n")
 	fmt.Fprintf(&b, "%s from %s: %d judged, %d excluded (FAULT_INEFFECTIVE or ABORTED, listed at the end).\n",
 		count(rep.Records, "run record"), count(len(rep.Sources), "run folder"), rep.Judged, len(rep.Excluded))
-	fmt.Fprintf(&b, "Roles: %s, %s, %s.\n\n", count(rep.Roles[verdict.RoleFinding], "finding run"), count(rep.Roles[verdict.RoleControl], "control run"), count(rep.Roles[verdict.RoleNull], "null-arm run"))
+	apps := ""
+	if n := rep.Roles[verdict.RoleApplication]; n > 0 {
+		apps = ", " + count(n, "application-control run")
+	}
+	fmt.Fprintf(&b, "Roles: %s, %s%s, %s.\n\n", count(rep.Roles[verdict.RoleFinding], "finding run"), count(rep.Roles[verdict.RoleControl], "control run"), apps, count(rep.Roles[verdict.RoleNull], "null-arm run"))
 	for _, l := range []struct {
 		what string
 		vals []string
@@ -67,6 +71,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		writeMarkdownTable(&b, t, rep.Repeated)
 	}
 	writeMarkdownControls(&b, rep)
+	for _, t := range rep.Applications {
+		writeMarkdownTable(&b, t, rep.Repeated)
+	}
 	if rep.Roles[verdict.RoleNull] == 0 {
 		b.WriteString("\n## Null arms\n\nNo null-arm runs in these records.\n")
 	} else {
@@ -137,8 +144,12 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 func writeMarkdownTable(b *strings.Builder, t Table, repeated bool) {
 	null := t.Role == verdict.RoleNull
 	fmt.Fprintf(b, "\n## %s\n\n", t.Title())
-	if null {
+	switch {
+	case null:
 		b.WriteString("Expected PRESERVED: nothing was injected, so a VIOLATED is a false alarm of the detector.\n\n")
+	case t.Role == verdict.RoleApplication:
+		b.WriteString("The fault arms of application controls: a finding's fault against a workload built not to rely on the guarantee it tests (a correct application). " +
+			"What that application kept tells a violation of the platform from one of the application's assumption; nothing is expected of them, and they are never pooled with the findings.\n\n")
 	}
 	showArm := t.ShowArm()
 	kinds := false
@@ -252,8 +263,9 @@ func pooledRateText(r verdict.Rate, p reports.Pool) string {
 	return reports.PooledRateText(r, p)
 }
 
-// WriteCSV renders the report as one CSV. Every row has a role. Findings
-// and null-arm rows (by = the table's dimensions) carry a group's counts:
+// WriteCSV renders the report as one CSV. Every row has a role. Findings,
+// application-control and null-arm rows (by = the table's dimensions)
+// carry a group's counts:
 // a "by" column names the table, then one column per dimension used by any
 // table (empty where a table does not use it), then the counts; rates and
 // bounds are fractions. Control rows (by = control) are one per control run
@@ -263,7 +275,7 @@ func pooledRateText(r verdict.Rate, p reports.Pool) string {
 func WriteCSV(w io.Writer, rep *Report) error {
 	dimCols := []string{}
 	seen := set{ByArm: true}
-	tables := append(append([]Table(nil), rep.Findings...), rep.NullArms...)
+	tables := append(append(append([]Table(nil), rep.Findings...), rep.Applications...), rep.NullArms...)
 	for _, t := range tables {
 		for _, c := range t.Columns {
 			if !seen.has(c) {

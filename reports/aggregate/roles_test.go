@@ -263,3 +263,45 @@ func TestCSVKeepsRolesApart(t *testing.T) {
 		}
 	}
 }
+
+// An application control's fault arm is in tables of its own, beside the
+// findings and never pooled with them, and in the CSV with its role.
+func TestApplicationControlsAreTablesOfTheirOwn(t *testing.T) {
+	runs := ciLikeRuns()
+	app := runs[0]
+	app.RunID, app.Scenario, app.Role, app.Labels = "app-1", "pod-network-cut-correct-app", verdict.RoleApplication, []string{"class:gray", "arm:fault", verdict.LabelApplicationControl}
+	app.Judgements = []verdict.Judgement{judgement("endpoints-truthful", verdict.Violated, verdict.Exercised(), "")}
+	old := app
+	old.RunID, old.Role = "app-2", ""
+	rep := build(t, [][]string{{"invariant"}}, writeRecords(t, append(runs, app, old)))
+	md := markdown(t, rep)
+	findings := section(t, md, "## Findings by invariant")
+	want := "| endpoints-truthful | 1 | 1 | 0 | 0 | " + rateCell(1, 1) + " |"
+	if !strings.Contains(findings, want) {
+		t.Errorf("findings pool the application controls (want %q):\n%s", want, findings)
+	}
+	apps := section(t, md, "## Application controls by invariant")
+	if !strings.Contains(apps, "| endpoints-truthful | 2 | 0 |") || !strings.Contains(apps, "never pooled with the findings") {
+		t.Errorf("application controls:\n%s", apps)
+	}
+	if !strings.Contains(md, "2 application-control runs") {
+		t.Errorf("the roles line does not count the application controls:\n%s", md)
+	}
+	var out bytes.Buffer
+	if err := WriteCSV(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rows[1:] {
+		if r[1] == verdict.RoleApplication && r[3] == "endpoints-truthful" && r[5] == "2" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no CSV row of the application controls: %v", rows)
+	}
+}

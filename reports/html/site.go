@@ -388,15 +388,16 @@ func renderRun(rp runPage, folders []folderLink, stability string) ([]byte, map[
 
 // indexView is what the page over every run shows.
 type indexView struct {
-	Style    template.CSS
-	Report   *aggregate.Report
-	Findings []tableView
-	NullArms []tableView
-	Controls []controlView
-	Runs     []runRow
-	Figures  []string
-	Plots    []figure
-	Folders  []folderLink
+	Style        template.CSS
+	Report       *aggregate.Report
+	Findings     []tableView
+	Applications []tableView
+	NullArms     []tableView
+	Controls     []controlView
+	Runs         []runRow
+	Figures      []string
+	Plots        []figure
+	Folders      []folderLink
 	// Stability is the stability over repetitions; nil when no scenario ×
 	// arm ran more than once.
 	Stability *stabilityIndex
@@ -415,6 +416,9 @@ type tableView struct {
 	Rows    []rowView
 	Notes   []string
 	Null    bool
+	// Class names the table's role: findings, application-controls or
+	// null-arms.
+	Class string
 	// Repeated: the runs are repeated, and a column names each row's
 	// flaky verdicts.
 	Repeated bool
@@ -479,6 +483,9 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 	for _, t := range rep.Findings {
 		v.Findings = append(v.Findings, newTableView(t, rep.Repeated))
 	}
+	for _, t := range rep.Applications {
+		v.Applications = append(v.Applications, newTableView(t, rep.Repeated))
+	}
 	for _, t := range rep.NullArms {
 		v.NullArms = append(v.NullArms, newTableView(t, rep.Repeated))
 	}
@@ -506,7 +513,11 @@ func renderIndex(rep *aggregate.Report, runs []runPage, plots []figure, folders 
 }
 
 func newTableView(t aggregate.Table, repeated bool) tableView {
-	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull, Repeated: repeated}
+	tv := tableView{Title: t.Title(), Notes: t.Notes, Null: t.Role == verdict.RoleNull, Repeated: repeated,
+		Class: map[string]string{verdict.RoleNull: "null-arms", verdict.RoleApplication: "application-controls"}[t.Role]}
+	if tv.Class == "" {
+		tv.Class = "findings"
+	}
 	showArm := t.ShowArm()
 	first := 1
 	if showArm {

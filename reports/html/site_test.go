@@ -612,3 +612,27 @@ func TestWriteSiteBadInput(t *testing.T) {
 		})
 	}
 }
+
+// An application control's fault arm has tables of its own on the index,
+// never the findings'.
+func TestIndexShowsApplicationControlsApart(t *testing.T) {
+	dir := runFolder(t)
+	app := verdict.Run{
+		RunID: "app-1", Suite: "selftest", Scenario: "containerd-frozen-correct-app", Arm: "fault", Role: verdict.RoleApplication,
+		Started: t0.Add(6 * time.Minute), Ended: t0.Add(7 * time.Minute), RunVerdict: verdict.RunJudged,
+		Judgements: []verdict.Judgement{{Invariant: "single-copy", Phase: verdict.Safety, Verdict: verdict.Preserved, Reason: "the application kept one"}},
+	}
+	if err := (&record.Folder{Dir: dir}).AppendRun(app); err != nil {
+		t.Fatal(err)
+	}
+	doc := parse(t, buildSite(t, dir).Files[IndexFile])
+	for _, ft := range find(doc, func(n *xhtml.Node) bool { return n.Data == "table" && hasClass(n, "findings") }) {
+		if txt := text(ft); strings.Contains(txt, "correct-app") || strings.Contains(txt, "1/2 = 50.0%") {
+			t.Errorf("findings table pools the application control:\n%s", txt)
+		}
+	}
+	apps := find(doc, func(n *xhtml.Node) bool { return n.Data == "table" && hasClass(n, "application-controls") })
+	if len(apps) != 2 || !strings.Contains(text(apps[0]), "0/1 = 0.0%") {
+		t.Errorf("%d application-control tables, want 2 with single-copy's 0/1", len(apps))
+	}
+}

@@ -165,7 +165,7 @@ type stabilityTable struct {
 
 func stabilityTables(rows []stabilityIndexRow) []stabilityTable {
 	var out []stabilityTable
-	for _, role := range []stabilityTable{{Role: verdict.RoleFinding, Title: "Findings"}, {Role: verdict.RoleControl, Title: "Positive controls (expected VIOLATED every time)"}, {Role: verdict.RoleNull, Title: "Null arms (expected PRESERVED every time)"}} {
+	for _, role := range []stabilityTable{{Role: verdict.RoleFinding, Title: "Findings"}, {Role: verdict.RoleControl, Title: "Positive controls (expected VIOLATED every time)"}, {Role: verdict.RoleApplication, Title: "Application controls (nothing expected)"}, {Role: verdict.RoleNull, Title: "Null arms (expected PRESERVED every time)"}} {
 		for _, r := range rows {
 			if r.Role == role.Role {
 				role.Rows = append(role.Rows, r)

@@ -10,6 +10,7 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/internal/runstest"
 )
 
@@ -201,5 +202,30 @@ func TestNoStabilityWithoutRepetitions(t *testing.T) {
 		if strings.HasPrefix(name, StabilityDir+"/") || name == StabilitySVGFile {
 			t.Errorf("the site holds %s", name)
 		}
+	}
+}
+
+// The index's stability tables keep an application control's rows in a
+// table of their own, between the positive controls and the null arms,
+// as summary.md does: none is dropped.
+func TestStabilityTablesKeepApplicationControls(t *testing.T) {
+	row := func(scenario, role string) stabilityIndexRow {
+		var r stabilityIndexRow
+		r.Scenario, r.Role, r.Invariant = scenario, role, "single-history"
+		return r
+	}
+	tables := stabilityTables([]stabilityIndexRow{
+		row("cut", verdict.RoleFinding), row("cut", verdict.RoleNull),
+		row("ledger-locked-cut", verdict.RoleApplication), row("control-damage", verdict.RoleControl),
+	})
+	var got []string
+	for _, tb := range tables {
+		for _, r := range tb.Rows {
+			got = append(got, tb.Role+":"+r.Scenario)
+		}
+	}
+	want := []string{verdict.RoleFinding + ":cut", verdict.RoleControl + ":control-damage", verdict.RoleApplication + ":ledger-locked-cut", verdict.RoleNull + ":cut"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("stability tables hold %v, want %v", got, want)
 	}
 }

@@ -88,14 +88,44 @@ const (
 )
 
 // LedgerStatefulSet is the ledger on a claim of class, its history in the
-// store at endpoints.
-func LedgerStatefulSet(class string, endpoints []string) *appsv1.StatefulSet {
+// store at endpoints, appending in mode (ledgerlog.ModeNaive or
+// ledgerlog.ModeLocked).
+func LedgerStatefulSet(class string, endpoints []string, mode string) *appsv1.StatefulSet {
 	return statefulSet(Ledger, images.Ref("ledger"), class, []string{
 		"--dir=/data", "--file=" + LedgerFile,
 		"--interval=" + AppendInterval.String(),
 		"--history-endpoints=" + strings.Join(endpoints, ","),
 		"--history-prefix=" + HistoryPrefix,
+		"--mode=" + mode,
 	})
+}
+
+// LabelLedgerMode prefixes the label that sets how the ledger appends
+// ("ledger-mode:locked"); without one it appends naively.
+const LabelLedgerMode = "ledger-mode:"
+
+// LedgerModeOf is the ledger's mode by labels: ledgerlog.ModeNaive
+// unless a ledger-mode: label names another; an error for a mode the
+// ledger does not have, or two.
+func LedgerModeOf(labels []string) (string, error) {
+	mode := ""
+	for _, l := range labels {
+		m, ok := strings.CutPrefix(l, LabelLedgerMode)
+		if !ok {
+			continue
+		}
+		if m != ledgerlog.ModeNaive && m != ledgerlog.ModeLocked {
+			return "", fmt.Errorf("label %q: the ledger appends %s or %s", l, ledgerlog.ModeNaive, ledgerlog.ModeLocked)
+		}
+		if mode != "" && mode != m {
+			return "", fmt.Errorf("labels name two ledger modes, %s and %s", mode, m)
+		}
+		mode = m
+	}
+	if mode == "" {
+		mode = ledgerlog.ModeNaive
+	}
+	return mode, nil
 }
 
 // KVDBStatefulSet is the database workload on a claim of class, its

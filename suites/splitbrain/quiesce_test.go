@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -29,7 +30,7 @@ func boundClaim() []runtime.Object {
 	return []runtime.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: LedgerClaim, Namespace: Namespace, UID: "c1"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}},
 		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{VolumeHandle: "block-1"}}}},
-		LedgerStatefulSet("faultline-block", []string{"http://store:2379"}),
+		LedgerStatefulSet("faultline-block", []string{"http://store:2379"}, ledgerlog.ModeNaive),
 	}
 }
 

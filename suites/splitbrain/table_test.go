@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
@@ -227,7 +228,12 @@ func table() []scenario.Scenario {
 		if s.Settle == 0 {
 			s.Settle = settle
 		}
-		s.Invariants = append(invariantsFor(s.Labels), s.Invariants...)
+		// A row judges its workloads' invariants, unless it names its
+		// own (a positive control that judges only what it is built to
+		// break).
+		if len(s.Invariants) == 0 {
+			s.Invariants = invariantsFor(s.Labels)
+		}
 		s.Emulation = splitbrain.StorageEmulation(s.Labels)
 		s.Quiesce = quiesce
 		return s
@@ -280,8 +286,151 @@ func table() []scenario.Scenario {
 			Window: outOfServiceWindow,
 		}),
 	}
+	for _, s := range applicationControls() {
+		scenarios = append(scenarios, base(s))
+	}
+	for _, s := range positiveControls() {
+		scenarios = append(scenarios, base(s))
+	}
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
 	}
 	return scenario.WithNullArms(scenarios...)
+}
+
+// applicationControls are the ledger rows in which two copies wrote, run
+// again with the ledger locked (ledgerlog.ModeLocked: an exclusive flock
+// of the log and its end re-read before each append): an application
+// that does not trust at-most-one. Their verdicts are not Kubernetes
+// findings (role application-control): single-writer-at-storage still
+// says whether Kubernetes let two copies write; acknowledged-data-survives
+// and single-history say whether this application lost anything by it.
+// On the shared directory the lock is one kernel's and holds across
+// nodes (the emulation says so); on a block volume each node's ext4 mount
+// has its own lock table and its own idea of the file's end, so the lock
+// and the re-read protect nothing there, which these rows measure.
+func applicationControls() []scenario.Scenario {
+	locked := func(s scenario.Scenario) scenario.Scenario {
+		s.ApplicationControl = true
+		s.Labels = append([]string{"workload:ledger", splitbrain.LabelLedgerMode + ledgerlog.ModeLocked}, s.Labels...)
+		s.Title += "; the ledger locked (an flock and the end re-read before each append), an application that does not trust at-most-one"
+		return s
+	}
+	return []scenario.Scenario{
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-force-deleted-shared-directory",
+			Title:  "worker1 cut off and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the cut copy",
+			Labels: []string{"volume:shared", "component:network", "component:statefulset"},
+			Fault:  cutAndForceDelete(),
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-kubelet-frozen-force-deleted-shared-directory",
+			Title:  "worker1's kubelet frozen and ledger-0 force-deleted, the log on a shared directory: the replacement appends beside the unsupervised old copy",
+			Labels: []string{"volume:shared", "component:kubelet", "component:statefulset"},
+			Fault:  frozenKubeletForceDelete(),
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-out-of-service-block",
+			Title:  "worker1's kubelet stopped and the node tainted out-of-service, the log on an attachable block volume: the replacement mounts it beside the old copy",
+			Labels: []string{"volume:block", "component:kubelet", "component:statefulset", "component:attach-detach"},
+			Fault:  stoppedKubeletOutOfService(),
+			Window: outOfServiceWindow,
+		}),
+		locked(scenario.Scenario{
+			ID:     "ledger-locked-force-deleted-block-past-force-detach",
+			Title:  "worker1 cut off and ledger-0 force-deleted, the log on an attachable block volume, the window past the 6-minute force-detach: the replacement attaches while the cut copy still has the volume mounted",
+			Labels: []string{"volume:block", "component:network", "component:statefulset", "component:attach-detach", "window:force-detach"},
+			Fault:  cutAndForceDelete(),
+			Window: forceDetachWindow,
+		}),
+	}
+}
+
+// The positive controls' timing. The damage to the ledger's log is made
+// damageAfter into the window, so that the reads before it (one every
+// sampling interval, disagree.SampleEvery, 1 s) hold the record it damages
+// and those after hold the damage; the window leaves three quarters of its
+// effect probes after it, above the default half. The other controls act
+// at inject and need only a few rounds.
+const (
+	damageAfter   = 6 * time.Second
+	controlWindow = 24 * time.Second
+)
+
+// positiveControls are the detectors' lab controls: each breaks on
+// purpose what its invariant guards, in a way only that detector reads,
+// and must come out VIOLATED; its null arm (nothing injected, the change a
+// no-op) PRESERVED.
+func positiveControls() []scenario.Scenario {
+	ledgerDamage := func(how string) (fault.Fault, *scenario.Change) {
+		f := controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
+		return f, &scenario.Change{
+			Name:  "damage (" + how + ") the ledger's record the inject chose; nothing in the null arm, which chose none",
+			After: damageAfter,
+			Make:  f.Strike,
+		}
+	}
+	garbled, garble := ledgerDamage(controls.DamageGarbled)
+	forged, forge := ledgerDamage(controls.DamageForged)
+	return []scenario.Scenario{
+		// storage-integrity's ledger check: bytes in the middle of a
+		// record overwritten where the shared directory holds the log.
+		// The record was acknowledged and every read before the damage
+		// held it whole, so the same damage breaks single-history's
+		// comparison of the reads and acknowledged-data-survives: each
+		// must see it.
+		{
+			ID:        "control-ledger-record-garbled-shared-directory",
+			Title:     "8 bytes in the middle of a record of the ledger's log overwritten where the storage holds it: the log holds bytes that are no whole record",
+			Labels:    []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault:     garbled,
+			Change:    garble,
+			Window:    controlWindow,
+			ControlOf: []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+		},
+		// single-history's comparison of the log's reads: a record
+		// replaced by one that checks clean on its own, so storage
+		// integrity does not see it (it stays PRESERVED) and only the
+		// reads, and the histories (acknowledged-data-survives: the
+		// acknowledged append is gone, a record nobody wrote is there),
+		// do.
+		{
+			ID:        "control-ledger-record-forged-shared-directory",
+			Title:     "a record of the ledger's log replaced, where the storage holds it, by a whole record of the same length and sequence that no writer made: a later read is no extension of an earlier one",
+			Labels:    []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault:     forged,
+			Change:    forge,
+			Window:    controlWindow,
+			ControlOf: []string{invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+		},
+		// storage-integrity's file system check: the block volume's
+		// metadata broken while nothing mounts it.
+		{
+			ID:     "control-filesystem-damaged-block",
+			Title:  "the ledger stopped and its block volume's file system metadata broken where the storage holds it, nothing mounting it: e2fsck finds it",
+			Labels: []string{"selfcheck", "workload:ledger", "volume:block", "component:storage"},
+			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
+				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
+			Window:    controlWindow,
+			ControlOf: []string{invariant.StorageIntegrityName},
+		},
+		// fencing-monotonic with what the fenced store accepts by
+		// design: two holders with one token. It judges fencing-monotonic
+		// alone: whether the two leaders' increments also interleave into
+		// a lost update (single-history) depends on how long the old
+		// holder goes on writing, which is the old holder's renew
+		// deadline against the new one's retry, a race the control does
+		// not need; single-history's elector half fires in the unfenced
+		// findings.
+		{
+			ID:     "control-elector-lease-handed-over-fenced",
+			Title:  "the elector's Lease written over to the other replica with its leaseTransitions kept: both leaders write with one token, which the fenced store accepts",
+			Labels: []string{"selfcheck", "workload:elector", splitbrain.LabelFencing + electorlog.FencingLeaseTransitions, "component:leader-election"},
+			Fault: controls.LeaseHandedOver(controls.LeaseHandover{
+				Namespace: splitbrain.Namespace, Lease: splitbrain.Elector, HistoryPrefix: splitbrain.ElectorHistoryPrefix}),
+			Window:     controlWindow,
+			Invariants: []invariant.Invariant{invariant.FencingMonotonic()},
+			ControlOf:  []string{invariant.FencingMonotonicName},
+		},
+	}
 }

@@ -53,19 +53,31 @@ type Installer func(ctx context.Context, cs kubernetes.Interface, in Install) er
 
 // installers are the workloads' installers, by name.
 var installers = map[Workload]Installer{
-	WorkloadLedger:  onVolume(LedgerStatefulSet),
-	WorkloadKVDB:    onVolume(KVDBStatefulSet),
+	WorkloadLedger: onVolume(func(in Install) (*appsv1.StatefulSet, error) {
+		mode, err := LedgerModeOf(in.Labels)
+		if err != nil {
+			return nil, err
+		}
+		return LedgerStatefulSet(in.Class, in.Info.HistoryEndpoints, mode), nil
+	}),
+	WorkloadKVDB: onVolume(func(in Install) (*appsv1.StatefulSet, error) {
+		return KVDBStatefulSet(in.Class, in.Info.HistoryEndpoints), nil
+	}),
 	WorkloadElector: installElector,
 }
 
 // onVolume installs the StatefulSet sts makes, on a claim of the
 // scenario's class.
-func onVolume(sts func(class string, endpoints []string) *appsv1.StatefulSet) Installer {
+func onVolume(sts func(Install) (*appsv1.StatefulSet, error)) Installer {
 	return func(ctx context.Context, cs kubernetes.Interface, in Install) error {
 		if in.Class == "" {
 			return errors.New("the workload stores on a volume, and the scenario names no volume: label")
 		}
-		return InstallStatefulSet(ctx, cs, sts(in.Class, in.Info.HistoryEndpoints), in.Timeout)
+		set, err := sts(in)
+		if err != nil {
+			return err
+		}
+		return InstallStatefulSet(ctx, cs, set, in.Timeout)
 	}
 }
 

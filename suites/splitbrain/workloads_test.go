@@ -1,9 +1,11 @@
 package splitbrain
 
 import (
-	"github.com/faultline/faultline/lab"
 	"strings"
 	"testing"
+
+	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/lab"
 )
 
 func TestWorkloadsOfNamesTheLabelsWorkloads(t *testing.T) {
@@ -68,5 +70,26 @@ func TestTheVolumeIsCheckedOnlyForABlockVolume(t *testing.T) {
 	SetActive(WorkloadElector)
 	if qs := r.Questions(); len(qs) != 0 {
 		t.Errorf("no data workload: asked %v", qs)
+	}
+}
+
+// The ledger appends naively unless a ledger-mode: label says locked; its
+// installer passes the mode to the program.
+func TestTheLedgerModeIsTheLabels(t *testing.T) {
+	for labels, want := range map[string]string{
+		"workload:ledger":                      ledgerlog.ModeNaive,
+		"workload:ledger ledger-mode:locked":   ledgerlog.ModeLocked,
+		"ledger-mode:naive ledger-mode:naive":  ledgerlog.ModeNaive,
+		"ledger-mode:optimistic":               "",
+		"ledger-mode:locked ledger-mode:naive": "",
+	} {
+		got, err := LedgerModeOf(strings.Fields(labels))
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("%s: mode %q, error %v; want %q", labels, got, err, want)
+		}
+	}
+	sts := LedgerStatefulSet("faultline-shared", []string{"http://store:2379"}, ledgerlog.ModeLocked)
+	if args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--mode=locked") {
+		t.Errorf("the locked ledger runs with %s", args)
 	}
 }

@@ -1,6 +1,7 @@
 package controls
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -27,6 +28,11 @@ func (c cutParams) decode() (fault.Fault, error) {
 		return nil, fmt.Errorf("the cut: %w", err)
 	}
 	return f, nil
+}
+
+// cutContext prefixes what the cut's heal notes in the heal's account.
+func cutContext(ctx context.Context, cut fault.Fault) context.Context {
+	return fault.Within(ctx, "the cut ("+cut.Kind()+"): ")
 }
 
 // client is a client of the API server of observer ("" for the lab's

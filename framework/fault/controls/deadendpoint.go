@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/framework/fault"
@@ -123,10 +124,12 @@ func (f *deadEndpoint) Inject(ctx context.Context, l lab.Lab) error {
 		if err := h.StopService(ctx, lab.ServiceControllerManager); err != nil {
 			return fmt.Errorf("dead endpoint: stopping %s on %s: %w", lab.ServiceControllerManager, h.Name(), err)
 		}
+		crashpoint.Reach("dead-endpoint/inject/controller-manager")
 	}
 	if err := node.StopService(ctx, lab.ServiceKubelet); err != nil {
 		return fmt.Errorf("dead endpoint: stopping %s on %s: %w", lab.ServiceKubelet, f.p.Node, err)
 	}
+	crashpoint.Reach("dead-endpoint/inject/kubelet")
 	// Read again: the containers must be the ones running now, not the
 	// ones before the kubelet stopped.
 	now, err := f.runtimePod(ctx, node)
@@ -168,6 +171,7 @@ func (f *deadEndpoint) Heal(ctx context.Context, l lab.Lab) error {
 	if err := faults.StartIfDown(ctx, node, lab.ServiceKubelet); err != nil {
 		return fmt.Errorf("healing dead endpoint: %w", err)
 	}
+	crashpoint.Reach("dead-endpoint/heal/kubelet")
 	for _, h := range controlPlane {
 		if err := faults.StartIfDown(ctx, h, lab.ServiceControllerManager); err != nil {
 			return fmt.Errorf("healing dead endpoint: %w", err)

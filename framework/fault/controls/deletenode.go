@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -59,6 +60,7 @@ func (f *cutDeleteNode) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.cut.Inject(ctx, l); err != nil {
 		return err
 	}
+	crashpoint.Reach("cut-then-delete-node/inject/cut")
 	if err := cs.CoreV1().Nodes().Delete(ctx, f.p.Node, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("delete node: deleting Node %s: %w", f.p.Node, err)
 	}
@@ -68,9 +70,10 @@ func (f *cutDeleteNode) Inject(ctx context.Context, l lab.Lab) error {
 // Heal removes the cut, then restarts the kubelet unless its Node object
 // is already back.
 func (f *cutDeleteNode) Heal(ctx context.Context, l lab.Lab) error {
-	if err := f.cut.Heal(ctx, l); err != nil {
+	if err := f.cut.Heal(cutContext(ctx, f.cut), l); err != nil {
 		return err
 	}
+	crashpoint.Reach("cut-then-delete-node/heal/uncut")
 	cs, err := client(l, "")
 	if err != nil {
 		return fmt.Errorf("healing the deleted node: %w", err)
@@ -82,6 +85,7 @@ func (f *cutDeleteNode) Heal(ctx context.Context, l lab.Lab) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("healing the deleted node: reading Node %s: %w", f.p.Node, err)
 	}
+	fault.Found(ctx, "Node %s deleted", f.p.Node)
 	h, err := l.Host(f.p.Node)
 	if err != nil {
 		return fmt.Errorf("healing the deleted node: %w", err)
@@ -89,16 +93,22 @@ func (f *cutDeleteNode) Heal(ctx context.Context, l lab.Lab) error {
 	if err := h.StopService(ctx, lab.ServiceKubelet); err != nil {
 		return fmt.Errorf("healing the deleted node: stopping the kubelet of %s: %w", f.p.Node, err)
 	}
+	crashpoint.Reach("cut-then-delete-node/heal/kubelet-stopped")
 	if err := h.StartService(ctx, lab.ServiceKubelet); err != nil {
 		return fmt.Errorf("healing the deleted node: starting the kubelet of %s: %w", f.p.Node, err)
 	}
-	return lab.WaitFor(ctx, "Node "+f.p.Node+" registered again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+	err = lab.WaitFor(ctx, "Node "+f.p.Node+" registered again", 2*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Nodes().Get(ctx, f.p.Node, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return err == nil, err
 	})
+	if err != nil {
+		return err
+	}
+	fault.Removed(ctx, "Node %s's deletion: its kubelet restarted and registered it again", f.p.Node)
+	return nil
 }
 
 func (f *cutDeleteNode) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -67,6 +68,7 @@ func (f *finalizerDelete) Inject(ctx context.Context, l lab.Lab) error {
 	if _, err := pods.Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(add), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("finalizer: adding %s to pod %s/%s: %w", HoldFinalizer, p.Namespace, p.Name, err)
 	}
+	crashpoint.Reach("finalizer-then-delete/inject/finalizer")
 	err = pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &before.UID}})
 	if err != nil {
 		// The finalizer alone would hold nothing; take it off again.
@@ -98,11 +100,16 @@ func (f *finalizerDelete) Release(ctx context.Context, l lab.Lab) error {
 	if !slices.Contains(pod.Finalizers, HoldFinalizer) {
 		return nil
 	}
+	fault.Found(ctx, "pod %s/%s holding finalizer %s", p.Namespace, p.Name, HoldFinalizer)
 	remove := fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`, HoldFinalizer)
 	_, err = pods.Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(remove), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("finalizer: removing %s from pod %s/%s: %w", HoldFinalizer, p.Namespace, p.Name, err)
 	}
+	fault.Removed(ctx, "finalizer %s of pod %s/%s", HoldFinalizer, p.Namespace, p.Name)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
@@ -81,6 +82,7 @@ func (f *cutForceDelete) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.cut.Inject(ctx, l); err != nil {
 		return err
 	}
+	crashpoint.Reach("cut-then-force-delete/inject/cut")
 	tainted := func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
 		if err != nil {
@@ -116,7 +118,9 @@ func (f *cutForceDelete) Inject(ctx context.Context, l lab.Lab) error {
 	return nil
 }
 
-func (f *cutForceDelete) Heal(ctx context.Context, l lab.Lab) error { return f.cut.Heal(ctx, l) }
+func (f *cutForceDelete) Heal(ctx context.Context, l lab.Lab) error {
+	return f.cut.Heal(cutContext(ctx, f.cut), l)
+}
 
 func (f *cutForceDelete) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	return f.cut.Probe(ctx, l)

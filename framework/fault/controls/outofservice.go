@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -77,6 +78,7 @@ func (f *outOfService) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.stop.Inject(ctx, l); err != nil {
 		return err
 	}
+	crashpoint.Reach("stop-then-out-of-service/inject/stopped")
 	notReady := func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, f.p.Node, metav1.GetOptions{})
 		if err != nil {
@@ -91,7 +93,8 @@ func (f *outOfService) Inject(ctx context.Context, l lab.Lab) error {
 }
 
 func (f *outOfService) Heal(ctx context.Context, l lab.Lab) error {
-	errStop := f.stop.Heal(ctx, l)
+	errStop := f.stop.Heal(cutContext(ctx, f.stop), l)
+	crashpoint.Reach("stop-then-out-of-service/heal/started")
 	cs, err := client(l, "")
 	if err != nil {
 		return errors.Join(errStop, fmt.Errorf("healing out-of-service: %w", err))
@@ -135,9 +138,13 @@ func setOutOfService(ctx context.Context, cs kubernetes.Interface, node string, 
 		case on:
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: OutOfServiceValue, Effect: corev1.TaintEffectNoExecute})
 		default:
+			fault.Found(ctx, "Node %s tainted %s", node, corev1.TaintNodeOutOfService)
 			n.Spec.Taints = slices.Delete(n.Spec.Taints, i, i+1)
 		}
 		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err == nil && !on {
+			fault.Removed(ctx, "Node %s's %s taint", node, corev1.TaintNodeOutOfService)
+		}
 		if err == nil || !apierrors.IsConflict(err) {
 			break
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -86,6 +87,7 @@ func (f *quotaDelete) Inject(ctx context.Context, l lab.Lab) error {
 	if _, err := quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("quota: creating %s/%s: %w", p.Namespace, FreezeQuotaName, err)
 	}
+	crashpoint.Reach("quota-then-delete/inject/quota")
 	// Until the quota controller has counted the namespace the admission
 	// refuses every pod anyway ("status unknown"); waiting for the count
 	// makes the refusal the quota's own, as on any cluster.
@@ -138,9 +140,14 @@ func (f *quotaDelete) Release(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("quota: %w", err)
 	}
 	err = cs.CoreV1().ResourceQuotas(f.p.Namespace).Delete(ctx, FreezeQuotaName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("quota: deleting %s/%s: %w", f.p.Namespace, FreezeQuotaName, err)
 	}
+	fault.Found(ctx, "ResourceQuota %s/%s", f.p.Namespace, FreezeQuotaName)
+	fault.Removed(ctx, "ResourceQuota %s/%s", f.p.Namespace, FreezeQuotaName)
 	return nil
 }
 

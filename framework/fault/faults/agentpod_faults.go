@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -59,7 +61,13 @@ func (f *freeze) injectPod(ctx context.Context, l lab.Lab, r *lab.AgentRun, err 
 		return fmt.Errorf("freeze %s (pod %s): %w", f.p, p.Name, err)
 	}
 	f.pod.set(h, cg, p)
-	if _, err := run(ctx, h, freezeScript(podFreezeMarker(f.p.Tag), cg)); err != nil {
+	// The marker first, in a command of its own, so a heal finds what to
+	// thaw however soon the inject is cut short (as pod-freeze does).
+	if _, err := run(ctx, h, markScript(podFreezeMarker(f.p.Tag), cg)); err != nil {
+		return fmt.Errorf("freeze %s (pod %s): %w", f.p, p.Name, err)
+	}
+	crashpoint.Reach("freeze/inject/pod-marked")
+	if _, err := run(ctx, h, freezeScript(cg)); err != nil {
 		return fmt.Errorf("freeze %s (pod %s): %w", f.p, p.Name, err)
 	}
 	if err := waitFrozen(ctx, h, cg, podFreezeWait); err != nil {
@@ -71,7 +79,8 @@ func (f *freeze) injectPod(ctx context.Context, l lab.Lab, r *lab.AgentRun, err 
 // healPod thaws what the marker of the fault's tag names on the agent's
 // node, where the agent runs as a pod; done is false where it runs as a
 // service (heal goes on as for any service). Without a marker there is
-// nothing to thaw.
+// nothing to thaw. The marker goes only after the thaw, so a heal cut
+// short between them thaws again.
 func (f *freeze) healPod(ctx context.Context, l lab.Lab) (done bool, err error) {
 	r, err := agentPodRun(l, f.p.Host, f.p.Service)
 	if err != nil {
@@ -88,8 +97,16 @@ func (f *freeze) healPod(ctx context.Context, l lab.Lab) (done bool, err error) 
 		if err != nil {
 			return true, fmt.Errorf("healing freeze %s: %w", f.p, err)
 		}
-		if _, err := run(ctx, h, thawScript(podFreezeMarker(f.p.Tag))); err != nil {
+		marker := podFreezeMarker(f.p.Tag)
+		out, err := healRun(ctx, h, thawScript(marker))
+		if err != nil {
 			return true, fmt.Errorf("healing freeze %s: %w", f.p, err)
+		}
+		if strings.TrimSpace(out) == "marked" {
+			crashpoint.Reach("freeze/heal/pod-thawed")
+			if _, err := healRun(ctx, h, dropMarkerScript(marker)); err != nil {
+				return true, fmt.Errorf("healing freeze %s: %w", f.p, err)
+			}
 		}
 	}
 	f.pod.clear()

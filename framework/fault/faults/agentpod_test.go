@@ -316,3 +316,64 @@ func TestPodAgentHealsTouchNoService(t *testing.T) {
 		t.Errorf("operations %v, want the kubelet signalled", ops)
 	}
 }
+
+// On a lab whose agents are pods, a pin's heal from the ledger removes the
+// node's chain by its tag (its account says what it found) and closes the
+// node's connections on the server even when the chain is gone already:
+// a heal cut short after removing the chain left the connections made
+// through it, whose DNAT holds in conntrack, and only the next heal's
+// close ends them. It touches no service.
+func TestPinAgentsPodsHealClosesTheNodesConnectionsWithOrWithoutTheChain(t *testing.T) {
+	l := loadLab(t, "lab11-pods")
+	ctx := context.Background()
+	f := PinAgents("worker1", "cp1", lab.ServiceKubeProxy, lab.ServicePolicyAgent)
+	chain := chainName(f.(*pinAgents).p.Tag)
+	closeOnServer := closeConnectionsScript("( sport = :6443 ) and ( dst 10.231.14.31 )")
+	for _, chainThere := range []bool{true, false} {
+		w, cp := l.host("worker1"), l.host("cp1")
+		w.cmds, cp.cmds = nil, nil
+		w.answers = map[string]lab.Result{}
+		if chainThere {
+			w.answers[removeNatChainScript(chain)] = lab.Result{Stdout: foundLine + "iptables nat chain " + chain + " (2 rules), jumped to from: OUTPUT\n" + removedLine + "iptables nat chain " + chain + " and its jumps\n"}
+		}
+		hctx, account := fault.WithHealAccount(ctx)
+		if err := fromLedger(t, f).Heal(hctx, l); err != nil {
+			t.Fatalf("chain there %v: heal: %v", chainThere, err)
+		}
+		if cmds := w.commands(); len(cmds) != 1 || cmds[0] != removeNatChainScript(chain) {
+			t.Errorf("chain there %v: worker1 ran %q, want the chain's removal", chainThere, cmds)
+		}
+		if cmds := cp.commands(); len(cmds) != 1 || cmds[0] != closeOnServer {
+			t.Errorf("chain there %v: cp1 ran %q, want the node's connections closed", chainThere, cmds)
+		}
+		if a := account(); chainThere != (len(a.Found) == 1 && strings.Contains(a.Found[0], chain)) {
+			t.Errorf("chain there %v: the heal's account %+v", chainThere, a)
+		}
+		for _, h := range []*recordingHost{w, cp} {
+			if ops := h.operations(); len(ops) != 0 {
+				t.Errorf("chain there %v: %s did %v", chainThere, h.name, ops)
+			}
+		}
+	}
+}
+
+// A freeze of an agent run as a pod drops its marker only after the thaw
+// said it found one, in a command of its own, so a heal cut short between
+// the two thaws again; without a marker it drops nothing.
+func TestPodAgentFreezeHealDropsTheMarkerAfterTheThaw(t *testing.T) {
+	l := loadLab(t, "lab11-pods")
+	ctx := context.Background()
+	fr := Freeze("worker1", lab.ServiceKubeProxy)
+	marker := podFreezeMarker(fr.(*freeze).p.Tag)
+	w := l.host("worker1")
+	w.answers[thawScript(marker)] = lab.Result{Stdout: foundLine + "marker " + marker + " naming cgroup /sys/fs/cgroup/x\nmarked\n"}
+	if err := fromLedger(t, fr).Heal(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if cmds := w.commands(); len(cmds) != 2 || cmds[0] != thawScript(marker) || cmds[1] != dropMarkerScript(marker) {
+		t.Errorf("worker1 ran %q, want the thaw, then the marker dropped", cmds)
+	}
+	if ops := w.operations(); len(ops) != 0 {
+		t.Errorf("worker1 did %v", ops)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -313,12 +314,14 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 		if _, err := run(ctx, s.host, installAuthzScript(s, rendered[i])); err != nil {
 			return fmt.Errorf("blackhole watch on %s: %w", s.host.Name(), err)
 		}
+		crashpoint.Reach("blackhole-watch/inject/host")
 	}
 	for i, s := range servers {
 		if err := waitConfigApplied(ctx, l, s.host, configHash(rendered[i])); err != nil {
 			return fmt.Errorf("blackhole watch: %w", err)
 		}
 	}
+	crashpoint.Reach("blackhole-watch/inject/applied")
 	if f.p.ServiceAccount != "" {
 		return f.closeFromServers(ctx, l, servers)
 	}
@@ -431,13 +434,14 @@ func installAuthzScript(s apiServerHost, rendered []byte) string {
 // healAuthzScript puts the original back where inject kept it. With no
 // copy, a configuration that still names the fault's authorizer cannot be
 // restored and is an error; otherwise there is nothing to heal. It prints
-// the hash of the configuration the API server must now apply.
+// what it found and removed (healRun), then the hash of the configuration
+// the API server must now apply.
 func healAuthzScript(s apiServerHost, authorizerName string) string {
-	o, c, k := shellQuote(s.original), shellQuote(s.config), shellQuote(s.kubeconfig)
-	return fmt.Sprintf(`if [ -e %[1]s ]; then mv -f %[1]s %[2]s || exit 1; `+
+	o, c, k, n := shellQuote(s.original), shellQuote(s.config), shellQuote(s.kubeconfig), shellQuote(s.config+".faultline-new")
+	return fmt.Sprintf(`if [ -e %[1]s ]; then echo "%[6]sthe original authorization configuration kept as %[7]s"; mv -f %[1]s %[2]s || exit 1; echo "%[9]s%[8]s, the original moved back over it"; `+
 		`elif grep -q -F %[4]s %[2]s; then echo "%[2]s holds %[4]s but the original (%[1]s) is gone" >&2; exit 1; fi; `+
-		`rm -f %[3]s %[5]s && sha256sum < %[2]s`,
-		o, c, k, shellQuote(authorizerName), shellQuote(s.config+".faultline-new"))
+		`for x in %[3]s %[5]s; do if [ -e "$x" ]; then echo "%[6]s$x"; rm -f "$x" || exit 1; echo "%[9]s$x"; fi; done; sha256sum < %[2]s`,
+		o, c, k, shellQuote(authorizerName), n, foundLine, s.original, s.config, removedLine)
 }
 
 // closeAPIConnectionsScript closes every TCP connection of the host to an
@@ -479,7 +483,7 @@ func (f *blackholeWatch) Heal(ctx context.Context, l lab.Lab) error {
 	}
 	var errs []error
 	for _, s := range servers {
-		out, err := run(ctx, s.host, healAuthzScript(s, f.authorizerName()))
+		out, err := healRun(ctx, s.host, healAuthzScript(s, f.authorizerName()))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -502,6 +506,7 @@ func (f *blackholeWatch) Heal(ctx context.Context, l lab.Lab) error {
 		if err := waitConfigApplied(ctx, l, s.host, "sha256:"+sum[0]); err != nil {
 			errs = append(errs, err)
 		}
+		crashpoint.Reach("blackhole-watch/heal/host")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("healing blackhole watch: %w", errors.Join(errs...))

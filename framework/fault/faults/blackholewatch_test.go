@@ -225,14 +225,22 @@ func TestInstallAndHealScriptsRestoreTheFileByteForByte(t *testing.T) {
 	if got, _ := os.ReadFile(conf); !bytes.Equal(got, original) {
 		t.Errorf("healed config differs from the original:\n%q\nwant\n%q", got, original)
 	}
-	if want := configHash(original); "sha256:"+strings.Fields(out)[0] != want {
+	found, removed, rest := splitHealOutput(out)
+	if want := configHash(original); len(strings.Fields(rest)) == 0 || "sha256:"+strings.Fields(rest)[0] != want {
 		t.Errorf("heal printed %q, want the hash %s", out, want)
+	}
+	wantFound := []string{"the original authorization configuration kept as " + s.original, s.kubeconfig}
+	wantRemoved := []string{conf + ", the original moved back over it", s.kubeconfig}
+	if !reflect.DeepEqual(found, wantFound) || !reflect.DeepEqual(removed, wantRemoved) {
+		t.Errorf("heal found %q and removed %q, want %q and %q", found, removed, wantFound, wantRemoved)
 	}
 	if after := listDir(t, dir); !reflect.DeepEqual(after, before) {
 		t.Errorf("directory after heal %v, before %v", after, before)
 	}
 	if out, err := bash(healAuthzScript(s, f.authorizerName())); err != nil {
 		t.Errorf("a second heal failed: %v: %s", err, out)
+	} else if found, removed, _ := splitHealOutput(out); len(found)+len(removed) > 0 {
+		t.Errorf("a second heal found %q and removed %q, want nothing", found, removed)
 	}
 	if got, _ := os.ReadFile(conf); !bytes.Equal(got, original) {
 		t.Errorf("a second heal changed the config")

@@ -116,11 +116,12 @@ func skewScript(marker string, offset time.Duration) string {
 // has not yet, starts the daemons inject stopped, asks chrony (if there)
 // to step to true time, and removes the marker.
 func healSkewScript(marker string, offset time.Duration) string {
-	return "if [ -d " + marker + " ]; then " + script([]string{
-		"if [ -e " + marker + "/stepped ]; then " + stepScript(-offset) + " && rm " + marker + "/stepped; fi",
-		"if [ -e " + marker + "/stopped-sync ]; then for s in $(cat " + marker + "/stopped-sync); do systemctl start \"$s\" || exit 1; done; fi",
+	return "if [ -d " + marker + " ]; then echo '" + foundLine + "marker " + marker + "'; " + script([]string{
+		"if [ -e " + marker + "/stepped ]; then echo '" + foundLine + "the clock stepped by " + offset.String() + "'; " + stepScript(-offset) + " && rm " + marker + "/stepped && echo '" + removedLine + "the step (stepped back by " + offset.String() + ")'; fi",
+		"if [ -e " + marker + "/stopped-sync ]; then for s in $(cat " + marker + "/stopped-sync); do echo \"" + foundLine + "$s stopped\"; systemctl start \"$s\" || exit 1; echo \"" + removedLine + "$s stopped (started again)\"; done; fi",
 		"{ chronyc -a makestep >/dev/null 2>&1 || true; }",
 		"rm -rf " + marker,
+		"echo '" + removedLine + "marker " + marker + "'",
 	}) + "; fi"
 }
 
@@ -130,18 +131,51 @@ func (f *clockSkew) Heal(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("healing clock skew: %w", err)
 	}
 	if ps, ok := l.(lab.ProcessClockSkewer); ok {
+		// What the heal finds is read from the components' own clocks
+		// (the lab does not say which processes it shifts); a skew only
+		// some processes still had, or a host none of whose components
+		// answered, shows as less than was there.
+		skewed := noteSkewedComponents(ctx, l, h)
 		if err := ps.UnskewProcesses(ctx, h.Name()); err != nil {
 			return fmt.Errorf("healing clock skew on %s: %w", h.Name(), err)
+		}
+		if skewed {
+			fault.Removed(ctx, "%s: the skew of its processes' clocks (the lab set every shifted process back)", h.Name())
 		}
 		return nil
 	}
 	if shared, _ := lab.SharesWallClock(l); shared {
 		return nil // inject never changes anything there
 	}
-	if _, err := run(ctx, h, healSkewScript(f.marker(), f.p.offset())); err != nil {
+	if _, err := healRun(ctx, h, healSkewScript(f.marker(), f.p.offset())); err != nil {
 		return fmt.Errorf("healing clock skew on %s: %w", h.Name(), err)
 	}
 	return nil
+}
+
+// noteSkewedComponents notes in the heal's account every component of h
+// whose clock is more than minProbedSkew/2 off this program's (the Date
+// header's one-second resolution and the round trip stay below it), and
+// says whether it found one. Without an account in ctx nothing is read.
+func noteSkewedComponents(ctx context.Context, l lab.Lab, h lab.Host) bool {
+	if !fault.Accounting(ctx) {
+		return false
+	}
+	clocks, _, err := componentClocks(ctx, l, h)
+	if err != nil {
+		return false
+	}
+	var skewed []string
+	for _, c := range clocks {
+		if c.skew.Abs() > minProbedSkew/2 {
+			skewed = append(skewed, fmt.Sprintf("%s %+.0fs", c.service, c.skew.Seconds()))
+		}
+	}
+	if len(skewed) == 0 {
+		return false
+	}
+	fault.Found(ctx, "%s: clocks skewed: %s", h.Name(), strings.Join(skewed, ", "))
+	return true
 }
 
 // Emulation is the lab's account of its per-process skew, where the lab

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -84,16 +85,24 @@ func (f *compound) Inject(ctx context.Context, l lab.Lab) error {
 		if err := p.Inject(ctx, l); err != nil {
 			return fmt.Errorf("compound fault, part %d of %d (%s): %w", i+1, len(f.parts), p.Kind(), err)
 		}
+		crashpoint.Reach("compound/inject/part")
 	}
 	return nil
+}
+
+// partContext prefixes what part i's heal or release notes in the heal's
+// account with the part.
+func (f *compound) partContext(ctx context.Context, i int) context.Context {
+	return fault.Within(ctx, fmt.Sprintf("part %d (%s): ", i+1, f.parts[i].Kind()))
 }
 
 func (f *compound) Heal(ctx context.Context, l lab.Lab) error {
 	var errs []error
 	for i := len(f.parts) - 1; i >= 0; i-- {
-		if err := f.parts[i].Heal(ctx, l); err != nil {
+		if err := f.parts[i].Heal(f.partContext(ctx, i), l); err != nil {
 			errs = append(errs, fmt.Errorf("part %d (%s): %w", i+1, f.parts[i].Kind(), err))
 		}
+		crashpoint.Reach("compound/heal/part")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("healing compound fault: %w", errors.Join(errs...))
@@ -106,7 +115,7 @@ func (f *compound) Release(ctx context.Context, l lab.Lab) error {
 	var errs []error
 	for i := len(f.parts) - 1; i >= 0; i-- {
 		if lf, ok := f.parts[i].(fault.Lingering); ok {
-			if err := lf.Release(ctx, l); err != nil {
+			if err := lf.Release(f.partContext(ctx, i), l); err != nil {
 				errs = append(errs, fmt.Errorf("part %d (%s): %w", i+1, f.parts[i].Kind(), err))
 			}
 		}

@@ -196,9 +196,10 @@ func rootQdiscDevices(kind, tag string) string {
 }
 
 // removeQdiscScript deletes the root qdisc of every interface whose root is
-// the fault's qdisc of that kind, and nothing else.
+// the fault's qdisc of that kind, and nothing else, printing what it found
+// and removed (healRun).
 func removeQdiscScript(kind, tag string) string {
-	return rootQdiscDevices(kind, tag) + ` | while read -r dev; do tc qdisc del dev "$dev" root || exit 1; done`
+	return rootQdiscDevices(kind, tag) + ` | while read -r dev; do echo "` + foundLine + kind + ` root qdisc ` + tag + `: on $dev"; tc qdisc del dev "$dev" root || exit 1; echo "` + removedLine + `the root qdisc ` + tag + `: of $dev"; done`
 }
 
 func (f *delay) Heal(ctx context.Context, l lab.Lab) error {
@@ -206,7 +207,7 @@ func (f *delay) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing delay: %w", err)
 	}
-	if _, err := run(ctx, h, removeQdiscScript("prio", f.p.Tag)); err != nil {
+	if _, err := healRun(ctx, h, removeQdiscScript("prio", f.p.Tag)); err != nil {
 		return fmt.Errorf("healing delay from %s: %w", h.Name(), err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -166,14 +167,23 @@ func (f *etcdFork) startScript(s etcdForkSetup) string {
 	})
 }
 
-// stopScript stops the fork recorded in dir, if it runs, and removes dir.
-// The pid is only signalled while its command line still names dir.
+// stopScript stops the fork of dir, if it runs, and removes dir, printing
+// what it found and removed (healRun). The fork is the process its pid
+// file names, and any other whose command line holds the argument
+// --data-dir=<dir>/data (a start cut short before the pid file was
+// written); a pid is only signalled while its command line holds that
+// argument, whole. A zombie counts as stopped: its parent reaps it.
 func stopScript(dir string) string {
 	d := shellQuote(dir)
-	return fmt.Sprintf(`if [ -f %[1]s/pid ]; then pid=$(cat %[1]s/pid); `+
-		`if tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | grep -qF -- %[2]s; then kill -TERM $pid; `+
-		`for i in $(seq 50); do [ -d /proc/$pid ] || break; sleep 0.1; done; `+
-		`[ ! -d /proc/$pid ] || kill -KILL $pid; fi; fi; rm -rf %[1]s`, d, shellQuote("--data-dir="+dir+"/data"))
+	arg := shellQuote("--data-dir=" + dir + "/data")
+	return fmt.Sprintf(`alive() { [ -d /proc/$1 ] && ! grep -qs '^State:[[:space:]]*Z' /proc/$1/status; }; `+
+		`pids=$({ cat %[1]s/pid 2>/dev/null; grep -lxzF -e %[2]s /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3; } | sort -u); `+
+		`for pid in $pids; do `+
+		`if grep -qxzF -e %[2]s /proc/$pid/cmdline 2>/dev/null; then echo "%[3]sthe fork's etcd, pid $pid"; kill -TERM $pid; `+
+		`for i in $(seq 50); do alive $pid || break; sleep 0.1; done; `+
+		`! alive $pid || kill -KILL $pid; echo "%[4]sthe fork's etcd, pid $pid"; fi; done; `+
+		`if [ -e %[1]s ]; then echo "%[3]sthe fork's directory %[5]s"; rm -rf %[1]s || exit 1; echo "%[4]sthe fork's directory %[5]s"; fi`,
+		d, arg, foundLine, removedLine, dir)
 }
 
 // natChainScript installs, in the nat table, the fault's chain DNATing the
@@ -188,9 +198,7 @@ func (f *etcdFork) natChainScript(s etcdForkSetup) string {
 }
 
 func removeNatChainScript(chain string) string {
-	return fmt.Sprintf("if iptables -w -t nat -n -L %[1]s >/dev/null 2>&1; then "+
-		"while iptables -w -t nat -D OUTPUT -j %[1]s 2>/dev/null; do :; done; "+
-		"iptables -w -t nat -F %[1]s && iptables -w -t nat -X %[1]s; fi", chain)
+	return removeChainInTableScript("nat", chain)
 }
 
 // refuseRules refuse the other members' client ports from the host, so
@@ -244,6 +252,7 @@ func (f *etcdFork) Inject(ctx context.Context, l lab.Lab) error {
 	if _, err := run(ctx, s.h, f.startScript(s)); err != nil {
 		return fmt.Errorf("%s: starting etcd on %s: %w", what, s.h.Name(), err)
 	}
+	crashpoint.Reach("apiserver-etcd-fork/inject/started")
 	dst, err := f.forkClient(l, s)
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", what, s.h.Name(), err)
@@ -261,12 +270,15 @@ func (f *etcdFork) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("%s: copying the cluster's keys to the fork on %s: %w", what, s.h.Name(), err)
 	}
+	crashpoint.Reach("apiserver-etcd-fork/inject/copied")
 	if _, err := run(ctx, s.h, f.natChainScript(s)); err != nil {
 		return fmt.Errorf("%s: redirecting %s: %w", what, s.member.Host, err)
 	}
+	crashpoint.Reach("apiserver-etcd-fork/inject/redirected")
 	if _, err := run(ctx, s.h, f.refuseRules(s).installScript(s.h.Address())); err != nil {
 		return fmt.Errorf("%s: refusing the other members: %w", what, err)
 	}
+	crashpoint.Reach("apiserver-etcd-fork/inject/refused")
 	if _, err := run(ctx, s.h, closeConnectionsScript(etcdConnectionsFilter(append([]*url.URL{s.member}, s.others...)))); err != nil {
 		return fmt.Errorf("%s: closing the API server's etcd connections: %w", what, err)
 	}
@@ -324,16 +336,18 @@ func (f *etcdFork) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return err
 	}
-	if _, err := run(ctx, s.h, removeNatChainScript(f.chain())); err != nil {
+	if _, err := healRun(ctx, s.h, removeNatChainScript(f.chain())); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := run(ctx, s.h, removeChainScript(f.chain(), s.h.Address())); err != nil {
+	crashpoint.Reach("apiserver-etcd-fork/heal/unredirected")
+	if _, err := healRun(ctx, s.h, removeChainScript(f.chain(), s.h.Address())); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	crashpoint.Reach("apiserver-etcd-fork/heal/unrefused")
 	// Connections made through the DNAT rule keep going to the fork
 	// until it stops; stopping it closes them, and the API server dials
 	// the members again, now unredirected.
-	if _, err := run(ctx, s.h, stopScript(s.dir)); err != nil {
+	if _, err := healRun(ctx, s.h, stopScript(s.dir)); err != nil {
 		return fmt.Errorf("%s: stopping the fork: %w", what, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -64,6 +65,7 @@ func (f *etcdNoSpace) Inject(ctx context.Context, l lab.Lab) error {
 		if _, err := mc.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: m.ID, Alarm: pb.AlarmType_NOSPACE}); err != nil {
 			return fmt.Errorf("etcd NOSPACE alarm: raising it for member %s: %w", m.Name, err)
 		}
+		crashpoint.Reach("etcd-no-space/inject/member")
 	}
 	return nil
 }
@@ -82,9 +84,12 @@ func (f *etcdNoSpace) Heal(ctx context.Context, l lab.Lab) error {
 		if a.Alarm != pb.AlarmType_NOSPACE {
 			continue
 		}
+		fault.Found(ctx, "etcd: NOSPACE alarm of member %x", a.MemberID)
 		if _, err := c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: a.Alarm}); err != nil {
 			return fmt.Errorf("healing etcd NOSPACE alarm: disarming it for member %x: %w", a.MemberID, err)
 		}
+		fault.Removed(ctx, "etcd: NOSPACE alarm of member %x, disarmed", a.MemberID)
+		crashpoint.Reach("etcd-no-space/heal/disarmed")
 	}
 	return nil
 }

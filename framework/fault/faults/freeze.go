@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -82,11 +83,20 @@ func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
 			return fmt.Errorf("healing freeze %s: %w", f.p, err)
 		}
 		if st.PID == 0 || !IsUp(st) {
+			crashpoint.Reach("freeze/heal/host")
 			continue
+		}
+		frozen := st.State == "frozen"
+		if frozen {
+			fault.Found(ctx, "%s: %s pid %d frozen", h.Name(), f.p.Service, st.PID)
 		}
 		if err := h.Signal(ctx, f.p.Service, syscall.SIGCONT); err != nil {
 			return fmt.Errorf("healing freeze %s: SIGCONT to %s on %s: %w", f.p, f.p.Service, h.Name(), err)
 		}
+		if frozen {
+			fault.Removed(ctx, "%s: %s pid %d thawed (SIGCONT)", h.Name(), f.p.Service, st.PID)
+		}
+		crashpoint.Reach("freeze/heal/host")
 	}
 	f.inj.clear()
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -20,6 +21,49 @@ func run(ctx context.Context, h lab.Host, cmd string) (string, error) {
 		return r.Stdout, fmt.Errorf("%s: %q exited %d: %s", h.Name(), cmd, r.ExitCode, strings.TrimSpace(r.Stderr+" "+r.Stdout))
 	}
 	return r.Stdout, nil
+}
+
+// Prefixes of the lines a heal's command prints about what it found and
+// what it removed (healRun).
+const (
+	foundLine   = "found: "
+	removedLine = "removed: "
+)
+
+// healRun runs a heal's command on h as run does. The lines it prints
+// that begin with "found: " or "removed: " go to the heal's account
+// (fault.Found, fault.Removed), each prefixed with the host's name, even
+// when the command fails after printing them; the other lines are
+// returned.
+func healRun(ctx context.Context, h lab.Host, cmd string) (string, error) {
+	out, err := run(ctx, h, cmd)
+	found, removed, rest := splitHealOutput(out)
+	for _, f := range found {
+		fault.Found(ctx, "%s: %s", h.Name(), f)
+	}
+	for _, r := range removed {
+		fault.Removed(ctx, "%s: %s", h.Name(), r)
+	}
+	return rest, err
+}
+
+// splitHealOutput takes apart what a heal's command printed: the lines
+// saying what it found and what it removed (without their prefixes), and
+// the rest, as printed.
+func splitHealOutput(out string) (found, removed []string, rest string) {
+	var others []string
+	for _, line := range strings.SplitAfter(out, "\n") {
+		text := strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(text, foundLine):
+			found = append(found, strings.TrimPrefix(text, foundLine))
+		case strings.HasPrefix(text, removedLine):
+			removed = append(removed, strings.TrimPrefix(text, removedLine))
+		default:
+			others = append(others, line)
+		}
+	}
+	return found, removed, strings.Join(others, "")
 }
 
 // script joins commands so the first failing one stops the rest.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -52,28 +53,49 @@ func filterMarker(chain, hostAddr string) string {
 // removeChainScript removes every jump to chain and the chain itself; on a
 // host without the chain it does nothing and succeeds. If inject created
 // the filter table and it holds nothing but empty built-in chains with
-// the ACCEPT policy, the table goes too.
+// the ACCEPT policy, the table goes too. It prints what it found and what
+// it removed (healRun).
 func removeChainScript(chain, hostAddr string) string {
+	return removeChainInTableScript("filter", chain) + "; " + removeFilterTableScript(chain, hostAddr)
+}
+
+// removeChainInTableScript removes chain from the table with every jump
+// to it from a built-in chain, printing what it found and removed.
+func removeChainInTableScript(table, chain string) string {
+	ipt := "iptables -w -t " + table
 	var b strings.Builder
-	fmt.Fprintf(&b, "if iptables -w -n -L %s >/dev/null 2>&1; then ", chain)
+	fmt.Fprintf(&b, "if %s -n -L %s >/dev/null 2>&1; then n=$(%s -S %s | grep -c -- '^-A '); j=; ", ipt, chain, ipt, chain)
 	for _, h := range allHooks {
-		fmt.Fprintf(&b, "while iptables -w -D %s -j %s 2>/dev/null; do :; done; ", h, chain)
+		if table == "nat" && h == "FORWARD" {
+			continue // the nat table has no FORWARD chain
+		}
+		fmt.Fprintf(&b, "while %s -D %s -j %s 2>/dev/null; do j=\"$j %s\"; done; ", ipt, h, chain, h)
 	}
-	fmt.Fprintf(&b, "iptables -w -F %s && iptables -w -X %s || exit 1; fi; ", chain, chain)
-	m := filterMarker(chain, hostAddr)
-	fmt.Fprintf(&b, `if [ -e %s ]; then if [ -z "$(iptables-save -t filter | grep -v -e '^#' -e '^\*filter' -e '^COMMIT' -e '^:INPUT ACCEPT' -e '^:FORWARD ACCEPT' -e '^:OUTPUT ACCEPT')" ] && command -v nft >/dev/null; then nft delete table ip filter || exit 1; fi; rm -f %s; fi`, m, m)
+	fmt.Fprintf(&b, `echo "%siptables %s chain %s ($n rules), jumped to from:${j:- nowhere}"; `, foundLine, table, chain)
+	fmt.Fprintf(&b, "%s -F %s && %s -X %s || exit 1; ", ipt, chain, ipt, chain)
+	fmt.Fprintf(&b, `echo "%siptables %s chain %s and its jumps"; fi`, removedLine, table, chain)
 	return b.String()
+}
+
+// removeFilterTableScript removes the filter table inject brought into
+// being (its marker says so), if it holds nothing of anyone else's.
+func removeFilterTableScript(chain, hostAddr string) string {
+	m := filterMarker(chain, hostAddr)
+	return fmt.Sprintf(`if [ -e %[1]s ]; then echo "%[2]smarker %[1]s (inject created the filter table)"; `+
+		`if [ -z "$(iptables-save -t filter | grep -v -e '^#' -e '^\*filter' -e '^COMMIT' -e '^:INPUT ACCEPT' -e '^:FORWARD ACCEPT' -e '^:OUTPUT ACCEPT')" ] && command -v nft >/dev/null; then nft delete table ip filter || exit 1; echo "%[3]sthe filter table inject created"; fi; `+
+		`rm -f %[1]s; echo "%[3]smarker %[1]s"; fi`, m, foundLine, removedLine)
 }
 
 // removeChainEverywhere runs the removal on every host of the lab and
 // joins the failures; a host that cannot be reached is an error (its rules
-// may still be there).
-func removeChainEverywhere(ctx context.Context, l lab.Lab, chain string) error {
+// may still be there). point is the crash point reached after each host.
+func removeChainEverywhere(ctx context.Context, l lab.Lab, chain, point string) error {
 	var errs []string
 	for _, h := range l.Hosts() {
-		if _, err := run(ctx, h, removeChainScript(chain, h.Address())); err != nil {
+		if _, err := healRun(ctx, h, removeChainScript(chain, h.Address())); err != nil {
 			errs = append(errs, err.Error())
 		}
+		crashpoint.Reach(point)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("removing iptables chain %s: %s", chain, strings.Join(errs, "; "))

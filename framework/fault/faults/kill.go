@@ -106,7 +106,8 @@ func (f *kill) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	return fault.Effect{Detail: fmt.Sprintf("%s on %s is %s as pid %d", f.p.Service, h.Name(), st.State, st.PID)}, nil
 }
 
-// StartIfDown starts service on h unless it runs (or is frozen).
+// StartIfDown starts service on h unless it runs (or is frozen), and notes
+// in the heal's account what it found and did (fault.Found, Removed).
 func StartIfDown(ctx context.Context, h lab.Host, service string) error {
 	st, err := ServiceState(ctx, h, service)
 	if err != nil {
@@ -115,9 +116,11 @@ func StartIfDown(ctx context.Context, h lab.Host, service string) error {
 	if IsUp(st) {
 		return nil
 	}
+	fault.Found(ctx, "%s: %s %s", h.Name(), service, st.State)
 	if err := h.StartService(ctx, service); err != nil {
 		return fmt.Errorf("starting %s on %s: %w", service, h.Name(), err)
 	}
+	fault.Removed(ctx, "%s: %s started again", h.Name(), service)
 	return nil
 }
 

@@ -101,7 +101,7 @@ func (f *loss) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing loss: %w", err)
 	}
-	if _, err := run(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
+	if _, err := healRun(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
 		return fmt.Errorf("healing loss from %s: %w", h.Name(), err)
 	}
 	return nil

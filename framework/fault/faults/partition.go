@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -105,6 +106,7 @@ func (f *partition) Inject(ctx context.Context, l lab.Lab) error {
 		if _, err := run(ctx, hr.host, hr.rules.installScript(hr.host.Address())); err != nil {
 			return fmt.Errorf("partition %v: %w", f.p.Groups, err)
 		}
+		crashpoint.Reach("partition/inject/host")
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (f *partition) Inject(ctx context.Context, l lab.Lab) error {
 // which group (the etcd leader, say) was found at inject time and is not
 // in the parameters.
 func (f *partition) Heal(ctx context.Context, l lab.Lab) error {
-	if err := removeChainEverywhere(ctx, l, f.chain()); err != nil {
+	if err := removeChainEverywhere(ctx, l, f.chain(), "partition/heal/host"); err != nil {
 		return fmt.Errorf("healing partition %v: %w", f.p.Groups, err)
 	}
 	f.inj.groups = nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -152,6 +153,7 @@ func (f *pinAgents) Inject(ctx context.Context, l lab.Lab) error {
 		if err := restart(ctx, t.node, a.agent); err != nil {
 			return fmt.Errorf("pin agents: %w", err)
 		}
+		crashpoint.Reach("pin-agents/inject/agent")
 	}
 	return nil
 }
@@ -170,6 +172,24 @@ func pinScript(a pinned, url string) string {
 		"mv -f " + n + " " + c,
 		"grep -q -F " + shellQuote("server: "+url) + " " + c,
 	})
+}
+
+// restoreKubeconfigScript writes the kept original back over the agent's
+// kubeconfig (a copy made beside it, then one rename, so the agent never
+// reads half a file) and prints "kept" when there was a kept original; the
+// original stays kept until the agent has restarted (dropKeptScript). It
+// prints what it found and removed (healRun).
+func restoreKubeconfigScript(a pinned) string {
+	o, c, n := shellQuote(a.original), shellQuote(a.config), shellQuote(a.config+".faultline-new")
+	return fmt.Sprintf(`if [ -e %[3]s ]; then echo "%[4]s%[6]s"; rm -f %[3]s || exit 1; echo "%[5]s%[6]s"; fi; `+
+		`if [ -e %[1]s ]; then echo "%[4]s%[7]s's original kubeconfig kept as %[8]s"; `+
+		`if ! cmp -s %[1]s %[2]s; then cp -p %[1]s %[3]s && mv -f %[3]s %[2]s || exit 1; echo "%[5]s%[7]s's pinned kubeconfig %[9]s, the original copied back over it"; fi; echo kept; fi`,
+		o, c, n, foundLine, removedLine, a.config+".faultline-new", a.agent, a.original, a.config)
+}
+
+// dropKeptScript removes the kept original once the agent runs on it.
+func dropKeptScript(a pinned) string {
+	return fmt.Sprintf(`rm -f %[1]s && echo "%[2]s%[3]s, the kept copy"`, shellQuote(a.original), removedLine, a.original)
 }
 
 func restart(ctx context.Context, h lab.Host, service string) error {
@@ -195,16 +215,25 @@ func (f *pinAgents) Heal(ctx context.Context, l lab.Lab) error {
 		errs = append(errs, f.healPods(ctx, t))
 	}
 	for _, a := range t.files {
-		o, c := shellQuote(a.original), shellQuote(a.config)
-		out, err := run(ctx, t.node, fmt.Sprintf("rm -f %s; if [ -e %s ]; then mv -f %s %s && echo restored; fi", shellQuote(a.config+".faultline-new"), o, o, c))
+		out, err := healRun(ctx, t.node, restoreKubeconfigScript(a))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if strings.TrimSpace(out) == "restored" {
-			if err := restart(ctx, t.node, a.agent); err != nil {
-				errs = append(errs, err)
-			}
+		if strings.TrimSpace(out) != "kept" {
+			continue
+		}
+		crashpoint.Reach("pin-agents/heal/restored")
+		// The agent read the pinned file when it started: only a restart
+		// makes it read the original. The kept copy goes last, so a heal
+		// cut short before it is done again in full.
+		if err := restart(ctx, t.node, a.agent); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fault.Removed(ctx, "%s: %s restarted on its original kubeconfig", t.node.Name(), a.agent)
+		if _, err := healRun(ctx, t.node, dropKeptScript(a)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -185,6 +186,7 @@ func (f *pinAgents) injectPods(ctx context.Context, l lab.Lab, t pinTargets) err
 	if _, err := run(ctx, t.node, pinNatScript(chainName(f.p.Tag), endpoints, server)); err != nil {
 		return fmt.Errorf("the node's rules: %w", err)
 	}
+	crashpoint.Reach("pin-agents/inject/pod-chain")
 	// The connections the agents hold were made before the rules: closed,
 	// they are made again, through them.
 	for i, r := range t.pods {
@@ -201,14 +203,18 @@ func (f *pinAgents) injectPods(ctx context.Context, l lab.Lab, t pinTargets) err
 
 // healPods removes the node's chain, then closes on the server every
 // connection from the node to its API port, so nothing made through the
-// chain stays pinned; the agents dial their usual addresses again.
+// chain stays pinned; the agents dial their usual addresses again. It
+// closes them whether or not it found the chain: a heal cut short after
+// removing the chain left connections made through it (their DNAT holds
+// in conntrack), and only the next heal's close ends them.
 func (f *pinAgents) healPods(ctx context.Context, t pinTargets) error {
 	if err := checkTag(f.p.Tag); err != nil {
 		return err
 	}
-	if _, err := run(ctx, t.node, removeNatChainScript(chainName(f.p.Tag))); err != nil {
+	if _, err := healRun(ctx, t.node, removeNatChainScript(chainName(f.p.Tag))); err != nil {
 		return err
 	}
+	crashpoint.Reach("pin-agents/heal/pod-chain-removed")
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(t.url, "https://"))
 	if _, err := run(ctx, t.server, closeConnectionsScript(fmt.Sprintf("( sport = :%s ) and ( dst %s )", port, t.node.Address()))); err != nil {
 		return fmt.Errorf("closing %s's connections to %s: %w", t.node.Name(), t.server.Name(), err)

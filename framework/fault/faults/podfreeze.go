@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -131,7 +132,11 @@ func (f *podFreeze) Inject(ctx context.Context, l lab.Lab) error {
 	f.mu.Lock()
 	f.host, f.frozen = h, cg
 	f.mu.Unlock()
-	if _, err := run(ctx, h, freezeScript(f.marker(), cg)); err != nil {
+	if _, err := run(ctx, h, markScript(f.marker(), cg)); err != nil {
+		return fmt.Errorf("pod freeze of %s (pod %s): %w", f.p, t.Name, err)
+	}
+	crashpoint.Reach("pod-freeze/inject/marked")
+	if _, err := run(ctx, h, freezeScript(cg)); err != nil {
 		return fmt.Errorf("pod freeze of %s (pod %s): %w", f.p, t.Name, err)
 	}
 	if err := waitFrozen(ctx, h, cg, podFreezeWait); err != nil {
@@ -255,28 +260,41 @@ func findPodCgroup(ctx context.Context, h lab.Host, uid string) (podCgroup, erro
 	return cg, nil
 }
 
-// freezeScript records the directory in the marker, then freezes it; it
-// refuses a marker that exists (a fault never adopts what it did not make).
-func freezeScript(marker string, cg podCgroup) string {
+// markScript records the directory in the marker, before anything is
+// frozen, so that a heal finds what to thaw however soon the inject is
+// cut short; it refuses a marker that exists (a fault never adopts what
+// it did not make).
+func markScript(marker string, cg podCgroup) string {
+	return script([]string{
+		fmt.Sprintf("! [ -e %[1]s ] || { echo 'the marker %[1]s exists already' >&2; exit 1; }", marker),
+		fmt.Sprintf("printf '%%s\\n' %s > %s", shellQuote(cg.Dir), marker),
+	})
+}
+
+// freezeScript freezes the cgroup.
+func freezeScript(cg podCgroup) string {
 	value := "FROZEN"
 	if cg.V2 {
 		value = "1"
 	}
-	return script([]string{
-		fmt.Sprintf("! [ -e %[1]s ] || { echo 'the marker %[1]s exists already' >&2; exit 1; }", marker),
-		fmt.Sprintf("printf '%%s\\n' %s > %s", shellQuote(cg.Dir), marker),
-		fmt.Sprintf("echo %s > %s", value, shellQuote(cg.control())),
-	})
+	return fmt.Sprintf("echo %s > %s", value, shellQuote(cg.control()))
 }
 
 // thawScript thaws the directory the marker names, if the marker and the
 // directory are there (a directory gone is a pod gone: nothing to thaw),
-// and removes the marker.
+// printing what it found and thawed (healRun), and then "marked" when
+// there was a marker: the marker goes only after the thaw
+// (dropMarkerScript), so a heal cut short between them thaws again.
 func thawScript(marker string) string {
-	return fmt.Sprintf(`if [ -f %[1]s ]; then d=$(cat %[1]s); `+
-		`if [ -e "$d/cgroup.freeze" ]; then echo 0 > "$d/cgroup.freeze" || exit 1; `+
-		`elif [ -e "$d/freezer.state" ]; then echo THAWED > "$d/freezer.state" || exit 1; fi; `+
-		`rm -f %[1]s; fi`, marker)
+	return fmt.Sprintf(`if [ -f %[1]s ]; then d=$(cat %[1]s); echo "%[2]smarker %[1]s naming cgroup $d"; `+
+		`if [ -e "$d/cgroup.freeze" ]; then f=$(cat "$d/cgroup.freeze"); if [ "$f" = 1 ]; then echo "%[2]scgroup $d frozen"; fi; echo 0 > "$d/cgroup.freeze" || exit 1; if [ "$f" = 1 ]; then echo "%[3]sthe freeze of cgroup $d (thawed)"; fi; `+
+		`elif [ -e "$d/freezer.state" ]; then f=$(cat "$d/freezer.state"); if [ "$f" != THAWED ]; then echo "%[2]scgroup $d $f"; fi; echo THAWED > "$d/freezer.state" || exit 1; if [ "$f" != THAWED ]; then echo "%[3]sthe freeze of cgroup $d (thawed)"; fi; `+
+		`else echo "%[2]sno cgroup $d: the pod is gone"; fi; echo marked; fi`, marker, foundLine, removedLine)
+}
+
+// dropMarkerScript removes the marker once its cgroup is thawed.
+func dropMarkerScript(marker string) string {
+	return fmt.Sprintf(`rm -f %[1]s && echo "%[2]smarker %[1]s"`, marker, removedLine)
 }
 
 // stateScript reads what the kernel says of the cgroup's freezing.
@@ -362,7 +380,16 @@ func (f *podFreeze) Heal(ctx context.Context, l lab.Lab) error {
 	}
 	var errs []error
 	for _, h := range hosts {
-		if _, err := run(ctx, h, thawScript(f.marker())); err != nil {
+		out, err := healRun(ctx, h, thawScript(f.marker()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.TrimSpace(out) != "marked" {
+			continue
+		}
+		crashpoint.Reach("pod-freeze/heal/thawed")
+		if _, err := healRun(ctx, h, dropMarkerScript(f.marker())); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -125,7 +125,10 @@ func TestPodFreezeOnTheNodeAndItsHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.host, f.frozen = h, cg
-	if _, err := run(ctx, h, freezeScript(f.marker(), cg)); err != nil {
+	if _, err := run(ctx, h, markScript(f.marker(), cg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(ctx, h, freezeScript(cg)); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFrozen(ctx, h, cg, time.Second); err != nil {
@@ -140,9 +143,12 @@ func TestPodFreezeOnTheNodeAndItsHeal(t *testing.T) {
 	}
 	cmds := h.commands()
 	marker := "/run/faultline-pod-freeze-" + f.p.Tag
-	freeze := cmds[1]
-	if !strings.Contains(freeze, "! [ -e "+marker+" ]") || strings.Index(freeze, "> "+marker) > strings.Index(freeze, "echo 1 > '/sys/fs/cgroup/kubepods/besteffort/pod"+testUID+"/cgroup.freeze'") || strings.Index(freeze, "> "+marker) < 0 {
-		t.Errorf("freeze script %q: want the marker written before the freeze", freeze)
+	mark, freeze := cmds[1], cmds[2]
+	if !strings.Contains(mark, "! [ -e "+marker+" ]") || !strings.Contains(mark, "> "+marker) {
+		t.Errorf("mark script %q: want the marker refused if there, then written", mark)
+	}
+	if freeze != "echo 1 > '/sys/fs/cgroup/kubepods/besteffort/pod"+testUID+"/cgroup.freeze'" {
+		t.Errorf("after the marker ran %q, want the freeze", freeze)
 	}
 	if last := cmds[len(cmds)-1]; last != thawScript(marker) {
 		t.Errorf("heal ran %q, want the thaw script", last)
@@ -172,10 +178,13 @@ func TestPodFreezeHealFromTheLedgerLooksOnEveryPodHost(t *testing.T) {
 		}
 	}
 	thaw := thawScript(f.marker())
-	for _, want := range []string{`echo 0 > "$d/cgroup.freeze"`, `echo THAWED > "$d/freezer.state"`, "rm -f " + f.marker(), "if [ -f " + f.marker() + " ]"} {
+	for _, want := range []string{`echo 0 > "$d/cgroup.freeze"`, `echo THAWED > "$d/freezer.state"`, "if [ -f " + f.marker() + " ]"} {
 		if !strings.Contains(thaw, want) {
 			t.Errorf("thaw script %q lacks %q", thaw, want)
 		}
+	}
+	if strings.Contains(thaw, "rm ") {
+		t.Errorf("thaw script %q removes the marker: it must stay until the thaw is done", thaw)
 	}
 }
 

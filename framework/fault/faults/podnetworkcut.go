@@ -125,7 +125,7 @@ func (f *podNetworkCut) Heal(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("healing pod network cut: %w", err)
 	}
-	if _, err := run(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
+	if _, err := healRun(ctx, h, removeChainScript(f.chain(), h.Address())); err != nil {
 		return fmt.Errorf("healing pod network cut on %s: %w", h.Name(), err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -48,17 +49,35 @@ func (f *powerOff) Inject(ctx context.Context, l lab.Lab) error {
 	return nil
 }
 
-// Heal powers the host on unless the lab says it is on already.
+// Heal powers the host on unless the lab says it is on already, and then
+// starts every service of the host that does not run: a power-on cut short
+// (by a crash of the program powering on, or a service that failed to
+// start) leaves a host that is on with its services down, which a heal
+// that stopped at "on" would take for healed.
 func (f *powerOff) Heal(ctx context.Context, l lab.Lab) error {
 	h, err := hostByName(l, f.p.Host)
 	if err != nil {
 		return fmt.Errorf("healing power off: %w", err)
 	}
-	if power, err := hostPower(ctx, l, h.Name()); err == nil && power == "on" {
-		return nil
+	power, err := hostPower(ctx, l, h.Name())
+	if err != nil || power != "on" {
+		if err == nil {
+			fault.Found(ctx, "%s: powered %s", h.Name(), power)
+		}
+		if err := h.PowerOn(ctx); err != nil {
+			return fmt.Errorf("healing power off: powering %s on: %w", h.Name(), err)
+		}
+		fault.Removed(ctx, "%s: powered on", h.Name())
 	}
-	if err := h.PowerOn(ctx); err != nil {
-		return fmt.Errorf("healing power off: powering %s on: %w", h.Name(), err)
+	crashpoint.Reach("power-off/heal/powered-on")
+	states, err := h.Services(ctx)
+	if err != nil {
+		return fmt.Errorf("healing power off: listing %s's services: %w", h.Name(), err)
+	}
+	for _, st := range states {
+		if err := StartIfDown(ctx, h, st.Name); err != nil {
+			return fmt.Errorf("healing power off: %w", err)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -63,6 +64,7 @@ func (f *restartService) Inject(ctx context.Context, l lab.Lab) error {
 	if err := h.StopService(ctx, f.p.Service); err != nil {
 		return fmt.Errorf("restart %s: stopping: %w", f.p, err)
 	}
+	crashpoint.Reach("restart-service/inject/stopped")
 	// A start that fails (the service exits at once, unable to start
 	// under the scenario's condition) is what the run watches, not an
 	// inject error: heal starts it again.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/faultline/faultline/framework/crashpoint"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
@@ -150,6 +151,7 @@ func (f *throttle) Inject(ctx context.Context, l lab.Lab) error {
 			}
 			return fmt.Errorf("throttle from %s: %w", h.Name(), err)
 		}
+		crashpoint.Reach("throttle/inject/host")
 	}
 	return nil
 }
@@ -185,9 +187,10 @@ func (f *throttle) Heal(ctx context.Context, l lab.Lab) error {
 	}
 	var errs []error
 	for _, h := range hosts {
-		if _, err := run(ctx, h, removeQdiscScript("htb", f.p.Tag)); err != nil {
+		if _, err := healRun(ctx, h, removeQdiscScript("htb", f.p.Tag)); err != nil {
 			errs = append(errs, err)
 		}
+		crashpoint.Reach("throttle/heal/host")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("healing throttle from %s: %w", f.p.Host, err)
