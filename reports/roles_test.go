@@ -24,8 +24,8 @@ func TestSummaryKeepsRolesApart(t *testing.T) {
 		"| graceful-deletion | 0 | 0 | 1 | 0 | 0/1 = 0.0% [0.0%, 79.3%] | 0/0 (no counted verdicts) |",
 		"| acknowledged-writes-survive | 1 | 0 | 0 | 0 | 1/1 = 100.0% [20.7%, 100.0%] | 1/1 = 100.0% [20.7%, 100.0%] | stale-read 1 |",
 		"## Positive controls",
-		"| c | control-endpoints-truthful | endpoints-truthful | VIOLATED | VIOLATED | hit | because violated |",
-		"| o | control-single-copy | single-copy | VIOLATED | PRESERVED | missed | because preserved |",
+		"| c | control-endpoints-truthful | endpoints-truthful | VIOLATED, any kind | VIOLATED | hit | because violated |",
+		"| o | control-single-copy | single-copy | VIOLATED, any kind | PRESERVED | missed | because preserved |",
 		"## Null arms",
 		"| endpoints-truthful | 1 | 0 | 1/1 = 100.0% [20.7%, 100.0%] |",
 		// Runs: role, load and effect coverage.
@@ -34,7 +34,7 @@ func TestSummaryKeepsRolesApart(t *testing.T) {
 		"| o | control-single-copy | fault | control | JUDGED | - | 2.0 | (not recorded) | (not recorded) |",
 		// Per run: exercised, the part of the run, the kind of violation.
 		"### control-endpoints-truthful [fault, control]: JUDGED",
-		"Positive control of endpoints-truthful: expected VIOLATED.",
+		"Positive control of endpoints-truthful (any kind): expected VIOLATED.",
 		"| graceful-deletion | safety | PRESERVED | no: no pod left the API | - | none left the API |",
 		"| acknowledged-writes-survive | convergence | VIOLATED (stale-read) | yes | settle | read 41 of 42 |",
 	} {
@@ -84,6 +84,48 @@ func TestSummaryKeepsApplicationControlsOutOfTheFindings(t *testing.T) {
 		"| single-writer-at-storage | 2 | 0 | 2/2 = 100.0% [",
 		"| acknowledged-data-survives | 0 | 1 | 0/1 = 0.0% [",
 		"### ledger-locked-force-deleted [fault, application-control",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// A control that names the violation kinds it is built to make is hit
+// only by a VIOLATED of one of them: another kind is "other kind", whose
+// reason names the kind got and the kind needed. The report says which
+// kinds count, "any kind" where the control names none.
+func TestControlChecksCountOnlyTheKindsAControlNames(t *testing.T) {
+	storage := func(id, kind string, kinds []string) verdict.Run {
+		j := runstest.J("storage-integrity", verdict.Violated)
+		j.Violation = kind
+		r := runstest.Run(id, verdict.RunJudged, j)
+		r.Scenario, r.Role, r.ControlOf = "control-filesystem-damaged-block", verdict.RoleControl, []string{"storage-integrity"}
+		if kinds != nil {
+			r.ControlKinds = map[string][]string{"storage-integrity": kinds}
+		}
+		return r
+	}
+	fs := []string{"filesystem-damaged"}
+	runs := []verdict.Run{storage("hit", "filesystem-damaged", fs), storage("ledger", "ledger-damaged", fs), storage("any", "ledger-damaged", nil)}
+	for i, want := range []struct {
+		outcome  ControlOutcome
+		expected string
+	}{{ControlHit, "VIOLATED, of kind filesystem-damaged"}, {ControlOtherKind, "VIOLATED, of kind filesystem-damaged"}, {ControlHit, "VIOLATED, any kind"}} {
+		c := ControlChecks(runs[i])
+		if len(c) != 1 || c[0].Outcome != want.outcome || c[0].ExpectedText() != want.expected {
+			t.Errorf("%s: %+v, want %s expecting %q", runs[i].RunID, c, want.outcome, want.expected)
+		}
+	}
+	if got := ControlChecks(runs[1])[0].Reason(); !strings.HasPrefix(got, "VIOLATED of kind ledger-damaged, not of the kind the control is built to break (filesystem-damaged): because violated") {
+		t.Errorf("reason %q", got)
+	}
+	s := Summary("splitbrain", runs, nil)
+	for _, want := range []string{
+		"| ledger | control-filesystem-damaged-block | storage-integrity | VIOLATED, of kind filesystem-damaged | VIOLATED (ledger-damaged) | other kind | VIOLATED of kind ledger-damaged",
+		"| any | control-filesystem-damaged-block | storage-integrity | VIOLATED, any kind | VIOLATED (ledger-damaged) | hit |",
+		"Positive control of storage-integrity (of kind filesystem-damaged): expected VIOLATED.",
+		"Positive control of storage-integrity (any kind): expected VIOLATED.",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)

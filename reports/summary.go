@@ -86,7 +86,7 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 		}
 		if r.RunRole() == verdict.RoleControl {
 			if ctl := record.ControlledInvariants(r); len(ctl) > 0 {
-				fmt.Fprintf(&b, "Positive control of %s: expected VIOLATED.\n\n", strings.Join(ctl, ", "))
+				fmt.Fprintf(&b, "Positive control of %s: expected VIOLATED.\n\n", ControlledText(r))
 			} else {
 				b.WriteString("A positive control that names no invariant it must break: none of its verdicts count anywhere.\n\n")
 			}
@@ -155,13 +155,14 @@ func Summary(suite string, runs []verdict.Run, table []verdict.Inapplicable) str
 
 	b.WriteString("\n## Positive controls\n\n" +
 		"A control is built to break the invariants it names: expected VIOLATED, a hit when it was, a miss when the invariant came out PRESERVED. " +
+		"Where the control names the violation kinds it is built to make, only a VIOLATED of one of them is a hit; one of another kind is \"other kind\", no hit; \"any kind\" where it names none. " +
 		"Its verdicts of other invariants count nowhere (they are in its run's table above).\n\n")
 	if len(controls) == 0 {
 		b.WriteString("No control runs.\n")
 	} else {
 		b.WriteString("| run | scenario | invariant | expected | verdict | outcome | reason |\n|---|---|---|---|---|---|---|\n")
 		for _, c := range controls {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(c.Run.RunID), cell(c.Run.Scenario), cell(c.Invariant), verdict.Violated, c.VerdictText(), c.Outcome, cell(c.Reason()))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(c.Run.RunID), cell(c.Run.Scenario), cell(c.Invariant), cell(c.ExpectedText()), c.VerdictText(), c.Outcome, cell(c.Reason()))
 		}
 	}
 
@@ -354,6 +355,10 @@ const (
 	// ControlMissed: the invariant came out PRESERVED; the detector, or the
 	// control's fault, failed.
 	ControlMissed ControlOutcome = "missed"
+	// ControlOtherKind: the invariant came out VIOLATED, but of a kind
+	// other than those the control declares (verdict.Run.ControlKinds):
+	// another detector fired, not the one the control tests. No hit.
+	ControlOtherKind ControlOutcome = "other kind"
 	// ControlUndecided: a verdict that is neither (INSUFFICIENT_DATA,
 	// NOT_APPLICABLE, DETECTOR_INVALID) shows neither a hit nor a miss.
 	ControlUndecided ControlOutcome = "undecided"
@@ -369,14 +374,17 @@ type ControlCheck struct {
 	Invariant string
 	// Judgement is the run's verdict of the invariant; nil if none.
 	Judgement *verdict.Judgement
-	Outcome   ControlOutcome
+	// Kinds are the violation kinds that count as a hit; nil where any
+	// does.
+	Kinds   []string
+	Outcome ControlOutcome
 }
 
 // ControlChecks is a control run's check of each invariant it controls.
 func ControlChecks(r verdict.Run) []ControlCheck {
 	var out []ControlCheck
 	for _, inv := range record.ControlledInvariants(r) {
-		c := ControlCheck{Run: r, Invariant: inv, Outcome: ControlNotJudged}
+		c := ControlCheck{Run: r, Invariant: inv, Kinds: r.ControlKindsOf(inv), Outcome: ControlNotJudged}
 		for i := range r.Judgements {
 			if r.Judgements[i].Invariant == inv {
 				c.Judgement = &r.Judgements[i]
@@ -386,6 +394,8 @@ func ControlChecks(r verdict.Run) []ControlCheck {
 		case !r.Counted():
 			c.Outcome = ControlNotCounted
 		case c.Judgement == nil:
+		case c.Judgement.Verdict == verdict.Violated && verdict.OtherKind(*c.Judgement, c.Kinds) != "":
+			c.Outcome = ControlOtherKind
 		case c.Judgement.Verdict == verdict.Violated:
 			c.Outcome = ControlHit
 		case c.Judgement.Verdict == verdict.Preserved:
@@ -406,14 +416,40 @@ func (c ControlCheck) VerdictText() string {
 	return VerdictText(*c.Judgement)
 }
 
+// ExpectedText is what the control expects of the invariant: VIOLATED,
+// with the kinds that count as a hit, or "any kind".
+func (c ControlCheck) ExpectedText() string {
+	return ControlExpectedText(c.Kinds)
+}
+
+// ControlExpectedText is what a control expects of an invariant whose
+// hits are the violation kinds kinds (nil: any).
+func ControlExpectedText(kinds []string) string {
+	return fmt.Sprintf("%s, %s", verdict.Violated, verdict.KindsText(kinds))
+}
+
+// ControlledText names the invariants a control run must break, each
+// with the violation kinds that count as its hit ("any kind" where the
+// run declares none).
+func ControlledText(r verdict.Run) string {
+	var parts []string
+	for _, inv := range record.ControlledInvariants(r) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", inv, verdict.KindsText(r.ControlKindsOf(inv))))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Reason is the verdict's reason, or the run's when its verdicts do not
-// count.
+// count; for a VIOLATED of another kind than the control's, it first
+// says which kind it got and which it needed.
 func (c ControlCheck) Reason() string {
 	switch {
 	case !c.Run.Counted():
 		return fmt.Sprintf("%s: %s", c.Run.RunVerdict, orDash(c.Run.RunReason))
 	case c.Judgement == nil:
 		return "the run records no verdict of " + c.Invariant
+	case c.Outcome == ControlOtherKind:
+		return verdict.OtherKind(*c.Judgement, c.Kinds) + ": " + c.Judgement.Reason
 	}
 	return c.Judgement.Reason
 }

@@ -139,7 +139,7 @@ func TestReportKeepsControlsOutOfFindings(t *testing.T) {
 	}
 	for _, want := range []string{
 		"## Positive controls",
-		"| c1 | control-endpoints-truthful | inv-1 | VIOLATED | VIOLATED | hit | hand-made |",
+		"| c1 | control-endpoints-truthful | inv-1 | VIOLATED, any kind | VIOLATED | hit | hand-made |",
 		"## Null arms by class",
 		"| gray | 0 | 1 | 0/1 = 0.0% [0.0%, 79.3%] |",
 	} {

@@ -55,16 +55,24 @@ type Prefixes struct {
 	// (fixtures/ledgerlog: after fail or unknown the next append writes
 	// the same sequence at the same offset), which one copy makes.
 	Retries int `json:"retries,omitempty"`
-	// Grew is the first two reads in a row between which the log grew
+	// Compared counts the pairs of reads compared: a read and one that
+	// had returned before it began. Zero when every read overlapped in
+	// time every read begun before it: nothing was compared.
+	Compared int `json:"compared"`
+	// Overlapped counts the reads that began while a read begun before
+	// them was still running, and so were not compared with it.
+	Overlapped int `json:"overlapped,omitempty"`
+	// Grew is the first two reads compared (the earlier returned before
+	// the later began) between which the log grew
 	// (the later holds a whole record the earlier did not) and whose
 	// later read holds records of two or more writers: a comparison that
 	// could show one copy's records replaced by another's. Nil when no
-	// two reads in a row did (one final log read again and again
+	// two compared reads did (one final log read again and again
 	// compares nothing).
 	Grew *LogGrowth `json:"grew,omitempty"`
 }
 
-// LogGrowth is two reads in a row of the log, the later grown, and how
+// LogGrowth is two compared reads of the log, the later grown, and how
 // many writers' records the later holds.
 type LogGrowth struct {
 	Earlier, Later time.Time
@@ -74,10 +82,13 @@ type LogGrowth struct {
 // CheckLogPrefixes checks that reads of one ledger log, in the order
 // given (the order they began), are prefixes of one log: every whole
 // record a read found is, at the same offset and unchanged, in every later
-// read. Each read is compared with the latest begun that had returned
-// before it began (Done); reads that overlapped in time are in no known
-// order (a slow read may have read the log after a quick one begun later)
-// and are not compared with each other. A log one writer appends to only grows, so its reads are; a second
+// read. A read is compared with the reads that had returned before it
+// began (Done): the latest begun of them, and any begun earlier that
+// returned after that one began (a slow read, which may hold records the
+// quick one did not); the others it is compared with through these.
+// Reads that overlapped in time are in no known order (a slow read may
+// have read the log after a quick one begun later) and are not compared
+// with each other. A log one writer appends to only grows, so its reads are; a second
 // copy that appends from an offset it kept in memory overwrites records a
 // read already saw, and the storage shows two histories. A torn last
 // record is not a record and is not compared; a record its own writer
@@ -86,15 +97,12 @@ type LogGrowth struct {
 // whose outcome it did not learn, counted in Retries and no break.
 // Records are compared by writer incarnation, append number and
 // sequence, which the checksum binds to the bytes. Grew says whether two
-// reads in a row compared anything a second copy could have changed.
+// compared reads compared anything a second copy could have changed.
 func CheckLogPrefixes(reads []LogRead) Prefixes {
 	r := Prefixes{Reads: len(reads)}
 	writers := map[string]bool{}
-	type scanned struct {
-		entries  []ledgerlog.Entry
-		at, done time.Time
-	}
-	var before []scanned
+	var before []scannedRead
+	retries := map[retryKey]bool{}
 	for _, read := range reads {
 		c := ledgerlog.Scan(read.Data)
 		at := map[int64]*ledgerlog.Entry{}
@@ -105,28 +113,33 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 			writers[e.Record.Writer.Incarnation] = true
 			here[e.Record.Writer.Incarnation] = true
 		}
-		// The read to compare with is the latest begun that had returned
-		// before this one began: a read still running when this one
-		// began may have read the log after it, so the two are in no
-		// known order and neither can show the other's records lost.
-		var prev *scanned
-		for j := len(before) - 1; j >= 0; j-- {
-			if !before[j].done.After(read.At) {
-				prev = &before[j]
+		for _, p := range before {
+			if p.done.After(read.At) {
+				r.Overlapped++
 				break
 			}
 		}
-		if prev != nil && r.Grew == nil && len(here) >= 2 && grew(prev.entries, c.Entries) {
-			r.Grew = &LogGrowth{Earlier: prev.at, Later: read.At, Writers: len(here)}
-		}
-		if prev != nil && r.Break == nil {
+		for _, prev := range latestBefore(before, read.At) {
+			r.Compared++
+			if r.Grew == nil && len(here) >= 2 && grew(prev.entries, c.Entries) {
+				r.Grew = &LogGrowth{Earlier: prev.at, Later: read.At, Writers: len(here)}
+			}
+			if r.Break != nil {
+				continue
+			}
 			for _, was := range prev.entries {
 				now := at[was.Offset]
 				if now != nil && sameRecord(now.Record, was.Record) {
 					continue
 				}
 				if now != nil && retried(was.Record, now.Record) {
-					r.Retries++
+					// One retry may show in the comparisons with two
+					// earlier reads: it is counted once.
+					k := retryKey{offset: now.Offset, writer: now.Record.Writer.Incarnation, seq: now.Record.Seq, op: now.Record.Op}
+					if !retries[k] {
+						retries[k] = true
+						r.Retries++
+					}
 					continue
 				}
 				r.Break = &PrefixBreak{Earlier: prev.at, Later: read.At, Was: was, Now: now}
@@ -137,10 +150,50 @@ func CheckLogPrefixes(reads []LogRead) Prefixes {
 		if done.IsZero() {
 			done = read.At
 		}
-		before = append(before, scanned{entries: c.Entries, at: read.At, done: done})
+		before = append(before, scannedRead{entries: c.Entries, at: read.At, done: done})
 	}
 	r.Writers = len(writers)
 	return r
+}
+
+// retryKey is a writer's retry record, found in place of a record of
+// its own an earlier read held.
+type retryKey struct {
+	offset int64
+	writer string
+	seq    uint64
+	op     int
+}
+
+// scannedRead is one read's whole records and when it began and returned.
+type scannedRead struct {
+	entries  []ledgerlog.Entry
+	at, done time.Time
+}
+
+// latestBefore is the reads a read begun at t is compared with: of those
+// that had returned by t (each was read before t, so every record it held
+// must still be there), the ones no other of them followed (returned
+// before the other began). The latest begun is one; a slower one begun
+// earlier that returned after the latest began is another, and may hold
+// records the latest did not. Every read that had returned by t is one of
+// these or followed by one of them, and is so compared through it: being
+// a prefix is transitive.
+func latestBefore(reads []scannedRead, t time.Time) []scannedRead {
+	var latest time.Time
+	found := false
+	for _, p := range reads {
+		if !p.done.After(t) && (!found || p.at.After(latest)) {
+			latest, found = p.at, true
+		}
+	}
+	var out []scannedRead
+	for _, p := range reads {
+		if !p.done.After(t) && (p.at.Equal(latest) || p.done.After(latest)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // grew says whether the later read holds a whole record the earlier did

@@ -138,6 +138,48 @@ func TestCheckLogPrefixes(t *testing.T) {
 		}
 	})
 
+	t.Run("a slow read that returned before a later one began is compared with it", func(t *testing.T) {
+		// The second read began early and returned late, holding records
+		// the third (quick, begun later, returned first) had not seen;
+		// the fourth began after all had returned and lost one of them.
+		// It is compared with the third, the latest begun before it, and
+		// with the second, which had returned before it began too.
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		c := b.start(writerC, 40) // its offset is past sequence 3
+		short := b.bytes()
+		a.append(3)
+		seen := b.bytes() // holds a's sequences 4-6
+		c.append(1)       // c's sequence 4 over a's
+		r := CheckLogPrefixes([]LogRead{
+			{At: at(0), Done: at(1), Data: short},
+			{At: at(1), Done: at(10), Data: seen},
+			{At: at(2), Done: at(3), Data: short},
+			{At: at(11), Done: at(12), Data: b.bytes()},
+		})
+		if r.Break == nil || r.Break.Was.Record.Writer != writerA || r.Break.Was.Record.Seq != 4 || !r.Break.Earlier.Equal(at(1)) || !r.Break.Later.Equal(at(11)) {
+			t.Errorf("got break %v, want a's sequence 4, which the read begun at 1 s held, replaced in the read at 11 s", r.Break)
+		}
+	})
+
+	t.Run("a retry seen from two earlier reads is one retry", func(t *testing.T) {
+		b := newBench(t)
+		a := b.start(writerA, 16)
+		a.append(3)
+		a.unsynced()
+		seen := b.bytes()
+		a.append(2)
+		r := CheckLogPrefixes([]LogRead{
+			{At: at(0), Done: at(3), Data: seen},
+			{At: at(1), Done: at(2), Data: seen},
+			{At: at(4), Done: at(5), Data: b.bytes()},
+		})
+		if r.Break != nil || r.Retries != 1 || r.Compared != 2 || r.Overlapped != 1 {
+			t.Errorf("got %+v, want no break, 1 retry, 2 comparisons (the last read with both) and 1 read overlapped", r)
+		}
+	})
+
 	if r := CheckLogPrefixes(nil); r.Break != nil || r.Reads != 0 {
 		t.Errorf("no reads: %+v", r)
 	}

@@ -157,3 +157,20 @@ func TestSingleHistoryUnderClockSkewNeedsTheRevisions(t *testing.T) {
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved)
 	expect(t, SingleHistory(), skewed(r.input(WindowToSettle)), verdict.InsufficientData, "cannot place", "no revisions")
 }
+
+// single-writer-at-storage names its violation two-writers, by the clocks
+// and by the store's order alike, so that its positive control counts
+// that kind alone.
+func TestSingleWriterNamesItsViolationTwoWriters(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(1)
+	b.start(ledgerID("c", "worker2")).append(1)
+	a.append(1)
+	for name, in := range map[string]Input{"clocks": historyAt20(t, b), "store order": skewed(historyAt20(t, b))} {
+		j := expect(t, SingleWriterAtStorage(), in, verdict.Violated, "two writers accepted at once")
+		if j.Violation != TwoWriters {
+			t.Errorf("%s: violation %q, want %q", name, j.Violation, TwoWriters)
+		}
+	}
+}

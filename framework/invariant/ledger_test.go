@@ -494,7 +494,7 @@ func TestSingleHistoryOfTheLedgerNotExercisedWithoutAReadWhileTwoCopiesWrote(t *
 		logRounds(t, r, b, float64(s))
 	}
 	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "not exercised", "records of 2 writer(s)")
-	wantExercised(t, j, false, "no two readable reads in a row differ")
+	wantExercised(t, j, false, "no two compared readable reads")
 
 	// Read once before the second copy and once after it wrote: the log
 	// grew between two reads, and the later holds both writers' records.
@@ -550,4 +550,89 @@ func TestSingleHistoryOfTheLedgerDoesNotOrderReadsThatOverlapped(t *testing.T) {
 	a.append(1)
 	logRounds(t, r, b, 4)
 	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+}
+
+// A slow read overlaps a quick one begun after it; both have returned
+// when a later read begins, and the later read lost a record only the
+// slow one had seen: it is compared with both.
+func TestSingleHistoryOfTheLedgerComparesEveryReadThatHadReturned(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(3)
+	c := b.start(ledgerID("c", "worker2"))
+	short := b.logValue("worker1")
+	a.append(2)
+	seen := b.logValue("worker1")
+	c.append(1)
+	r := newRun(t)
+	r.round(1).value(ledgerSource, evidence.LedgerLog, 0.1, short, "")
+	r.round(2).value(ledgerSource, evidence.LedgerLog, 8, seen, "") // returned at 10 s
+	r.round(3).value(ledgerSource, evidence.LedgerLog, 0.1, short, "")
+	logRounds(t, r, b, 11)
+	j := expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
+	if j.Violation != NotOneLog || !j.At.Equal(sec(11)) {
+		t.Errorf("violation %q at %s, want %q at the last read's round", j.Violation, j.At, NotOneLog)
+	}
+}
+
+// Two readable reads of the log that overlapped in time are in no known
+// order and are not compared: nothing was compared, which is no evidence
+// that the log stayed one. (Once any two reads are compared, the last
+// read, begun latest, is compared too.)
+func TestSingleHistoryOfTheLedgerWithNoReadsInAKnownOrderIsInsufficient(t *testing.T) {
+	b := newLedgerBench(t)
+	a := b.start(ledgerID("a", "worker1"))
+	a.append(2)
+	first := b.logValue("worker1")
+	a.append(2)
+	r := newRun(t)
+	r.round(1).value(ledgerSource, evidence.LedgerLog, 3.5, first, "") // returned at 4.5 s
+	logRounds(t, r, b, 2)                                              // 2 s to 2.1 s
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "overlapped", "nothing was compared")
+
+	// A third read begun after both returned is compared with both.
+	logRounds(t, r, b, 5)
+	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved, "1 read(s) overlapped")
+}
+
+// The ledger damage controls (framework/fault/controls'
+// LedgerRecordDamage): a record in the middle of the log garbled (bytes
+// in its middle overwritten) breaks storage-integrity, single-history
+// and acknowledged-data-survives; replaced by a whole record no writer
+// made (ledgerlog.Forge) it breaks single-history and
+// acknowledged-data-survives and leaves storage-integrity clean.
+func TestLedgerDamageBreaksWhatItsControlNames(t *testing.T) {
+	for _, how := range []string{"garbled", "forged"} {
+		t.Run(how, func(t *testing.T) {
+			b := newLedgerBench(t)
+			b.start(ledgerID("a", "worker1")).append(5)
+			whole := b.logValue()
+			e := ledgerlog.Scan(whole.Data).Entries[2]
+			damaged := whole
+			damaged.Data = append([]byte(nil), whole.Data...)
+			rec := damaged.Data[e.Offset:e.End()]
+			switch how {
+			case "garbled":
+				copy(rec[len(rec)/2-4:], "DAMAGED!")
+			case "forged":
+				forged, err := ledgerlog.Forge(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(rec, forged)
+			}
+			r := newRun(t)
+			ledgerAnswers(t, r, 2, whole, b.historyValue())
+			ledgerAnswers(t, r, 20, damaged, b.historyValue())
+			in := r.input(WindowToSettle)
+			in.Timeline = healed()
+			expect(t, SingleHistory(), in, verdict.Violated, "sequence 3")
+			expect(t, AcknowledgedDataSurvives(), in, verdict.Violated)
+			want := verdict.Violated
+			if how == "forged" {
+				want = verdict.Preserved
+			}
+			expect(t, StorageIntegrity(), in, want)
+		})
+	}
 }

@@ -48,7 +48,8 @@ const NotLinearizableKey = "not-linearizable"
 // in snapshot order: the ledger's log as each round read it. Checked with
 // checker.CheckLogPrefixes: each read must be a prefix of the later ones
 // (every whole record it held is, unchanged, at the same offset in every
-// later read), as the reads of a log one copy appends to are; a record
+// read begun after it returned; reads that overlapped in time are in no
+// known order and are not compared), as the reads of a log one copy appends to are; a record
 // its own writer wrote again (the same incarnation and sequence at the
 // same offset, after an append whose outcome it did not learn) is that
 // writer's designed retry, not a second history. Fires
@@ -58,7 +59,7 @@ const NotLinearizableKey = "not-linearizable"
 // are still compared, and the gaps are counted in the reason; but a
 // PRESERVED needs the last snapshot's read among them, since a record
 // replaced after the last readable read shows in no read. Exercised
-// when two readable reads in a row differ (the log grew between them) and
+// when two compared readable reads differ (the log grew between them) and
 // the later holds records of two or more writers: a comparison that could
 // show one copy's records replaced by another's. Reads that all failed
 // while two copies wrote, and one final log read again after they
@@ -77,7 +78,9 @@ const NotLinearizableKey = "not-linearizable"
 // when the checker could not decide a key within its time and no other
 // key fails;
 // for the ledger, when fewer than two reads of its log were readable or
-// the last snapshot's was not.
+// the last snapshot's was not, or when no two readable reads are in a
+// known order (each overlapped in time every read begun before it, so
+// nothing was compared).
 //
 // The elector's half is exercised when increments of two or more writers
 // were acknowledged on one key (leadership changed hands, or two led at
@@ -165,10 +168,17 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
 	}
 	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
+	if r.Overlapped > 0 {
+		looked += fmt.Sprintf("; %d read(s) overlapped in time a read begun before them and were not compared with it (the two are in no known order)", r.Overlapped)
+	}
 	if r.Break != nil {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
 			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
+	}
+	if r.Compared == 0 {
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: "no two readable reads of the ledger's log are in a known order: each overlapped in time every read begun before it (a slow read may have read the log after a quicker one begun later), so nothing was compared; " + looked}
 	}
 	exercised := r.Grew != nil
 	held := "every read of the ledger's log extends the one before: "
@@ -176,7 +186,7 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 	if exercised {
 		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
 	} else {
-		exercise = fmt.Sprintf("not exercised: no two readable reads in a row differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
+		exercise = fmt.Sprintf("not exercised: no two compared readable reads (the earlier returned before the later began) differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
 		held = "not exercised: " + held
 	}
 	return tail.hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,

@@ -12,6 +12,10 @@ import (
 // SingleWriterAtStorageName names the single-writer-at-storage invariant.
 const SingleWriterAtStorageName = "single-writer-at-storage"
 
+// TwoWriters is single-writer-at-storage's violation: the storage
+// accepted two writers' appends at once.
+const TwoWriters = "two-writers"
+
 // SingleWriterAtStorage: the storage never accepts the writes of two
 // copies of the workload at the same moment.
 //
@@ -24,7 +28,8 @@ const SingleWriterAtStorageName = "single-writer-at-storage"
 // every write (unreadTail.hold), and from an earlier one is
 // INSUFFICIENT_DATA.
 //
-// Fires when one writer's acknowledged append ran wholly between two
+// Fires with Violation "two-writers" (TwoWriters) when one writer's
+// acknowledged append ran wholly between two
 // acknowledged appends of another (invoked after the first was
 // acknowledged, acknowledged before the second was invoked). It is
 // single-copy's continuity rule with the writer's incarnation as the
@@ -118,7 +123,7 @@ func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.An
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
 	switch {
 	case w.Overlap != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: w.Overlap.At(),
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: TwoWriters, Sources: src, At: w.Overlap.At(),
 			Reason:    "two writers accepted at once: " + w.Overlap.String() + forks + "; checked " + looked,
 			Exercised: verdict.Exercised(), Exercise: exercise + ": a second writer wrote between two of the first's"}
 	case w.Possible != nil:
@@ -149,7 +154,7 @@ func judgeWritersInStoreOrder(hs []ledgerlog.History, histV evidence.LedgerHisto
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
 	switch {
 	case w.Overlap != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Sources: src, At: histA.ReadAt,
+		return verdict.Judgement{Verdict: verdict.Violated, Violation: TwoWriters, Sources: src, At: histA.ReadAt,
 			Reason:    "two writers accepted at once: " + w.Overlap.String() + "; " + looked,
 			Exercised: verdict.Exercised(), Exercise: exercise + ": a second writer wrote between two of the first's"}
 	case w.Possible != nil:

@@ -124,6 +124,7 @@ var Faults = map[string][]string{
 	"ledger-record-damaged":       {Storage, VolumeDamage},
 	"stop-then-damage-filesystem": {Storage, VolumeDamage, FSCheck},
 	"lease-handed-over":           {Storage},
+	"second-ledger-writer":        {Storage},
 }
 
 // FaultNotes say more of a fault than its requirements.
@@ -132,6 +133,7 @@ var FaultNotes = map[string]string{
 	"null":                  "nothing",
 	"quota-then-delete":     "the API alone",
 	"finalizer-then-delete": "the API alone",
+	"second-ledger-writer":  "the API alone makes the second writer, a bare pod bound (`spec.nodeName`) to a worker host other than pod 0's that mounts pod 0's claims: the lab needs two workers, and the claim a class two nodes mount at once (the shared class)",
 	"blackhole-watch":       "for a node agent run as a service also agent-identities",
 	"freeze":                "the leader variants find the leader through etcd-access (etcd) or the Leases",
 	"stop-service":          "the leader variants find the leader through etcd-access (etcd) or the Leases",

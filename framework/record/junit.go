@@ -74,10 +74,14 @@ const (
 	PropRunVerdict = "runVerdict"
 	// PropExpected is the verdict a control (VIOLATED) or a null arm
 	// (PRESERVED) must give; a finding expects nothing.
-	PropExpected  = "expected"
-	PropExercised = "exercised"
-	PropViolation = "violation"
-	PropDuring    = "during"
+	PropExpected = "expected"
+	// PropExpectedViolation, on a control's case, names the violation
+	// kinds that count as its hit, "|"-separated, where the control
+	// declares them (verdict.Run.ControlKinds); absent, any kind counts.
+	PropExpectedViolation = "expectedViolation"
+	PropExercised         = "exercised"
+	PropViolation         = "violation"
+	PropDuring            = "during"
 	// PropRepetition is the run's repetition of its scenario × arm, on
 	// records that carry one.
 	PropRepetition = "repetition"
@@ -105,8 +109,10 @@ const (
 // expects:
 //   - finding: PRESERVED passes, VIOLATED fails;
 //   - control, of an invariant it must break: VIOLATED (a hit) passes,
-//     PRESERVED (a miss) fails; its other invariants count nowhere and are
-//     skipped;
+//     PRESERVED (a miss) fails, and so does a VIOLATED of a kind other
+//     than those the control declares (verdict.Run.ControlKinds): another
+//     detector fired, not the one the control tests; its other invariants
+//     count nowhere and are skipped;
 //   - null arm: PRESERVED passes, VIOLATED (a false alarm) fails.
 //
 // Where a scenario × arm ran in several repetitions, each case's name ends
@@ -126,10 +132,10 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 		controlled := ControlledInvariants(r)
 		for _, j := range r.Judgements {
 			isControlled := role == verdict.RoleControl && slices.Contains(controlled, j.Invariant)
-			expected := ""
+			expected, expectedKinds := "", []string(nil)
 			switch {
 			case isControlled:
-				expected = string(verdict.Violated)
+				expected, expectedKinds = string(verdict.Violated), r.ControlKindsOf(j.Invariant)
 			case role == verdict.RoleNull:
 				expected = string(verdict.Preserved)
 			}
@@ -160,6 +166,7 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 			}
 			for _, p := range []reporters.JUnitProperty{
 				{Name: PropExpected, Value: expected},
+				{Name: PropExpectedViolation, Value: strings.Join(expectedKinds, "|")},
 				{Name: PropExercised, Value: exercisedProperty(j.Exercised)},
 				{Name: PropViolation, Value: j.Violation},
 				{Name: PropDuring, Value: j.During},
@@ -197,6 +204,8 @@ func VerdictJUnit(suite string, runs []verdict.Run) reporters.JUnitTestSuites {
 				skip(fmt.Sprintf("control run: %s is not among the invariants it must break (%s), so its verdict counts nowhere: %s: %s", j.Invariant, orDash(strings.Join(controlled, ", ")), j.Verdict, j.Reason))
 			case isControlled && j.Verdict == verdict.Preserved:
 				fail("control-missed", fmt.Sprintf("positive control missed: expected VIOLATED, got PRESERVED: %s", j.Reason))
+			case isControlled && verdict.OtherKind(j, expectedKinds) != "":
+				fail("control-other-kind", fmt.Sprintf("positive control missed: got %s: %s", verdict.OtherKind(j, expectedKinds), j.Reason))
 			case isControlled:
 				tc.Status = "passed"
 			case role == verdict.RoleNull && j.Verdict == verdict.Violated:

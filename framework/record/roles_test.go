@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/internal/runstest"
 )
 
@@ -112,4 +113,45 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A control that names the violation kinds it is built to make passes
+// only on a VIOLATED of one of them; another kind fails it, naming the
+// kind got and the kinds needed. A control naming none passes on any.
+func TestVerdictJUnitCountsOnlyTheKindsAControlNames(t *testing.T) {
+	violated := func(kind string) verdict.Judgement {
+		j := runstest.J("fencing-monotonic", verdict.Violated)
+		j.Violation = kind
+		return j
+	}
+	kinds := map[string][]string{"fencing-monotonic": {"shared-token"}}
+	hit := runstest.Run("hit", verdict.RunJudged, violated("shared-token"))
+	other := runstest.Run("other", verdict.RunJudged, violated("token-went-down"))
+	anyKind := runstest.Run("any", verdict.RunJudged, violated("token-went-down"))
+	for _, r := range []*verdict.Run{&hit, &other, &anyKind} {
+		r.Role, r.ControlOf = verdict.RoleControl, []string{"fencing-monotonic"}
+	}
+	hit.ControlKinds, other.ControlKinds = kinds, kinds
+	ts := VerdictJUnit("splitbrain", []verdict.Run{hit, other, anyKind}).TestSuites[0]
+	if ts.Tests != 3 || ts.Failures != 1 {
+		t.Errorf("tests %d failures %d, want 3 1", ts.Tests, ts.Failures)
+	}
+	for _, tc := range ts.TestCases {
+		id, expected := tc.Properties.WithName(PropRunID), tc.Properties.WithName(PropExpectedViolation)
+		switch id {
+		case "hit":
+			if tc.Status != "passed" || expected != "shared-token" {
+				t.Errorf("hit: status %s, expected violation %q", tc.Status, expected)
+			}
+		case "other":
+			if tc.Status != "failed" || tc.Failure == nil || tc.Failure.Type != "control-other-kind" ||
+				!strings.Contains(tc.Failure.Message, "VIOLATED of kind token-went-down, not of the kind the control is built to break (shared-token)") {
+				t.Errorf("other kind: status %s, failure %+v", tc.Status, tc.Failure)
+			}
+		case "any":
+			if tc.Status != "passed" || expected != "" {
+				t.Errorf("any kind: status %s, expected violation %q", tc.Status, expected)
+			}
+		}
+	}
 }

@@ -77,7 +77,11 @@
 //     A verdict with no deciding moment over several parts names none.
 //   - A positive control (Scenario.ControlOf) passes its spec only when
 //     each invariant it names is VIOLATED; one that is anything else,
-//     including NOT_APPLICABLE or DETECTOR_INVALID, fails it.
+//     including NOT_APPLICABLE or DETECTOR_INVALID, fails it. Where it
+//     names the violation kinds it is built to make
+//     (Scenario.ControlKinds), a VIOLATED of another kind fails it too,
+//     naming the kind got and the kinds needed; where it names none, any
+//     kind counts.
 //   - The run verdict follows the rule in runVerdict: ABORTED when a phase
 //     failed or the run was interrupted; FAULT_INEFFECTIVE when the fault
 //     arm's probes saw the effect in a smaller share of the window's

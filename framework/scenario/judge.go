@@ -318,6 +318,13 @@ func (r *run) assertEach(phase verdict.Phase, inputFor func(name string) invaria
 		}
 		if j, ok := m.Judgement(); ok {
 			j.During = r.during(j, in)
+			if j.Verdict == verdict.Violated && slices.Contains(r.sc.mustBreak(), inv.Name()) {
+				if other := verdict.OtherKind(j, r.sc.ControlKinds[inv.Name()]); other != "" {
+					// The invariant broke, but not as the control
+					// breaks it: its detector did not fire.
+					failures = append(failures, fmt.Sprintf("positive control of %s: %s: %s", inv.Name(), other, j.Reason))
+				}
+			}
 			r.decide(j)
 		}
 	}

@@ -110,7 +110,8 @@ func Rejudge(rec verdict.Run, ev *evidence.Record, opt RejudgeOptions) (verdict.
 	}
 
 	sc := Scenario{ID: rec.Scenario, Title: rec.Title, Arm: Arm(rec.Arm), Invariants: invs,
-		Settle: time.Duration(jg.Settle), ControlOf: record.ControlledInvariants(rec)}
+		Settle: time.Duration(jg.Settle), ControlOf: record.ControlledInvariants(rec),
+		ControlKinds: rec.ControlKinds}
 	r := &run{sc: sc, id: rec.RunID, decided: map[string]verdict.Judgement{}, class: rec.FaultClass,
 		timings: map[string]float64{}, judging: jg, replay: &replay{timeline: ev.Timeline}, record: *ev,
 		injectStarted: jg.InjectStarted, healStarted: jg.HealStarted, healEnded: jg.HealEnded}

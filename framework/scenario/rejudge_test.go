@@ -587,3 +587,56 @@ func TestAJudgedAgainRunHandsItsInvariantsTheInjectedClasses(t *testing.T) {
 		t.Errorf("a record without the classes: judging %v, notes %q", again.Judging.FaultClasses, again.Rejudged.Notes)
 	}
 }
+
+// A positive control that names the violation kinds it is built to make
+// fails its spec on a VIOLATED of another kind (here, one naming none),
+// saying which it got and which it needed. The record keeps the kinds,
+// and so does the record judged again, whose verdict JUnit fails the
+// control as the run's own does; a record without them (written before
+// controls named kinds) is judged again as counting any kind.
+func TestAControlFailsOnAViolationOfAnotherKindAndJudgedAgainToo(t *testing.T) {
+	rn, err := NewRunner(context.Background(), rejudgeSuite(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	inv := rjFlagName("a", verdict.Safety)
+	control := scenarioOf("kinds", memlab.Flag{Name: "a"}, "a", 200*time.Millisecond)
+	control.Invariants, control.ControlOf = rjFlags("a"), []string{inv}
+	control.ControlKinds = map[string][]string{inv: {"flag-set-twice"}}
+	res, err := rn.Run(context.Background(), control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "VIOLATED naming no kind, not of the kind the control is built to break (flag-set-twice)"
+	if verdicts(res.Record)[inv] != verdict.Violated || !strings.Contains(res.Failure, "positive control of "+inv+": "+other) {
+		t.Errorf("verdicts %v, failure %q", verdicts(res.Record), res.Failure)
+	}
+	rec, ev := roundTrip(t, res)
+	if !slices.Equal(rec.ControlKindsOf(inv), []string{"flag-set-twice"}) {
+		t.Errorf("the record keeps kinds %v", rec.ControlKinds)
+	}
+	failureOf := func(r verdict.Run) string {
+		for _, tc := range record.VerdictJUnit("memlab", []verdict.Run{r}).TestSuites[0].TestCases {
+			if tc.Properties.WithName(record.PropInvariant) == inv && tc.Failure != nil {
+				return tc.Failure.Type + ": " + tc.Failure.Message
+			}
+		}
+		return ""
+	}
+	again, err := Rejudge(rec, ev, RejudgeOptions{At: time.Now(), Checker: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.ControlKindsOf(inv), []string{"flag-set-twice"}) || !strings.Contains(failureOf(again), "control-other-kind: positive control missed: got "+other) {
+		t.Errorf("judged again: kinds %v, failure %q", again.ControlKinds, failureOf(again))
+	}
+	rec.ControlKinds = nil
+	old, err := Rejudge(rec, ev, RejudgeOptions{At: time.Now(), Checker: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.ControlKinds != nil || failureOf(old) != "" || asJSON(t, old.Judgements) != asJSON(t, again.Judgements) {
+		t.Errorf("a record without kinds judged again: kinds %v, failure %q", old.ControlKinds, failureOf(old))
+	}
+}

@@ -540,7 +540,7 @@ func (r *run) finish(specState string) verdict.Run {
 		Started: r.started.UTC(), Ended: r.ended.UTC(),
 		RunVerdict: rv, RunReason: reason, Judgements: js, Timings: r.timings,
 		Lab: st.labInfo, GitCommit: st.commit, ConfigHash: st.configHash, SpecState: specState,
-		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), Load: r.load, Effect: coverage,
+		Role: r.sc.role(), ControlOf: slices.Clone(r.sc.mustBreak()), ControlKinds: r.sc.mustBreakKinds(), Load: r.load, Effect: coverage,
 		Emulation: r.sc.emulation(st.lab), Repetition: r.rep,
 	}
 	out.Judging = r.judgingRecord()

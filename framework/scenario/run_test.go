@@ -514,3 +514,38 @@ func TestVerdictLineCountsAndNamesTheViolated(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A control may name, for an invariant it controls, the violation kinds
+// that count as its hit: only for an invariant it controls, at least one,
+// each once; the fault arm's record keeps them, the null arm's (which
+// must break nothing) does not.
+func TestControlKindsAreValidatedAndRecorded(t *testing.T) {
+	base := Scenario{ID: "s", Title: "t", Fault: memlab.Flag{Name: "a"}, Window: time.Second, Settle: time.Second,
+		Invariants: []invariant.Invariant{inv{"x", verdict.Safety}, inv{"y", verdict.Safety}}, ControlOf: []string{"x"}}
+	control := base
+	control.ControlKinds = map[string][]string{"x": {"shared-token"}}
+	if err := ValidateTable(WithNullArms(control)); err != nil {
+		t.Fatalf("a control naming its kinds, with its null arm: %v", err)
+	}
+	bad := base
+	bad.ControlKinds = map[string][]string{"y": {"k"}, "x": {}}
+	twice := base
+	twice.ControlKinds = map[string][]string{"x": {"k", "", "k"}}
+	err := errors.Join(bad.Validate(), twice.Validate())
+	for _, want := range []string{"violation kinds k given for y, which the scenario is no positive control of",
+		"no violation kind given for x", "an empty violation kind given for x", "violation kind k given twice for x"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	arms := WithNullArms(control)
+	if got := newRun(arms[0], &engine{}, time.Now()).finish("passed"); !slices.Equal(got.ControlKindsOf("x"), []string{"shared-token"}) || got.ControlKindsOf("y") != nil {
+		t.Errorf("the fault arm records kinds %v", got.ControlKinds)
+	}
+	if got := newRun(arms[1], &engine{}, time.Now()).finish("passed"); got.ControlKinds != nil {
+		t.Errorf("the null arm records kinds %v", got.ControlKinds)
+	}
+	if got := newRun(WithNullArms(base)[0], &engine{}, time.Now()).finish("passed"); got.ControlKinds != nil {
+		t.Errorf("a control naming no kinds records %v", got.ControlKinds)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,17 @@ type Scenario struct {
 	// nothing to break: with nothing injected it is the control's null
 	// arm, and its record names no invariant it must break.
 	ControlOf []string
+	// ControlKinds narrows, for some of the invariants of ControlOf, what
+	// counts as breaking them to the violation kinds
+	// (verdict.Judgement.Violation) the control is built to make:
+	// storage-integrity's filesystem-damaged, say, and not its
+	// ledger-damaged, which another part of the stored state would give.
+	// A VIOLATED of another kind fails the fault arm as a PRESERVED would:
+	// the detector the control was built for did not fire. An invariant
+	// it does not name counts a VIOLATED of any kind (reports say so).
+	// Each entry names an invariant of ControlOf and at least one kind;
+	// the run record keeps it (verdict.Run.ControlKinds).
+	ControlKinds map[string][]string
 	// ApplicationControl marks a correct-application control: the fault
 	// of a finding against a workload built not to rely on the guarantee
 	// the finding tests (label application-control). Its fault arm's role
@@ -138,6 +150,19 @@ func WithNullArms(table ...Scenario) []Scenario {
 		f, n := s, s
 		f.Arm, n.Arm = FaultArm, NullArm
 		out = append(out, f, n)
+	}
+	return out
+}
+
+// mustBreakKinds are the violation kinds that count as breaking each of
+// mustBreak's invariants where the control names them.
+func (s Scenario) mustBreakKinds() map[string][]string {
+	if len(s.mustBreak()) == 0 || len(s.ControlKinds) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for inv, kinds := range s.ControlKinds {
+		out[inv] = slices.Clone(kinds)
 	}
 	return out
 }
@@ -311,6 +336,23 @@ func (s Scenario) Validate() error {
 			bad("positive control of %s, which the scenario does not judge", c)
 		}
 	}
+	for _, inv := range sortedKindKeys(s.ControlKinds) {
+		kinds := s.ControlKinds[inv]
+		switch {
+		case !slices.Contains(s.ControlOf, inv):
+			bad("violation kinds %s given for %s, which the scenario is no positive control of", orNone(kinds), inv)
+		case len(kinds) == 0:
+			bad("no violation kind given for %s: name the kinds that count as its hit, or leave it out to count any", inv)
+		}
+		for i, k := range kinds {
+			switch {
+			case k == "":
+				bad("an empty violation kind given for %s", inv)
+			case slices.Contains(kinds[:i], k):
+				bad("violation kind %s given twice for %s", k, inv)
+			}
+		}
+	}
 	if s.ApplicationControl && len(s.ControlOf) > 0 {
 		bad("both a positive control (of %s) and an application control: a positive control must break what it names, an application control expects nothing", strings.Join(s.ControlOf, ", "))
 	}
@@ -345,6 +387,22 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %q [%s]: %w", s.ID, s.arm(), err)
 	}
 	return nil
+}
+
+func sortedKindKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func orNone(ss []string) string {
+	if len(ss) == 0 {
+		return "(none)"
+	}
+	return strings.Join(ss, ", ")
 }
 
 // ValidateTable checks every scenario and that no ID and arm repeat.

@@ -14,7 +14,10 @@ import (
 //   - A positive control's fault arm (a run whose ControlOf names
 //     invariants) must be JUDGED and each invariant it names VIOLATED: a
 //     detector that cannot see the breakage it was built for makes every
-//     PRESERVED it gives worthless.
+//     PRESERVED it gives worthless. Where the control names the
+//     violation kinds it is built to make (verdict.Run.ControlKinds), the
+//     VIOLATED must be of one of them: another kind is another detector
+//     firing, not the one the control tests.
 //     Each such VIOLATED must name the sources it was judged from.
 //   - A null arm must never be VIOLATED, DETECTOR_INVALID or ABORTED
 //     (contaminated: its probe saw the effect with nothing injected; or
@@ -50,6 +53,10 @@ func CheckControls(runs []verdict.Run) []string {
 			verdicts := verdictsOf(r)
 			for _, inv := range r.ControlOf {
 				v, ok := verdicts[inv]
+				other := ""
+				if j := judgementOf(r, inv); j != nil && v == verdict.Violated {
+					other = verdict.OtherKind(*j, r.ControlKindsOf(inv))
+				}
 				switch {
 				case r.RunVerdict != verdict.RunJudged:
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s reached no verdict: the run is %s", name, inv, r.RunVerdict))
@@ -57,6 +64,8 @@ func CheckControls(runs []verdict.Run) []string {
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s: the scenario does not judge %s", name, inv, inv))
 				case v != verdict.Violated:
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s judged %s, not VIOLATED", name, inv, v))
+				case other != "":
+					problems = append(problems, fmt.Sprintf("%s: positive control of %s judged %s", name, inv, other))
 				case len(sourcesOf(r, inv)) == 0:
 					problems = append(problems, fmt.Sprintf("%s: positive control of %s judged VIOLATED from no named source", name, inv))
 				}
@@ -94,12 +103,22 @@ func repKey(r verdict.Run) string {
 
 // sourcesOf are the sources r's judgement of inv names.
 func sourcesOf(r verdict.Run, inv string) []string {
-	for _, j := range r.Judgements {
-		if j.Invariant == inv {
-			return j.Sources
-		}
+	if j := judgementOf(r, inv); j != nil {
+		return j.Sources
 	}
 	return nil
+}
+
+// judgementOf is r's judgement of inv (the last, as verdictsOf takes);
+// nil if none.
+func judgementOf(r verdict.Run, inv string) *verdict.Judgement {
+	var out *verdict.Judgement
+	for i := range r.Judgements {
+		if r.Judgements[i].Invariant == inv {
+			out = &r.Judgements[i]
+		}
+	}
+	return out
 }
 
 // Gaps lists the null arms' invariants judged INSUFFICIENT_DATA: no

@@ -101,3 +101,24 @@ func TestSelfCheckJudgesEveryRepetition(t *testing.T) {
 		t.Errorf("report %q", report)
 	}
 }
+
+// A control that names the violation kinds it is built to make is not
+// satisfied by a VIOLATED of another kind: another detector fired, not
+// the one it tests. Where it names none, any kind counts.
+func TestCheckControlsCountsOnlyTheKindsAControlNames(t *testing.T) {
+	ctl := []string{"fencing-monotonic"}
+	kinds := map[string][]string{"fencing-monotonic": {"shared-token"}}
+	violated := func(kind string) []verdict.Judgement {
+		return []verdict.Judgement{{Invariant: "fencing-monotonic", Verdict: verdict.Violated, Violation: kind, Sources: []string{"elector/history"}}}
+	}
+	runs := []verdict.Run{
+		{Scenario: "shared", Arm: "fault", ControlOf: ctl, ControlKinds: kinds, RunVerdict: verdict.RunJudged, Judgements: violated("shared-token")},
+		{Scenario: "went down", Arm: "fault", ControlOf: ctl, ControlKinds: kinds, RunVerdict: verdict.RunJudged, Judgements: violated("token-went-down")},
+		{Scenario: "any kind", Arm: "fault", ControlOf: ctl, RunVerdict: verdict.RunJudged, Judgements: violated("token-went-down")},
+	}
+	got := CheckControls(runs)
+	want := "went down [fault]: positive control of fencing-monotonic judged VIOLATED of kind token-went-down, not of the kind the control is built to break (shared-token)"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("problems %q, want only %q", got, want)
+	}
+}

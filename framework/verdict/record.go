@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -196,6 +198,12 @@ type Run struct {
 	Role string `json:"role,omitempty"`
 	// ControlOf names the invariants a control run must break.
 	ControlOf []string `json:"controlOf,omitempty"`
+	// ControlKinds names, for those of ControlOf whose control declares
+	// them, the violation kinds (Judgement.Violation) that count as its
+	// hit: a VIOLATED of another kind is not one. An invariant it does not
+	// name counts a VIOLATED of any kind, as every control did in records
+	// written before the field.
+	ControlKinds map[string][]string `json:"controlKinds,omitempty"`
 	// Load is the machine's load average when the run started and ended.
 	Load []Load `json:"load,omitempty"`
 	// Effect is the effect probe's coverage of the window.
@@ -246,6 +254,34 @@ func (r Run) RunRole() string {
 		}
 	}
 	return RoleFinding
+}
+
+// ControlKindsOf are the violation kinds that count as the control run's
+// hit on inv; nil where any kind does.
+func (r Run) ControlKindsOf(inv string) []string { return r.ControlKinds[inv] }
+
+// OtherKind says why j, a VIOLATED verdict, is no hit of a positive
+// control that counts only the violation kinds kinds: it names the kind
+// j gave and the kinds needed. It is "" when j is a hit: kinds is empty
+// (any kind counts) or names j's kind.
+func OtherKind(j Judgement, kinds []string) string {
+	if len(kinds) == 0 || slices.Contains(kinds, j.Violation) {
+		return ""
+	}
+	got := "of kind " + j.Violation
+	if j.Violation == "" {
+		got = "naming no kind"
+	}
+	return fmt.Sprintf("VIOLATED %s, not of the kind the control is built to break (%s)", got, strings.Join(kinds, " or "))
+}
+
+// KindsText says which violation kinds count as a control's hit: the
+// kinds, or "any kind" where none is declared.
+func KindsText(kinds []string) string {
+	if len(kinds) == 0 {
+		return "any kind"
+	}
+	return "of kind " + strings.Join(kinds, " or ")
 }
 
 // Inapplicable is one row of the applicability table: a fault class that

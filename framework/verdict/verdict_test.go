@@ -3,6 +3,7 @@ package verdict
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,48 @@ func TestJudgementQuantitiesRoundTrip(t *testing.T) {
 	}
 	if b, _ := json.Marshal(Judgement{Verdict: Preserved}); strings.Contains(string(b), "quantities") {
 		t.Errorf("no quantities, no field: %s", b)
+	}
+}
+
+// A control's violation kinds travel in the record; a record written
+// before them reads as counting any kind. OtherKind says why a VIOLATED
+// of another kind is no hit, and nothing for a hit.
+func TestControlKindsRoundTripAndOtherKind(t *testing.T) {
+	r := Run{Arm: "fault", RunVerdict: RunJudged, ControlOf: []string{"fencing-monotonic", "single-history"}, ControlKinds: map[string][]string{"fencing-monotonic": {"shared-token"}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"controlKinds":{"fencing-monotonic":["shared-token"]}`) {
+		t.Errorf("%s", b)
+	}
+	var back Run
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.ControlKindsOf("fencing-monotonic"), []string{"shared-token"}) || back.ControlKindsOf("single-history") != nil {
+		t.Errorf("%+v %v", back, err)
+	}
+	var old Run
+	if err := json.Unmarshal([]byte(`{"arm":"fault","controlOf":["fencing-monotonic"],"runVerdict":"JUDGED"}`), &old); err != nil || old.ControlKinds != nil || KindsText(old.ControlKindsOf("fencing-monotonic")) != "any kind" {
+		t.Errorf("a record without controlKinds: %+v %v", old, err)
+	}
+	if b, _ := json.Marshal(Run{RunVerdict: RunJudged}); strings.Contains(string(b), "controlKinds") {
+		t.Errorf("a run naming no kinds writes them: %s", b)
+	}
+	kinds := []string{"shared-token"}
+	for _, c := range []struct {
+		j     Judgement
+		kinds []string
+		want  string
+	}{
+		{Judgement{Verdict: Violated, Violation: "shared-token"}, kinds, ""},
+		{Judgement{Verdict: Violated, Violation: "token-went-down"}, nil, ""},
+		{Judgement{Verdict: Violated, Violation: "token-went-down"}, kinds, "VIOLATED of kind token-went-down, not of the kind the control is built to break (shared-token)"},
+		{Judgement{Verdict: Violated}, []string{"a", "b"}, "VIOLATED naming no kind, not of the kind the control is built to break (a or b)"},
+	} {
+		if got := OtherKind(c.j, c.kinds); got != c.want {
+			t.Errorf("%q of %v: %q, want %q", c.j.Violation, c.kinds, got, c.want)
+		}
+	}
+	if got := KindsText(kinds); got != "of kind shared-token" {
+		t.Errorf("kinds text %q", got)
 	}
 }

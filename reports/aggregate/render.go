@@ -228,6 +228,7 @@ func writeMarkdownControls(b *strings.Builder, rep *Report) {
 	b.WriteString("\n## Positive controls\n\n" +
 		"Each control is built to break the invariants it names (its controlOf, or for older records its control:<invariant> labels): " +
 		"expected VIOLATED. A hit is a VIOLATED, a miss a PRESERVED; any other verdict is undecided. " +
+		"Where the control names the violation kinds it is built to make (its controlKinds), a VIOLATED of another kind is no hit (\"other kind\"); where it names none, any kind counts. " +
 		"A control is the detector's self-test, never a finding.\n\n")
 	if len(rep.Controls) == 0 {
 		b.WriteString("No control runs in these records.\n")
@@ -237,10 +238,10 @@ func writeMarkdownControls(b *strings.Builder, rep *Report) {
 		for _, c := range rep.Controls {
 			outcomes[c.Outcome]++
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Run.RunID), mdEscape(c.Run.Scenario), mdEscape(c.Invariant),
-				verdict.Violated, c.VerdictText(), c.Outcome, mdEscape(c.Reason()), mdEscape(c.Record.Where()))
+				mdEscape(c.ExpectedText()), c.VerdictText(), c.Outcome, mdEscape(c.Reason()), mdEscape(c.Record.Where()))
 		}
-		fmt.Fprintf(b, "\nOf %s: %d hit, %d missed, %d undecided, %d not judged, %d in excluded runs.\n", count(len(rep.Controls), "controlled invariant"),
-			outcomes[reports.ControlHit], outcomes[reports.ControlMissed], outcomes[reports.ControlUndecided], outcomes[reports.ControlNotJudged], outcomes[reports.ControlNotCounted])
+		fmt.Fprintf(b, "\nOf %s: %d hit, %d missed, %d VIOLATED of another kind, %d undecided, %d not judged, %d in excluded runs.\n", count(len(rep.Controls), "controlled invariant"),
+			outcomes[reports.ControlHit], outcomes[reports.ControlMissed], outcomes[reports.ControlOtherKind], outcomes[reports.ControlUndecided], outcomes[reports.ControlNotJudged], outcomes[reports.ControlNotCounted])
 	}
 	if rep.ControlOtherVerdicts > 0 {
 		fmt.Fprintf(b, "\n%s of control runs on invariants they do not control count nowhere and are not listed here; each run folder's summary.md lists them.\n", count(rep.ControlOtherVerdicts, "verdict"))

@@ -239,8 +239,10 @@ type runView struct {
 	Run   runPage
 	// Record is where the run record was read, from the run folder's
 	// name: the page says nothing of the machine it was made on.
-	Record   string
-	Controls []string
+	Record string
+	// Controls names the invariants a control run must break, each with
+	// the violation kinds that count as its hit (reports.ControlledText).
+	Controls string
 	Role     string
 	Load     string
 	Effect   string
@@ -325,7 +327,7 @@ func renderRun(rp runPage, folders []folderLink, stability string) ([]byte, map[
 	beside := map[string][]byte{}
 	v := runView{Style: style, Run: rp, Folders: folders, Stability: stability, Record: fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(rp.Folder), filepath.Base(rp.File)), rp.Line), Role: rp.RunRole(), Load: reports.LoadText(rp.Load), Effect: reports.EffectText(rp.Effect)}
 	if v.Role == verdict.RoleControl {
-		v.Controls = record.ControlledInvariants(rp.Run)
+		v.Controls = reports.ControlledText(rp.Run)
 	}
 	seen := map[string]bool{}
 	for _, p := range timingOrder {

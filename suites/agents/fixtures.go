@@ -15,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/fixtures/images"
 )
@@ -89,7 +91,10 @@ func DenyNewcomerEgress() *networkingv1.NetworkPolicy {
 // is ready.
 func StartNewcomer(ctx context.Context, cs kubernetes.Interface) error {
 	p := netexecPod(Newcomer, NewcomerNode, map[string]string{RoleLabel: newcomerRoleValue})
-	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	if err := creating(ctx, func() error {
+		_, err := cs.CoreV1().Pods(Namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating pod %s: %w", Newcomer, err)
 	}
 	return waitReady(ctx, cs, Newcomer)
@@ -121,7 +126,7 @@ func dnsService() *corev1.Service {
 // DeleteDNSService deletes the DNS fixture's service: its name no longer
 // exists.
 func DeleteDNSService(ctx context.Context, cs kubernetes.Interface) error {
-	if err := cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}); err != nil {
+	if err := deleting(ctx, func() error { return cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}) }); err != nil {
 		return fmt.Errorf("deleting service %s: %w", DNSService, err)
 	}
 	return nil
@@ -130,11 +135,14 @@ func DeleteDNSService(ctx context.Context, cs kubernetes.Interface) error {
 // RecreateDNSService deletes the DNS fixture's service and creates it
 // again, which gives it another cluster address.
 func RecreateDNSService(ctx context.Context, cs kubernetes.Interface) error {
-	if err := cs.CoreV1().Services(Namespace).Delete(ctx, DNSService, metav1.DeleteOptions{}); err != nil {
-		return fmt.Errorf("deleting service %s: %w", DNSService, err)
+	if err := DeleteDNSService(ctx, cs); err != nil {
+		return err
 	}
 	for {
-		_, err := cs.CoreV1().Services(Namespace).Create(ctx, dnsService(), metav1.CreateOptions{})
+		err := creating(ctx, func() error {
+			_, err := cs.CoreV1().Services(Namespace).Create(ctx, dnsService(), metav1.CreateOptions{})
+			return err
+		})
 		if err == nil {
 			return nil
 		}
@@ -258,16 +266,57 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// changeBackoff is how often a change's request the API server dropped
+// is asked again: a connection through the virtual address is reset when
+// keepalived moves the address, and a loaded API server times a request
+// out. Eight tries over about 30 s, well inside the window a change is
+// made in; the change's events bracket every try.
+var changeBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 8 * time.Second}
+
+// droppedRequest says whether a request failed without the API's own
+// answer (a reset or refused connection, a client timeout) or with one
+// that says to ask again (a server timeout, too many requests).
+func droppedRequest(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// changing makes one request of a change, asking again while the API
+// server drops it (changeBackoff). A dropped request may still have
+// landed: after one, the answer landed says (for a create, the object
+// there; for a delete, the object gone) is the change made.
+func changing(ctx context.Context, do func() error, landed func(error) bool) error {
+	again := false
+	return retry.OnError(changeBackoff, func(err error) bool { return ctx.Err() == nil && droppedRequest(err) }, func() error {
+		err := do()
+		if again && err != nil && landed(err) {
+			return nil
+		}
+		again = true
+		return err
+	})
+}
+
+func creating(ctx context.Context, do func() error) error {
+	return changing(ctx, do, apierrors.IsAlreadyExists)
+}
+
+func deleting(ctx context.Context, do func() error) error {
+	return changing(ctx, do, apierrors.IsNotFound)
+}
+
 // ReplaceBackend makes the service's only backend another: it creates
 // SecondBackend, waits until it is ready, and deletes FirstBackend.
 func ReplaceBackend(ctx context.Context, cs kubernetes.Interface) error {
-	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating %s: %w", SecondBackend, err)
-	}
-	if err := waitReady(ctx, cs, SecondBackend); err != nil {
+	if err := AddBackend(ctx, cs); err != nil {
 		return err
 	}
-	if err := cs.CoreV1().Pods(Namespace).Delete(ctx, FirstBackend, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+	if err := deleting(ctx, func() error {
+		return cs.CoreV1().Pods(Namespace).Delete(ctx, FirstBackend, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+	}); err != nil {
 		return fmt.Errorf("deleting %s: %w", FirstBackend, err)
 	}
 	return nil
@@ -276,7 +325,10 @@ func ReplaceBackend(ctx context.Context, cs kubernetes.Interface) error {
 // AddBackend gives the service a second ready backend: it creates
 // SecondBackend and waits until it is ready, keeping FirstBackend.
 func AddBackend(ctx context.Context, cs kubernetes.Interface) error {
-	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{}); err != nil {
+	if err := creating(ctx, func() error {
+		_, err := cs.CoreV1().Pods(Namespace).Create(ctx, Backend(SecondBackend), metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating %s: %w", SecondBackend, err)
 	}
 	return waitReady(ctx, cs, SecondBackend)
@@ -326,7 +378,10 @@ func AllowClients() *networkingv1.NetworkPolicy {
 
 // CreatePolicy creates np.
 func CreatePolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1.NetworkPolicy) error {
-	if _, err := cs.NetworkingV1().NetworkPolicies(Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+	if err := creating(ctx, func() error {
+		_, err := cs.NetworkingV1().NetworkPolicies(Namespace).Create(ctx, np, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating NetworkPolicy %s: %w", np.Name, err)
 	}
 	return nil
@@ -334,7 +389,9 @@ func CreatePolicy(ctx context.Context, cs kubernetes.Interface, np *networkingv1
 
 // DeletePolicy deletes the policy named name.
 func DeletePolicy(ctx context.Context, cs kubernetes.Interface, name string) error {
-	if err := cs.NetworkingV1().NetworkPolicies(Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := deleting(ctx, func() error {
+		return cs.NetworkingV1().NetworkPolicies(Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	}); err != nil {
 		return fmt.Errorf("deleting NetworkPolicy %s: %w", name, err)
 	}
 	return nil

@@ -1,11 +1,17 @@
 package splitbrain_test
 
 import (
+	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
+	"github.com/faultline/faultline/suites/splitbrain"
 )
 
 // Each invariant of the paper has a lab control that must break it, with
@@ -37,7 +43,7 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 			}
 		}
 	}
-	for _, inv := range []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.FencingMonotonicName} {
+	for _, inv := range []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.FencingMonotonicName, invariant.SingleWriterAtStorageName} {
 		if controlled[inv] == 0 {
 			t.Errorf("no control of %s", inv)
 		}
@@ -46,5 +52,115 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 		if n != 2 {
 			t.Errorf("%s: %d arms", id, n)
 		}
+	}
+}
+
+// Each positive control counts as its hit only the violation kinds of the
+// detector it is built for: another failure of the same invariant (a
+// ledger-damaged where e2fsck should fire, a token that went down where
+// two holders should share one) is no hit.
+func TestEachPositiveControlNamesTheKindsItIsBuiltFor(t *testing.T) {
+	want := map[string]map[string][]string{
+		"control-ledger-record-garbled-shared-directory": {
+			invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
+			invariant.SingleHistoryName:            {invariant.NotOneLog},
+			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+		},
+		"control-ledger-record-forged-shared-directory": {
+			invariant.SingleHistoryName:            {invariant.NotOneLog},
+			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+		},
+		"control-filesystem-damaged-block":              {invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+		"control-elector-lease-handed-over-fenced":      {invariant.FencingMonotonicName: {invariant.SharedToken}},
+		"control-ledger-second-writer-shared-directory": {invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
+	}
+	seen := map[string]bool{}
+	for _, sc := range table() {
+		if len(sc.ControlOf) == 0 {
+			continue
+		}
+		seen[sc.ID] = true
+		w, ok := want[sc.ID]
+		if !ok {
+			t.Errorf("%s: a control this test does not know", sc.ID)
+			continue
+		}
+		if !reflect.DeepEqual(sc.ControlKinds, w) {
+			t.Errorf("%s [%s]: kinds %v, want %v", sc.ID, sc.Arm, sc.ControlKinds, w)
+		}
+		for _, inv := range sc.ControlOf {
+			if _, ok := sc.ControlKinds[inv]; !ok {
+				t.Errorf("%s: no kinds named for %s, so any VIOLATED of it would count", sc.ID, inv)
+			}
+		}
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Errorf("no control %s in the table", id)
+		}
+	}
+}
+
+// single-writer-at-storage's control starts a second ledger writer on the
+// shared directory, whose class every node can mount at once, and judges
+// the ledger's invariants; its fault decodes from its params alone (the
+// heal ledger's), naming a pod other than ledger-0, which heal deletes.
+func TestTheSecondWriterControlSharesTheLedgersClaimAndHealsByItsParams(t *testing.T) {
+	arms := map[scenario.Arm]bool{}
+	for _, sc := range table() {
+		if sc.ID != "control-ledger-second-writer-shared-directory" {
+			continue
+		}
+		arms[sc.Arm] = true
+		if !hasLabel(sc.Labels, "volume:shared") || !hasLabel(sc.Labels, "workload:ledger") {
+			t.Errorf("[%s] labels %v: want the ledger on the shared directory", sc.Arm, sc.Labels)
+		}
+		var judged []string
+		for _, inv := range sc.Invariants {
+			judged = append(judged, inv.Name())
+		}
+		if !slices.Equal(judged, []string{invariant.SingleWriterAtStorageName}) {
+			t.Errorf("[%s] judges %v, want single-writer-at-storage alone", sc.Arm, judged)
+		}
+		if sc.Fault.Kind() != controls.KindSecondLedgerWriter {
+			t.Fatalf("[%s] fault %s", sc.Arm, sc.Fault.Kind())
+		}
+		f, err := fault.Decode(sc.Fault.Kind(), sc.Fault.Params())
+		if err != nil {
+			t.Fatalf("[%s] decoding its params: %v", sc.Arm, err)
+		}
+		var w controls.SecondWriter
+		if err := json.Unmarshal(f.Params(), &w); err != nil {
+			t.Fatal(err)
+		}
+		if w.Namespace != splitbrain.Namespace || w.StatefulSet != splitbrain.Ledger || w.Pod == "" || w.Pod == splitbrain.LedgerPod {
+			t.Errorf("[%s] params %+v", sc.Arm, w)
+		}
+	}
+	if !arms[scenario.FaultArm] || !arms[scenario.NullArm] {
+		t.Errorf("arms %v, want the fault arm and the null arm", arms)
+	}
+}
+
+// TestTheCISetIsTheRunsCIRunsNames checks that every arm ciRuns names is
+// in the table and carries the ci label, and that no other arm does: a
+// renamed scenario would otherwise drop out of the set without a word.
+func TestTheCISetIsTheRunsCIRunsNames(t *testing.T) {
+	want := 0
+	for _, arms := range ciRuns {
+		want += len(arms)
+	}
+	got := 0
+	for _, sc := range table() {
+		if !hasLabel(sc.AllLabels(), scenario.LabelCI) {
+			continue
+		}
+		got++
+		if !slices.Contains(ciRuns[sc.ID], sc.Arm) {
+			t.Errorf("%s (%s) carries the ci label but ciRuns does not name it", sc.ID, sc.Arm)
+		}
+	}
+	if got != want {
+		t.Errorf("the ci set has %d runs, ciRuns names %d: a name in ciRuns is not in the table", got, want)
 	}
 }

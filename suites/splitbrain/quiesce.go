@@ -8,9 +8,14 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -33,32 +38,8 @@ const QuiesceTimeout = 2 * time.Minute
 func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, timeout time.Duration, logf func(string, ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	zero := int32(0)
-	sets, err := cs.AppsV1().StatefulSets(Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the statefulsets of %s: %w", Namespace, err)
-	}
-	for _, s := range sets.Items {
-		if s.Spec.Replicas != nil && *s.Spec.Replicas == 0 {
-			continue
-		}
-		s.Spec.Replicas = &zero
-		if _, err := cs.AppsV1().StatefulSets(Namespace).Update(ctx, &s, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("scaling statefulset %s to 0: %w", s.Name, err)
-		}
-	}
-	deps, err := cs.AppsV1().Deployments(Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the deployments of %s: %w", Namespace, err)
-	}
-	for _, d := range deps.Items {
-		if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
-			continue
-		}
-		d.Spec.Replicas = &zero
-		if _, err := cs.AppsV1().Deployments(Namespace).Update(ctx, &d, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("scaling deployment %s to 0: %w", d.Name, err)
-		}
+	if err := scaleToZero(ctx, cs); err != nil {
+		return err
 	}
 	var left string
 	marked := false
@@ -115,6 +96,104 @@ func markQuiesced(ctx context.Context, cs kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// scaleBackoff is how often a list or scale the API server dropped is
+// asked again: a connection through the virtual address is reset when
+// keepalived moves it, and a loaded API server times a request out.
+// Every step is bounded by the quiesce's own time.
+var scaleBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 10 * time.Second}
+
+// final says whether a failed list or scale is the API's own answer (a
+// refusal, an invalid object), which asking again would not change.
+func final(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// scaleToZero scales every StatefulSet and Deployment of the namespace to
+// 0, each read afresh before its write (so a conflict is asked again with
+// the object as it is); one that is gone needs no scaling. A list or
+// write the API server dropped is asked again (scaleBackoff); a refusal
+// is final.
+func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
+	sets := cs.AppsV1().StatefulSets(Namespace)
+	deps := cs.AppsV1().Deployments(Namespace)
+	kinds := []struct {
+		kind  string
+		names func() ([]string, error)
+		zero  func(name string) error
+	}{
+		{"statefulset", func() ([]string, error) {
+			l, err := sets.List(ctx, metav1.ListOptions{})
+			return namesOf(l, err)
+		}, func(name string) error {
+			o, err := sets.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || zeroed(&o.Spec.Replicas) {
+				return err
+			}
+			_, err = sets.Update(ctx, o, metav1.UpdateOptions{})
+			return err
+		}},
+		{"deployment", func() ([]string, error) {
+			l, err := deps.List(ctx, metav1.ListOptions{})
+			return namesOf(l, err)
+		}, func(name string) error {
+			o, err := deps.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || zeroed(&o.Spec.Replicas) {
+				return err
+			}
+			_, err = deps.Update(ctx, o, metav1.UpdateOptions{})
+			return err
+		}},
+	}
+	again := func(err error) bool { return ctx.Err() == nil && !final(err) }
+	for _, k := range kinds {
+		var names []string
+		if err := retry.OnError(scaleBackoff, again, func() (err error) {
+			names, err = k.names()
+			return err
+		}); err != nil {
+			return fmt.Errorf("listing the %ss of %s: %w", k.kind, Namespace, err)
+		}
+		for _, name := range names {
+			err := retry.OnError(scaleBackoff, again, func() error {
+				if err := k.zero(name); !apierrors.IsNotFound(err) {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("scaling %s %s to 0: %w", k.kind, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// namesOf names the items of a list that was read.
+func namesOf(list runtime.Object, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		a, err := meta.Accessor(o)
+		if err == nil {
+			names = append(names, a.GetName())
+		}
+		return err
+	})
+	return names, err
+}
+
+// zeroed says whether replicas is 0 already, and otherwise sets it to 0.
+func zeroed(replicas **int32) bool {
+	if *replicas != nil && **replicas == 0 {
+		return true
+	}
+	zero := int32(0)
+	*replicas = &zero
+	return false
 }
 
 // mountsLeft names the mounts of the active workloads' volumes, or why

@@ -10,9 +10,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/lab"
@@ -160,4 +163,40 @@ func (m *markSeen) ReadVolumeFile(ctx context.Context, _, _ string) (lab.VolumeF
 		m.unmarked++
 	}
 	return lab.VolumeFile{}, nil
+}
+
+// A write or list the API server dropped (a reset connection through the
+// virtual address, a timeout) is asked again within the quiesce's time;
+// a refusal is final.
+func TestQuiesceAsksAgainWhenAConnectionWasReset(t *testing.T) {
+	SetActive(WorkloadLedger)
+	defer SetActive()
+	reset := errors.New(`Put "https://10.0.0.10:6443/apis/apps/v1/namespaces/faultline-split/statefulsets/ledger?timeout=10s": read tcp 10.0.0.1:59716->10.0.0.10:6443: read: connection reset by peer`)
+	cs := fake.NewClientset(boundClaim()...)
+	failures := map[string]int{"list": 1, "update": 2}
+	cs.PrependReactor("*", "statefulsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failures[a.GetVerb()] > 0 {
+			failures[a.GetVerb()]--
+			return true, nil, reset
+		}
+		return false, nil, nil
+	})
+	if err := Quiesce(t.Context(), cs, mounts{}, 10*time.Second, func(string, ...any) {}); err != nil {
+		t.Fatalf("two reset connections failed the quiesce: %v", err)
+	}
+	sts, err := cs.AppsV1().StatefulSets(Namespace).Get(t.Context(), Ledger, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *sts.Spec.Replicas != 0 {
+		t.Fatalf("replicas %d after the quiesce", *sts.Spec.Replicas)
+	}
+
+	refused := fake.NewClientset(boundClaim()...)
+	refused.PrependReactor("update", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Ledger, errors.New("no"))
+	})
+	if err := Quiesce(t.Context(), refused, mounts{}, 10*time.Second, func(string, ...any) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("a refused scale: %v, want the refusal", err)
+	}
 }

@@ -1,6 +1,7 @@
 package splitbrain_test
 
 import (
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
@@ -295,7 +296,23 @@ func table() []scenario.Scenario {
 	for _, s := range electorScenarios() {
 		scenarios = append(scenarios, base(s))
 	}
-	return scenario.WithNullArms(scenarios...)
+	all := scenario.WithNullArms(scenarios...)
+	for i, s := range all {
+		all[i].CI = slices.Contains(ciRuns[s.ID], s.Arm)
+	}
+	return all
+}
+
+// ciRuns are the arms the `ci` label goes on: the paper's first finding
+// with its null arm (the log on a shared directory, its pod
+// force-deleted while the old copy is cut off), the elector's unfenced
+// lost update with its null arm, and the positive control of
+// single-writer-at-storage. Five runs of 3-4 minutes each, so that five
+// repetitions of the set fit in an afternoon on one lab.
+var ciRuns = map[string][]scenario.Arm{
+	"ledger-force-deleted-shared-directory":         {scenario.FaultArm, scenario.NullArm},
+	"elector-leader-frozen-unfenced":                {scenario.FaultArm, scenario.NullArm},
+	"control-ledger-second-writer-shared-directory": {scenario.FaultArm},
 }
 
 // applicationControls are the ledger rows in which two copies wrote, run
@@ -357,6 +374,10 @@ const (
 	controlWindow = 24 * time.Second
 )
 
+// ledgerSecondWriter is the bare pod the single-writer control starts
+// beside ledger-0.
+const ledgerSecondWriter = splitbrain.Ledger + "-second-writer"
+
 // positiveControls are the detectors' lab controls: each breaks on
 // purpose what its invariant guards, in a way only that detector reads,
 // and must come out VIOLATED; its null arm (nothing injected, the change a
@@ -387,6 +408,13 @@ func positiveControls() []scenario.Scenario {
 			Change:    garble,
 			Window:    controlWindow,
 			ControlOf: []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			// Each by the detector the damage is built for: the log's
+			// own check, the comparison of its reads, the lost append.
+			ControlKinds: map[string][]string{
+				invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
+				invariant.SingleHistoryName:            {invariant.NotOneLog},
+				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			},
 		},
 		// single-history's comparison of the log's reads: a record
 		// replaced by one that checks clean on its own, so storage
@@ -402,6 +430,13 @@ func positiveControls() []scenario.Scenario {
 			Change:    forge,
 			Window:    controlWindow,
 			ControlOf: []string{invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			// acknowledged-data-survives names a lost append before a
+			// record nobody wrote, and the forgery makes both: its
+			// VIOLATED is the lost append.
+			ControlKinds: map[string][]string{
+				invariant.SingleHistoryName:            {invariant.NotOneLog},
+				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			},
 		},
 		// storage-integrity's file system check: the block volume's
 		// metadata broken while nothing mounts it.
@@ -411,8 +446,32 @@ func positiveControls() []scenario.Scenario {
 			Labels: []string{"selfcheck", "workload:ledger", "volume:block", "component:storage"},
 			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
-			Window:    controlWindow,
-			ControlOf: []string{invariant.StorageIntegrityName},
+			Window:       controlWindow,
+			ControlOf:    []string{invariant.StorageIntegrityName},
+			ControlKinds: map[string][]string{invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+		},
+		// single-writer-at-storage: a second copy of the ledger made on
+		// purpose, a bare pod from the StatefulSet's template mounting
+		// ledger-0's claim on another worker, the shared directory
+		// letting both nodes mount it at once. Both copies append to one
+		// log from the offsets they hold, each acknowledging its own
+		// appends, so appends of one land between two of the other's:
+		// two-writers. It judges single-writer-at-storage alone: the
+		// two copies write over each other's records too, so
+		// acknowledged-data-survives, single-history and storage-integrity
+		// fire or not as the two offsets fall (on the lab all three
+		// fired beside it), which is not what the control builds and
+		// would fail its spec for verdicts it does not name.
+		{
+			ID:     "control-ledger-second-writer-shared-directory",
+			Title:  "a second copy of ledger-0 started by hand on another worker, a bare pod from the StatefulSet's template mounting the same claim on a shared directory: two writers append to one log at once",
+			Labels: []string{"selfcheck", "workload:ledger", "volume:shared", "component:storage"},
+			Fault: controls.SecondLedgerWriter(controls.SecondWriter{
+				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Pod: ledgerSecondWriter}),
+			Window:       controlWindow,
+			Invariants:   []invariant.Invariant{invariant.SingleWriterAtStorage()},
+			ControlOf:    []string{invariant.SingleWriterAtStorageName},
+			ControlKinds: map[string][]string{invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
 		},
 		// fencing-monotonic with what the fenced store accepts by
 		// design: two holders with one token. It judges fencing-monotonic
@@ -431,6 +490,9 @@ func positiveControls() []scenario.Scenario {
 			Window:     controlWindow,
 			Invariants: []invariant.Invariant{invariant.FencingMonotonic()},
 			ControlOf:  []string{invariant.FencingMonotonicName},
+			// One token, two holders; a token that went down is another
+			// breakage, not the one built here.
+			ControlKinds: map[string][]string{invariant.FencingMonotonicName: {invariant.SharedToken}},
 		},
 	}
 }

@@ -73,6 +73,16 @@ func TestStreamKeepsItsCadenceWhileASourceHangs(t *testing.T) {
 	if len(snaps) < 8 {
 		t.Fatalf("%d snapshots in 1.2 s at 100 ms: the hung source held the ticks", len(snaps))
 	}
+	// The fast source answers beside the hung one: in most rounds (a
+	// loaded machine may hold a 5 ms read past its 250 ms timeout now and
+	// then; a hung source that held it would leave it unread in every
+	// round).
+	fastRead := 0
+	defer func() {
+		if fastRead < len(snaps)/2+1 {
+			t.Errorf("the fast source was read in %d of %d snapshots", fastRead, len(snaps))
+		}
+	}()
 	for i, snap := range snaps {
 		if err := snap.Validate(); err != nil {
 			t.Fatal(err)
@@ -86,8 +96,10 @@ func TestStreamKeepsItsCadenceWhileASourceHangs(t *testing.T) {
 				t.Errorf("snapshot %d came %s after the previous one (interval %s)", i, gap, every)
 			}
 		}
-		if a := snap.Get("fast", evidence.NodeReady); !a.Readable() && i < len(snaps)-1 {
-			t.Errorf("snapshot %d: the fast source is %+v", i, a)
+		if a := snap.Get("fast", evidence.NodeReady); a.Readable() {
+			fastRead++
+		} else {
+			t.Logf("snapshot %d: the fast source is %+v", i, a)
 		}
 		a := snap.Get("hung", evidence.NodeReady)
 		if a.Readable() || !strings.HasPrefix(a.Reason, "timeout") && !strings.HasPrefix(a.Reason, "snapshot cancelled") {

@@ -163,8 +163,10 @@ var catalog = []entry{
 		return controls.StopThenOutOfService(faults.StopService(fx.Node, lab.ServiceKubelet), fx.Node, 2*time.Minute)
 	}, inject: []string{"stop-then-out-of-service/inject/stopped"}, heal: []string{"stop-then-out-of-service/heal/started"}},
 	// Paper 3's controls. Their heals undo nothing a crash could leave
-	// but the StatefulSet stop-then-damage-filesystem scales to zero; the
-	// damage itself outlives heal on purpose until the lab's reset.
+	// but the StatefulSet stop-then-damage-filesystem scales to zero and
+	// the bare pod second-ledger-writer makes (deleted by the name its
+	// params hold); the damage itself outlives heal on purpose until the
+	// lab's reset.
 	{kind: controls.KindLedgerRecordDamaged, make: func(_ shape, fx fixtures) fault.Fault {
 		return controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: fixtureNamespace, Claim: fx.Claim, File: "ledger.log", Damage: controls.DamageGarbled})
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
@@ -173,6 +175,9 @@ var catalog = []entry{
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
 	{kind: controls.KindLeaseHandedOver, make: func(shape, fixtures) fault.Fault {
 		return controls.LeaseHandedOver(controls.LeaseHandover{Namespace: fixtureNamespace, Lease: "elector", HistoryPrefix: "/elector"})
+	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
+	{kind: controls.KindSecondLedgerWriter, make: func(shape, fixtures) fault.Fault {
+		return controls.SecondLedgerWriter(controls.SecondWriter{Namespace: fixtureNamespace, StatefulSet: "ledger", Pod: "ledger-second-writer"})
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
 }
 

@@ -90,6 +90,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the faultline program the matrix built, once every
+// test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built != "" {
+		os.RemoveAll(filepath.Dir(built))
+	}
+	os.Exit(code)
+}
+
 // faultlineBinary is the faultline program `faultline heal` runs as.
 func faultlineBinary(t *testing.T) string {
 	if p := os.Getenv(binaryEnv); p != "" {
@@ -154,13 +164,15 @@ func upMatrix(t *testing.T, topo, bin string) *matrix {
 	if base == "" {
 		base = "/var/tmp"
 	}
-	dir, err := os.MkdirTemp(base, "faultline-crash-")
+	// Short names: a worker's CSI node socket lies seven levels below
+	// the state dir and must fit a unix socket's 107-byte address.
+	dir, err := os.MkdirTemp(base, "flc-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	doc["name"] = name
-	doc["stateDir"] = filepath.Join(dir, "state")
+	doc["stateDir"] = filepath.Join(dir, "s")
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
