@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/framework/apiretry"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,24 +275,13 @@ func podReady(p *corev1.Pod) bool {
 // made in; the change's events bracket every try.
 var changeBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 8 * time.Second}
 
-// droppedRequest says whether a request failed without the API's own
-// answer (a reset or refused connection, a client timeout) or with one
-// that says to ask again (a server timeout, too many requests).
-func droppedRequest(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return true
-	}
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
-}
-
 // changing makes one request of a change, asking again while the API
 // server drops it (changeBackoff). A dropped request may still have
 // landed: after one, the answer landed says (for a create, the object
 // there; for a delete, the object gone) is the change made.
 func changing(ctx context.Context, do func() error, landed func(error) bool) error {
 	again := false
-	return retry.OnError(changeBackoff, func(err error) bool { return ctx.Err() == nil && droppedRequest(err) }, func() error {
+	return retry.OnError(changeBackoff, func(err error) bool { return ctx.Err() == nil && apiretry.Dropped(err) }, func() error {
 		err := do()
 		if again && err != nil && landed(err) {
 			return nil

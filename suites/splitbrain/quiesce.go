@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/framework/apiretry"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,12 +106,6 @@ func markQuiesced(ctx context.Context, cs kubernetes.Interface) error {
 // Every step is bounded by the quiesce's own time.
 var scaleBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 10 * time.Second}
 
-// final says whether a failed list or scale is the API's own answer (a
-// refusal, an invalid object), which asking again would not change.
-func final(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
-}
-
 // scaleToZero scales every StatefulSet and Deployment of the namespace to
 // 0, each read afresh before its write (so a conflict is asked again with
 // the object as it is); one that is gone needs no scaling. A list or
@@ -146,7 +142,7 @@ func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
 			return err
 		}},
 	}
-	again := func(err error) bool { return ctx.Err() == nil && !final(err) }
+	again := func(err error) bool { return ctx.Err() == nil && apiretry.DroppedOrConflict(err) }
 	for _, k := range kinds {
 		var names []string
 		if err := retry.OnError(scaleBackoff, again, func() (err error) {

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/framework/apiretry"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -63,7 +64,7 @@ func holderIn(ctx context.Context, cs kubernetes.Interface, namespace, name stri
 	// timeout); the Lease is read again a few times before the inject
 	// gives up. A missing Lease or a refusal is final.
 	var lease *coordinationv1.Lease
-	transient := func(err error) bool { return ctx.Err() == nil && transientRead(err) }
+	transient := func(err error) bool { return ctx.Err() == nil && apiretry.Dropped(err) }
 	err := retry.OnError(leaseReadBackoff, transient, func() error {
 		var err error
 		lease, err = cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -82,12 +83,6 @@ func holderIn(ctx context.Context, cs kubernetes.Interface, namespace, name stri
 // tries over about 3.5 s, well inside any lease duration, so the holder
 // read is still the one the inject acts on.
 var leaseReadBackoff = wait.Backoff{Steps: 4, Duration: 500 * time.Millisecond, Factor: 2}
-
-// transientRead says whether a failed read is worth repeating: anything
-// but the API's own answer that the object is not there or not allowed.
-func transientRead(err error) bool {
-	return !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
-}
 
 func kubeClient(l lab.Lab) (kubernetes.Interface, error) {
 	path, err := l.Kubeconfig("")
