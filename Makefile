@@ -39,11 +39,12 @@ GINKGO  = $(shell $(GO) env GOPATH)/bin/ginkgo
 # build; iproute2, iptables, nftables and conntrack for host namespaces and
 # kube-proxy; openssh for every host's sshd and the SSH tests; keepalived for
 # the virtual address; runc and the CNI plugins for containers; util-linux
-# (nsenter, unshare), procps, psmisc, kmod and curl; chromium for the report
-# pages' browser tests and screenshots.
+# (nsenter, unshare), procps, psmisc, kmod and curl; sudo for the local lab's
+# non-root login (faultline lab sudo-user, the static lab's lab tests);
+# chromium for the report pages' browser tests and screenshots.
 DEB_PACKAGES = ca-certificates git make gcc libc6-dev iproute2 iptables nftables conntrack \
 	openssh-server openssh-client keepalived runc containernetworking-plugins \
-	util-linux procps psmisc kmod curl ipset chromium
+	util-linux procps psmisc kmod curl ipset sudo chromium
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.gitCommit=$(COMMIT) -X main.version=$(VERSION)
@@ -58,6 +59,9 @@ help: ## list the targets
 # lab carry the tag `lab` and need root.
 BINS_PKGS = $(shell grep -rl '^//go:build bins' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 LAB_PKGS  ?= ./lab/local/ ./lab/static/
+# The fault library's lab tests make test runs (make test-lab runs them
+# all): the faults on node agents run as pods, on a lab of their own.
+LAB_FAULT_TESTS ?= ^TestAgentPodFaultsOnLocalLab$$
 # Packages with tests that make loop devices and mounts of their own in
 # temporary directories, undone when each test ends (root, no lab): build
 # tag `root`.
@@ -67,6 +71,7 @@ test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages
 	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
 	$(GO) test -tags root -p 1 -timeout 10m $(ROOT_PKGS)
 	$(GO) test -tags lab -p 1 -timeout 60m -v $(LAB_PKGS)
+	$(GO) test -tags lab -p 1 -timeout 40m -v -run '$(LAB_FAULT_TESTS)' ./framework/fault/faults/
 
 unit: lint ## go vet, gofmt check and the unit tests (no root, no binaries)
 	$(GO) test ./...

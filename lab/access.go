@@ -179,6 +179,11 @@ func runtimeEndpointPath(endpoint string) (string, error) {
 type Identity struct {
 	User   string   `json:"user"`
 	Groups []string `json:"groups,omitempty"`
+	// Extra is what the API servers read of the user beside its name
+	// and groups that tells this component from others of the same user
+	// (the node name a pod-bound service-account token carries,
+	// authentication.kubernetes.io/node-name).
+	Extra map[string][]string `json:"extra,omitempty"`
 }
 
 // AgentIdentities is a lab whose node agents (kube-proxy, the policy
@@ -211,9 +216,20 @@ type StoredData interface {
 	// ReadVolumeFile reads a file of the volume a PersistentVolume's CSI
 	// volume handle names, as the storage holds it, with the hosts that
 	// had the volume mounted when the read began; an error wrapping
-	// ErrUnsupported where the lab cannot read its storage itself.
+	// ErrUnsupported where the lab cannot read its storage itself. A lab
+	// that reads its storage through the cluster (a pod mounting the
+	// claim) reads only a claim marked QuiescedClaimAnnotation that no
+	// node mounts, and otherwise returns an error with the hosts that
+	// mount it.
 	ReadVolumeFile(ctx context.Context, volumeHandle, file string) (VolumeFile, error)
 }
+
+// QuiescedClaimAnnotation marks a PersistentVolumeClaim whose workloads a
+// suite has stopped for good (its value the time, RFC 3339). A lab that
+// reads a volume through the cluster, by a short-lived pod that mounts
+// the claim, reads only a claim that carries it and that no node mounts:
+// its reader must never take the volume from a workload, nor delay one.
+const QuiescedClaimAnnotation = "faultline.dev/quiesced"
 
 // ErrNoSuchFile is wrapped by a ReadVolumeFile error when the volume
 // holds no file of the name: a definite answer, not a failed read.

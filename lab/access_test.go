@@ -68,3 +68,16 @@ func TestProxyModeIsIPTablesOrNFTables(t *testing.T) {
 		t.Errorf("proxyMode ipvs: %v, want it refused by name", err)
 	}
 }
+
+func TestPolicyAgentIsOneWhoseRulesAreRead(t *testing.T) {
+	for _, agent := range []string{"calico", "kube-router", "kube-network-policies"} {
+		c, err := ParseConfig([]byte("kind: beta\nkubernetes: {policyAgent: " + agent + "}\n" + commonFile))
+		if err != nil || c.Kubernetes.PolicyAgent != agent {
+			t.Errorf("policyAgent %s: %v, %+v", agent, err, c)
+		}
+	}
+	_, err := ParseConfig([]byte("kind: beta\nkubernetes: {policyAgent: cilium}\n" + commonFile))
+	if err == nil || !strings.Contains(err.Error(), `kubernetes.policyAgent: "cilium" is not a NetworkPolicy agent`) {
+		t.Errorf("policyAgent cilium: %v, want it refused by name", err)
+	}
+}

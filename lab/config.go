@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +48,17 @@ type Config struct {
 	// SSH says how hosts are reached, for the backends that reach them
 	// over SSH.
 	SSH *SSHConfig `json:"ssh,omitempty"`
+	// Storage is what a cluster the lab did not build offers paper 3 (the
+	// local lab builds its own storage host and refuses it).
+	Storage *StorageSettings `json:"storage,omitempty"`
+	// Etcd is how this program reaches the etcd of a cluster the lab did
+	// not build (lab.EtcdAccess); the local lab has its own and refuses
+	// it.
+	Etcd *EtcdClientSettings `json:"etcd,omitempty"`
+	// Kubelet is how this program reaches the kubelets' own API on a
+	// cluster the lab did not build (lab.KubeletAccess); the local lab
+	// has its own and refuses it.
+	Kubelet *KubeletClientSettings `json:"kubelet,omitempty"`
 
 	// section is the backend's own section, as its NewSection made it;
 	// nil when the file has none.
@@ -78,6 +90,41 @@ type KubernetesSettings struct {
 	// ProxyModeNFTables. The local lab runs kube-proxy with it; for a
 	// cluster the lab did not build it says which rules to read.
 	ProxyMode string `json:"proxyMode,omitempty"`
+	// Agents is how the node agents (kube-proxy, the NetworkPolicy agent)
+	// run: AgentsAsServices (the default), services of each host, or
+	// AgentsAsPods, DaemonSet pods in the host's network namespace as a
+	// kubeadm cluster runs them (see AgentRunOf). The local lab runs them
+	// so; for a cluster the lab did not build it says how they run there.
+	Agents string `json:"agents,omitempty"`
+	// PolicyAgent is the nodes' NetworkPolicy agent: PolicyAgentKubeRouter,
+	// PolicyAgentCalico or PolicyAgentKubeNetworkPolicies. It says whose
+	// applied state the agents' readers read (PolicyAgentOf). The local
+	// lab runs kube-router and defaults it so; a cluster the lab did not
+	// build declares it, and where it declares none the applied state is
+	// not read.
+	PolicyAgent string `json:"policyAgent,omitempty"`
+}
+
+// The NetworkPolicy agents whose applied state faultline reads
+// (KubernetesSettings.PolicyAgent).
+const (
+	PolicyAgentKubeRouter          = "kube-router"
+	PolicyAgentCalico              = "calico"
+	PolicyAgentKubeNetworkPolicies = "kube-network-policies"
+)
+
+// PolicyAgents lists the agents a lab file may name, in the order its
+// errors give them.
+var PolicyAgents = []string{PolicyAgentCalico, PolicyAgentKubeRouter, PolicyAgentKubeNetworkPolicies}
+
+// PolicyAgentOf names the NetworkPolicy agent of l's nodes, as its lab
+// file says (the local lab's defaulted to the kube-router it runs); ""
+// when the file names none.
+func PolicyAgentOf(l Lab) string {
+	if c := l.Config(); c != nil {
+		return c.Kubernetes.PolicyAgent
+	}
+	return ""
 }
 
 // kube-proxy's modes a lab may run (KubernetesSettings.ProxyMode).
@@ -109,11 +156,121 @@ type HostConfig struct {
 	Address string `json:"address"`
 	// Rack groups hosts for rack-level faults.
 	Rack string `json:"rack,omitempty"`
+	// KubeletRootDir is the host's kubelet's --root-dir, under which its
+	// pods' volumes are mounted, for the labs that look for those mounts
+	// over SSH. Default DefaultKubeletRootDir.
+	KubeletRootDir string `json:"kubeletRootDir,omitempty"`
 	// VM is the vSphere inventory path or name of the host's VM.
 	VM string `json:"vm,omitempty"`
 	// VMID is the Proxmox vmid of the host's VM (0: resolve from the
 	// address's last octet, as the drill does).
 	VMID int `json:"vmid,omitempty"`
+}
+
+// DefaultKubeletRootDir is the kubelet's own default --root-dir.
+const DefaultKubeletRootDir = "/var/lib/kubelet"
+
+// KubeletRoot is the host's kubelet's --root-dir.
+func (h HostConfig) KubeletRoot() string {
+	if h.KubeletRootDir != "" {
+		return h.KubeletRootDir
+	}
+	return DefaultKubeletRootDir
+}
+
+// StorageSettings is the storage of a cluster the lab did not build
+// (lab.StoredData): the StorageClasses the workloads store on, the
+// external store their histories go to, and how a volume's file is read
+// when the lab cannot read its storage directly.
+type StorageSettings struct {
+	// SharedClass, BlockClass, BlockMMPClass and BlockFencedClass are as
+	// in StorageInfo; at least one is required.
+	SharedClass      string `json:"sharedClass,omitempty"`
+	BlockClass       string `json:"blockClass,omitempty"`
+	BlockMMPClass    string `json:"blockMMPClass,omitempty"`
+	BlockFencedClass string `json:"blockFencedClass,omitempty"`
+	// History is the external store the workloads keep their histories
+	// in. Each reset empties it, so it must be faultline's alone.
+	History HistoryStore `json:"history"`
+	// ReaderImage is the image of the short-lived pod that mounts a
+	// quiesced claim so that its volume's file can be read on the node
+	// (its entrypoint must keep running; nothing of it is executed).
+	// Default DefaultReaderImage, the sandbox image every node holds.
+	ReaderImage string `json:"readerImage,omitempty"`
+	// Emulated lists what the storage does not do as real shared storage
+	// does; empty on real storage. Every run on it says so.
+	Emulated []string `json:"emulated,omitempty"`
+}
+
+// EtcdClientSettings is an etcd client this program can use against the
+// cluster's etcd: on a kubeadm cluster the CA /etc/kubernetes/pki/etcd/ca.crt
+// and a client certificate it signed (healthcheck-client, or the API
+// server's apiserver-etcd-client), copied where faultline runs.
+type EtcdClientSettings struct {
+	// Endpoints are the members' client URLs, one per host with the etcd
+	// role, in the order of hosts.
+	Endpoints []string `json:"endpoints"`
+	CAFile    string   `json:"caFile"`
+	CertFile  string   `json:"certFile"`
+	KeyFile   string   `json:"keyFile"`
+}
+
+// KubeletClientSettings is a client of the kubelets' HTTPS API: the CA
+// their serving certificates are signed by (a kubeadm kubelet signs its
+// own unless serverTLSBootstrap is on) and a client certificate their
+// authorizer accepts (kubeadm's /etc/kubernetes/pki/apiserver-kubelet-client),
+// copied where faultline runs.
+type KubeletClientSettings struct {
+	CAFile   string `json:"caFile"`
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	// Port is the kubelets' port. Default 10250.
+	Port int `json:"port,omitempty"`
+}
+
+// problems are what is wrong with an etcd section, each naming its field.
+func (e *EtcdClientSettings) problems(c *Config) []error {
+	var errs []error
+	members := 0
+	for _, h := range c.Hosts {
+		if slices.Contains(h.Roles, RoleEtcd) {
+			members++
+		}
+	}
+	if len(e.Endpoints) != members {
+		errs = append(errs, fmt.Errorf("etcd.endpoints: %d endpoints for %d hosts with the etcd role (one each, in the order of hosts)", len(e.Endpoints), members))
+	}
+	for i, ep := range e.Endpoints {
+		if !strings.HasPrefix(ep, "https://") {
+			errs = append(errs, fmt.Errorf("etcd.endpoints[%d]: %q is not an https:// client URL", i, ep))
+		}
+	}
+	for _, f := range []struct{ name, val string }{{"caFile", e.CAFile}, {"certFile", e.CertFile}, {"keyFile", e.KeyFile}} {
+		if f.val == "" {
+			errs = append(errs, fmt.Errorf("etcd.%s: is required", f.name))
+		}
+	}
+	return errs
+}
+
+// DefaultReaderImage is the pause image kubelet v1.36 and containerd 2.x
+// run every pod sandbox with.
+const DefaultReaderImage = "registry.k8s.io/pause:3.10.2"
+
+// HistoryStore is an etcd that runs already (Endpoints), or one faultline
+// runs itself on a host no scenario touches (Host, with the storage role).
+type HistoryStore struct {
+	// Endpoints are its client URLs, as both pods and this program reach
+	// them ("http://10.0.0.40:2379").
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Host is the storage host faultline starts the store on, over SSH,
+	// when it does not answer: Etcd is the etcd binary there, DataDir its
+	// data (default /var/lib/faultline-history), Port its client port
+	// (default 2379; the peer port is the next one, on loopback).
+	Host    string `json:"host,omitempty"`
+	Etcd    string `json:"etcd,omitempty"`
+	DataDir string `json:"dataDir,omitempty"`
+	Port    int    `json:"port,omitempty"`
 }
 
 // SSHConfig says how hosts are reached over SSH.
@@ -133,6 +290,14 @@ type SSHConfig struct {
 	Jump string `json:"jump,omitempty"`
 	// Sudo runs privileged commands through sudo -n.
 	Sudo bool `json:"sudo,omitempty"`
+	// ServiceCommand, where set, manages the hosts' services in place of
+	// systemd: faultline runs `<command> stop <service>`, `<command>
+	// start <service>`, `<command> signal <SIGNAME> <service>` and
+	// `<command> list` (one line per service: name, state, pid) on the
+	// host, through sudo where Sudo is set; "{host}" in it is the host's
+	// name. Exit status 64 means the host has no such service. `faultline
+	// lab service` is such a command for a local lab's hosts.
+	ServiceCommand string `json:"serviceCommand,omitempty"`
 	// CommandTimeout bounds every command. Default 60s.
 	CommandTimeout Duration `json:"commandTimeout,omitempty"`
 }
@@ -292,6 +457,17 @@ func (c *Config) applyDefaults() {
 			c.SSH.CommandTimeout.Duration = 60 * time.Second
 		}
 	}
+	if c.Storage != nil && c.Storage.History.Host != "" {
+		if c.Storage.History.Port == 0 {
+			c.Storage.History.Port = 2379
+		}
+		if c.Storage.History.DataDir == "" {
+			c.Storage.History.DataDir = "/var/lib/faultline-history"
+		}
+	}
+	if c.Storage != nil && c.Storage.ReaderImage == "" {
+		c.Storage.ReaderImage = DefaultReaderImage
+	}
 	if c.StateDir == "" && c.Name != "" {
 		c.StateDir = filepath.Join(StateRoot(), c.Name)
 	}
@@ -331,6 +507,14 @@ func (c *Config) Validate() error {
 	case "", ProxyModeIPTables, ProxyModeNFTables:
 	default:
 		bad("kubernetes.proxyMode", "%q is not a kube-proxy mode the lab reads (iptables or nftables)", c.Kubernetes.ProxyMode)
+	}
+	switch c.Kubernetes.Agents {
+	case "", AgentsAsServices, AgentsAsPods:
+	default:
+		bad("kubernetes.agents", "%q is not how node agents run (%s or %s)", c.Kubernetes.Agents, AgentsAsServices, AgentsAsPods)
+	}
+	if a := c.Kubernetes.PolicyAgent; a != "" && !slices.Contains(PolicyAgents, a) {
+		bad("kubernetes.policyAgent", "%q is not a NetworkPolicy agent whose rules faultline reads (%s)", a, strings.Join(PolicyAgents, ", "))
 	}
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		if _, err := runtimeEndpointPath(c.Kubernetes.RuntimeEndpoint); err != nil {
@@ -417,6 +601,22 @@ func (c *Config) Validate() error {
 		bad("hosts", "%d hosts have the storage role; a lab has at most one", roles[RoleStorage])
 	}
 
+	if c.Storage != nil {
+		errs = append(errs, c.Storage.problems(c)...)
+	}
+	if c.Etcd != nil {
+		errs = append(errs, c.Etcd.problems(c)...)
+	}
+	if k := c.Kubelet; k != nil {
+		for _, f := range []struct{ name, val string }{{"caFile", k.CAFile}, {"certFile", k.CertFile}, {"keyFile", k.KeyFile}} {
+			if f.val == "" {
+				bad("kubelet."+f.name, "is required")
+			}
+		}
+		if k.Port < 0 || k.Port > 65535 {
+			bad("kubelet.port", "%d is not a port", k.Port)
+		}
+	}
 	if c.SSH != nil {
 		if c.SSH.User == "" {
 			bad("ssh.user", "is required")
@@ -443,6 +643,51 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// problems are what is wrong with a storage section, each naming its
+// field.
+func (s *StorageSettings) problems(c *Config) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("storage.%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if s.SharedClass == "" && s.BlockClass == "" && s.BlockMMPClass == "" && s.BlockFencedClass == "" {
+		bad("sharedClass", "at least one StorageClass is required (sharedClass, blockClass, blockMMPClass, blockFencedClass)")
+	}
+	h := s.History
+	switch {
+	case len(h.Endpoints) > 0 && h.Host != "":
+		bad("history", "names both endpoints and a host: either a store that runs already or one faultline runs")
+	case len(h.Endpoints) == 0 && h.Host == "":
+		bad("history", "is required: endpoints of a store that runs, or a host (with the storage role) faultline runs one on")
+	}
+	for i, e := range h.Endpoints {
+		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			bad(fmt.Sprintf("history.endpoints[%d]", i), "%q is not an etcd client URL (http://10.0.0.40:2379)", e)
+		}
+	}
+	if h.Host != "" {
+		hc, ok := c.HostConfig(h.Host)
+		switch {
+		case !ok:
+			bad("history.host", "%q is not a host of the lab", h.Host)
+		case len(hc.Roles) != 1 || hc.Roles[0] != RoleStorage:
+			bad("history.host", "%s does not have the storage role alone: the store must run where no scenario reaches", h.Host)
+		}
+		if !filepath.IsAbs(h.Etcd) {
+			bad("history.etcd", "%q is not an absolute path of the etcd binary on %s", h.Etcd, h.Host)
+		}
+		if !filepath.IsAbs(h.DataDir) {
+			bad("history.dataDir", "%q is not an absolute path", h.DataDir)
+		}
+		if h.Port < 1 || h.Port > 65534 {
+			bad("history.port", "%d is not a port (the next one must be too)", h.Port)
+		}
+	} else if h.Etcd != "" || h.DataDir != "" || h.Port != 0 {
+		bad("history", "etcd, dataDir and port are for a store faultline runs on history.host")
+	}
+	return errs
 }
 
 // RemoteProblems are the checks every backend that runs no cluster of its

@@ -17,6 +17,17 @@ type NodeImages struct {
 	Tarballs []string
 	// Refs are every reference the tarballs hold.
 	Refs []string
+	// Agents are the node agents' images by agent (ServiceKubeProxy,
+	// ServicePolicyAgent), kept apart from Tarballs: a lab loads them
+	// only where it runs its agents as pods (kubernetes.agents: pods).
+	// Empty where the program packs none.
+	Agents map[string]NodeImage
+}
+
+// NodeImage is one image and the archive holding it.
+type NodeImage struct {
+	Ref     string
+	Tarball string
 }
 
 // NodeImageSource builds the node images, or finds them built, under

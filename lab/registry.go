@@ -90,7 +90,7 @@ func Register(b Backend) {
 // reserved are the keys of a lab file every backend shares.
 var reserved = map[string]bool{
 	"name": true, "kind": true, "lab": true, "stateDir": true, "kubeconfig": true,
-	"kubernetes": true, "network": true, "hosts": true, "ssh": true,
+	"kubernetes": true, "network": true, "hosts": true, "ssh": true, "storage": true, "etcd": true, "kubelet": true,
 }
 
 // Kinds lists the registered kinds, sorted.

@@ -126,7 +126,7 @@ func newLabCommand() *cobra.Command {
 	var flags labFlags
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "Bring a lab up or down, reset it, or show its status",
+		Short: "Bring a lab up or down, reset it, show its status, or check what it offers",
 		Long: `Manage the lab scenarios run on.
 
 --lab names a lab file or a topology (testdata/labs/<name>.yaml, looked up in
@@ -147,7 +147,8 @@ up: name it.`,
 		RunE: showHelp,
 	}
 	flags.register(cmd)
-	cmd.AddCommand(newLabUpCommand(&flags), newLabDownCommand(&flags), newLabResetCommand(&flags), newLabStatusCommand(&flags), newLabSnapshotCommand(&flags))
+	cmd.AddCommand(newLabUpCommand(&flags), newLabDownCommand(&flags), newLabResetCommand(&flags), newLabStatusCommand(&flags), newLabSnapshotCommand(&flags),
+		newLabCheckCommand(&flags), newLabSudoUserCommand(&flags), newLabServiceCommand(&flags))
 	return cmd
 }
 

@@ -298,3 +298,27 @@ func TestLabSnapshotCold(t *testing.T) {
 		t.Errorf("calls %v, want %v", s.calls, want)
 	}
 }
+
+// lab service takes one of its four forms and a host, or is a usage error
+// that touches no lab.
+func TestLabServiceCommandLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"lab", "service", "list"},
+		{"lab", "service", "--host", "worker1", "frob", "kubelet"},
+		{"lab", "service", "--host", "worker1", "stop"},
+		{"lab", "service", "--host", "worker1", "signal", "kubelet"},
+	} {
+		code, _, errs := runInProcess(t, args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d (%s), want a usage error", args, code, errs)
+		}
+	}
+}
+
+// lab check --requirements prints the tables without a lab.
+func TestLabCheckRequirementsNeedsNoLab(t *testing.T) {
+	code, out, errs := runInProcess(t, "lab", "check", "--requirements")
+	if code != exitOK || !strings.Contains(out, "| `power-off` | `ssh`, `power` |") {
+		t.Errorf("exit %d, %s\n%s", code, errs, out)
+	}
+}

@@ -16,6 +16,9 @@ const (
 	exitError = 1
 	// exitUsage: the command line itself was wrong; nothing was done.
 	exitUsage = 2
+	// exitNoService: lab service was asked about a service the host does
+	// not run (what an SSH lab's service command answers then).
+	exitNoService = 64
 )
 
 // usageError marks an error in the command line rather than in the work.
@@ -39,6 +42,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "faultline: %v\n", err)
+	var ns noServiceError
+	if errors.As(err, &ns) {
+		return exitNoService
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		if cmd == nil {

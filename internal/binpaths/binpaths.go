@@ -205,6 +205,17 @@ func CoreDNSIn(cache string) string {
 	return filepath.Join(cache, "bins", "coredns-"+CoreDNSVersion, "coredns")
 }
 
+// KubeProxyIn and KubeRouterIn are where the build script puts kube-proxy
+// and kube-router under cache: the node agents, packed into images for a
+// lab that runs them as pods.
+func KubeProxyIn(cache string) string {
+	return filepath.Join(cache, "bins", "kubernetes-"+KubernetesVersion, "kube-proxy")
+}
+
+func KubeRouterIn(cache string) string {
+	return filepath.Join(cache, "bins", "kube-router-"+KubeRouterVersion, "kube-router")
+}
+
 func checkExecutable(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {

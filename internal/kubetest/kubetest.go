@@ -164,6 +164,13 @@ type Options struct {
 	NamespaceController bool
 	// RequestTimeout bounds each request of Client (default 5s).
 	RequestTimeout time.Duration
+	// AuthorizationConfig, when set, is an AuthorizationConfiguration
+	// (apiserver.config.k8s.io) the API server reads its authorizers
+	// from (--authorization-config, applied again whenever the file
+	// changes) instead of allowing everything; its path is
+	// ControlPlane.AuthorizationConfigFile. The admin is in
+	// system:masters, which no authorizer is asked about.
+	AuthorizationConfig string
 }
 
 // ControlPlane is one etcd member and one kube-apiserver on loopback:
@@ -178,6 +185,11 @@ type ControlPlane struct {
 	EtcdClient *clientv3.Client
 	// Kubeconfig is a kubeconfig file for Config.
 	Kubeconfig string
+	// AuthorizationConfigFile is the file the API server reads its
+	// authorizers from, where Options.AuthorizationConfig gave one.
+	AuthorizationConfigFile string
+	// Port is the API server's port on 127.0.0.1.
+	Port int
 }
 
 // StartControlPlane starts a control plane that lives until t ends and
@@ -232,17 +244,23 @@ func StartControlPlane(t testing.TB, o Options) *ControlPlane {
 	}
 	token := hex.EncodeToString(secret)
 	tokens := write("tokens.csv", []byte(token+",admin,1,\"system:masters\"\n"))
-	cp.APIServer = Start(t, "kube-apiserver", apiBin,
+	authz := []string{"--authorization-mode", "AlwaysAllow"}
+	if o.AuthorizationConfig != "" {
+		cp.AuthorizationConfigFile = write("authorization-config.yaml", []byte(o.AuthorizationConfig))
+		authz = []string{"--authorization-config", cp.AuthorizationConfigFile}
+	}
+	cp.Port = apiPort
+	cp.APIServer = Start(t, "kube-apiserver", apiBin, append(authz,
 		"--etcd-servers", cp.EtcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(apiPort), "--cert-dir", filepath.Join(dir, "certs"),
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
 		"--service-cluster-ip-range", "10.250.31.0/24",
-		"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow",
+		"--token-auth-file", tokens,
 		// No controller makes service-account tokens here.
 		"--disable-admission-plugins", "ServiceAccount",
-		"--enable-priority-and-fairness=false", "--v", "0")
+		"--enable-priority-and-fairness=false", "--v", "0")...)
 
 	cp.Config = &rest.Config{
 		Host:            fmt.Sprintf("https://127.0.0.1:%d", apiPort),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends"
+	"github.com/faultline/faultline/lab/local"
 )
 
 func TestEveryBackendIsRegistered(t *testing.T) {
@@ -96,5 +97,96 @@ func TestShippedLabsCanAllBeUpAtOnce(t *testing.T) {
 	static.Network.Management = lab11.Network.Management
 	if err := lab.CheckCoexist(lab11, static); err != nil {
 		t.Errorf("a local and a static lab: %v", err)
+	}
+}
+
+// The local lab runs kube-router and says so; an SSH lab's file says
+// which agent its cluster runs, or none.
+func TestPolicyAgentOfTheShippedLabs(t *testing.T) {
+	for f, want := range map[string]string{"lab11.yaml": "kube-router", "static-example.yaml": "calico", "proxmox-pair.yaml": ""} {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Kubernetes.PolicyAgent; got != want {
+			t.Errorf("%s: policyAgent %q, want %q", f, got, want)
+		}
+	}
+	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "pair.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kubernetes.PolicyAgent = "calico"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `kubernetes.policyAgent: "calico" is not for a local lab`) {
+		t.Errorf("a local lab naming calico: %v, want it refused", err)
+	}
+}
+
+// lab11s-ssh.yaml describes the local lab lab11s as the local lab makes
+// it (with the default state root): its hosts, its sudo login and keys,
+// each node's kubelet root, its storage and what it emulates.
+func TestStaticFileOverTheLocalLabMatchesIt(t *testing.T) {
+	t.Setenv("FAULTLINE_STATE_DIR", "/var/lib/faultline")
+	read := func(f string) *lab.Config {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	over, under := read("lab11s-ssh.yaml"), read("lab11s.yaml")
+	ll, err := local.New(under)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ll.Close()
+	if over.Kind != "static" || over.Network.Management != under.Network.Management || over.Network.VirtualIP != under.Network.VirtualIP {
+		t.Errorf("kind %s, network %+v; want static over %+v", over.Kind, over.Network, under.Network)
+	}
+	if len(over.Hosts) != len(under.Hosts) {
+		t.Fatalf("%d hosts, the local lab has %d", len(over.Hosts), len(under.Hosts))
+	}
+	for i, h := range over.Hosts {
+		u := under.Hosts[i]
+		if h.Name != u.Name || h.Address != u.Address || !slices.Equal(h.Roles, u.Roles) {
+			t.Errorf("host %d: %+v, the local lab's %+v", i, h, u)
+		}
+		if slices.Contains(h.Roles, lab.RoleWorker) && h.KubeletRootDir != ll.KubeletRootDir(h.Name) {
+			t.Errorf("%s: kubeletRootDir %s, the local lab's %s", h.Name, h.KubeletRootDir, ll.KubeletRootDir(h.Name))
+		}
+	}
+	if over.SSH.User != local.SudoUserName(under.Name) || over.SSH.KnownHosts != ll.KnownHostsFile() || !over.SSH.Sudo ||
+		over.SSH.IdentityFile != filepath.Join(filepath.Dir(ll.SSHKeyFile()), "users", over.SSH.User, "id_ed25519") {
+		t.Errorf("ssh %+v: not the local lab's sudo login (%s, known hosts %s)", over.SSH, local.SudoUserName(under.Name), ll.KnownHostsFile())
+	}
+	info, err := ll.StorageInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := over.Storage
+	if s.SharedClass != info.SharedClass || s.BlockClass != info.BlockClass || s.BlockMMPClass != info.BlockMMPClass || s.BlockFencedClass != info.BlockFencedClass ||
+		!slices.Equal(s.History.Endpoints, info.HistoryEndpoints) || !slices.Equal(s.Emulated, info.Emulated) {
+		t.Errorf("storage %+v, the local lab's %+v", s, info)
+	}
+	if over.Kubernetes.PolicyAgent != under.Kubernetes.PolicyAgent || over.Kubernetes.TimerProfile != under.Kubernetes.TimerProfile {
+		t.Errorf("kubernetes %+v, the local lab's %+v", over.Kubernetes, under.Kubernetes)
+	}
+}
+
+// lab11s-ssh.yaml's etcd client is the local lab's etcd admin certificate
+// and one endpoint per etcd host.
+func TestStaticFileOverTheLocalLabReachesItsEtcd(t *testing.T) {
+	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "lab11s-ssh.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, h := range c.Hosts {
+		if slices.Contains(h.Roles, lab.RoleEtcd) {
+			want = append(want, "https://"+h.Address+":2379")
+		}
+	}
+	if !slices.Equal(c.Etcd.Endpoints, want) || !strings.HasPrefix(c.Etcd.CertFile, "/var/lib/faultline/lab11s/pki/etcd-admin") {
+		t.Errorf("etcd %+v, want %v and the local lab's etcd admin certificate", c.Etcd, want)
 	}
 }

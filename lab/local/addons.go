@@ -38,8 +38,9 @@ func stepOf[T any](kind string, obj *T, meta *metav1.ObjectMeta, c getCreater[T]
 	}
 }
 
-// applyAddons creates the lab's addons (the node agents' RBAC and the
-// cluster DNS, components.AddonObjects) where they are missing. After a
+// applyAddons creates the lab's addons (the node agents' RBAC, their
+// DaemonSets where they run as pods, and the cluster DNS,
+// components.AddonObjects and AgentPodAddons) where they are missing. After a
 // reset they are all there, restored with etcd's data; only lab up
 // creates them.
 func (l *Lab) applyAddons(ctx context.Context) error {
@@ -52,12 +53,31 @@ func (l *Lab) applyAddons(ctx context.Context) error {
 		return err
 	}
 	a := l.comp.AddonObjects(image)
+	if l.comp.AgentsAsPods() {
+		images, err := l.comp.AgentImages()
+		if err != nil {
+			return err
+		}
+		env, err := l.comp.Env(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.comp.AgentPodAddons(&a, images, env.Profile.ClientEnv()); err != nil {
+			return err
+		}
+	}
 	var steps []addonStep
 	for _, o := range a.ClusterRoles {
 		steps = append(steps, stepOf("ClusterRole", o, &o.ObjectMeta, kc.RbacV1().ClusterRoles()))
 	}
 	for _, o := range a.ClusterRoleBindings {
 		steps = append(steps, stepOf("ClusterRoleBinding", o, &o.ObjectMeta, kc.RbacV1().ClusterRoleBindings()))
+	}
+	for _, o := range a.Roles {
+		steps = append(steps, stepOf("Role", o, &o.ObjectMeta, kc.RbacV1().Roles(o.Namespace)))
+	}
+	for _, o := range a.RoleBindings {
+		steps = append(steps, stepOf("RoleBinding", o, &o.ObjectMeta, kc.RbacV1().RoleBindings(o.Namespace)))
 	}
 	for _, o := range a.ServiceAccounts {
 		steps = append(steps, stepOf("ServiceAccount", o, &o.ObjectMeta, kc.CoreV1().ServiceAccounts(o.Namespace)))
@@ -70,6 +90,9 @@ func (l *Lab) applyAddons(ctx context.Context) error {
 	}
 	for _, o := range a.Deployments {
 		steps = append(steps, stepOf("Deployment", o, &o.ObjectMeta, kc.AppsV1().Deployments(o.Namespace)))
+	}
+	for _, o := range a.DaemonSets {
+		steps = append(steps, stepOf("DaemonSet", o, &o.ObjectMeta, kc.AppsV1().DaemonSets(o.Namespace)))
 	}
 	for _, o := range a.CSIDrivers {
 		steps = append(steps, stepOf("CSIDriver", o, &o.ObjectMeta, kc.StorageV1().CSIDrivers()))

@@ -28,11 +28,15 @@ func (l *Lab) AuthorizationConfigFile(host string) (string, error) {
 var _ lab.AgentIdentities = (*Lab)(nil)
 
 // AgentIdentity is who node's kube-proxy or policy agent authenticates as
-// (see pki: one identity per node and agent).
+// (see pki: one identity per node and agent); unsupported where the
+// agents run as pods, which share their service account.
 func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
 	h, err := l.Host(node)
 	if err != nil {
 		return lab.Identity{}, err
+	}
+	if r, err := l.AgentRun(node, agent); err == nil && r.AsPod() {
+		return lab.Identity{}, lab.Unsupported(l.Info().Kind, "agent identity", fmt.Sprintf("%s runs as a pod on %s, as the service account %s/%s every node's pod shares (lab.AgentRunOf)", agent, node, r.Pod.Namespace, r.Pod.ServiceAccount))
 	}
 	lh := h.(*Host)
 	runs := false
@@ -54,7 +58,8 @@ func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
 var _ lab.AgentKubeconfigs = (*Lab)(nil)
 
 // AgentKubeconfig is the kubeconfig node's kube-proxy or policy agent
-// reads when it starts (pki: one per node and agent).
+// reads when it starts (pki: one per node and agent); unsupported where
+// the agents run as pods, which read theirs from the cluster.
 func (l *Lab) AgentKubeconfig(node, agent string) (string, error) {
 	if _, err := l.AgentIdentity(node, agent); err != nil {
 		return "", err

@@ -104,7 +104,7 @@ func New(c *lab.Config) (*Lab, error) {
 		plan:   plan,
 		net:    &hostns.Network{Lab: c.Name, Plan: plan},
 		sup:    supervise.New(c.StateDir),
-		ssh:    hostssh.Files{Dir: layout.State(c.StateDir).SSH()},
+		ssh:    hostssh.Files{Dir: layout.State(c.StateDir).SSH(), SudoUser: SudoUserName(c.Name)},
 		byName: map[string]*Host{},
 	}
 	l.comp = &components.Cluster{Config: c, Dirs: l.dirs, Plan: plan, SSH: l.ssh, Sup: l.sup}

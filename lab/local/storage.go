@@ -104,6 +104,11 @@ func (l *Lab) CheckVolumeFilesystem(ctx context.Context, volumeHandle string) (l
 	return lab.VolumeFilesystem{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, MountedOn: l.mountHosts(c.Mounts)}, err
 }
 
+// KubeletRootDir is the host's kubelet's --root-dir, under which its
+// pods' volumes are mounted (a static lab file that describes this lab
+// names it per host: hosts[].kubeletRootDir).
+func (l *Lab) KubeletRootDir(host string) string { return l.comp.KubeletRoot(host) }
+
 // OverwriteVolumeFile overwrites bytes of a directory volume's file in
 // the storage host's export path (csidriver.OverwriteFile); a block
 // volume's files are its file system's to place (lab.ErrUnsupported).

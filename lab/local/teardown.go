@@ -74,6 +74,8 @@ func teardown(ctx context.Context, cfg *lab.Config, rec *state.Record) error {
 	for _, h := range cfg.Hosts {
 		note(procs.KillHost(ctx, cfg.Name, h.Name))
 	}
+	// Its sessions went with the hosts' processes.
+	note(removeSudoUser(ctx, cfg.Name))
 	var nsPaths []string
 	for _, h := range cfg.Hosts {
 		nsPaths = append(nsPaths, layout.NetnsPath(layout.NetnsName(cfg.Name, h.Name)))

@@ -41,6 +41,11 @@ func (l *Lab) Up(ctx context.Context) error {
 	if _, err := l.comp.Images(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
+	if l.comp.AgentsAsPods() {
+		if _, err := l.comp.AgentImages(); err != nil {
+			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+		}
+	}
 	if l.asked != l.cfg.Kubernetes {
 		return fmt.Errorf("lab %s up: the lab is up with Kubernetes %s, etcd %s, timer profile %s; bring it down before bringing it up with %s, %s, %s",
 			l.cfg.Name, l.cfg.Kubernetes.Version, l.cfg.Kubernetes.EtcdVersion, l.cfg.Kubernetes.TimerProfile,
@@ -140,6 +145,9 @@ func (l *Lab) waitHealthy(ctx context.Context, since time.Time) error {
 		return err
 	}
 	l.logf("leader leases held")
+	if err := l.waitAgentPods(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 

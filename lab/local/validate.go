@@ -12,10 +12,14 @@ import (
 const Kind = "local"
 
 // defaults sets the timer profile a local lab runs its components with
-// when the file names none: Kubernetes' own defaults.
+// when the file names none (Kubernetes' own defaults), and names the
+// policy agent its workers run.
 func defaults(c *lab.Config) {
 	if c.Kubernetes.TimerProfile == "" {
 		c.Kubernetes.TimerProfile = timers.KubernetesDefaults
+	}
+	if c.Kubernetes.PolicyAgent == "" {
+		c.Kubernetes.PolicyAgent = lab.PolicyAgentKubeRouter
 	}
 }
 
@@ -45,6 +49,18 @@ func validate(c *lab.Config) []error {
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
 	}
+	if c.Etcd != nil {
+		bad("etcd", "is not for a local lab: it runs its own etcd and gives its client itself")
+	}
+	if c.Kubelet != nil {
+		bad("kubelet", "is not for a local lab: it gives its kubelets' client itself")
+	}
+	if c.Storage != nil {
+		bad("storage", "is not for a local lab: it builds its own storage on the host with the storage role")
+	}
+	if a := c.Kubernetes.PolicyAgent; a != "" && a != lab.PolicyAgentKubeRouter {
+		bad("kubernetes.policyAgent", "%q is not for a local lab: its workers run kube-router", a)
+	}
 	mgmt, mgmtErr := netip.ParsePrefix(c.Network.Management)
 	mgmt = mgmt.Masked()
 	for _, f := range []struct{ name, val string }{{"network.pods", c.Network.Pods}, {"network.services", c.Network.Services}} {
@@ -58,6 +74,9 @@ func validate(c *lab.Config) []error {
 	roles := map[lab.Role]int{}
 	for i, h := range c.Hosts {
 		f := fmt.Sprintf("hosts[%d]", i)
+		if h.KubeletRootDir != "" {
+			bad(f+".kubeletRootDir", "is not for a local lab: it chooses each node's kubelet root")
+		}
 		if len(h.Name) > 11 {
 			bad(f+".name", "%q is longer than 11 characters (local hosts name network interfaces)", h.Name)
 		}

@@ -22,6 +22,7 @@ type Host struct {
 	client         *Client
 	kind           string
 	sudo           bool
+	serviceCommand string
 	commandTimeout time.Duration
 	bootTimeout    time.Duration
 	powerOff       func(context.Context) error
@@ -90,6 +91,7 @@ func newHost(hc lab.HostConfig, client *Client, c *lab.SSHConfig, opts ...HostOp
 	}
 	if c != nil {
 		h.sudo = c.Sudo
+		h.serviceCommand = strings.ReplaceAll(c.ServiceCommand, "{host}", hc.Name)
 		if c.CommandTimeout.Duration > 0 {
 			h.commandTimeout = c.CommandTimeout.Duration
 		}
@@ -241,13 +243,36 @@ func unitCheck(name string) string {
 }
 
 func (h *Host) noUnit(op, name string) error {
+	if h.serviceCommand != "" {
+		return lab.Unsupported(h.kind, op+" "+name+" on "+h.cfg.Name, "the lab's service command knows no service "+name+" there")
+	}
 	return lab.Unsupported(h.kind, op+" "+name+" on "+h.cfg.Name,
 		"systemd has no unit "+name+" there (a kubeadm control plane runs as static pods, not units)")
+}
+
+// byCommand runs the lab's service command with args, mapping its exit
+// status as systemctl's is.
+func (h *Host) byCommand(ctx context.Context, op, name string, args ...string) error {
+	res, err := h.Run(ctx, h.serviceCommand+" "+strings.Join(args, " "))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case exitNoUnit:
+		return h.noUnit(op, name)
+	default:
+		return fmt.Errorf("%s %s on %s: the service command exited %d: %s", op, name, h.cfg.Name, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
 }
 
 func (h *Host) systemctl(ctx context.Context, verb, name string) error {
 	if err := checkService(name); err != nil {
 		return err
+	}
+	if h.serviceCommand != "" {
+		return h.byCommand(ctx, verb, name, verb, name)
 	}
 	res, err := h.Run(ctx, unitCheck(name)+"systemctl "+verb+" -- "+name)
 	if err != nil {
@@ -273,6 +298,9 @@ func (h *Host) Signal(ctx context.Context, name string, sig syscall.Signal) erro
 	sigName := strings.TrimPrefix(unix.SignalName(sig), "SIG")
 	if sigName == "" {
 		return fmt.Errorf("signal %d has no name", int(sig))
+	}
+	if h.serviceCommand != "" {
+		return h.byCommand(ctx, "signal "+sigName+" to", name, "signal", sigName, name)
 	}
 	script := unitCheck(name) + fmt.Sprintf(`pid=$(systemctl show -p MainPID --value -- %s) || exit 2; `+
 		`[ -n "$pid" ] && [ "$pid" -gt 0 ] || exit %d; kill -s %s "$pid"`, name, exitNoMainPID, sigName)
@@ -302,6 +330,13 @@ var KnownServices = []string{
 // On kubeadm clusters the control plane runs as static pods, not units, and
 // is therefore absent here.
 func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
+	if h.serviceCommand != "" {
+		res, err := h.runOK(ctx, "listing services", h.serviceCommand+" list")
+		if err != nil {
+			return nil, err
+		}
+		return parseServiceList(res.Stdout)
+	}
 	units := make([]string, len(KnownServices))
 	for i, s := range KnownServices {
 		units[i] = s + ".service"
@@ -312,6 +347,32 @@ func (h *Host) Services(ctx context.Context) ([]lab.ServiceState, error) {
 		return nil, err
 	}
 	return parseServiceStates(res.Stdout)
+}
+
+// parseServiceList reads a service command's list: per line a service's
+// name, state and main pid (0 for none).
+func parseServiceList(out string) ([]lab.ServiceState, error) {
+	var states []lab.ServiceState
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("a service list line that is not \"name state pid\": %q", line)
+		}
+		pid, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("a service list line whose pid is no number: %q", line)
+		}
+		switch f[1] {
+		case "running", "stopped", "frozen", "exited", "unknown":
+		default:
+			return nil, fmt.Errorf("a service list line with state %q (running, stopped, frozen, exited, unknown)", f[1])
+		}
+		states = append(states, lab.ServiceState{Name: f[0], State: f[1], PID: pid})
+	}
+	return states, nil
 }
 
 // parseServiceStates reads `systemctl show` output: one block of key=value

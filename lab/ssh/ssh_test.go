@@ -571,3 +571,57 @@ exec "$@"
 		t.Fatalf("sudo calls %q, want the command run through sh -c", calls)
 	}
 }
+
+// A lab whose hosts manage their services with a command of their own
+// (ssh.serviceCommand) has its services stopped, started, signalled and
+// listed through it, {host} its name; a service it does not know is
+// unsupported, as a unit systemd lacks.
+func TestServiceCommandStandsInForSystemd(t *testing.T) {
+	f := newFixture(t, sshdtest.Config{})
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	script := filepath.Join(dir, "svc")
+	body := `#!/bin/sh
+echo "$@" >> ` + log + `
+shift 2
+case "$1" in
+list) printf 'kubelet running 42\ncontainerd stopped 0\n' ;;
+stop|start) [ "$2" = kubelet ] || exit 64 ;;
+signal) [ "$3" = kubelet ] || exit 64 ;;
+*) exit 2 ;;
+esac
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.ssh.ServiceCommand = script + " --host {host}"
+	h := f.newHost(t)
+	ctx := testContext(t)
+	if err := h.StopService(ctx, "kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.StartService(ctx, "kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Signal(ctx, "kubelet", syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.StopService(ctx, "etcd"); !errors.Is(err, lab.ErrUnsupported) {
+		t.Errorf("stopping a service the command does not know: %v, want unsupported", err)
+	}
+	states, err := h.Services(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 || states[0] != (lab.ServiceState{Name: "kubelet", State: "running", PID: 42}) || states[1].State != "stopped" {
+		t.Errorf("services %+v", states)
+	}
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--host node1 stop kubelet\n--host node1 start kubelet\n--host node1 signal STOP kubelet\n--host node1 stop etcd\n--host node1 list\n"
+	if string(calls) != want {
+		t.Errorf("calls\n%s\nwant\n%s", calls, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	// The images the local lab loads into its nodes.
-	_ "github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/fixtures/images"
+	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/local"
@@ -33,6 +35,11 @@ const (
 	localLabManagement = "10.231.41.0/24"
 	localLabPods       = "10.245.0.0/16"
 	localLabServices   = "10.250.41.0/24"
+	// localLabStore is the storage host added to pair's, and
+	// historyPort the port of the history store the static lab runs
+	// there beside the local lab's own.
+	localLabStore = "stat-store"
+	historyPort   = 2391
 )
 
 // skipReason is set when no cluster can be had: the tests skip with it.
@@ -133,6 +140,7 @@ func localLabConfig() (*lab.Config, error) {
 		last := h.Address[strings.LastIndex(h.Address, ".")+1:]
 		h.Address = strings.TrimSuffix(localLabManagement, "0/24") + last
 	}
+	c.Hosts = append(c.Hosts, lab.HostConfig{Name: localLabStore, Roles: []lab.Role{lab.RoleStorage}, Address: strings.TrimSuffix(localLabManagement, "0/24") + "41"})
 	// The state dir default comes from FAULTLINE_STATE_DIR, set by the caller.
 	raw, err := yaml.Marshal(c)
 	if err != nil {
@@ -143,8 +151,37 @@ func localLabConfig() (*lab.Config, error) {
 
 // writeStaticLabFile marks the local lab's cluster and describes it in a
 // static lab file under dir, with what a user of someone's cluster would
-// have: an admin kubeconfig, an SSH key and the hosts' known keys.
+// have: an admin kubeconfig, a non-root login with passwordless sudo, its
+// SSH key and the hosts' known keys, and the cluster's storage classes,
+// with a history store the static lab runs itself on the storage host.
 func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local.Lab) (string, error) {
+	login, err := l.AddSudoUser(ctx)
+	if err != nil {
+		return "", err
+	}
+	info, err := l.StorageInfo()
+	if err != nil {
+		return "", err
+	}
+	bins, err := binpaths.Locate(c)
+	if err != nil {
+		return "", err
+	}
+	// The hosts run the local lab's supervisor, not systemd: their
+	// services are managed through faultline's own service command, run
+	// on the host as a fleet's systemctl would be.
+	faultline := filepath.Join(dir, "faultline")
+	build := exec.CommandContext(ctx, "go", "build", "-o", faultline, "../../cmd/faultline")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building faultline for the service command: %v\n%s", err, out)
+	}
+	serviceCommand := "FAULTLINE_STATE_DIR=" + lab.StateRoot() + " " + faultline + " lab service --lab " + c.Name + " --host {host}"
+	hosts := append([]lab.HostConfig(nil), c.Hosts...)
+	for i := range hosts {
+		if hosts[i].Name != localLabStore {
+			hosts[i].KubeletRootDir = l.KubeletRootDir(hosts[i].Name)
+		}
+	}
 	kubeconfig, err := l.Kubeconfig("")
 	if err != nil {
 		return "", err
@@ -166,11 +203,20 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 		StateDir:   filepath.Join(dir, "static-state"),
 		Kubernetes: c.Kubernetes,
 		Network:    c.Network,
-		Hosts:      c.Hosts,
+		Hosts:      hosts,
 		SSH: &lab.SSHConfig{
-			User:         "root",
-			IdentityFile: l.SSHKeyFile(),
-			KnownHosts:   l.KnownHostsFile(),
+			User:           login.Name,
+			IdentityFile:   login.KeyFile,
+			KnownHosts:     login.KnownHosts,
+			Sudo:           true,
+			ServiceCommand: serviceCommand,
+		},
+		Storage: &lab.StorageSettings{
+			SharedClass: info.SharedClass, BlockClass: info.BlockClass, BlockMMPClass: info.BlockMMPClass, BlockFencedClass: info.BlockFencedClass,
+			History: lab.HistoryStore{Host: localLabStore, Etcd: bins.Etcd, DataDir: filepath.Join(dir, "history"), Port: historyPort},
+			// The pause image every node of the local lab holds.
+			ReaderImage: images.SandboxImage,
+			Emulated:    info.Emulated,
 		},
 	}
 	raw, err := yaml.Marshal(static)
@@ -221,6 +267,12 @@ func localLabLeftovers(c *lab.Config, nsInodes []uint64) []string {
 	}
 	if _, err := os.Stat(c.StateDir); err == nil {
 		out = append(out, "state dir "+c.StateDir)
+	}
+	if _, err := user.Lookup(local.SudoUserName(c.Name)); err == nil {
+		out = append(out, "user "+local.SudoUserName(c.Name))
+	}
+	if _, err := os.Stat("/etc/sudoers.d/faultline-" + c.Name); err == nil {
+		out = append(out, "sudoers /etc/sudoers.d/faultline-"+c.Name)
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {

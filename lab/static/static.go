@@ -110,6 +110,15 @@ type Lab struct {
 
 	mu            sync.Mutex
 	serverVersion string
+
+	// volumes serialises the reads of each volume and keeps what was
+	// read of quiesced claims.
+	volumes volumeLocks
+	// clock is whether the hosts share a wall clock, once asked.
+	clock wallClock
+	// testHosts, when set, stand in for the SSH hosts in the storage
+	// code's commands.
+	testHosts []lab.Host
 }
 
 var _ lab.Lab = (*Lab)(nil)
@@ -235,7 +244,9 @@ func (l *Lab) Kube() (kubernetes.Interface, error) {
 }
 
 // Reset checks that this is a marked lab, deletes faultline's namespaces
-// and waits for a clean start. Nothing is restored: see Info().ResetKind.
+// and waits for a clean start, and empties the history store of a lab
+// with storage (starting it first where faultline runs it). Nothing is
+// restored: see Info().ResetKind.
 func (l *Lab) Reset(ctx context.Context) error {
 	if err := guard.CheckConfig(l.cfg); err != nil {
 		return err
@@ -249,6 +260,12 @@ func (l *Lab) Reset(ctx context.Context) error {
 	}
 	if err := cleanup.Reset(ctx, kube, cleanup.DefaultTimeout); err != nil {
 		return fmt.Errorf("lab %s: reset (cleanup only, no snapshot): %w", l.cfg.Name, err)
+	}
+	l.volumes.forget()
+	if l.cfg.Storage != nil {
+		if err := l.emptyHistory(ctx); err != nil {
+			return fmt.Errorf("lab %s: reset: %w", l.cfg.Name, err)
+		}
 	}
 	v, err := kube.Discovery().ServerVersion()
 	if err != nil {

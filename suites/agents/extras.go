@@ -17,10 +17,29 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// The node agents' health endpoints on each node's address.
+// The node agents' health endpoints on each node's address: kube-proxy's
+// and kube-router's.
 var AgentEndpoints = []source.AgentEndpoint{
 	{Agent: lab.ServiceKubeProxy, Port: 10256, Path: "/healthz"},
 	{Agent: lab.ServicePolicyAgent, Port: 20244, Path: "/healthz"},
+}
+
+// AgentEndpointsOf are the health endpoints asked on l's nodes: the policy
+// agent's only where the lab file names kube-router (lab.PolicyAgentOf;
+// the local lab's). Another agent's node refuses kube-router's port, and
+// a refusal is an agent admitting it is unhealthy; Calico's Felix serves
+// its health on localhost by default and kube-network-policies none, so
+// on those labs the policy agent's health is not read and
+// agent-health-truthful has no answer for it (unknown, never admitted).
+func AgentEndpointsOf(l lab.Lab) []source.AgentEndpoint {
+	var out []source.AgentEndpoint
+	for _, e := range AgentEndpoints {
+		if e.Agent == lab.ServicePolicyAgent && lab.PolicyAgentOf(l) != lab.PolicyAgentKubeRouter {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // probeTimeout is how long a client pod waits for one connection: a
@@ -125,8 +144,8 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 				func(ctx context.Context) (string, error) { return ServiceAddress(ctx, api.Client) }, "/hostname", probeTimeout),
 			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
-			source.NewAgentHealth(h, AgentEndpoints, probeTimeout),
-			source.NewPolicyRules(h),
+			source.NewAgentHealth(h, AgentEndpointsOf(env.Lab), probeTimeout),
+			source.PolicyRulesFor(env.Lab, h),
 		)
 		if name == NewcomerNode {
 			// Unreadable (no such pod) until a scenario starts it.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,7 +27,9 @@ const QuiesceTimeout = 2 * time.Minute
 
 // Quiesce stops every workload of the suite's namespace (each
 // StatefulSet and Deployment scaled to 0), waits until no pod of it is
-// left, and then until no node mounts the running scenario's volumes, so
+// left, marks its claims quiesced (lab.QuiescedClaimAnnotation: a lab
+// that reads volumes through the cluster may then mount them), and then
+// waits until no node mounts the running scenario's volumes, so
 // that the final reads see the stored state as nothing writes it: the
 // file, the database and the file system as they will stay. A mount that
 // outlasts the wait is not an error: the reads name it, and every
@@ -40,6 +43,7 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 		return err
 	}
 	var left string
+	marked := false
 	for {
 		pods, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
 		switch {
@@ -51,6 +55,13 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 				names = append(names, p.Name+" on "+orNone(p.Spec.NodeName))
 			}
 			left = "pods left: " + strings.Join(names, ", ")
+		case !marked:
+			if err := markQuiesced(ctx, cs); err != nil {
+				left = err.Error()
+				break
+			}
+			marked = true
+			left = mountsLeft(ctx, cs, sd)
 		default:
 			left = mountsLeft(ctx, cs, sd)
 		}
@@ -65,6 +76,27 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// markQuiesced marks every claim of the suite's namespace quiesced
+// (lab.QuiescedClaimAnnotation): a lab that reads volumes through the
+// cluster reads only such a claim, once nothing mounts it.
+func markQuiesced(ctx context.Context, cs kubernetes.Interface) error {
+	claims, err := cs.CoreV1().PersistentVolumeClaims(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the claims of %s: %w", Namespace, err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, c := range claims.Items {
+		if _, ok := c.Annotations[lab.QuiescedClaimAnnotation]; ok {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, lab.QuiescedClaimAnnotation, now)
+		if _, err := cs.CoreV1().PersistentVolumeClaims(Namespace).Patch(ctx, c.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("marking claim %s quiesced: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // scaleBackoff is how often a list or scale the API server dropped is

@@ -112,6 +112,59 @@ func TestQuiesceWaitsForThePods(t *testing.T) {
 	}
 }
 
+// Once no pod of the suite is left, every claim is marked quiesced before
+// its volume is looked at: a lab that reads volumes through the cluster
+// reads only a marked claim. While a pod is left, none is marked.
+func TestQuiesceMarksTheClaimsOnceThePodsAreGone(t *testing.T) {
+	SetActive(WorkloadLedger)
+	defer SetActive()
+	cs := fake.NewClientset(boundClaim()...)
+	seen := &markSeen{cs: cs}
+	if err := Quiesce(t.Context(), cs, seen, time.Second, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), LedgerClaim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, pvc.Annotations[lab.QuiescedClaimAnnotation]); err != nil {
+		t.Errorf("claim annotations %v: want %s set to a time", pvc.Annotations, lab.QuiescedClaimAnnotation)
+	}
+	if seen.reads == 0 || seen.unmarked > 0 {
+		t.Errorf("%d reads of the volume, %d of them before the claim was marked", seen.reads, seen.unmarked)
+	}
+
+	objs := append(boundClaim(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: LedgerPod, Namespace: Namespace}, Spec: corev1.PodSpec{NodeName: "worker1"}})
+	cs = fake.NewClientset(objs...)
+	if err := Quiesce(t.Context(), cs, mounts{}, 1200*time.Millisecond, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	pvc, err = cs.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), LedgerClaim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := pvc.Annotations[lab.QuiescedClaimAnnotation]; ok {
+		t.Errorf("claim marked quiesced (%s) while pod %s is left", v, LedgerPod)
+	}
+}
+
+// markSeen is a lab.StoredData that counts the reads made before the
+// ledger's claim was marked quiesced.
+type markSeen struct {
+	cs              *fake.Clientset
+	reads, unmarked int
+}
+
+func (m *markSeen) StorageInfo() (lab.StorageInfo, error) { return lab.StorageInfo{}, nil }
+func (m *markSeen) ReadVolumeFile(ctx context.Context, _, _ string) (lab.VolumeFile, error) {
+	m.reads++
+	pvc, err := m.cs.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, LedgerClaim, metav1.GetOptions{})
+	if err != nil || pvc.Annotations[lab.QuiescedClaimAnnotation] == "" {
+		m.unmarked++
+	}
+	return lab.VolumeFile{}, nil
+}
+
 // A write or list the API server dropped (a reset connection through the
 // virtual address, a timeout) is asked again within the quiesce's time;
 // a refusal is final.

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -265,18 +266,75 @@ func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentH
 // policyDumpSeparator splits the two dumps of one policy-rules read.
 const policyDumpSeparator = "---- faultline: ipset save ----"
 
-// PolicyRules reads the NetworkPolicy rules kube-router's firewall applied
-// on a node: source "policy-agent/<host>", question
-// evidence.AgentPolicyRules, from iptables-save's filter table and ipset
-// save in one command.
+// policyDump is how one agent's applied state is read on a node: the
+// command that dumps it and the parser of that command's output.
+type policyDump struct {
+	command string
+	parse   func(out string) (evidence.PolicyRulesValue, error)
+}
+
+// iptablesAndIPSets dumps the filter table and the IP sets in one
+// command, for agents that program both (kube-router, Calico's iptables
+// data plane).
+func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error)) policyDump {
+	return policyDump{
+		command: "iptables-save -t filter && echo '" + policyDumpSeparator + "' && ipset save",
+		parse: func(out string) (evidence.PolicyRulesValue, error) {
+			ipt, sets, ok := strings.Cut(out, policyDumpSeparator+"\n")
+			if !ok {
+				return evidence.PolicyRulesValue{}, errors.New("the dump has no ipset part")
+			}
+			return parse(ipt, sets)
+		},
+	}
+}
+
+// policyDumps are the agents whose applied state is read, by the name a
+// lab file gives them (lab.KubernetesSettings.PolicyAgent).
+var policyDumps = map[string]policyDump{
+	lab.PolicyAgentKubeRouter: iptablesAndIPSets(PolicyRulesFromKubeRouter),
+	lab.PolicyAgentCalico:     iptablesAndIPSets(PolicyRulesFromCalico),
+	// Every inet table: kube-network-policies' own, or none where it has
+	// programmed nothing (listing a table that does not exist fails).
+	lab.PolicyAgentKubeNetworkPolicies: {command: "nft -j list ruleset inet", parse: PolicyRulesFromKubeNetworkPolicies},
+}
+
+// PolicyDumpCommand is the command that dumps what agent (a
+// lab.PolicyAgent* name) applied on a node; ok is false for an agent
+// whose rules are not read.
+func PolicyDumpCommand(agent string) (cmd string, ok bool) {
+	d, ok := policyDumps[agent]
+	return d.command, ok
+}
+
+// PolicyRules reads the NetworkPolicy rules a node's policy agent applied:
+// source "policy-agent/<host>", question evidence.AgentPolicyRules, with
+// the dump and parser of that agent (kube-router's and Calico's filter
+// table and IP sets in one command, kube-network-policies' nftables
+// table).
 type PolicyRules struct {
 	name evidence.Source
 	host lab.Host
+	dump policyDump
 }
 
-// NewPolicyRules makes the reader of host's policy agent's rules.
-func NewPolicyRules(host lab.Host) *PolicyRules {
-	return &PolicyRules{name: evidence.Source("policy-agent/" + host.Name()), host: host}
+// PolicyRulesFor makes the reader of host's policy agent's rules, for the
+// agent l's lab file names (lab.PolicyAgentOf). A lab that names none, or
+// one whose rules are not read, gets a reader unreadable in every round
+// saying so: reading another agent's layout would find nothing
+// programmed, an answer the node never gave.
+func PolicyRulesFor(l lab.Lab, host lab.Host) evidence.Reader {
+	name := evidence.Source("policy-agent/" + host.Name())
+	agent := lab.PolicyAgentOf(l)
+	d, ok := policyDumps[agent]
+	switch {
+	case agent == "":
+		return NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules},
+			"the lab file names no NetworkPolicy agent (kubernetes.policyAgent: "+strings.Join(lab.PolicyAgents, ", ")+")")
+	case !ok:
+		return NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules}, "no reader for the policy agent "+agent)
+	}
+	return &PolicyRules{name: name, host: host, dump: d}
 }
 
 func (p *PolicyRules) Source() evidence.Source { return p.name }
@@ -288,19 +346,15 @@ func (p *PolicyRules) Read(ctx context.Context) map[evidence.Question]evidence.A
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
 		return map[evidence.Question]evidence.Answer{evidence.AgentPolicyRules: a}
 	}
-	res, err := p.host.Run(ctx, "iptables-save -t filter && echo '"+policyDumpSeparator+"' && ipset save")
+	res, err := p.host.Run(ctx, p.dump.command)
 	at := now()
 	if err != nil {
 		return one(evidence.UnreadableAnswer(Reason(err), at))
 	}
 	if res.ExitCode != 0 {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: reading the filter table and ipsets on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: dumping the policy agent's rules on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
 	}
-	ipt, sets, ok := strings.Cut(res.Stdout, policyDumpSeparator+"\n")
-	if !ok {
-		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": the dump has no ipset part", at))
-	}
-	v, err := PolicyRulesFromKubeRouter(ipt, sets)
+	v, err := p.dump.parse(res.Stdout)
 	if err != nil {
 		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": "+err.Error(), at))
 	}

@@ -62,7 +62,9 @@ type entry struct {
 	inject, heal []string
 	lingering    bool
 	// unreachable says why the local lab cannot reach a cell ("" when it
-	// can): the kind's inject refuses there, say.
+	// can): the kind's inject refuses there, say. A key is a cell's name
+	// ("mid-inject-2": that cell alone) or its name without the number
+	// ("mid-inject": every such cell).
 	unreachable map[string]string
 	// only lists the topologies the kind runs on; empty: every one but
 	// pair (pair is for power).
@@ -80,6 +82,10 @@ const (
 	// noStorageFixtures is why the matrix runs none of paper 3's
 	// controls' cells.
 	noStorageFixtures = "not built: the kind acts on paper 3's workloads (a ledger or elector StatefulSet on a claim, its history in the lab's external store), which the matrix does not make"
+	// agentsAsServices is why a step taken only for a node agent the lab
+	// runs as a DaemonSet's pod is never reached.
+	freezeOfAService = "the cell's fault freezes the scheduler's leader, a host service, and the matrix's labs (lab11, lab11s, pair) run their node agents as host services too (kubernetes.agents unset: services, the default): the freeze's pod steps, taken only for a node agent the lab runs as a DaemonSet pod, are never reached"
+	agentsAsServices = "the matrix's labs (lab11, lab11s, pair) run kube-proxy and kube-router as host services (kubernetes.agents unset: services, the default), so the step taken only for a node agent the lab runs as a DaemonSet pod is never reached; lab11-pods.yaml runs them as pods, and the matrix does not bring it up"
 )
 
 // catalog is every fault kind of the registry, with the fault its cells
@@ -96,8 +102,11 @@ var catalog = []entry{
 	{kind: faults.KindThrottle, make: func(s shape, _ fixtures) fault.Fault {
 		return faults.Throttle("role:"+string(lab.RoleWorker), []string{"role:" + string(lab.RoleControlPlane)}, 1024)
 	}, inject: []string{"throttle/inject/host#1"}, heal: []string{"throttle/heal/host#1"}},
+	// The pod steps' points come last, so the service steps' cells keep
+	// their names (mid-inject-1, mid-heal-1) on every lab.
 	{kind: faults.KindFreeze, make: func(shape, fixtures) fault.Fault { return faults.FreezeLeader(lab.ServiceScheduler) },
-		heal: []string{"freeze/heal/host#1"}},
+		inject: []string{"freeze/inject/pod-marked"}, heal: []string{"freeze/heal/host#1", "freeze/heal/pod-thawed"},
+		unreachable: map[string]string{cellInjected + "-1": freezeOfAService, cellMidHeal + "-2": freezeOfAService}},
 	{kind: faults.KindKill, make: func(s shape, _ fixtures) fault.Fault { return faults.Kill(s.worker(1), lab.ServiceKubeProxy) }},
 	{kind: faults.KindStopService, make: func(s shape, _ fixtures) fault.Fault {
 		return faults.StopService(s.worker(2), lab.ServiceKubelet)
@@ -118,7 +127,8 @@ var catalog = []entry{
 		inject: []string{"etcd-no-space/inject/member#1"}, heal: []string{"etcd-no-space/heal/disarmed#1"}},
 	{kind: faults.KindPinAgents, make: func(s shape, _ fixtures) fault.Fault {
 		return faults.PinAgents(s.worker(0), s.cp(0), lab.ServiceKubeProxy, lab.ServicePolicyAgent)
-	}, inject: []string{"pin-agents/inject/agent#1"}, heal: []string{"pin-agents/heal/restored#1"}},
+	}, inject: []string{"pin-agents/inject/agent#1", "pin-agents/inject/pod-chain"}, heal: []string{"pin-agents/heal/restored#1", "pin-agents/heal/pod-chain-removed"},
+		unreachable: map[string]string{cellInjected + "-2": agentsAsServices, cellMidHeal + "-2": agentsAsServices}},
 	{kind: faults.KindPodFreeze, need: needPod, node: 0, make: func(_ shape, fx fixtures) fault.Fault { return faults.FreezePod(fixtureNamespace, fx.Pod) },
 		inject: []string{"pod-freeze/inject/marked"}, heal: []string{"pod-freeze/heal/thawed"}},
 	// A compound is released as a lingering fault (it releases any part
@@ -202,7 +212,10 @@ func (e entry) cells(s shape) []cell {
 	add := func(name, point string) {
 		base, _, _ := strings.Cut(name, "#")
 		base = strings.TrimRight(base, "-0123456789")
-		u := e.unreachable[base]
+		u := e.unreachable[name]
+		if u == "" {
+			u = e.unreachable[base]
+		}
 		if e.unbuilt != "" {
 			u = e.unbuilt
 		}

@@ -49,6 +49,17 @@ func TestTheCatalogCoversEveryRegisteredKindAndItsPoints(t *testing.T) {
 				t.Errorf("%s declares crash point %s, which none of its cells reaches", e.kind, p.Name)
 			}
 		}
+		// A numbered key names one of the kind's cells; any other key is
+		// a kind of cell.
+		names := map[string]bool{cellRecorded: true, cellInjected: true, cellWindow: true, cellHealBegun: true, cellMidHeal: true, cellHealed: true, cellReleased: true, cellHealKilled: true, cellFencing: true}
+		for _, c := range e.cells(sh) {
+			names[c.name] = true
+		}
+		for k := range e.unreachable {
+			if !names[k] {
+				t.Errorf("%s: unreachable names %q, which is none of its cells", e.kind, k)
+			}
+		}
 		f := e.make(sh, fixtures{Node: "worker1", Pod: "p", Deployment: "d", Claim: "c"})
 		if f.Kind() != e.kind {
 			t.Errorf("the %s entry makes a %s fault", e.kind, f.Kind())

@@ -4,9 +4,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"regexp"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/faultline/faultline/lab"
 )
 
 // The API server's structured authorization configuration
@@ -24,12 +28,16 @@ var authzConfigVersions = []string{"apiserver.config.k8s.io/v1", "apiserver.conf
 // (tcpmux) is served by nothing on a cluster host; inject checks that.
 const refusedWebhookPort = 1
 
-// denyWatchExpression selects exactly user's list and watch of resources.
-// Every field is guarded with has(): a match condition that fails to
-// evaluate counts as a failure of the webhook, which with failurePolicy
-// Deny would deny requests the fault must let through. user and the
-// resources are checked names (no quote can reach the expression).
-func denyWatchExpression(user string, resources []WatchedResource) string {
+// denyWatchExpression selects exactly the identity's list and watch of
+// resources: its user and, for each key of its extra, a value it names
+// among the request's (a service account's pod-bound token on one node:
+// the node name the API server reads from it). Every field is guarded
+// with has(): a match condition that fails to evaluate counts as a
+// failure of the webhook, which with failurePolicy Deny would deny
+// requests the fault must let through. The user, the extra and the
+// resources are checked names (checkIdentity: no quote can reach the
+// expression).
+func denyWatchExpression(id lab.Identity, resources []WatchedResource) string {
 	var any []string
 	for _, r := range resources {
 		group := "(!has(request.resourceAttributes.group) || request.resourceAttributes.group == '')"
@@ -38,22 +46,60 @@ func denyWatchExpression(user string, resources []WatchedResource) string {
 		}
 		any = append(any, "(request.resourceAttributes.resource == '"+r.Resource+"' && "+group+")")
 	}
-	return strings.Join([]string{
+	conds := []string{
 		"has(request.user)",
-		"request.user == '" + user + "'",
+		"request.user == '" + id.User + "'",
+	}
+	keys := make([]string, 0, len(id.Extra))
+	for k := range id.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var vs []string
+		for _, v := range id.Extra[k] {
+			vs = append(vs, "v == '"+v+"'")
+		}
+		conds = append(conds, "has(request.extra)", "'"+k+"' in request.extra",
+			"request.extra['"+k+"'].exists(v, "+strings.Join(vs, " || ")+")")
+	}
+	return strings.Join(append(conds,
 		"has(request.resourceAttributes)",
 		"has(request.resourceAttributes.resource)",
-		"(" + strings.Join(any, " || ") + ")",
+		"("+strings.Join(any, " || ")+")",
 		"(!has(request.resourceAttributes.subresource) || request.resourceAttributes.subresource == '')",
 		"has(request.resourceAttributes.verb)",
 		"request.resourceAttributes.verb in ['list', 'watch']",
-	}, " && ")
+	), " && ")
+}
+
+// extraKeyPattern is a key of a user's extra as Kubernetes writes them
+// (authentication.kubernetes.io/node-name).
+var extraKeyPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`)
+
+// checkIdentity refuses an identity any part of which could not be put
+// into a match condition's string literal as it is.
+func checkIdentity(id lab.Identity) error {
+	if id.User == "" || strings.ContainsAny(id.User, "'\\") {
+		return fmt.Errorf("%q is not a user the fault can match", id.User)
+	}
+	for k, vs := range id.Extra {
+		if !extraKeyPattern.MatchString(k) || len(vs) == 0 {
+			return fmt.Errorf("extra %q = %v is not one the fault can match", k, vs)
+		}
+		for _, v := range vs {
+			if !nodeNamePattern.MatchString(v) {
+				return fmt.Errorf("extra %q value %q is not one the fault can match (a DNS-1123 subdomain)", k, v)
+			}
+		}
+	}
+	return nil
 }
 
 // denyWatchAuthorizer is the authorizer the fault puts first: a webhook
 // that cannot be reached, failing closed, asked only about user's list
 // and watch of resources. Nothing is cached, so heal takes effect at once.
-func denyWatchAuthorizer(name, user string, resources []WatchedResource, kubeconfigPath string) map[string]any {
+func denyWatchAuthorizer(name string, id lab.Identity, resources []WatchedResource, kubeconfigPath string) map[string]any {
 	return map[string]any{
 		"type": "Webhook",
 		"name": name,
@@ -71,7 +117,7 @@ func denyWatchAuthorizer(name, user string, resources []WatchedResource, kubecon
 				"kubeConfigFile": kubeconfigPath,
 			},
 			"matchConditions": []any{
-				map[string]any{"expression": denyWatchExpression(user, resources)},
+				map[string]any{"expression": denyWatchExpression(id, resources)},
 			},
 		},
 	}
@@ -81,7 +127,7 @@ func denyWatchAuthorizer(name, user string, resources []WatchedResource, kubecon
 // before its first authorizer. It refuses a file that is not an
 // AuthorizationConfiguration, lists no authorizer, or already holds an
 // authorizer of the same name (a fault never adopts what it did not write).
-func renderDenyWatchConfig(original []byte, name, user string, resources []WatchedResource, kubeconfigPath string) ([]byte, error) {
+func renderDenyWatchConfig(original []byte, name string, id lab.Identity, resources []WatchedResource, kubeconfigPath string) ([]byte, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(original, &doc); err != nil {
 		return nil, fmt.Errorf("reading the authorization configuration: %w", err)
@@ -107,7 +153,7 @@ func renderDenyWatchConfig(original []byte, name, user string, resources []Watch
 			return nil, fmt.Errorf("authorizers[%d] is already named %q: the fault is injected already, or its heal did not finish", i, name)
 		}
 	}
-	doc["authorizers"] = append([]any{denyWatchAuthorizer(name, user, resources, kubeconfigPath)}, list...)
+	doc["authorizers"] = append([]any{denyWatchAuthorizer(name, id, resources, kubeconfigPath)}, list...)
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("writing the authorization configuration: %w", err)

@@ -228,6 +228,14 @@ func (f *blackholeWatch) nodeHost(ctx context.Context, l lab.Lab) (lab.Host, err
 	svc := lab.ServiceKubelet
 	if f.p.Agent != "" {
 		svc = f.p.Agent
+		r, err := agentPodRun(l, f.p.Node, f.p.Agent)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			// A pod: refused() finds it through the API servers.
+			return h, nil
+		}
 	}
 	if _, err := ServiceState(ctx, h, svc); err != nil {
 		return nil, err
@@ -236,8 +244,9 @@ func (f *blackholeWatch) nodeHost(ctx context.Context, l lab.Lab) (lab.Host, err
 }
 
 // refused is who is refused what: the kubelet's pods, or the agent's
-// resources as the identity the lab gives it.
-func (f *blackholeWatch) refused(l lab.Lab) (lab.Identity, []WatchedResource, error) {
+// resources as the identity the lab gives it, or, for an agent run as a
+// pod, as its service account on its node (podAgentIdentity).
+func (f *blackholeWatch) refused(ctx context.Context, l lab.Lab) (lab.Identity, []WatchedResource, error) {
 	if f.p.ServiceAccount != "" {
 		ns, name, _ := strings.Cut(f.p.ServiceAccount, "/")
 		return lab.Identity{User: "system:serviceaccount:" + ns + ":" + name,
@@ -247,6 +256,20 @@ func (f *blackholeWatch) refused(l lab.Lab) (lab.Identity, []WatchedResource, er
 		return lab.Identity{User: "system:node:" + f.p.Node, Groups: []string{"system:nodes", "system:authenticated"}},
 			[]WatchedResource{{Resource: "pods"}}, nil
 	}
+	if r, err := agentPodRun(l, f.p.Node, f.p.Agent); err != nil || r != nil {
+		if err != nil {
+			return lab.Identity{}, nil, err
+		}
+		cs, err := kubeClient(l)
+		if err != nil {
+			return lab.Identity{}, nil, err
+		}
+		id, _, err := podAgentIdentity(ctx, cs, *r)
+		if err != nil {
+			return lab.Identity{}, nil, err
+		}
+		return id, f.p.Resources, nil
+	}
 	ids, ok := l.(lab.AgentIdentities)
 	if !ok {
 		return lab.Identity{}, nil, lab.Unsupported(l.Info().Kind, "blackhole watch of an agent", "the lab does not say who its node agents authenticate as (lab.AgentIdentities)")
@@ -255,8 +278,8 @@ func (f *blackholeWatch) refused(l lab.Lab) (lab.Identity, []WatchedResource, er
 	if err != nil {
 		return lab.Identity{}, nil, err
 	}
-	if id.User == "" || strings.ContainsAny(id.User, "'\\") {
-		return lab.Identity{}, nil, fmt.Errorf("the lab names %q as %s's %s: not a user the fault can match", id.User, f.p.Node, f.p.Agent)
+	if err := checkIdentity(id); err != nil {
+		return lab.Identity{}, nil, fmt.Errorf("the lab names %s's %s: %w", f.p.Node, f.p.Agent, err)
 	}
 	return id, f.p.Resources, nil
 }
@@ -272,7 +295,7 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 			return fmt.Errorf("blackhole watch: %w", err)
 		}
 	}
-	id, resources, err := f.refused(l)
+	id, resources, err := f.refused(ctx, l)
 	if err != nil {
 		return fmt.Errorf("blackhole watch: %w", err)
 	}
@@ -283,7 +306,7 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 	// Everything is read and checked on every host before any is changed.
 	rendered := make([][]byte, len(servers))
 	for i, s := range servers {
-		if rendered[i], err = f.prepare(ctx, s, id.User, resources); err != nil {
+		if rendered[i], err = f.prepare(ctx, s, id, resources); err != nil {
 			return fmt.Errorf("blackhole watch on %s: %w", s.host.Name(), err)
 		}
 	}
@@ -303,8 +326,18 @@ func (f *blackholeWatch) Inject(ctx context.Context, l lab.Lab) error {
 		return f.closeFromServers(ctx, l, servers)
 	}
 	// The pod watch kubelet holds open was allowed when it was made; only
-	// a watch made again meets the new authorizer.
-	if _, err := run(ctx, node, closeAPIConnectionsScript(apiServerPort(l))); err != nil {
+	// a watch made again meets the new authorizer. An agent in a pod of
+	// the host's network namespace that reads the in-cluster
+	// configuration dials the kubernetes Service's address instead.
+	filter := fmt.Sprintf("( dport = :%d )", apiServerPort(l))
+	if f.p.Agent != "" {
+		if svc, err := kubernetesServiceAddress(ctx, l); err != nil {
+			return fmt.Errorf("blackhole watch: %w", err)
+		} else if svc != "" {
+			filter = fmt.Sprintf("( dport = :%d ) or ( dst %s )", apiServerPort(l), svc)
+		}
+	}
+	if _, err := run(ctx, node, closeConnectionsScript(filter)); err != nil {
 		return fmt.Errorf("blackhole watch: closing %s's connections to the API servers: %w", node.Name(), err)
 	}
 	return nil
@@ -346,7 +379,7 @@ func (f *blackholeWatch) closeFromServers(ctx context.Context, l lab.Lab, server
 // prepare reads the host's configuration and returns it with the denying
 // webhook put first, after checking nothing of the fault is there yet and
 // nothing serves the port the webhook is sent to.
-func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost, user string, resources []WatchedResource) ([]byte, error) {
+func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost, id lab.Identity, resources []WatchedResource) ([]byte, error) {
 	st, err := ServiceState(ctx, s.host, lab.ServiceAPIServer)
 	if err != nil {
 		return nil, err
@@ -365,7 +398,7 @@ func (f *blackholeWatch) prepare(ctx context.Context, s apiServerHost, user stri
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", s.config, err)
 	}
-	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), user, resources, s.kubeconfig)
+	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), id, resources, s.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.config, err)
 	}
@@ -536,15 +569,35 @@ func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, er
 	if len(hosts) == 0 {
 		return fault.Effect{}, fmt.Errorf("lab %s has no control-plane host", l.Info().Name)
 	}
-	id, resources, err := f.refused(l)
+	id, resources, err := f.refused(ctx, l)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	as := &rest.ImpersonationConfig{UserName: id.User, Groups: id.Groups}
+	as := &rest.ImpersonationConfig{UserName: id.User, Groups: id.Groups, Extra: id.Extra}
+	// An agent run as a pod is asked for with a token bound to its pod,
+	// as its own is: the node name is then the API server's reading of
+	// the token, not the prober's claim.
+	var token string
+	if r, err := agentPodRun(l, f.p.Node, f.p.Agent); err != nil {
+		return fault.Effect{}, err
+	} else if f.p.Agent != "" && r != nil {
+		cs, err := kubeClient(l)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		if _, token, err = podAgentIdentity(ctx, cs, *r); err != nil {
+			return fault.Effect{}, err
+		}
+	}
 	observed := true
 	var details []string
 	for _, h := range hosts {
-		kc, err := apiServerClient(l, h, as)
+		var kc kubernetes.Interface
+		if token != "" {
+			kc, err = apiServerTokenClient(l, h, token)
+		} else {
+			kc, err = apiServerClient(l, h, as)
+		}
 		if err != nil {
 			return fault.Effect{}, err
 		}
@@ -589,7 +642,11 @@ func (f *blackholeWatch) Probe(ctx context.Context, l lab.Lab) (fault.Effect, er
 		observed = observed && allowed
 		details = append(details, fmt.Sprintf("%s: %s; get of its node %s", h.Name(), strings.Join(parts, ", "), get))
 	}
-	return fault.Effect{Observed: observed, Detail: "as " + id.User + " — " + strings.Join(details, "; ")}, nil
+	who := id.User
+	if nodes, ok := id.Extra[NodeNameExtra]; ok {
+		who += " with a token bound to its pod on " + strings.Join(nodes, ",")
+	}
+	return fault.Effect{Observed: observed, Detail: "as " + who + " — " + strings.Join(details, "; ")}, nil
 }
 
 func (r WatchedResource) String() string {

@@ -27,7 +27,7 @@ authorizers:
 `
 
 func TestRenderPutsTheDenyingWebhookFirstAndKeepsTheRest(t *testing.T) {
-	out, err := renderDenyWatchConfig([]byte(nodeRBACConfig), "faultline-blackhole-watch-abcd", "system:node:worker1", []WatchedResource{{Resource: "pods"}}, "/etc/k/refused.kubeconfig")
+	out, err := renderDenyWatchConfig([]byte(nodeRBACConfig), "faultline-blackhole-watch-abcd", lab.Identity{User: "system:node:worker1"}, []WatchedResource{{Resource: "pods"}}, "/etc/k/refused.kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRenderRefusesWhatItCannotChangeSafely(t *testing.T) {
 		{"{not yaml", "reading"},
 	}
 	for _, c := range cases {
-		_, err := renderDenyWatchConfig([]byte(c.config), "faultline-blackhole-watch-abcd", "system:node:worker1", []WatchedResource{{Resource: "pods"}}, "/k")
+		_, err := renderDenyWatchConfig([]byte(c.config), "faultline-blackhole-watch-abcd", lab.Identity{User: "system:node:worker1"}, []WatchedResource{{Resource: "pods"}}, "/k")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("render(%q) = %v, want an error containing %q", c.config, err, c.want)
 		}
@@ -195,7 +195,7 @@ func TestInstallAndHealScriptsRestoreTheFileByteForByte(t *testing.T) {
 	before := listDir(t, dir)
 	f := BlackholeWatchAt("worker1", conf).(*blackholeWatch)
 	s := apiServerHost{config: conf, original: conf + ".faultline-" + f.p.Tag + ".orig", kubeconfig: filepath.Join(dir, "faultline-"+f.p.Tag+"-refused-webhook.kubeconfig")}
-	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), "system:node:worker1", []WatchedResource{{Resource: "pods"}}, s.kubeconfig)
+	rendered, err := renderDenyWatchConfig(original, f.authorizerName(), lab.Identity{User: "system:node:worker1"}, []WatchedResource{{Resource: "pods"}}, s.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func listDir(t *testing.T, dir string) map[string]os.FileMode {
 // The agent's blackhole selects that user's list and watch of the named
 // resources, each in its group, and refuses bad names before anything.
 func TestBlackholeAgentWatchSelectsTheAgentsResources(t *testing.T) {
-	expr := denyWatchExpression("faultline:kube-router:worker1", []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}, {Resource: "pods"}})
+	expr := denyWatchExpression(lab.Identity{User: "faultline:kube-router:worker1"}, []WatchedResource{{Group: "networking.k8s.io", Resource: "networkpolicies"}, {Resource: "pods"}})
 	for _, want := range []string{
 		"request.user == 'faultline:kube-router:worker1'",
 		"(request.resourceAttributes.resource == 'networkpolicies' && (has(request.resourceAttributes.group) && request.resourceAttributes.group == 'networking.k8s.io'))",

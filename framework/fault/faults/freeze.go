@@ -20,19 +20,40 @@ const ClassProcessFreeze fault.Class = "process-freeze"
 
 // Freeze stops service on host with SIGSTOP; heal sends SIGCONT. Only the
 // service's main process is stopped: a containerd freeze leaves its shims
-// and containers running, which is the gray fault it stands for.
+// and containers running, which is the gray fault it stands for. A node
+// agent the lab runs as a pod (lab.AgentRunOf) is frozen as pod-freeze
+// freezes a pod: every process of its pod, by its cgroup on the node,
+// named in a marker under the fault's tag; heal thaws it.
 func Freeze(host, service string) fault.Fault {
-	return &freeze{p: serviceTarget{Host: host, Service: service}}
+	return &freeze{p: freezeParams{serviceTarget: serviceTarget{Host: host, Service: service}, Tag: newTag()}}
 }
 
 // FreezeLeader freezes whichever host leads service at inject time.
 func FreezeLeader(service string) fault.Fault {
-	return &freeze{p: serviceTarget{Service: service, Leader: true}}
+	return &freeze{p: freezeParams{serviceTarget: serviceTarget{Service: service, Leader: true}}}
+}
+
+// freezeParams are a freeze's target and, for an agent that may run as a
+// pod, the tag naming the marker of the cgroup frozen.
+type freezeParams struct {
+	serviceTarget
+	Tag string `json:"tag,omitempty"`
+}
+
+func (p freezeParams) check() error {
+	if err := p.serviceTarget.check(); err != nil {
+		return err
+	}
+	if p.Tag != "" {
+		return checkTag(p.Tag)
+	}
+	return nil
 }
 
 type freeze struct {
-	p   serviceTarget
+	p   freezeParams
 	inj injected
+	pod podInjected
 }
 
 func (f *freeze) Kind() string            { return KindFreeze }
@@ -40,12 +61,18 @@ func (f *freeze) Class() fault.Class      { return ClassProcessFreeze }
 func (f *freeze) Params() json.RawMessage { return mustJSON(f.p) }
 
 func (f *freeze) Inject(ctx context.Context, l lab.Lab) error {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		return f.injectPod(ctx, l, r, err)
+	}
 	return f.p.signalRunning(ctx, l, &f.inj, "freeze", syscall.SIGSTOP)
 }
 
 // Heal sends SIGCONT to the service wherever it has a process; SIGCONT to
 // a process that is not stopped changes nothing, so this is idempotent.
 func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
+	if done, err := f.healPod(ctx, l); done || err != nil {
+		return err
+	}
 	hosts, err := f.p.healHosts(l)
 	if err != nil {
 		return fmt.Errorf("healing freeze %s: %w", f.p, err)
@@ -78,6 +105,9 @@ func (f *freeze) Heal(ctx context.Context, l lab.Lab) error {
 // Probe reads the state of every thread of the process from /proc on its
 // host: the process is frozen only when all of them are T.
 func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		return f.probePod(ctx, l, r, err)
+	}
 	h, pid, err := f.p.probeHost(ctx, l, &f.inj)
 	if err != nil {
 		return fault.Effect{}, err
@@ -108,4 +138,4 @@ func (f *freeze) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	return fault.Effect{Detail: fmt.Sprintf("%s pid %d on %s: %d of %d threads in state T in /proc (states %v)", f.p.Service, pid, h.Name(), stopped, len(states), states)}, nil
 }
 
-func init() { register(KindFreeze, func(p serviceTarget) fault.Fault { return &freeze{p: p} }) }
+func init() { register(KindFreeze, func(p freezeParams) fault.Fault { return &freeze{p: p} }) }

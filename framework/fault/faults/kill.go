@@ -17,7 +17,10 @@ const KindKill = "kill"
 const ClassCrashStop fault.Class = "crash-stop"
 
 // Kill sends SIGKILL to service on host; heal starts it again if nothing
-// (a supervisor, systemd) has.
+// (a supervisor, systemd) has. A node agent the lab runs as a pod
+// (lab.AgentRunOf) is killed as a crash kills a container: SIGKILL to
+// every process of its container, which its kubelet then starts again in
+// the same pod; heal has nothing to start.
 func Kill(host, service string) fault.Fault {
 	return &kill{p: serviceTarget{Host: host, Service: service}}
 }
@@ -31,6 +34,7 @@ func KillLeader(service string) fault.Fault {
 type kill struct {
 	p   serviceTarget
 	inj injected
+	pod podInjected
 }
 
 func (f *kill) Kind() string            { return KindKill }
@@ -38,10 +42,29 @@ func (f *kill) Class() fault.Class      { return ClassCrashStop }
 func (f *kill) Params() json.RawMessage { return mustJSON(f.p) }
 
 func (f *kill) Inject(ctx context.Context, l lab.Lab) error {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		if err == nil {
+			var p agentPod
+			p, err = killAgentPod(ctx, l, *r)
+			f.pod.set(nil, podCgroup{}, p)
+		}
+		if err != nil {
+			return fmt.Errorf("kill %s: %w", f.p, err)
+		}
+		return nil
+	}
 	return f.p.signalRunning(ctx, l, &f.inj, "kill", syscall.SIGKILL)
 }
 
 func (f *kill) Heal(ctx context.Context, l lab.Lab) error {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		// The kubelet starts the container again: nothing to start.
+		f.pod.clear()
+		if err != nil {
+			return fmt.Errorf("healing kill %s: %w", f.p, err)
+		}
+		return nil
+	}
 	hosts, err := f.p.healHosts(l)
 	if err != nil {
 		return fmt.Errorf("healing kill %s: %w", f.p, err)
@@ -58,6 +81,14 @@ func (f *kill) Heal(ctx context.Context, l lab.Lab) error {
 // Probe sees the kill when the service is down, or runs under another pid
 // than the one killed (restarted by its supervisor).
 func (f *kill) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		_, _, killed := f.pod.get()
+		seen, detail, err := agentPodKillSeen(ctx, l, *r, killed)
+		return fault.Effect{Observed: seen, Detail: detail}, err
+	}
 	h, killed, err := f.p.probeHost(ctx, l, &f.inj)
 	if err != nil {
 		return fault.Effect{}, err

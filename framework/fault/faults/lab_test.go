@@ -56,12 +56,13 @@ type labTopology struct {
 	name, net, pods, services string
 	virtualIP                 string // last octet, if any
 	hosts                     string // a template of the hosts list
+	agents                    string // kubernetes.agents, if any
 }
 
 // render writes the topology with the overrides of the environment.
 func (tp labTopology) render(t *testing.T, stateDir string) string {
 	t.Helper()
-	v := struct{ Name, Net, Pods, Services, StateDir string }{os.Getenv("FAULTLINE_FAULTS_LAB_PREFIX") + tp.name, tp.net, tp.pods, tp.services, stateDir}
+	v := struct{ Name, Net, Pods, Services, StateDir, Agents string }{os.Getenv("FAULTLINE_FAULTS_LAB_PREFIX") + tp.name, tp.net, tp.pods, tp.services, stateDir, tp.agents}
 	for env, field := range map[string]*string{"FAULTLINE_FAULTS_NET": &v.Net, "FAULTLINE_FAULTS_PODS": &v.Pods, "FAULTLINE_FAULTS_SERVICES": &v.Services} {
 		if s := os.Getenv(env); s != "" {
 			*field = s
@@ -75,6 +76,9 @@ kubernetes:
   version: v1.36.3
   etcdVersion: v3.6.8
   timerProfile: fast
+{{- if .Agents}}
+  agents: {{.Agents}}
+{{- end}}
 network:
   management: {{.Net}}.0/24
   pods: {{.Pods}}
@@ -103,6 +107,8 @@ func childFaults(set string) []fault.Fault {
 		return []fault.Fault{faults.BlackholeWatch("w1")}
 	case "clock-skew":
 		return []fault.Fault{faults.ClockSkew("w1", 90*time.Second)}
+	case "agent-pods":
+		return []fault.Fault{faults.PinAgents("w1", "cp2", lab.ServicePolicyAgent), faults.Freeze("w1", lab.ServiceKubeProxy)}
 	default:
 		return []fault.Fault{faults.Isolate("w1"), faults.Freeze("w2", lab.ServiceContainerd)}
 	}

@@ -59,11 +59,13 @@ func (p pinAgentsParams) check() error {
 // and lab.ServicePolicyAgent) at the API server on the control-plane host
 // server alone, instead of the lab's usual address, and restarts them so
 // they read it: their lists and watches then go to that one server,
-// whatever happens to it. The lab must say where each agent's kubeconfig
-// is (lab.AgentKubeconfigs). Inject keeps each original beside it under
-// the fault's tag and rewrites only the kubeconfig's server; heal puts the
-// original back and restarts the agent, and with no kept original there is
-// nothing to heal. As a fault it changes nothing the cluster records; it
+// whatever happens to it. For an agent run as a service the lab must say
+// where its kubeconfig is (lab.AgentKubeconfigs): inject keeps each
+// original beside it under the fault's tag and rewrites only the
+// kubeconfig's server; heal puts the original back and restarts the agent,
+// and with no kept original there is nothing to heal. An agent the lab
+// runs as a pod reads its configuration from the cluster, one for every
+// node: it is pinned by its node's own rules instead (pinpods.go). As a fault it changes nothing the cluster records; it
 // is the condition of a scenario whose fault acts on that one server
 // (Compound), and that scenario's null arm's decoy.
 func PinAgents(node, server string, agents ...string) fault.Fault {
@@ -81,52 +83,74 @@ type pinned struct {
 	agent, config, original string
 }
 
-func (f *pinAgents) targets(l lab.Lab) (lab.Host, string, []pinned, error) {
+// pinTargets is what a pin acts on: the agents that read a kubeconfig
+// file on the node (rewritten), and those the lab runs as pods (pinned
+// by the node's rules, pinpods.go).
+type pinTargets struct {
+	node, server lab.Host
+	url          string // the server's API address, https://<address>:<port>
+	files        []pinned
+	pods         []lab.AgentRun
+}
+
+func (f *pinAgents) targets(l lab.Lab) (pinTargets, error) {
 	node, err := hostByName(l, f.p.Node)
 	if err != nil {
-		return nil, "", nil, err
+		return pinTargets{}, err
 	}
 	server, err := hostByName(l, f.p.Server)
 	if err != nil {
-		return nil, "", nil, err
+		return pinTargets{}, err
 	}
 	if !server.HasRole(lab.RoleControlPlane) {
-		return nil, "", nil, fmt.Errorf("%s is not a control-plane host: it runs no API server", f.p.Server)
+		return pinTargets{}, fmt.Errorf("%s is not a control-plane host: it runs no API server", f.p.Server)
 	}
-	kcs, ok := l.(lab.AgentKubeconfigs)
-	if !ok {
-		return nil, "", nil, lab.Unsupported(l.Info().Kind, "pin agents", "the lab does not say where its node agents' kubeconfigs are (lab.AgentKubeconfigs)")
-	}
-	var out []pinned
+	t := pinTargets{node: node, server: server, url: "https://" + net.JoinHostPort(server.Address(), strconv.Itoa(apiServerPort(l)))}
+	kcs, hasFiles := l.(lab.AgentKubeconfigs)
 	for _, a := range f.p.Agents {
+		r, err := agentPodRun(l, f.p.Node, a)
+		if err != nil {
+			return pinTargets{}, err
+		}
+		if r != nil {
+			t.pods = append(t.pods, *r)
+			continue
+		}
+		if !hasFiles {
+			return pinTargets{}, lab.Unsupported(l.Info().Kind, "pin agents", "the lab does not say where its node agents' kubeconfigs are (lab.AgentKubeconfigs)")
+		}
 		path, err := kcs.AgentKubeconfig(f.p.Node, a)
 		if err != nil {
-			return nil, "", nil, err
+			return pinTargets{}, err
 		}
-		out = append(out, pinned{agent: a, config: path, original: path + ".faultline-" + f.p.Tag + ".orig"})
+		t.files = append(t.files, pinned{agent: a, config: path, original: path + ".faultline-" + f.p.Tag + ".orig"})
 	}
-	url := "https://" + net.JoinHostPort(server.Address(), strconv.Itoa(apiServerPort(l)))
-	return node, url, out, nil
+	return t, nil
 }
 
 func (f *pinAgents) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("pin agents: %w", err)
 	}
-	node, url, agents, err := f.targets(l)
+	t, err := f.targets(l)
 	if err != nil {
 		return fmt.Errorf("pin agents: %w", err)
 	}
-	for _, a := range agents {
-		if _, err := ServiceState(ctx, node, a.agent); err != nil {
+	for _, a := range t.files {
+		if _, err := ServiceState(ctx, t.node, a.agent); err != nil {
 			return fmt.Errorf("pin agents: %w", err)
 		}
 	}
-	for _, a := range agents {
-		if _, err := run(ctx, node, pinScript(a, url)); err != nil {
+	if len(t.pods) > 0 {
+		if err := f.injectPods(ctx, l, t); err != nil {
+			return fmt.Errorf("pin agents: %w", err)
+		}
+	}
+	for _, a := range t.files {
+		if _, err := run(ctx, t.node, pinScript(a, t.url)); err != nil {
 			return fmt.Errorf("pin agents: %s's kubeconfig: %w", a.agent, err)
 		}
-		if err := restart(ctx, node, a.agent); err != nil {
+		if err := restart(ctx, t.node, a.agent); err != nil {
 			return fmt.Errorf("pin agents: %w", err)
 		}
 		crashpoint.Reach("pin-agents/inject/agent")
@@ -179,7 +203,7 @@ func restart(ctx context.Context, h lab.Host, service string) error {
 }
 
 func (f *pinAgents) Heal(ctx context.Context, l lab.Lab) error {
-	node, _, agents, err := f.targets(l)
+	t, err := f.targets(l)
 	if errors.Is(err, lab.ErrUnsupported) {
 		return nil
 	}
@@ -187,8 +211,11 @@ func (f *pinAgents) Heal(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("healing pin agents: %w", err)
 	}
 	var errs []error
-	for _, a := range agents {
-		out, err := healRun(ctx, node, restoreKubeconfigScript(a))
+	if len(t.pods) > 0 {
+		errs = append(errs, f.healPods(ctx, t))
+	}
+	for _, a := range t.files {
+		out, err := healRun(ctx, t.node, restoreKubeconfigScript(a))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -200,37 +227,39 @@ func (f *pinAgents) Heal(ctx context.Context, l lab.Lab) error {
 		// The agent read the pinned file when it started: only a restart
 		// makes it read the original. The kept copy goes last, so a heal
 		// cut short before it is done again in full.
-		if err := restart(ctx, node, a.agent); err != nil {
+		if err := restart(ctx, t.node, a.agent); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		fault.Removed(ctx, "%s: %s restarted on its original kubeconfig", node.Name(), a.agent)
-		if _, err := healRun(ctx, node, dropKeptScript(a)); err != nil {
+		fault.Removed(ctx, "%s: %s restarted on its original kubeconfig", t.node.Name(), a.agent)
+		if _, err := healRun(ctx, t.node, dropKeptScript(a)); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("healing pin agents: %w", errors.Join(errs...))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("healing pin agents: %w", err)
 	}
 	return nil
 }
 
 // Probe sees every agent's kubeconfig naming the server, and the agent
-// running with a connection open to that server's address.
+// running with a connection open to that server's address; for an agent
+// run as a pod, the node's rules there and the agent's connection ending
+// at the server (probePods).
 func (f *pinAgents) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
-	node, url, agents, err := f.targets(l)
+	t, err := f.targets(l)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	hostPort := strings.TrimPrefix(url, "https://")
+	hostPort := strings.TrimPrefix(t.url, "https://")
 	observed := true
 	var details []string
-	for _, a := range agents {
-		st, err := ServiceState(ctx, node, a.agent)
+	for _, a := range t.files {
+		st, err := ServiceState(ctx, t.node, a.agent)
 		if err != nil {
 			return fault.Effect{}, err
 		}
-		out, err := run(ctx, node, fmt.Sprintf("grep -c -F %s %s; ss -Htnp state established dst %s", shellQuote("server: "+url), shellQuote(a.config), hostPort))
+		out, err := run(ctx, t.node, fmt.Sprintf("grep -c -F %s %s; ss -Htnp state established dst %s", shellQuote("server: "+t.url), shellQuote(a.config), hostPort))
 		if err != nil {
 			return fault.Effect{}, err
 		}
@@ -238,7 +267,15 @@ func (f *pinAgents) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) 
 		inFile := strings.TrimSpace(lines[0]) != "" && strings.TrimSpace(lines[0]) != "0"
 		connected := st.PID != 0 && len(lines) > 1 && strings.Contains(lines[1], fmt.Sprintf("pid=%d,", st.PID))
 		observed = observed && inFile && connected
-		details = append(details, fmt.Sprintf("%s (pid %d, %s): kubeconfig names %s: %v; connected to it: %v", a.agent, st.PID, st.State, url, inFile, connected))
+		details = append(details, fmt.Sprintf("%s (pid %d, %s): kubeconfig names %s: %v; connected to it: %v", a.agent, st.PID, st.State, t.url, inFile, connected))
+	}
+	if len(t.pods) > 0 {
+		seen, detail, err := f.probePods(ctx, l, t)
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		observed = observed && seen
+		details = append(details, detail)
 	}
 	return fault.Effect{Observed: observed, Detail: f.p.Node + ": " + strings.Join(details, "; ")}, nil
 }

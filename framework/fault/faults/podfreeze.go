@@ -98,7 +98,11 @@ type podFreeze struct {
 func (f *podFreeze) Kind() string            { return KindPodFreeze }
 func (f *podFreeze) Class() fault.Class      { return ClassProcessFreeze }
 func (f *podFreeze) Params() json.RawMessage { return mustJSON(f.p) }
-func (f *podFreeze) marker() string          { return "/run/faultline-pod-freeze-" + f.p.Tag }
+func (f *podFreeze) marker() string          { return podFreezeMarker(f.p.Tag) }
+
+// podFreezeMarker is the file on a node naming the cgroup a fault with the
+// tag froze.
+func podFreezeMarker(tag string) string { return "/run/faultline-pod-freeze-" + tag }
 
 // podTarget is the pod found at inject time.
 type podTarget struct {

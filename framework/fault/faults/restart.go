@@ -19,7 +19,11 @@ const KindRestart = "restart-service"
 // service that exited after its restart, unable to start without what it
 // needs), and does nothing to one that runs. Its probe sees the effect
 // while the process that ran before inject is gone: a new process, or
-// none at all.
+// none at all. A node agent the lab runs as a pod (lab.AgentRunOf) is
+// restarted as one is on a cluster: its pod deleted, gracefully, for its
+// kubelet to stop and the DaemonSet to make again (a node the API servers
+// cannot reach keeps running the old pod); heal has nothing to start, and
+// the probe sees the effect once the old pod is gone from the API.
 func Restart(host, service string) fault.Fault {
 	return &restartService{p: serviceTarget{Host: host, Service: service}}
 }
@@ -27,6 +31,7 @@ func Restart(host, service string) fault.Fault {
 type restartService struct {
 	p   serviceTarget
 	inj injected
+	pod podInjected
 }
 
 func (f *restartService) Kind() string            { return KindRestart }
@@ -36,6 +41,17 @@ func (f *restartService) Params() json.RawMessage { return mustJSON(f.p) }
 func (f *restartService) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("restart %s: %w", f.p, err)
+	}
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		if err == nil {
+			var p agentPod
+			p, err = deleteAgentPod(ctx, l, *r)
+			f.pod.set(nil, podCgroup{}, p)
+		}
+		if err != nil {
+			return fmt.Errorf("restart %s: %w", f.p, err)
+		}
+		return nil
 	}
 	h, st, err := f.p.resolve(ctx, l)
 	if err != nil {
@@ -57,6 +73,14 @@ func (f *restartService) Inject(ctx context.Context, l lab.Lab) error {
 }
 
 func (f *restartService) Heal(ctx context.Context, l lab.Lab) error {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		// The DaemonSet makes the pod again: nothing to start.
+		f.pod.clear()
+		if err != nil {
+			return fmt.Errorf("healing restart %s: %w", f.p, err)
+		}
+		return nil
+	}
 	hosts, err := f.p.healHosts(l)
 	if err != nil {
 		return fmt.Errorf("healing restart %s: %w", f.p, err)
@@ -71,6 +95,17 @@ func (f *restartService) Heal(ctx context.Context, l lab.Lab) error {
 }
 
 func (f *restartService) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		if err != nil {
+			return fault.Effect{}, err
+		}
+		_, _, deleted := f.pod.get()
+		if deleted.UID == "" {
+			return fault.Effect{Detail: fmt.Sprintf("%s on %s runs as a pod; nothing was restarted", f.p.Service, f.p.Host)}, nil
+		}
+		seen, detail, err := agentPodReplaced(ctx, l, *r, deleted)
+		return fault.Effect{Observed: seen, Detail: detail}, err
+	}
 	h, before, err := f.p.probeHost(ctx, l, &f.inj)
 	if err != nil {
 		return fault.Effect{}, err

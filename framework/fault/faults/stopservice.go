@@ -13,7 +13,9 @@ import (
 const KindStopService = "stop-service"
 
 // StopService stops service on host the way its supervisor does (systemctl
-// stop on VMs, SIGTERM then SIGKILL on the local lab); heal starts it.
+// stop on VMs, SIGTERM then SIGKILL on the local lab); heal starts it. A
+// node agent the lab runs as a pod cannot be kept down (its kubelet and
+// DaemonSet start it again): inject refuses it as unsupported.
 func StopService(host, service string) fault.Fault {
 	return &stopService{p: serviceTarget{Host: host, Service: service}}
 }
@@ -36,6 +38,12 @@ func (f *stopService) Inject(ctx context.Context, l lab.Lab) error {
 	if err := f.p.check(); err != nil {
 		return fmt.Errorf("stop %s: %w", f.p, err)
 	}
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err != nil || r != nil {
+		if err == nil {
+			err = agentPodStopUnsupported(l, *r)
+		}
+		return fmt.Errorf("stop %s: %w", f.p, err)
+	}
 	h, st, err := f.p.resolve(ctx, l)
 	if err != nil {
 		return fmt.Errorf("stop %s: %w", f.p, err)
@@ -51,6 +59,10 @@ func (f *stopService) Inject(ctx context.Context, l lab.Lab) error {
 }
 
 func (f *stopService) Heal(ctx context.Context, l lab.Lab) error {
+	if r, err := agentPodRun(l, f.p.Host, f.p.Service); err == nil && r != nil {
+		// Inject refuses a pod agent: nothing can be stopped.
+		return nil
+	}
 	hosts, err := f.p.healHosts(l)
 	if err != nil {
 		return fmt.Errorf("healing stop %s: %w", f.p, err)

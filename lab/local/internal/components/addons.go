@@ -36,10 +36,15 @@ const (
 type Addons struct {
 	ClusterRoles        []*rbacv1.ClusterRole
 	ClusterRoleBindings []*rbacv1.ClusterRoleBinding
+	Roles               []*rbacv1.Role
+	RoleBindings        []*rbacv1.RoleBinding
 	ServiceAccounts     []*corev1.ServiceAccount
 	ConfigMaps          []*corev1.ConfigMap
 	Services            []*corev1.Service
 	Deployments         []*appsv1.Deployment
+	// DaemonSets are the node agents', where they run as pods
+	// (AgentPodAddons).
+	DaemonSets []*appsv1.DaemonSet
 	// CSIDrivers and StorageClasses are the CSI drivers' objects, on labs
 	// with a storage host.
 	CSIDrivers     []*storagev1.CSIDriver
@@ -107,15 +112,6 @@ func (c *Cluster) AddonObjects(image string) Addons {
 	var a Addons
 	a.ClusterRoles = []*rbacv1.ClusterRole{
 		{
-			// What kube-router's firewall lists and watches, and its node.
-			ObjectMeta: meta("faultline:kube-router", "", nil),
-			Rules: []rbacv1.PolicyRule{
-				readRule("", "namespaces", "pods", "services", "nodes", "endpoints"),
-				readRule("networking.k8s.io", "networkpolicies"),
-				readRule("discovery.k8s.io", "endpointslices"),
-			},
-		},
-		{
 			ObjectMeta: meta("faultline:coredns", "", nil),
 			Rules: []rbacv1.PolicyRule{
 				readRule("", "endpoints", "services", "pods", "namespaces"),
@@ -131,11 +127,26 @@ func (c *Cluster) AddonObjects(image string) Addons {
 		}
 	}
 	a.ClusterRoleBindings = []*rbacv1.ClusterRoleBinding{
-		bind("faultline:kube-router", "faultline:kube-router", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: pki.KubeRouterGroup}),
-		// The role Kubernetes bootstraps for kube-proxy (bound there to the
-		// one user system:kube-proxy), for every node's own identity.
-		bind("faultline:kube-proxies", "system:node-proxier", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: pki.KubeProxyGroup}),
 		bind("faultline:coredns", "faultline:coredns", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: CoreDNSName, Namespace: metav1.NamespaceSystem}),
+	}
+	if !c.AgentsAsPods() {
+		// The host services' identities, one per node (see pki); pods
+		// run as service accounts instead (AgentPodAddons).
+		a.ClusterRoles = append(a.ClusterRoles, &rbacv1.ClusterRole{
+			// What kube-router's firewall lists and watches, and its node.
+			ObjectMeta: meta("faultline:kube-router", "", nil),
+			Rules: []rbacv1.PolicyRule{
+				readRule("", "namespaces", "pods", "services", "nodes", "endpoints"),
+				readRule("networking.k8s.io", "networkpolicies"),
+				readRule("discovery.k8s.io", "endpointslices"),
+			},
+		})
+		a.ClusterRoleBindings = append(a.ClusterRoleBindings,
+			bind("faultline:kube-router", "faultline:kube-router", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: pki.KubeRouterGroup}),
+			// The role Kubernetes bootstraps for kube-proxy (bound there to
+			// the one user system:kube-proxy), for every node's own
+			// identity.
+			bind("faultline:kube-proxies", "system:node-proxier", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: pki.KubeProxyGroup}))
 	}
 	a.ServiceAccounts = []*corev1.ServiceAccount{{ObjectMeta: meta(CoreDNSName, metav1.NamespaceSystem, nil)}}
 	a.ConfigMaps = []*corev1.ConfigMap{{

@@ -179,9 +179,15 @@ func ForHost(c *Cluster, h Host) []Service {
 		out = append(out, controllerManagerService(), schedulerService())
 	}
 	if h.Node != nil {
-		out = append(out, containerdService(), kubeletService(), kubeProxyService())
+		out = append(out, containerdService(), kubeletService())
+		if !c.AgentsAsPods() {
+			// As pods, the node agents are the kubelet's to run.
+			out = append(out, kubeProxyService())
+			if RunsAgent(h, lab.ServicePolicyAgent) {
+				out = append(out, kubeRouterService())
+			}
+		}
 		if h.HasRole(lab.RoleWorker) {
-			out = append(out, kubeRouterService())
 			if _, ok := c.StorageHost(); ok {
 				out = append(out, csiNodeService())
 			}

@@ -18,6 +18,9 @@ type Images struct {
 	Pause    string   // image reference of the pod sandbox image
 	Tarballs []string // OCI archives, each holding one or more tagged images
 	Refs     []string // every reference the tarballs hold
+	// Agents are the node agents' images, loaded only where the lab runs
+	// them as pods.
+	Agents map[string]lab.NodeImage
 }
 
 // Images asks the program's node image source (lab.ProvideNodeImages)
@@ -30,13 +33,14 @@ func (c *Cluster) Images() (Images, error) {
 			c.imagesErr = fmt.Errorf("node images: %w", err)
 			return
 		}
-		c.images = Images{Pause: imgs.Sandbox, Tarballs: imgs.Tarballs, Refs: imgs.Refs}
+		c.images = Images{Pause: imgs.Sandbox, Tarballs: imgs.Tarballs, Refs: imgs.Refs, Agents: imgs.Agents}
 	})
 	return c.images, c.imagesErr
 }
 
 // ImportImages imports the node images into a node's containerd, in
-// the namespace the CRI uses, unless they are already there.
+// the namespace the CRI uses, unless they are already there; where the
+// node agents run as pods, the images of those the node runs too.
 func (c *Cluster) ImportImages(ctx context.Context, h Host) error {
 	imgs, err := c.Images()
 	if err != nil {
@@ -56,11 +60,25 @@ func (c *Cluster) ImportImages(ctx context.Context, h Host) error {
 			missing = true
 		}
 	}
-	if !missing {
+	if missing {
+		for _, t := range imgs.Tarballs {
+			if err := c.ImportArchive(ctx, h, t); err != nil {
+				return err
+			}
+		}
+	}
+	if !c.AgentsAsPods() {
 		return nil
 	}
-	for _, t := range imgs.Tarballs {
-		if err := c.ImportArchive(ctx, h, t); err != nil {
+	for _, a := range Agents {
+		im, ok := imgs.Agents[a]
+		if !ok {
+			return fmt.Errorf("host %s: no %s image to import", h.Name, a)
+		}
+		if !RunsAgent(h, a) || have[im.Ref] {
+			continue
+		}
+		if err := c.ImportArchive(ctx, h, im.Tarball); err != nil {
 			return err
 		}
 	}

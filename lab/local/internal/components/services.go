@@ -87,6 +87,8 @@ var SharedPaths = []string{
 	"/var/log/containers",
 	"/var/log/pods",
 	"/run/sshd",
+	// The iptables lock both agents' DaemonSets mount from the host.
+	xtablesLock,
 }
 
 // SSHD is the host's sshd, the first service of every host.

@@ -68,6 +68,9 @@ func ensureKey(path, comment string) (ssh.Signer, error) {
 // Files is where the lab keeps its SSH material.
 type Files struct {
 	Dir string
+	// SudoUser is the non-root login every host's sshd takes with a key
+	// of its own (UserKey), once the machine has the user; empty: none.
+	SudoUser string
 }
 
 // ClientKey is the private key every host accepts, AuthorizedKeys its
@@ -77,6 +80,29 @@ func (f Files) ClientKey() string      { return filepath.Join(f.Dir, "id_ed25519
 func (f Files) AuthorizedKeys() string { return filepath.Join(f.Dir, "authorized_keys") }
 func (f Files) KnownHosts() string     { return filepath.Join(f.Dir, "known_hosts") }
 func (f Files) Home() string           { return filepath.Join(f.Dir, "home") }
+
+// UserKey is the sudo user's private key, UserAuthorizedKeys its public
+// half as every sshd reads it for that user alone.
+func (f Files) UserKey() string { return filepath.Join(f.Dir, "users", f.SudoUser, "id_ed25519") }
+func (f Files) UserAuthorizedKeys() string {
+	return filepath.Join(f.Dir, "users", f.SudoUser, "authorized_keys")
+}
+
+// EnsureUserKey generates the sudo user's key, the first time, and the
+// authorized_keys file sshd reads for it.
+func EnsureUserKey(f Files, labName string) error {
+	if f.SudoUser == "" {
+		return errors.New("the lab has no sudo user")
+	}
+	s, err := ensureKey(f.UserKey(), "faultline-"+labName+"-"+f.SudoUser)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.UserAuthorizedKeys(), ssh.MarshalAuthorizedKey(s.PublicKey()), 0o600); err != nil {
+		return fmt.Errorf("writing the sudo user's authorized_keys: %w", err)
+	}
+	return nil
+}
 
 // HostKey is a host's private key, SSHDConfigFile its sshd's config.
 func (f Files) HostKey(host string) string {
@@ -157,6 +183,13 @@ MaxStartups 100:30:200
 	fmt.Fprintf(&b, "MaxSessions %d\n", sshdMaxSessions)
 	if len(env) > 0 {
 		fmt.Fprintf(&b, "SetEnv %s\n", strings.Join(env, " "))
+	}
+	if f.SudoUser != "" {
+		// Last: a Match block runs to the end of the file. sshd reads an
+		// AuthorizedKeysFile as the user, who may not traverse the lab's
+		// state dir, so root reads it for sshd.
+		fmt.Fprintf(&b, "Match User %s\n\tAuthorizedKeysFile none\n\tAuthorizedKeysCommand /usr/bin/cat %s\n\tAuthorizedKeysCommandUser root\n",
+			f.SudoUser, f.UserAuthorizedKeys())
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,5 +60,40 @@ func TestHostClientUsesTheMaterialMadeAfterIt(t *testing.T) {
 	res, err := c.Run(ctx, "id -un")
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "root" {
 		t.Fatalf("Run once the material exists = %+v, %v, want root", res, err)
+	}
+}
+
+// A lab with a sudo user gives it a key of its own, read by root for
+// sshd, in a Match block that ends the config; sshd accepts the config.
+func TestSSHDConfigTakesTheSudoUsersKey(t *testing.T) {
+	sshdtest.Require(t)
+	files := Files{Dir: t.TempDir(), SudoUser: "fl-t"}
+	if err := Ensure(files, "t", map[string]string{"h1": "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureUserKey(files, "t"); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := os.ReadFile(files.UserAuthorizedKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub := sshdtestKey(t, files.UserKey()); strings.TrimSpace(string(auth)) != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub.Public))) {
+		t.Errorf("authorized_keys %q is not the user's key", auth)
+	}
+	conf := SSHDConfig(files, "h1", "127.0.0.1", []string{"PATH=/usr/bin"})
+	_, match, ok := strings.Cut(conf, "Match User fl-t\n")
+	if !ok || !strings.Contains(match, "AuthorizedKeysCommand /usr/bin/cat "+files.UserAuthorizedKeys()) || !strings.Contains(match, "AuthorizedKeysFile none") {
+		t.Fatalf("config without the user's Match block last:\n%s", conf)
+	}
+	path := files.SSHDConfigFile("h1")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("sshd -t: %v\n%s", err, out)
+	}
+	if conf := SSHDConfig(Files{Dir: files.Dir}, "h1", "127.0.0.1", nil); strings.Contains(conf, "Match") {
+		t.Errorf("a lab without a sudo user has a Match block:\n%s", conf)
 	}
 }
