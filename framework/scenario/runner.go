@@ -250,11 +250,12 @@ func (r *run) start(ctx context.Context) error {
 		}
 	}
 	defer timeReset()
+	r.healLeftovers(ctx, l, leftoversBeforeReset)
 	if err := l.Reset(ctx); err != nil {
 		return r.fail("reset", err)
 	}
 	r.event("lab-reset", "")
-	if err := checkClean(ctx, l); err != nil {
+	if err := r.checkCleanAfterReset(ctx, l); err != nil {
 		return r.fail("clean-start check", err)
 	}
 	if st.cfg.Prepare != nil {
