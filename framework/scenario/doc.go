@@ -42,6 +42,9 @@
 //
 //	BeforeEach      skip when the lab lacks the scenario's Topology or
 //	                Shape, naming what is missing (nothing is touched);
+//	                heal what an earlier run left in the heal ledger
+//	                (before the reset, and again after it if any is
+//	                left; each on the run's timeline, leftover-*);
 //	                reset the lab; check it starts clean (empty ledger, up);
 //	                Suite.Prepare (handed the scenario); baseline
 //	                snapshot; a pre-fault window

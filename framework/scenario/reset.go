@@ -11,7 +11,8 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// The reset phase (PhaseReset): the lab goes back to its clean state, is
+// The reset phase (PhaseReset): what earlier runs left in the heal ledger
+// is healed (leftovers.go), the lab goes back to its clean state, is
 // checked to start clean (an empty heal ledger, up), Suite.Prepare
 // installs what the scenario needs, and the baseline snapshot is taken.
 // It hands the pre-fault phase the baseline.
@@ -23,11 +24,12 @@ func (r *run) reset(ctx context.Context) (evidence.Snapshot, error) {
 	l := st.lab
 	r.enter(PhaseReset)
 	defer r.timed("reset", time.Now())
+	r.healLeftovers(ctx, l, leftoversBeforeReset)
 	if err := l.Reset(ctx); err != nil {
 		return evidence.Snapshot{}, r.fail("reset", err)
 	}
 	r.event("lab-reset", "")
-	if err := checkClean(ctx, l); err != nil {
+	if err := r.checkCleanAfterReset(ctx, l); err != nil {
 		return evidence.Snapshot{}, r.fail("clean-start check", err)
 	}
 	if st.cfg.Prepare != nil {
