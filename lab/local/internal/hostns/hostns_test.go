@@ -2,8 +2,12 @@ package hostns
 
 import (
 	"net"
+	"net/netip"
 	"reflect"
 	"testing"
+
+	"github.com/faultline/faultline/lab/local/internal/addressing"
+	"github.com/vishvananda/netlink"
 )
 
 func TestSplitIptablesRule(t *testing.T) {
@@ -28,5 +32,16 @@ func TestStableMAC(t *testing.T) {
 		if mac[0]&0x02 == 0 || mac[0]&0x01 != 0 {
 			t.Errorf("%s is not a locally administered unicast address", mac)
 		}
+	}
+}
+
+// A node's route to the service range is on the pod link, with no
+// gateway: kube-proxy's OUTPUT rules rewrite the address before the
+// packet leaves.
+func TestServiceRouteCoversTheServiceRangeOnThePodLink(t *testing.T) {
+	p := &addressing.Plan{Services: netip.MustParsePrefix("10.250.14.0/24")}
+	r := serviceRoute(p, 7)
+	if r.LinkIndex != 7 || r.Dst.String() != "10.250.14.0/24" || r.Gw != nil || r.Scope != netlink.SCOPE_LINK {
+		t.Errorf("route %+v, want 10.250.14.0/24 on link 7, scope link, no gateway", r)
 	}
 }

@@ -278,6 +278,9 @@ func (n *Network) CreateHost(h Host) error {
 		if err := n.addPodRoutes(inside, h.Name); err != nil {
 			return err
 		}
+		if err := n.addServiceRoute(inside, h.Name); err != nil {
+			return err
+		}
 	}
 	if err := n.addRoutesToPods(inside, h); err != nil {
 		return err
@@ -361,6 +364,33 @@ func (n *Network) addPodRoutes(inside *netlink.Handle, host string) error {
 		}
 	}
 	return nil
+}
+
+// addServiceRoute gives a node a route to the cluster's service range, as
+// a real node's default route does. A process in the node's own network
+// namespace that dials a service address (a host-network pod reading the
+// in-cluster configuration, as kube-router does when the lab runs it as a
+// DaemonSet pod) needs one for the kernel to choose an interface before
+// kube-proxy's OUTPUT rules rewrite the address to a pod's; without it
+// the dial fails at once with "network is unreachable". Traffic to a
+// service address no rule rewrites goes out pod0 and is never answered,
+// as on a node whose default route leads nowhere for it.
+func (n *Network) addServiceRoute(inside *netlink.Handle, host string) error {
+	link, err := inside.LinkByName(layout.HostPodIf)
+	if err != nil {
+		return fmt.Errorf("host %s: %w", host, err)
+	}
+	r := serviceRoute(n.Plan, link.Attrs().Index)
+	if err := inside.RouteReplace(r); err != nil {
+		return fmt.Errorf("host %s: route to the service range %s: %w", host, n.Plan.Services, err)
+	}
+	return nil
+}
+
+// serviceRoute is the route addServiceRoute adds: the service range on
+// the pod interface, on the link (no gateway).
+func serviceRoute(p *addressing.Plan, podLink int) *netlink.Route {
+	return &netlink.Route{LinkIndex: podLink, Dst: prefixToIPNet(p.Services), Scope: netlink.SCOPE_LINK}
 }
 
 // addRoutesToPods routes each node's pod subnet through the node's
