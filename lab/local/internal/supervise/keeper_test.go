@@ -75,10 +75,12 @@ func TestKeeperRestartsAnExitedService(t *testing.T) {
 }
 
 // SIGTERM ends the keeper and leaves the running service to whoever stops
-// it, so a stop never races a restart.
+// it, so a stop never races a restart. The service sleeps far longer than
+// the test takes (it is killed at the end), so a loaded machine that
+// slows the test cannot end it on its own.
 func TestKeeperEndsWithoutTouchingTheService(t *testing.T) {
 	dir := t.TempDir()
-	cmd, pidfile, restarts := startKeeper(t, dir, "0.2", "/bin/sleep", "30")
+	cmd, pidfile, restarts := startKeeper(t, dir, "0.2", "/bin/sleep", "600")
 	var rec processRecord
 	deadline := time.Now().Add(10 * time.Second)
 	for {
