@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,5 +282,102 @@ func TestEachRuleCanFail(t *testing.T) {
 	}
 	if got := violations(ok); len(got) != 0 {
 		t.Errorf("a graph that keeps the layers: %q", got)
+	}
+}
+
+// fileImport is one import of one Go file: the file, the imported path
+// inside the module, and the name it is imported under ("_" for a blank
+// import, empty for none).
+type fileImport struct {
+	File string
+	Path string
+	Name string
+}
+
+// cmdViolations returns one line per import of a suite by a command that
+// is not blank: a command links the suites' reports, which register
+// themselves (reports/suitereports), and calls them through the registry,
+// so it never names a suite's identifiers.
+func cmdViolations(imports []fileImport) []string {
+	var out []string
+	for _, i := range imports {
+		if under(i.File, "cmd") && under(i.Path, "suites") && i.Name != "_" {
+			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a suite only by blank import, the suite registering itself", i.File, i.Path))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cmdImports parses the imports of every non-test Go file under cmd/,
+// whatever its build tags.
+func cmdImports(t *testing.T) []fileImport {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	var out []fileImport
+	files := 0
+	err := filepath.WalkDir(filepath.Join(root, "cmd"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			p := strings.Trim(spec.Path.Value, "`\"")
+			in := inModule([]string{p})
+			if len(in) == 0 {
+				continue
+			}
+			name := ""
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+			out = append(out, fileImport{File: filepath.ToSlash(rel), Path: in[0], Name: name})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("found no Go file under cmd/: the rule on the command's imports holds against nothing")
+	}
+	return out
+}
+
+func TestTheCommandLinksSuitesOnlyByBlankImport(t *testing.T) {
+	for _, v := range cmdViolations(cmdImports(t)) {
+		t.Error(v)
+	}
+}
+
+func TestTheCommandRuleCanFail(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		i    fileImport
+		want string
+	}{
+		{"named import", fileImport{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "drillreport"}, "cmd/faultline/report.go imports suites/drills/report by name"},
+		{"plain import", fileImport{File: "cmd/faultline/drill_report.go", Path: "suites/drills/report"}, "cmd/faultline/drill_report.go imports suites/drills/report by name"},
+	} {
+		got := cmdViolations([]fileImport{c.i})
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%s: got %q, want one violation starting %q", c.name, got, c.want)
+		}
+	}
+	ok := []fileImport{
+		{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "_"},
+		{File: "cmd/faultline/report.go", Path: "reports/suitereports"},
+		{File: "suites/drills/report/register.go", Path: "suites/drills", Name: "drills"},
+	}
+	if got := cmdViolations(ok); len(got) != 0 {
+		t.Errorf("imports that keep the rule: %q", got)
 	}
 }
