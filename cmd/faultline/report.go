@@ -10,7 +10,9 @@ import (
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/reports/aggregate"
 	"github.com/faultline/faultline/reports/html"
-	drillreport "github.com/faultline/faultline/suites/drills/report"
+	"github.com/faultline/faultline/reports/suitereports"
+	// The drills' reports register themselves (suitereports.Register).
+	_ "github.com/faultline/faultline/suites/drills/report"
 )
 
 func newReportCommand() *cobra.Command {
@@ -164,7 +166,13 @@ last line cut short by a crash is left out, and the report names it.`,
 				if output == "" {
 					return usagef("--format html writes a site into a directory: give it with -o DIR")
 				}
-				return html.WriteSite(output, args, html.WithFolderPages(drillreport.FolderPages))
+				var opts []html.Option
+				for _, r := range suitereports.All() {
+					if r.FolderPages != nil {
+						opts = append(opts, html.WithFolderPages(r.FolderPages))
+					}
+				}
+				return html.WriteSite(output, args, opts...)
 			default:
 				return usagef("--format %q: give markdown, csv, latex or html", format)
 			}

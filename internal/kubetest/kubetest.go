@@ -37,7 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/binpaths"
 )
 
 // Upstreams of the cache, at the versions the build pins.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +20,16 @@ const module = "github.com/faultline/faultline"
 
 // pkg is what the rules need of one package: its path inside the module,
 // its direct and transitive imports inside the module (non-test files
-// only), and whether it registers a lab backend.
+// only), whether it registers a lab backend, and whether it is a test
+// helper (its non-test files import "testing": it is linked only into
+// tests).
 type pkg struct {
-	Path     string
-	Imports  []string
-	Deps     []string
-	Backend  bool
-	FromTest bool
+	Path       string
+	Imports    []string
+	Deps       []string
+	Backend    bool
+	FromTest   bool
+	TestHelper bool
 }
 
 // under reports whether p is prefix or a package below it.
@@ -41,10 +47,17 @@ func anyUnder(p string, prefixes ...string) bool {
 // violations applies the layering rules to the packages and returns one
 // line per broken rule. Only non-test imports count: a test may link what
 // it exercises (the engine's self-test links the renderers to check the
-// summary it writes).
+// summary it writes). A test helper's own imports count as a test's, so
+// the rules below apply to it only through the first one.
 //
+//   - No package but a test helper depends on a test helper: they import
+//     "testing" and start real processes for tests, and are linked only
+//     into tests.
 //   - lab/... depends on nothing of framework, suites, reports, fixtures
 //     or cmd: the lab layer is at the bottom.
+//   - lab/... depends on a package of internal/ only if that package
+//     depends on nothing of the module (a leaf, such as internal/gobuild):
+//     what the lab layer needs of its own lives under lab.
 //   - A backend (a package that registers a lab kind, and everything
 //     below it) depends on no framework and no fixtures.
 //   - lab/local/internal/... (the local lab's parts: host namespaces,
@@ -65,15 +78,32 @@ func violations(pkgs []pkg) []string {
 		}
 	}
 	isBackend := func(p string) bool { return anyUnder(p, backends...) }
+	byPath := map[string]pkg{}
+	for _, p := range pkgs {
+		byPath[p.Path] = p
+	}
+	// A package the listing did not find counts as depending on the
+	// module: the rule then fires rather than passes unseen.
+	isLeaf := func(p string) bool {
+		q, ok := byPath[p]
+		return ok && len(q.Deps) == 0
+	}
 	var out []string
 	bad := func(p pkg, dep, why string) {
 		out = append(out, fmt.Sprintf("%s depends on %s: %s", p.Path, dep, why))
 	}
 	for _, p := range pkgs {
+		if p.TestHelper {
+			continue
+		}
 		for _, d := range p.Deps {
 			switch {
+			case byPath[d].TestHelper:
+				bad(p, d, "a test helper is linked only into tests")
 			case under(p.Path, "lab") && anyUnder(d, "framework", "suites", "reports", "fixtures", "cmd"):
 				bad(p, d, "the lab layer is below the framework, the suites and the fixtures")
+			case under(p.Path, "lab") && under(d, "internal") && !isLeaf(d):
+				bad(p, d, "the lab layer uses only leaf packages of internal/; what it needs of its own lives under lab")
 			case isBackend(p.Path) && anyUnder(d, "framework", "fixtures"):
 				bad(p, d, "a backend knows no framework and no fixtures")
 			case under(p.Path, "lab/local/internal") && d == "lab/local":
@@ -168,7 +198,11 @@ func modulePackages(t *testing.T) []pkg {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pkgs = append(pkgs, pkg{Path: rel[0], Imports: inModule(l.Imports), Deps: inModule(l.Deps), Backend: backend})
+		helper := false
+		for _, imp := range l.Imports {
+			helper = helper || imp == "testing"
+		}
+		pkgs = append(pkgs, pkg{Path: rel[0], Imports: inModule(l.Imports), Deps: inModule(l.Deps), Backend: backend, TestHelper: helper})
 	}
 	return pkgs
 }
@@ -218,6 +252,8 @@ func TestEachRuleCanFail(t *testing.T) {
 		want string
 	}{
 		{"lab on framework", pkg{Path: "lab/ssh", Deps: []string{"framework/fault"}}, "lab/ssh depends on framework/fault"},
+		{"lab on a package of internal/ that is not a leaf", pkg{Path: "lab/local/internal/components", Deps: []string{"internal/binpaths", "lab"}}, "lab/local/internal/components depends on internal/binpaths"},
+		{"a package on a test helper", pkg{Path: "framework/evidence", Deps: []string{"internal/kubetest"}}, "framework/evidence depends on internal/kubetest"},
 		{"backend on fixtures", pkg{Path: "lab/local/pki", Deps: []string{"fixtures/images"}}, "lab/local/pki depends on fixtures/images"},
 		{"local lab part on the local lab", pkg{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local"}}, "lab/local/internal/components depends on lab/local:"},
 		{"framework on reports", pkg{Path: "framework/scenario", Deps: []string{"reports"}}, "framework/scenario depends on reports"},
@@ -227,14 +263,17 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"fixtures on framework", pkg{Path: "fixtures", Deps: []string{"framework/evidence"}}, "fixtures depends on framework/evidence"},
 		{"suite on one backend", pkg{Path: "suites/drills", Imports: []string{"lab/local"}, Deps: []string{"lab/local"}}, "suites/drills depends on lab/local"},
 	} {
-		got := violations([]pkg{backend, c.p})
+		got := violations([]pkg{backend, {Path: "internal/binpaths", Deps: []string{"lab"}}, {Path: "internal/kubetest", Deps: []string{"lab/local/binpaths"}, TestHelper: true}, c.p})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
 			t.Errorf("%s: got %q, want one violation starting %q", c.name, got, c.want)
 		}
 	}
 	ok := []pkg{
 		backend,
-		{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local/internal/layout", "lab/local/pki", "lab"}},
+		{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local/internal/layout", "lab/local/pki", "lab/local/binpaths", "lab", "internal/gobuild"}},
+		{Path: "internal/gobuild"},
+		{Path: "internal/kubetest", Deps: []string{"lab/local/binpaths", "lab"}, TestHelper: true},
+		{Path: "framework/evidence/internal/realcluster", Deps: []string{"internal/kubetest", "lab/local/binpaths", "framework/evidence"}, TestHelper: true},
 		{Path: "lab/backends", Imports: []string{"lab/local"}, Deps: []string{"lab/local", "lab"}},
 		{Path: "framework/scenario", Deps: []string{"lab", "framework/record"}},
 		{Path: "reports", Deps: []string{"framework/record", "lab"}},
@@ -243,5 +282,102 @@ func TestEachRuleCanFail(t *testing.T) {
 	}
 	if got := violations(ok); len(got) != 0 {
 		t.Errorf("a graph that keeps the layers: %q", got)
+	}
+}
+
+// fileImport is one import of one Go file: the file, the imported path
+// inside the module, and the name it is imported under ("_" for a blank
+// import, empty for none).
+type fileImport struct {
+	File string
+	Path string
+	Name string
+}
+
+// cmdViolations returns one line per import of a suite by a command that
+// is not blank: a command links the suites' reports, which register
+// themselves (reports/suitereports), and calls them through the registry,
+// so it never names a suite's identifiers.
+func cmdViolations(imports []fileImport) []string {
+	var out []string
+	for _, i := range imports {
+		if under(i.File, "cmd") && under(i.Path, "suites") && i.Name != "_" {
+			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a suite only by blank import, the suite registering itself", i.File, i.Path))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cmdImports parses the imports of every non-test Go file under cmd/,
+// whatever its build tags.
+func cmdImports(t *testing.T) []fileImport {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	var out []fileImport
+	files := 0
+	err := filepath.WalkDir(filepath.Join(root, "cmd"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			p := strings.Trim(spec.Path.Value, "`\"")
+			in := inModule([]string{p})
+			if len(in) == 0 {
+				continue
+			}
+			name := ""
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+			out = append(out, fileImport{File: filepath.ToSlash(rel), Path: in[0], Name: name})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("found no Go file under cmd/: the rule on the command's imports holds against nothing")
+	}
+	return out
+}
+
+func TestTheCommandLinksSuitesOnlyByBlankImport(t *testing.T) {
+	for _, v := range cmdViolations(cmdImports(t)) {
+		t.Error(v)
+	}
+}
+
+func TestTheCommandRuleCanFail(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		i    fileImport
+		want string
+	}{
+		{"named import", fileImport{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "drillreport"}, "cmd/faultline/report.go imports suites/drills/report by name"},
+		{"plain import", fileImport{File: "cmd/faultline/drill_report.go", Path: "suites/drills/report"}, "cmd/faultline/drill_report.go imports suites/drills/report by name"},
+	} {
+		got := cmdViolations([]fileImport{c.i})
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%s: got %q, want one violation starting %q", c.name, got, c.want)
+		}
+	}
+	ok := []fileImport{
+		{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "_"},
+		{File: "cmd/faultline/report.go", Path: "reports/suitereports"},
+		{File: "suites/drills/report/register.go", Path: "suites/drills", Name: "drills"},
+	}
+	if got := cmdViolations(ok); len(got) != 0 {
+		t.Errorf("imports that keep the rule: %q", got)
 	}
 }

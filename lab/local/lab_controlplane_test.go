@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/components"
 )
 

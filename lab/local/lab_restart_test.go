@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/supervise"

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/components"
 	"github.com/faultline/faultline/lab/local/internal/procs"
 	"github.com/faultline/faultline/lab/local/internal/state"

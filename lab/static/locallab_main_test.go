@@ -20,10 +20,10 @@ import (
 
 	// The images the local lab loads into its nodes.
 	"github.com/faultline/faultline/fixtures/images"
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/local"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/static"
 )
 

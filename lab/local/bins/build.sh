@@ -14,7 +14,7 @@
 # Usage: build.sh [binary...]   (default: every binary; names as listed by -l)
 #        build.sh -l            (list binary, version, destination)
 #
-# The versions here must match internal/binpaths, which finds the binaries.
+# The versions here must match lab/local/binpaths, which finds the binaries.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

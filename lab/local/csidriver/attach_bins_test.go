@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/internal/kubetest"
+	"github.com/faultline/faultline/lab/local/binpaths"
 )
 
 // The block driver's controller, with its provisioner and kubernetes-csi's

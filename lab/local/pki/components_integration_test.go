@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/internal/kubetest"
+	"github.com/faultline/faultline/lab/local/binpaths"
 )
 
 func restConfigAt(t *testing.T, kubeconfig, host string) *rest.Config {

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/addressing"
 	"github.com/faultline/faultline/lab/local/internal/hostssh"
 	"github.com/faultline/faultline/lab/local/internal/layout"

@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/faultline/faultline/internal/binpaths"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/local/internal/layout"
 )
 

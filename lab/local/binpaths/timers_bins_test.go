@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/internal/binpaths"
+	"github.com/faultline/faultline/lab/local/binpaths"
 	"github.com/faultline/faultline/lab/timers"
 )
 

@@ -179,7 +179,7 @@ func TestLocateRejectsVersionsTheBuildDoesNotPin(t *testing.T) {
 // The build script and this package must agree on versions, or Locate would
 // look for binaries the script never writes.
 func TestVersionsMatchTheBuildScript(t *testing.T) {
-	script, err := os.ReadFile(filepath.Join("..", "..", "lab", "local", "bins", "build.sh"))
+	script, err := os.ReadFile(filepath.Join("..", "bins", "build.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestCacheDirHonoursEnvironment(t *testing.T) {
 // looks at, so the two cannot drift apart in binary names or directories.
 func TestBuildScriptListsWhatLocateExpects(t *testing.T) {
 	cache := t.TempDir()
-	cmd := exec.Command("bash", filepath.Join("..", "..", "lab", "local", "bins", "build.sh"), "-l")
+	cmd := exec.Command("bash", filepath.Join("..", "bins", "build.sh"), "-l")
 	cmd.Env = append(os.Environ(), "FAULTLINE_CACHE="+cache)
 	out, err := cmd.Output()
 	if err != nil {
