@@ -70,6 +70,29 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// FreePortPair returns a free port on loopback whose next port is free
+// too, for a process that listens on both (the history store's etcd
+// takes its peer port one above its client port). Each is free when
+// asked, as FreePort's is.
+func FreePortPair(t testing.TB) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
+		l.Close()
+		if err == nil {
+			next.Close()
+			return port
+		}
+	}
+	t.Fatal("no free pair of ports on loopback in 50 tries")
+	return 0
+}
+
 // Process is a binary started by Start.
 type Process struct {
 	cmd *exec.Cmd

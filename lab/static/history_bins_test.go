@@ -23,7 +23,7 @@ import (
 func TestHistoryStoreIsStartedOnceAndEmptied(t *testing.T) {
 	etcd := kubetest.Binary(t, kubetest.Etcd, "etcd")
 	dir := t.TempDir()
-	port := kubetest.FreePort(t)
+	port := kubetest.FreePortPair(t)
 	cfg := &lab.Config{Name: "fleet", Kind: Kind, Hosts: []lab.HostConfig{{Name: "store", Roles: []lab.Role{lab.RoleStorage}, Address: "127.0.0.1"}},
 		Storage: &lab.StorageSettings{SharedClass: "nfs", History: lab.HistoryStore{Host: "store", Etcd: etcd, DataDir: filepath.Join(dir, "history"), Port: port}}}
 	l := New(cfg, Options{})
