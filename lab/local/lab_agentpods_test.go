@@ -39,6 +39,24 @@ func agentPodsOn(ctx context.Context, t *testing.T, l *Lab, agent, node string) 
 	return out
 }
 
+// agentSyncWait bounds how long a node agent's pod takes, once running,
+// to program its node: kube-proxy's and kube-router's first full sync,
+// each a few seconds, on a loaded machine.
+const agentSyncWait = 60 * time.Second
+
+// untilAgentSynced runs cmd on h until ok says its result shows the
+// agent's rules or agentSyncWait has passed, and returns the last result.
+func untilAgentSynced(ctx context.Context, h lab.Host, cmd string, ok func(lab.Result) bool) (lab.Result, error) {
+	deadline := time.Now().Add(agentSyncWait)
+	for {
+		r, err := h.Run(ctx, cmd)
+		if (err == nil && ok(r)) || time.Now().After(deadline) || ctx.Err() != nil {
+			return r, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // checkAgentPods checks every node runs its agents as pods, and no host
 // as a service, and the agents programmed the nodes' own namespaces.
 func checkAgentPods(ctx context.Context, t *testing.T, l *Lab) {
@@ -62,11 +80,13 @@ func checkAgentPods(ctx context.Context, t *testing.T, l *Lab) {
 				t.Errorf("%s runs %s as a service where the agents are pods", h.Name(), s.Name)
 			}
 		}
-		if r, err := h.Run(ctx, "iptables -w -t nat -S KUBE-SERVICES"); err != nil || !strings.Contains(r.Stdout, "default/kubernetes") {
+		// The pods program the node after they start: after a reset that
+		// is a sync away, so each is asked until agentSyncWait has passed.
+		if r, err := untilAgentSynced(ctx, h, "iptables -w -t nat -S KUBE-SERVICES", func(r lab.Result) bool { return strings.Contains(r.Stdout, "default/kubernetes") }); err != nil || !strings.Contains(r.Stdout, "default/kubernetes") {
 			t.Errorf("kube-proxy's pod's rules on %s lack the kubernetes service: %v %s%s", h.Name(), err, r.Stdout, r.Stderr)
 		}
 		if h.HasRole(lab.RoleWorker) {
-			if r, err := h.Run(ctx, "iptables -w -t filter -S KUBE-ROUTER-FORWARD"); err != nil || r.ExitCode != 0 {
+			if r, err := untilAgentSynced(ctx, h, "iptables -w -t filter -S KUBE-ROUTER-FORWARD", func(r lab.Result) bool { return r.ExitCode == 0 }); err != nil || r.ExitCode != 0 {
 				t.Errorf("kube-router's pod made no KUBE-ROUTER-FORWARD chain on %s: %v %s", h.Name(), err, r.Stderr)
 			}
 		}

@@ -40,7 +40,15 @@ func TestUpRefusesATakenAddressPlanAndTouchesNothing(t *testing.T) {
 
 	twin := testConfig(t, "pair")
 	twin.Name = "pairtwin"
-	twin.StateDir = filepath.Join(t.TempDir(), "twin")
+	// A short state dir, so that what refuses the up is the taken
+	// network and not the length of the lab's socket paths under a
+	// test's long temporary directory.
+	short, err := os.MkdirTemp("/tmp", "fl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	twin.StateDir = filepath.Join(short, "twin")
 	l2, err := New(twin)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +70,7 @@ func TestUpRefusesATakenAddressPlanAndTouchesNothing(t *testing.T) {
 	// The same lab from another state dir: its bridge is the live lab's,
 	// and building over it would take the live lab's hosts.
 	same := testConfig(t, "pair")
-	same.StateDir = filepath.Join(t.TempDir(), "same")
+	same.StateDir = filepath.Join(short, "same")
 	l3, err := New(same)
 	if err != nil {
 		t.Fatal(err)
