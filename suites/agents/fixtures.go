@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/fixtures/images"
@@ -267,20 +266,15 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// changeBackoff is how often a change's request the API server dropped
-// is asked again: a connection through the virtual address is reset when
-// keepalived moves the address, and a loaded API server times a request
-// out. Eight tries over about 30 s, well inside the window a change is
-// made in; the change's events bracket every try.
-var changeBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 8 * time.Second}
-
 // changing makes one request of a change, asking again while the API
-// server drops it (changeBackoff). A dropped request may still have
-// landed: after one, the answer landed says (for a create, the object
-// there; for a delete, the object gone) is the change made.
+// server drops it (apiretry.Backoff: eight tries over about 30 s, inside
+// the window a change is made in; the change's events bracket every
+// try). A dropped request may still have landed: after one, the answer
+// landed says (for a create, the object there; for a delete, the object
+// gone) is the change made.
 func changing(ctx context.Context, do func() error, landed func(error) bool) error {
 	again := false
-	return apiretry.Do(ctx, changeBackoff, apiretry.Dropped, func() error {
+	return apiretry.Do(ctx, apiretry.Backoff, apiretry.Dropped, func() error {
 		err := do()
 		if again && err != nil && landed(err) {
 			return nil
