@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -404,6 +405,15 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
+	if vc.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {
+		others, err := publishedAt(src, target, staging)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "%s %s: %v", m, v.ID, err)
+		}
+		if len(others) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s %s: access mode SINGLE_NODE_SINGLE_WRITER, and the volume is already published at %s", m, v.ID, strings.Join(others, ", "))
+		}
+	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "%s %s: %v", m, v.ID, err)
 	}
@@ -411,6 +421,31 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		return nil, status.Errorf(codes.Internal, "%s %s: %v", m, v.ID, err)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// publishedAt are the mount points, other than the ones skipped, whose
+// root is src: where this node has published the volume already. Only
+// mounts of src's device are looked at, so no other file system (a hung
+// FUSE mount among them) is touched.
+func publishedAt(src string, skip ...string) ([]string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", src, err)
+	}
+	major, minor := int(unix.Major(st.Dev)), int(unix.Minor(st.Dev))
+	all, err := mountinfo.GetMounts(func(i *mountinfo.Info) (bool, bool) {
+		return i.Major != major || i.Minor != minor || slices.Contains(skip, i.Mountpoint), false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	var out []string
+	for _, i := range all {
+		if same, err := sameFile(i.Mountpoint, src); err == nil && same {
+			out = append(out, i.Mountpoint)
+		}
+	}
+	return out, nil
 }
 
 func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
