@@ -577,6 +577,9 @@ func LoadText(loads []verdict.Load) string {
 
 // EffectText is the effect probe's coverage of the window against the
 // share the scenario requires; "(not recorded)" for records without it.
+// A record that measured coverage in time gives the share of the window
+// the looks that saw the effect attest; an older one, the share of
+// probes it was judged on.
 func EffectText(e *verdict.EffectCoverage) string {
 	if e == nil {
 		return "(not recorded)"
@@ -584,6 +587,9 @@ func EffectText(e *verdict.EffectCoverage) string {
 	s := fmt.Sprintf("%d/%d probes = %.0f%%", e.Observed, e.Probes, 100*e.Share())
 	if e.Failed > 0 {
 		s += fmt.Sprintf(" (%d failed)", e.Failed)
+	}
+	if e.InTime() {
+		s += fmt.Sprintf("; %.0f%% of the %s window attested (%s each side of a look)", 100*e.Covered, time.Duration(e.Window).Round(100*time.Millisecond), time.Duration(e.Resolution))
 	}
 	return s + fmt.Sprintf("; required %.0f%%", 100*e.Required)
 }

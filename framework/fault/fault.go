@@ -41,20 +41,21 @@ type Fault interface {
 	Heal(ctx context.Context, l lab.Lab) error
 	// Probe looks for the fault's effect in the lab, as it is now: the
 	// engine probes once per sampling round through the window, and the
-	// share of probes that saw the effect decides whether the run counts
-	// (DefaultEffectShare, EffectSharer). A probe reading a counter must
+	// share of the window the probes that saw the effect attest (each the
+	// stretch within one sampling period of its look) decides whether the
+	// run counts (DefaultEffectShare, EffectSharer). A probe reading a counter must
 	// report growth since its last look, not a total since inject, or a
 	// fault that stopped acting would still be seen. An error means the
 	// probe could not look; it is not an effect.
 	Probe(ctx context.Context, l lab.Lab) (Effect, error)
 }
 
-// DefaultEffectShare is the share of a window's effect probes that must
-// see a fault's effect for its run to count, when neither the scenario nor
-// the fault declares another. A verdict judged over the window describes
+// DefaultEffectShare is the share of a window that the effect probes
+// which saw a fault's effect must attest for its run to count, when
+// neither the scenario nor the fault declares another. A verdict judged over the window describes
 // the cluster under the fault only if the fault held for most of what was
-// judged: with the effect seen in fewer than half the probes, most of the
-// window shows a cluster without the fault (a throttle whose traffic moved
+// judged: with the effect shown over less than half the window, most of
+// the window shows a cluster without the fault, or one not shown under it (a throttle whose traffic moved
 // to another path, a process restarted early), and its verdicts would be
 // pooled with runs that tested the fault. Half, not all, because a probe
 // that misses now and then (a connect that happened to get through, a

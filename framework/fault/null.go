@@ -16,9 +16,9 @@ const NullKind = "null"
 // probe load and the null arm shows what the probe sees with no fault.
 //
 // How a probe is read depends on the arm (the scenario engine applies it):
-//   - fault arm: fewer of the window's probes saw the effect than the
-//     share declared (EffectShareOf) → the run is FAULT_INEFFECTIVE and
-//     none of its verdicts count.
+//   - fault arm: the probes that saw the effect attest less of the
+//     window than the share declared (EffectShareOf) → the run is
+//     FAULT_INEFFECTIVE and none of its verdicts count.
 //   - null arm: no probe seeing the effect is what a control should show,
 //     so it never makes the run FAULT_INEFFECTIVE. A probe that DOES see the
 //     effect with nothing injected means the control is contaminated (the

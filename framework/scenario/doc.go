@@ -90,9 +90,10 @@
 //     kind counts.
 //   - The run verdict follows the rule in runVerdict: ABORTED when a phase
 //     failed or the run was interrupted; FAULT_INEFFECTIVE when the fault
-//     arm's probes saw the effect in a smaller share of the window's
-//     probes than required (Scenario.MinEffectShare, else the fault's
-//     fault.EffectShareOf); for the null arm, a probe that sees nothing is
+//     arm's probes that saw the effect attest a smaller share of the
+//     window than required (each look the stretch within one sampling
+//     period of it, cut halfway to a look that did not see it;
+//     Scenario.MinEffectShare, else the fault's fault.EffectShareOf); for the null arm, a probe that sees nothing is
 //     the control working (JUDGED), and a probe that sees the effect with
 //     nothing injected makes the run ABORTED (contaminated). Only JUDGED
 //     runs count towards rates.

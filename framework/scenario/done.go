@@ -38,10 +38,10 @@ func (r *run) finish(specState string) verdict.Run {
 	if r.sc.arm() == NullArm {
 		required = 0
 	}
-	rv, reason := runVerdict(r.sc.arm(), r.st.failed, r.st.interrupted, r.probes, required)
+	rv, reason := runVerdict(r.sc.arm(), r.st.failed, r.st.interrupted, r.probes, required, r.span())
 	var coverage *verdict.EffectCoverage
 	if len(r.probes) > 0 || r.st.whole[PhaseWindow] {
-		c := effectCoverage(r.probes, required)
+		c := effectCoverage(r.probes, required, r.span())
 		coverage = &c
 	}
 	if l, ok := readLoad(); ok {
@@ -69,20 +69,23 @@ func (r *run) finish(specState string) verdict.Run {
 // runVerdict decides what the whole run says. The rule for the two arms:
 //   - any phase failed (reset, ledger, inject, heal) or the run was
 //     interrupted → ABORTED: it reached no judgement to trust;
-//   - fault arm whose probes saw the effect in a smaller share of the
-//     window's probes than required → FAULT_INEFFECTIVE, with the
-//     coverage: the verdicts would describe a cluster mostly without the
-//     fault;
+//   - fault arm whose probes that saw the effect attest a smaller share
+//     of the window than required (attested: each look speaks for the
+//     stretch within one sampling period of it, lookPeriod) → FAULT_INEFFECTIVE, with
+//     the coverage: the verdicts would describe a cluster mostly without
+//     the fault, or one the probes did not show under it;
 //   - null arm whose probe DID see the effect with nothing injected → the
 //     control is contaminated → ABORTED, with the probe's detail;
 //   - null arm whose probe saw nothing → JUDGED (that is the control
 //     working, never FAULT_INEFFECTIVE);
-//   - fault arm whose probes saw the effect in the required share or more
-//     → JUDGED.
+//   - fault arm whose probes attest the required share or more → JUDGED.
 //
 // A probe that could not look (error) did not see the effect: it counts
-// among the probes, not among those that saw it.
-func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required float64) (verdict.RunVerdict, string) {
+// among the probes, not among those that saw it, and attests nothing. A
+// window w not known (a record that kept neither its bounds nor the
+// events they are read from) is measured by the share of probes instead,
+// and the reason says so.
+func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required float64, w span) (verdict.RunVerdict, string) {
 	if aborted != "" {
 		return verdict.RunAborted, aborted
 	}
@@ -108,15 +111,23 @@ func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required f
 		}
 		return verdict.RunJudged, ""
 	}
-	c := effectCoverage(probes, required)
-	if seen != nil && c.Share() >= required {
+	c := effectCoverage(probes, required, w)
+	share := c.Share()
+	if c.InTime() {
+		share = c.Covered
+	}
+	if seen != nil && share >= required {
 		return verdict.RunJudged, ""
 	}
 	var reason string
-	if seen == nil {
+	switch {
+	case seen == nil:
 		reason = fmt.Sprintf("the effect probe saw no effect in %d probes during the window", c.Probes)
-	} else {
-		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window (%.0f%%), under the %.0f%% of probes the scenario requires for the fault to have held through it; first seen at %s (%s)",
+	case c.InTime():
+		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window, which attest %.0f%% of its %s (each look the stretch within %s of it), under the %.0f%% the scenario requires for the fault to have held through it; first seen at %s (%s)",
+			c.Observed, c.Probes, 100*c.Covered, w.To.Sub(w.From).Round(time.Millisecond), w.Resolution, 100*required, seen.At.UTC().Format("15:04:05.000Z"), seen.Effect.Detail)
+	default:
+		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window (%.0f%%; the window's bounds are not recorded, so probes are counted), under the %.0f%% of probes the scenario requires for the fault to have held through it; first seen at %s (%s)",
 			c.Observed, c.Probes, 100*c.Share(), 100*required, seen.At.UTC().Format("15:04:05.000Z"), seen.Effect.Detail)
 	}
 	if c.Failed > 0 {

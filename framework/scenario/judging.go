@@ -79,6 +79,7 @@ func (r *run) judgingRecord() *verdict.Judging {
 	j.SettledIn = maps.Clone(j.SettledIn)
 	j.Settle = verdict.Duration(r.sc.Settle)
 	j.InjectStarted, j.HealStarted, j.HealEnded = utc(r.injectStarted), utc(r.healStarted), utc(r.healEnded)
+	j.WindowStarted, j.WindowEnded = utc(r.windowFrom), utc(r.windowTo)
 	j.Failed, j.Interrupted = r.st.failed, r.st.interrupted
 	if r.replay == nil {
 		cfg := r.eng.cfg

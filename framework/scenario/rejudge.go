@@ -114,7 +114,8 @@ func Rejudge(rec verdict.Run, ev *evidence.Record, opt RejudgeOptions) (verdict.
 		ControlKinds: rec.ControlKinds}
 	r := &run{sc: sc, id: rec.RunID, decided: map[string]verdict.Judgement{}, class: rec.FaultClass,
 		timings: map[string]float64{}, judging: jg, replay: &replay{timeline: ev.Timeline}, record: *ev,
-		injectStarted: jg.InjectStarted, healStarted: jg.HealStarted, healEnded: jg.HealEnded}
+		injectStarted: jg.InjectStarted, healStarted: jg.HealStarted, healEnded: jg.HealEnded,
+		windowFrom: jg.WindowStarted, windowTo: jg.WindowEnded}
 	if !jg.PreFaultAt.IsZero() {
 		r.judgePreFault(table, *ev.Baseline, ev.PreFault)
 	}
@@ -125,8 +126,11 @@ func Rejudge(rec verdict.Run, ev *evidence.Record, opt RejudgeOptions) (verdict.
 		r.judgeSafety()
 	}
 
-	rv, reason := rejudgeRunVerdict(rec, jg, ev.Timeline, out.Rejudged)
+	rv, reason, effect := rejudgeRunVerdict(rec, jg, ev.Timeline, out.Rejudged)
 	out.RunVerdict, out.RunReason = rv, reason
+	if effect != nil {
+		out.Effect = effect
+	}
 	out.Judgements = judgementsOf(r.sc.Invariants, r.decided, reason)
 	again := *r.judgingRecord()
 	again.Invariants = recorded.Invariants
@@ -257,19 +261,57 @@ func derivedSettleMoments(samples []evidence.Snapshot, last time.Time) []time.Ti
 }
 
 // rejudgeRunVerdict decides the run verdict again with runVerdict, from
-// the effect probes the recorded timeline holds and the share the record
-// says the run required. A record that does not say whether a step
-// failed keeps an ABORTED verdict as it is.
-func rejudgeRunVerdict(rec verdict.Run, jg verdict.Judging, tl evidence.Timeline, rj *verdict.Rejudged) (verdict.RunVerdict, string) {
+// the effect probes the recorded timeline holds, the window's bounds
+// (windowOf) and the share the record says the run required, and gives
+// the effect coverage measured again (nil when the record had none). A
+// record that does not say whether a step failed keeps an ABORTED verdict
+// as it is.
+func rejudgeRunVerdict(rec verdict.Run, jg verdict.Judging, tl evidence.Timeline, rj *verdict.Rejudged) (verdict.RunVerdict, string, *verdict.EffectCoverage) {
 	if rec.Judging == nil && rec.RunVerdict == verdict.RunAborted {
 		rj.Notes = append(rj.Notes, "ABORTED kept as recorded: the record does not say whether a step failed or the run was cut short")
-		return rec.RunVerdict, rec.RunReason
+		return rec.RunVerdict, rec.RunReason, nil
 	}
 	required := 0.0
 	if rec.Effect != nil {
 		required = rec.Effect.Required
 	}
-	return runVerdict(Arm(rec.Arm), jg.Failed, jg.Interrupted, probesOf(tl, rec.FaultKind), required)
+	probes := probesOf(tl, rec.FaultKind)
+	w := windowOf(jg, tl, rj)
+	rv, reason := runVerdict(Arm(rec.Arm), jg.Failed, jg.Interrupted, probes, required, w)
+	if rec.Effect == nil {
+		return rv, reason, nil
+	}
+	c := effectCoverage(probes, required, w)
+	return rv, reason, &c
+}
+
+// windowOf is the recorded run's window for its effect coverage: the
+// bounds the record keeps, or, in a record written before it kept them,
+// from the engine's own events (the window starts once the fault is
+// injected and ends before its heal starts), noted in rj. The zero span
+// when neither is there: the probes are then counted.
+func windowOf(jg verdict.Judging, tl evidence.Timeline, rj *verdict.Rejudged) span {
+	w := span{From: jg.WindowStarted, To: jg.WindowEnded, Resolution: lookPeriod(time.Duration(jg.SampleEvery))}
+	if w.known() {
+		return w
+	}
+	for _, e := range tl {
+		if e.Source != "faultline" {
+			continue
+		}
+		switch {
+		case e.Kind == invariant.FaultInjectedEvent && w.To.IsZero():
+			w.From = e.At
+		case e.Kind == invariant.HealStartedEvent && !w.From.IsZero() && w.To.IsZero():
+			w.To = e.At
+		}
+	}
+	if !w.known() {
+		rj.Notes = append(rj.Notes, "effect coverage by the share of probes: the record keeps no window bounds, nor the fault-injected and heal-started events to read them from")
+		return span{}
+	}
+	rj.Notes = append(rj.Notes, fmt.Sprintf("effect coverage over the window from the fault-injected event (%s) to the heal-started event (%s): the record predates window bounds", w.From.UTC().Format("15:04:05.000Z"), w.To.UTC().Format("15:04:05.000Z")))
+	return w
 }
 
 // probesOf are the window's effect probes as the timeline holds them.

@@ -43,6 +43,9 @@ type run struct {
 	// The moments that bound the parts of the run a verdict's evidence
 	// can fall in (phaseAt): zero until reached.
 	injectStarted, healStarted, healEnded time.Time
+	// windowFrom and windowTo are when the window's sampling and probing
+	// started and stopped: zero until the window ran.
+	windowFrom, windowTo time.Time
 	// load is the machine's load average at the run's start (and, once
 	// finished, its end).
 	load []verdict.Load

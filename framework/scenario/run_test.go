@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -18,11 +19,20 @@ import (
 
 func TestRunVerdictRule(t *testing.T) {
 	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	normal := func(i int) probe {
-		return probe{At: at.Add(time.Duration(i) * time.Second), Effect: fault.Effect{Detail: "all normal"}}
+	sec := func(f float64) time.Time { return at.Add(time.Duration(f * float64(time.Second))) }
+	normal := func(i float64) probe {
+		return probe{At: sec(i), Effect: fault.Effect{Detail: "all normal"}}
 	}
-	effect := func(i int) probe {
-		return probe{At: at.Add(time.Duration(i) * time.Second), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}
+	effect := func(i float64) probe {
+		return probe{At: sec(i), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}
+	}
+	window := func(s float64) span { return span{From: at, To: sec(s), Resolution: time.Second} }
+	every := func(gap, length float64) []probe {
+		var ps []probe
+		for x := gap / 2; x < length; x += gap {
+			ps = append(ps, effect(x))
+		}
+		return ps
 	}
 	nothing := []probe{normal(0)}
 	seen := []probe{normal(0), effect(1)}
@@ -30,39 +40,79 @@ func TestRunVerdictRule(t *testing.T) {
 	// The effect once at the start, then gone: a leader that moved off a
 	// throttled member, a process restarted before the window was out.
 	once := []probe{effect(0), normal(1), normal(2), normal(3), normal(4), normal(5), normal(6), normal(7), normal(8), normal(9)}
-	half := []probe{effect(0), effect(1), normal(2), {At: at.Add(3 * time.Second), Err: errors.New("ssh: refused")}}
+	half := []probe{effect(0), effect(1), normal(2), {At: sec(3), Err: errors.New("ssh: refused")}}
 	cases := []struct {
 		name                 string
 		arm                  Arm
 		aborted, interrupted string
 		probes               []probe
 		required             float64
+		w                    span
 		want                 verdict.RunVerdict
 		reason               string
 	}{
-		{"fault arm, effect seen", FaultArm, "", "", seen, 0.5, verdict.RunJudged, ""},
-		{"fault arm, no effect", FaultArm, "", "", nothing, 0.5, verdict.FaultIneffective, "saw no effect in 1 probes during the window; last: all normal"},
-		{"fault arm, probe could not look", FaultArm, "", "", failing, 0.5, verdict.FaultIneffective, "(1 of them could not look)"},
-		{"fault arm, no probe at all", FaultArm, "", "", nil, 0.5, verdict.FaultIneffective, "in 0 probes"},
-		{"fault arm, effect seen once in ten", FaultArm, "", "", once, 0.5, verdict.FaultIneffective,
-			"saw the effect in 1 of 10 probes during the window (10%), under the 50% of probes the scenario requires for the fault to have held through it; first seen at 10:00:00.000Z (worker1 unreachable); last: all normal"},
-		{"fault arm, seen once in ten where the fault declares that enough", FaultArm, "", "", once, 0.1, verdict.RunJudged, ""},
-		{"fault arm, seen in half, a failed probe among them", FaultArm, "", "", half, 0.5, verdict.RunJudged, ""},
-		{"fault arm, seen in half where more is required", FaultArm, "", "", half, 0.75, verdict.FaultIneffective, "2 of 4 probes during the window (50%), under the 75%"},
-		{"null arm, no effect: the control works", NullArm, "", "", nothing, 0, verdict.RunJudged, ""},
-		{"null arm, no probe: still not ineffective", NullArm, "", "", nil, 0, verdict.RunJudged, ""},
-		{"null arm, effect seen: contaminated", NullArm, "", "", seen, 0, verdict.RunAborted, "with nothing injected (worker1 unreachable)"},
-		{"aborted wins", FaultArm, "inject failed: x", "", seen, 0.5, verdict.RunAborted, "inject failed: x"},
-		{"interrupted", NullArm, "", "the window was cut short", nothing, 0, verdict.RunAborted, "cut short"},
+		{"fault arm, effect seen", FaultArm, "", "", seen, 0.5, window(2), verdict.RunJudged, ""},
+		{"fault arm, no effect", FaultArm, "", "", nothing, 0.5, window(1), verdict.FaultIneffective, "saw no effect in 1 probes during the window; last: all normal"},
+		{"fault arm, probe could not look", FaultArm, "", "", failing, 0.5, window(1), verdict.FaultIneffective, "(1 of them could not look)"},
+		{"fault arm, no probe at all", FaultArm, "", "", nil, 0.5, window(1), verdict.FaultIneffective, "in 0 probes"},
+		{"fault arm, effect seen once in ten", FaultArm, "", "", once, 0.5, window(10), verdict.FaultIneffective,
+			"saw the effect in 1 of 10 probes during the window, which attest 5% of its 10s (each look the stretch within 1s of it), under the 50% the scenario requires for the fault to have held through it; first seen at 10:00:00.000Z (worker1 unreachable); last: all normal"},
+		{"fault arm, seen once in ten where the fault declares that enough", FaultArm, "", "", once, 0.05, window(10), verdict.RunJudged, ""},
+		// One look that saw the effect is not a window under the fault: it
+		// speaks for a second of forty, however few looks there were.
+		{"fault arm, the only look in a long window", FaultArm, "", "", []probe{effect(20)}, 0.5, window(40), verdict.FaultIneffective, "1 of 1 probes during the window, which attest 5% of its 40s"},
+		{"fault arm, looks stretched to 3 s, each seeing it", FaultArm, "", "", every(3, 30), 0.5, window(30), verdict.RunJudged, ""},
+		{"fault arm, looks 5 s apart", FaultArm, "", "", every(5, 30), 0.5, window(30), verdict.FaultIneffective, "6 of 6 probes during the window, which attest 40% of its 30s"},
+		{"fault arm, a look that did not see it cuts the stretch", FaultArm, "", "", []probe{effect(0), normal(1)}, 0.5, window(2), verdict.FaultIneffective, "1 of 2 probes during the window, which attest 25% of its 2s"},
+		{"fault arm, a failed look attests nothing", FaultArm, "", "", half, 0.5, window(4), verdict.FaultIneffective, "2 of 4 probes during the window, which attest 38% of its 4s"},
+		{"fault arm, seen in half, window not recorded: probes counted", FaultArm, "", "", half, 0.5, span{}, verdict.RunJudged, ""},
+		{"fault arm, seen in half where more is required, window not recorded", FaultArm, "", "", half, 0.75, span{}, verdict.FaultIneffective, "2 of 4 probes during the window (50%; the window's bounds are not recorded, so probes are counted), under the 75%"},
+		{"null arm, no effect: the control works", NullArm, "", "", nothing, 0, window(1), verdict.RunJudged, ""},
+		{"null arm, no probe: still not ineffective", NullArm, "", "", nil, 0, window(1), verdict.RunJudged, ""},
+		{"null arm, effect seen: contaminated", NullArm, "", "", seen, 0, window(2), verdict.RunAborted, "with nothing injected (worker1 unreachable)"},
+		{"aborted wins", FaultArm, "inject failed: x", "", seen, 0.5, window(2), verdict.RunAborted, "inject failed: x"},
+		{"interrupted", NullArm, "", "the window was cut short", nothing, 0, window(1), verdict.RunAborted, "cut short"},
 	}
 	for _, c := range cases {
-		got, reason := runVerdict(c.arm, c.aborted, c.interrupted, c.probes, c.required)
+		got, reason := runVerdict(c.arm, c.aborted, c.interrupted, c.probes, c.required, c.w)
 		if got != c.want || !strings.Contains(reason, c.reason) || (c.reason == "" && reason != "") {
 			t.Errorf("%s: got %s (%q), want %s containing %q", c.name, got, reason, c.want, c.reason)
 		}
 	}
-	if c := effectCoverage(half, 0.5); c != (verdict.EffectCoverage{Probes: 4, Observed: 2, Failed: 1, Required: 0.5}) {
-		t.Errorf("coverage of %d probes: %+v", len(half), c)
+	want := verdict.EffectCoverage{Probes: 4, Observed: 2, Failed: 1, Required: 0.5,
+		Window: verdict.Duration(4 * time.Second), Resolution: verdict.Duration(time.Second), Covered: 0.375}
+	if c := effectCoverage(half, 0.5, window(4)); c != want {
+		t.Errorf("coverage of %d probes: %+v, want %+v", len(half), c, want)
+	}
+	if c := effectCoverage(half, 0.5, span{}); c.InTime() || c.Covered != 0 {
+		t.Errorf("coverage with no window: %+v, want no share of time", c)
+	}
+}
+
+func TestAttestedShareOfTheWindow(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	w := span{From: at, To: at.Add(3 * time.Second), Resolution: time.Second}
+	look := func(ms int, seen bool) probe {
+		return probe{At: at.Add(time.Duration(ms) * time.Millisecond), Effect: fault.Effect{Observed: seen}}
+	}
+	cases := []struct {
+		name   string
+		probes []probe
+		want   float64
+	}{
+		{"looks closer than the resolution overlap, counted once", []probe{look(0, true), look(500, true), look(1000, true), look(1500, true), look(2000, true), look(2500, true)}, 1},
+		{"a look outside the window speaks for its edge only", []probe{look(-500, true)}, 0.5 / 3},
+		{"out of order, as a merged timeline may hold them", []probe{look(2500, true), look(500, true)}, 3.0 / 3},
+		{"a look that did not see it halfway between two that did", []probe{look(0, true), look(1000, false), look(2000, true)}, 2.0 / 3},
+		{"none saw it", []probe{look(1000, false)}, 0},
+	}
+	for _, c := range cases {
+		if got := attested(c.probes, w); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: attested %.4f of the window, want %.4f", c.name, got, c.want)
+		}
+	}
+	if got := attested([]probe{look(0, true)}, span{}); got != 0 {
+		t.Errorf("no window: attested %v, want 0", got)
 	}
 }
 
@@ -547,5 +597,13 @@ func TestControlKindsAreValidatedAndRecorded(t *testing.T) {
 	}
 	if got := newRun(WithNullArms(base)[0], &engine{}, time.Now()).finish("passed"); got.ControlKinds != nil {
 		t.Errorf("a control naming no kinds records %v", got.ControlKinds)
+	}
+}
+
+// A look speaks for one sampling period either side: the tick interval
+// plus a read's timeout, the period the invariants' bounds count in.
+func TestALookSpeaksForOneSamplingPeriod(t *testing.T) {
+	if got, want := lookPeriod(time.Second), time.Second+evidence.DefaultReadTimeout; got != want {
+		t.Errorf("lookPeriod(1s) = %s, want %s", got, want)
 	}
 }

@@ -96,8 +96,9 @@ type Scenario struct {
 	// pooled with them. Nothing is expected of them (the result is stated
 	// either way). Its null arm is a null arm. Not with ControlOf.
 	ApplicationControl bool
-	// MinEffectShare is the share of the window's effect probes that must
-	// see the fault's effect for the fault arm's run to count; below it
+	// MinEffectShare is the share of the window the effect probes that
+	// saw the fault's effect must attest for the fault arm's run to count
+	// (each look the stretch within one sampling period of it); below it
 	// the run is FAULT_INEFFECTIVE. Zero takes the fault's own
 	// (fault.EffectShareOf: its declaration, or fault.DefaultEffectShare).
 	// Set it only for a scenario whose fault acts for part of the window

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/framework/crashpoint"
@@ -58,13 +59,15 @@ func (r *run) window(ctx context.Context) {
 	})
 	cancel()
 	<-probed
+	end := time.Now()
 	changeErr := <-changed
 	r.timed("window", start)
 	r.mu.Lock()
+	r.windowFrom, r.windowTo = start, end
 	window := append([]evidence.Snapshot(nil), r.record.Window...)
-	cov := effectCoverage(r.probes, 0)
+	cov := effectCoverage(r.probes, 0, r.span())
 	r.mu.Unlock()
-	r.progress("window", start, window, fmt.Sprintf("the fault's effect seen by %d of %d probes", cov.Observed, cov.Probes))
+	r.progress("window", start, window, fmt.Sprintf("the fault's effect seen by %d of %d probes, %.0f%% of the window", cov.Observed, cov.Probes, 100*cov.Covered))
 	if ctx.Err() != nil {
 		r.interrupt(fmt.Sprintf("the run was interrupted %s into its window (%v)", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
 		return
@@ -143,9 +146,37 @@ const (
 	probeFailedEvent   = "probe-failed"
 )
 
-// effectCoverage counts what the window's probes saw. required is the
-// share the run needs to count; a null arm needs none (pass 0).
-func effectCoverage(probes []probe, required float64) verdict.EffectCoverage {
+// span is the window as its effect coverage is measured: when it started
+// and ended, and how far from a look a look speaks for.
+type span struct {
+	From, To time.Time
+	// Resolution is how far from a look the look speaks for: the
+	// engine's sampling period (lookPeriod).
+	Resolution time.Duration
+}
+
+// lookPeriod is the longest between two looks of a source when the
+// machine keeps pace: a tick interval plus a read's timeout
+// (evidence.DefaultReadTimeout), the sampling period the invariants'
+// bounds count in. The engine means to look at the fault's effect once
+// per tick, and a look that is a read, or a connect that must time out to
+// see a cut, takes up to a read's timeout; so a look speaks for the state
+// within one such period of it, and for no more.
+func lookPeriod(sampleEvery time.Duration) time.Duration {
+	return sampleEvery + evidence.DefaultReadTimeout
+}
+
+func (w span) known() bool { return w.To.After(w.From) && w.Resolution > 0 }
+
+// span is the run's window (zero until the window ran). Callers hold r.mu.
+func (r *run) span() span {
+	return span{From: r.windowFrom, To: r.windowTo, Resolution: lookPeriod(r.eng.cfg.SampleEvery)}
+}
+
+// effectCoverage counts what the window's probes saw and, when the
+// window w is known, the share of it they attest (attested). required is
+// the share the run needs, recorded beside them.
+func effectCoverage(probes []probe, required float64, w span) verdict.EffectCoverage {
 	c := verdict.EffectCoverage{Probes: len(probes), Required: required}
 	for _, p := range probes {
 		switch {
@@ -155,5 +186,70 @@ func effectCoverage(probes []probe, required float64) verdict.EffectCoverage {
 			c.Observed++
 		}
 	}
+	if w.known() {
+		c.Window, c.Resolution = verdict.Duration(w.To.Sub(w.From)), verdict.Duration(w.Resolution)
+		c.Covered = attested(probes, w)
+	}
 	return c
+}
+
+// attested is the share of the window w that the probes which saw the
+// effect speak for: each the stretch within w.Resolution of its look, cut
+// halfway to the nearest look on either side that did not see the effect,
+// and clipped to the window. A probe that could not look speaks for
+// nothing, either way. Counting probes instead would let one look stand
+// for a whole window whenever a loaded machine stretched the probe
+// cadence: the share is of time, not of looks.
+func attested(probes []probe, w span) float64 {
+	if !w.known() {
+		return 0
+	}
+	ps := slices.Clone(probes)
+	slices.SortStableFunc(ps, func(a, b probe) int { return a.At.Compare(b.At) })
+	missed := func(p probe) bool { return p.Err == nil && !p.Effect.Observed }
+	type stretch struct{ lo, hi time.Time }
+	var ss []stretch
+	for i, p := range ps {
+		if p.Err != nil || !p.Effect.Observed {
+			continue
+		}
+		lo, hi := p.At.Add(-w.Resolution), p.At.Add(w.Resolution)
+		for j := i - 1; j >= 0; j-- {
+			if missed(ps[j]) {
+				if mid := ps[j].At.Add(p.At.Sub(ps[j].At) / 2); mid.After(lo) {
+					lo = mid
+				}
+				break
+			}
+		}
+		for j := i + 1; j < len(ps); j++ {
+			if missed(ps[j]) {
+				if mid := p.At.Add(ps[j].At.Sub(p.At) / 2); mid.Before(hi) {
+					hi = mid
+				}
+				break
+			}
+		}
+		if lo.Before(w.From) {
+			lo = w.From
+		}
+		if hi.After(w.To) {
+			hi = w.To
+		}
+		if hi.After(lo) {
+			ss = append(ss, stretch{lo, hi})
+		}
+	}
+	var sum time.Duration
+	var end time.Time
+	for _, s := range ss { // in order of lo: the looks were sorted
+		if s.lo.Before(end) {
+			s.lo = end
+		}
+		if s.hi.After(s.lo) {
+			sum += s.hi.Sub(s.lo)
+			end = s.hi
+		}
+	}
+	return float64(sum) / float64(w.To.Sub(w.From))
 }

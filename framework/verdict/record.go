@@ -139,10 +139,20 @@ type EffectCoverage struct {
 	Observed int `json:"observed"`
 	// Failed probes could not look; they count as not seeing the effect.
 	Failed int `json:"failed,omitempty"`
-	// Required is the share of probes the scenario declares must see the
-	// effect for the run to count (JUDGED); below it the run is
-	// FAULT_INEFFECTIVE.
+	// Required is the share of the window the scenario declares the
+	// effect must be shown in for the run to count (JUDGED); below it the
+	// run is FAULT_INEFFECTIVE.
 	Required float64 `json:"required"`
+	// Window is how long the window lasted, and Resolution how far from
+	// a look a look speaks for (the engine's probe interval). Both are
+	// zero in records written before coverage was measured in time.
+	Window     Duration `json:"window,omitempty"`
+	Resolution Duration `json:"resolution,omitempty"`
+	// Covered is the share of the window the probes that saw the effect
+	// attest: each the stretch within Resolution of its look, cut halfway
+	// to a neighbouring probe that looked and did not see it. The run
+	// verdict holds it against Required.
+	Covered float64 `json:"covered,omitempty"`
 }
 
 // Share is the share of probes that saw the effect (0 when none ran).
@@ -152,6 +162,10 @@ func (c EffectCoverage) Share() float64 {
 	}
 	return float64(c.Observed) / float64(c.Probes)
 }
+
+// InTime says whether the record measured coverage in time (Covered),
+// rather than only counting probes.
+func (c EffectCoverage) InTime() bool { return c.Window > 0 }
 
 // LabInfo is what a run record says about the lab.
 type LabInfo struct {

@@ -22,8 +22,8 @@ const KindCompound = "compound"
 // undone before the earlier one is). The condition a scenario sets up
 // comes first and the fault that makes the scenario comes last: the
 // compound's class is the last part's. Its effect is seen when every
-// part's probe sees its own, and it asks the smallest share of probes any
-// part declares (fault.EffectShareOf), since no part's effect is required
+// part's probe sees its own, and it asks the smallest share of the window
+// any part declares (fault.EffectShareOf), since no part's effect is required
 // longer than that part's own. A part that fails to inject leaves the
 // earlier ones in place for the engine's heal, which heals every part,
 // injected or not (every Heal is idempotent).
