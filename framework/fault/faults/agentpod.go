@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/apiretry"
 )
 
 // A node agent (kube-proxy, the policy agent) runs as a service of its
@@ -70,7 +71,11 @@ var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // findAgentPod is the one pod of the agent's DaemonSet on its node that is
 // not being deleted: an error when there is none or more than one.
 func findAgentPod(ctx context.Context, cs kubernetes.Interface, r lab.AgentRun) (agentPod, error) {
-	list, err := cs.CoreV1().Pods(r.Pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Pod.Selector, FieldSelector: "spec.nodeName=" + r.Node})
+	var list *corev1.PodList
+	err := apiretry.Do(ctx, apiretry.Backoff, apiretry.Dropped, func() (err error) {
+		list, err = cs.CoreV1().Pods(r.Pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Pod.Selector, FieldSelector: "spec.nodeName=" + r.Node})
+		return err
+	})
 	if err != nil {
 		return agentPod{}, fmt.Errorf("finding %s's pod on %s (%s in %s): %w", r.Agent, r.Node, r.Pod.Selector, r.Pod.Namespace, err)
 	}
@@ -197,7 +202,15 @@ func deleteAgentPod(ctx context.Context, l lab.Lab, r lab.AgentRun) (agentPod, e
 		return agentPod{}, err
 	}
 	uid := types.UID(p.UID)
-	if err := cs.CoreV1().Pods(r.Pod.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+	// A dropped delete may have landed: asked again, the pod is being
+	// deleted (the same UID: the delete is accepted again) or gone
+	// (NotFound, which counts as deleted only after a dropped try).
+	tries := 0
+	err = apiretry.Do(ctx, apiretry.Backoff, apiretry.Dropped, func() error {
+		tries++
+		return cs.CoreV1().Pods(r.Pod.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	})
+	if err != nil && !(tries > 1 && apierrors.IsNotFound(err)) {
 		return agentPod{}, fmt.Errorf("deleting %s's pod %s: %w", r.Agent, p.Name, err)
 	}
 	return p, nil

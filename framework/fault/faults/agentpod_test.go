@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,6 +70,33 @@ func TestFindAgentPodIsTheOneLivePodOnTheNode(t *testing.T) {
 	}
 	if _, err := findAgentPod(ctx, cs, kubeProxyRun("worker3")); err == nil || !strings.Contains(err.Error(), "no pod of kube-proxy") {
 		t.Errorf("no pod: %v", err)
+	}
+}
+
+// A list the API dropped (a reset connection) is asked again; the API's
+// own answer is not.
+func TestFindAgentPodAsksAgainWhenTheListIsDropped(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(agentPodObject("kube-proxy-a", "worker1", testUID, false))
+	fails := 2
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fails > 0 {
+			fails--
+			return true, nil, errors.New("read tcp 10.0.0.1:44250->10.0.0.10:6443: read: connection reset by peer")
+		}
+		return false, nil, nil
+	})
+	if p, err := findAgentPod(ctx, cs, kubeProxyRun("worker1")); err != nil || p.Name != "kube-proxy-a" {
+		t.Fatalf("after two resets: %+v, %v", p, err)
+	}
+	lists := 0
+	forbidden := fake.NewClientset()
+	forbidden.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
+	})
+	if _, err := findAgentPod(ctx, forbidden, kubeProxyRun("worker1")); err == nil || lists != 1 {
+		t.Errorf("a forbidden list: %v after %d lists, want an error after one", err, lists)
 	}
 }
 
@@ -234,21 +263,61 @@ func decodeFreeze(raw string) (any, error) {
 }
 
 // Of the node's connections to the API addresses, the pin closes only
-// those the agent's processes hold, found by their pids in ss's users.
-func TestAgentLocalPortsAreThoseOfTheAgentsProcesses(t *testing.T) {
+// those the agent's processes hold, found by their pids in ss's users,
+// and knows each by its local address as well as its port: kube-router,
+// dialling the kubernetes Service, leaves from the pod network's address.
+func TestAgentLocalEndpointsAreThoseOfTheAgentsProcesses(t *testing.T) {
 	out := `0      0      10.231.11.31:41002 10.231.11.10:6443 users:(("kube-proxy",pid=4242,fd=7))
 0      0      10.231.11.31:41003 10.231.11.10:6443 users:(("kubelet",pid=1200,fd=19))
-0      0      10.231.11.31:52210 10.250.11.1:443 users:(("kube-router",pid=4300,fd=9),("kube-router",pid=4301,fd=9))
+0      0      10.249.1.1:52210 10.250.11.1:443 users:(("kube-router",pid=4300,fd=9),("kube-router",pid=4301,fd=9))
 0      0      10.231.11.31:41002 10.231.11.10:6443 users:(("kube-proxy",pid=4242,fd=8))
 `
-	if got := agentLocalPorts(out, []int{4242, 4301}); !slices.Equal(got, []int{41002, 52210}) {
-		t.Errorf("ports %v, want the agent's 41002 and 52210 and not the kubelet's", got)
+	ap := netip.MustParseAddrPort
+	if got := agentLocalEndpoints(out, []int{4242, 4301}); !slices.Equal(got, []netip.AddrPort{ap("10.231.11.31:41002"), ap("10.249.1.1:52210")}) {
+		t.Errorf("endpoints %v, want the agent's 10.231.11.31:41002 and 10.249.1.1:52210 and not the kubelet's", got)
 	}
-	if got := agentLocalPorts(out, []int{4242}); !slices.Equal(got, []int{41002}) {
+	if got := agentLocalEndpoints(out, []int{4242}); !slices.Equal(got, []netip.AddrPort{ap("10.231.11.31:41002")}) {
+		t.Errorf("endpoints %v", got)
+	}
+	if got := portsOf([]netip.AddrPort{ap("10.249.1.1:52210"), ap("10.231.11.31:41002"), ap("10.231.11.32:41002")}); !slices.Equal(got, []int{41002, 52210}) {
 		t.Errorf("ports %v", got)
 	}
 	if got := parsePids("12\n13\n\n14\n"); !slices.Equal(got, []int{12, 13, 14}) {
 		t.Errorf("pids %v", got)
+	}
+}
+
+// The server's side of a pinned connection is matched by the peer's
+// address and port, not its port alone: another host's connection from
+// the same port number is not the agent's.
+func TestServedPeersAreAddressAndPort(t *testing.T) {
+	out := `0      0      10.231.11.22:6443 10.249.1.1:52210
+0      0      10.231.11.22:6443 10.231.11.32:41002
+0      0      [::ffff:10.231.11.22]:6443 [::ffff:10.231.11.31]:41010
+`
+	ap := netip.MustParseAddrPort
+	want := []netip.AddrPort{ap("10.249.1.1:52210"), ap("10.231.11.32:41002"), ap("10.231.11.31:41010")}
+	got := servedPeers(out)
+	if !slices.Equal(got, want) {
+		t.Fatalf("peers %v, want %v", got, want)
+	}
+	if slices.Contains(got, ap("10.231.11.31:41002")) {
+		t.Error("worker1's port 41002 matched worker2's connection")
+	}
+}
+
+// Every address a connection from the node can leave from, and no
+// loopback or link-local one.
+func TestHostAddressesFromIPAddrShow(t *testing.T) {
+	out := `1: lo    inet 127.0.0.1/8 scope host lo\       valid_lft forever preferred_lft forever
+1: lo    inet6 ::1/128 scope host noprefixroute \       valid_lft forever preferred_lft forever
+2: eth0    inet 10.231.14.31/24 brd 10.231.14.255 scope global eth0\       valid_lft forever preferred_lft forever
+2: eth0    inet6 fe80::1/64 scope link \       valid_lft forever preferred_lft forever
+3: pod0    inet 10.249.1.1/24 brd 10.249.1.255 scope global pod0\       valid_lft forever preferred_lft forever
+4: kube-ipvs0    inet 10.231.14.10/32 scope global kube-ipvs0\       valid_lft forever preferred_lft forever
+`
+	if got, want := hostAddresses(out), []string{"10.231.14.31", "10.249.1.1", "10.231.14.10"}; !slices.Equal(got, want) {
+		t.Errorf("addresses %v, want %v", got, want)
 	}
 }
 
@@ -328,11 +397,13 @@ func TestPinAgentsPodsHealClosesTheNodesConnectionsWithOrWithoutTheChain(t *test
 	ctx := context.Background()
 	f := PinAgents("worker1", "cp1", lab.ServiceKubeProxy, lab.ServicePolicyAgent)
 	chain := chainName(f.(*pinAgents).p.Tag)
-	closeOnServer := closeConnectionsScript("( sport = :6443 ) and ( dst 10.231.14.31 )")
+	// kube-router's connection to the kubernetes Service left from pod0's
+	// address: it is closed too.
+	closeOnServer := closeConnectionsScript("( sport = :6443 ) and ( dst 10.231.14.31 or dst 10.249.1.1 )")
 	for _, chainThere := range []bool{true, false} {
 		w, cp := l.host("worker1"), l.host("cp1")
 		w.cmds, cp.cmds = nil, nil
-		w.answers = map[string]lab.Result{}
+		w.answers = map[string]lab.Result{"ip -o addr show": {Stdout: "1: lo    inet 127.0.0.1/8 scope host lo\n2: eth0    inet 10.231.14.31/24 scope global eth0\n3: pod0    inet 10.249.1.1/24 scope global pod0\n"}}
 		if chainThere {
 			w.answers[removeNatChainScript(chain)] = lab.Result{Stdout: foundLine + "iptables nat chain " + chain + " (2 rules), jumped to from: OUTPUT\n" + removedLine + "iptables nat chain " + chain + " and its jumps\n"}
 		}
@@ -340,8 +411,8 @@ func TestPinAgentsPodsHealClosesTheNodesConnectionsWithOrWithoutTheChain(t *test
 		if err := fromLedger(t, f).Heal(hctx, l); err != nil {
 			t.Fatalf("chain there %v: heal: %v", chainThere, err)
 		}
-		if cmds := w.commands(); len(cmds) != 1 || cmds[0] != removeNatChainScript(chain) {
-			t.Errorf("chain there %v: worker1 ran %q, want the chain's removal", chainThere, cmds)
+		if cmds := w.commands(); len(cmds) != 2 || cmds[0] != removeNatChainScript(chain) || cmds[1] != "ip -o addr show" {
+			t.Errorf("chain there %v: worker1 ran %q, want the chain's removal, then its addresses listed", chainThere, cmds)
 		}
 		if cmds := cp.commands(); len(cmds) != 1 || cmds[0] != closeOnServer {
 			t.Errorf("chain there %v: cp1 ran %q, want the node's connections closed", chainThere, cmds)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -94,10 +95,14 @@ func ssFilter(endpoints []string) string {
 // ssPidPattern is a process of ss -p's users field.
 var ssPidPattern = regexp.MustCompile(`pid=(\d+),`)
 
-// agentLocalPorts reads `ss -Htnp` lines and returns the local ports of
-// the connections a process of pids holds.
-func agentLocalPorts(ssOut string, pids []int) []int {
-	var out []int
+// agentLocalEndpoints reads `ss -Htnp` lines and returns the local
+// addresses and ports of the connections a process of pids holds. The
+// address matters as much as the port: an agent that dials the kubernetes
+// Service from the host's network leaves from the address the node routes
+// the service range by (its pod network's, on the local lab), not from
+// its own address.
+func agentLocalEndpoints(ssOut string, pids []int) []netip.AddrPort {
+	var out []netip.AddrPort
 	for _, line := range strings.Split(ssOut, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
@@ -113,12 +118,56 @@ func agentLocalPorts(ssOut string, pids []int) []int {
 			continue
 		}
 		// Recv-Q Send-Q Local:Port Peer:Port users:(...)
-		_, port, err := net.SplitHostPort(f[2])
-		if p, perr := strconv.Atoi(port); err == nil && perr == nil && !slices.Contains(out, p) {
+		if ap, ok := ssEndpoint(f[2]); ok && !slices.Contains(out, ap) {
+			out = append(out, ap)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return out
+}
+
+// ssEndpoint reads an address:port column of ss, an IPv4 address mapped
+// into IPv6 read as the IPv4 address.
+func ssEndpoint(col string) (netip.AddrPort, bool) {
+	ap, err := netip.ParseAddrPort(col)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}
+
+// portsOf are the ports of endpoints, each once, in order.
+func portsOf(endpoints []netip.AddrPort) []int {
+	var out []int
+	for _, e := range endpoints {
+		if p := int(e.Port()); !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	sort.Ints(out)
+	return out
+}
+
+// hostAddresses reads `ip -o addr show` and returns the host's addresses
+// other than loopback and link-local ones: every address a connection from
+// the host can leave from.
+func hostAddresses(ipOut string) []string {
+	var out []string
+	for _, line := range strings.Split(ipOut, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || (f[2] != "inet" && f[2] != "inet6") {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(f[3])
+		if err != nil {
+			continue
+		}
+		a := pfx.Addr()
+		if a.IsLoopback() || a.IsLinkLocalUnicast() || slices.Contains(out, a.String()) {
+			continue
+		}
+		out = append(out, a.String())
+	}
 	return out
 }
 
@@ -133,9 +182,9 @@ func parsePids(out string) []int {
 	return pids
 }
 
-// agentConnections are the local ports of the connections the agent's
-// pod holds to the endpoints, on its node.
-func agentConnections(ctx context.Context, h lab.Host, uid string, endpoints []string) ([]int, error) {
+// agentConnections are the local addresses and ports of the connections
+// the agent's pod holds to the endpoints, on its node.
+func agentConnections(ctx context.Context, h lab.Host, uid string, endpoints []string) ([]netip.AddrPort, error) {
 	cg, err := findPodCgroup(ctx, h, uid)
 	if err != nil {
 		return nil, err
@@ -152,7 +201,7 @@ func agentConnections(ctx context.Context, h lab.Host, uid string, endpoints []s
 	if err != nil {
 		return nil, err
 	}
-	return agentLocalPorts(out, pids), nil
+	return agentLocalEndpoints(out, pids), nil
 }
 
 // closeLocalPorts closes the node's established connections from the
@@ -190,11 +239,11 @@ func (f *pinAgents) injectPods(ctx context.Context, l lab.Lab, t pinTargets) err
 	// The connections the agents hold were made before the rules: closed,
 	// they are made again, through them.
 	for i, r := range t.pods {
-		ports, err := agentConnections(ctx, t.node, pods[i].UID, endpoints)
+		conns, err := agentConnections(ctx, t.node, pods[i].UID, endpoints)
 		if err != nil {
 			return fmt.Errorf("%s's connections: %w", r.Agent, err)
 		}
-		if err := closeLocalPorts(ctx, t.node, ports, endpoints); err != nil {
+		if err := closeLocalPorts(ctx, t.node, portsOf(conns), endpoints); err != nil {
 			return fmt.Errorf("closing %s's connections: %w", r.Agent, err)
 		}
 	}
@@ -202,8 +251,11 @@ func (f *pinAgents) injectPods(ctx context.Context, l lab.Lab, t pinTargets) err
 }
 
 // healPods removes the node's chain, then closes on the server every
-// connection from the node to its API port, so nothing made through the
-// chain stays pinned; the agents dial their usual addresses again. It
+// connection from any of the node's addresses to its API port, so nothing
+// made through the chain stays pinned; the agents dial their usual
+// addresses again. Any address: an agent that dialled the kubernetes
+// Service left from the address the node routes the service range by,
+// which need not be the node's own. It
 // closes them whether or not it found the chain: a heal cut short after
 // removing the chain left connections made through it (their DNAT holds
 // in conntrack), and only the next heal's close ends them.
@@ -215,16 +267,24 @@ func (f *pinAgents) healPods(ctx context.Context, t pinTargets) error {
 		return err
 	}
 	crashpoint.Reach("pin-agents/heal/pod-chain-removed")
+	ipOut, err := run(ctx, t.node, "ip -o addr show")
+	if err != nil {
+		return fmt.Errorf("listing %s's addresses: %w", t.node.Name(), err)
+	}
+	addrs := hostAddresses(ipOut)
+	if !slices.Contains(addrs, t.node.Address()) {
+		addrs = append([]string{t.node.Address()}, addrs...)
+	}
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(t.url, "https://"))
-	if _, err := run(ctx, t.server, closeConnectionsScript(fmt.Sprintf("( sport = :%s ) and ( dst %s )", port, t.node.Address()))); err != nil {
+	if _, err := run(ctx, t.server, closeConnectionsScript(fmt.Sprintf("( sport = :%s ) and %s", port, ssFilter(addrs)))); err != nil {
 		return fmt.Errorf("closing %s's connections to %s: %w", t.node.Name(), t.server.Name(), err)
 	}
 	return nil
 }
 
 // probePods sees the node's chain in OUTPUT, and for every agent a
-// connection it holds to the endpoints that the server holds from the
-// node (the local port seen on both ends: the chain rewrites only the
+// connection it holds to the endpoints that the server holds (the local
+// address and port seen on both ends: the chain rewrites only the
 // destination).
 func (f *pinAgents) probePods(ctx context.Context, l lab.Lab, t pinTargets) (bool, string, error) {
 	endpoints, err := pinEndpoints(ctx, l)
@@ -239,20 +299,11 @@ func (f *pinAgents) probePods(ctx context.Context, l lab.Lab, t pinTargets) (boo
 	server := net.JoinHostPort(t.server.Address(), strconv.Itoa(apiServerPort(l)))
 	rules := strings.Contains(res.Stdout, "-A OUTPUT -j "+chain) && strings.Count(res.Stdout, "--to-destination "+server) == len(endpoints)
 	_, port, _ := net.SplitHostPort(server)
-	served, err := run(ctx, t.server, fmt.Sprintf("ss -Htn state established '( sport = :%s ) and ( dst %s )'", port, t.node.Address()))
+	served, err := run(ctx, t.server, fmt.Sprintf("ss -Htn state established '( sport = :%s )'", port))
 	if err != nil {
 		return false, "", err
 	}
-	var peerPorts []int
-	for _, line := range strings.Split(served, "\n") {
-		if f := strings.Fields(line); len(f) >= 4 {
-			if _, p, err := net.SplitHostPort(f[3]); err == nil {
-				if n, err := strconv.Atoi(p); err == nil {
-					peerPorts = append(peerPorts, n)
-				}
-			}
-		}
-	}
+	peers := servedPeers(served)
 	observed := rules
 	details := []string{fmt.Sprintf("chain %s DNATs %v to %s, first in OUTPUT: %v", chain, endpoints, server, rules)}
 	cs, err := kubeClient(l)
@@ -264,16 +315,30 @@ func (f *pinAgents) probePods(ctx context.Context, l lab.Lab, t pinTargets) (boo
 		if err != nil {
 			return false, "", err
 		}
-		ports, err := agentConnections(ctx, t.node, p.UID, endpoints)
+		conns, err := agentConnections(ctx, t.node, p.UID, endpoints)
 		if err != nil {
 			return false, "", fmt.Errorf("%s's connections: %w", r.Agent, err)
 		}
 		connected := false
-		for _, lp := range ports {
-			connected = connected || slices.Contains(peerPorts, lp)
+		for _, c := range conns {
+			connected = connected || slices.Contains(peers, c)
 		}
 		observed = observed && connected
-		details = append(details, fmt.Sprintf("%s (pod %s): connections from ports %v, one of them at %s: %v", r.Agent, p.Name, ports, t.server.Name(), connected))
+		details = append(details, fmt.Sprintf("%s (pod %s): connections from %v, one of them at %s: %v", r.Agent, p.Name, conns, t.server.Name(), connected))
 	}
 	return observed, strings.Join(details, "; "), nil
+}
+
+// servedPeers reads `ss -Htn` lines of a server and returns the peer
+// address and port of each connection it holds.
+func servedPeers(ssOut string) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, line := range strings.Split(ssOut, "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			if ap, ok := ssEndpoint(f[3]); ok {
+				out = append(out, ap)
+			}
+		}
+	}
+	return out
 }
