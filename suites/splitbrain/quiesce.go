@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/lab"
@@ -99,17 +98,12 @@ func markQuiesced(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// scaleBackoff is how often a list or scale the API server dropped is
-// asked again: a connection through the virtual address is reset when
-// keepalived moves it, and a loaded API server times a request out.
-// Every step is bounded by the quiesce's own time.
-var scaleBackoff = wait.Backoff{Steps: 8, Duration: 250 * time.Millisecond, Factor: 2, Cap: 10 * time.Second}
-
 // scaleToZero scales every StatefulSet and Deployment of the namespace to
 // 0, each read afresh before its write (so a conflict is asked again with
 // the object as it is); one that is gone needs no scaling. A list or
-// write the API server dropped is asked again (scaleBackoff); a refusal
-// is final.
+// write the API server dropped is asked again (apiretry.Backoff: a
+// connection through the virtual address is reset when keepalived moves
+// it, and a loaded API server times a request out); a refusal is final.
 func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
 	sets := cs.AppsV1().StatefulSets(Namespace)
 	deps := cs.AppsV1().Deployments(Namespace)
@@ -143,14 +137,14 @@ func scaleToZero(ctx context.Context, cs kubernetes.Interface) error {
 	}
 	for _, k := range kinds {
 		var names []string
-		if err := apiretry.Do(ctx, scaleBackoff, apiretry.DroppedOrConflict, func() (err error) {
+		if err := apiretry.Do(ctx, apiretry.Backoff, apiretry.DroppedOrConflict, func() (err error) {
 			names, err = k.names()
 			return err
 		}); err != nil {
 			return fmt.Errorf("listing the %ss of %s: %w", k.kind, Namespace, err)
 		}
 		for _, name := range names {
-			err := apiretry.Do(ctx, scaleBackoff, apiretry.DroppedOrConflict, func() error {
+			err := apiretry.Do(ctx, apiretry.Backoff, apiretry.DroppedOrConflict, func() error {
 				if err := k.zero(name); !apierrors.IsNotFound(err) {
 					return err
 				}
