@@ -60,13 +60,15 @@ func TestMain(m *testing.M) {
 }
 
 func runAgainstLocalLab(m *testing.M) (code int) {
-	dir, err := os.MkdirTemp("", "faultline-static-lab-")
+	// Short: the lab's unix sockets lie deep under the state directory
+	// and must fit a socket address (107 bytes).
+	dir, err := os.MkdirTemp("/tmp", "flst")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	os.Setenv("FAULTLINE_STATE_DIR", filepath.Join(dir, "state"))
+	os.Setenv("FAULTLINE_STATE_DIR", filepath.Join(dir, "s"))
 
 	c, err := localLabConfig()
 	if err != nil {
