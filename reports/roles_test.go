@@ -137,7 +137,7 @@ func TestControlChecksCountOnlyTheKindsAControlNames(t *testing.T) {
 func TestEffectTextSaysTheShareOfTheWindow(t *testing.T) {
 	e := &verdict.EffectCoverage{Probes: 1, Observed: 1, Required: 0.5, Window: verdict.Duration(40 * time.Second),
 		Resolution: verdict.Duration(time.Second), Covered: 0.05}
-	want := "1/1 probes = 100%; 5% of the 40s window attested (1s each side of a look); required 50%"
+	want := "1/1 probes = 100%; 5% of the 40s window attested (1s either side of what each look saw); required 50%"
 	if got := EffectText(e); got != want {
 		t.Errorf("EffectText = %q, want %q", got, want)
 	}

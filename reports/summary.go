@@ -589,7 +589,7 @@ func EffectText(e *verdict.EffectCoverage) string {
 		s += fmt.Sprintf(" (%d failed)", e.Failed)
 	}
 	if e.InTime() {
-		s += fmt.Sprintf("; %.0f%% of the %s window attested (%s each side of a look)", 100*e.Covered, time.Duration(e.Window).Round(100*time.Millisecond), time.Duration(e.Resolution))
+		s += fmt.Sprintf("; %.0f%% of the %s window attested (%s either side of what each look saw)", 100*e.Covered, time.Duration(e.Window).Round(100*time.Millisecond), time.Duration(e.Resolution))
 	}
 	return s + fmt.Sprintf("; required %.0f%%", 100*e.Required)
 }

@@ -41,6 +41,10 @@ type Event struct {
 	// Kind names the change ("ready-unknown", "taint-added", "fault-injected").
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
+	// Lasted, for an event that reports a state seen to hold over a
+	// stretch rather than at one moment (an effect probe's look that
+	// waited out a timeout), is how long before At it held.
+	Lasted time.Duration `json:"lasted,omitempty"`
 }
 
 // Precision is how finely a cluster time is recorded.

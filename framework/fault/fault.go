@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/faultline/faultline/lab"
 )
@@ -24,6 +25,11 @@ type Effect struct {
 	Observed bool `json:"observed"`
 	// Detail says what was seen, or what was looked at and found normal.
 	Detail string `json:"detail"`
+	// Lasted is how long before the look ended the effect was seen to
+	// hold without a break: a connect that waited out its timeout with no
+	// answer saw a cut for that long. Zero for an effect seen at one
+	// moment (a state read), which is most.
+	Lasted time.Duration `json:"lasted,omitempty"`
 }
 
 // Fault is one thing a scenario does to a lab.
@@ -40,10 +46,11 @@ type Fault interface {
 	// was never injected, or was already healed, succeeds and does nothing.
 	Heal(ctx context.Context, l lab.Lab) error
 	// Probe looks for the fault's effect in the lab, as it is now: the
-	// engine probes once per sampling round through the window, and the
-	// share of the window the probes that saw the effect attest (each the
-	// stretch within one sampling period of its look) decides whether the
-	// run counts (DefaultEffectShare, EffectSharer). A probe reading a counter must
+	// engine probes once per tick through the window, and the share of
+	// the window the looks that saw the effect attest (each what it saw,
+	// Effect.Lasted, and half a tick either side; a look that could not
+	// look attests nothing) decides whether the run counts
+	// (DefaultEffectShare, EffectSharer). A probe reading a counter must
 	// report growth since its last look, not a total since inject, or a
 	// fault that stopped acting would still be seen. An error means the
 	// probe could not look; it is not an effect.
@@ -62,8 +69,8 @@ type Fault interface {
 // sample that fell between two bursts) does not mean the fault was gone.
 const DefaultEffectShare = 0.5
 
-// EffectSharer is a fault that declares what share of a window's probes
-// must see its effect, because it knows its effect is momentary or begins
+// EffectSharer is a fault that declares what share of a window its
+// probes must show its effect in, because it knows its effect is momentary or begins
 // late (an effect its probe can see only for a moment after inject, or
 // only once a controller has acted). Its EffectShare doc comment must say
 // why the share is what it is; a fault whose probe sees its effect for as
@@ -74,7 +81,7 @@ type EffectSharer interface {
 	EffectShare() float64
 }
 
-// EffectShareOf is the share of probes f declares (looking through a null
+// EffectShareOf is the share of the window f declares (looking through a null
 // arm to the fault it stands for), or DefaultEffectShare.
 func EffectShareOf(f Fault) float64 {
 	if inner, isNull := StandsFor(f); isNull {

@@ -90,9 +90,9 @@
 //     kind counts.
 //   - The run verdict follows the rule in runVerdict: ABORTED when a phase
 //     failed or the run was interrupted; FAULT_INEFFECTIVE when the fault
-//     arm's probes that saw the effect attest a smaller share of the
-//     window than required (each look the stretch within one sampling
-//     period of it, cut halfway to a look that did not see it;
+//     arm's looks that saw the effect attest a smaller share of the
+//     window than required (each what it saw and half a tick either
+//     side, cut halfway to a look that did not see it or could not look;
 //     Scenario.MinEffectShare, else the fault's fault.EffectShareOf); for the null arm, a probe that sees nothing is
 //     the control working (JUDGED), and a probe that sees the effect with
 //     nothing injected makes the run ABORTED (contaminated). Only JUDGED

@@ -70,8 +70,8 @@ func (r *run) finish(specState string) verdict.Run {
 //   - any phase failed (reset, ledger, inject, heal) or the run was
 //     interrupted → ABORTED: it reached no judgement to trust;
 //   - fault arm whose probes that saw the effect attest a smaller share
-//     of the window than required (attested: each look speaks for the
-//     stretch within one sampling period of it, lookPeriod) → FAULT_INEFFECTIVE, with
+//     of the window than required (attested: each look speaks for what
+//     it saw and half a tick either side, lookReach) → FAULT_INEFFECTIVE, with
 //     the coverage: the verdicts would describe a cluster mostly without
 //     the fault, or one the probes did not show under it;
 //   - null arm whose probe DID see the effect with nothing injected → the
@@ -124,7 +124,7 @@ func runVerdict(arm Arm, aborted, interrupted string, probes []probe, required f
 	case seen == nil:
 		reason = fmt.Sprintf("the effect probe saw no effect in %d probes during the window", c.Probes)
 	case c.InTime():
-		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window, which attest %.0f%% of its %s (each look the stretch within %s of it), under the %.0f%% the scenario requires for the fault to have held through it; first seen at %s (%s)",
+		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window, which attest %.0f%% of its %s (each look %s either side of what it saw), under the %.0f%% the scenario requires for the fault to have held through it; first seen at %s (%s)",
 			c.Observed, c.Probes, 100*c.Covered, w.To.Sub(w.From).Round(time.Millisecond), w.Resolution, 100*required, seen.At.UTC().Format("15:04:05.000Z"), seen.Effect.Detail)
 	default:
 		reason = fmt.Sprintf("the effect probe saw the effect in %d of %d probes during the window (%.0f%%; the window's bounds are not recorded, so probes are counted), under the %.0f%% of probes the scenario requires for the fault to have held through it; first seen at %s (%s)",

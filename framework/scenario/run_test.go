@@ -26,7 +26,7 @@ func TestRunVerdictRule(t *testing.T) {
 	effect := func(i float64) probe {
 		return probe{At: sec(i), Effect: fault.Effect{Observed: true, Detail: "worker1 unreachable"}}
 	}
-	window := func(s float64) span { return span{From: at, To: sec(s), Resolution: time.Second} }
+	window := func(s float64) span { return span{From: at, To: sec(s), Resolution: lookReach(time.Second)} }
 	every := func(gap, length float64) []probe {
 		var ps []probe
 		for x := gap / 2; x < length; x += gap {
@@ -41,6 +41,18 @@ func TestRunVerdictRule(t *testing.T) {
 	// throttled member, a process restarted before the window was out.
 	once := []probe{effect(0), normal(1), normal(2), normal(3), normal(4), normal(5), normal(6), normal(7), normal(8), normal(9)}
 	half := []probe{effect(0), effect(1), normal(2), {At: sec(3), Err: errors.New("ssh: refused")}}
+	failed := func(i float64) probe { return probe{At: sec(i), Err: errors.New("ssh: handshake failed")} }
+	// Four looks of forty saw the effect; the others could not look.
+	var fourOfForty []probe
+	for i := 0; i < 40; i++ {
+		if i == 2 || i == 8 || i == 14 || i == 20 {
+			fourOfForty = append(fourOfForty, effect(float64(i)+0.5))
+		} else {
+			fourOfForty = append(fourOfForty, failed(float64(i)+0.5))
+		}
+	}
+	cut := effect(3)
+	cut.Effect.Lasted = 3 * time.Second
 	cases := []struct {
 		name                 string
 		arm                  Arm
@@ -56,15 +68,21 @@ func TestRunVerdictRule(t *testing.T) {
 		{"fault arm, probe could not look", FaultArm, "", "", failing, 0.5, window(1), verdict.FaultIneffective, "(1 of them could not look)"},
 		{"fault arm, no probe at all", FaultArm, "", "", nil, 0.5, window(1), verdict.FaultIneffective, "in 0 probes"},
 		{"fault arm, effect seen once in ten", FaultArm, "", "", once, 0.5, window(10), verdict.FaultIneffective,
-			"saw the effect in 1 of 10 probes during the window, which attest 5% of its 10s (each look the stretch within 1s of it), under the 50% the scenario requires for the fault to have held through it; first seen at 10:00:00.000Z (worker1 unreachable); last: all normal"},
+			"saw the effect in 1 of 10 probes during the window, which attest 5% of its 10s (each look 500ms either side of what it saw), under the 50% the scenario requires for the fault to have held through it; first seen at 10:00:00.000Z (worker1 unreachable); last: all normal"},
 		{"fault arm, seen once in ten where the fault declares that enough", FaultArm, "", "", once, 0.05, window(10), verdict.RunJudged, ""},
 		// One look that saw the effect is not a window under the fault: it
 		// speaks for a second of forty, however few looks there were.
-		{"fault arm, the only look in a long window", FaultArm, "", "", []probe{effect(20)}, 0.5, window(40), verdict.FaultIneffective, "1 of 1 probes during the window, which attest 5% of its 40s"},
-		{"fault arm, looks stretched to 3 s, each seeing it", FaultArm, "", "", every(3, 30), 0.5, window(30), verdict.RunJudged, ""},
-		{"fault arm, looks 5 s apart", FaultArm, "", "", every(5, 30), 0.5, window(30), verdict.FaultIneffective, "6 of 6 probes during the window, which attest 40% of its 30s"},
-		{"fault arm, a look that did not see it cuts the stretch", FaultArm, "", "", []probe{effect(0), normal(1)}, 0.5, window(2), verdict.FaultIneffective, "1 of 2 probes during the window, which attest 25% of its 2s"},
+		{"fault arm, the only look in a long window", FaultArm, "", "", []probe{effect(20)}, 0.5, window(40), verdict.FaultIneffective, "1 of 1 probes during the window, which attest 2% of its 40s"},
+		{"fault arm, a look every tick, each seeing it", FaultArm, "", "", every(1, 30), 0.5, window(30), verdict.RunJudged, ""},
+		{"fault arm, looks 3 s apart", FaultArm, "", "", every(3, 30), 0.5, window(30), verdict.FaultIneffective, "10 of 10 probes during the window, which attest 33% of its 30s"},
+		{"fault arm, a look that did not see it cuts the stretch", FaultArm, "", "", []probe{effect(0), normal(0.6)}, 0.5, window(2), verdict.FaultIneffective, "1 of 2 probes during the window, which attest 15% of its 2s"},
 		{"fault arm, a failed look attests nothing", FaultArm, "", "", half, 0.5, window(4), verdict.FaultIneffective, "2 of 4 probes during the window, which attest 38% of its 4s"},
+		{"fault arm, a failed look stops its neighbour's reach", FaultArm, "", "", []probe{effect(0.5), failed(0.7)}, 0.5, window(2), verdict.FaultIneffective, "attest 30% of its 2s"},
+		// A failed look is unknown, and unknown is not the fault holding:
+		// four sightings among 36 looks that could not look do not stand
+		// for the window they are strewn over.
+		{"fault arm, four of forty looks saw it, the rest could not look", FaultArm, "", "", fourOfForty, 0.5, window(40), verdict.FaultIneffective, "4 of 40 probes during the window, which attest 10% of its 40s"},
+		{"fault arm, a connect that waited out its timeout saw the cut hold", FaultArm, "", "", []probe{cut}, 0.5, window(4), verdict.RunJudged, ""},
 		{"fault arm, seen in half, window not recorded: probes counted", FaultArm, "", "", half, 0.5, span{}, verdict.RunJudged, ""},
 		{"fault arm, seen in half where more is required, window not recorded", FaultArm, "", "", half, 0.75, span{}, verdict.FaultIneffective, "2 of 4 probes during the window (50%; the window's bounds are not recorded, so probes are counted), under the 75%"},
 		{"null arm, no effect: the control works", NullArm, "", "", nothing, 0, window(1), verdict.RunJudged, ""},
@@ -80,7 +98,7 @@ func TestRunVerdictRule(t *testing.T) {
 		}
 	}
 	want := verdict.EffectCoverage{Probes: 4, Observed: 2, Failed: 1, Required: 0.5,
-		Window: verdict.Duration(4 * time.Second), Resolution: verdict.Duration(time.Second), Covered: 0.375}
+		Window: verdict.Duration(4 * time.Second), Resolution: verdict.Duration(500 * time.Millisecond), Covered: 0.375}
 	if c := effectCoverage(half, 0.5, window(4)); c != want {
 		t.Errorf("coverage of %d probes: %+v, want %+v", len(half), c, want)
 	}
@@ -105,6 +123,9 @@ func TestAttestedShareOfTheWindow(t *testing.T) {
 		{"out of order, as a merged timeline may hold them", []probe{look(2500, true), look(500, true)}, 3.0 / 3},
 		{"a look that did not see it halfway between two that did", []probe{look(0, true), look(1000, false), look(2000, true)}, 2.0 / 3},
 		{"none saw it", []probe{look(1000, false)}, 0},
+		{"a failed look cuts like one that did not see it", []probe{look(0, true), {At: at.Add(time.Second), Err: errors.New("refused")}, look(2000, true)}, 2.0 / 3},
+		{"a look that saw the effect hold for a stretch", []probe{{At: at.Add(2500 * time.Millisecond), Effect: fault.Effect{Observed: true, Lasted: 2 * time.Second}}}, 3.0 / 3},
+		{"a held stretch cut halfway to a look before it that did not see it", []probe{look(0, false), {At: at.Add(2500 * time.Millisecond), Effect: fault.Effect{Observed: true, Lasted: 1500 * time.Millisecond}}}, 2.5 / 3},
 	}
 	for _, c := range cases {
 		if got := attested(c.probes, w); math.Abs(got-c.want) > 1e-9 {
@@ -600,10 +621,10 @@ func TestControlKindsAreValidatedAndRecorded(t *testing.T) {
 	}
 }
 
-// A look speaks for one sampling period either side: the tick interval
-// plus a read's timeout, the period the invariants' bounds count in.
-func TestALookSpeaksForOneSamplingPeriod(t *testing.T) {
-	if got, want := lookPeriod(time.Second), time.Second+evidence.DefaultReadTimeout; got != want {
-		t.Errorf("lookPeriod(1s) = %s, want %s", got, want)
+// A look reaches half a tick either side: looks at the engine's cadence
+// speak for the whole window, and no more.
+func TestALookReachesHalfATick(t *testing.T) {
+	if got, want := lookReach(time.Second), 500*time.Millisecond; got != want {
+		t.Errorf("lookReach(1s) = %s, want %s", got, want)
 	}
 }

@@ -98,7 +98,7 @@ type Scenario struct {
 	ApplicationControl bool
 	// MinEffectShare is the share of the window the effect probes that
 	// saw the fault's effect must attest for the fault arm's run to count
-	// (each look the stretch within one sampling period of it); below it
+	// (each look what it saw and half a tick either side); below it
 	// the run is FAULT_INEFFECTIVE. Zero takes the fault's own
 	// (fault.EffectShareOf: its declaration, or fault.DefaultEffectShare).
 	// Set it only for a scenario whose fault acts for part of the window
@@ -185,7 +185,8 @@ func (s Scenario) arm() Arm {
 	return s.Arm
 }
 
-// requiredEffectShare is the share of probes the fault arm needs.
+// requiredEffectShare is the share of the window the fault arm's looks
+// must show the effect in.
 func (s Scenario) requiredEffectShare() float64 {
 	if s.MinEffectShare > 0 {
 		return s.MinEffectShare

@@ -280,7 +280,7 @@ func (s Suite) withDefaults() (Suite, error) {
 		errs = append(errs, err)
 	}
 	if s.SampleEvery <= 0 {
-		s.SampleEvery = time.Second
+		s.SampleEvery = defaultSampleEvery
 	}
 	if s.Applicability == nil {
 		s.Applicability = invariant.Applicability
@@ -527,3 +527,6 @@ func selfCheck(runs []verdict.Run) (report, failure string) {
 	}
 	return b.String(), failure
 }
+
+// defaultSampleEvery is the engine's tick when a suite sets none.
+const defaultSampleEvery = time.Second

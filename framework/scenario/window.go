@@ -40,9 +40,11 @@ func (r *run) window(ctx context.Context) {
 	// The probes run beside the sampling, at the same interval, so a
 	// probe that takes long delays no snapshot (and the reverse).
 	probed := make(chan struct{})
+	var probedTo time.Time
 	go func() {
 		defer close(probed)
 		r.probeUntil(wctx, l, f)
+		probedTo = time.Now()
 	}()
 	changed := make(chan error, 1)
 	go func() { changed <- r.makeChange(wctx, l, start) }()
@@ -59,7 +61,9 @@ func (r *run) window(ctx context.Context) {
 	})
 	cancel()
 	<-probed
-	end := time.Now()
+	// The window the effect is measured over is the probing's: the
+	// sampler may drain reads past the deadline, when no look runs.
+	end := minTime(probedTo, deadline)
 	changeErr := <-changed
 	r.timed("window", start)
 	r.mu.Lock()
@@ -134,7 +138,11 @@ func (r *run) addProbe(p probe) {
 	case p.Effect.Observed:
 		kind = probeEffectEvent
 	}
-	r.timeline.Add(evidence.Event{At: p.At.UTC(), Source: "faultline", Subject: "fault/" + r.sc.Fault.Kind(), Kind: kind, Detail: detail})
+	ev := evidence.Event{At: p.At.UTC(), Source: "faultline", Subject: "fault/" + r.sc.Fault.Kind(), Kind: kind, Detail: detail}
+	if kind == probeEffectEvent {
+		ev.Lasted = p.Effect.Lasted
+	}
+	r.timeline.Add(ev)
 }
 
 // Timeline event kinds of the window's effect probes: each probe's look
@@ -146,31 +154,29 @@ const (
 	probeFailedEvent   = "probe-failed"
 )
 
-// span is the window as its effect coverage is measured: when it started
-// and ended, and how far from a look a look speaks for.
+// span is the window as its effect coverage is measured: when the
+// probing started and stopped, and how far from a look a look speaks for.
 type span struct {
 	From, To time.Time
-	// Resolution is how far from a look the look speaks for: the
-	// engine's sampling period (lookPeriod).
+	// Resolution is how far either side of a look the look speaks for:
+	// half the engine's tick (lookReach).
 	Resolution time.Duration
 }
 
-// lookPeriod is the longest between two looks of a source when the
-// machine keeps pace: a tick interval plus a read's timeout
-// (evidence.DefaultReadTimeout), the sampling period the invariants'
-// bounds count in. The engine means to look at the fault's effect once
-// per tick, and a look that is a read, or a connect that must time out to
-// see a cut, takes up to a read's timeout; so a look speaks for the state
-// within one such period of it, and for no more.
-func lookPeriod(sampleEvery time.Duration) time.Duration {
-	return sampleEvery + evidence.DefaultReadTimeout
-}
+// lookReach is how far either side of its moment a look at the fault's
+// effect speaks for: half a tick. The engine means to look once per tick
+// (probeUntil), so looks at that cadence speak for the whole window, and a
+// window whose looks came less often (slow looks, a loaded machine, looks
+// that could not look) is shown under the fault only where they were. A
+// look that saw the effect hold over a stretch (fault.Effect.Lasted)
+// speaks for that stretch as well.
+func lookReach(sampleEvery time.Duration) time.Duration { return sampleEvery / 2 }
 
 func (w span) known() bool { return w.To.After(w.From) && w.Resolution > 0 }
 
 // span is the run's window (zero until the window ran). Callers hold r.mu.
 func (r *run) span() span {
-	return span{From: r.windowFrom, To: r.windowTo, Resolution: lookPeriod(r.eng.cfg.SampleEvery)}
+	return span{From: r.windowFrom, To: r.windowTo, Resolution: lookReach(r.eng.cfg.SampleEvery)}
 }
 
 // effectCoverage counts what the window's probes saw and, when the
@@ -193,63 +199,79 @@ func effectCoverage(probes []probe, required float64, w span) verdict.EffectCove
 	return c
 }
 
-// attested is the share of the window w that the probes which saw the
-// effect speak for: each the stretch within w.Resolution of its look, cut
-// halfway to the nearest look on either side that did not see the effect,
-// and clipped to the window. A probe that could not look speaks for
-// nothing, either way. Counting probes instead would let one look stand
-// for a whole window whenever a loaded machine stretched the probe
-// cadence: the share is of time, not of looks.
+// attested is the share of the window w that the looks which saw the
+// effect speak for: each the stretch it saw the effect hold (Lasted
+// before its moment, none for a look of one moment) widened by
+// w.Resolution either side, cut halfway to the nearest look on either
+// side that did not see the effect or could not look, and clipped to the
+// window. A look that could not look is unknown, and unknown is not the
+// fault holding: it speaks for nothing and stops its neighbours' reach.
+// Counting probes instead would let one look stand for a whole window
+// whenever a loaded machine stretched the probe cadence: the share is of
+// time, not of looks.
 func attested(probes []probe, w span) float64 {
 	if !w.known() {
 		return 0
 	}
 	ps := slices.Clone(probes)
 	slices.SortStableFunc(ps, func(a, b probe) int { return a.At.Compare(b.At) })
-	missed := func(p probe) bool { return p.Err == nil && !p.Effect.Observed }
+	seen := func(p probe) bool { return p.Err == nil && p.Effect.Observed }
 	type stretch struct{ lo, hi time.Time }
 	var ss []stretch
 	for i, p := range ps {
-		if p.Err != nil || !p.Effect.Observed {
+		if !seen(p) {
 			continue
 		}
-		lo, hi := p.At.Add(-w.Resolution), p.At.Add(w.Resolution)
+		from := p.At.Add(-max(p.Effect.Lasted, 0))
+		lo, hi := from.Add(-w.Resolution), p.At.Add(w.Resolution)
 		for j := i - 1; j >= 0; j-- {
-			if missed(ps[j]) {
-				if mid := ps[j].At.Add(p.At.Sub(ps[j].At) / 2); mid.After(lo) {
-					lo = mid
+			if !seen(ps[j]) {
+				cut := ps[j].At
+				if cut.Before(from) {
+					cut = cut.Add(from.Sub(cut) / 2)
+				}
+				if cut.After(lo) {
+					lo = cut
 				}
 				break
 			}
 		}
 		for j := i + 1; j < len(ps); j++ {
-			if missed(ps[j]) {
+			if !seen(ps[j]) {
 				if mid := p.At.Add(ps[j].At.Sub(p.At) / 2); mid.Before(hi) {
 					hi = mid
 				}
 				break
 			}
 		}
-		if lo.Before(w.From) {
-			lo = w.From
-		}
-		if hi.After(w.To) {
-			hi = w.To
-		}
+		lo, hi = maxTime(lo, w.From), minTime(hi, w.To)
 		if hi.After(lo) {
 			ss = append(ss, stretch{lo, hi})
 		}
 	}
+	slices.SortFunc(ss, func(a, b stretch) int { return a.lo.Compare(b.lo) })
 	var sum time.Duration
 	var end time.Time
-	for _, s := range ss { // in order of lo: the looks were sorted
-		if s.lo.Before(end) {
-			s.lo = end
-		}
+	for _, s := range ss {
+		s.lo = maxTime(s.lo, end)
 		if s.hi.After(s.lo) {
 			sum += s.hi.Sub(s.lo)
 			end = s.hi
 		}
 	}
 	return float64(sum) / float64(w.To.Sub(w.From))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

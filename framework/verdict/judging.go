@@ -34,9 +34,10 @@ type Judging struct {
 	InjectStarted time.Time `json:"injectStarted,omitzero"`
 	HealStarted   time.Time `json:"healStarted,omitzero"`
 	HealEnded     time.Time `json:"healEnded,omitzero"`
-	// WindowStarted and WindowEnded are when the window's sampling and
-	// effect probing started and stopped: the stretch the effect coverage
-	// is measured over. Zero when the run did not get there, and in
+	// WindowStarted and WindowEnded are when the window's effect probing
+	// started and stopped (the window's deadline at the latest; the
+	// sampler may read on past it): the stretch the effect coverage is
+	// measured over. Zero when the run did not get there, and in
 	// records written before they were kept.
 	WindowStarted time.Time `json:"windowStarted,omitzero"`
 	WindowEnded   time.Time `json:"windowEnded,omitzero"`

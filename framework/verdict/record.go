@@ -143,15 +143,17 @@ type EffectCoverage struct {
 	// effect must be shown in for the run to count (JUDGED); below it the
 	// run is FAULT_INEFFECTIVE.
 	Required float64 `json:"required"`
-	// Window is how long the window lasted, and Resolution how far from
-	// a look a look speaks for (the engine's probe interval). Both are
-	// zero in records written before coverage was measured in time.
+	// Window is how long the window's probing lasted, and Resolution how
+	// far either side of what a look saw the look speaks for (half the
+	// suite's tick). Both are zero in records written before coverage was
+	// measured in time.
 	Window     Duration `json:"window,omitempty"`
 	Resolution Duration `json:"resolution,omitempty"`
-	// Covered is the share of the window the probes that saw the effect
-	// attest: each the stretch within Resolution of its look, cut halfway
-	// to a neighbouring probe that looked and did not see it. The run
-	// verdict holds it against Required.
+	// Covered is the share of the window the looks that saw the effect
+	// attest: each the stretch it saw the effect hold (a moment, or the
+	// wait of a connect that timed out) widened by Resolution either side,
+	// cut halfway to a neighbouring look that did not see it or could not
+	// look. The run verdict holds it against Required.
 	Covered float64 `json:"covered,omitempty"`
 }
 

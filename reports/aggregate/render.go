@@ -102,7 +102,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	b.WriteString("\n## Runs\n\n" +
 		"The load average of the machine faultline ran on, at the run's start and end, shows a loaded run; " +
-		"the effect probe's coverage is the share of its probes that saw the fault's effect and the share of the window those looks attest (each the stretch within one sampling period of it), against the share the scenario requires.\n\n")
+		"the effect probe's coverage is the share of its probes that saw the fault's effect and the share of the window those looks attest (each what it saw and half a tick either side), against the share the scenario requires.\n\n")
 	if len(rep.Runs) == 0 {
 		b.WriteString("None.\n")
 	} else {

@@ -986,3 +986,16 @@ func TestCompoundInjectsInOrderAndHealsInReverse(t *testing.T) {
 		}
 	}
 }
+
+// A cut's connect that timed out saw the cut for the whole wait; one that
+// was refused or connected saw no cut, for no stretch.
+func TestConnectEffectLastsTheWait(t *testing.T) {
+	if e := connectEffect("timed out", "d"); !e.Observed || e.Lasted != connectProbeTimeout*time.Second {
+		t.Errorf("timed out: %+v, want observed for %ds", e, connectProbeTimeout)
+	}
+	for _, res := range []string{"refused", "connected"} {
+		if e := connectEffect(res, "d"); e.Observed || e.Lasted != 0 {
+			t.Errorf("%s: %+v, want no effect", res, e)
+		}
+	}
+}

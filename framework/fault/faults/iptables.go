@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/framework/crashpoint"
+	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -126,6 +128,21 @@ func parseChainDrops(listing string) (int64, error) {
 		total += n
 	}
 	return total, nil
+}
+
+// connectProbeTimeout is how long, in seconds, a cut's probe waits for an
+// answer to its connect.
+const connectProbeTimeout = 3
+
+// connectEffect is a cut's effect from a connect's result: seen when the
+// connect timed out, and then seen to hold for the whole wait (nothing
+// answered any of the SYNs sent in it).
+func connectEffect(res, detail string) fault.Effect {
+	e := fault.Effect{Observed: res == "timed out", Detail: detail}
+	if e.Observed {
+		e.Lasted = connectProbeTimeout * time.Second
+	}
+	return e
 }
 
 // tcpConnect tries a TCP connection from h to addr:port. It reports

@@ -135,11 +135,11 @@ func (f *partition) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) 
 	}
 	from, to := groups[0][0], groups[1][0]
 	port := sshPort(l)
-	res, err := tcpConnect(ctx, from, to.Address(), port, 3)
+	res, err := tcpConnect(ctx, from, to.Address(), port, connectProbeTimeout)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	return fault.Effect{Observed: res == "timed out", Detail: fmt.Sprintf("TCP from %s to %s (%s:%d): %s", from.Name(), to.Name(), to.Address(), port, res)}, nil
+	return connectEffect(res, fmt.Sprintf("TCP from %s to %s (%s:%d): %s", from.Name(), to.Name(), to.Address(), port, res)), nil
 }
 
 // virtualAddressGroup is the index of the group the lab's virtual address

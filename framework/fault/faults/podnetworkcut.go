@@ -160,11 +160,11 @@ func (f *podNetworkCut) Probe(ctx context.Context, l lab.Lab) (fault.Effect, err
 		return fault.Effect{}, fmt.Errorf("%s has no route to another node over %v to probe", h.Name(), devs)
 	}
 	port := sshPort(l)
-	res, err := tcpConnect(ctx, h, peer, port, 3)
+	res, err := tcpConnect(ctx, h, peer, port, connectProbeTimeout)
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	return fault.Effect{Observed: res == "timed out", Detail: fmt.Sprintf("TCP from %s over the pod network to %s:%d: %s", h.Name(), peer, port, res)}, nil
+	return connectEffect(res, fmt.Sprintf("TCP from %s over the pod network to %s:%d: %s", h.Name(), peer, port, res)), nil
 }
 
 func init() {
