@@ -20,20 +20,32 @@ const module = "github.com/faultline/faultline"
 
 // pkg is what the rules need of one package: its path inside the module,
 // its direct and transitive imports inside the module (non-test files
-// only), whether it registers a lab backend, and whether it is a test
-// helper (its non-test files import "testing": it is linked only into
-// tests).
+// only), the direct imports inside the module of its test files (its own
+// package's and the external test package's), whether it registers a lab
+// backend, and whether it is a test helper (its non-test files import
+// "testing": it is linked only into tests).
 type pkg struct {
-	Path       string
-	Imports    []string
-	Deps       []string
-	Backend    bool
-	FromTest   bool
-	TestHelper bool
+	Path        string
+	Imports     []string
+	Deps        []string
+	TestImports []string
+	Backend     bool
+	FromTest    bool
+	TestHelper  bool
 }
 
 // under reports whether p is prefix or a package below it.
 func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+
+// suiteOf is the suite a package under suites/ belongs to (suites/drills
+// for suites/drills/report), or "" for a package under no suite.
+func suiteOf(p string) string {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 2 || parts[0] != "suites" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}
 
 func anyUnder(p string, prefixes ...string) bool {
 	for _, pre := range prefixes {
@@ -45,10 +57,11 @@ func anyUnder(p string, prefixes ...string) bool {
 }
 
 // violations applies the layering rules to the packages and returns one
-// line per broken rule. Only non-test imports count: a test may link what
-// it exercises (the engine's self-test links the renderers to check the
-// summary it writes). A test helper's own imports count as a test's, so
-// the rules below apply to it only through the first one.
+// line per broken rule. Only non-test imports count but for the rule on
+// suites importing suites: a test may link what it exercises (the
+// engine's self-test links the renderers to check the summary it
+// writes). A test helper's own imports count as a test's, so the rules
+// below apply to it only through the first one.
 //
 //   - No package but a test helper depends on a test helper: they import
 //     "testing" and start real processes for tests, and are linked only
@@ -70,6 +83,15 @@ func anyUnder(p string, prefixes ...string) bool {
 //   - fixtures/... depends on no framework, suite, reports or cmd.
 //   - suites/... depend on no cmd, and import no backend directly: they
 //     link lab/backends.
+//   - No package of a suite (suites/<name>/...) imports a package of
+//     another suite, from its non-test files or its tests (a suite's
+//     table lives in its test files): what two suites share (a lab's
+//     topology, its timers, a window's mechanism) lives below them, in
+//     lab or framework. A suite's own packages import one another
+//     (suites/drills/report imports suites/drills).
+//   - cmd/... imports a suite only by blank import: checked on the
+//     source files by cmdViolations, below, since the import's name is
+//     not in the package list.
 func violations(pkgs []pkg) []string {
 	var backends []string
 	for _, p := range pkgs {
@@ -127,6 +149,15 @@ func violations(pkgs []pkg) []string {
 				}
 			}
 		}
+		if own := suiteOf(p.Path); own != "" {
+			seen := map[string]bool{}
+			for _, d := range append(append([]string(nil), p.Imports...), p.TestImports...) {
+				if other := suiteOf(d); other != "" && other != own && !seen[d] {
+					seen[d] = true
+					out = append(out, fmt.Sprintf("%s imports %s (its non-test or test files): no suite imports another; what two suites share lives below them, in lab or framework", p.Path, d))
+				}
+			}
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -134,11 +165,13 @@ func violations(pkgs []pkg) []string {
 
 // listed is one package as `go list -json` prints it.
 type listed struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
 }
 
 func inModule(paths []string) []string {
@@ -202,7 +235,8 @@ func modulePackages(t *testing.T) []pkg {
 		for _, imp := range l.Imports {
 			helper = helper || imp == "testing"
 		}
-		pkgs = append(pkgs, pkg{Path: rel[0], Imports: inModule(l.Imports), Deps: inModule(l.Deps), Backend: backend, TestHelper: helper})
+		tests := inModule(append(append([]string(nil), l.TestImports...), l.XTestImports...))
+		pkgs = append(pkgs, pkg{Path: rel[0], Imports: inModule(l.Imports), Deps: inModule(l.Deps), TestImports: tests, Backend: backend, TestHelper: helper})
 	}
 	return pkgs
 }
@@ -237,6 +271,18 @@ func TestTheLayersHold(t *testing.T) {
 	if parts == 0 {
 		t.Error("go list found no package under lab/local/internal: the rule on the local lab's parts holds against nothing")
 	}
+	suites, tested := map[string]bool{}, 0
+	for _, p := range pkgs {
+		if s := suiteOf(p.Path); s != "" {
+			suites[s] = true
+			if len(p.TestImports) > 0 {
+				tested++
+			}
+		}
+	}
+	if len(suites) < 2 || tested == 0 {
+		t.Errorf("go list found %d suites, %d of their packages with tests importing the module: the rule that no suite imports another holds against nothing", len(suites), tested)
+	}
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}
@@ -262,6 +308,9 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"reports on a suite", pkg{Path: "reports/aggregate", Deps: []string{"suites/drills"}}, "reports/aggregate depends on suites/drills"},
 		{"fixtures on framework", pkg{Path: "fixtures", Deps: []string{"framework/evidence"}}, "fixtures depends on framework/evidence"},
 		{"suite on one backend", pkg{Path: "suites/drills", Imports: []string{"lab/local"}, Deps: []string{"lab/local"}}, "suites/drills depends on lab/local"},
+		{"suite on another suite", pkg{Path: "suites/splitbrain", Imports: []string{"suites/disagree"}, Deps: []string{"suites/disagree", "framework/scenario"}, TestImports: []string{"suites/disagree"}}, "suites/splitbrain imports suites/disagree"},
+		{"suite's tests on another suite", pkg{Path: "suites/agents", Imports: []string{"framework/scenario"}, TestImports: []string{"suites/agents", "suites/disagree"}}, "suites/agents imports suites/disagree"},
+		{"a suite's inner package on another suite", pkg{Path: "suites/drills/report", Imports: []string{"suites/drills"}, TestImports: []string{"suites/splitbrain/internal/x"}}, "suites/drills/report imports suites/splitbrain/internal/x"},
 	} {
 		got := violations([]pkg{backend, {Path: "internal/binpaths", Deps: []string{"lab"}}, {Path: "internal/kubetest", Deps: []string{"lab/local/binpaths"}, TestHelper: true}, c.p})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
@@ -277,7 +326,8 @@ func TestEachRuleCanFail(t *testing.T) {
 		{Path: "lab/backends", Imports: []string{"lab/local"}, Deps: []string{"lab/local", "lab"}},
 		{Path: "framework/scenario", Deps: []string{"lab", "framework/record"}},
 		{Path: "reports", Deps: []string{"framework/record", "lab"}},
-		{Path: "suites/disagree", Imports: []string{"lab/backends"}, Deps: []string{"lab/backends", "lab/local", "framework/scenario", "fixtures"}},
+		{Path: "suites/disagree", Imports: []string{"lab/backends"}, Deps: []string{"lab/backends", "lab/local", "framework/scenario", "fixtures"}, TestImports: []string{"suites/disagree", "lab/topology", "framework/scenario"}},
+		{Path: "suites/drills/report", Imports: []string{"suites/drills", "reports/suitereports"}, Deps: []string{"suites/drills", "reports/suitereports"}, TestImports: []string{"suites/drills", "suites/drills/report"}},
 		{Path: "fixtures/images", Deps: []string{"lab"}},
 	}
 	if got := violations(ok); len(got) != 0 {
@@ -353,8 +403,18 @@ func cmdImports(t *testing.T) []fileImport {
 }
 
 func TestTheCommandLinksSuitesOnlyByBlankImport(t *testing.T) {
-	for _, v := range cmdViolations(cmdImports(t)) {
+	imports := cmdImports(t)
+	for _, v := range cmdViolations(imports) {
 		t.Error(v)
+	}
+	// The rule holds against the one suite package the command links
+	// today: the drills' report, blank, which registers itself.
+	drills := false
+	for _, i := range imports {
+		drills = drills || (i.Path == "suites/drills/report" && i.Name == "_")
+	}
+	if !drills {
+		t.Error("no file under cmd/ links suites/drills/report by blank import: the rule on the command's imports holds against nothing it was written for")
 	}
 }
 
@@ -366,6 +426,7 @@ func TestTheCommandRuleCanFail(t *testing.T) {
 	}{
 		{"named import", fileImport{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "drillreport"}, "cmd/faultline/report.go imports suites/drills/report by name"},
 		{"plain import", fileImport{File: "cmd/faultline/drill_report.go", Path: "suites/drills/report"}, "cmd/faultline/drill_report.go imports suites/drills/report by name"},
+		{"dot import", fileImport{File: "cmd/faultline/report.go", Path: "suites/disagree", Name: "."}, "cmd/faultline/report.go imports suites/disagree by name"},
 	} {
 		got := cmdViolations([]fileImport{c.i})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {

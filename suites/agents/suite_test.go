@@ -20,9 +20,9 @@ import (
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends"
+	"github.com/faultline/faultline/lab/topology"
 	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/agents"
-	"github.com/faultline/faultline/suites/disagree"
 )
 
 func TestAgents(t *testing.T) {
@@ -40,7 +40,7 @@ var _ = scenario.Register(scenario.Suite{
 	OpenLab:     scenario.OpenLabFromEnv,
 	Sampler:     suiteSampler,
 	SampleEvery: agents.SampleEvery,
-	Shape:       disagree.Lab11,
+	Shape:       lab11Shape,
 	Prepare:     installFixtures,
 	// The feasibility check runs first: if the detector cannot see a node
 	// keep old rules, nothing after it can be read.
@@ -217,5 +217,6 @@ func readReady(ctx context.Context, cs kubernetes.Interface) ([]string, string, 
 	return v.Ready, rv, nil
 }
 
-// disagreeShape is lab11's: paper 2 runs on paper 1's lab.
-var disagreeShape = disagree.Lab11
+// lab11Shape is the shape the suite and its scenarios need (label
+// topology:lab11): lab11's hosts and roles, the lab paper 1 runs on too.
+var lab11Shape = scenario.Shape{Name: topology.Lab11.Name, Check: topology.Lab11.CheckLab}

@@ -138,7 +138,7 @@ var startNewcomer = change("start "+agents.Newcomer+" on "+agents.NewcomerNode+"
 // findings that share their agent), then the other positive controls.
 func table() []scenario.Scenario {
 	base := func(s scenario.Scenario) scenario.Scenario {
-		s.Shape = disagreeShape
+		s.Shape = lab11Shape
 		s.Labels = append([]string{"paper:agents"}, s.Labels...)
 		s.Window = window
 		// The paper's invariants, then the scenario's own.

@@ -13,9 +13,6 @@ import (
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	// The lab file is read through the backends' registry: every kind.
-	_ "github.com/faultline/faultline/lab/backends"
-	"github.com/faultline/faultline/lab/timers"
 )
 
 // Bounds are the windows and timeouts of the suite, all derived from the
@@ -27,7 +24,8 @@ type Bounds struct {
 	Timers lab.Timers
 	// NodeWindow covers a node fault: the controller notices (grace
 	// period), evicts (unreachable toleration), and a replacement has
-	// time to be scheduled and start (two more grace periods).
+	// time to be scheduled and start (two more grace periods):
+	// scenario.NodeFaultWindow.
 	NodeWindow time.Duration
 	// ControlPlaneWindow covers a control-plane fault: three leader
 	// leases for a failover to happen and be seen, plus two grace periods
@@ -55,7 +53,7 @@ func BoundsFor(p lab.Timers) Bounds {
 	return Bounds{
 		Profile:            p.Profile,
 		Timers:             p,
-		NodeWindow:         grace + evict + 2*grace,
+		NodeWindow:         scenario.NodeFaultWindow(p),
 		ControlPlaneWindow: 3*lease + 2*grace,
 		Settle:             2*(grace+evict) + settleMargin,
 		Fixtures:           2*(grace+evict) + settleMargin,
@@ -112,31 +110,4 @@ func agreementBounds() map[evidence.Question]invariant.Bound {
 func orderingBound() invariant.Bound {
 	return invariant.Bound{Limit: 2 * samplingPeriod(),
 		Why: fmt.Sprintf("two sampling periods, each a %s tick interval plus a read of up to %s: a server unordered for longer may have served an old state unseen", SampleEvery, evidence.DefaultReadTimeout)}
-}
-
-// TimersFromEnv returns the timers of the lab $FAULTLINE_LAB names, or of
-// the first lab of a pool ($FAULTLINE_LABS, $FAULTLINE_POOL; the engine
-// refuses a pool whose labs run other profiles), as its backend reads them
-// from its lab file without opening the lab (Kubernetes' defaults when no
-// lab is named). The table is built before the suite opens the lab, so the
-// timers must come from the file; the suite checks each opened lab reports
-// the same before it runs.
-func TimersFromEnv() (lab.Timers, error) {
-	path, how, err := scenario.LabFileFromEnv()
-	if err != nil {
-		return lab.Timers{}, err
-	}
-	if path == "" {
-		p, err := timers.Get(timers.KubernetesDefaults)
-		return p.Timers(), err
-	}
-	c, err := lab.LoadConfig(path)
-	if err != nil {
-		return lab.Timers{}, fmt.Errorf("reading the lab file %s (%s): %w", path, how, err)
-	}
-	t, err := lab.TimersOf(c)
-	if err != nil {
-		return lab.Timers{}, fmt.Errorf("the timers of %s (%s): %w", path, how, err)
-	}
-	return t, nil
 }

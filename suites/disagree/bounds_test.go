@@ -9,7 +9,10 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
+	// The suite reads its lab file through the backends' registry.
+	_ "github.com/faultline/faultline/lab/backends"
 	"github.com/faultline/faultline/lab/timers"
 )
 
@@ -130,6 +133,10 @@ func TestAgreementBoundsModelConsistentReadsNotNodeStatus(t *testing.T) {
 	}
 }
 
+// The suite's bounds come from the timers scenario.TimersFromEnv reads
+// from the lab file through the backends the suite links: a local lab's
+// profile, a static lab's declared one, and an error for a static lab that
+// declares none.
 func TestTimersFromEnvReadsTheLabFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -141,7 +148,7 @@ func TestTimersFromEnvReadsTheLabFile(t *testing.T) {
 	}
 	hosts := "network: {management: 10.231.99.0/24, pods: 10.249.0.0/16, services: 10.250.99.0/24}\nhosts:\n  - {name: cp1, roles: [etcd, control-plane, worker], address: 10.231.99.11}\n"
 	t.Setenv("FAULTLINE_LAB", write("x.yaml", "name: x\nkind: local\nlab: true\nstateDir: "+dir+"\nkubernetes: {timerProfile: fast}\n"+hosts))
-	p, err := TimersFromEnv()
+	p, err := scenario.TimersFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,40 +160,19 @@ func TestTimersFromEnvReadsTheLabFile(t *testing.T) {
 	remote := "name: remote\nkind: static\nlab: true\nstateDir: " + dir + "\nkubeconfig: /nonexistent/admin.conf\n" +
 		"ssh: {user: root, knownHosts: /nonexistent/known_hosts, identityFile: /nonexistent/id}\n" + hosts
 	t.Setenv("FAULTLINE_LAB", write("y.yaml", remote+"kubernetes: {timerProfile: kubernetes-defaults}\n"))
-	if p, err := TimersFromEnv(); err != nil || p != profileTimers(t, timers.KubernetesDefaults) {
+	if p, err := scenario.TimersFromEnv(); err != nil || p != profileTimers(t, timers.KubernetesDefaults) {
 		t.Errorf("a static lab declaring kubernetes-defaults: %+v %v", p, err)
 	}
 	t.Setenv("FAULTLINE_LAB", write("z.yaml", remote))
-	if _, err := TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "kubernetes.timerProfile is not set") {
+	if _, err := scenario.TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "kubernetes.timerProfile is not set") {
 		t.Errorf("a static lab declaring no timers: err %v, want one naming kubernetes.timerProfile", err)
 	}
 	t.Setenv("FAULTLINE_LAB", filepath.Join(dir, "missing.yaml"))
-	if _, err := TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := scenario.TimersFromEnv(); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("a missing lab file: err %v, want one naming it", err)
 	}
 	t.Setenv("FAULTLINE_LAB", "")
-	if p, err := TimersFromEnv(); err != nil || p.Profile != lab.ProfileKubernetesDefaults {
+	if p, err := scenario.TimersFromEnv(); err != nil || p.Profile != lab.ProfileKubernetesDefaults {
 		t.Errorf("no lab: %q %v, want kubernetes-defaults", p.Profile, err)
-	}
-}
-
-func TestCheckShape(t *testing.T) {
-	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "lab11.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckShape(c); err != nil {
-		t.Errorf("lab11 itself: %v", err)
-	}
-	pair, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "pair.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = CheckShape(pair)
-	if err == nil || !strings.Contains(err.Error(), "no host etcd5") || !strings.Contains(err.Error(), pair.Name) {
-		t.Errorf("pair: err %v, want one naming the lab and the missing etcd5", err)
-	}
-	if CheckShape(nil) == nil {
-		t.Error("no config: want an error")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends"
+	"github.com/faultline/faultline/lab/topology"
 	_ "github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/suites/disagree"
 )
@@ -35,12 +36,17 @@ func TestDisagree(t *testing.T) {
 // profile holds the bounds derived from the timers of the lab file
 // FAULTLINE_LAB names; every window and settle bound of the table is one.
 var profile = func() disagree.Bounds {
-	p, err := disagree.TimersFromEnv()
+	p, err := scenario.TimersFromEnv()
 	if err != nil {
 		panic(err.Error())
 	}
 	return disagree.BoundsFor(p)
 }()
+
+// lab11Shape is the shape every scenario of the paper needs, for the
+// engine to check before it touches the lab (label topology:lab11):
+// lab11's hosts and roles, which paper 2 runs on too.
+var lab11Shape = scenario.Shape{Name: topology.Lab11.Name, Check: topology.Lab11.CheckLab}
 
 // suiteSampler takes every snapshot; faults that act through the API as a
 // user would (a forced deletion) note what they did on its timeline
@@ -55,7 +61,7 @@ var _ = scenario.Register(scenario.Suite{
 	OpenLab:     scenario.OpenLabFromEnv,
 	Sampler:     suiteSampler,
 	SampleEvery: disagree.SampleEvery,
-	Shape:       disagree.Lab11,
+	Shape:       lab11Shape,
 	VerifyLab:   verifyLab,
 	Prepare:     installFixtures,
 	SelfCheck:   true,

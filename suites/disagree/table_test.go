@@ -11,7 +11,6 @@ import (
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
-	"github.com/faultline/faultline/suites/disagree"
 )
 
 // paper labels every scenario of paper 1 carries besides its own.
@@ -28,12 +27,12 @@ func paper(class string, components ...string) []string {
 // control-plane fault needs time for leases to lapse and a failover. Every
 // scenario needs lab11's shape.
 func node(id, title string, f fault.Fault, labels []string) scenario.Scenario {
-	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: disagree.Lab11,
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: lab11Shape,
 		Window: profile.NodeWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
 }
 
 func controlPlane(id, title string, f fault.Fault, labels []string) scenario.Scenario {
-	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: disagree.Lab11,
+	return scenario.Scenario{ID: id, Title: title, Fault: f, Labels: labels, Shape: lab11Shape,
 		Window: profile.ControlPlaneWindow, Settle: profile.Settle, Invariants: invariant.All(profile.Invariants)}
 }
 

@@ -25,7 +25,7 @@ import (
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
-	"github.com/faultline/faultline/suites/disagree"
+	"github.com/faultline/faultline/lab/topology"
 )
 
 // The ledger fixture: one StatefulSet replica appending to a log on its
@@ -59,7 +59,7 @@ var Lab11S = scenario.Shape{Name: "lab11s", Check: func(l lab.Lab) error { retur
 // storage that offers a shared class and an external store.
 func CheckShape(l lab.Lab) error {
 	var errs []error
-	if err := disagree.CheckShape(l.Config()); err != nil {
+	if err := topology.Lab11.Check(l.Config()); err != nil {
 		errs = append(errs, err)
 	}
 	sd, ok := l.(lab.StoredData)

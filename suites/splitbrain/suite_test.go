@@ -20,7 +20,6 @@ import (
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends"
 	_ "github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/suites/disagree"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
 
@@ -33,14 +32,14 @@ func TestSplitbrain(t *testing.T) {
 }
 
 // profile holds the bounds derived from the timers of the lab file the
-// environment names, as paper 1's: the windows of node faults come from
-// the node controller's timers.
-var profile = func() disagree.Bounds {
-	p, err := disagree.TimersFromEnv()
+// environment names (splitbrain.BoundsFor): the waits of node faults come
+// from the node controller's timers.
+var profile = func() splitbrain.Bounds {
+	p, err := scenario.TimersFromEnv()
 	if err != nil {
 		panic(err.Error())
 	}
-	return disagree.BoundsFor(p)
+	return splitbrain.BoundsFor(p)
 }()
 
 var suiteSampler = sampler.New(sampler.Options{Extras: splitbrain.Extras()})
@@ -49,7 +48,7 @@ var _ = scenario.Register(scenario.Suite{
 	Name:        "splitbrain",
 	OpenLab:     scenario.OpenLabFromEnv,
 	Sampler:     suiteSampler,
-	SampleEvery: disagree.SampleEvery,
+	SampleEvery: splitbrain.SampleEvery,
 	Shape:       splitbrain.Lab11S,
 	Prepare:     installFixtures,
 }, table())

@@ -365,10 +365,10 @@ func applicationControls() []scenario.Scenario {
 
 // The positive controls' timing. The damage to the ledger's log is made
 // damageAfter into the window, so that the reads before it (one every
-// sampling interval, disagree.SampleEvery, 1 s) hold the record it damages
-// and those after hold the damage; the window leaves three quarters of its
-// effect probes after it, above the default half. The other controls act
-// at inject and need only a few rounds.
+// sampling interval, splitbrain.SampleEvery, 1 s) hold the record it
+// damages and those after hold the damage; the window leaves three
+// quarters of its effect probes after it, above the default half. The
+// other controls act at inject and need only a few rounds.
 const (
 	damageAfter   = 6 * time.Second
 	controlWindow = 24 * time.Second
