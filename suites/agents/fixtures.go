@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/lab/apiretry"
+	"github.com/faultline/faultline/lab/cleanup"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -203,9 +204,8 @@ func Backend(name string) *corev1.Pod {
 func Install(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	if err := cleanup.EnsureOwnedNamespace(ctx, cs, Namespace); err != nil {
+		return err
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: Service, Namespace: Namespace},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/cleanup"
 )
 
 // Names of what the drills create, as the drill's own commands name them.
@@ -143,9 +144,7 @@ func RacksObjects(s RacksShape) (*corev1.Namespace, []*appsv1.Deployment, []*app
 	return namespace(), []*appsv1.Deployment{dep}, []*appsv1.StatefulSet{sts}, []*corev1.Pod{p2}
 }
 
-func namespace() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-}
+func namespace() *corev1.Namespace { return cleanup.OwnedNamespace(Namespace) }
 
 func netexecContainer() corev1.Container {
 	return corev1.Container{

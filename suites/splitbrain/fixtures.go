@@ -25,6 +25,7 @@ import (
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/topology"
 )
 
@@ -222,16 +223,10 @@ func readyzProbe() *corev1.Probe {
 	}
 }
 
-// EnsureNamespace creates the suite's namespace unless it is there.
+// EnsureNamespace creates the suite's namespace unless it is there, as a
+// namespace a cleanup reset deletes (cleanup.EnsureOwnedNamespace).
 func EnsureNamespace(ctx context.Context, cs kubernetes.Interface) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if err := apiretry.Create(ctx, func() error {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
-	}
-	return nil
+	return cleanup.EnsureOwnedNamespace(ctx, cs, Namespace)
 }
 
 // InstallStatefulSet creates the namespace and sts, and waits until its
