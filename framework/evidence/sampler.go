@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/lab"
@@ -14,6 +15,32 @@ type Sampler interface {
 	// Sample asks every source every question once. The events are the
 	// moments the sampler saw since its previous call (it may see none).
 	Sample(ctx context.Context, l lab.Lab) (Snapshot, []Event, error)
+}
+
+// Run is the run a sampler's snapshots are taken for, as the engine gives
+// it: the run's ID, its scenario and arm, and the labels its record keeps
+// (verdict.Run.Labels: the scenario's generated labels and its own,
+// sorted). The framework reads nothing into the labels; a suite's readers
+// may (which of the suite's workloads the run uses, say), so that they
+// learn it from the run they are opened for and from nothing shared.
+type Run struct {
+	ID       string
+	Scenario string
+	Arm      string
+	Labels   []string
+}
+
+// Equal is whether r and o are the same run, labels included.
+func (r Run) Equal(o Run) bool {
+	return r.ID == o.ID && r.Scenario == o.Scenario && r.Arm == o.Arm && slices.Equal(r.Labels, o.Labels)
+}
+
+// RunSampler is a Sampler that is told which run it samples for. The
+// engine tells it at the start of every run, before the suite's Prepare:
+// the snapshots from then on, until the next BeginRun, are that run's.
+type RunSampler interface {
+	Sampler
+	BeginRun(Run)
 }
 
 // Streamer is a Sampler with a schedule of its own: each source is asked

@@ -11,19 +11,24 @@ import (
 	"github.com/faultline/faultline/lab"
 )
 
-// The reset phase (PhaseReset): what earlier runs left in the heal ledger
-// is healed (leftovers.go), the lab goes back to its clean state, is
-// checked to start clean (an empty heal ledger, up), Suite.Prepare
-// installs what the scenario needs, and the baseline snapshot is taken.
-// It hands the pre-fault phase the baseline.
+// The reset phase (PhaseReset): the sampler is told which run it samples
+// for, what earlier runs left in the heal ledger is healed (leftovers.go),
+// the lab goes back to its clean state, is checked to start clean (an
+// empty heal ledger, up), Suite.Prepare installs what the scenario needs,
+// and the baseline snapshot is taken. It hands the pre-fault phase the
+// baseline.
 
-// reset runs PhaseReset: it resets the lab, checks it starts clean, runs
-// Suite.Prepare and returns the baseline snapshot.
+// reset runs PhaseReset: it tells the sampler the run, resets the lab,
+// checks it starts clean, runs Suite.Prepare and returns the baseline
+// snapshot.
 func (r *run) reset(ctx context.Context) (evidence.Snapshot, error) {
 	st := r.eng
 	l := st.lab
 	r.enter(PhaseReset)
 	defer r.timed("reset", time.Now())
+	if rs, ok := st.cfg.Sampler.(evidence.RunSampler); ok {
+		rs.BeginRun(r.sampled())
+	}
 	r.healLeftovers(ctx, l, leftoversBeforeReset)
 	if err := l.Reset(ctx); err != nil {
 		return evidence.Snapshot{}, r.fail("reset", err)
@@ -69,4 +74,10 @@ func checkClean(ctx context.Context, l lab.Lab) error {
 		return fmt.Errorf("lab %s is not up after reset", status.Info.Name)
 	}
 	return nil
+}
+
+// sampled is the run as the sampler is told it (evidence.Run): its ID,
+// scenario, arm and the labels its record keeps.
+func (r *run) sampled() evidence.Run {
+	return evidence.Run{ID: r.id, Scenario: r.sc.ID, Arm: string(r.sc.arm()), Labels: sortedLabels(r.sc)}
 }

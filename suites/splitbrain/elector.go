@@ -352,21 +352,23 @@ func electorExtra() sampler.Extra {
 		if err != nil {
 			return sampler.Parts{}, fmt.Errorf("the %s evidence: the external store at %v: %w", ElectorSource, info.HistoryEndpoints, err)
 		}
-		return sampler.Parts{Readers: []evidence.Reader{&electorReader{store: store}}}, nil
+		return sampler.Parts{Readers: []evidence.Reader{&electorReader{use: useOf(env.Run.Labels), store: store}}}, nil
 	}}
 }
 
 // electorReader reads the replicas' histories in one linearizable read.
 type electorReader struct {
+	// use is what the run the reader was opened for uses.
+	use   runUse
 	store clientv3.KV
 }
 
 func (r *electorReader) Source() evidence.Source { return ElectorSource }
 
-// Questions are the elector's while the running scenario runs it, none
+// Questions are the elector's when the reader's run runs it, none
 // otherwise.
 func (r *electorReader) Questions() []evidence.Question {
-	if !Active(WorkloadElector) {
+	if !r.use.runs(WorkloadElector) {
 		return nil
 	}
 	return []evidence.Question{evidence.ElectorHistory}

@@ -142,16 +142,14 @@ func TestElectorNotReadyWaitsForPodsOnTheirNodesAndAHolder(t *testing.T) {
 	}
 }
 
-func TestElectorReaderAsksOnlyWhileActive(t *testing.T) {
-	r := &electorReader{}
-	SetActive(WorkloadLedger)
-	defer SetActive()
+func TestElectorReaderAsksOnlyWhenItsRunRunsIt(t *testing.T) {
+	r := &electorReader{use: useOf([]string{"workload:ledger", "volume:shared"})}
 	if qs := r.Questions(); len(qs) != 0 {
-		t.Fatalf("elector not active, asked %v", qs)
+		t.Fatalf("elector not in the run, asked %v", qs)
 	}
-	SetActive(WorkloadElector)
+	r = &electorReader{use: useOf([]string{"workload:elector", LabelFencing + "none"})}
 	if qs := r.Questions(); len(qs) != 1 || qs[0] != evidence.ElectorHistory || r.Source() != "elector" {
-		t.Fatalf("elector active, asked %v of %s", qs, r.Source())
+		t.Fatalf("elector in the run, asked %v of %s", qs, r.Source())
 	}
 	kvs := storedKVs([]ledgerlog.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
 	if len(kvs) != 1 || kvs[0].Key != ElectorHistoryPrefix+"x/writer" || kvs[0].Value != "{}" {

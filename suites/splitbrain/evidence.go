@@ -30,7 +30,9 @@ const (
 // workload's file as the storage holds it and every writer's history in
 // the external store ("ledger", "kvdb"), the elector's histories
 // ("elector", elector.go) and the file system check of a block volume
-// ("volume"). A workload the running scenario does not run is not asked.
+// ("volume"). A workload the run does not run is not asked: the readers
+// read the run's workloads from its labels (sampler.Env.Run), so each
+// sampler asks for its own run, whatever other runs sample meanwhile.
 func Extras() []sampler.Extra {
 	out := []sampler.Extra{volumeExtra(), electorExtra()}
 	for _, w := range dataWorkloads {
@@ -89,7 +91,7 @@ func opener(w storedWorkload) func(sampler.Env) (sampler.Parts, error) {
 		if err != nil {
 			return sampler.Parts{}, fmt.Errorf("the %s evidence: the external store at %v: %w", w.source, info.HistoryEndpoints, err)
 		}
-		return sampler.Parts{Readers: []evidence.Reader{&storedReader{w: w, lab: sd, api: api.Client, store: store}}}, nil
+		return sampler.Parts{Readers: []evidence.Reader{&storedReader{w: w, use: useOf(env.Run.Labels), lab: sd, api: api.Client, store: store}}}, nil
 	}
 }
 
@@ -97,7 +99,9 @@ func opener(w storedWorkload) func(sampler.Env) (sampler.Parts, error) {
 // record in the file then has its operation's invoke in the history it
 // read (the writers store the invoke before they write).
 type storedReader struct {
-	w     storedWorkload
+	w storedWorkload
+	// use is what the run the reader was opened for uses.
+	use   runUse
 	lab   lab.StoredData
 	api   kubernetes.Interface
 	store *clientv3.Client
@@ -109,10 +113,10 @@ type storedReader struct {
 
 func (r *storedReader) Source() evidence.Source { return r.w.source }
 
-// Questions are the workload's while the running scenario runs it, none
+// Questions are the workload's when the reader's run runs it, none
 // otherwise.
 func (r *storedReader) Questions() []evidence.Question {
-	if !Active(r.w.workload) {
+	if !r.use.runs(r.w.workload) {
 		return nil
 	}
 	return []evidence.Question{r.w.data, r.w.history}
@@ -210,8 +214,8 @@ func storedKVs(kvs []ledgerlog.KV) []evidence.StoredKV {
 // VolumeSource is the source of the block volumes' file system checks.
 const VolumeSource evidence.Source = "volume"
 
-// volumeExtra checks the file system of the running scenario's block
-// volume, where the lab can (lab.FilesystemChecker).
+// volumeExtra checks the file system of the run's block volume, where the
+// lab can (lab.FilesystemChecker).
 func volumeExtra() sampler.Extra {
 	return sampler.Extra{Name: string(VolumeSource), Open: func(env sampler.Env) (sampler.Parts, error) {
 		fc, ok := env.Lab.(lab.FilesystemChecker)
@@ -222,7 +226,7 @@ func volumeExtra() sampler.Extra {
 		if !ok {
 			return sampler.Parts{}, errors.New("the volume evidence: no API server client to find the workload's volume with")
 		}
-		r := &volumeReader{lab: fc, claims: map[Workload]*storedReader{}}
+		r := &volumeReader{lab: fc, use: useOf(env.Run.Labels), claims: map[Workload]*storedReader{}}
 		for _, w := range dataWorkloads {
 			r.claims[w.workload] = &storedReader{w: w, api: api.Client}
 		}
@@ -230,17 +234,19 @@ func volumeExtra() sampler.Extra {
 	}}
 }
 
-// volumeReader answers volume/fsck for the block volume of the first
-// running data workload that has one.
+// volumeReader answers volume/fsck for the block volume of the first data
+// workload of its run that has one.
 type volumeReader struct {
 	lab lab.FilesystemChecker
+	// use is what the run the reader was opened for uses.
+	use runUse
 	// claims find each data workload's volume (storedReader.volume).
 	claims map[Workload]*storedReader
 }
 
 func (r *volumeReader) Source() evidence.Source { return VolumeSource }
 
-// Questions is volume/fsck while the running scenario stores on a block
+// Questions is volume/fsck when the reader's run stores on a block
 // volume, nothing otherwise.
 func (r *volumeReader) Questions() []evidence.Question {
 	if _, ok := r.workload(); !ok {
@@ -249,13 +255,13 @@ func (r *volumeReader) Questions() []evidence.Question {
 	return []evidence.Question{evidence.VolumeFilesystem}
 }
 
-// workload is the running data workload whose volume is checked.
+// workload is the run's data workload whose volume is checked.
 func (r *volumeReader) workload() (storedWorkload, bool) {
-	if !strings.HasPrefix(ActiveVolume(), "block") {
+	if !strings.HasPrefix(r.use.volume, "block") {
 		return storedWorkload{}, false
 	}
 	for _, w := range dataWorkloads {
-		if Active(w.workload) {
+		if r.use.runs(w.workload) {
 			return w, true
 		}
 	}

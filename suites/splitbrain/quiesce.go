@@ -28,14 +28,14 @@ const QuiesceTimeout = 2 * time.Minute
 // StatefulSet and Deployment scaled to 0), waits until no pod of it is
 // left, marks its claims quiesced (lab.QuiescedClaimAnnotation: a lab
 // that reads volumes through the cluster may then mount them), and then
-// waits until no node mounts the running scenario's volumes, so
+// waits until no node mounts the volumes of the run's workloads ws, so
 // that the final reads see the stored state as nothing writes it: the
 // file, the database and the file system as they will stay. A mount that
 // outlasts the wait is not an error: the reads name it, and every
 // invariant that needs the volume unmounted judges INSUFFICIENT_DATA. A
 // read of the volume that failed says nothing of its mounts, so it is
 // waited on as a mount would be. logf says how it went.
-func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, timeout time.Duration, logf func(string, ...any)) error {
+func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ws []Workload, timeout time.Duration, logf func(string, ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := scaleToZero(ctx, cs); err != nil {
@@ -60,9 +60,9 @@ func Quiesce(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ti
 				break
 			}
 			marked = true
-			left = mountsLeft(ctx, cs, sd)
+			left = mountsLeft(ctx, cs, sd, ws)
 		default:
-			left = mountsLeft(ctx, cs, sd)
+			left = mountsLeft(ctx, cs, sd, ws)
 		}
 		if left == "" {
 			logf("quiesce: every workload stopped and no volume mounted")
@@ -184,13 +184,13 @@ func zeroed(replicas **int32) bool {
 	return false
 }
 
-// mountsLeft names the mounts of the active workloads' volumes, or why
+// mountsLeft names the mounts of the volumes of the workloads ws, or why
 // they could not be looked at; empty only when every volume was read and
 // none is mounted (a file not there is a read that worked).
-func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData) string {
+func mountsLeft(ctx context.Context, cs kubernetes.Interface, sd lab.StoredData, ws []Workload) string {
 	var left []string
 	for _, w := range dataWorkloads {
-		if !Active(w.workload) {
+		if !slices.Contains(ws, w.workload) {
 			continue
 		}
 		r := storedReader{w: w, api: cs}

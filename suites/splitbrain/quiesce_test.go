@@ -29,6 +29,9 @@ func (m mounts) ReadVolumeFile(context.Context, string, string) (lab.VolumeFile,
 	return lab.VolumeFile{MountedOn: m.on}, nil
 }
 
+// ledgerOnly are the workloads of a run of the ledger alone.
+var ledgerOnly = []Workload{WorkloadLedger}
+
 func boundClaim() []runtime.Object {
 	return []runtime.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: LedgerClaim, Namespace: Namespace, UID: "c1"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}},
@@ -38,12 +41,10 @@ func boundClaim() []runtime.Object {
 }
 
 func TestQuiesceScalesToZeroAndWaitsForTheMountsToGo(t *testing.T) {
-	SetActive(WorkloadLedger)
-	defer SetActive()
 	cs := fake.NewClientset(boundClaim()...)
 	var said []string
 	logf := func(f string, a ...any) { said = append(said, f) }
-	if err := Quiesce(t.Context(), cs, mounts{}, time.Second, logf); err != nil {
+	if err := Quiesce(t.Context(), cs, mounts{}, ledgerOnly, time.Second, logf); err != nil {
 		t.Fatal(err)
 	}
 	sts, err := cs.AppsV1().StatefulSets(Namespace).Get(t.Context(), Ledger, metav1.GetOptions{})
@@ -55,7 +56,7 @@ func TestQuiesceScalesToZeroAndWaitsForTheMountsToGo(t *testing.T) {
 	}
 
 	said = nil
-	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), mounts{on: []string{"worker1"}}, 1500*time.Millisecond, func(f string, a ...any) {
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), mounts{on: []string{"worker1"}}, ledgerOnly, 1500*time.Millisecond, func(f string, a ...any) {
 		said = append(said, fmt.Sprintf(f, a...))
 	}); err != nil {
 		t.Fatal(err)
@@ -77,18 +78,16 @@ func (f failedRead) ReadVolumeFile(context.Context, string, string) (lab.VolumeF
 // does not take it for "nothing mounted". A file not there is a read that
 // worked: its mounts (none) stand.
 func TestQuiesceTakesNoFailedReadForNothingMounted(t *testing.T) {
-	SetActive(WorkloadLedger)
-	defer SetActive()
 	var said []string
 	logf := func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
-	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{errors.New("listing the mount table: permission denied")}, 1500*time.Millisecond, logf); err != nil {
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{errors.New("listing the mount table: permission denied")}, ledgerOnly, 1500*time.Millisecond, logf); err != nil {
 		t.Fatal(err)
 	}
 	if len(said) != 1 || !strings.Contains(said[0], "not quiet") || !strings.Contains(said[0], "permission denied") {
 		t.Fatalf("a failed read: said %q", said)
 	}
 	said = nil
-	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{fmt.Errorf("%w: ledger.log", lab.ErrNoSuchFile)}, 1500*time.Millisecond, logf); err != nil {
+	if err := Quiesce(t.Context(), fake.NewClientset(boundClaim()...), failedRead{fmt.Errorf("%w: ledger.log", lab.ErrNoSuchFile)}, ledgerOnly, 1500*time.Millisecond, logf); err != nil {
 		t.Fatal(err)
 	}
 	if len(said) != 1 || !strings.Contains(said[0], "no volume mounted") {
@@ -97,12 +96,10 @@ func TestQuiesceTakesNoFailedReadForNothingMounted(t *testing.T) {
 }
 
 func TestQuiesceWaitsForThePods(t *testing.T) {
-	SetActive(WorkloadLedger)
-	defer SetActive()
 	objs := append(boundClaim(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: LedgerPod, Namespace: Namespace}, Spec: corev1.PodSpec{NodeName: "worker1"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: Namespace}})
 	var said []string
-	if err := Quiesce(t.Context(), fake.NewClientset(objs...), mounts{}, 1500*time.Millisecond, func(f string, a ...any) {
+	if err := Quiesce(t.Context(), fake.NewClientset(objs...), mounts{}, ledgerOnly, 1500*time.Millisecond, func(f string, a ...any) {
 		said = append(said, fmt.Sprintf(f, a...))
 	}); err != nil {
 		t.Fatal(err)
@@ -116,11 +113,9 @@ func TestQuiesceWaitsForThePods(t *testing.T) {
 // its volume is looked at: a lab that reads volumes through the cluster
 // reads only a marked claim. While a pod is left, none is marked.
 func TestQuiesceMarksTheClaimsOnceThePodsAreGone(t *testing.T) {
-	SetActive(WorkloadLedger)
-	defer SetActive()
 	cs := fake.NewClientset(boundClaim()...)
 	seen := &markSeen{cs: cs}
-	if err := Quiesce(t.Context(), cs, seen, time.Second, func(string, ...any) {}); err != nil {
+	if err := Quiesce(t.Context(), cs, seen, ledgerOnly, time.Second, func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	pvc, err := cs.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), LedgerClaim, metav1.GetOptions{})
@@ -136,7 +131,7 @@ func TestQuiesceMarksTheClaimsOnceThePodsAreGone(t *testing.T) {
 
 	objs := append(boundClaim(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: LedgerPod, Namespace: Namespace}, Spec: corev1.PodSpec{NodeName: "worker1"}})
 	cs = fake.NewClientset(objs...)
-	if err := Quiesce(t.Context(), cs, mounts{}, 1200*time.Millisecond, func(string, ...any) {}); err != nil {
+	if err := Quiesce(t.Context(), cs, mounts{}, ledgerOnly, 1200*time.Millisecond, func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	pvc, err = cs.CoreV1().PersistentVolumeClaims(Namespace).Get(t.Context(), LedgerClaim, metav1.GetOptions{})
@@ -169,8 +164,6 @@ func (m *markSeen) ReadVolumeFile(ctx context.Context, _, _ string) (lab.VolumeF
 // virtual address, a timeout) is asked again within the quiesce's time;
 // a refusal is final.
 func TestQuiesceAsksAgainWhenAConnectionWasReset(t *testing.T) {
-	SetActive(WorkloadLedger)
-	defer SetActive()
 	reset := errors.New(`Put "https://10.0.0.10:6443/apis/apps/v1/namespaces/faultline-split/statefulsets/ledger?timeout=10s": read tcp 10.0.0.1:59716->10.0.0.10:6443: read: connection reset by peer`)
 	cs := fake.NewClientset(boundClaim()...)
 	failures := map[string]int{"list": 1, "update": 2}
@@ -181,7 +174,7 @@ func TestQuiesceAsksAgainWhenAConnectionWasReset(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	if err := Quiesce(t.Context(), cs, mounts{}, 10*time.Second, func(string, ...any) {}); err != nil {
+	if err := Quiesce(t.Context(), cs, mounts{}, ledgerOnly, 10*time.Second, func(string, ...any) {}); err != nil {
 		t.Fatalf("two reset connections failed the quiesce: %v", err)
 	}
 	sts, err := cs.AppsV1().StatefulSets(Namespace).Get(t.Context(), Ledger, metav1.GetOptions{})
@@ -196,7 +189,7 @@ func TestQuiesceAsksAgainWhenAConnectionWasReset(t *testing.T) {
 	refused.PrependReactor("update", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, Ledger, errors.New("no"))
 	})
-	if err := Quiesce(t.Context(), refused, mounts{}, 10*time.Second, func(string, ...any) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if err := Quiesce(t.Context(), refused, mounts{}, ledgerOnly, 10*time.Second, func(string, ...any) {}); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Fatalf("a refused scale: %v, want the refusal", err)
 	}
 }

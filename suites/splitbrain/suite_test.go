@@ -3,7 +3,6 @@ package splitbrain_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +58,9 @@ const fixturesTimeout = 2 * time.Minute
 
 // installFixtures installs the workloads the scenario names (its
 // workload: labels), each on the claim class of its volume: label, and
-// waits until they run on worker1.
+// waits until they run on worker1. The readers learn the same workloads
+// and volume from the run's labels, which the engine hands the sampler
+// (sampler.Env.Run).
 func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error {
 	if n := suiteSampler.DiscardEvents(); n > 0 {
 		fmt.Fprintf(GinkgoWriter, "timeline: %d events of the reset left out\n", n)
@@ -68,7 +69,6 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.ID, err)
 	}
-	splitbrain.SetActive(ws...)
 	if err := suiteSampler.Reset(); err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
@@ -80,11 +80,10 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
-	kind, class, err := classOf(sc, info)
+	class, err := classOf(sc, info)
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
 	}
-	splitbrain.SetActiveVolume(kind)
 	cs, err := adminClient(l)
 	if err != nil {
 		return fmt.Errorf("installing the workloads: %w", err)
@@ -98,39 +97,43 @@ func installFixtures(ctx context.Context, l lab.Lab, sc scenario.Scenario) error
 	return nil
 }
 
-// classOf is the kind of volume a scenario stores on, by its volume
-// label, and its StorageClass; both empty when it names none (a workload
-// that keeps its data off the cluster's volumes).
-func classOf(sc scenario.Scenario, info lab.StorageInfo) (kind, class string, err error) {
-	for _, l := range sc.Labels {
-		kind, ok := strings.CutPrefix(l, "volume:")
-		if !ok {
-			continue
-		}
-		class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass, "block-fenced": info.BlockFencedClass}[kind]
-		if class == "" {
-			return "", "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
-		}
-		return kind, class, nil
+// classOf is the StorageClass of the kind of volume a scenario stores on
+// (splitbrain.VolumeOf its labels, as the readers read it); empty when it
+// names none (a workload that keeps its data off the cluster's volumes).
+func classOf(sc scenario.Scenario, info lab.StorageInfo) (string, error) {
+	kind := splitbrain.VolumeOf(sc.Labels)
+	if kind == "" {
+		return "", nil
 	}
-	return "", "", nil
+	class := map[string]string{"shared": info.SharedClass, "block": info.BlockClass, "block-mmp": info.BlockMMPClass, "block-fenced": info.BlockFencedClass}[kind]
+	if class == "" {
+		return "", fmt.Errorf("scenario %s stores on a %s volume, which the lab's storage does not offer", sc.ID, kind)
+	}
+	return class, nil
 }
 
-// quiesce stops the scenario's workloads after heal and waits until no
-// node mounts their volumes (splitbrain.Quiesce), so the final reads see
-// the stored state as it stays.
-func quiesce(ctx context.Context, l lab.Lab) error {
-	sd, ok := l.(lab.StoredData)
-	if !ok {
-		return fmt.Errorf("quiesce: lab %s offers no storage", l.Config().Name)
+// quiesce is the Quiesce of a scenario with labels: it stops the
+// scenario's workloads after heal and waits until no node mounts the
+// volumes of those its labels name (splitbrain.Quiesce), so the final
+// reads see the stored state as it stays.
+func quiesce(labels []string) func(ctx context.Context, l lab.Lab) error {
+	return func(ctx context.Context, l lab.Lab) error {
+		ws, err := splitbrain.WorkloadsOf(labels)
+		if err != nil {
+			return fmt.Errorf("quiesce: %w", err)
+		}
+		sd, ok := l.(lab.StoredData)
+		if !ok {
+			return fmt.Errorf("quiesce: lab %s offers no storage", l.Config().Name)
+		}
+		cs, err := adminClient(l)
+		if err != nil {
+			return fmt.Errorf("quiesce: %w", err)
+		}
+		return splitbrain.Quiesce(ctx, cs, sd, ws, splitbrain.QuiesceTimeout, func(f string, a ...any) {
+			fmt.Fprintf(GinkgoWriter, f+"\n", a...)
+		})
 	}
-	cs, err := adminClient(l)
-	if err != nil {
-		return fmt.Errorf("quiesce: %w", err)
-	}
-	return splitbrain.Quiesce(ctx, cs, sd, splitbrain.QuiesceTimeout, func(f string, a ...any) {
-		fmt.Fprintf(GinkgoWriter, f+"\n", a...)
-	})
 }
 
 // adminClient is a client of the lab's admin kubeconfig.

@@ -236,7 +236,7 @@ func table() []scenario.Scenario {
 			s.Invariants = invariantsFor(s.Labels)
 		}
 		s.Emulation = splitbrain.StorageEmulation(s.Labels)
-		s.Quiesce = quiesce
+		s.Quiesce = quiesce(s.Labels)
 		return s
 	}
 	scenarios := []scenario.Scenario{

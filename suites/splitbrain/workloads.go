@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -113,46 +112,48 @@ func WorkloadsOf(labels []string) ([]Workload, error) {
 	return out, nil
 }
 
-// active holds the workloads of the scenario being run: the readers ask
-// only their questions, so a workload a scenario does not run is not
-// asked (and not judged) rather than unreadable.
-var active struct {
-	sync.Mutex
-	set    map[Workload]bool
-	volume string
-}
+// LabelVolume prefixes the label that names the kind of volume a
+// scenario's workloads store on ("volume:block").
+const LabelVolume = "volume:"
 
-// SetActive makes ws the running scenario's workloads.
-func SetActive(ws ...Workload) {
-	active.Lock()
-	defer active.Unlock()
-	active.set = map[Workload]bool{}
-	for _, w := range ws {
-		active.set[w] = true
+// VolumeOf is the kind of volume labels name (their first volume: label:
+// "shared", "block", "block-mmp", "block-fenced"), empty when they name
+// none.
+func VolumeOf(labels []string) string {
+	for _, l := range labels {
+		if kind, ok := strings.CutPrefix(l, LabelVolume); ok {
+			return kind
+		}
 	}
+	return ""
 }
 
-// SetActiveVolume says what kind of volume the running scenario stores
-// on (its volume: label, "block", "shared"; empty for none).
-func SetActiveVolume(kind string) {
-	active.Lock()
-	defer active.Unlock()
-	active.volume = kind
+// runUse is what a run uses of the suite, as its labels name it (the
+// sampler hands the readers the run, sampler.Env.Run): its workloads and
+// its kind of volume. The readers ask only the run's workloads'
+// questions, so a workload a run does not run is not asked (and not
+// judged) rather than unreadable.
+type runUse struct {
+	workloads map[Workload]bool
+	volume    string
 }
 
-// ActiveVolume is the running scenario's kind of volume.
-func ActiveVolume() string {
-	active.Lock()
-	defer active.Unlock()
-	return active.volume
+// useOf is what the run of labels uses: every workload a workload: label
+// names (the suite's Prepare refuses a run that names none or one the
+// suite does not have, so nothing is sampled for it) and its volume:
+// label's kind.
+func useOf(labels []string) runUse {
+	u := runUse{workloads: map[Workload]bool{}, volume: VolumeOf(labels)}
+	for _, l := range labels {
+		if name, ok := strings.CutPrefix(l, LabelWorkload); ok {
+			u.workloads[Workload(name)] = true
+		}
+	}
+	return u
 }
 
-// Active is whether the running scenario runs w.
-func Active(w Workload) bool {
-	active.Lock()
-	defer active.Unlock()
-	return active.set[w]
-}
+// runs is whether the run runs w.
+func (u runUse) runs(w Workload) bool { return u.workloads[w] }
 
 // StorageEmulation is what a scenario's run says the lab's storage
 // emulates (Scenario.Emulation): every line of the lab's Emulated, and

@@ -28,18 +28,16 @@ func TestWorkloadsOfRefusesNoneAndUnknown(t *testing.T) {
 	}
 }
 
-func TestReadersAskOnlyTheActiveWorkloads(t *testing.T) {
+func TestReadersAskOnlyTheRunsWorkloads(t *testing.T) {
 	readers := map[Workload]*storedReader{}
 	for _, w := range dataWorkloads {
-		readers[w.workload] = &storedReader{w: w}
+		readers[w.workload] = &storedReader{w: w, use: useOf([]string{"paper:splitbrain", "workload:kvdb", "volume:shared"})}
 	}
-	SetActive(WorkloadKVDB)
-	defer SetActive()
 	if qs := readers[WorkloadLedger].Questions(); len(qs) != 0 {
-		t.Fatalf("ledger not active, asked %v", qs)
+		t.Fatalf("ledger not in the run, asked %v", qs)
 	}
 	if qs := readers[WorkloadKVDB].Questions(); len(qs) != 2 || qs[0] != "kvdb/db" || qs[1] != "kvdb/history" {
-		t.Fatalf("kvdb active, asked %v", qs)
+		t.Fatalf("kvdb in the run, asked %v", qs)
 	}
 }
 
@@ -52,24 +50,35 @@ func TestOnVolumeRefusesAScenarioWithoutAVolume(t *testing.T) {
 }
 
 func TestTheVolumeIsCheckedOnlyForABlockVolume(t *testing.T) {
-	r := &volumeReader{}
-	defer SetActive()
-	defer SetActiveVolume("")
-	SetActive(WorkloadLedger)
-	SetActiveVolume("shared")
+	r := &volumeReader{use: useOf([]string{"workload:ledger", "volume:shared"})}
 	if qs := r.Questions(); len(qs) != 0 {
 		t.Errorf("a shared directory: asked %v", qs)
 	}
-	SetActiveVolume("block")
+	r.use = useOf([]string{"workload:ledger", "volume:block"})
 	if qs := r.Questions(); len(qs) != 1 || qs[0] != "volume/fsck" {
 		t.Errorf("a block volume: asked %v", qs)
 	}
 	if w, _ := r.workload(); w.claim != LedgerClaim {
 		t.Errorf("checks the claim %q, want the ledger's", w.claim)
 	}
-	SetActive(WorkloadElector)
+	r.use = useOf([]string{"workload:elector", "volume:block"})
 	if qs := r.Questions(); len(qs) != 0 {
 		t.Errorf("no data workload: asked %v", qs)
+	}
+}
+
+// The kind of volume is the first volume: label's, as the suite's Prepare
+// picks the claim class by it.
+func TestVolumeOfIsTheFirstVolumeLabel(t *testing.T) {
+	for labels, want := range map[string]string{
+		"workload:ledger":                      "",
+		"workload:ledger volume:block-fenced":  "block-fenced",
+		"volume:shared volume:block":           "shared",
+		"paper:splitbrain volume:block-mmp ci": "block-mmp",
+	} {
+		if got := VolumeOf(strings.Fields(labels)); got != want {
+			t.Errorf("%s: %q, want %q", labels, got, want)
+		}
 	}
 }
 

@@ -38,6 +38,11 @@ type Extra struct {
 // Env is what an Extra is opened with.
 type Env struct {
 	Lab lab.Lab
+	// Run is the run the extras are opened for (Sampler.BeginRun); zero
+	// when the sampler was told of none. A suite's readers read from it
+	// what they ask in this run; the sampler opens its extras again when
+	// the run changes.
+	Run evidence.Run
 	// APIServers are the control-plane hosts' API servers, in the lab's
 	// order, each through a client of its own (Options.ExtraRequestTimeout
 	// per request); Err says why one has no client.
@@ -231,12 +236,14 @@ func EnvFor(l lab.Lab, requestTimeout time.Duration) Env {
 	return env
 }
 
-// openExtras opens extras for l; it closes what it opened on error.
-func openExtras(l lab.Lab, extras []Extra, requestTimeout, readTimeout time.Duration) (*opened, error) {
+// openExtras opens extras for l and run; it closes what it opened on
+// error.
+func openExtras(l lab.Lab, run evidence.Run, extras []Extra, requestTimeout, readTimeout time.Duration) (*opened, error) {
 	if len(extras) == 0 {
 		return &opened{}, nil
 	}
 	env := EnvFor(l, requestTimeout)
+	env.Run = run
 	o := &opened{}
 	var readers []evidence.Reader
 	for _, x := range extras {

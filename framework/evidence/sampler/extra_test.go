@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,5 +298,107 @@ func TestTheRuntimeIsReadThroughTheSocketTheLabNames(t *testing.T) {
 				t.Errorf("%s: %+v, want %q", q, a, c.want)
 			}
 		}
+	}
+}
+
+// runReader answers, under its source, one question per label of the run
+// its extra was opened for.
+type runReader struct {
+	src evidence.Source
+	run evidence.Run
+}
+
+func (r runReader) Source() evidence.Source { return r.src }
+func (r runReader) Questions() []evidence.Question {
+	var qs []evidence.Question
+	for _, l := range r.run.Labels {
+		qs = append(qs, evidence.Question("label/"+l))
+	}
+	return qs
+}
+func (r runReader) Read(context.Context) map[evidence.Question]evidence.Answer {
+	out := map[evidence.Question]evidence.Answer{}
+	for _, q := range r.Questions() {
+		a, err := evidence.ValueAnswer(r.run.ID, nowUTC(), "")
+		if err != nil {
+			panic(err)
+		}
+		out[q] = a
+	}
+	return out
+}
+
+// asked are the questions snap holds of src.
+func asked(snap evidence.Snapshot, src evidence.Source) []string {
+	var out []string
+	for q := range snap.Answers[src] {
+		out = append(out, string(q))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The extras are opened with the run the sampler was told of (Env.Run),
+// and opened again when a new run begins, without a Reset: each run's
+// readers ask what that run's labels say, and nothing of the run before.
+func TestTheExtrasAreOpenedForTheRun(t *testing.T) {
+	var opened []evidence.Run
+	extra := Extra{Name: "per run", Open: func(env Env) (Parts, error) {
+		opened = append(opened, env.Run)
+		return Parts{Readers: []evidence.Reader{runReader{"suite", env.Run}}}, nil
+	}}
+	s := New(Options{Extras: []Extra{extra}, NoTimeline: true})
+	defer s.Close()
+	l := newFakeLab(t)
+	a := evidence.Run{ID: "a-fault-1", Scenario: "a", Arm: "fault", Labels: []string{"arm:fault", "workload:ledger"}}
+	b := evidence.Run{ID: "b-null-2", Scenario: "b", Arm: "null", Labels: []string{"arm:null", "workload:kvdb"}}
+	s.BeginRun(a)
+	for range 2 {
+		snap, _, err := s.Sample(context.Background(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(asked(snap, "suite"), " "); got != "label/arm:fault label/workload:ledger" {
+			t.Fatalf("run a asked %s", got)
+		}
+	}
+	if len(opened) != 1 {
+		t.Fatalf("opened %d times within one run", len(opened))
+	}
+	s.BeginRun(b)
+	snap, _, err := s.Sample(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(asked(snap, "suite"), " "); got != "label/arm:null label/workload:kvdb" {
+		t.Fatalf("run b asked %s", got)
+	}
+	if len(opened) != 2 || !opened[0].Equal(a) || !opened[1].Equal(b) {
+		t.Fatalf("opened for %+v, want a then b", opened)
+	}
+	// The same run told again opens nothing anew.
+	s.BeginRun(b)
+	if _, _, err := s.Sample(context.Background(), l); err != nil || len(opened) != 2 {
+		t.Fatalf("the same run again: opened %d times, err %v", len(opened), err)
+	}
+}
+
+// A sampler without extras keeps its sources across runs: nothing it
+// opens depends on the run.
+func TestASamplerWithoutExtrasKeepsItsSourcesAcrossRuns(t *testing.T) {
+	s := New(Options{NoTimeline: true})
+	defer s.Close()
+	l := newFakeLab(t)
+	s.BeginRun(evidence.Run{ID: "a"})
+	if _, _, err := s.Sample(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	set := s.set
+	s.BeginRun(evidence.Run{ID: "b"})
+	if _, _, err := s.Sample(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if s.set != set {
+		t.Error("the lab's sources were opened again for a new run")
 	}
 }

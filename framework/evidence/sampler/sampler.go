@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ type Sampler struct {
 	extras  *opened
 	// subjects are those of the open lab.
 	subjects evidence.Subjects
+	// run is the run the samples are for (BeginRun); openedFor is the
+	// run the open extras were opened for.
+	run, openedFor evidence.Run
 
 	// notesMu guards notes alone, so that a step noting what it did never
 	// waits for a round.
@@ -105,12 +109,26 @@ func New(opts Options) *Sampler {
 	return &Sampler{opts: opts}
 }
 
-var _ evidence.Sampler = (*Sampler)(nil)
+var _ evidence.RunSampler = (*Sampler)(nil)
 
-// open makes the lab's sources (once per lab): the extras first, since
-// they may add questions to the framework's runtime sources.
+// BeginRun says which run the samples from now on are for: the extras
+// see it as Env.Run. Extras opened for another run are opened again at
+// the next sample, with the lab's sources, as after Reset, since what
+// they ask may depend on the run (their runtime questions too); a
+// sampler without extras carries on as it was. It waits for a sample or
+// a stream under way to end.
+func (s *Sampler) BeginRun(run evidence.Run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run.Labels = slices.Clone(run.Labels)
+	s.run = run
+}
+
+// open makes the lab's sources (once per lab, and for a sampler with
+// extras once per run): the extras first, since they may add questions
+// to the framework's runtime sources.
 func (s *Sampler) open(l lab.Lab) error {
-	if s.lab == l && s.round != nil {
+	if s.lab == l && s.round != nil && (len(s.opts.Extras) == 0 || s.openedFor.Equal(s.run)) {
 		return nil
 	}
 	s.closeLocked()
@@ -122,7 +140,7 @@ func (s *Sampler) open(l lab.Lab) error {
 		}
 		sources.Subjects = subjects
 	}
-	extras, err := openExtras(l, s.opts.Extras, s.opts.ExtraRequestTimeout, s.opts.ExtraReadTimeout)
+	extras, err := openExtras(l, s.run, s.opts.Extras, s.opts.ExtraRequestTimeout, s.opts.ExtraReadTimeout)
 	if err != nil {
 		return fmt.Errorf("opening the suite's evidence for lab %s: %w", l.Info().Name, err)
 	}
@@ -138,7 +156,7 @@ func (s *Sampler) open(l lab.Lab) error {
 		set.Close()
 		return err
 	}
-	s.lab, s.set, s.round, s.extras, s.subjects = l, set, round, extras, sources.Subjects
+	s.lab, s.set, s.round, s.extras, s.subjects, s.openedFor = l, set, round, extras, sources.Subjects, s.run
 	return nil
 }
 
