@@ -67,7 +67,7 @@ LAB_FAULT_TESTS ?= ^TestAgentPodFaultsOnLocalLab$$
 # tag `root`.
 ROOT_PKGS = $(shell grep -rl '^//go:build root' --include='*_test.go' . | xargs -n1 dirname | sort -u)
 
-test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages in Chromium, tests on real components, the CSI driver's loop devices and mounts, the local lab's own tests (root)
+test: unit test-browser bins ## what CI runs: lint, unit tests, the report pages in Chromium, tests on real components, the CSI driver's loop devices and mounts, the local lab's own tests, the faults on pod agents on a lab of their own (root)
 	$(GO) test -tags bins -p 1 -timeout 30m $(BINS_PKGS)
 	$(GO) test -tags root -p 1 -timeout 10m $(ROOT_PKGS)
 	$(GO) test -tags lab -p 1 -timeout 60m -v $(LAB_PKGS)
