@@ -17,13 +17,17 @@ import (
 // each opened lab reports the same before it runs. The lab file is read
 // through the backends' registry: the suite links the backends (a blank
 // import of lab/backends), as it must to open the lab.
-func TimersFromEnv() (lab.Timers, error) {
+func TimersFromEnv() (lab.Timers, error) { return TimersFromEnvOr(timers.KubernetesDefaults) }
+
+// TimersFromEnvOr is TimersFromEnv with the named profile's timers when no
+// lab is named.
+func TimersFromEnvOr(profile string) (lab.Timers, error) {
 	path, how, err := LabFileFromEnv()
 	if err != nil {
 		return lab.Timers{}, err
 	}
 	if path == "" {
-		p, err := timers.Get(timers.KubernetesDefaults)
+		p, err := timers.Get(profile)
 		return p.Timers(), err
 	}
 	c, err := lab.LoadConfig(path)

@@ -31,6 +31,12 @@ func EnsureOwnedNamespace(ctx context.Context, kube kubernetes.Interface, name s
 	}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
+	return LabelOwned(ctx, kube, name)
+}
+
+// LabelOwned labels the namespace OwnedLabel unless it carries it: one
+// made before namespaces carried it, or from a manifest that lacks it.
+func LabelOwned(ctx context.Context, kube kubernetes.Interface, name string) error {
 	var ns *corev1.Namespace
 	if err := apiretry.Do(ctx, apiretry.Backoff, apiretry.Dropped, func() (err error) {
 		ns, err = kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})

@@ -43,21 +43,7 @@ const (
 // reads them from its lab file without opening the lab (the fast
 // profile's when no lab is named: the suite then stops at opening the
 // lab).
-func TimersOf() (lab.Timers, error) {
-	path, _, err := scenario.LabFileFromEnv()
-	if err != nil {
-		return lab.Timers{}, err
-	}
-	if path == "" {
-		p, err := timers.Get(timers.Fast)
-		return p.Timers(), err
-	}
-	c, err := lab.LoadConfig(path)
-	if err != nil {
-		return lab.Timers{}, err
-	}
-	return lab.TimersOf(c)
-}
+func TimersOf() (lab.Timers, error) { return scenario.TimersFromEnvOr(timers.Fast) }
 
 // PairWindow is how long the pair drill keeps the worker away: long
 // enough for detection (the grace period, plus a monitor pass), the
