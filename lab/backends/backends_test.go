@@ -122,11 +122,18 @@ func TestPolicyAgentOfTheShippedLabs(t *testing.T) {
 	}
 }
 
-// lab11s-ssh.yaml describes the local lab lab11s as the local lab makes
-// it (with the default state root): its hosts, its sudo login and keys,
-// each node's kubelet root, its storage and what it emulates.
+// lab11s-ssh.yaml and lab11s-pods-ssh.yaml describe the local labs
+// lab11s and lab11s-pods as the local lab makes them (with the default
+// state root): their hosts, their sudo login and keys, each node's kubelet
+// root, their storage and what it emulates, and how their node agents run.
 func TestStaticFileOverTheLocalLabMatchesIt(t *testing.T) {
 	t.Setenv("FAULTLINE_STATE_DIR", "/var/lib/faultline")
+	for over, under := range map[string]string{"lab11s-ssh.yaml": "lab11s.yaml", "lab11s-pods-ssh.yaml": "lab11s-pods.yaml"} {
+		t.Run(over, func(t *testing.T) { staticMatchesLocal(t, over, under) })
+	}
+}
+
+func staticMatchesLocal(t *testing.T, overFile, underFile string) {
 	read := func(f string) *lab.Config {
 		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", f))
 		if err != nil {
@@ -134,7 +141,7 @@ func TestStaticFileOverTheLocalLabMatchesIt(t *testing.T) {
 		}
 		return c
 	}
-	over, under := read("lab11s-ssh.yaml"), read("lab11s.yaml")
+	over, under := read(overFile), read(underFile)
 	ll, err := local.New(under)
 	if err != nil {
 		t.Fatal(err)
@@ -168,25 +175,28 @@ func TestStaticFileOverTheLocalLabMatchesIt(t *testing.T) {
 		!slices.Equal(s.History.Endpoints, info.HistoryEndpoints) || !slices.Equal(s.Emulated, info.Emulated) {
 		t.Errorf("storage %+v, the local lab's %+v", s, info)
 	}
-	if over.Kubernetes.PolicyAgent != under.Kubernetes.PolicyAgent || over.Kubernetes.TimerProfile != under.Kubernetes.TimerProfile {
+	if over.Kubernetes.PolicyAgent != under.Kubernetes.PolicyAgent || over.Kubernetes.TimerProfile != under.Kubernetes.TimerProfile ||
+		over.Kubernetes.AgentsLayout() != under.Kubernetes.AgentsLayout() {
 		t.Errorf("kubernetes %+v, the local lab's %+v", over.Kubernetes, under.Kubernetes)
 	}
 }
 
-// lab11s-ssh.yaml's etcd client is the local lab's etcd admin certificate
-// and one endpoint per etcd host.
+// lab11s-ssh.yaml's and lab11s-pods-ssh.yaml's etcd client is their local
+// lab's etcd admin certificate and one endpoint per etcd host.
 func TestStaticFileOverTheLocalLabReachesItsEtcd(t *testing.T) {
-	c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", "lab11s-ssh.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, h := range c.Hosts {
-		if slices.Contains(h.Roles, lab.RoleEtcd) {
-			want = append(want, "https://"+h.Address+":2379")
+	for file, under := range map[string]string{"lab11s-ssh.yaml": "lab11s", "lab11s-pods-ssh.yaml": "lab11s-pods"} {
+		c, err := lab.LoadConfig(filepath.Join("..", "..", "testdata", "labs", file))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !slices.Equal(c.Etcd.Endpoints, want) || !strings.HasPrefix(c.Etcd.CertFile, "/var/lib/faultline/lab11s/pki/etcd-admin") {
-		t.Errorf("etcd %+v, want %v and the local lab's etcd admin certificate", c.Etcd, want)
+		var want []string
+		for _, h := range c.Hosts {
+			if slices.Contains(h.Roles, lab.RoleEtcd) {
+				want = append(want, "https://"+h.Address+":2379")
+			}
+		}
+		if !slices.Equal(c.Etcd.Endpoints, want) || !strings.HasPrefix(c.Etcd.CertFile, "/var/lib/faultline/"+under+"/pki/etcd-admin") {
+			t.Errorf("%s: etcd %+v, want %v and %s's etcd admin certificate", file, c.Etcd, want, under)
+		}
 	}
 }

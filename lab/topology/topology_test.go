@@ -23,7 +23,7 @@ func load(t *testing.T, name string) *lab.Config {
 // Every shipped lab the suites run on lab11's scenarios with has its
 // shape, whatever its kind.
 func TestTheShippedLab11FilesHaveTheShape(t *testing.T) {
-	for _, name := range []string{"lab11", "lab11b", "lab11-pods", "lab11s", "lab11s-pods", "lab11s-ssh", "vsphere-fleet"} {
+	for _, name := range []string{"lab11", "lab11b", "lab11-pods", "lab11s", "lab11s-pods", "lab11s-ssh", "lab11s-pods-ssh", "vsphere-fleet"} {
 		if err := topology.Lab11.Check(load(t, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
