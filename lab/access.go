@@ -51,6 +51,17 @@ type ClusterDNSAccess interface {
 	ClusterDNSServer() (address, domain string, err error)
 }
 
+// AuthorizationConfigScript is a shell command, run on a control-plane
+// host, that prints the --authorization-config of the process listening
+// on port (the API server), read from its command line: exit status 3
+// when nothing listens there, 4 when the process runs without the flag.
+func AuthorizationConfigScript(port int) string {
+	return fmt.Sprintf(`pid=$(ss -Hltnp 'sport = :%d' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1); `+
+		`[ -n "$pid" ] || exit 3; `+
+		`f=$(tr '\0' '\n' < /proc/"$pid"/cmdline | sed -n 's/^--authorization-config=//p'); `+
+		`[ -n "$f" ] || exit 4; echo "$f"`, port)
+}
+
 // AuthorizationConfigFiles is a lab whose API servers take their
 // authorizers from a structured authorization configuration file
 // (kube-apiserver --authorization-config: an AuthorizationConfiguration of

@@ -81,3 +81,21 @@ func TestPolicyAgentIsOneWhoseRulesAreRead(t *testing.T) {
 		t.Errorf("policyAgent cilium: %v, want it refused by name", err)
 	}
 }
+
+// kubernetes.agentKubeconfigs names node agents and absolute paths, and
+// only where the agents run as services.
+func TestAgentKubeconfigsNameAgentsAndAbsolutePaths(t *testing.T) {
+	c, err := ParseConfig([]byte("kind: beta\nkubernetes: {agentKubeconfigs: {kube-proxy: '/etc/kubernetes/{host}/kube-proxy.conf'}}\n" + commonFile))
+	if err != nil || c.Kubernetes.AgentKubeconfigs[ServiceKubeProxy] != "/etc/kubernetes/{host}/kube-proxy.conf" {
+		t.Errorf("a kube-proxy kubeconfig: %v, %+v", err, c)
+	}
+	for file, want := range map[string]string{
+		"kubernetes: {agentKubeconfigs: {coredns: /etc/c.conf}}":                  `kubernetes.agentKubeconfigs: "coredns" is not a node agent`,
+		"kubernetes: {agentKubeconfigs: {kube-router: etc/kr.conf}}":              `kubernetes.agentKubeconfigs.kube-router: "etc/kr.conf" is not an absolute path`,
+		"kubernetes: {agents: pods, agentKubeconfigs: {kube-proxy: /etc/k.conf}}": "kubernetes.agentKubeconfigs.kube-proxy: is for agents run as services",
+	} {
+		if _, err := ParseConfig([]byte("kind: beta\n" + file + "\n" + commonFile)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+}

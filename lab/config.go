@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -103,6 +105,24 @@ type KubernetesSettings struct {
 	// build declares it, and where it declares none the applied state is
 	// not read.
 	PolicyAgent string `json:"policyAgent,omitempty"`
+	// AgentKubeconfigs says, for a cluster whose node agents run as
+	// services of its hosts (Agents "services"), which kubeconfig each
+	// agent reads on its host: the agent's service name (ServiceKubeProxy,
+	// ServicePolicyAgent) to an absolute path, "{host}" replaced by the
+	// host's name. A fault reads the agent's identity from that file's
+	// client certificate (lab.AgentIdentities) and points the agent at one
+	// API server by it (lab.AgentKubeconfigs). The local lab knows its
+	// own and refuses it; agents run as pods read theirs from the cluster.
+	AgentKubeconfigs map[string]string `json:"agentKubeconfigs,omitempty"`
+}
+
+// Equal says whether two settings are the same.
+func (k KubernetesSettings) Equal(o KubernetesSettings) bool {
+	if !maps.Equal(k.AgentKubeconfigs, o.AgentKubeconfigs) {
+		return false
+	}
+	k.AgentKubeconfigs, o.AgentKubeconfigs = nil, nil
+	return reflect.DeepEqual(k, o)
 }
 
 // The NetworkPolicy agents whose applied state faultline reads
@@ -512,6 +532,17 @@ func (c *Config) Validate() error {
 	case "", AgentsAsServices, AgentsAsPods:
 	default:
 		bad("kubernetes.agents", "%q is not how node agents run (%s or %s)", c.Kubernetes.Agents, AgentsAsServices, AgentsAsPods)
+	}
+	for _, agent := range slices.Sorted(maps.Keys(c.Kubernetes.AgentKubeconfigs)) {
+		path := c.Kubernetes.AgentKubeconfigs[agent]
+		switch {
+		case agent != ServiceKubeProxy && agent != ServicePolicyAgent:
+			bad("kubernetes.agentKubeconfigs", "%q is not a node agent (%s or %s)", agent, ServiceKubeProxy, ServicePolicyAgent)
+		case c.Kubernetes.AgentsLayout() == AgentsAsPods:
+			bad("kubernetes.agentKubeconfigs."+agent, "is for agents run as services: with agents: pods they read their configuration from the cluster")
+		case !strings.HasPrefix(path, "/"):
+			bad("kubernetes.agentKubeconfigs."+agent, "%q is not an absolute path on the host", path)
+		}
 	}
 	if a := c.Kubernetes.PolicyAgent; a != "" && !slices.Contains(PolicyAgents, a) {
 		bad("kubernetes.policyAgent", "%q is not a NetworkPolicy agent whose rules faultline reads (%s)", a, strings.Join(PolicyAgents, ", "))

@@ -471,15 +471,6 @@ func checkVersion(major, minor uint) func(*env) Finding {
 	}
 }
 
-// authzConfigScript prints the --authorization-config of the process
-// listening on port, exit 3 when nothing listens, 4 when it has none.
-func authzConfigScript(port int) string {
-	return fmt.Sprintf(`pid=$(ss -Hltnp 'sport = :%d' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1); `+
-		`[ -n "$pid" ] || exit 3; `+
-		`f=$(tr '\0' '\n' < /proc/"$pid"/cmdline | sed -n 's/^--authorization-config=//p'); `+
-		`[ -n "$f" ] || exit 4; echo "$f"`, port)
-}
-
 func checkAuthzConfig(e *env) Finding {
 	port := 6443
 	if c := e.lab.Config(); c != nil && c.Network.APIServerPort != 0 {
@@ -487,7 +478,7 @@ func checkAuthzConfig(e *env) Finding {
 	}
 	var files []string
 	var mu sync.Mutex
-	f := judgeHosts(e.onHosts(e.hostsWith(roleControlPlane), authzConfigScript(port)), "--authorization-config", func(res lab.Result) (bool, string) {
+	f := judgeHosts(e.onHosts(e.hostsWith(roleControlPlane), lab.AuthorizationConfigScript(port)), "--authorization-config", func(res lab.Result) (bool, string) {
 		switch res.ExitCode {
 		case 0:
 			mu.Lock()
@@ -568,8 +559,40 @@ func capability(id string) func(*env) Finding {
 		if !ok {
 			return notMet("the %s lab does not offer %s", e.lab.Info().Kind, iface)
 		}
+		if id == AgentIDs || id == AgentConfigs {
+			return askAgents(e, id, iface)
+		}
 		return met("the %s lab offers %s", e.lab.Info().Kind, iface)
 	}
+}
+
+// askAgents asks the lab, for each worker's kube-proxy, the identity or
+// the kubeconfig: a lab may offer the interface and not know the answer
+// (an SSH lab file that names no agent kubeconfigs).
+func askAgents(e *env, id, iface string) Finding {
+	var got []string
+	for _, h := range e.hostsWith([]lab.Role{lab.RoleWorker}) {
+		var err error
+		var answer string
+		if id == AgentIDs {
+			var who lab.Identity
+			who, err = e.lab.(lab.AgentIdentities).AgentIdentity(h.Name(), lab.ServiceKubeProxy)
+			answer = who.User
+		} else {
+			answer, err = e.lab.(lab.AgentKubeconfigs).AgentKubeconfig(h.Name(), lab.ServiceKubeProxy)
+		}
+		switch {
+		case errors.Is(err, lab.ErrUnsupported):
+			return notMet("%s: %v", h.Name(), err)
+		case err != nil:
+			return unknown("%s: %v", h.Name(), err)
+		}
+		got = append(got, h.Name()+" "+answer)
+	}
+	if len(got) == 0 {
+		return notMet("the lab has no worker")
+	}
+	return met("the %s lab offers %s: kube-proxy on %s", e.lab.Info().Kind, iface, strings.Join(got, ", "))
 }
 
 // checkEtcdAccess asks the lab for its etcd client and every member for

@@ -190,31 +190,51 @@ func TestReportSaysWhichFaultsCannotRun(t *testing.T) {
 }
 
 // agentLab is a fake lab that offers per-node agent identities and
-// kubeconfigs, as the local lab's type does in either layout.
-type agentLab struct{ fakeLab }
-
-func (agentLab) AgentIdentity(node, agent string) (lab.Identity, error) {
-	return lab.Identity{}, lab.ErrUnsupported
+// kubeconfigs, as the local lab's and the static lab's types do in either
+// layout, and answers with err where set.
+type agentLab struct {
+	fakeLab
+	err error
 }
-func (agentLab) AgentKubeconfig(node, agent string) (string, error) {
-	return "", lab.ErrUnsupported
+
+func (a agentLab) AgentIdentity(node, agent string) (lab.Identity, error) {
+	if a.err != nil {
+		return lab.Identity{}, a.err
+	}
+	return lab.Identity{User: agent + ":" + node}, nil
+}
+func (a agentLab) AgentKubeconfig(node, agent string) (string, error) {
+	if a.err != nil {
+		return "", a.err
+	}
+	return "/etc/" + agent + "-" + node + ".kubeconfig", nil
 }
 
 // Agents run as pods have no identity or kubeconfig per node, whatever
 // interfaces the lab's type has; agents run as services have them where
-// the lab offers them.
+// the lab offers them and answers for every worker: a lab that offers the
+// interface and cannot answer (an SSH lab file that names no agent
+// kubeconfigs) does not meet it, and one whose answer failed leaves it
+// unknown.
 func TestAgentCapabilitiesFollowHowTheAgentsRun(t *testing.T) {
 	w1 := shellHost{name: "worker1", roles: []lab.Role{lab.RoleWorker}}
 	for _, tc := range []struct {
 		agents string
+		err    error
 		want   Status
-	}{{lab.AgentsAsServices, Met}, {lab.AgentsAsPods, NotMet}} {
+		detail string
+	}{
+		{lab.AgentsAsServices, nil, Met, "worker1 "},
+		{lab.AgentsAsPods, nil, NotMet, "kubernetes.agents: pods"},
+		{lab.AgentsAsServices, lab.Unsupported("static", "agent identity", "the lab file does not say"), NotMet, "the lab file does not say"},
+		{lab.AgentsAsServices, errors.New("reading the kubeconfig: connection refused"), Unknown, "connection refused"},
+	} {
 		cfg := &lab.Config{Name: "fleet", Kind: "static", Kubernetes: lab.KubernetesSettings{Agents: tc.agents}}
-		e := &env{ctx: context.Background(), lab: agentLab{fakeLab{cfg: cfg, hosts: []lab.Host{w1}}}}
+		e := &env{ctx: context.Background(), lab: agentLab{fakeLab{cfg: cfg, hosts: []lab.Host{w1}}, tc.err}}
 		for _, id := range []string{AgentIDs, AgentConfigs} {
 			f := capability(id)(e)
-			if f.Status != tc.want || (tc.want == NotMet && !strings.Contains(f.Detail, "kubernetes.agents: pods")) {
-				t.Errorf("agents %s, %s: %+v, want %s", tc.agents, id, f, tc.want)
+			if f.Status != tc.want || !strings.Contains(f.Detail, tc.detail) {
+				t.Errorf("agents %s (%v), %s: %+v, want %s with %q", tc.agents, tc.err, id, f, tc.want, tc.detail)
 			}
 		}
 	}

@@ -120,6 +120,11 @@ func TestPolicyAgentOfTheShippedLabs(t *testing.T) {
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `kubernetes.policyAgent: "calico" is not for a local lab`) {
 		t.Errorf("a local lab naming calico: %v, want it refused", err)
 	}
+	c.Kubernetes.PolicyAgent = ""
+	c.Kubernetes.AgentKubeconfigs = map[string]string{lab.ServiceKubeProxy: "/etc/kube-proxy.conf"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kubernetes.agentKubeconfigs: is not for a local lab") {
+		t.Errorf("a local lab naming its agents' kubeconfigs: %v, want it refused", err)
+	}
 }
 
 // lab11s-ssh.yaml and lab11s-pods-ssh.yaml describe the local labs
@@ -160,6 +165,15 @@ func staticMatchesLocal(t *testing.T, overFile, underFile string) {
 		}
 		if slices.Contains(h.Roles, lab.RoleWorker) && h.KubeletRootDir != ll.KubeletRootDir(h.Name) {
 			t.Errorf("%s: kubeletRootDir %s, the local lab's %s", h.Name, h.KubeletRootDir, ll.KubeletRootDir(h.Name))
+		}
+		for _, agent := range []string{lab.ServiceKubeProxy, lab.ServicePolicyAgent} {
+			if !slices.Contains(h.Roles, lab.RoleWorker) || under.Kubernetes.AgentsLayout() == lab.AgentsAsPods {
+				continue
+			}
+			want, err := ll.AgentKubeconfig(h.Name, agent)
+			if got := strings.ReplaceAll(over.Kubernetes.AgentKubeconfigs[agent], "{host}", h.Name); err != nil || got != want {
+				t.Errorf("%s: %s's kubeconfig %q, the local lab's %q (%v)", h.Name, agent, got, want, err)
+			}
 		}
 	}
 	if over.SSH.User != local.SudoUserName(under.Name) || over.SSH.KnownHosts != ll.KnownHostsFile() || !over.SSH.Sudo ||

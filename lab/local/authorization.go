@@ -1,8 +1,8 @@
 package local
 
 import (
-	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/internal/components"
@@ -58,25 +58,12 @@ func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
 var _ lab.AgentKubeconfigs = (*Lab)(nil)
 
 // AgentKubeconfig is the kubeconfig node's kube-proxy or policy agent
-// reads when it starts (pki: one per node and agent); unsupported where
-// the agents run as pods, which read theirs from the cluster.
+// reads when it starts (pki: one per node and agent, in the lab's PKI
+// directory); unsupported where the agents run as pods, which read theirs
+// from the cluster.
 func (l *Lab) AgentKubeconfig(node, agent string) (string, error) {
 	if _, err := l.AgentIdentity(node, agent); err != nil {
 		return "", err
 	}
-	env, err := l.comp.Env(context.Background())
-	if err != nil {
-		return "", err
-	}
-	n, ok := env.PKI.Nodes[node]
-	if !ok {
-		return "", fmt.Errorf("no certificates for node %s", node)
-	}
-	switch agent {
-	case lab.ServiceKubeProxy:
-		return n.KubeProxyKubeconfig, nil
-	case lab.ServicePolicyAgent:
-		return n.KubeRouterKubeconfig, nil
-	}
-	return "", lab.Unsupported(l.Info().Kind, "agent kubeconfig", fmt.Sprintf("%s is not a node agent with a kubeconfig of its own", agent))
+	return filepath.Join(l.dirs.PKI(), pki.AgentKubeconfigFile(agent, node)), nil
 }

@@ -29,7 +29,7 @@ func TestLab11AndLab11bCoexist(t *testing.T) {
 			t.Errorf("host %d: lab11 %s %v, lab11b %s %v", i, a.Hosts[i].Name, a.Hosts[i].Roles, b.Hosts[i].Name, b.Hosts[i].Roles)
 		}
 	}
-	if a.Kubernetes != b.Kubernetes {
+	if !a.Kubernetes.Equal(b.Kubernetes) {
 		t.Errorf("lab11 runs %+v, lab11b %+v: a pool's labs run one profile", a.Kubernetes, b.Kubernetes)
 	}
 }

@@ -92,7 +92,7 @@ func New(c *lab.Config) (*Lab, error) {
 	// A lab that is up runs with the versions and timers it was brought up
 	// with, whatever the file opened now says (`lab up --profile` overrides
 	// the file): every report must name the profile the cluster really runs.
-	if r, err := state.Load(c.StateDir); err == nil && r.Config.Kubernetes != c.Kubernetes {
+	if r, err := state.Load(c.StateDir); err == nil && !r.Config.Kubernetes.Equal(c.Kubernetes) {
 		running := *c
 		running.Kubernetes = r.Config.Kubernetes
 		c = &running

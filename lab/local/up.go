@@ -46,7 +46,7 @@ func (l *Lab) Up(ctx context.Context) error {
 			return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 		}
 	}
-	if l.asked != l.cfg.Kubernetes {
+	if !l.asked.Equal(l.cfg.Kubernetes) {
 		return fmt.Errorf("lab %s up: the lab is up with Kubernetes %s, etcd %s, timer profile %s; bring it down before bringing it up with %s, %s, %s",
 			l.cfg.Name, l.cfg.Kubernetes.Version, l.cfg.Kubernetes.EtcdVersion, l.cfg.Kubernetes.TimerProfile,
 			l.asked.Version, l.asked.EtcdVersion, l.asked.TimerProfile)

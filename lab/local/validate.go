@@ -49,6 +49,9 @@ func validate(c *lab.Config) []error {
 	if c.Kubernetes.RuntimeEndpoint != "" {
 		bad("kubernetes.runtimeEndpoint", "is not for a local lab: each node runs its own containerd, at a socket of the lab's choosing")
 	}
+	if len(c.Kubernetes.AgentKubeconfigs) > 0 {
+		bad("kubernetes.agentKubeconfigs", "is not for a local lab: it writes its agents' kubeconfigs itself")
+	}
 	if c.Etcd != nil {
 		bad("etcd", "is not for a local lab: it runs its own etcd and gives its client itself")
 	}

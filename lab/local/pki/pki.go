@@ -76,6 +76,11 @@ const (
 // KubeProxyUser is the user node's kube-proxy authenticates as.
 func KubeProxyUser(node string) string { return "faultline:kube-proxy:" + node }
 
+// AgentKubeconfigFile is the name, in the lab's PKI directory, of the
+// kubeconfig node's agent (lab.ServiceKubeProxy, lab.ServicePolicyAgent)
+// reads.
+func AgentKubeconfigFile(agent, node string) string { return agent + "-" + node + ".kubeconfig" }
+
 // KubeRouterUser is the user node's NetworkPolicy agent authenticates as.
 func KubeRouterUser(node string) string { return "faultline:kube-router:" + node }
 
@@ -378,18 +383,18 @@ func ensure(ctx context.Context, cfg *lab.Config, dir string, now time.Time) (*F
 				return nil, err
 			}
 			agents := []struct {
-				file, user, group string
-				dest              *string
+				agent, user, group string
+				dest               *string
 			}{
-				{"kube-proxy-" + h.Name, KubeProxyUser(h.Name), KubeProxyGroup, &n.KubeProxyKubeconfig},
-				{"kube-router-" + h.Name, KubeRouterUser(h.Name), KubeRouterGroup, &n.KubeRouterKubeconfig},
+				{lab.ServiceKubeProxy, KubeProxyUser(h.Name), KubeProxyGroup, &n.KubeProxyKubeconfig},
+				{lab.ServicePolicyAgent, KubeRouterUser(h.Name), KubeRouterGroup, &n.KubeRouterKubeconfig},
 			}
 			for _, a := range agents {
-				pair, err := is.leaf(a.file, certSpec{commonName: a.user, organization: []string{a.group}, extKeyUsage: clientAuth}, ca)
+				pair, err := is.leaf(a.agent+"-"+h.Name, certSpec{commonName: a.user, organization: []string{a.group}, extKeyUsage: clientAuth}, ca)
 				if err != nil {
 					return nil, err
 				}
-				if *a.dest, err = kc.write(a.file+".kubeconfig", serverURL(endpoint, port), a.user, pair); err != nil {
+				if *a.dest, err = kc.write(AgentKubeconfigFile(a.agent, h.Name), serverURL(endpoint, port), a.user, pair); err != nil {
 					return nil, err
 				}
 			}
