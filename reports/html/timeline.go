@@ -2,13 +2,16 @@ package html
 
 import (
 	"fmt"
+	"html/template"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/reports/timeline"
 )
 
 // Geometry of a run's timeline drawing, in SVG user units.
@@ -28,10 +31,12 @@ const (
 // appearance; a lane with more values than colours reuses them.
 var palette = []string{"#4e79a7", "#59a14f", "#edc948", "#b07aa1", "#76b7b2", "#ff9da7", "#9c755f", "#f28e2b"}
 
-// timeline is a run's evidence laid out for drawing: one lane per source
-// and question that was asked at least once, the phase spans, the marks
-// and the VIOLATED verdicts' moments.
-type timeline struct {
+// runTimeline is a run's evidence laid out for drawing: one lane per
+// source and question that was asked at least once, the phase spans, the
+// marks and the VIOLATED verdicts' moments. Its scene is what the run page
+// shows (reports/timeline draws it); the page's stylesheet gives the
+// classes their look.
+type runTimeline struct {
 	Width, Height float64
 	PlotX, PlotW  float64
 	LaneTop       float64
@@ -48,6 +53,8 @@ type timeline struct {
 	// injection, else the first thing recorded.
 	Origin     time.Time
 	OriginName string
+	// SVG is the drawing, rendered.
+	SVG template.HTML
 }
 
 type tick struct {
@@ -158,11 +165,11 @@ type laneKey struct {
 
 // buildTimeline lays out a run's evidence. It returns nil for a record
 // with neither snapshots nor events.
-func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
+func buildTimeline(run verdict.Run, rec evidence.Record) (*runTimeline, error) {
 	snaps := orderedSnapshots(rec)
 	events := rec.Timeline.Sorted()
 	if len(snaps) == 0 && len(events) == 0 {
-		return nil
+		return nil, nil
 	}
 	var first, last time.Time
 	see := func(t time.Time) {
@@ -202,7 +209,7 @@ func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
 		last = first.Add(time.Second)
 	}
 
-	tl := &timeline{PlotX: labelWidth, PlotW: plotWidth, LaneTop: headHeight}
+	tl := &runTimeline{PlotX: labelWidth, PlotW: plotWidth, LaneTop: headHeight}
 	tl.Origin, tl.OriginName = first, "the first thing recorded"
 	inject, healStarted, healed := firstEvent(events, invariant.FaultInjectedEvent), firstEvent(events, invariant.HealStartedEvent), firstEvent(events, invariant.FaultHealedEvent)
 	if !inject.IsZero() {
@@ -220,8 +227,8 @@ func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
 	}
 	off := func(t time.Time) string { return offset(t, tl.Origin) }
 
-	// Axis ticks: a round step giving 6 to 15 ticks.
-	step := tickStep(total)
+	// Axis ticks: a round step cutting the run into fewer than 16.
+	step := time.Duration(timeline.AxisStep(total.Seconds(), 16) * float64(time.Second))
 	for t := tl.Origin.Truncate(0); !t.Before(first); t = t.Add(-step) {
 		tl.Ticks = append(tl.Ticks, tick{X: x(t), Label: off(t)})
 	}
@@ -419,7 +426,12 @@ func buildTimeline(run verdict.Run, rec evidence.Record) *timeline {
 	}
 	tl.Width = labelWidth + plotWidth + rightMargin
 	tl.Height = y + footHeight
-	return tl
+	svg, err := tl.scene().SVG(timelineID)
+	if err != nil {
+		return nil, fmt.Errorf("drawing the timeline: %w", err)
+	}
+	tl.SVG = svg
+	return tl, nil
 }
 
 func firstEvent(events evidence.Timeline, kind string) time.Time {
@@ -451,15 +463,6 @@ func offX(px float64, first time.Time, span time.Duration, origin time.Time) str
 	return offset(t, origin)
 }
 
-func tickStep(span time.Duration) time.Duration {
-	for _, s := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour} {
-		if span/s <= 15 {
-			return s
-		}
-	}
-	return span / 10
-}
-
 // clip shortens text for a tooltip.
 func clip(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
@@ -483,4 +486,99 @@ func clusterText(e evidence.Event) string {
 		rel = fmt.Sprintf("%s before it was seen", -d)
 	}
 	return fmt.Sprintf("at %s UTC (%s, %s)", e.ClusterClock(), e.ClusterField, rel)
+}
+
+// timelineID is the run page's drawing's id, which its stylesheet's
+// rules are scoped to.
+const timelineID = "timeline-svg"
+
+// scene draws the laid-out timeline: the spans, the axis and its grid,
+// the events, the lanes, the verdicts under them, the marks and the
+// VIOLATED moments over everything, in that order. Its classes are the
+// page's stylesheet's; the colours given here are the ones it gives them.
+func (tl *runTimeline) scene() *timeline.Scene {
+	h := tl.Height
+	s := &timeline.Scene{W: tl.Width, H: h}
+	label := func(x, y float64, text, class string) timeline.Text {
+		return timeline.Text{X: x, Y: y, Text: text, Size: 10, Anchor: "start", Class: class}
+	}
+
+	spans := s.Add(&timeline.Group{Class: "spans"})
+	for _, sp := range tl.Spans {
+		spans.Add(&timeline.Group{
+			Rects: []timeline.Rect{{X: sp.X, Y: 14, W: sp.W, H: h - 38, Class: "span span-" + sp.Name, Data: []timeline.Data{{Name: "span", Value: sp.Name}}, Title: fmt.Sprintf("%s %s to %s", sp.Name, sp.From, sp.To)}},
+			Texts: []timeline.Text{label(sp.X+2, 24, sp.Name, "span-label")},
+		})
+	}
+
+	axis := s.Add(&timeline.Group{Class: "axis"})
+	for _, t := range tl.Ticks {
+		axis.Lines = append(axis.Lines,
+			timeline.Line{X1: t.X, Y1: h - 24, X2: t.X, Y2: h - 20, Stroke: "#444", Width: 1},
+			timeline.Line{X1: t.X, Y1: 30, X2: t.X, Y2: h - 24, Stroke: "#ddd", Width: 0.5})
+		tx := label(t.X, h-8, t.Label, "")
+		tx.Anchor = "middle"
+		axis.Texts = append(axis.Texts, tx)
+	}
+
+	events := s.Add(&timeline.Group{Class: "events", Texts: []timeline.Text{label(4, 48, "timeline events", "lane-label")}})
+	for _, e := range tl.Events {
+		p := timeline.Path{Points: [][2]float64{{e.X, 38}, {e.X + 4, 44}, {e.X, 50}, {e.X - 4, 44}}, Fill: "#333", Class: "event", Title: e.Title}
+		if e.Replayed {
+			p.Class, p.Fill, p.Stroke, p.Width = "event replayed", "#fff", "#333", 1.5
+		}
+		events.Paths = append(events.Paths, p)
+	}
+
+	lanes := s.Add(&timeline.Group{Class: "lanes"})
+	for _, ln := range tl.Lanes {
+		g := lanes.Add(&timeline.Group{Class: "lane", Data: []timeline.Data{{Name: "source", Value: ln.Source}, {Name: "question", Value: ln.Question}, {Name: "unreadable", Value: strconv.Itoa(ln.Unreadable)}},
+			Texts: []timeline.Text{label(4, ln.Y+10, ln.Source+" · "+ln.Question, "lane-label")}})
+		for _, sg := range ln.Segments {
+			g.Rects = append(g.Rects, timeline.Rect{X: sg.X, Y: ln.Y, W: sg.W, H: laneHeight, Fill: sg.Fill, Hatch: sg.State == string(evidence.Unreadable), Class: sg.State, Title: sg.Title})
+		}
+		for _, c := range ln.Changes {
+			g.Lines = append(g.Lines, timeline.Line{X1: c, Y1: ln.Y, X2: c, Y2: ln.Y + laneHeight, Stroke: "#fff", Width: 1, Class: "change"})
+		}
+	}
+
+	verdicts := s.Add(&timeline.Group{Class: "verdicts"})
+	for _, r := range tl.Verdicts {
+		vc := "v-" + strings.ToLower(string(r.Verdict))
+		g := verdicts.Add(&timeline.Group{Class: "verdict-row", Data: []timeline.Data{{Name: "invariant", Value: r.Invariant}, {Name: "verdict", Value: string(r.Verdict)}}, Title: r.Title,
+			Texts: []timeline.Text{label(4, r.Y+10, fmt.Sprintf("%s: %s", r.Invariant, r.Verdict), "lane-label")},
+			Rects: []timeline.Rect{{X: tl.PlotX, Y: r.Y + 3, W: tl.PlotW, H: 8, Class: "vrow " + vc}}})
+		if r.HasSpan {
+			g.Rects = append(g.Rects, timeline.Rect{X: r.SpanX, Y: r.Y, W: r.SpanW, H: laneHeight, Class: "vspan"})
+		}
+		if r.HasAt {
+			fill := "#fff"
+			if r.Verdict == verdict.Violated {
+				fill = "#e00"
+			}
+			g.Circles = append(g.Circles, timeline.Circle{X: r.X, Y: r.Y + 7, R: 4, Fill: fill, Stroke: "#000", Class: "vat " + vc})
+		}
+	}
+
+	marks := s.Add(&timeline.Group{Class: "marks"})
+	for _, m := range tl.Marks {
+		stroke := "#080"
+		if m.Kind == "inject" {
+			stroke = "#c00"
+		}
+		marks.Lines = append(marks.Lines, timeline.Line{X1: m.X, Y1: 30, X2: m.X, Y2: h - 24, Stroke: stroke, Width: 1.5, Class: "mark-" + m.Kind, Data: []timeline.Data{{Name: "mark", Value: m.Kind}}, Title: m.Title})
+	}
+
+	// Each VIOLATED moment in a group of its own, so that they are drawn
+	// in the verdicts' order.
+	violations := s.Add(&timeline.Group{Class: "violations"})
+	for _, v := range tl.Violations {
+		data := []timeline.Data{{Name: "invariant", Value: v.Invariant}}
+		if v.Line {
+			violations.Add(&timeline.Group{Lines: []timeline.Line{{X1: v.X, Y1: 30, X2: v.X, Y2: h - 24, Stroke: "#e00", Width: 2.5, Class: "violated", Data: data, Title: v.Title}}})
+			continue
+		}
+		violations.Add(&timeline.Group{Rects: []timeline.Rect{{X: v.X, Y: 30, W: v.W, H: h - 54, Class: "violated", Data: data, Title: v.Title}}})
+	}
+	return s
 }
