@@ -51,6 +51,9 @@ func TestEveryItemRendersInBothFormats(t *testing.T) {
 			t.Errorf("the SVG lacks %s:\n%s", want, out)
 		}
 	}
+	if !strings.HasPrefix(out, `<svg id="d"`) || strings.Count(out, "<svg") != 1 {
+		t.Errorf("the SVG is not one svg element:\n%s", out)
+	}
 	if i, j := strings.Index(out, `class="inner"`), strings.Index(out, ">measured<"); i < j || strings.Index(out, `class="outer"`) > i {
 		t.Errorf("the child group is not drawn inside its parent, after the parent's items:\n%s", out)
 	}

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"image/png"
 	"math"
 	"strings"
 	"testing"
@@ -151,26 +149,5 @@ func TestPairSceneOnRecordedRuns(t *testing.T) {
 				t.Errorf("%q runs past the drawing's right edge", tx.Text)
 			}
 		}
-	}
-
-	// Both renderings: the SVG is one svg element, the PNG the scene's
-	// size at 1.5 pixels a point.
-	svg, err := s.SVG("x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(svg), `<svg id="x"`) || strings.Count(string(svg), "<svg") != 1 || !strings.Contains(string(svg), `url(#x-hatch)`) {
-		t.Errorf("the SVG is not one svg element using its own hatch")
-	}
-	var b bytes.Buffer
-	if err := s.WritePNG(&b); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := img.Bounds().Dx(); math.Abs(float64(w)-s.W*timeline.PNGDPI/72) > 2 {
-		t.Errorf("the PNG is %d px wide, want %.0f", w, s.W*timeline.PNGDPI/72)
 	}
 }
