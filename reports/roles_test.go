@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
-var rolesRuns = runstest.RolesRuns
+var rolesRuns = verdicttest.RolesRuns
 
 func TestSummaryKeepsRolesApart(t *testing.T) {
 	s := Summary("disagree", rolesRuns(), nil)
@@ -66,10 +66,10 @@ func TestTallyShowsAnomaliesItDoesNotCount(t *testing.T) {
 // finding's fault) is reported in a section of its own, never in the
 // findings' rates.
 func TestSummaryKeepsApplicationControlsOutOfTheFindings(t *testing.T) {
-	app := runstest.Run("a", verdict.RunJudged, runstest.J("single-writer-at-storage", verdict.Violated), runstest.J("acknowledged-data-survives", verdict.Preserved))
+	app := verdicttest.Run("a", verdict.RunJudged, verdicttest.J("single-writer-at-storage", verdict.Violated), verdicttest.J("acknowledged-data-survives", verdict.Preserved))
 	app.Scenario, app.Role, app.Labels = "ledger-locked-force-deleted", verdict.RoleApplication, []string{verdict.LabelApplicationControl}
 	// Written without a role: its label says it.
-	old := runstest.Run("b", verdict.RunJudged, runstest.J("single-writer-at-storage", verdict.Violated))
+	old := verdicttest.Run("b", verdict.RunJudged, verdicttest.J("single-writer-at-storage", verdict.Violated))
 	old.Scenario, old.Labels = "ledger-locked-force-deleted", []string{verdict.LabelApplicationControl}
 	s := Summary("splitbrain", append(rolesRuns(), app, old), nil)
 	from, to := strings.Index(s, "## Findings"), strings.Index(s, "\n## Positive controls")
@@ -98,9 +98,9 @@ func TestSummaryKeepsApplicationControlsOutOfTheFindings(t *testing.T) {
 // kinds count, "any kind" where the control names none.
 func TestControlChecksCountOnlyTheKindsAControlNames(t *testing.T) {
 	storage := func(id, kind string, kinds []string) verdict.Run {
-		j := runstest.J("storage-integrity", verdict.Violated)
+		j := verdicttest.J("storage-integrity", verdict.Violated)
 		j.Violation = kind
-		r := runstest.Run(id, verdict.RunJudged, j)
+		r := verdicttest.Run(id, verdict.RunJudged, j)
 		r.Scenario, r.Role, r.ControlOf = "control-filesystem-damaged-block", verdict.RoleControl, []string{"storage-integrity"}
 		if kinds != nil {
 			r.ControlKinds = map[string][]string{"storage-integrity": kinds}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
 // Each scenario × arm × invariant over its repetitions: its count, rate,
@@ -13,7 +13,7 @@ import (
 // scaling one also divided by what it scales with.
 func TestStabilityOfRepeatedRuns(t *testing.T) {
 	rows := map[string]StabilityRow{}
-	for _, r := range Stability(runstest.RepeatedRuns()) {
+	for _, r := range Stability(verdicttest.RepeatedRuns()) {
 		rows[r.Scenario+" ["+r.Arm+"] "+r.Invariant] = r
 	}
 	for key, want := range map[string]struct{ count, rate, outcome, other, quantities string }{
@@ -42,11 +42,11 @@ func TestStabilityOfRepeatedRuns(t *testing.T) {
 // repetition out of the normalised values, never divides by zero.
 func TestNormalisedLeavesOutARepetitionWithoutItsDivisor(t *testing.T) {
 	q := func(lost, overlap float64, withOverlap bool) verdict.Run {
-		qs := map[string]verdict.Quantity{"lost": runstest.Q(lost, "appends", "overlap")}
+		qs := map[string]verdict.Quantity{"lost": verdicttest.Q(lost, "appends", "overlap")}
 		if withOverlap {
-			qs["overlap"] = runstest.Q(overlap, "s")
+			qs["overlap"] = verdicttest.Q(overlap, "s")
 		}
-		return runstest.Rep("a", "fault", 1, verdict.RunJudged, []string{"x"}, []verdict.Verdict{verdict.Violated}, []map[string]verdict.Quantity{qs})
+		return verdicttest.Rep("a", "fault", 1, verdict.RunJudged, []string{"x"}, []verdict.Verdict{verdict.Violated}, []map[string]verdict.Quantity{qs})
 	}
 	rows := Stability([]verdict.Run{q(10, 2, true), q(9, 0, true), q(8, 0, false), q(6, 3, true)})
 	if len(rows) != 1 || len(rows[0].Quantities) != 2 {
@@ -63,7 +63,7 @@ func TestNormalisedLeavesOutARepetitionWithoutItsDivisor(t *testing.T) {
 // repetitions of several scenarios without an interval; the stability
 // section gives each scenario × invariant its own.
 func TestSummaryOfRepeatedRunsNamesFlakyVerdicts(t *testing.T) {
-	s := Summary("s", runstest.RepeatedRuns(), nil)
+	s := Summary("s", verdicttest.RepeatedRuns(), nil)
 	for _, want := range []string{
 		"flaky (VIOLATED of judged)",
 		"| endpoints-truthful | 2 | 0 | 0 | 4 | 2/6 = 33.3% (pools the repetitions of 2 scenarios: no interval) |",
@@ -89,7 +89,7 @@ func TestSummaryOfRepeatedRunsNamesFlakyVerdicts(t *testing.T) {
 		}
 	}
 	// A suite run without repetitions has neither.
-	once := Summary("s", runstest.RolesRuns(), nil)
+	once := Summary("s", verdicttest.RolesRuns(), nil)
 	if strings.Contains(once, "Stability") || strings.Contains(once, "flaky") || strings.Contains(once, "no interval") {
 		t.Errorf("a run without repetitions shows stability:\n%s", once)
 	}
@@ -101,7 +101,7 @@ func TestSummaryOfRepeatedRunsNamesFlakyVerdicts(t *testing.T) {
 func TestStabilityKeepsApplicationControlsApart(t *testing.T) {
 	var runs []verdict.Run
 	for rep, v := range []verdict.Verdict{verdict.Violated, verdict.Preserved} {
-		r := runstest.Rep("ledger-locked-cut", "fault", rep+1, verdict.RunJudged, []string{"single-history"}, []verdict.Verdict{v}, nil)
+		r := verdicttest.Rep("ledger-locked-cut", "fault", rep+1, verdict.RunJudged, []string{"single-history"}, []verdict.Verdict{v}, nil)
 		r.Role = verdict.RoleApplication
 		runs = append(runs, r)
 	}

@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
 var (
-	t0  = runstest.T0
-	run = runstest.Run
-	j   = runstest.J
+	t0  = verdicttest.T0
+	run = verdicttest.Run
+	j   = verdicttest.J
 )
 
 func TestSummaryHasVerdictsRatesAndTheTable(t *testing.T) {

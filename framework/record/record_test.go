@@ -9,15 +9,15 @@ import (
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 	"github.com/faultline/faultline/lab"
 	_ "github.com/faultline/faultline/lab/backends" // lab files are read through the backends' registry
 )
 
 var (
-	t0  = runstest.T0
-	run = runstest.Run
-	j   = runstest.J
+	t0  = verdicttest.T0
+	run = verdicttest.Run
+	j   = verdicttest.J
 )
 
 func TestAppendAndReadRuns(t *testing.T) {

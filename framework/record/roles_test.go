@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
-var rolesRuns = runstest.RolesRuns
+var rolesRuns = verdicttest.RolesRuns
 
 func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
 	ts := VerdictJUnit("disagree", rolesRuns()).TestSuites[0]
@@ -66,7 +66,7 @@ func TestVerdictJUnitJudgesEachRoleByWhatItExpects(t *testing.T) {
 // neither a pass nor a failure of its own, each case still judged as its
 // role expects.
 func TestVerdictJUnitNamesRepetitionsAndFlakyVerdicts(t *testing.T) {
-	ts := VerdictJUnit("s", runstest.RepeatedRuns()).TestSuites[0]
+	ts := VerdictJUnit("s", verdicttest.RepeatedRuns()).TestSuites[0]
 	type want struct{ status, stability, count string }
 	cases := map[string]want{}
 	names := map[string]bool{}
@@ -120,14 +120,14 @@ func keys(m map[string]bool) []string {
 // kind got and the kinds needed. A control naming none passes on any.
 func TestVerdictJUnitCountsOnlyTheKindsAControlNames(t *testing.T) {
 	violated := func(kind string) verdict.Judgement {
-		j := runstest.J("fencing-monotonic", verdict.Violated)
+		j := verdicttest.J("fencing-monotonic", verdict.Violated)
 		j.Violation = kind
 		return j
 	}
 	kinds := map[string][]string{"fencing-monotonic": {"shared-token"}}
-	hit := runstest.Run("hit", verdict.RunJudged, violated("shared-token"))
-	other := runstest.Run("other", verdict.RunJudged, violated("token-went-down"))
-	anyKind := runstest.Run("any", verdict.RunJudged, violated("token-went-down"))
+	hit := verdicttest.Run("hit", verdict.RunJudged, violated("shared-token"))
+	other := verdicttest.Run("other", verdict.RunJudged, violated("token-went-down"))
+	anyKind := verdicttest.Run("any", verdict.RunJudged, violated("token-went-down"))
 	for _, r := range []*verdict.Run{&hit, &other, &anyKind} {
 		r.Role, r.ControlOf = verdict.RoleControl, []string{"fencing-monotonic"}
 	}

@@ -66,6 +66,12 @@ func anyUnder(p string, prefixes ...string) bool {
 //   - No package but a test helper depends on a test helper: they import
 //     "testing" and start real processes for tests, and are linked only
 //     into tests.
+//   - No package of internal/ depends on framework, suites, reports or
+//     fixtures, a test helper no more than any other: internal/ holds
+//     helpers below every layer that uses them (building the project's
+//     programs, a headless browser, real components on loopback); a
+//     helper of one layer lives beside what it helps
+//     (framework/verdict/verdicttest, framework/evidence/internal/realcluster).
 //   - lab/... depends on nothing of framework, suites, reports, fixtures
 //     or cmd: the lab layer is at the bottom.
 //   - lab/... depends on a package of internal/ only if that package
@@ -115,6 +121,13 @@ func violations(pkgs []pkg) []string {
 		out = append(out, fmt.Sprintf("%s depends on %s: %s", p.Path, dep, why))
 	}
 	for _, p := range pkgs {
+		if under(p.Path, "internal") {
+			for _, d := range p.Deps {
+				if anyUnder(d, "framework", "suites", "reports", "fixtures") {
+					bad(p, d, "internal/ is below the framework, the suites, the renderers and the fixtures; a helper of one of them lives beside it")
+				}
+			}
+		}
 		if p.TestHelper {
 			continue
 		}
@@ -271,6 +284,15 @@ func TestTheLayersHold(t *testing.T) {
 	if parts == 0 {
 		t.Error("go list found no package under lab/local/internal: the rule on the local lab's parts holds against nothing")
 	}
+	helpers := 0
+	for _, p := range pkgs {
+		if under(p.Path, "internal") && len(p.Deps) > 0 {
+			helpers++
+		}
+	}
+	if helpers == 0 {
+		t.Error("go list found no package under internal/ that depends on the module: the rule on internal/ holds against nothing")
+	}
 	suites, tested := map[string]bool{}, 0
 	for _, p := range pkgs {
 		if s := suiteOf(p.Path); s != "" {
@@ -300,6 +322,8 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"lab on framework", pkg{Path: "lab/ssh", Deps: []string{"framework/fault"}}, "lab/ssh depends on framework/fault"},
 		{"lab on a package of internal/ that is not a leaf", pkg{Path: "lab/local/internal/components", Deps: []string{"internal/binpaths", "lab"}}, "lab/local/internal/components depends on internal/binpaths"},
 		{"a package on a test helper", pkg{Path: "framework/evidence", Deps: []string{"internal/kubetest"}}, "framework/evidence depends on internal/kubetest"},
+		{"internal on framework", pkg{Path: "internal/runstest", Deps: []string{"framework/verdict"}}, "internal/runstest depends on framework/verdict"},
+		{"a test helper of internal on fixtures", pkg{Path: "internal/kubetest2", Deps: []string{"fixtures/images"}, TestHelper: true}, "internal/kubetest2 depends on fixtures/images"},
 		{"backend on fixtures", pkg{Path: "lab/local/pki", Deps: []string{"fixtures/images"}}, "lab/local/pki depends on fixtures/images"},
 		{"local lab part on the local lab", pkg{Path: "lab/local/internal/components", Deps: []string{"lab/local/internal/supervise", "lab/local"}}, "lab/local/internal/components depends on lab/local:"},
 		{"framework on reports", pkg{Path: "framework/scenario", Deps: []string{"reports"}}, "framework/scenario depends on reports"},

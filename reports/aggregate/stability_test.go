@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/record"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
-// repeatedFolder writes runstest.RepeatedRuns through the record's own
+// repeatedFolder writes verdicttest.RepeatedRuns through the record's own
 // writer, as a suite with repetitions does.
 func repeatedFolder(t *testing.T) string {
 	t.Helper()
@@ -19,7 +19,7 @@ func repeatedFolder(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range runstest.RepeatedRuns() {
+	for _, r := range verdicttest.RepeatedRuns() {
 		if err := folder.AppendRun(r); err != nil {
 			t.Fatal(err)
 		}
@@ -36,18 +36,18 @@ func TestReportOfRepeatedRuns(t *testing.T) {
 	if !rep.Repeated || len(rep.Stability) != 9 {
 		t.Fatalf("repeated %v, %d stability rows, want 9", rep.Repeated, len(rep.Stability))
 	}
-	ep := row(t, rep.Findings[0], "fault", runstest.Endpoints)
+	ep := row(t, rep.Findings[0], "fault", verdicttest.Endpoints)
 	if !ep.Pool.PoolsRepetitions() || len(ep.Flaky) != 1 || ep.Flaky[0].Scenario != "pod-network-cut" {
 		t.Errorf("endpoints-truthful by invariant: pooled %v, flaky %+v", ep.Pool.PoolsRepetitions(), ep.Flaky)
 	}
-	if acked := row(t, rep.Findings[0], "fault", runstest.Acked); acked.Pool.PoolsRepetitions() {
+	if acked := row(t, rep.Findings[0], "fault", verdicttest.Acked); acked.Pool.PoolsRepetitions() {
 		t.Error("one scenario's repetitions are trials of one thing, not a pool")
 	}
 	// By invariant and scenario, a row is one scenario's: its interval stands.
-	if r := row(t, rep.Findings[2], "fault", runstest.Endpoints, "pod-network-cut"); r.Pool.PoolsRepetitions() || rep.Findings[2].FlakyText(r) != "2/3" {
+	if r := row(t, rep.Findings[2], "fault", verdicttest.Endpoints, "pod-network-cut"); r.Pool.PoolsRepetitions() || rep.Findings[2].FlakyText(r) != "2/3" {
 		t.Errorf("by invariant, scenario: pooled %v, flaky %q", r.Pool.PoolsRepetitions(), rep.Findings[2].FlakyText(r))
 	}
-	if r := row(t, rep.Findings[1], "fault", "kubelet-stopped"); rep.Findings[1].FlakyText(r) != runstest.Graceful+" 1/3" {
+	if r := row(t, rep.Findings[1], "fault", "kubelet-stopped"); rep.Findings[1].FlakyText(r) != verdicttest.Graceful+" 1/3" {
 		t.Errorf("by scenario: flaky %q", rep.Findings[1].FlakyText(r))
 	}
 	// By repetition, the rounds side by side: round 2's findings.
@@ -94,7 +94,7 @@ func TestReportOfRepeatedRuns(t *testing.T) {
 			continue
 		}
 		stability++
-		if r[col["scenario"]] == "pod-network-cut" && r[col["arm"]] == "fault" && r[col["invariant"]] == runstest.Acked {
+		if r[col["scenario"]] == "pod-network-cut" && r[col["arm"]] == "fault" && r[col["invariant"]] == verdicttest.Acked {
 			if r[col["violated"]] != "3" || r[col["counted"]] != "3" || r[col["ci95_low"]] != "0.438503" || r[col["stability"]] != "VIOLATED" || r[col["aborted"]] != "1" ||
 				!strings.Contains(r[col["quantities"]], "per overlap × append-rate: 2 appends/(s × appends/s) [1.5, 2] (3)") {
 				t.Errorf("stability row %v", r)

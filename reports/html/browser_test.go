@@ -127,7 +127,7 @@ func TestPagesInChromium(t *testing.T) {
 					t.Errorf("%s: lane %s %s is not drawn (box %.0f×%.0f)", href, l.Source, l.Question, l.Width, l.Height)
 				}
 				for _, f := range l.Fills {
-					if !strings.Contains(f, "#hatch") {
+					if !strings.Contains(f, "#timeline-svg-hatch") {
 						t.Errorf("%s: lane %s %s has an unreadable stretch filled %q, not hatched", href, l.Source, l.Question, f)
 					}
 				}

@@ -247,7 +247,7 @@ type runView struct {
 	Load     string
 	Effect   string
 	Timings  []timing
-	Timeline *timeline
+	Timeline *runTimeline
 	Cadence  []cadenceRow
 	Register *registerView
 	// Folders are the folder pages that draw this run beside others.
@@ -358,7 +358,9 @@ func renderRun(rp runPage, folders []folderLink, stability string) ([]byte, map[
 	case err != nil:
 		return nil, nil, fmt.Errorf("%s: %w", rp.Folder, err)
 	default:
-		v.Timeline = buildTimeline(rp.Run, rec)
+		if v.Timeline, err = buildTimeline(rp.Run, rec); err != nil {
+			return nil, nil, fmt.Errorf("html report: run %s: %w", rp.RunID, err)
+		}
 		v.Cadence = cadenceRows(rec)
 		origin := time.Time{}
 		if v.Timeline != nil {

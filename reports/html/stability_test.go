@@ -11,10 +11,10 @@ import (
 
 	"github.com/faultline/faultline/framework/record"
 	"github.com/faultline/faultline/framework/verdict"
-	"github.com/faultline/faultline/internal/runstest"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
-// repeatedFolder is runstest.RepeatedRuns as a suite with repetitions
+// repeatedFolder is verdicttest.RepeatedRuns as a suite with repetitions
 // records them.
 func repeatedFolder(t *testing.T) string {
 	t.Helper()
@@ -22,7 +22,7 @@ func repeatedFolder(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range runstest.RepeatedRuns() {
+	for _, r := range verdicttest.RepeatedRuns() {
 		if err := f.AppendRun(r); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestStabilityPagesOfRepeatedRuns(t *testing.T) {
 	if len(tables) != 3 {
 		t.Fatalf("%d stability tables, want findings, controls and null arms", len(tables))
 	}
-	flaky := rowsWith(tables[0], "scenario", "pod-network-cut", "invariant", runstest.Endpoints)
+	flaky := rowsWith(tables[0], "scenario", "pod-network-cut", "invariant", verdicttest.Endpoints)
 	if len(flaky) != 1 || !strings.Contains(text(flaky[0]), "2 of 3") || !strings.Contains(text(flaky[0]), "stretch: 5 s [4, 6] (3)") {
 		t.Fatalf("pod-network-cut's endpoints-truthful row: %d rows", len(flaky))
 	}
@@ -107,14 +107,14 @@ func TestStabilityPagesOfRepeatedRuns(t *testing.T) {
 		}
 		return rows[0]
 	}
-	ep := byInv(runstest.Endpoints)
+	ep := byInv(verdicttest.Endpoints)
 	if !strings.Contains(text(ep), "pools the repetitions of 2 scenarios: no interval") || !strings.Contains(text(ep), "pod-network-cut 2/3") {
 		t.Errorf("endpoints-truthful's findings row: %s", text(ep))
 	}
 	if len(find(ep, func(n *xhtml.Node) bool { return n.Data == "rect" && hasClass(n, "interval") })) != 0 {
 		t.Error("a rate that pools the repetitions of two scenarios has its interval drawn")
 	}
-	if len(find(byInv(runstest.Acked), func(n *xhtml.Node) bool { return n.Data == "rect" && hasClass(n, "interval") })) != 1 {
+	if len(find(byInv(verdicttest.Acked), func(n *xhtml.Node) bool { return n.Data == "rect" && hasClass(n, "interval") })) != 1 {
 		t.Error("one scenario's repetitions lost their interval")
 	}
 	if !bytes.Contains(s.Files[RatesSVGFile], []byte("endpoints-truthful (2/6, pooled over 2 scenarios: no interval)")) {

@@ -100,7 +100,7 @@ func PairPage(c, e PairArm) (html.FolderPage, error) {
 		Name: PairPageFile, Title: pairPageTitle,
 		Runs: []string{c.Run.RunID, e.Run.RunID},
 		// The Markdown is this package's own, rendered with raw HTML
-		// escaped; the drawing is the scene's template's.
+		// escaped; the drawing is reports/timeline's, through its template.
 		Body: template.HTML(body.String()),
 		Files: map[string][]byte{
 			PairPlotFile:  png.Bytes(),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/faultline/faultline/reports/timeline"
 )
 
 // Geometry of the side-by-side timelines, in points.
@@ -83,12 +85,12 @@ func pairScale(arms []PairArm) timeScale {
 // main intervals, the API server's listing of the drill's pods and what
 // the worker's runtime showed, the window, heal and return behind them;
 // the divergence marked across both.
-func pairScene(c, e PairArm) *scene {
+func pairScene(c, e PairArm) *timeline.Scene {
 	arms := []PairArm{c, e}
 	ts := pairScale(arms)
-	s := &scene{W: pairWidth}
-	grid := s.add(&group{Class: "grid"})
-	s.add(&group{Class: "title", Texts: []textItem{boldText(4, 16, fmt.Sprintf("Power off (6.C1) against kubelet stopped (6.C2), timer profile %s, worker %s", c.Run.Lab.TimerProfile, c.Worker), 12)}})
+	s := &timeline.Scene{W: pairWidth}
+	grid := s.Add(&timeline.Group{Class: "grid"})
+	s.Add(&timeline.Group{Class: "title", Texts: []timeline.Text{timeline.BoldAt(4, 16, fmt.Sprintf("Power off (6.C1) against kubelet stopped (6.C2), timer profile %s, worker %s", c.Run.Lab.TimerProfile, c.Worker), 12)}})
 
 	div, diverged := Diverge(c, e)
 	y := 26.0
@@ -96,7 +98,7 @@ func pairScene(c, e PairArm) *scene {
 		y += 14
 	}
 	top := y
-	var runtimeLanes []rectItem
+	var runtimeLanes []timeline.Rect
 	for i, a := range arms {
 		y = drawArm(s, ts, a, i, y, div, diverged, &runtimeLanes)
 		y += 8
@@ -105,14 +107,14 @@ func pairScene(c, e PairArm) *scene {
 
 	if diverged {
 		x := ts.x(div.At)
-		g := s.add(&group{Class: "divergence", Data: []dataAttr{{"key", div.Key}}, Title: "divergence: " + div.Label + " — " + div.Reason})
-		g.Lines = append(g.Lines, lineItem{X1: x, Y1: top - 12, X2: x, Y2: bottom, Stroke: divergeRed, Width: 1.5, Dash: true, Class: "divergence-line"})
+		g := s.Add(&timeline.Group{Class: "divergence", Data: []timeline.Data{{Name: "key", Value: div.Key}}, Title: "divergence: " + div.Label + " — " + div.Reason})
+		g.Lines = append(g.Lines, timeline.Line{X1: x, Y1: top - 12, X2: x, Y2: bottom, Stroke: divergeRed, Width: 1.5, Dash: true, Class: "divergence-line"})
 		label := fmt.Sprintf("divergence: %s (from +%s)", div.Label, secs(div.At))
-		t := text(x+leaderPad, top-4, label, 10, "start")
+		t := timeline.TextAt(x+timeline.LeaderPad, top-4, label, 10, "start")
 		t.Fill, t.Bold, t.Class = divergeRed, true, "divergence-label"
-		t.Width = textWidth(label, 10, true)
-		if x+leaderPad+t.Width > pairRight {
-			t.X, t.Anchor = x-leaderPad, "end"
+		t.Width = timeline.TextWidth(label, 10, true)
+		if x+timeline.LeaderPad+t.Width > pairRight {
+			t.X, t.Anchor = x-timeline.LeaderPad, "end"
 		}
 		g.Texts = append(g.Texts, t)
 		for _, r := range runtimeLanes {
@@ -122,66 +124,66 @@ func pairScene(c, e PairArm) *scene {
 
 	// The axis, and its grid behind the arms.
 	ay := bottom + 6
-	axis := s.add(&group{Class: "axis"})
-	axis.Lines = append(axis.Lines, lineItem{X1: pairLeft, Y1: ay, X2: pairRight, Y2: ay, Stroke: "#444", Width: 1})
-	step := axisStep(ts.hi - ts.lo)
+	axis := s.Add(&timeline.Group{Class: "axis"})
+	axis.Lines = append(axis.Lines, timeline.Line{X1: pairLeft, Y1: ay, X2: pairRight, Y2: ay, Stroke: "#444", Width: 1})
+	step := timeline.AxisStep(ts.hi-ts.lo, 16)
 	for v := math.Ceil(ts.lo/step) * step; v <= ts.hi; v += step {
 		x := ts.x(time.Duration(v * float64(time.Second)))
-		axis.Lines = append(axis.Lines, lineItem{X1: x, Y1: ay, X2: x, Y2: ay + 4, Stroke: "#444", Width: 1})
-		axis.Texts = append(axis.Texts, text(x, ay+14, tickLabel(v), 9, "middle"))
-		grid.Lines = append(grid.Lines, lineItem{X1: x, Y1: top, X2: x, Y2: bottom, Stroke: "#e4e4e4", Width: 0.6})
+		axis.Lines = append(axis.Lines, timeline.Line{X1: x, Y1: ay, X2: x, Y2: ay + 4, Stroke: "#444", Width: 1})
+		axis.Texts = append(axis.Texts, timeline.TextAt(x, ay+14, tickLabel(v), 9, "middle"))
+		grid.Lines = append(grid.Lines, timeline.Line{X1: x, Y1: top, X2: x, Y2: bottom, Stroke: "#e4e4e4", Width: 0.6})
 	}
-	axis.Texts = append(axis.Texts, text((pairLeft+pairRight)/2, ay+27, "seconds after the fault (each arm from its own)", 10, "middle"))
+	axis.Texts = append(axis.Texts, timeline.TextAt((pairLeft+pairRight)/2, ay+27, "seconds after the fault (each arm from its own)", 10, "middle"))
 
 	// The legend, wrapped to the width.
 	ly := ay + 44
-	legend := s.add(&group{Class: "legend"})
+	legend := s.Add(&timeline.Group{Class: "legend"})
 	lx := 4.0
 	item := func(draw func(x, y float64), label string, w float64) {
-		tw := textWidth(label, 9, false)
+		tw := timeline.TextWidth(label, 9, false)
 		if lx+w+4+tw > pairRight {
 			lx, ly = 4, ly+14
 		}
 		draw(lx, ly)
-		legend.Texts = append(legend.Texts, text(lx+w+4, ly+8, label, 9, "start"))
+		legend.Texts = append(legend.Texts, timeline.TextAt(lx+w+4, ly+8, label, 9, "start"))
 		lx += w + 4 + tw + 14
 	}
 	for i, name := range pairArmNames {
 		col := armColours[i]
 		item(func(x, y float64) {
-			legend.Circles = append(legend.Circles, circleItem{X: x + 4, Y: y + 5, R: 3.5, Fill: col})
+			legend.Circles = append(legend.Circles, timeline.Circle{X: x + 4, Y: y + 5, R: 3.5, Fill: col})
 		}, name+": moment in the window", 8)
 	}
 	item(func(x, y float64) {
-		legend.Circles = append(legend.Circles, circleItem{X: x + 4, Y: y + 5, R: 3.5, Fill: "#fff", Stroke: "#444"})
+		legend.Circles = append(legend.Circles, timeline.Circle{X: x + 4, Y: y + 5, R: 3.5, Fill: "#fff", Stroke: "#444"})
 	}, "moment of the return (after the heal starts)", 8)
 	for _, sn := range stateNames {
 		st := sn.state
 		item(func(x, y float64) {
-			legend.Rects = append(legend.Rects, rectItem{X: x, Y: y, W: 14, H: 10, Fill: stateColours[st], Hatch: st == Unreadable, Stroke: "#888"})
+			legend.Rects = append(legend.Rects, timeline.Rect{X: x, Y: y, W: 14, H: 10, Fill: stateColours[st], Hatch: st == Unreadable, Stroke: "#888"})
 		}, sn.name, 14)
 	}
 	for _, band := range []struct{ fill, name string }{{windowFill, "window"}, {healFill, "heal"}, {settleFill, "return"}} {
 		f := band.fill
 		item(func(x, y float64) {
-			legend.Rects = append(legend.Rects, rectItem{X: x, Y: y, W: 14, H: 10, Fill: f, Stroke: "#888"})
+			legend.Rects = append(legend.Rects, timeline.Rect{X: x, Y: y, W: 14, H: 10, Fill: f, Stroke: "#888"})
 		}, band.name, 14)
 	}
 	item(func(x, y float64) {
-		legend.Lines = append(legend.Lines, lineItem{X1: x, Y1: y + 5, X2: x + 16, Y2: y + 5, Stroke: divergeRed, Width: 1.5, Dash: true})
+		legend.Lines = append(legend.Lines, timeline.Line{X1: x, Y1: y + 5, X2: x + 16, Y2: y + 5, Stroke: divergeRed, Width: 1.5, Dash: true})
 	}, "divergence", 16)
 	s.H = ly + 18
-	s.fit()
+	s.Fit()
 	return s
 }
 
 // drawArm draws one arm from y down and returns where it ends.
-func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence, diverged bool, runtimeLanes *[]rectItem) float64 {
+func drawArm(s *timeline.Scene, ts timeScale, a PairArm, i int, y float64, div Divergence, diverged bool, runtimeLanes *[]timeline.Rect) float64 {
 	armID := a.Run.Scenario
-	data := []dataAttr{{"arm", armID}, {"run", a.Run.RunID}}
-	bg := s.add(&group{Class: "arm-phases", Data: data})
-	head := s.add(&group{Class: "arm", Data: data})
-	head.Texts = append(head.Texts, boldText(4, y+11, pairArmNames[i], 11))
+	data := []timeline.Data{{Name: "arm", Value: armID}, {Name: "run", Value: a.Run.RunID}}
+	bg := s.Add(&timeline.Group{Class: "arm-phases", Data: data})
+	head := s.Add(&timeline.Group{Class: "arm", Data: data})
+	head.Texts = append(head.Texts, timeline.BoldAt(4, y+11, pairArmNames[i], 11))
 	armTop := y
 	y += 16
 
@@ -192,13 +194,13 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 			ms = append(ms, m)
 		}
 	}
-	items := make([]stackItem, len(ms))
+	items := make([]timeline.StackItem, len(ms))
 	labels := make([]string, len(ms))
 	for j, m := range ms {
 		labels[j] = fmt.Sprintf("%s +%s", m.Label, secs(m.Offset))
-		items[j] = stackItem{X: ts.x(m.Offset), Width: textWidth(labels[j], labelSize, false)}
+		items[j] = timeline.StackItem{X: ts.x(m.Offset), Width: timeline.TextWidth(labels[j], labelSize, false)}
 	}
-	rows := stack(items, 3)
+	rows := timeline.Stack(items, 3)
 	nRows := 0
 	for _, r := range rows {
 		nRows = max(nRows, r+1)
@@ -206,25 +208,25 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 	labelsBottom := y + float64(nRows)*labelRow
 	laneY := labelsBottom + 5
 	cy := laneY + laneHeight/2
-	moments := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", "moments"})})
-	moments.Texts = append(moments.Texts, text(4, cy+3, "API: the drill's moments", 10, "start"))
-	moments.Lines = append(moments.Lines, lineItem{X1: ts.x(0), Y1: cy, X2: ts.x(a.EvidenceEnd.Sub(a.FaultAt)), Y2: cy, Stroke: armColours[i], Width: 1, Class: "lane-line"})
-	labelGroup := s.add(&group{Class: "moment-labels", Data: data})
+	moments := s.Add(&timeline.Group{Class: "lane", Data: timeline.WithData(data, timeline.Data{Name: "view", Value: "moments"})})
+	moments.Texts = append(moments.Texts, timeline.TextAt(4, cy+3, "API: the drill's moments", 10, "start"))
+	moments.Lines = append(moments.Lines, timeline.Line{X1: ts.x(0), Y1: cy, X2: ts.x(a.EvidenceEnd.Sub(a.FaultAt)), Y2: cy, Stroke: armColours[i], Width: 1, Class: "lane-line"})
+	labelGroup := s.Add(&timeline.Group{Class: "moment-labels", Data: data})
 	for j, m := range ms {
 		x := items[j].X
 		base := labelsBottom - float64(rows[j])*labelRow - 2
 		title := momentTitle(a, m)
-		labelGroup.Lines = append(labelGroup.Lines, lineItem{X1: x, Y1: cy - 4, X2: x, Y2: base - 3, Stroke: "#999", Width: 0.6, Class: "leader"})
-		t := text(x+leaderPad, base, labels[j], labelSize, "start")
-		t.Class, t.Title, t.Data = "moment-label", title, []dataAttr{{"key", m.Key}, {"row", fmt.Sprint(rows[j])}}
+		labelGroup.Lines = append(labelGroup.Lines, timeline.Line{X1: x, Y1: cy - 4, X2: x, Y2: base - 3, Stroke: "#999", Width: 0.6, Class: "leader"})
+		t := timeline.TextAt(x+timeline.LeaderPad, base, labels[j], labelSize, "start")
+		t.Class, t.Title, t.Data = "moment-label", title, []timeline.Data{{Name: "key", Value: m.Key}, {Name: "row", Value: fmt.Sprint(rows[j])}}
 		labelGroup.Texts = append(labelGroup.Texts, t)
-		dot := circleItem{X: x, Y: cy, R: 3.5, Fill: armColours[i], Class: "moment", Title: title, Data: []dataAttr{{"key", m.Key}}}
+		dot := timeline.Circle{X: x, Y: cy, R: 3.5, Fill: armColours[i], Class: "moment", Title: title, Data: []timeline.Data{{Name: "key", Value: m.Key}}}
 		if m.Return {
 			dot.Fill, dot.Stroke = "#fff", armColours[i]
 		}
 		moments.Circles = append(moments.Circles, dot)
 		if diverged && div.Key == m.Key {
-			moments.Circles = append(moments.Circles, circleItem{X: x, Y: cy, R: 7, Fill: "none", Stroke: divergeRed, Class: "diverged"})
+			moments.Circles = append(moments.Circles, timeline.Circle{X: x, Y: cy, R: 7, Fill: "none", Stroke: divergeRed, Class: "diverged"})
 		}
 	}
 	y = laneY + laneHeight + 4
@@ -239,27 +241,27 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 	var ps []placed
 	for _, b := range brackets {
 		x0, x1 := ts.x(b.from), ts.x(b.to)
-		w := textWidth(b.label, labelSize, false)
+		w := timeline.TextWidth(b.label, labelSize, false)
 		ps = append(ps, placed{b, x0, x1})
 		x0s, x1s = append(x0s, x0), append(x1s, math.Max(x1, x0+4+w))
 	}
-	brows := intervalRows(x0s, x1s, 6)
+	brows := timeline.IntervalRows(x0s, x1s, 6)
 	nb := 0
 	for _, r := range brows {
 		nb = max(nb, r+1)
 	}
-	timers := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", "timers"})})
+	timers := s.Add(&timeline.Group{Class: "lane", Data: timeline.WithData(data, timeline.Data{Name: "view", Value: "timers"})})
 	if nb > 0 {
-		timers.Texts = append(timers.Texts, text(4, y+12, "timers behind the intervals", 10, "start"))
+		timers.Texts = append(timers.Texts, timeline.TextAt(4, y+12, "timers behind the intervals", 10, "start"))
 	}
 	for j, p := range ps {
 		rt := y + float64(brows[j])*bracketRow
 		timers.Lines = append(timers.Lines,
-			lineItem{X1: p.x0, Y1: rt + 4, X2: p.x1, Y2: rt + 4, Stroke: "#555", Width: 1, Class: "bracket", Title: p.b.title},
-			lineItem{X1: p.x0, Y1: rt, X2: p.x0, Y2: rt + 7, Stroke: "#555", Width: 1},
-			lineItem{X1: p.x1, Y1: rt, X2: p.x1, Y2: rt + 7, Stroke: "#555", Width: 1})
-		t := text(p.x0+4, rt+15, p.b.label, labelSize, "start")
-		t.Class, t.Title, t.Data = "timer-label", p.b.title, []dataAttr{{"key", p.b.key}}
+			timeline.Line{X1: p.x0, Y1: rt + 4, X2: p.x1, Y2: rt + 4, Stroke: "#555", Width: 1, Class: "bracket", Title: p.b.title},
+			timeline.Line{X1: p.x0, Y1: rt, X2: p.x0, Y2: rt + 7, Stroke: "#555", Width: 1},
+			timeline.Line{X1: p.x1, Y1: rt, X2: p.x1, Y2: rt + 7, Stroke: "#555", Width: 1})
+		t := timeline.TextAt(p.x0+4, rt+15, p.b.label, labelSize, "start")
+		t.Class, t.Title, t.Data = "timer-label", p.b.title, []timeline.Data{{Name: "key", Value: p.b.key}}
 		timers.Texts = append(timers.Texts, t)
 	}
 	y += float64(nb)*bracketRow + 4
@@ -272,12 +274,12 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 		{"api-pods", "API: drill pods (" + orUnnamed(a.PodSource) + ")", a.PodReads},
 		{"runtime", "runtime: " + a.Runtime.Source + " over SSH", a.RuntimeReads},
 	} {
-		g := s.add(&group{Class: "lane", Data: withData(data, dataAttr{"view", lane.view})})
-		g.Texts = append(g.Texts, text(4, y+10, lane.name, 10, "start"))
+		g := s.Add(&timeline.Group{Class: "lane", Data: timeline.WithData(data, timeline.Data{Name: "view", Value: lane.view})})
+		g.Texts = append(g.Texts, timeline.TextAt(4, y+10, lane.name, 10, "start"))
 		g.Rects = append(g.Rects, readSegments(ts, a, lane.reads, y)...)
 		if lane.view == "runtime" && diverged && div.Key == DivergenceRuntime {
 			x0, x1 := ts.x(0), ts.x(a.HealStart.Sub(a.FaultAt))
-			*runtimeLanes = append(*runtimeLanes, rectItem{X: x0, Y: y - 2, W: x1 - x0, H: laneHeight + 4, Stroke: divergeRed, Class: "diverged", Title: "the divergence: " + runtimeSummary(a.Runtime, a.FaultAt)})
+			*runtimeLanes = append(*runtimeLanes, timeline.Rect{X: x0, Y: y - 2, W: x1 - x0, H: laneHeight + 4, Stroke: divergeRed, Class: "diverged", Title: "the divergence: " + runtimeSummary(a.Runtime, a.FaultAt)})
 		}
 		y += laneHeight + 4
 	}
@@ -290,26 +292,21 @@ func drawArm(s *scene, ts timeScale, a PairArm, i int, y float64, div Divergence
 			return
 		}
 		x0, x1 := ts.x(from.Sub(a.FaultAt)), ts.x(to.Sub(a.FaultAt))
-		bg.Rects = append(bg.Rects, rectItem{X: x0, Y: armTop + 14, W: x1 - x0, H: armBottom - armTop - 14, Fill: fill, Class: "phase-" + name,
+		bg.Rects = append(bg.Rects, timeline.Rect{X: x0, Y: armTop + 14, W: x1 - x0, H: armBottom - armTop - 14, Fill: fill, Class: "phase-" + name,
 			Title: fmt.Sprintf("%s +%s to +%s", name, secs(from.Sub(a.FaultAt)), secs(to.Sub(a.FaultAt)))})
 	}
 	phase(a.FaultAt, a.HealStart, windowFill, "window")
 	phase(a.HealStart, a.Healed, healFill, "heal")
 	phase(maxTime(a.Healed, a.HealStart), a.EvidenceEnd, settleFill, "return")
-	marks := s.add(&group{Class: "marks", Data: data})
-	marks.Lines = append(marks.Lines, lineItem{X1: ts.x(0), Y1: armTop + 14, X2: ts.x(0), Y2: armBottom, Stroke: faultStroke, Width: 1.5, Class: "mark-fault",
+	marks := s.Add(&timeline.Group{Class: "marks", Data: data})
+	marks.Lines = append(marks.Lines, timeline.Line{X1: ts.x(0), Y1: armTop + 14, X2: ts.x(0), Y2: armBottom, Stroke: faultStroke, Width: 1.5, Class: "mark-fault",
 		Title: fmt.Sprintf("fault at %s (inject took %s)", stamp(a.FaultAt), secs(a.InjectTook))})
 	if !a.HealStart.IsZero() {
 		x := ts.x(a.HealStart.Sub(a.FaultAt))
-		marks.Lines = append(marks.Lines, lineItem{X1: x, Y1: armTop + 14, X2: x, Y2: armBottom, Stroke: healStroke, Width: 1.5, Class: "mark-heal",
+		marks.Lines = append(marks.Lines, timeline.Line{X1: x, Y1: armTop + 14, X2: x, Y2: armBottom, Stroke: healStroke, Width: 1.5, Class: "mark-heal",
 			Title: fmt.Sprintf("%s at +%s", a.returnAnchor(), secs(a.HealStart.Sub(a.FaultAt)))})
 	}
 	return armBottom + pairPadding
-}
-
-// withData is data and one attribute more, in a slice of its own.
-func withData(data []dataAttr, more dataAttr) []dataAttr {
-	return append(append([]dataAttr{}, data...), more)
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -329,7 +326,7 @@ func orUnnamed(s string) string {
 // readSegments draws a lane's reads: each holds from its read to the
 // next, the last for a second; reads in a row that say the same are one
 // stretch.
-func readSegments(ts timeScale, a PairArm, reads []LaneRead, y float64) []rectItem {
+func readSegments(ts timeScale, a PairArm, reads []LaneRead, y float64) []timeline.Rect {
 	type stretch struct {
 		state, text string
 		from, to    time.Duration
@@ -347,11 +344,11 @@ func readSegments(ts timeScale, a PairArm, reads []LaneRead, y float64) []rectIt
 		}
 		ss = append(ss, stretch{r.State, r.Text, from, to})
 	}
-	out := make([]rectItem, 0, len(ss))
+	out := make([]timeline.Rect, 0, len(ss))
 	for _, st := range ss {
 		x0, x1 := ts.x(st.from), ts.x(st.to)
-		out = append(out, rectItem{X: x0, Y: y, W: math.Max(x1-x0, 0.5), H: laneHeight, Fill: stateColours[st.state], Hatch: st.state == Unreadable,
-			Class: st.state, Title: fmt.Sprintf("+%s to +%s: %s", secs(st.from), secs(st.to), st.text), Data: []dataAttr{{"state", st.state}}})
+		out = append(out, timeline.Rect{X: x0, Y: y, W: math.Max(x1-x0, 0.5), H: laneHeight, Fill: stateColours[st.state], Hatch: st.state == Unreadable,
+			Class: st.state, Title: fmt.Sprintf("+%s to +%s: %s", secs(st.from), secs(st.to), st.text), Data: []timeline.Data{{Name: "state", Value: st.state}}})
 	}
 	return out
 }
@@ -413,31 +410,4 @@ func tickLabel(v float64) string {
 		return "0s"
 	}
 	return fmt.Sprintf("%+.0fs", v)
-}
-
-// axisStep is a round tick step giving at most 16 ticks over span seconds.
-func axisStep(span float64) float64 {
-	for _, s := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600} {
-		if span/s <= 16 {
-			return s
-		}
-	}
-	return math.Ceil(span / 16)
-}
-
-// fit widens the scene to hold every text, so a label stacked past the
-// axis's right end is drawn, not cut.
-func (s *scene) fit() {
-	for _, g := range s.Groups {
-		for _, t := range g.Texts {
-			end := t.X
-			switch t.Anchor {
-			case "start":
-				end += t.Width
-			case "middle":
-				end += t.Width / 2
-			}
-			s.W = math.Max(s.W, end+8)
-		}
-	}
 }

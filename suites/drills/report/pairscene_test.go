@@ -1,74 +1,14 @@
 package report
 
 import (
-	"bytes"
-	"image/png"
 	"math"
-	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/faultline/faultline/framework/record"
+	"github.com/faultline/faultline/reports/timeline"
 	"github.com/faultline/faultline/suites/drills"
 )
-
-// Stacked labels never run into each other, and no leader crosses a label
-// below its own: labels at one x (the taints at +11 s, the deletions at
-// +41 s) take a row each.
-func TestStackKeepsLabelsApart(t *testing.T) {
-	check := func(items []stackItem, rows []int) {
-		t.Helper()
-		for i, a := range items {
-			for j, b := range items {
-				if i == j {
-					continue
-				}
-				ax0, ax1 := a.X+leaderPad, a.X+leaderPad+a.Width
-				bx0, bx1 := b.X+leaderPad, b.X+leaderPad+b.Width
-				if rows[i] == rows[j] && ax0 < bx1 && bx0 < ax1 {
-					t.Fatalf("labels %d and %d share row %d and overlap: %+v %+v", i, j, rows[i], a, b)
-				}
-				if rows[j] < rows[i] && a.X >= bx0 && a.X <= bx1 {
-					t.Fatalf("the leader of label %d (row %d, x %.1f) crosses label %d (row %d, %.1f to %.1f)", i, rows[i], a.X, j, rows[j], bx0, bx1)
-				}
-			}
-		}
-	}
-	same := []stackItem{{100, 80}, {100, 120}, {100, 60}, {100, 90}}
-	rows := stack(same, 3)
-	check(same, rows)
-	seen := map[int]bool{}
-	for _, r := range rows {
-		seen[r] = true
-	}
-	if len(seen) != 4 {
-		t.Errorf("four labels at one x got rows %v, want four rows", rows)
-	}
-	spread := []stackItem{{10, 30}, {200, 30}, {400, 30}}
-	if rows := stack(spread, 3); rows[0]+rows[1]+rows[2] != 0 {
-		t.Errorf("labels with room got rows %v, want all on the first", rows)
-	}
-	rng := rand.New(rand.NewSource(1))
-	for n := 0; n < 200; n++ {
-		items := make([]stackItem, 1+rng.Intn(20))
-		for i := range items {
-			items[i] = stackItem{X: math.Round(rng.Float64() * 300), Width: 20 + rng.Float64()*200}
-		}
-		check(items, stack(items, 3))
-	}
-}
-
-func TestIntervalRows(t *testing.T) {
-	x0, x1 := []float64{0, 5, 20, 6}, []float64{10, 30, 25, 8}
-	rows := intervalRows(x0, x1, 1)
-	for i := range x0 {
-		for j := range x0 {
-			if i != j && rows[i] == rows[j] && x0[i] < x1[j]+1 && x0[j] < x1[i]+1 {
-				t.Errorf("intervals %d and %d share row %d: %v", i, j, rows[i], rows)
-			}
-		}
-	}
-}
 
 func recordedPair(t *testing.T) (PairArm, PairArm) {
 	t.Helper()
@@ -94,7 +34,7 @@ func recordedPair(t *testing.T) (PairArm, PairArm) {
 	return c, e
 }
 
-func dataOf(d []dataAttr, name string) string {
+func dataOf(d []timeline.Data, name string) string {
 	for _, a := range d {
 		if a.Name == name {
 			return a.Value
@@ -103,8 +43,8 @@ func dataOf(d []dataAttr, name string) string {
 	return ""
 }
 
-func groupsOf(s *scene, class, arm, view string) []*group {
-	var out []*group
+func groupsOf(s *timeline.Scene, class, arm, view string) []*timeline.Group {
+	var out []*timeline.Group
 	for _, g := range s.Groups {
 		if g.Class == class && (arm == "" || dataOf(g.Data, "arm") == arm) && (view == "" || dataOf(g.Data, "view") == view) {
 			out = append(out, g)
@@ -141,8 +81,8 @@ func TestPairSceneOnRecordedRuns(t *testing.T) {
 		}
 		for i, p := range texts {
 			for j, q := range texts {
-				px0, py0, px1, py1 := p.box()
-				qx0, qy0, qx1, qy1 := q.box()
+				px0, py0, px1, py1 := p.Box()
+				qx0, qy0, qx1, qy1 := q.Box()
 				if i < j && px0 < qx1 && qx0 < px1 && py0 < qy1 && qy0 < py1 {
 					t.Errorf("%s: labels %q and %q overlap", id, p.Text, q.Text)
 				}
@@ -207,37 +147,6 @@ func TestPairSceneOnRecordedRuns(t *testing.T) {
 		for _, tx := range g.Texts {
 			if tx.X+tx.Width > s.W {
 				t.Errorf("%q runs past the drawing's right edge", tx.Text)
-			}
-		}
-	}
-
-	// Both renderings: the SVG is one svg element, the PNG the scene's
-	// size at 1.5 pixels a point.
-	svg, err := s.SVG("x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(svg), `<svg id="x"`) || strings.Count(string(svg), "<svg") != 1 || !strings.Contains(string(svg), `url(#x-hatch)`) {
-		t.Errorf("the SVG is not one svg element using its own hatch")
-	}
-	var b bytes.Buffer
-	if err := s.WritePNG(&b); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := img.Bounds().Dx(); math.Abs(float64(w)-s.W*pngDPI/72) > 2 {
-		t.Errorf("the PNG is %d px wide, want %.0f", w, s.W*pngDPI/72)
-	}
-}
-
-func TestHatchLinesStayInTheRectangle(t *testing.T) {
-	for _, l := range hatchLines(10, 20, 30, 8, 5) {
-		for _, p := range [][2]float64{{l[0], l[1]}, {l[2], l[3]}} {
-			if p[0] < 10-1e-9 || p[0] > 40+1e-9 || p[1] < 20-1e-9 || p[1] > 28+1e-9 {
-				t.Fatalf("hatch line %v leaves the rectangle", l)
 			}
 		}
 	}

@@ -1,7 +1,7 @@
-// Package runstest builds the run records the record and report tests
+// Package verdicttest builds the run records the record and report tests
 // share, so that the verdict JUnit and the summary are tested on the same
 // runs.
-package runstest
+package verdicttest
 
 import (
 	"strconv"
