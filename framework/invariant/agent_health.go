@@ -95,12 +95,12 @@ func (agentHealth) Reads() []Reading {
 }
 
 func (a agentHealth) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	health, healthGaps := collect[evidence.AgentHealthValue](snaps, AgentHealthReaders, evidence.AgentHealth)
+	snaps := Ordered(in.Snapshots)
+	health, healthGaps := Collect[evidence.AgentHealthValue](snaps, AgentHealthReaders, evidence.AgentHealth)
 	if len(health) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + gapSummary(healthGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + GapSummary(healthGaps)}
 	}
-	healthAt := bySnapshotAndSource(health)
+	healthAt := BySnapshotAndSource(health)
 	// subjects[agent key] are what the agent on a node applies: its
 	// node's rules (kube-proxy), the pairs whose target it firewalls (the
 	// policy agent), each judged against each API server.
@@ -108,7 +108,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	subjects := map[agentKey][]subjectMarks{}
 	if nodes, _, why := routeMarks(snaps); why == "" {
 		for _, sm := range nodes {
-			k := agentKey{hostOf(evidence.Source(sm.Name)), healthKubeProxy}
+			k := agentKey{HostOf(evidence.Source(sm.Name)), healthKubeProxy}
 			subjects[k] = append(subjects[k], sm)
 		}
 	}
@@ -125,12 +125,12 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].node+keys[i].agent < keys[j].node+keys[j].agent })
 	exercised := false
-	var unsure *stretch
+	var unsure *Stretch
 	var unsureKey agentKey
 	var unsureServer string
 	var unsureBound time.Duration
-	var unsureMarks []mark
-	missed := missedTicks(in)
+	var unsureMarks []Mark
+	missed := MissedTicks(in)
 	// Every agent that reported itself healthy while stale is named.
 	violatedAgent := map[agentKey]bool{}
 	// decided: the agents some round told, held or broken, against some
@@ -146,11 +146,11 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			}
 		}
 		for _, server := range sortedSet(servers) {
-			var out []mark
+			var out []Mark
 			for i, snap := range snaps {
 				// Of the agent's subjects in this round against this
 				// server, broken wins, then unknown.
-				var d mark
+				var d Mark
 				have := false
 				for _, sm := range subjects[k] {
 					ms, ok := sm.ByServer[server]
@@ -161,11 +161,11 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 					switch {
 					case !have:
 						d, have = m, true
-					case m.State == broken && d.State != broken:
+					case m.State == Broken && d.State != Broken:
 						d = m
-					case m.State == unknown && d.State == holds:
+					case m.State == Unknown && d.State == Holds:
 						d = m
-					case m.State == unknown && d.State == unknown:
+					case m.State == Unknown && d.State == Unknown:
 						d.Suspect = d.Suspect || m.Suspect
 					}
 				}
@@ -174,14 +174,14 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 				}
 				h, read := healthAt[i][evidence.Source("agents/"+k.node)]
 				switch {
-				case d.State == holds:
-					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: holds})
-				case d.State == unknown:
-					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Detail: d.Detail, Suspect: d.Suspect})
+				case d.State == Holds:
+					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Holds})
+				case d.State == Unknown:
+					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Unknown, Detail: d.Detail, Suspect: d.Suspect})
 				case !read:
 					// Diverged, and whether it said so is unknown: it
 					// may have said it was healthy.
-					out = append(out, mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: unknown, Suspect: true,
+					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Unknown, Suspect: true,
 						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
 				default:
 					ans := h.Value.Agents[k.agent]
@@ -192,33 +192,33 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 						if why == "" {
 							why = "no answer recorded"
 						}
-						out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: unknown, Suspect: true,
+						out = append(out, Mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: Unknown, Suspect: true,
 							Detail: fmt.Sprintf("%s on %s's health read failed (%s) while %s", k.agent, k.node, why, d.Detail)})
 						continue
 					}
 					exercised = true
 					if ans.Admits() {
-						out = append(out, mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: holds})
+						out = append(out, Mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: Holds})
 						continue
 					}
-					out = append(out, mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: broken,
+					out = append(out, Mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: Broken,
 						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 				}
 			}
 			for _, m := range out {
-				if m.State != unknown {
+				if m.State != Unknown {
 					decided[k] = true
 				}
 			}
-			out = withMissed(out, missed)
+			out = WithMissed(out, missed)
 			bound := a.bounds[k.agent]
-			v, u := persisting(out, bound.Limit, false)
+			v, u := Persisting(out, bound.Limit, false)
 			if v != nil && !violatedAgent[k] {
 				// One stretch per agent: the first server's.
 				violatedAgent[k] = true
-				w := widened(out, *v)
+				w := Widened(out, *v)
 				violations = append(violations, fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
-					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), stamp(w.First.ReadAt), stamp(w.Last.Taken), bound, w.First.Detail))
+					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), Stamp(w.First.ReadAt), Stamp(w.Last.Taken), bound, w.First.Detail))
 				violatedSources = append(violatedSources, "agents/"+k.node)
 				if violatedAt.IsZero() || w.Last.Taken.Before(violatedAt) {
 					violatedAt = w.Last.Taken
@@ -240,7 +240,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s on %s could not be shown truthful against %s's record from %s to %s (%s, over its bound %s): it diverged or may have, and what its health said then is not known; %s; last: %s",
-				unsureKey.agent, unsureKey.node, unsureServer, stamp(unsure.First.ReadAt), stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, untold(unsureMarks, *unsure), unsure.Last.Detail),
+				unsureKey.agent, unsureKey.node, unsureServer, Stamp(unsure.First.ReadAt), Stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, Untold(unsureMarks, *unsure), unsure.Last.Detail),
 			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}

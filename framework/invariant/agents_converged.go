@@ -51,7 +51,7 @@ func (agentsConverged) Reads() []Reading {
 }
 
 func (agentsConverged) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no settle sample to judge"}
 	}
@@ -85,8 +85,8 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 	for _, sm := range subjects {
 		for _, s := range sm.Servers {
 			for _, m := range sm.ByServer[s] {
-				if !m.Taken.Equal(final) && m.State == broken && departed == "" {
-					departed = fmt.Sprintf("%s at %s: %s", sm.Name, stamp(m.Taken), m.Detail)
+				if !m.Taken.Equal(final) && m.State == Broken && departed == "" {
+					departed = fmt.Sprintf("%s at %s: %s", sm.Name, Stamp(m.Taken), m.Detail)
 				}
 			}
 		}
@@ -94,9 +94,9 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 		switch {
 		case !ok:
 			unknowns = append(unknowns, sm.Name+": not read in the sample judged")
-		case last.State == broken:
+		case last.State == Broken:
 			differ = append(differ, last.Detail)
-		case last.State == unknown:
+		case last.State == Unknown:
 			unknowns = append(unknowns, sm.Name+": "+last.Detail)
 		default:
 			held = append(held, sm.Name)
@@ -108,16 +108,16 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 	}
 	switch {
 	case len(differ) > 0:
-		reason := fmt.Sprintf("not converged at %s, after heal: %s", stamp(final), strings.Join(differ, "; "))
+		reason := fmt.Sprintf("not converged at %s, after heal: %s", Stamp(final), strings.Join(differ, "; "))
 		if len(unknowns) > 0 {
 			reason += "; besides, unknown: " + strings.Join(unknowns, "; ")
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, At: final, Exercised: verdict.Exercised(), Exercise: exercise}
 	case len(unknowns) > 0:
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("at %s nothing differed, but could not tell: %s", stamp(final), strings.Join(unknowns, "; ")), At: final}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("at %s nothing differed, but could not tell: %s", Stamp(final), strings.Join(unknowns, "; ")), At: final}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, At: final, Exercise: exercise,
-		Reason: fmt.Sprintf("at %s, after heal, every node applied what the API records: %s", stamp(final), strings.Join(held, ", "))}
+		Reason: fmt.Sprintf("at %s, after heal, every node applied what the API records: %s", Stamp(final), strings.Join(held, ", "))}
 	if departed != "" {
 		j.Exercised = verdict.Exercised()
 	} else {

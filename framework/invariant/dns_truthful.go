@@ -85,7 +85,7 @@ func (dnsTruthful) Phase() verdict.Phase   { return verdict.Safety }
 func (d dnsTruthful) Bound() time.Duration { return d.bound.Limit }
 func (dnsTruthful) Reads() []Reading {
 	return []Reading{
-		{Sources: consistentReaders, Question: evidence.AgentDNSExpected},
+		{Sources: ConsistentReaders, Question: evidence.AgentDNSExpected},
 		{Sources: DNSInstanceReaders, Question: evidence.AgentDNSAnswer},
 	}
 }
@@ -129,8 +129,8 @@ const (
 // reads, the reads that failed and the ticks at which nothing was read.
 type apiHistory struct {
 	recs   []apiRecords
-	gaps   []gap
-	missed []missedTick
+	gaps   []Gap
+	missed []MissedTick
 }
 
 // silent says why the API's state between lo and hi was not read, if a
@@ -138,12 +138,12 @@ type apiHistory struct {
 func (h apiHistory) silent(lo, hi time.Time) string {
 	for _, g := range h.gaps {
 		if g.At.After(lo) && g.At.Before(hi) {
-			return fmt.Sprintf("%s's read at %s timed out or failed (%s)", g.Source, stamp(g.At), g.Reason)
+			return fmt.Sprintf("%s's read at %s timed out or failed (%s)", g.Source, Stamp(g.At), g.Reason)
 		}
 	}
 	for _, m := range h.missed {
 		if m.At.After(lo) && m.At.Before(hi) {
-			return fmt.Sprintf("no snapshot could be taken at %s (%s)", stamp(m.At), m.Why)
+			return fmt.Sprintf("no snapshot could be taken at %s (%s)", Stamp(m.At), m.Why)
 		}
 	}
 	return ""
@@ -172,7 +172,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 	}
 	if next == nil {
 		if last == nil {
-			return heldUnknown, nil, nil, fmt.Sprintf("no API read returned by %s shows what the API held then", stamp(from))
+			return heldUnknown, nil, nil, fmt.Sprintf("no API read returned by %s shows what the API held then", Stamp(from))
 		}
 		// The change away from set (if there was one) may have come after
 		// from; whether the reads between say so decides.
@@ -201,7 +201,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 		}
 	}
 	if after == nil {
-		return heldUnknown, last, next, fmt.Sprintf("no API read begun at or after %s shows the API did not hold it again by then", stamp(until))
+		return heldUnknown, last, next, fmt.Sprintf("no API read begun at or after %s shows the API did not hold it again by then", Stamp(until))
 	}
 	for i := range recs {
 		r := &recs[i]
@@ -210,7 +210,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 		}
 		if r.set != next.set || r.rv != next.rv {
 			return heldUnknown, last, next, fmt.Sprintf("the API's records changed between %s's read returned at %s (%s) and %s's read returned at %s (%s), so it may have held it at a moment no read saw",
-				next.source, stamp(next.at), next.set, r.source, stamp(r.at), r.set)
+				next.source, Stamp(next.at), next.set, r.source, Stamp(r.at), r.set)
 		}
 	}
 	if s := h.silent(next.taken, after.at); s != "" {
@@ -220,14 +220,14 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 }
 
 func (d dnsTruthful) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	exps, expGaps := collect[evidence.DNSExpectedValue](snaps, consistentReaders, evidence.AgentDNSExpected)
-	answers, ansGaps := collect[evidence.DNSAnswerValue](snaps, DNSInstanceReaders, evidence.AgentDNSAnswer)
+	snaps := Ordered(in.Snapshots)
+	exps, expGaps := Collect[evidence.DNSExpectedValue](snaps, ConsistentReaders, evidence.AgentDNSExpected)
+	answers, ansGaps := Collect[evidence.DNSAnswerValue](snaps, DNSInstanceReaders, evidence.AgentDNSAnswer)
 	if len(exps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the test name's records: " + gapSummary(expGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the test name's records: " + GapSummary(expGaps)}
 	}
 	if len(answers) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no DNS instance answered: " + gapSummary(ansGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no DNS instance answered: " + GapSummary(ansGaps)}
 	}
 	var recs []apiRecords
 	changed := false
@@ -238,7 +238,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		}
 		recs = append(recs, r)
 	}
-	hist := apiHistory{recs: recs, gaps: expGaps, missed: missedTicks(in)}
+	hist := apiHistory{recs: recs, gaps: expGaps, missed: MissedTicks(in)}
 	exercise := "the API's records for the name never changed"
 	if changed {
 		exercise = "the API's records for the name changed, so every instance had to follow"
@@ -287,7 +287,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 				}
 			}
 		case heldUnknown:
-			unknowns = append(unknowns, fmt.Sprintf("%s answered %s at %s (%s), so the API must have held it at or after %s: %s", o.Source, got, stamp(o.ReadAt), ageWhy, stamp(from), why))
+			unknowns = append(unknowns, fmt.Sprintf("%s answered %s at %s (%s), so the API must have held it at or after %s: %s", o.Source, got, Stamp(o.ReadAt), ageWhy, Stamp(from), why))
 		case heldNot:
 			same, until := 0, o.ReadAt
 			for _, later := range answers {
@@ -298,11 +298,11 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			}
 			heldText := "no API read held it"
 			if last != nil {
-				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, stamp(last.at))
+				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, Stamp(last.at))
 			}
 			return verdict.Judgement{Verdict: verdict.Violated,
 				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s (%s), so the API must have held it at some moment from %s to then (bound %s); %s, and from %s's read returned at %s on every read held %s, unchanged, none failing, through the first read begun after the answer; it gave the same answer %d time(s) through %s",
-					o.Source, v.Instance, v.Server, got, v.Name, stamp(o.ReadAt), ageWhy, stamp(from), d.bound, heldText, next.source, stamp(next.at), next.set, same, stamp(until)),
+					o.Source, v.Instance, v.Server, got, v.Name, Stamp(o.ReadAt), ageWhy, Stamp(from), d.bound, heldText, next.source, Stamp(next.at), next.set, same, Stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
 	}
@@ -319,13 +319,13 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		// that it would have been proven wrong had the instance kept the
 		// superseded records.
 		change := lastChange(recs)
-		for _, src := range sourcesOf(answers, ansGaps) {
+		for _, src := range SourcesOf(answers, ansGaps) {
 			if !lookedPast[src].Before(change.at) {
 				continue
 			}
 			return verdict.Judgement{Verdict: verdict.InsufficientData,
 				Reason: fmt.Sprintf("the API's records changed to %s by %s's read returned at %s, and no answer of %s was served late enough to show it followed (its possible age and the bound %s after the change), so whether it kept the superseded records is not known (%d answers held, %d declined with a server failure)",
-					change.set, change.source, stamp(change.at), src, d.bound.Limit, held, declined)}
+					change.set, change.source, Stamp(change.at), src, d.bound.Limit, held, declined)}
 		}
 	}
 	reason := fmt.Sprintf("%d answers from the instances held records the API held within their possible age (the cache keeps an entry at most %s) and the bound %s", held, d.cacheTTL, d.bound.Limit)

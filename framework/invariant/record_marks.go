@@ -56,7 +56,7 @@ type serverRecord struct {
 type subjectMarks struct {
 	Name     string
 	Servers  []string
-	ByServer map[string][]mark
+	ByServer map[string][]Mark
 	// Decided is whether some round held or broke against some server.
 	Decided bool
 	// Changed is whether some server's record of the subject changed.
@@ -70,7 +70,7 @@ type differFunc func(r recordRound, server string, rec serverRecord) string
 // againstServers marks a subject's rounds (in round order) against every
 // server that recorded it in some round.
 func againstServers(name string, rounds []recordRound, differ differFunc) subjectMarks {
-	sm := subjectMarks{Name: name, ByServer: map[string][]mark{}}
+	sm := subjectMarks{Name: name, ByServer: map[string][]Mark{}}
 	seen := map[string]bool{}
 	for _, r := range rounds {
 		for s := range r.Records {
@@ -85,7 +85,7 @@ func againstServers(name string, rounds []recordRound, differ differFunc) subjec
 		pending := false
 		var prev string
 		havePrev := false
-		var marks []mark
+		var marks []Mark
 		for _, r := range rounds {
 			rec, ok := r.Records[s]
 			if ok {
@@ -94,30 +94,30 @@ func againstServers(name string, rounds []recordRound, differ differFunc) subjec
 				}
 				prev, havePrev = rec.Value, true
 			}
-			m := mark{Taken: r.Taken, ReadAt: r.Taken}
+			m := Mark{Taken: r.Taken, ReadAt: r.Taken}
 			if r.Unread == "" {
 				m.ReadAt = r.AppliedAt
 			}
 			contested := contestedText(r.Records)
 			switch {
 			case r.Unread != "":
-				m.State, m.Detail = unknown, r.Unread
+				m.State, m.Detail = Unknown, r.Unread
 			case !ok:
-				m.State, m.Detail = unknown, s+" gave no record in this round"
+				m.State, m.Detail = Unknown, s+" gave no record in this round"
 			case contested != "":
-				m.State, m.Detail = unknown, contested
+				m.State, m.Detail = Unknown, contested
 			default:
 				m.ReadAt = later(m.ReadAt, rec.ReadAt)
 				if d := differ(r, s, rec); d != "" {
-					m.State, m.Detail = broken, d
+					m.State, m.Detail = Broken, d
 					pending = true
 				} else {
-					m.State = holds
+					m.State = Holds
 					pending = false
 				}
 				sm.Decided = true
 			}
-			if m.State == unknown {
+			if m.State == Unknown {
 				m.Suspect = pending
 			}
 			marks = append(marks, m)
@@ -149,8 +149,8 @@ func contestedText(records map[string]serverRecord) string {
 // judgedStretch is a stretch of one subject's marks against one server.
 type judgedStretch struct {
 	subject, server string
-	s               stretch
-	marks           []mark
+	s               Stretch
+	marks           []Mark
 }
 
 // judgeSubjects applies the persistence rule to every subject against
@@ -158,13 +158,13 @@ type judgedStretch struct {
 // server order, the first stretch that could hide one, and the first
 // stretch still open when the evidence ends (a change no later round
 // showed the subject following).
-func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []missedTick) (violated, unsure, uncovered *judgedStretch) {
+func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []MissedTick) (violated, unsure, uncovered *judgedStretch) {
 	for _, sm := range subjects {
 		for _, s := range sm.Servers {
-			ms := withMissed(sm.ByServer[s], missed)
-			v, u := persisting(ms, bound, false)
+			ms := WithMissed(sm.ByServer[s], missed)
+			v, u := Persisting(ms, bound, false)
 			if v != nil && violated == nil {
-				violated = &judgedStretch{subject: sm.Name, server: s, s: widened(ms, *v), marks: ms}
+				violated = &judgedStretch{subject: sm.Name, server: s, s: Widened(ms, *v), marks: ms}
 			}
 			if u != nil && unsure == nil {
 				unsure = &judgedStretch{subject: sm.Name, server: s, s: *u, marks: ms}
@@ -182,20 +182,20 @@ func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []missed
 // cannot tell and is not suspect, ends every such stretch: the subject was
 // still to follow a change when the evidence ended, so whether it did
 // within the bound is not known.
-func openAtEnd(marks []mark) *stretch {
-	var open *stretch
+func openAtEnd(marks []Mark) *Stretch {
+	var open *Stretch
 	for _, m := range marks {
 		switch {
-		case m.State == holds:
+		case m.State == Holds:
 			open = nil
 		case open != nil:
 			open.Last = m
-			if m.State == broken {
+			if m.State == Broken {
 				open.Broken++
 			}
-		case m.State == broken || m.Suspect:
-			open = &stretch{First: m, Last: m}
-			if m.State == broken {
+		case m.State == Broken || m.Suspect:
+			open = &Stretch{First: m, Last: m}
+			if m.State == Broken {
 				open.Broken++
 			}
 		}
@@ -236,8 +236,8 @@ func undecided(subjects []subjectMarks) []string {
 // unknown (suspect when it is against some server). A round holds or
 // breaks against every server that answered alike, since a round in
 // which they differed is unknown against all.
-func combinedAt(sm subjectMarks, t time.Time) (mark, bool) {
-	var out mark
+func combinedAt(sm subjectMarks, t time.Time) (Mark, bool) {
+	var out Mark
 	found := false
 	for _, s := range sm.Servers {
 		for _, m := range sm.ByServer[s] {
@@ -247,15 +247,15 @@ func combinedAt(sm subjectMarks, t time.Time) (mark, bool) {
 			switch {
 			case !found:
 				out, found = m, true
-			case m.State == broken:
-				if out.State != broken {
+			case m.State == Broken:
+				if out.State != Broken {
 					out = m
 				}
-			case m.State == holds:
-				if out.State == unknown {
+			case m.State == Holds:
+				if out.State == Unknown {
 					out = m
 				}
-			case m.State == unknown && out.State == unknown:
+			case m.State == Unknown && out.State == Unknown:
 				out.Suspect = out.Suspect || m.Suspect
 			}
 		}
