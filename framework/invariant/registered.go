@@ -21,8 +21,6 @@ func init() {
 		AcknowledgedWritesSurviveName: AcknowledgedWritesSurvive,
 		ReplicasRestoredName:          ReplicasRestored,
 		ConvergenceName:               Convergence,
-		IsolatedFromStartName:         IsolatedFromStart,
-		AgentsConvergedName:           AgentsConverged,
 		AcknowledgedDataSurvivesName:  AcknowledgedDataSurvives,
 		StorageIntegrityName:          StorageIntegrity,
 		SingleWriterAtStorageName:     SingleWriterAtStorage,
@@ -34,10 +32,6 @@ func init() {
 	Register(APIAgreementName, decodeAPIAgreement)
 	Register(NoTimeTravelName, decodeNoTimeTravel)
 	Register(EndpointsTruthfulName, decodeBound(EndpointsTruthful))
-	Register(ServiceRoutesTruthfulName, decodeAgentBound(ServiceRoutesTruthful))
-	Register(PolicyEnforcedName, decodeAgentBound(PolicyEnforced))
-	Register(AgentHealthTruthfulName, decodeAgentHealth)
-	Register(DNSTruthfulName, decodeDNSTruthful)
 }
 
 // duration is a time.Duration in parameters: its string form ("1.5s"),
@@ -144,8 +138,8 @@ func decodeBound(build func(time.Duration) Invariant) Decoder {
 }
 
 // RecordedBound is a Bound in parameters: {"limit": "7s", "why": "..."}.
-// Records written before the agents' invariants took a Bound hold the
-// limit alone ("5s"); they decode to a Bound with no mechanism named.
+// Records written before an invariant took a Bound may hold the limit
+// alone ("5s"); it decodes to a Bound with no mechanism named.
 type RecordedBound struct{ Bound }
 
 func (r RecordedBound) MarshalJSON() ([]byte, error) { return json.Marshal(paramsOfBound(r.Bound)) }
@@ -169,88 +163,4 @@ func (r *RecordedBound) UnmarshalJSON(raw []byte) error {
 	}
 	r.Bound = b
 	return nil
-}
-
-// agentBound are the parameters of service-routes-truthful and
-// policy-enforced: their one bound, with its mechanism.
-type agentBound struct {
-	Bound *RecordedBound `json:"bound"`
-}
-
-func (s serviceRoutes) Params() json.RawMessage {
-	return MustParams(agentBound{Bound: &RecordedBound{s.bound}})
-}
-func (p policyEnforced) Params() json.RawMessage {
-	return MustParams(agentBound{Bound: &RecordedBound{p.bound}})
-}
-
-// decodeAgentBound is the decoder of an invariant built with one Bound.
-func decodeAgentBound(build func(Bound) Invariant) Decoder {
-	return func(raw json.RawMessage) (Invariant, error) {
-		var p agentBound
-		if err := DecodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		if p.Bound == nil {
-			return nil, errors.New("it needs its bound")
-		}
-		return build(p.Bound.Bound), nil
-	}
-}
-
-// healthParams are agent-health-truthful's: a bound per agent. A record
-// of one bound for both (written before each agent had its own) decodes
-// to that bound for each.
-type healthParams struct {
-	KubeProxy   *RecordedBound `json:"kubeProxy,omitempty"`
-	PolicyAgent *RecordedBound `json:"policyAgent,omitempty"`
-	Bound       *RecordedBound `json:"bound,omitempty"`
-}
-
-func (a agentHealth) Params() json.RawMessage {
-	return MustParams(healthParams{KubeProxy: &RecordedBound{a.bounds[healthKubeProxy]}, PolicyAgent: &RecordedBound{a.bounds[healthPolicyAgent]}})
-}
-
-func decodeAgentHealth(raw json.RawMessage) (Invariant, error) {
-	var p healthParams
-	if err := DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	switch {
-	case p.KubeProxy != nil && p.PolicyAgent != nil && p.Bound == nil:
-		return AgentHealthTruthful(p.KubeProxy.Bound, p.PolicyAgent.Bound), nil
-	case p.KubeProxy == nil && p.PolicyAgent == nil && p.Bound != nil:
-		return AgentHealthTruthful(p.Bound.Bound, p.Bound.Bound), nil
-	}
-	return nil, errors.New("agent-health-truthful needs a bound for each agent (kubeProxy, policyAgent), or one bound for both")
-}
-
-// dnsParams are dns-truthful's: its bound and the longest its instances
-// cache an answer. A record written when the second was the negative TTL
-// (negativeTTL) decodes to it: the lab's instances cached found answers
-// and name errors alike for that long.
-type dnsParams struct {
-	Bound       *RecordedBound `json:"bound"`
-	CacheTTL    *duration      `json:"cacheTTL,omitempty"`
-	NegativeTTL *duration      `json:"negativeTTL,omitempty"`
-}
-
-func (d dnsTruthful) Params() json.RawMessage {
-	c := duration(d.cacheTTL)
-	return MustParams(dnsParams{Bound: &RecordedBound{d.bound}, CacheTTL: &c})
-}
-
-func decodeDNSTruthful(raw json.RawMessage) (Invariant, error) {
-	var p dnsParams
-	if err := DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	ttl := p.CacheTTL
-	if ttl == nil {
-		ttl = p.NegativeTTL
-	}
-	if p.Bound == nil || ttl == nil {
-		return nil, errors.New("dns-truthful needs its bound and its cache TTL")
-	}
-	return DNSTruthful(p.Bound.Bound, time.Duration(*ttl)), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 	"slices"
 	"strings"
 	"sync"
@@ -502,7 +503,7 @@ func TestAFolderRecordedBeforeJudgingWasKeptIsJudgedAgainWhereItCanBe(t *testing
 	if err != nil || !ok {
 		t.Fatalf("applicability table: %v, %v", ok, err)
 	}
-	bounded := []string{invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.EndpointsTruthfulName, invariant.ServiceRoutesTruthfulName, invariant.DNSTruthfulName}
+	bounded := []string{invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.EndpointsTruthfulName, dataplane.ServiceRoutesTruthfulName, dataplane.DNSTruthfulName}
 	rejudged := 0
 	for _, rec := range runs {
 		if rec.Judging != nil {

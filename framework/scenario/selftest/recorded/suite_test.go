@@ -2,6 +2,7 @@ package recorded
 
 import (
 	"context"
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 	"os"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ var bounds = invariant.Bounds{
 // not deployed.
 func every() []invariant.Invariant {
 	return append(invariant.All(bounds),
-		invariant.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
-		invariant.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
+		dataplane.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
+		dataplane.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
 		invariant.AcknowledgedDataSurvives(),
 	)
 }

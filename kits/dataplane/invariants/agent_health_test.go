@@ -1,8 +1,10 @@
-package invariant
+package invariants
 
 import (
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -33,25 +35,25 @@ func withHealth(t *testing.T, r *run, status int) *run {
 
 func TestAgentHealthTruthful(t *testing.T) {
 	inv := AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second))
-	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).input(WindowToSettle), verdict.Violated,
+	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "answered its health check 200", "forwards to [10.240.3.5]")
-	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).input(WindowToSettle), verdict.Preserved)
+	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a diverging agent that says it is unhealthy exercises it: %+v", j)
 	}
 	// A change both nodes follow within a round still diverges for that
 	// round: exercised, never past the bound.
-	expect(t, inv, withHealth(t, routesRun(t, 10, 0, nil), 200).input(WindowToSettle), verdict.Preserved)
+	expect(t, inv, withHealth(t, routesRun(t, 10, 0, nil), 200).input(invariant.WindowToSettle), verdict.Preserved)
 	steady := newRun(t)
 	for i := 0; i < 5; i++ {
 		steady.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	j = expect(t, inv, withHealth(t, steady, 200).input(WindowToSettle), verdict.Preserved)
+	j = expect(t, inv, withHealth(t, steady, 200).input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("agents that never diverge do not exercise it: %+v", j)
 	}
-	expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.InsufficientData, "health was read")
+	expect(t, inv, routesRun(t, 10, 0, nil).input(invariant.WindowToSettle), verdict.InsufficientData, "health was read")
 }
 
 // A stale agent whose health could not be read is not shown truthful.
@@ -65,7 +67,7 @@ func TestAgentHealthTruthfulNeedsTheHealthOfAStaleAgent(t *testing.T) {
 		}
 		r.snaps[i].Set("agents/worker2", evidence.AgentHealth, a)
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
 }
 
 // policyHealthRun: a deny recorded from second 3 for the target on
@@ -88,7 +90,7 @@ func policyHealthRun(t *testing.T) *run {
 // The policy agent that must enforce a pair is the one on the node the
 // target runs on, whether or not its rules name the target.
 func TestAgentHealthTruthfulLinksThePolicyAgentByTheTargetsNode(t *testing.T) {
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), policyHealthRun(t).input(WindowToSettle), verdict.Violated,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), policyHealthRun(t).input(invariant.WindowToSettle), verdict.Violated,
 		"kube-router on worker1 reported itself healthy", "was answered by target while apiserver/cp1 records it denied")
 }
 
@@ -114,7 +116,7 @@ func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 			r.snaps[i].Set(src, q, a)
 		}
 	}
-	j := expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.Violated,
+	j := expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "kube-router on worker1 reported itself healthy")
 	if len(j.Sources) == 0 {
 		t.Errorf("no source named: %+v", j)
@@ -135,7 +137,7 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 		}}
 		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData,
 		"health read failed (no answer within 1s)")
 
 	// A refused connection is the agent's admission: nothing listens.
@@ -146,7 +148,7 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 		}}
 		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 
 	// So is a connection made and not answered (a frozen agent, as its
 	// checker sees it); one not made in time is not.
@@ -161,7 +163,7 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 			}}
 			r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 		}
-		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), c.want)
+		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), c.want)
 	}
 }
 
@@ -181,6 +183,6 @@ func TestAgentHealthNeverDecidedIsNoPass(t *testing.T) {
 		}
 	}
 	r = withHealth(t, r, 200)
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData,
 		"no round told whether kube-proxy on worker1 diverged")
 }

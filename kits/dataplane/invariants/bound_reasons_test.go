@@ -1,9 +1,11 @@
-package invariant
+package invariants
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -21,7 +23,7 @@ func TestServiceRoutesSaysANodeMissesANewEndpoint(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready...), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	j := expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Violated,
+	j := expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Violated,
 		"does not forward to [10.240.3.9], which apiserver/cp1 records as ready")
 	if strings.Contains(j.Reason, "no longer records") {
 		t.Errorf("a node that misses a new endpoint is said to keep an old one: %s", j.Reason)
@@ -32,12 +34,12 @@ func TestServiceRoutesSaysANodeMissesANewEndpoint(t *testing.T) {
 // the bound was measured.
 func TestAgentReasonsStateTheBoundsMechanism(t *testing.T) {
 	for _, c := range []struct {
-		inv Invariant
-		in  Input
+		inv invariant.Invariant
+		in  invariant.Input
 	}{
-		{ServiceRoutesTruthful(testBound(3 * time.Second)), routesRun(t, 12, 9, nil).input(WindowToSettle)},
-		{PolicyEnforced(testBound(3 * time.Second)), policyRun(t, 12, 10, nil).input(WindowToSettle)},
-		{AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), withHealth(t, routesRun(t, 12, 9, nil), 200).input(WindowToSettle)},
+		{ServiceRoutesTruthful(testBound(3 * time.Second)), routesRun(t, 12, 9, nil).input(invariant.WindowToSettle)},
+		{PolicyEnforced(testBound(3 * time.Second)), policyRun(t, 12, 10, nil).input(invariant.WindowToSettle)},
+		{AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), withHealth(t, routesRun(t, 12, 9, nil), 200).input(invariant.WindowToSettle)},
 	} {
 		j := expect(t, c.inv, c.in, verdict.Violated)
 		if strings.Contains(j.Reason, "measured in the null arm") || !strings.Contains(j.Reason, "test mechanism") {

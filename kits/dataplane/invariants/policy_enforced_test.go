@@ -1,8 +1,10 @@
-package invariant
+package invariants
 
 import (
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -54,11 +56,11 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d e
 
 func TestPolicyEnforced(t *testing.T) {
 	inv := PolicyEnforced(testBound(3 * time.Second))
-	j := expect(t, inv, policyRun(t, 10, 4, nil).input(WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
+	j := expect(t, inv, policyRun(t, 10, 4, nil).input(invariant.WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a recorded change exercises it: %+v", j)
 	}
-	expect(t, inv, policyRun(t, 12, 10, nil).input(WindowToSettle), verdict.Violated,
+	expect(t, inv, policyRun(t, 12, 10, nil).input(invariant.WindowToSettle), verdict.Violated,
 		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 records it denied", "isolated for ingress", "bound 3s")
 
 	// The rule dump of the target's node is the cross-check.
@@ -70,7 +72,7 @@ func TestPolicyEnforced(t *testing.T) {
 		}
 		r0.snaps[i].Set("policy-agent/worker1", evidence.AgentPolicyRules, a)
 	}
-	expect(t, inv, r0.input(WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
+	expect(t, inv, r0.input(invariant.WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
 
 	// A refused connection while allowed is broken too (before the policy).
 	r := newRun(t)
@@ -78,7 +80,7 @@ func TestPolicyEnforced(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
 	}
-	expect(t, inv, r.input(WindowToSettle), verdict.Violated, "was refused", "records it allowed")
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Violated, "was refused", "records it allowed")
 
 	// A failure that is no policy's answer never decides.
 	r = newRun(t)
@@ -86,17 +88,17 @@ func TestPolicyEnforced(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
 	}
-	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no round decided")
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Stale, then the probes unreadable past the bound: cannot tell.
-	expect(t, inv, policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 4 }).input(WindowToSettle),
+	expect(t, inv, policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 4 }).input(invariant.WindowToSettle),
 		verdict.InsufficientData, "could not be shown to have the outcome apiserver/cp1 records")
 }
 
 // Every probe after the change unreadable: nothing shows the deny was
 // enforced.
 func TestPolicyEnforcedNeedsReadableProbesAfterAChange(t *testing.T) {
-	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(WindowToSettle),
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(invariant.WindowToSettle),
 		verdict.InsufficientData, fromW2, "could not be read")
 }
 
@@ -110,7 +112,7 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
 	}
-	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
+	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("only an unprobed pair's recorded outcome changed, yet it is exercised: %s", j.Exercise)
 	}
@@ -132,7 +134,7 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
 			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, timedOutDial(), "")
 	}
-	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no round decided")
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Denied from second 3, every connection after it timing out: no
 	// evidence the denial holds.
@@ -141,7 +143,7 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 			return timedOutDial(), true
 		}
 		return d, true
-	}).input(WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
+	}).input(invariant.WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
 }
 
 // A denied pair whose connections are made (TCP connected: the agent's
@@ -153,7 +155,7 @@ func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
 			return evidence.DialValue{From: fromW2, Target: toTarget, Connected: true, Error: "timeout"}, true
 		}
 		return d, true
-	}).input(WindowToSettle)
+	}).input(invariant.WindowToSettle)
 	expect(t, PolicyEnforced(testBound(3*time.Second)), in, verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
 
@@ -161,5 +163,5 @@ func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
 // bound, is not shown to follow it: the deny is recorded from 3, the
 // connections are answered at 3 and 4, the last round.
 func TestPolicyEnforcedAChangeAtTheEndIsNotCovered(t *testing.T) {
-	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).input(WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
 }

@@ -1,9 +1,11 @@
-package invariant
+package invariants
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -47,7 +49,7 @@ func TestDNSTruthful(t *testing.T) {
 	inv := DNSTruthful(testBound(3*time.Second), 5*time.Second)
 
 	// The instance follows within its TTL: PRESERVED, exercised.
-	j := expect(t, inv, dnsRun(t, 12, 6, nil).input(WindowToSettle), verdict.Preserved, "12 answers", "kept superseded records")
+	j := expect(t, inv, dnsRun(t, 12, 6, nil).input(invariant.WindowToSettle), verdict.Preserved, "12 answers", "kept superseded records")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a change of the records exercises it: %+v", j)
 	}
@@ -57,7 +59,7 @@ func TestDNSTruthful(t *testing.T) {
 	// .77 unchanged. (At 8 the look-back reaches the read at 3.1 that
 	// found no service, and the API changed after it: it may have held
 	// .50 again at a moment no read saw.)
-	expect(t, inv, dnsRun(t, 12, 100, nil).input(WindowToSettle), verdict.Violated,
+	expect(t, inv, dnsRun(t, 12, 100, nil).input(invariant.WindowToSettle), verdict.Violated,
 		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50] for dns-routes.faultline-agents.svc.cluster.local at 10:00:09.300", "TTL 5s left", "the same answer 3 time(s) through 10:00:11.300")
 
 	// A server failure is no answer: with every answer declined, nothing
@@ -66,7 +68,7 @@ func TestDNSTruthful(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		all[i] = "RCodeServerFailure"
 	}
-	expect(t, inv, dnsRun(t, 6, 100, all).input(WindowToSettle), verdict.InsufficientData, "6 declined")
+	expect(t, inv, dnsRun(t, 6, 100, all).input(invariant.WindowToSettle), verdict.InsufficientData, "6 declined")
 
 	// A name error while the name exists for longer than the negative TTL
 	// and the bound is a wrong answer too.
@@ -74,11 +76,11 @@ func TestDNSTruthful(t *testing.T) {
 	for i := 0; i < 15; i++ {
 		nx[i] = evidence.NameError
 	}
-	expect(t, inv, dnsRun(t, 15, 0, nx).input(WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
+	expect(t, inv, dnsRun(t, 15, 0, nx).input(invariant.WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
 	// The same name error in the last round only: no API read after it
 	// shows the API did not delete the name just before it.
 	last := map[int]string{13: evidence.NameError}
-	expect(t, inv, dnsRun(t, 14, 0, last).input(WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
+	expect(t, inv, dnsRun(t, 14, 0, last).input(invariant.WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
 }
 
 // dnsRead is one round of a hand-built DNS run: what cp1 answered ("" for
@@ -127,14 +129,14 @@ func TestDNSTruthfulLooksBackByTheEntrysPossibleAge(t *testing.T) {
 		rounds[i] = dnsRead{api: api, ip: api, ttl: 5}
 	}
 	rounds[7] = dnsRead{api: cur, ip: old, ttl: 1}
-	expect(t, inv, dnsRounds(t, rounds, 9).input(WindowToSettle), verdict.Preserved)
+	expect(t, inv, dnsRounds(t, rounds, 9).input(invariant.WindowToSettle), verdict.Preserved)
 
 	// A fresh entry (TTL 5) served at 9 with .50, gone from the API since
 	// 4.1 at the latest: fetched after 8.0, later than the bound allows.
 	rounds[7] = dnsRead{api: cur, ip: cur, ttl: 5}
 	rounds[9] = dnsRead{api: cur, ip: old, ttl: 5}
 	rounds[10] = dnsRead{api: cur, ip: cur, ttl: 5}
-	expect(t, inv, dnsRounds(t, rounds, 11).input(WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
+	expect(t, inv, dnsRounds(t, rounds, 11).input(invariant.WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
 }
 
 // API reads that timed out across the change do not stand for "the API no
@@ -151,7 +153,7 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 	// .50 was at 1.1, its first of .77 at 13.1, and nothing was read in
 	// between: it may have held .50 after 7.0.
 	rounds[14] = dnsRead{api: cur, ip: old, ttl: 1}
-	expect(t, inv, dnsRounds(t, rounds, 15).input(WindowToSettle), verdict.InsufficientData, "timed out")
+	expect(t, inv, dnsRounds(t, rounds, 15).input(invariant.WindowToSettle), verdict.InsufficientData, "timed out")
 
 	// The lag a PRESERVED reports is measured from when the API changed,
 	// bracketed by the reads on either side: the change came after the
@@ -169,7 +171,7 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	expect(t, inv, dnsRounds(t, rounds, 8).input(WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
+	expect(t, inv, dnsRounds(t, rounds, 8).input(invariant.WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
 }
 
 // An answer no API read held is unknown, never wrong: the API can hold a
@@ -198,7 +200,7 @@ func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
 		}
 		rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
 	}
-	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.Violated)
+	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated)
 	if j.Verdict != verdict.InsufficientData {
 		t.Errorf("a name error no read held: got %s, want INSUFFICIENT_DATA: %s", j.Verdict, j.Reason)
 	}
@@ -220,7 +222,7 @@ func TestDNSTruthfulAnAnswerNoReadHeldIsNotProvenWrong(t *testing.T) {
 		rd.unreadable("apiserver/cp1", evidence.AgentDNSExpected, 5, "timeout: no answer within 5s").
 			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
 }
 
 // A read that held the answer before does not make a later unseen state
@@ -249,7 +251,7 @@ func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).
 			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.InsufficientData,
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData,
 		"changed between", "may have held it at a moment no read saw")
 }
 
@@ -262,7 +264,7 @@ func TestDNSTruthfulUnchangedReadsProveAnAnswerNoReadHeldWrong(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").
 			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(WindowToSettle), verdict.Violated,
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated,
 		"answered [10.250.0.50]", "at 10:00:04.300", "no API read held it", "held [10.250.0.77], unchanged")
 }
 
@@ -286,7 +288,7 @@ func TestDNSTruthfulMissedTicksAreUnknownReads(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
 			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
 	}
-	in := r.input(WindowToSettle)
+	in := r.input(invariant.WindowToSettle)
 	in.Timeline = missedAt(4, 5, 6, 7, 8, 9)
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at 10:00:04.000")
 }
@@ -316,7 +318,7 @@ func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
 				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
 			}
 		}
-		in := r.input(WindowToSettle)
+		in := r.input(invariant.WindowToSettle)
 		inv := DNSTruthful(testBound(2*time.Second), 5*time.Second)
 		if how == "covered" {
 			expect(t, inv, in, verdict.Preserved, "answers from the instances held records")
@@ -344,7 +346,7 @@ func TestDNSTruthfulNoLagFromAnAnswerThatMayPrecedeTheChange(t *testing.T) {
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).input(WindowToSettle), verdict.Preserved)
+	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).input(invariant.WindowToSettle), verdict.Preserved)
 	if strings.Contains(j.Reason, "kept superseded records") {
 		t.Errorf("a lag from an answer that may have been served before the change: %s", j.Reason)
 	}

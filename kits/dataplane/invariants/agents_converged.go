@@ -1,9 +1,11 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -40,18 +42,18 @@ const AgentsConvergedName = "agents-converged"
 // Exercised when an earlier sample since the fault shows a node or a
 // connection differing from the API: there was something to converge
 // from. VIOLATED is always exercised.
-func AgentsConverged() Invariant { return agentsConverged{} }
+func AgentsConverged() invariant.Invariant { return agentsConverged{} }
 
 type agentsConverged struct{}
 
 func (agentsConverged) Name() string         { return AgentsConvergedName }
 func (agentsConverged) Phase() verdict.Phase { return verdict.Convergence }
-func (agentsConverged) Reads() []Reading {
+func (agentsConverged) Reads() []invariant.Reading {
 	return append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...)
 }
 
-func (agentsConverged) Judge(in Input) verdict.Judgement {
-	snaps := Ordered(in.Snapshots)
+func (agentsConverged) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no settle sample to judge"}
 	}
@@ -85,8 +87,8 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 	for _, sm := range subjects {
 		for _, s := range sm.Servers {
 			for _, m := range sm.ByServer[s] {
-				if !m.Taken.Equal(final) && m.State == Broken && departed == "" {
-					departed = fmt.Sprintf("%s at %s: %s", sm.Name, Stamp(m.Taken), m.Detail)
+				if !m.Taken.Equal(final) && m.State == invariant.Broken && departed == "" {
+					departed = fmt.Sprintf("%s at %s: %s", sm.Name, invariant.Stamp(m.Taken), m.Detail)
 				}
 			}
 		}
@@ -94,9 +96,9 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 		switch {
 		case !ok:
 			unknowns = append(unknowns, sm.Name+": not read in the sample judged")
-		case last.State == Broken:
+		case last.State == invariant.Broken:
 			differ = append(differ, last.Detail)
-		case last.State == Unknown:
+		case last.State == invariant.Unknown:
 			unknowns = append(unknowns, sm.Name+": "+last.Detail)
 		default:
 			held = append(held, sm.Name)
@@ -108,16 +110,16 @@ func (agentsConverged) Judge(in Input) verdict.Judgement {
 	}
 	switch {
 	case len(differ) > 0:
-		reason := fmt.Sprintf("not converged at %s, after heal: %s", Stamp(final), strings.Join(differ, "; "))
+		reason := fmt.Sprintf("not converged at %s, after heal: %s", invariant.Stamp(final), strings.Join(differ, "; "))
 		if len(unknowns) > 0 {
 			reason += "; besides, unknown: " + strings.Join(unknowns, "; ")
 		}
 		return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, At: final, Exercised: verdict.Exercised(), Exercise: exercise}
 	case len(unknowns) > 0:
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("at %s nothing differed, but could not tell: %s", Stamp(final), strings.Join(unknowns, "; ")), At: final}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("at %s nothing differed, but could not tell: %s", invariant.Stamp(final), strings.Join(unknowns, "; ")), At: final}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved, At: final, Exercise: exercise,
-		Reason: fmt.Sprintf("at %s, after heal, every node applied what the API records: %s", Stamp(final), strings.Join(held, ", "))}
+		Reason: fmt.Sprintf("at %s, after heal, every node applied what the API records: %s", invariant.Stamp(final), strings.Join(held, ", "))}
 	if departed != "" {
 		j.Exercised = verdict.Exercised()
 	} else {

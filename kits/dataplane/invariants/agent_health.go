@@ -1,10 +1,13 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -72,11 +75,11 @@ const (
 //
 // Exercised when some agent's applied state diverged in a round; a
 // PRESERVED where none did is not exercised.
-func AgentHealthTruthful(kubeProxy, policyAgent Bound) Invariant {
-	return agentHealth{bounds: map[string]Bound{healthKubeProxy: kubeProxy, healthPolicyAgent: policyAgent}}
+func AgentHealthTruthful(kubeProxy, policyAgent invariant.Bound) invariant.Invariant {
+	return agentHealth{bounds: map[string]invariant.Bound{healthKubeProxy: kubeProxy, healthPolicyAgent: policyAgent}}
 }
 
-type agentHealth struct{ bounds map[string]Bound }
+type agentHealth struct{ bounds map[string]invariant.Bound }
 
 func (agentHealth) Name() string         { return AgentHealthTruthfulName }
 func (agentHealth) Phase() verdict.Phase { return verdict.Safety }
@@ -89,18 +92,18 @@ func (a agentHealth) Bound() time.Duration {
 	}
 	return longest
 }
-func (agentHealth) Reads() []Reading {
+func (agentHealth) Reads() []invariant.Reading {
 	return append(append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...),
-		Reading{Sources: AgentHealthReaders, Question: evidence.AgentHealth})
+		invariant.Reading{Sources: AgentHealthReaders, Question: evidence.AgentHealth})
 }
 
-func (a agentHealth) Judge(in Input) verdict.Judgement {
-	snaps := Ordered(in.Snapshots)
-	health, healthGaps := Collect[evidence.AgentHealthValue](snaps, AgentHealthReaders, evidence.AgentHealth)
+func (a agentHealth) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
+	health, healthGaps := invariant.Collect[evidence.AgentHealthValue](snaps, AgentHealthReaders, evidence.AgentHealth)
 	if len(health) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + GapSummary(healthGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + invariant.GapSummary(healthGaps)}
 	}
-	healthAt := BySnapshotAndSource(health)
+	healthAt := invariant.BySnapshotAndSource(health)
 	// subjects[agent key] are what the agent on a node applies: its
 	// node's rules (kube-proxy), the pairs whose target it firewalls (the
 	// policy agent), each judged against each API server.
@@ -108,7 +111,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	subjects := map[agentKey][]subjectMarks{}
 	if nodes, _, why := routeMarks(snaps); why == "" {
 		for _, sm := range nodes {
-			k := agentKey{HostOf(evidence.Source(sm.Name)), healthKubeProxy}
+			k := agentKey{invariant.HostOf(evidence.Source(sm.Name)), healthKubeProxy}
 			subjects[k] = append(subjects[k], sm)
 		}
 	}
@@ -125,12 +128,12 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].node+keys[i].agent < keys[j].node+keys[j].agent })
 	exercised := false
-	var unsure *Stretch
+	var unsure *invariant.Stretch
 	var unsureKey agentKey
 	var unsureServer string
 	var unsureBound time.Duration
-	var unsureMarks []Mark
-	missed := MissedTicks(in)
+	var unsureMarks []invariant.Mark
+	missed := invariant.MissedTicks(in)
 	// Every agent that reported itself healthy while stale is named.
 	violatedAgent := map[agentKey]bool{}
 	// decided: the agents some round told, held or broken, against some
@@ -146,11 +149,11 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 			}
 		}
 		for _, server := range sortedSet(servers) {
-			var out []Mark
+			var out []invariant.Mark
 			for i, snap := range snaps {
 				// Of the agent's subjects in this round against this
 				// server, broken wins, then unknown.
-				var d Mark
+				var d invariant.Mark
 				have := false
 				for _, sm := range subjects[k] {
 					ms, ok := sm.ByServer[server]
@@ -161,11 +164,11 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 					switch {
 					case !have:
 						d, have = m, true
-					case m.State == Broken && d.State != Broken:
+					case m.State == invariant.Broken && d.State != invariant.Broken:
 						d = m
-					case m.State == Unknown && d.State == Holds:
+					case m.State == invariant.Unknown && d.State == invariant.Holds:
 						d = m
-					case m.State == Unknown && d.State == Unknown:
+					case m.State == invariant.Unknown && d.State == invariant.Unknown:
 						d.Suspect = d.Suspect || m.Suspect
 					}
 				}
@@ -174,14 +177,14 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 				}
 				h, read := healthAt[i][evidence.Source("agents/"+k.node)]
 				switch {
-				case d.State == Holds:
-					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Holds})
-				case d.State == Unknown:
-					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Unknown, Detail: d.Detail, Suspect: d.Suspect})
+				case d.State == invariant.Holds:
+					out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: invariant.Holds})
+				case d.State == invariant.Unknown:
+					out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: invariant.Unknown, Detail: d.Detail, Suspect: d.Suspect})
 				case !read:
 					// Diverged, and whether it said so is unknown: it
 					// may have said it was healthy.
-					out = append(out, Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: Unknown, Suspect: true,
+					out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: d.ReadAt, State: invariant.Unknown, Suspect: true,
 						Detail: fmt.Sprintf("agents/%s's health could not be read while %s", k.node, d.Detail)})
 				default:
 					ans := h.Value.Agents[k.agent]
@@ -192,33 +195,33 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 						if why == "" {
 							why = "no answer recorded"
 						}
-						out = append(out, Mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: Unknown, Suspect: true,
+						out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: laterOf(d.ReadAt, h.ReadAt), State: invariant.Unknown, Suspect: true,
 							Detail: fmt.Sprintf("%s on %s's health read failed (%s) while %s", k.agent, k.node, why, d.Detail)})
 						continue
 					}
 					exercised = true
 					if ans.Admits() {
-						out = append(out, Mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: Holds})
+						out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: h.ReadAt, State: invariant.Holds})
 						continue
 					}
-					out = append(out, Mark{Taken: snap.Taken, ReadAt: later(d.ReadAt, h.ReadAt), State: Broken,
+					out = append(out, invariant.Mark{Taken: snap.Taken, ReadAt: laterOf(d.ReadAt, h.ReadAt), State: invariant.Broken,
 						Detail: fmt.Sprintf("%s on %s answered its health check 200 (%s) while %s", k.agent, k.node, firstWordsOf(ans.Body), d.Detail)})
 				}
 			}
 			for _, m := range out {
-				if m.State != Unknown {
+				if m.State != invariant.Unknown {
 					decided[k] = true
 				}
 			}
-			out = WithMissed(out, missed)
+			out = invariant.WithMissed(out, missed)
 			bound := a.bounds[k.agent]
-			v, u := Persisting(out, bound.Limit, false)
+			v, u := invariant.Persisting(out, bound.Limit, false)
 			if v != nil && !violatedAgent[k] {
 				// One stretch per agent: the first server's.
 				violatedAgent[k] = true
-				w := Widened(out, *v)
+				w := invariant.Widened(out, *v)
 				violations = append(violations, fmt.Sprintf("%s on %s reported itself healthy while what it applied diverged from %s's record for at least %s, from %s to %s (bound %s); at its start: %s",
-					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), Stamp(w.First.ReadAt), Stamp(w.Last.Taken), bound, w.First.Detail))
+					k.agent, k.node, server, w.Lasted().Round(time.Millisecond), invariant.Stamp(w.First.ReadAt), invariant.Stamp(w.Last.Taken), bound, w.First.Detail))
 				violatedSources = append(violatedSources, "agents/"+k.node)
 				if violatedAt.IsZero() || w.Last.Taken.Before(violatedAt) {
 					violatedAt = w.Last.Taken
@@ -232,7 +235,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 	if len(violations) > 0 {
 		return verdict.Judgement{
 			Verdict: verdict.Violated, Reason: strings.Join(violations, "; and "),
-			Sources: uniqueSorted(violatedSources), At: violatedAt, Exercised: verdict.Exercised(),
+			Sources: slices.Compact(slices.Sorted(slices.Values(violatedSources))), At: violatedAt, Exercised: verdict.Exercised(),
 			Exercise: "an agent's applied state diverged from the API",
 		}
 	}
@@ -240,7 +243,7 @@ func (a agentHealth) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s on %s could not be shown truthful against %s's record from %s to %s (%s, over its bound %s): it diverged or may have, and what its health said then is not known; %s; last: %s",
-				unsureKey.agent, unsureKey.node, unsureServer, Stamp(unsure.First.ReadAt), Stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, Untold(unsureMarks, *unsure), unsure.Last.Detail),
+				unsureKey.agent, unsureKey.node, unsureServer, invariant.Stamp(unsure.First.ReadAt), invariant.Stamp(unsure.Last.Taken), unsure.Lasted().Round(time.Millisecond), unsureBound, invariant.Untold(unsureMarks, *unsure), unsure.Last.Detail),
 			Sources: []string{"agents/" + unsureKey.node}, At: unsure.Last.Taken,
 		}
 	}

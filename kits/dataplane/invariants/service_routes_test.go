@@ -1,8 +1,10 @@
-package invariant
+package invariants
 
 import (
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -55,14 +57,14 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	inv := ServiceRoutesTruthful(testBound(3 * time.Second))
 
 	// Both nodes follow the change within a round: PRESERVED, exercised.
-	j := expect(t, inv, routesRun(t, 10, 0, nil).input(WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
+	j := expect(t, inv, routesRun(t, 10, 0, nil).input(invariant.WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a change of the ready endpoints exercises it: %+v", j)
 	}
 
 	// worker1 keeps the old backend until second 9: proven from 3.2 to 8
 	// (the change round reads .9 in the API), longer than 3 s.
-	j = expect(t, inv, routesRun(t, 12, 9, nil).input(WindowToSettle), verdict.Violated,
+	j = expect(t, inv, routesRun(t, 12, 9, nil).input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy/worker1 forwards to [10.240.3.5] while apiserver/cp1 records [10.240.3.9]", "pod/worker1's connection to 10.250.0.50:80 failed (timeout)", "bound 3s")
 	if j.At.IsZero() || len(j.Sources) != 2 || j.Sources[0] != "kube-proxy/worker1" || j.Sources[1] != "apiserver/cp1" {
 		t.Errorf("the violation names its node, the server it was judged against and its moment: %+v", j)
@@ -74,7 +76,7 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	for i := 4; i < 10; i++ {
 		unread[i] = true
 	}
-	expect(t, inv, routesRun(t, 12, 0, unread).input(WindowToSettle), verdict.InsufficientData, "could not be read")
+	expect(t, inv, routesRun(t, 12, 0, unread).input(invariant.WindowToSettle), verdict.InsufficientData, "could not be read")
 
 	// Nothing changed: PRESERVED, not exercised.
 	r := newRun(t)
@@ -82,7 +84,7 @@ func TestServiceRoutesTruthful(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	j = expect(t, inv, r.input(WindowToSettle), verdict.Preserved)
+	j = expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("no change: not exercised: %+v", j)
 	}
@@ -93,13 +95,13 @@ func TestServiceRoutesTruthful(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(), "")
 	}
-	expect(t, inv, r.input(WindowToSettle), verdict.Preserved)
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
 
 	// No API server ever answered.
 	r = newRun(t)
 	r.round(0).unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout").
 		value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
-	expect(t, inv, r.input(WindowToSettle), verdict.InsufficientData, "no API server answered")
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no API server answered")
 }
 
 // A tick at which no snapshot could be taken is a round that could not
@@ -115,8 +117,8 @@ func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
 		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
 	}
-	in := r.input(WindowToSettle)
-	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
+	in := r.input(invariant.WindowToSettle)
+	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: invariant.SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
 	// Broken from 4.2 to 6 and from 8.2 to 10: 1.8 s each, within the
 	// bound; bridged across the missed tick they would be 5.8 s.
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick", "opening the lab's sources")
@@ -139,7 +141,7 @@ func TestServiceRoutesNeedsReadableRulesAfterAChange(t *testing.T) {
 			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		}
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
 }
 
 // A stale server answering alone in some rounds must not vouch for a
@@ -164,7 +166,7 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 		}
 		rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
 
 	// Two servers that contradict each other in every round certify no
 	// node: there is no record to judge it by.
@@ -179,7 +181,7 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 			value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "disagreed")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "disagreed")
 }
 
 // An endpoint in two EndpointSlices (which the EndpointSlice API allows)
@@ -190,7 +192,7 @@ func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
 		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
 			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.Preserved)
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 }
 
 // A change in the last rounds is not covered by later reads: the ready
@@ -211,5 +213,5 @@ func TestServiceRoutesAChangeAtTheEndIsNotCovered(t *testing.T) {
 			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		}
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
 }

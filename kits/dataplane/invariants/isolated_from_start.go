@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -69,15 +71,15 @@ const NewPodProbeReaders = "newpod/*"
 //
 // Exercised when a round read the new pod's connection while its denial
 // was recorded; VIOLATED is always exercised.
-func IsolatedFromStart() Invariant { return isolatedFromStart{} }
+func IsolatedFromStart() invariant.Invariant { return isolatedFromStart{} }
 
 type isolatedFromStart struct{}
 
 func (isolatedFromStart) Name() string         { return IsolatedFromStartName }
 func (isolatedFromStart) Phase() verdict.Phase { return verdict.Safety }
-func (isolatedFromStart) Reads() []Reading {
-	return []Reading{
-		{Sources: ConsistentReaders, Question: evidence.AgentPolicyExpected},
+func (isolatedFromStart) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: invariant.ConsistentReaders, Question: evidence.AgentPolicyExpected},
 		{Sources: NewPodProbeReaders, Question: evidence.AgentPolicyProbe},
 		{Sources: PolicyRuleReaders, Question: evidence.AgentPolicyRules},
 	}
@@ -97,16 +99,16 @@ type newPodStart struct {
 	node, targetNode string
 }
 
-func (isolatedFromStart) Judge(in Input) verdict.Judgement {
-	snaps := Ordered(in.Snapshots)
-	exps, expGaps := Collect[evidence.PolicyExpectationValue](snaps, ConsistentReaders, evidence.AgentPolicyExpected)
-	probes, probeGaps := Collect[evidence.DialValue](snaps, NewPodProbeReaders, evidence.AgentPolicyProbe)
-	rulesObs, _ := Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
+func (isolatedFromStart) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
+	exps, expGaps := invariant.Collect[evidence.PolicyExpectationValue](snaps, invariant.ConsistentReaders, evidence.AgentPolicyExpected)
+	probes, probeGaps := invariant.Collect[evidence.DialValue](snaps, NewPodProbeReaders, evidence.AgentPolicyProbe)
+	rulesObs, _ := invariant.Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
 	if len(exps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered what the policies allow: " + GapSummary(expGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered what the policies allow: " + invariant.GapSummary(expGaps)}
 	}
 	if len(probes) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no connection from a new pod was read: " + GapSummary(probeGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no connection from a new pod was read: " + invariant.GapSummary(probeGaps)}
 	}
 	// recorded[round][pair] → the outcomes servers gave, with who said so.
 	recorded := map[int]map[pairKey]map[bool][]string{}
@@ -168,7 +170,7 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	// unjudged: a connection made in a round no API read recorded the
 	// pair in (every read failed or none named it): it may have been
 	// denied, so it is no pass.
-	var unjudged *Observation[evidence.DialValue]
+	var unjudged *invariant.Observation[evidence.DialValue]
 	for i, o := range probes {
 		k := pairKey{o.Value.From, o.Value.Target}
 		rec := recorded[o.Snapshot][k]
@@ -181,21 +183,21 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 		if !o.Value.Made() && !o.Value.Rejected() {
 			continue
 		}
-		premise, premiseWhy := handledBefore(starts[k], HostOf(o.Source), snaps, rulesObs)
+		premise, premiseWhy := handledBefore(starts[k], invariant.HostOf(o.Source), snaps, rulesObs)
 		if !premise {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: []string{string(o.Source)},
 				Reason: fmt.Sprintf("%s → %s was read while recorded denied, but the premise was not shown: %s", k.from, k.target, premiseWhy)}
 		}
 		decided++
 		if firstAt == "" {
-			firstAt = Stamp(o.Taken)
+			firstAt = invariant.Stamp(o.Taken)
 		}
-		lastAt = Stamp(o.Taken)
+		lastAt = invariant.Stamp(o.Taken)
 		if !o.Value.Made() {
 			refused++
 			continue
 		}
-		reason := fmt.Sprintf("%s → %s was %s at %s while %s record it denied", k.from, k.target, madeText(o.Value), Stamp(o.ReadAt), strings.Join(rec[false], ", "))
+		reason := fmt.Sprintf("%s → %s was %s at %s while %s record it denied", k.from, k.target, madeText(o.Value), invariant.Stamp(o.ReadAt), strings.Join(rec[false], ", "))
 		if w := why[k]; w != "" {
 			reason += " (" + w + ")"
 		}
@@ -211,14 +213,14 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 	if u := unjudged; u != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: []string{string(u.Source)}, At: u.Taken,
 			Reason: fmt.Sprintf("%s → %s was %s at %s in a round whose API reads recorded nothing of the pair (%s), so whether it was denied then is not known; %d connection(s) read while recorded denied were rejected",
-				u.Value.From, u.Value.Target, madeText(u.Value), Stamp(u.ReadAt), gapsIn(expGaps, u.Snapshot), decided)}
+				u.Value.From, u.Value.Target, madeText(u.Value), invariant.Stamp(u.ReadAt), gapsIn(expGaps, u.Snapshot), decided)}
 	}
 	var k pairKey
 	for _, o := range probes {
 		k = pairKey{o.Value.From, o.Value.Target}
 		break
 	}
-	_, premiseWhy := handledBefore(starts[k], HostOf(probes[0].Source), snaps, rulesObs)
+	_, premiseWhy := handledBefore(starts[k], invariant.HostOf(probes[0].Source), snaps, rulesObs)
 	return verdict.Judgement{Verdict: verdict.Preserved, Exercised: verdict.Exercised(),
 		Exercise: "a new pod's connection was read while its denial was recorded",
 		Reason: fmt.Sprintf("every one of the new pod's %d connection(s) read while they were recorded denied was rejected, from %s to %s (resolution: one sampling interval; a connection between two rounds is not seen); the premise held: %s; %s",
@@ -232,7 +234,7 @@ func (isolatedFromStart) Judge(in Input) verdict.Judgement {
 // node: the API's record of it, else the probe's host), or one of the
 // policies denying the target's ingress to an existing pod's ingress (the
 // agent of the target's node), and how.
-func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []Observation[evidence.PolicyRulesValue]) (bool, string) {
+func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []invariant.Observation[evidence.PolicyRulesValue]) (bool, string) {
 	if st == nil || (len(st.egress) == 0 && len(st.ingress) == 0) {
 		return false, "no API server named a policy that denies the connection, with its direction"
 	}
@@ -269,7 +271,7 @@ func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot,
 				for _, name := range sd.of(t).Names() {
 					if slices.Contains(sd.policies, name) {
 						return true, fmt.Sprintf("%s applied %s, which denies the connection, to %s's %s in its rules read at %s, before the pod existed (not named by the API's reads of the round at %s)",
-							src, name, firstOf(t.Pod, t.PodIP), sd.dir, Stamp(o.ReadAt), Stamp(before))
+							src, name, firstOf(t.Pod, t.PodIP), sd.dir, invariant.Stamp(o.ReadAt), invariant.Stamp(before))
 					}
 				}
 			}
@@ -278,13 +280,13 @@ func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot,
 	if len(wanted) == 0 {
 		return false, "the node whose agent enforces the denial is not known"
 	}
-	return false, fmt.Sprintf("no rules read before the pod existed (before %s) applied a policy denying the connection in its direction: %s", Stamp(before), strings.Join(wanted, "; "))
+	return false, fmt.Sprintf("no rules read before the pod existed (before %s) applied a policy denying the connection in its direction: %s", invariant.Stamp(before), strings.Join(wanted, "; "))
 }
 
 // firstReadText says how soon after the pod's network came up its first
 // connection was read.
-func firstReadText(st *newPodStart, probes []Observation[evidence.DialValue], k pairKey) string {
-	var first *Observation[evidence.DialValue]
+func firstReadText(st *newPodStart, probes []invariant.Observation[evidence.DialValue], k pairKey) string {
+	var first *invariant.Observation[evidence.DialValue]
 	for i := range probes {
 		if (pairKey{probes[i].Value.From, probes[i].Value.Target}) == k {
 			first = &probes[i]
@@ -295,10 +297,10 @@ func firstReadText(st *newPodStart, probes []Observation[evidence.DialValue], k 
 		return "no connection of it was read"
 	}
 	if st == nil || st.addressAt.IsZero() {
-		return fmt.Sprintf("its first connection was read at %s; when its network came up is not known (no API read recorded its address)", Stamp(first.ReadAt))
+		return fmt.Sprintf("its first connection was read at %s; when its network came up is not known (no API read recorded its address)", invariant.Stamp(first.ReadAt))
 	}
 	return fmt.Sprintf("its address (%s) was first recorded by %s at %s, so its network was up by then; its first connection was read at %s, %s later: a connection it made before that is not seen",
-		st.address, st.addressBy, Stamp(st.addressAt), Stamp(first.ReadAt), first.ReadAt.Sub(st.addressAt).Round(time.Millisecond))
+		st.address, st.addressBy, invariant.Stamp(st.addressAt), invariant.Stamp(first.ReadAt), first.ReadAt.Sub(st.addressAt).Round(time.Millisecond))
 }
 
 func firstOf(a, b string) string {
@@ -309,7 +311,7 @@ func firstOf(a, b string) string {
 }
 
 // gapsIn says which reads of round i failed.
-func gapsIn(gaps []Gap, i int) string {
+func gapsIn(gaps []invariant.Gap, i int) string {
 	var out []string
 	for _, g := range gaps {
 		if g.Snapshot == i {

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -62,16 +64,18 @@ const (
 // Exercised when the API's ready set changed during the input, so every
 // node had to reprogram; a PRESERVED where it never changed is not
 // exercised. VIOLATED is always exercised.
-func ServiceRoutesTruthful(bound Bound) Invariant { return serviceRoutes{bound: bound} }
+func ServiceRoutesTruthful(bound invariant.Bound) invariant.Invariant {
+	return serviceRoutes{bound: bound}
+}
 
-type serviceRoutes struct{ bound Bound }
+type serviceRoutes struct{ bound invariant.Bound }
 
 func (serviceRoutes) Name() string           { return ServiceRoutesTruthfulName }
 func (serviceRoutes) Phase() verdict.Phase   { return verdict.Safety }
 func (s serviceRoutes) Bound() time.Duration { return s.bound.Limit }
-func (serviceRoutes) Reads() []Reading {
-	return []Reading{
-		{Sources: ConsistentReaders, Question: evidence.AgentServiceEndpoints},
+func (serviceRoutes) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: invariant.ConsistentReaders, Question: evidence.AgentServiceEndpoints},
 		{Sources: ProxyRuleReaders, Question: evidence.AgentServiceTranslation},
 		{Sources: PodProbeReaders, Question: evidence.AgentServiceProbe},
 	}
@@ -120,14 +124,14 @@ func setText(s []string) string {
 // order, and whether a server's ready set changed; a non-empty why means
 // there is nothing to judge.
 func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, why string) {
-	eps, epGaps := Collect[evidence.EndpointsValue](snaps, ConsistentReaders, evidence.AgentServiceEndpoints)
-	rules, ruleGaps := Collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, evidence.AgentServiceTranslation)
-	probes, _ := Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentServiceProbe)
+	eps, epGaps := invariant.Collect[evidence.EndpointsValue](snaps, invariant.ConsistentReaders, evidence.AgentServiceEndpoints)
+	rules, ruleGaps := invariant.Collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, evidence.AgentServiceTranslation)
+	probes, _ := invariant.Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentServiceProbe)
 	if len(eps) == 0 {
-		return nil, false, "no API server answered for the agents' service's endpoints: " + GapSummary(epGaps)
+		return nil, false, "no API server answered for the agents' service's endpoints: " + invariant.GapSummary(epGaps)
 	}
 	if len(rules) == 0 {
-		return nil, false, "no node's kube-proxy rules were read: " + GapSummary(ruleGaps)
+		return nil, false, "no node's kube-proxy rules were read: " + invariant.GapSummary(ruleGaps)
 	}
 	records := make([]map[string]serverRecord, len(snaps))
 	for i := range records {
@@ -136,16 +140,16 @@ func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, 
 	for _, o := range eps {
 		records[o.Snapshot][string(o.Source)] = serverRecord{Value: setText(readySet(o.Value.Ready)), ReadAt: o.ReadAt}
 	}
-	ruleAt := BySnapshotAndSource(rules)
-	ruleFailed := map[int]map[evidence.Source]Gap{}
+	ruleAt := invariant.BySnapshotAndSource(rules)
+	ruleFailed := map[int]map[evidence.Source]invariant.Gap{}
 	for _, g := range ruleGaps {
 		if ruleFailed[g.Snapshot] == nil {
-			ruleFailed[g.Snapshot] = map[evidence.Source]Gap{}
+			ruleFailed[g.Snapshot] = map[evidence.Source]invariant.Gap{}
 		}
 		ruleFailed[g.Snapshot][g.Source] = g
 	}
-	probeAt := BySnapshotAndSource(probes)
-	for _, n := range SourcesOf(rules, ruleGaps) {
+	probeAt := invariant.BySnapshotAndSource(probes)
+	for _, n := range invariant.SourcesOf(rules, ruleGaps) {
 		src := evidence.Source(n)
 		rounds := make([]recordRound, len(snaps))
 		for i, snap := range snaps {
@@ -166,7 +170,7 @@ func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, 
 			detail := fmt.Sprintf("%s forwards to %s while %s records %s: %s", n, r.Applied, server, rec.Value, routeDifference(r.Applied, rec.Value, server))
 			for i, snap := range snaps {
 				if snap.Taken.Equal(r.Taken) {
-					if p, ok := probeAt[i][evidence.Source("pod/"+HostOf(src))]; ok {
+					if p, ok := probeAt[i][evidence.Source("pod/"+invariant.HostOf(src))]; ok {
 						detail += "; " + probeText(p)
 					}
 				}
@@ -179,8 +183,8 @@ func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, 
 	return nodes, changed, ""
 }
 
-func (s serviceRoutes) Judge(in Input) verdict.Judgement {
-	nodes, changed, why := routeMarks(Ordered(in.Snapshots))
+func (s serviceRoutes) Judge(in invariant.Input) verdict.Judgement {
+	nodes, changed, why := routeMarks(invariant.Ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
@@ -192,13 +196,13 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
-	v, u, open := judgeSubjects(nodes, s.bound.Limit, MissedTicks(in))
+	v, u, open := judgeSubjects(nodes, s.bound.Limit, invariant.MissedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
 			Verdict: verdict.Violated,
 			Reason: fmt.Sprintf("%s did not forward the service to the ready endpoints %s records for at least %s, from %s to %s (bound %s); at its start: %s",
-				v.subject, v.server, w.Lasted().Round(time.Millisecond), Stamp(w.First.ReadAt), Stamp(w.Last.Taken), s.bound, w.First.Detail),
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), invariant.Stamp(w.First.ReadAt), invariant.Stamp(w.Last.Taken), s.bound, w.First.Detail),
 			Sources: []string{v.subject, v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
@@ -206,7 +210,7 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s could not be shown to apply %s's record from %s to %s (%s, over the bound %s): it may have kept the old rules; %s; last: %s",
-				u.subject, u.server, Stamp(u.s.First.ReadAt), Stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), s.bound.Limit, Untold(u.marks, u.s), u.s.Last.Detail),
+				u.subject, u.server, invariant.Stamp(u.s.First.ReadAt), invariant.Stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), s.bound.Limit, invariant.Untold(u.marks, u.s), u.s.Last.Detail),
 			Sources: []string{u.subject, u.server}, At: u.s.Last.Taken,
 		}
 	}
@@ -218,7 +222,7 @@ func (s serviceRoutes) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s was not shown to apply %s's record by the end of the evidence: from %s to the last round at %s no round showed it applying it (the change is not covered by later reads); at its start: %s",
-				open.subject, open.server, Stamp(open.s.First.ReadAt), Stamp(open.s.Last.Taken), open.s.First.Detail),
+				open.subject, open.server, invariant.Stamp(open.s.First.ReadAt), invariant.Stamp(open.s.Last.Taken), open.s.First.Detail),
 			Sources: []string{open.subject, open.server}, At: open.s.Last.Taken,
 		}
 	}
@@ -273,13 +277,13 @@ func setOf(text string) []string {
 }
 
 // stretchesOf are the proven-broken runs of marks.
-func stretchesOf(marks []Mark) []Stretch {
-	var out []Stretch
-	var cur *Stretch
+func stretchesOf(marks []invariant.Mark) []invariant.Stretch {
+	var out []invariant.Stretch
+	var cur *invariant.Stretch
 	for _, m := range marks {
-		if m.State == Broken {
+		if m.State == invariant.Broken {
 			if cur == nil {
-				cur = &Stretch{First: m, Last: m, Proven: true}
+				cur = &invariant.Stretch{First: m, Last: m, Proven: true}
 			} else {
 				cur.Last = m
 			}
@@ -298,7 +302,7 @@ func stretchesOf(marks []Mark) []Stretch {
 }
 
 // probeText says what a client pod's new connection found.
-func probeText(o Observation[evidence.DialValue]) string {
+func probeText(o invariant.Observation[evidence.DialValue]) string {
 	p := o.Value
 	switch {
 	case p.Answered():

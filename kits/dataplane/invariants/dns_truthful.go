@@ -1,9 +1,12 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -71,21 +74,21 @@ const DNSInstanceReaders = "coredns/*"
 // reason gives the longest an instance kept superseded records, measured
 // from when the API changed (between the last read holding them and the
 // first not holding them) to the answer.
-func DNSTruthful(bound Bound, cacheTTL time.Duration) Invariant {
+func DNSTruthful(bound invariant.Bound, cacheTTL time.Duration) invariant.Invariant {
 	return dnsTruthful{bound: bound, cacheTTL: cacheTTL}
 }
 
 type dnsTruthful struct {
-	bound    Bound
+	bound    invariant.Bound
 	cacheTTL time.Duration
 }
 
 func (dnsTruthful) Name() string           { return DNSTruthfulName }
 func (dnsTruthful) Phase() verdict.Phase   { return verdict.Safety }
 func (d dnsTruthful) Bound() time.Duration { return d.bound.Limit }
-func (dnsTruthful) Reads() []Reading {
-	return []Reading{
-		{Sources: ConsistentReaders, Question: evidence.AgentDNSExpected},
+func (dnsTruthful) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: invariant.ConsistentReaders, Question: evidence.AgentDNSExpected},
 		{Sources: DNSInstanceReaders, Question: evidence.AgentDNSAnswer},
 	}
 }
@@ -129,8 +132,8 @@ const (
 // reads, the reads that failed and the ticks at which nothing was read.
 type apiHistory struct {
 	recs   []apiRecords
-	gaps   []Gap
-	missed []MissedTick
+	gaps   []invariant.Gap
+	missed []invariant.MissedTick
 }
 
 // silent says why the API's state between lo and hi was not read, if a
@@ -138,12 +141,12 @@ type apiHistory struct {
 func (h apiHistory) silent(lo, hi time.Time) string {
 	for _, g := range h.gaps {
 		if g.At.After(lo) && g.At.Before(hi) {
-			return fmt.Sprintf("%s's read at %s timed out or failed (%s)", g.Source, Stamp(g.At), g.Reason)
+			return fmt.Sprintf("%s's read at %s timed out or failed (%s)", g.Source, invariant.Stamp(g.At), g.Reason)
 		}
 	}
 	for _, m := range h.missed {
 		if m.At.After(lo) && m.At.Before(hi) {
-			return fmt.Sprintf("no snapshot could be taken at %s (%s)", Stamp(m.At), m.Why)
+			return fmt.Sprintf("no snapshot could be taken at %s (%s)", invariant.Stamp(m.At), m.Why)
 		}
 	}
 	return ""
@@ -172,7 +175,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 	}
 	if next == nil {
 		if last == nil {
-			return heldUnknown, nil, nil, fmt.Sprintf("no API read returned by %s shows what the API held then", Stamp(from))
+			return heldUnknown, nil, nil, fmt.Sprintf("no API read returned by %s shows what the API held then", invariant.Stamp(from))
 		}
 		// The change away from set (if there was one) may have come after
 		// from; whether the reads between say so decides.
@@ -201,7 +204,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 		}
 	}
 	if after == nil {
-		return heldUnknown, last, next, fmt.Sprintf("no API read begun at or after %s shows the API did not hold it again by then", Stamp(until))
+		return heldUnknown, last, next, fmt.Sprintf("no API read begun at or after %s shows the API did not hold it again by then", invariant.Stamp(until))
 	}
 	for i := range recs {
 		r := &recs[i]
@@ -210,7 +213,7 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 		}
 		if r.set != next.set || r.rv != next.rv {
 			return heldUnknown, last, next, fmt.Sprintf("the API's records changed between %s's read returned at %s (%s) and %s's read returned at %s (%s), so it may have held it at a moment no read saw",
-				next.source, Stamp(next.at), next.set, r.source, Stamp(r.at), r.set)
+				next.source, invariant.Stamp(next.at), next.set, r.source, invariant.Stamp(r.at), r.set)
 		}
 	}
 	if s := h.silent(next.taken, after.at); s != "" {
@@ -219,26 +222,26 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 	return heldNot, last, next, ""
 }
 
-func (d dnsTruthful) Judge(in Input) verdict.Judgement {
-	snaps := Ordered(in.Snapshots)
-	exps, expGaps := Collect[evidence.DNSExpectedValue](snaps, ConsistentReaders, evidence.AgentDNSExpected)
-	answers, ansGaps := Collect[evidence.DNSAnswerValue](snaps, DNSInstanceReaders, evidence.AgentDNSAnswer)
+func (d dnsTruthful) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
+	exps, expGaps := invariant.Collect[evidence.DNSExpectedValue](snaps, invariant.ConsistentReaders, evidence.AgentDNSExpected)
+	answers, ansGaps := invariant.Collect[evidence.DNSAnswerValue](snaps, DNSInstanceReaders, evidence.AgentDNSAnswer)
 	if len(exps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the test name's records: " + GapSummary(expGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the test name's records: " + invariant.GapSummary(expGaps)}
 	}
 	if len(answers) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no DNS instance answered: " + GapSummary(ansGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no DNS instance answered: " + invariant.GapSummary(ansGaps)}
 	}
 	var recs []apiRecords
 	changed := false
 	for _, o := range exps {
-		r := apiRecords{taken: o.Taken, at: o.ReadAt, source: string(o.Source), set: setText(sortedCopy(o.Value.IPs)), rv: o.RV}
+		r := apiRecords{taken: o.Taken, at: o.ReadAt, source: string(o.Source), set: setText(slices.Sorted(slices.Values(o.Value.IPs))), rv: o.RV}
 		if len(recs) > 0 && recs[0].set != r.set {
 			changed = true
 		}
 		recs = append(recs, r)
 	}
-	hist := apiHistory{recs: recs, gaps: expGaps, missed: MissedTicks(in)}
+	hist := apiHistory{recs: recs, gaps: expGaps, missed: invariant.MissedTicks(in)}
 	exercise := "the API's records for the name never changed"
 	if changed {
 		exercise = "the API's records for the name changed, so every instance had to follow"
@@ -262,7 +265,7 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 			declined++
 			continue
 		}
-		got := setText(sortedCopy(ips))
+		got := setText(slices.Sorted(slices.Values(ips)))
 		age, ageWhy := d.maxAge(v)
 		from := o.Taken.Add(-age - d.bound.Limit)
 		state, last, next, why := hist.heldSince(got, from, o.ReadAt)
@@ -287,22 +290,22 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 				}
 			}
 		case heldUnknown:
-			unknowns = append(unknowns, fmt.Sprintf("%s answered %s at %s (%s), so the API must have held it at or after %s: %s", o.Source, got, Stamp(o.ReadAt), ageWhy, Stamp(from), why))
+			unknowns = append(unknowns, fmt.Sprintf("%s answered %s at %s (%s), so the API must have held it at or after %s: %s", o.Source, got, invariant.Stamp(o.ReadAt), ageWhy, invariant.Stamp(from), why))
 		case heldNot:
 			same, until := 0, o.ReadAt
 			for _, later := range answers {
-				if later.Source == o.Source && !later.ReadAt.Before(o.ReadAt) && later.Value.RCode == v.RCode && setText(sortedCopy(ipsOf(later.Value))) == got {
+				if later.Source == o.Source && !later.ReadAt.Before(o.ReadAt) && later.Value.RCode == v.RCode && setText(slices.Sorted(slices.Values(ipsOf(later.Value)))) == got {
 					same++
 					until = later.ReadAt
 				}
 			}
 			heldText := "no API read held it"
 			if last != nil {
-				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, Stamp(last.at))
+				heldText = fmt.Sprintf("the API held it last in %s's read returned at %s", last.source, invariant.Stamp(last.at))
 			}
 			return verdict.Judgement{Verdict: verdict.Violated,
 				Reason: fmt.Sprintf("%s (%s at %s) answered %s for %s at %s (%s), so the API must have held it at some moment from %s to then (bound %s); %s, and from %s's read returned at %s on every read held %s, unchanged, none failing, through the first read begun after the answer; it gave the same answer %d time(s) through %s",
-					o.Source, v.Instance, v.Server, got, v.Name, Stamp(o.ReadAt), ageWhy, Stamp(from), d.bound, heldText, next.source, Stamp(next.at), next.set, same, Stamp(until)),
+					o.Source, v.Instance, v.Server, got, v.Name, invariant.Stamp(o.ReadAt), ageWhy, invariant.Stamp(from), d.bound, heldText, next.source, invariant.Stamp(next.at), next.set, same, invariant.Stamp(until)),
 				Sources: []string{string(o.Source)}, At: o.Taken, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
 	}
@@ -319,13 +322,13 @@ func (d dnsTruthful) Judge(in Input) verdict.Judgement {
 		// that it would have been proven wrong had the instance kept the
 		// superseded records.
 		change := lastChange(recs)
-		for _, src := range SourcesOf(answers, ansGaps) {
+		for _, src := range invariant.SourcesOf(answers, ansGaps) {
 			if !lookedPast[src].Before(change.at) {
 				continue
 			}
 			return verdict.Judgement{Verdict: verdict.InsufficientData,
 				Reason: fmt.Sprintf("the API's records changed to %s by %s's read returned at %s, and no answer of %s was served late enough to show it followed (its possible age and the bound %s after the change), so whether it kept the superseded records is not known (%d answers held, %d declined with a server failure)",
-					change.set, change.source, Stamp(change.at), src, d.bound.Limit, held, declined)}
+					change.set, change.source, invariant.Stamp(change.at), src, d.bound.Limit, held, declined)}
 		}
 	}
 	reason := fmt.Sprintf("%d answers from the instances held records the API held within their possible age (the cache keeps an entry at most %s) and the bound %s", held, d.cacheTTL, d.bound.Limit)

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -56,16 +58,16 @@ const PolicyEnforcedName = "policy-enforced"
 // Exercised when a server's record of some probed pair changed during the
 // input (a pair no reader dialled is not this judgement's); a PRESERVED
 // where none changed is not exercised.
-func PolicyEnforced(bound Bound) Invariant { return policyEnforced{bound: bound} }
+func PolicyEnforced(bound invariant.Bound) invariant.Invariant { return policyEnforced{bound: bound} }
 
-type policyEnforced struct{ bound Bound }
+type policyEnforced struct{ bound invariant.Bound }
 
 func (policyEnforced) Name() string           { return PolicyEnforcedName }
 func (policyEnforced) Phase() verdict.Phase   { return verdict.Safety }
 func (p policyEnforced) Bound() time.Duration { return p.bound.Limit }
-func (policyEnforced) Reads() []Reading {
-	return []Reading{
-		{Sources: ConsistentReaders, Question: evidence.AgentPolicyExpected},
+func (policyEnforced) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: invariant.ConsistentReaders, Question: evidence.AgentPolicyExpected},
 		{Sources: PodProbeReaders, Question: evidence.AgentPolicyProbe},
 		{Sources: PolicyRuleReaders, Question: evidence.AgentPolicyRules},
 	}
@@ -77,7 +79,7 @@ const PolicyRuleReaders = "policy-agent/*"
 
 // rulesText says what the nodes' policy agents applied to the pod at ip
 // in round i: the cross-check of a broken round.
-func rulesText(rules map[int]map[evidence.Source]Observation[evidence.PolicyRulesValue], i int, ip string) string {
+func rulesText(rules map[int]map[evidence.Source]invariant.Observation[evidence.PolicyRulesValue], i int, ip string) string {
 	var out []string
 	srcs := make([]string, 0, len(rules[i]))
 	for src := range rules[i] {
@@ -127,15 +129,15 @@ func pairName(k pairKey) string { return k.from + " → " + k.target }
 // policyMarks are policy-enforced's marks over snaps (in order); a
 // non-empty why means there is nothing to judge.
 func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
-	exps, expGaps := Collect[evidence.PolicyExpectationValue](snaps, ConsistentReaders, evidence.AgentPolicyExpected)
-	probes, probeGaps := Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentPolicyProbe)
-	rulesObs, _ := Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
-	rules := BySnapshotAndSource(rulesObs)
+	exps, expGaps := invariant.Collect[evidence.PolicyExpectationValue](snaps, invariant.ConsistentReaders, evidence.AgentPolicyExpected)
+	probes, probeGaps := invariant.Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentPolicyProbe)
+	rulesObs, _ := invariant.Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
+	rules := invariant.BySnapshotAndSource(rulesObs)
 	if len(exps) == 0 {
-		return pm, "no API server answered what the policies allow: " + GapSummary(expGaps)
+		return pm, "no API server answered what the policies allow: " + invariant.GapSummary(expGaps)
 	}
 	if len(probes) == 0 {
-		return pm, "no client pod's connection was read: " + GapSummary(probeGaps)
+		return pm, "no client pod's connection was read: " + invariant.GapSummary(probeGaps)
 	}
 	// records[round][pair][server] is the outcome the server records.
 	records := make([]map[pairKey]map[string]serverRecord, len(snaps))
@@ -162,12 +164,12 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 	// A pair is the judgement's when one of its readers dialled it; a pair
 	// the API names and no reader here dialled (a pod another invariant's
 	// probe speaks for) is not.
-	probeAt := map[int]map[pairKey]Observation[evidence.DialValue]{}
+	probeAt := map[int]map[pairKey]invariant.Observation[evidence.DialValue]{}
 	prober := map[pairKey]evidence.Source{}
 	var keys []pairKey
 	for _, o := range probes {
 		if probeAt[o.Snapshot] == nil {
-			probeAt[o.Snapshot] = map[pairKey]Observation[evidence.DialValue]{}
+			probeAt[o.Snapshot] = map[pairKey]invariant.Observation[evidence.DialValue]{}
 		}
 		k := pairKey{o.Value.From, o.Value.Target}
 		probeAt[o.Snapshot][k] = o
@@ -177,10 +179,10 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].from+keys[i].target < keys[j].from+keys[j].target })
-	probeFailed := map[int]map[evidence.Source]Gap{}
+	probeFailed := map[int]map[evidence.Source]invariant.Gap{}
 	for _, g := range probeGaps {
 		if probeFailed[g.Snapshot] == nil {
-			probeFailed[g.Snapshot] = map[evidence.Source]Gap{}
+			probeFailed[g.Snapshot] = map[evidence.Source]invariant.Gap{}
 		}
 		probeFailed[g.Snapshot][g.Source] = g
 	}
@@ -210,7 +212,7 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			if r.Applied == rec.Value {
 				return ""
 			}
-			var o Observation[evidence.DialValue]
+			var o invariant.Observation[evidence.DialValue]
 			i := 0
 			for j, snap := range snaps {
 				if snap.Taken.Equal(r.Taken) {
@@ -235,7 +237,7 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 		}
 		for _, o := range rulesObs {
 			if _, ok := o.Value.Target(host); ok {
-				pm.nodeOf[k] = HostOf(o.Source)
+				pm.nodeOf[k] = invariant.HostOf(o.Source)
 				break
 			}
 		}
@@ -243,8 +245,8 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 	return pm, ""
 }
 
-func (p policyEnforced) Judge(in Input) verdict.Judgement {
-	pm, why := policyMarks(Ordered(in.Snapshots))
+func (p policyEnforced) Judge(in invariant.Input) verdict.Judgement {
+	pm, why := policyMarks(invariant.Ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
@@ -255,13 +257,13 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 	if pm.changed {
 		exercise = "a probed pair's recorded outcome changed, so the policy agent had to reprogram"
 	}
-	v, u, open := judgeSubjects(pm.pairs, p.bound.Limit, MissedTicks(in))
+	v, u, open := judgeSubjects(pm.pairs, p.bound.Limit, invariant.MissedTicks(in))
 	if v != nil {
 		w := v.s
 		return verdict.Judgement{
 			Verdict: verdict.Violated,
 			Reason: fmt.Sprintf("connections %s had another outcome than the policies %s records give them for at least %s, from %s to %s (bound %s); at its start: %s",
-				v.subject, v.server, w.Lasted().Round(time.Millisecond), Stamp(w.First.ReadAt), Stamp(w.Last.Taken), p.bound, w.First.Detail),
+				v.subject, v.server, w.Lasted().Round(time.Millisecond), invariant.Stamp(w.First.ReadAt), invariant.Stamp(w.Last.Taken), p.bound, w.First.Detail),
 			Sources: []string{"pod/*", v.server}, At: w.Last.Taken, Exercised: verdict.Exercised(), Exercise: exercise,
 		}
 	}
@@ -269,7 +271,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s could not be shown to have the outcome %s records from %s to %s (%s, over the bound %s); %s; last: %s",
-				u.subject, u.server, Stamp(u.s.First.ReadAt), Stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), p.bound.Limit, Untold(u.marks, u.s), u.s.Last.Detail),
+				u.subject, u.server, invariant.Stamp(u.s.First.ReadAt), invariant.Stamp(u.s.Last.Taken), u.s.Lasted().Round(time.Millisecond), p.bound.Limit, invariant.Untold(u.marks, u.s), u.s.Last.Detail),
 			Sources: []string{"pod/*", u.server}, At: u.s.Last.Taken,
 		}
 	}
@@ -281,7 +283,7 @@ func (p policyEnforced) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("connections %s were not shown to have the outcome %s records by the end of the evidence: from %s to the last round at %s no round showed it (the change is not covered by later reads); at its start: %s",
-				open.subject, open.server, Stamp(open.s.First.ReadAt), Stamp(open.s.Last.Taken), open.s.First.Detail),
+				open.subject, open.server, invariant.Stamp(open.s.First.ReadAt), invariant.Stamp(open.s.Last.Taken), open.s.First.Detail),
 			Sources: []string{"pod/*", open.server}, At: open.s.Last.Taken,
 		}
 	}

@@ -1,8 +1,10 @@
-package invariant
+package invariants
 
 import (
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -12,24 +14,24 @@ func TestIsolatedFromStart(t *testing.T) {
 	inv := IsolatedFromStart()
 
 	// Rejected from its first connection on.
-	expect(t, inv, newcomerRun(t, 8, 2, 2, 2, 0).input(WindowToSettle), verdict.Preserved, "6 connection(s)", "the premise held")
+	expect(t, inv, newcomerRun(t, 8, 2, 2, 2, 0).input(invariant.WindowToSettle), verdict.Preserved, "6 connection(s)", "the premise held")
 
 	// One answered connection, at second 2, is enough: no bound.
-	j := expect(t, inv, newcomerRun(t, 8, 2, 2, 3, 0).input(WindowToSettle), verdict.Violated,
+	j := expect(t, inv, newcomerRun(t, 8, 2, 2, 3, 0).input(invariant.WindowToSettle), verdict.Violated,
 		newcomer+" → 10.240.4.9:8080 was answered by target", "apiserver/cp1 record it denied", "isolated for egress")
 	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "newpod/worker1" {
 		t.Errorf("the violation names its source and moment: %+v", j)
 	}
 
 	// The pod never got an address: nothing to judge.
-	expect(t, inv, newcomerRun(t, 2, 1, 2, 2, 0).input(WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
+	expect(t, inv, newcomerRun(t, 2, 1, 2, 2, 0).input(invariant.WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
 
 	// A connection answered while the API records it allowed is not a
 	// breach: the policy was not there yet.
 	r := newcomerRun(t, 4, 2, 2, 3, 0)
 	allowed := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: true, FromNode: "worker1", FromIP: "10.244.1.77"}}}
 	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, mustValue(t, allowed, r.snaps[2].Taken))
-	expect(t, inv, r.input(WindowToSettle), verdict.Preserved, "1 connection(s)")
+	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved, "1 connection(s)")
 }
 
 // A new pod's connection that timed out is no proof it was refused.
@@ -38,7 +40,7 @@ func TestIsolatedFromStartATimeoutIsNoRefusal(t *testing.T) {
 	for i := 2; i < 6; i++ {
 		r.snaps[i].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.snaps[i].Taken))
 	}
-	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData)
+	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData)
 }
 
 const (
@@ -93,11 +95,11 @@ func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled
 func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T) {
 	inv := IsolatedFromStart()
 	// The agent's rules show the deny only after the pod was created.
-	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 3).input(WindowToSettle), verdict.InsufficientData, "before", denyNewcomer)
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 3).input(invariant.WindowToSettle), verdict.InsufficientData, "before", denyNewcomer)
 
 	// Shown before: the answered connection is a violation, and the reason
 	// says how soon after the pod's network came up it was first read.
-	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(WindowToSettle), verdict.Violated,
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(invariant.WindowToSettle), verdict.Violated,
 		"policy-agent/worker1", denyNewcomer, "was first recorded by apiserver/cp1", "not seen")
 }
 
@@ -107,7 +109,7 @@ func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T)
 func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 2, 0)
 	r.snaps[2].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
-	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
+	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
 
 // A connection answered in a round whose API read timed out is no pass:
@@ -117,7 +119,7 @@ func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 3, 0)
 	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
-	expect(t, IsolatedFromStart(), r.input(WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
+	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
 }
 
 // The premise is the denying policy itself, in its direction: the pair is
@@ -156,14 +158,14 @@ func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
 		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: allowTarget, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
 	// A record without the denying direction (written before it was
 	// recorded) shows no premise either way.
-	expect(t, IsolatedFromStart(), build(false, targetIngress).input(WindowToSettle), verdict.InsufficientData, "premise was not shown")
-	expect(t, IsolatedFromStart(), build(true, targetIngress).input(WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
+	expect(t, IsolatedFromStart(), build(false, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	expect(t, IsolatedFromStart(), build(true, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
 	// The denying policy applied, but to a pod's ingress: not its direction.
 	wrongWay := evidence.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
 		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
-	expect(t, IsolatedFromStart(), build(true, wrongWay).input(WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	expect(t, IsolatedFromStart(), build(true, wrongWay).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
 	// Applied to an existing pod's egress: the premise holds.
 	rightWay := wrongWay
 	rightWay.Egress, rightWay.Ingress = wrongWay.Ingress, evidence.PolicyDirection{}
-	expect(t, IsolatedFromStart(), build(true, rightWay).input(WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
+	expect(t, IsolatedFromStart(), build(true, rightWay).input(invariant.WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
 }

@@ -1,10 +1,12 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/framework/invariant"
 )
 
 // A node agent applies what the API records: a node's service
@@ -56,7 +58,7 @@ type serverRecord struct {
 type subjectMarks struct {
 	Name     string
 	Servers  []string
-	ByServer map[string][]Mark
+	ByServer map[string][]invariant.Mark
 	// Decided is whether some round held or broke against some server.
 	Decided bool
 	// Changed is whether some server's record of the subject changed.
@@ -70,7 +72,7 @@ type differFunc func(r recordRound, server string, rec serverRecord) string
 // againstServers marks a subject's rounds (in round order) against every
 // server that recorded it in some round.
 func againstServers(name string, rounds []recordRound, differ differFunc) subjectMarks {
-	sm := subjectMarks{Name: name, ByServer: map[string][]Mark{}}
+	sm := subjectMarks{Name: name, ByServer: map[string][]invariant.Mark{}}
 	seen := map[string]bool{}
 	for _, r := range rounds {
 		for s := range r.Records {
@@ -85,7 +87,7 @@ func againstServers(name string, rounds []recordRound, differ differFunc) subjec
 		pending := false
 		var prev string
 		havePrev := false
-		var marks []Mark
+		var marks []invariant.Mark
 		for _, r := range rounds {
 			rec, ok := r.Records[s]
 			if ok {
@@ -94,30 +96,30 @@ func againstServers(name string, rounds []recordRound, differ differFunc) subjec
 				}
 				prev, havePrev = rec.Value, true
 			}
-			m := Mark{Taken: r.Taken, ReadAt: r.Taken}
+			m := invariant.Mark{Taken: r.Taken, ReadAt: r.Taken}
 			if r.Unread == "" {
 				m.ReadAt = r.AppliedAt
 			}
 			contested := contestedText(r.Records)
 			switch {
 			case r.Unread != "":
-				m.State, m.Detail = Unknown, r.Unread
+				m.State, m.Detail = invariant.Unknown, r.Unread
 			case !ok:
-				m.State, m.Detail = Unknown, s+" gave no record in this round"
+				m.State, m.Detail = invariant.Unknown, s+" gave no record in this round"
 			case contested != "":
-				m.State, m.Detail = Unknown, contested
+				m.State, m.Detail = invariant.Unknown, contested
 			default:
-				m.ReadAt = later(m.ReadAt, rec.ReadAt)
+				m.ReadAt = laterOf(m.ReadAt, rec.ReadAt)
 				if d := differ(r, s, rec); d != "" {
-					m.State, m.Detail = Broken, d
+					m.State, m.Detail = invariant.Broken, d
 					pending = true
 				} else {
-					m.State = Holds
+					m.State = invariant.Holds
 					pending = false
 				}
 				sm.Decided = true
 			}
-			if m.State == Unknown {
+			if m.State == invariant.Unknown {
 				m.Suspect = pending
 			}
 			marks = append(marks, m)
@@ -149,8 +151,8 @@ func contestedText(records map[string]serverRecord) string {
 // judgedStretch is a stretch of one subject's marks against one server.
 type judgedStretch struct {
 	subject, server string
-	s               Stretch
-	marks           []Mark
+	s               invariant.Stretch
+	marks           []invariant.Mark
 }
 
 // judgeSubjects applies the persistence rule to every subject against
@@ -158,13 +160,13 @@ type judgedStretch struct {
 // server order, the first stretch that could hide one, and the first
 // stretch still open when the evidence ends (a change no later round
 // showed the subject following).
-func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []MissedTick) (violated, unsure, uncovered *judgedStretch) {
+func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []invariant.MissedTick) (violated, unsure, uncovered *judgedStretch) {
 	for _, sm := range subjects {
 		for _, s := range sm.Servers {
-			ms := WithMissed(sm.ByServer[s], missed)
-			v, u := Persisting(ms, bound, false)
+			ms := invariant.WithMissed(sm.ByServer[s], missed)
+			v, u := invariant.Persisting(ms, bound, false)
 			if v != nil && violated == nil {
-				violated = &judgedStretch{subject: sm.Name, server: s, s: Widened(ms, *v), marks: ms}
+				violated = &judgedStretch{subject: sm.Name, server: s, s: invariant.Widened(ms, *v), marks: ms}
 			}
 			if u != nil && unsure == nil {
 				unsure = &judgedStretch{subject: sm.Name, server: s, s: *u, marks: ms}
@@ -182,20 +184,20 @@ func judgeSubjects(subjects []subjectMarks, bound time.Duration, missed []Missed
 // cannot tell and is not suspect, ends every such stretch: the subject was
 // still to follow a change when the evidence ended, so whether it did
 // within the bound is not known.
-func openAtEnd(marks []Mark) *Stretch {
-	var open *Stretch
+func openAtEnd(marks []invariant.Mark) *invariant.Stretch {
+	var open *invariant.Stretch
 	for _, m := range marks {
 		switch {
-		case m.State == Holds:
+		case m.State == invariant.Holds:
 			open = nil
 		case open != nil:
 			open.Last = m
-			if m.State == Broken {
+			if m.State == invariant.Broken {
 				open.Broken++
 			}
-		case m.State == Broken || m.Suspect:
-			open = &Stretch{First: m, Last: m}
-			if m.State == Broken {
+		case m.State == invariant.Broken || m.Suspect:
+			open = &invariant.Stretch{First: m, Last: m}
+			if m.State == invariant.Broken {
 				open.Broken++
 			}
 		}
@@ -236,8 +238,8 @@ func undecided(subjects []subjectMarks) []string {
 // unknown (suspect when it is against some server). A round holds or
 // breaks against every server that answered alike, since a round in
 // which they differed is unknown against all.
-func combinedAt(sm subjectMarks, t time.Time) (Mark, bool) {
-	var out Mark
+func combinedAt(sm subjectMarks, t time.Time) (invariant.Mark, bool) {
+	var out invariant.Mark
 	found := false
 	for _, s := range sm.Servers {
 		for _, m := range sm.ByServer[s] {
@@ -247,18 +249,26 @@ func combinedAt(sm subjectMarks, t time.Time) (Mark, bool) {
 			switch {
 			case !found:
 				out, found = m, true
-			case m.State == Broken:
-				if out.State != Broken {
+			case m.State == invariant.Broken:
+				if out.State != invariant.Broken {
 					out = m
 				}
-			case m.State == Holds:
-				if out.State == Unknown {
+			case m.State == invariant.Holds:
+				if out.State == invariant.Unknown {
 					out = m
 				}
-			case m.State == Unknown && out.State == Unknown:
+			case m.State == invariant.Unknown && out.State == invariant.Unknown:
 				out.Suspect = out.Suspect || m.Suspect
 			}
 		}
 	}
 	return out, found
+}
+
+// laterOf is the later of a and b.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
