@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane/readers"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +21,7 @@ import (
 
 // The node agents' health endpoints on each node's address: kube-proxy's
 // and kube-router's.
-var AgentEndpoints = []source.AgentEndpoint{
+var AgentEndpoints = []readers.AgentEndpoint{
 	{Agent: lab.ServiceKubeProxy, Port: 10256, Path: "/healthz"},
 	{Agent: lab.ServicePolicyAgent, Port: 20244, Path: "/healthz"},
 }
@@ -31,8 +33,8 @@ var AgentEndpoints = []source.AgentEndpoint{
 // its health on localhost by default and kube-network-policies none, so
 // on those labs the policy agent's health is not read and
 // agent-health-truthful has no answer for it (unknown, never admitted).
-func AgentEndpointsOf(l lab.Lab) []source.AgentEndpoint {
-	var out []source.AgentEndpoint
+func AgentEndpointsOf(l lab.Lab) []readers.AgentEndpoint {
+	var out []readers.AgentEndpoint
 	for _, e := range AgentEndpoints {
 		if e.Agent == lab.ServicePolicyAgent && lab.PolicyAgentOf(l) != lab.PolicyAgentKubeRouter {
 			continue
@@ -110,7 +112,7 @@ func openDNS(env sampler.Env) (sampler.Parts, error) {
 			continue
 		}
 		seen[n] = true
-		p.Readers = append(p.Readers, source.NewPodDNS(h, api.Client, Namespace, ClientPod(DNSAskFrom), DNSNamespace, DNSSelector, n, DNSName, probeTimeout))
+		p.Readers = append(p.Readers, readers.NewPodDNS(h, api.Client, Namespace, ClientPod(DNSAskFrom), DNSNamespace, DNSSelector, n, DNSName, probeTimeout))
 	}
 	if len(p.Readers) == 0 {
 		return sampler.Parts{}, fmt.Errorf("no DNS instance (%s in %s) is placed on a node", DNSSelector, DNSNamespace)
@@ -140,16 +142,16 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 		}
 		p.Readers = append(p.Readers,
 			source.ProxyFor(env.Lab, source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, evidence.AgentServiceTranslation, Namespace, Service)),
-			source.NewPodDialer(h, api.Client, evidence.AgentServiceProbe, Namespace, ClientPod(name),
+			readers.NewPodDialer(h, api.Client, evidence.AgentServiceProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return ServiceAddress(ctx, api.Client) }, "/hostname", probeTimeout),
-			source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
+			readers.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
-			source.NewAgentHealth(h, AgentEndpointsOf(env.Lab), probeTimeout),
-			source.PolicyRulesFor(env.Lab, h),
+			readers.NewAgentHealth(h, AgentEndpointsOf(env.Lab), probeTimeout),
+			readers.PolicyRulesFor(env.Lab, h),
 		)
 		if name == NewcomerNode {
 			// Unreadable (no such pod) until a scenario starts it.
-			p.Readers = append(p.Readers, source.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, Newcomer,
+			p.Readers = append(p.Readers, readers.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, Newcomer,
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout).
 				As(evidence.Source("newpod/"+name)))
 		}
@@ -174,11 +176,11 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		return v, "", err
 	}
 	nsLabels := map[string]map[string]string{Namespace: ns.Labels}
-	var target *source.PolicyPod
-	var clients []source.PolicyPod
+	var target *readers.PolicyPod
+	var clients []readers.PolicyPod
 	nodeOf := map[string]string{}
 	for i := range pods.Items {
-		p := source.PolicyPodOf(&pods.Items[i])
+		p := readers.PolicyPodOf(&pods.Items[i])
 		nodeOf[p.Name] = pods.Items[i].Spec.NodeName
 		switch {
 		case p.Name == Target:
@@ -191,7 +193,7 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		return v, "", fmt.Errorf("error: the target pod %s/%s has no address", Namespace, Target)
 	}
 	for _, c := range clients {
-		d, err := source.PolicyAllows(nps.Items, nsLabels, c, *target, TargetPort, "TCP")
+		d, err := readers.PolicyAllows(nps.Items, nsLabels, c, *target, TargetPort, "TCP")
 		if err != nil {
 			return v, "", fmt.Errorf("error: %w", err)
 		}

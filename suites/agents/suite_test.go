@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane/readers"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
@@ -145,7 +147,7 @@ func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, clien
 				return err
 			}
 			for _, pod := range pods {
-				d := source.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, pod,
+				d := readers.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, pod,
 					func(ctx context.Context) (string, error) { return agents.PodAddress(ctx, cs, agents.Target) }, "/hostname", time.Second)
 				ans := d.Read(ctx)[evidence.AgentPolicyProbe]
 				var v evidence.DialValue

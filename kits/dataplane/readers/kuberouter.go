@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
 )
 
 // The reader of what kube-router v2.1.0's firewall (its network policy
@@ -87,13 +88,13 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 		v.NothingProgrammed = true
 		return v, nil
 	}
-	if !d.declares("filter", kubeRouterForward) {
+	if !d.Declares("filter", kubeRouterForward) {
 		v.NothingProgrammed = true
 		return v, nil
 	}
 	defaultAllows := false
-	for _, r := range d.chain("filter", kubeRouterDefault) {
-		if r.arg("--set-xmark") == kubeRouterMark && len(r.all("--match-set")) == 0 && r.proto == "" {
+	for _, r := range d.Chain("filter", kubeRouterDefault) {
+		if r.Arg("--set-xmark") == kubeRouterMark && len(r.All("--match-set")) == 0 && r.Proto == "" {
 			defaultAllows = true
 		}
 	}
@@ -102,34 +103,34 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 	pods := map[string]*pod{} // by chain
 	var order []string
 	for _, top := range []string{kubeRouterForward, "KUBE-ROUTER-OUTPUT", "KUBE-ROUTER-INPUT"} {
-		for _, r := range d.chain("filter", top) {
-			if !strings.HasPrefix(r.jump, "KUBE-POD-FW-") {
+		for _, r := range d.Chain("filter", top) {
+			if !strings.HasPrefix(r.Jump, "KUBE-POD-FW-") {
 				continue
 			}
-			m := kubeRouterPodJump.FindStringSubmatch(r.comment)
+			m := kubeRouterPodJump.FindStringSubmatch(r.Comment)
 			if m == nil {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", top, r.jump, r.comment)
+				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", top, r.Jump, r.Comment)
 			}
-			if m[3] != r.jump {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s under a comment naming %s", top, r.jump, m[3])
+			if m[3] != r.Jump {
+				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s under a comment naming %s", top, r.Jump, m[3])
 			}
-			if !d.declares("filter", r.jump) {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", top, r.jump)
+			if !d.Declares("filter", r.Jump) {
+				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", top, r.Jump)
 			}
-			ip := hostOf(r.dest)
+			ip := iptables.HostOf(r.Dest)
 			if ip == "" {
-				ip = hostOf(r.arg("-s", "--source"))
+				ip = iptables.HostOf(r.Arg("-s", "--source"))
 			}
 			if ip == "" {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching no pod address", top, r.jump)
+				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching no pod address", top, r.Jump)
 			}
-			p := pods[r.jump]
+			p := pods[r.Jump]
 			if p == nil {
 				p = &pod{ip: ip, ns: m[2], name: m[1]}
-				pods[r.jump] = p
-				order = append(order, r.jump)
+				pods[r.Jump] = p
+				order = append(order, r.Jump)
 			} else if p.ip != ip || p.ns != m[2] || p.name != m[1] {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s is jumped to for %s/%s at %s and for %s/%s at %s", r.jump, p.ns, p.name, p.ip, m[2], m[1], ip)
+				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s is jumped to for %s/%s at %s and for %s/%s at %s", r.Jump, p.ns, p.name, p.ip, m[2], m[1], ip)
 			}
 		}
 	}
@@ -142,16 +143,16 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 			family = "IPv6"
 		}
 		var ingressDefault, egressDefault, rejects bool
-		for _, r := range d.chain("filter", chain) {
-			src, dst := hostOf(r.arg("-s", "--source")), hostOf(r.dest)
+		for _, r := range d.Chain("filter", chain) {
+			src, dst := iptables.HostOf(r.Arg("-s", "--source")), iptables.HostOf(r.Dest)
 			switch {
-			case r.jump == "REJECT" || r.jump == "DROP":
-				if o, ok := r.opt("--mark"); ok && o.neg && len(o.args) == 1 && o.args[0] == kubeRouterMark {
+			case r.Jump == "REJECT" || r.Jump == "DROP":
+				if o, ok := r.Opt("--mark"); ok && o.Neg && len(o.Args) == 1 && o.Args[0] == kubeRouterMark {
 					rejects = true
 				}
-			case r.jump == kubeRouterDefault:
-				if m := kubeRouterDefaultDir.FindStringSubmatch(r.comment); m == nil {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, kubeRouterDefault, r.comment)
+			case r.Jump == kubeRouterDefault:
+				if m := kubeRouterDefaultDir.FindStringSubmatch(r.Comment); m == nil {
+					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, kubeRouterDefault, r.Comment)
 				}
 				switch {
 				case dst == p.ip:
@@ -161,15 +162,15 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 				default:
 					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching neither to nor from %s", chain, kubeRouterDefault, p.ip)
 				}
-			case strings.HasPrefix(r.jump, "KUBE-NWPLCY-"):
-				m := kubeRouterPolicyJump.FindStringSubmatch(r.comment)
+			case strings.HasPrefix(r.Jump, "KUBE-NWPLCY-"):
+				m := kubeRouterPolicyJump.FindStringSubmatch(r.Comment)
 				if m == nil {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, r.jump, r.comment)
+					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, r.Jump, r.Comment)
 				}
-				if !d.declares("filter", r.jump) {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.jump)
+				if !d.Declares("filter", r.Jump) {
+					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.Jump)
 				}
-				ingress, egress, err := kubeRouterPolicy(d, sets, r.jump, m[1], p.ns, family, p.ip)
+				ingress, egress, err := kubeRouterPolicy(d, sets, r.Jump, m[1], p.ns, family, p.ip)
 				if err != nil {
 					return evidence.PolicyRulesValue{}, err
 				}
@@ -194,11 +195,11 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 // kubeRouterPolicy reads one policy chain as applied to the pod at podIP:
 // its ingress rules and its egress rules (each only those whose target
 // set holds the pod).
-func kubeRouterPolicy(d ipDump, sets ipSets, chain, name, podNamespace, family, podIP string) (ingress, egress evidence.AppliedPolicy, err error) {
+func kubeRouterPolicy(d iptables.Dump, sets ipSets, chain, name, podNamespace, family, podIP string) (ingress, egress evidence.AppliedPolicy, err error) {
 	namespace := podNamespace
-	rules := d.chain("filter", chain)
+	rules := d.Chain("filter", chain)
 	for _, r := range rules {
-		if m := kubeRouterRuleOwner.FindStringSubmatch(r.comment); m != nil {
+		if m := kubeRouterRuleOwner.FindStringSubmatch(r.Comment); m != nil {
 			if m[1] != name {
 				return ingress, egress, fmt.Errorf("%s is run through as policy %s but its rules name policy %s", chain, name, m[1])
 			}
@@ -215,21 +216,21 @@ func kubeRouterPolicy(d ipDump, sets ipSets, chain, name, podNamespace, family, 
 	h := kubeRouterSetHash(namespace, name, family)
 	egressTargets := setPrefix + "KUBE-SRC-" + h
 	for _, r := range rules {
-		if r.jump != "MARK" || r.arg("--set-xmark") != kubeRouterMark {
+		if r.Jump != "MARK" || r.Arg("--set-xmark") != kubeRouterMark {
 			continue
 		}
 		var srcSet, dstSet string
-		for _, o := range r.all("--match-set") {
-			if len(o.args) != 2 || o.neg {
-				return ingress, egress, fmt.Errorf("%s: a set match kube-router does not write: %v", chain, o.args)
+		for _, o := range r.All("--match-set") {
+			if len(o.Args) != 2 || o.Neg {
+				return ingress, egress, fmt.Errorf("%s: a set match kube-router does not write: %v", chain, o.Args)
 			}
-			switch o.args[1] {
+			switch o.Args[1] {
 			case "src":
-				srcSet = o.args[0]
+				srcSet = o.Args[0]
 			case "dst":
-				dstSet = o.args[0]
+				dstSet = o.Args[0]
 			default:
-				return ingress, egress, fmt.Errorf("%s: set %s matched on %q, which kube-router does not write", chain, o.args[0], o.args[1])
+				return ingress, egress, fmt.Errorf("%s: set %s matched on %q, which kube-router does not write", chain, o.Args[0], o.Args[1])
 			}
 		}
 		targets, peers := dstSet, srcSet
@@ -262,10 +263,10 @@ func kubeRouterPolicy(d ipDump, sets ipSets, chain, name, podNamespace, family, 
 				}
 			}
 		}
-		if r.proto != "" {
-			port := r.proto
-			if r.dport != "" {
-				port += "/" + r.dport
+		if r.Proto != "" {
+			port := r.Proto
+			if r.DPort != "" {
+				port += "/" + r.DPort
 			}
 			a.Ports = []string{port}
 		}

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"strings"
@@ -59,29 +59,29 @@ func TestPolicyRulesFromCalicoProgrammedNothing(t *testing.T) {
 
 func TestPolicyRulesFromCalicoRejectsBadDumps(t *testing.T) {
 	ipt, sets := calico(t)
-	for name, c := range map[string]struct{ ipt, sets, want string }{
+	for name, c := range map[string]struct{ ipt, Sets, want string }{
 		"a set the rules match is gone": {ipt, strings.Join(strings.Split(sets, "\n")[3:], "\n"), "which ipset save does not hold"},
 		"a policy without its name": {strings.Replace(ipt, ` -m comment --comment "Policy faultline/knp.default.deny-ingress ingress"`, "", 1), sets,
 			"policy chain cali-pi-_-4kS0tRRI558FsKe_hy has no comment naming its policy"},
 		"a policy chain the dump does not declare": {strings.Replace(ipt, ":cali-pi-_0TIigZG8stegXUmdg6H - [0:0]\n", "", 1), sets, "which the dump does not declare"},
 		"iptables-save cut short":                  {ipt[:len(ipt)-len("COMMIT\n# Completed on Thu Dec  3 07:51:28 2026\n")], sets, "no COMMIT"},
 	} {
-		if v, err := PolicyRulesFromCalico(c.ipt, c.sets); err == nil || !strings.Contains(err.Error(), c.want) {
+		if v, err := PolicyRulesFromCalico(c.ipt, c.Sets); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v (want an error with %q), value %s", name, err, c.want, v)
 		}
 	}
 }
 
 func TestCalicoPolicyName(t *testing.T) {
-	for _, c := range []struct{ kind, name, wantKind, wantName string }{
+	for _, c := range []struct{ Kind, name, wantKind, wantName string }{
 		{"Policy", "faultline/knp.default.allow-client", "NetworkPolicy", "faultline/allow-client"},
 		{"KubernetesNetworkPolicy", "faultline/allow-client", "NetworkPolicy", "faultline/allow-client"},
 		{"Policy", "faultline/default.own", "projectcalico.org/NetworkPolicy", "faultline/default.own"},
 		{"Policy", "default.global", "projectcalico.org/GlobalNetworkPolicy", "default.global"},
 		{"GlobalNetworkPolicy", "global", "projectcalico.org/GlobalNetworkPolicy", "global"},
 	} {
-		if k, n := calicoPolicyName(c.kind, c.name); k != c.wantKind || n != c.wantName {
-			t.Errorf("%s %s = %s %s", c.kind, c.name, k, n)
+		if k, n := calicoPolicyName(c.Kind, c.name); k != c.wantKind || n != c.wantName {
+			t.Errorf("%s %s = %s %s", c.Kind, c.name, k, n)
 		}
 	}
 }

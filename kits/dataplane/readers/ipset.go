@@ -1,9 +1,11 @@
-package source
+package readers
 
 import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
 )
 
 // ipSets is one `ipset save` (or `ipset list -o save`) output: every set
@@ -11,7 +13,7 @@ import (
 type ipSets map[string]*ipSet
 
 type ipSet struct {
-	name, kind string // kind is the set type: "hash:ip", "hash:net", "hash:ip,port"
+	name, Kind string // kind is the set type: "hash:ip", "hash:net", "hash:ip,port"
 	members    []ipSetMember
 }
 
@@ -39,7 +41,7 @@ func parseIPSetSave(out string) (ipSets, error) {
 			if sets[f[1]] != nil {
 				return nil, fmt.Errorf("ipset save line %d: set %s created twice", n+1, f[1])
 			}
-			sets[f[1]] = &ipSet{name: f[1], kind: f[2]}
+			sets[f[1]] = &ipSet{name: f[1], Kind: f[2]}
 		case f[0] == "add" && len(f) >= 3:
 			s := sets[f[1]]
 			if s == nil {
@@ -53,7 +55,7 @@ func parseIPSetSave(out string) (ipSets, error) {
 			}
 			s.members = append(s.members, m)
 		default:
-			return nil, fmt.Errorf("ipset save line %d: not a line ipset save writes: %q", n+1, truncate(line, 80))
+			return nil, fmt.Errorf("ipset save line %d: not a line ipset save writes: %q", n+1, iptables.Truncate(line, 80))
 		}
 	}
 	return sets, nil
@@ -95,15 +97,15 @@ func cidrContains(elem, ip string) bool {
 // parsePolicyDumps parses the two dumps a kernel-side policy agent's rules
 // are read from: iptables-save's filter table and ipset save. empty is
 // true when iptables-save wrote nothing at all (nothing programmed).
-func parsePolicyDumps(iptablesSave, ipsetSave string) (d ipDump, sets ipSets, empty bool, err error) {
+func parsePolicyDumps(iptablesSave, ipsetSave string) (d iptables.Dump, sets ipSets, empty bool, err error) {
 	if strings.TrimSpace(iptablesSave) == "" {
-		return ipDump{}, nil, true, nil
+		return iptables.Dump{}, nil, true, nil
 	}
-	if d, err = parseIPTablesDump(iptablesSave); err != nil {
-		return ipDump{}, nil, false, err
+	if d, err = iptables.Parse(iptablesSave); err != nil {
+		return iptables.Dump{}, nil, false, err
 	}
 	if sets, err = parseIPSetSave(ipsetSave); err != nil {
-		return ipDump{}, nil, false, err
+		return iptables.Dump{}, nil, false, err
 	}
 	return d, sets, false, nil
 }

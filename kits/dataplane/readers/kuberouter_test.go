@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"encoding/json"
@@ -128,7 +128,7 @@ func TestPolicyRulesFromKubeRouterRejectsBadDumps(t *testing.T) {
 		return strings.Join(keep, "\n")
 	}
 	for name, c := range map[string]struct {
-		ipt, sets, want string
+		ipt, Sets, want string
 	}{
 		"iptables-save cut short": {ipt[:len(ipt)/2], sets, "no COMMIT"},
 		"a set the rules match is gone": {ipt, dropLines(sets, "KUBE-SRC-OU4ZYIZ27EMRKNGO"),
@@ -144,7 +144,7 @@ func TestPolicyRulesFromKubeRouterRejectsBadDumps(t *testing.T) {
 			"is run through as policy allow-client but its rules name policy allow-other"},
 		"a jump without kube-router's comment": {strings.Replace(ipt, "rule to jump traffic destined to POD name:target-0", "jump to target", 1), sets, "not kube-router's"},
 	} {
-		v, err := PolicyRulesFromKubeRouter(c.ipt, c.sets)
+		v, err := PolicyRulesFromKubeRouter(c.ipt, c.Sets)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v (want an error with %q), value %s", name, err, c.want, v)
 		}

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ func TestParseIPSetSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := sets["A"]; a == nil || a.kind != "hash:net" || len(a.members) != 2 || !a.members[1].nomatch {
+	if a := sets["A"]; a == nil || a.Kind != "hash:net" || len(a.members) != 2 || !a.members[1].nomatch {
 		t.Fatalf("A = %+v", a)
 	}
 	for ip, want := range map[string]bool{"10.1.2.3": true, "10.244.1.5": false, "192.168.0.1": false} {

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -33,7 +34,7 @@ func (h *dumpHost) Run(_ context.Context, cmd string) (lab.Result, error) {
 	var out strings.Builder
 	for i, f := range files {
 		if i > 0 {
-			out.WriteString(policyDumpSeparator + "\n")
+			out.WriteString(source.PolicyDumpSeparator + "\n")
 		}
 		out.WriteString(agentsTestdata(h.t, f))
 	}
@@ -68,7 +69,7 @@ func TestPolicyRulesForReadsTheAgentTheLabFileNames(t *testing.T) {
 	}{
 		{lab.PolicyAgentCalico, func() (evidence.PolicyRulesValue, error) {
 			return PolicyRulesFromCalico(calico(t))
-		}, "iptables-save -t filter && echo '" + policyDumpSeparator + "' && ipset save"},
+		}, "iptables-save -t filter && echo '" + source.PolicyDumpSeparator + "' && ipset save"},
 		{lab.PolicyAgentKubeNetworkPolicies, func() (evidence.PolicyRulesValue, error) {
 			return PolicyRulesFromKubeNetworkPolicies(agentsTestdata(t, "kube-network-policies-nft.json"))
 		}, "nft -j list ruleset inet"},

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
+	"github.com/faultline/faultline/framework/evidence/source/nft"
 )
 
 // The reader of what sigs.k8s.io/kube-network-policies (v0.8.0) put in
@@ -32,22 +34,22 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 		v.NothingProgrammed = true
 		return v, nil
 	}
-	rs, err := parseNFTJSON(out)
+	rs, err := nft.Parse(out)
 	if err != nil {
 		return evidence.PolicyRulesValue{}, err
 	}
-	t := rs.tables[nftTableID{"inet", kubeNetworkPoliciesTable}]
+	t := rs.Tables[nft.TableID{Family: "inet", Name: kubeNetworkPoliciesTable}]
 	if t == nil {
 		v.NothingProgrammed = true
 		return v, nil
 	}
 	var ips []string
 	for _, name := range []string{"podips-v4", "podips-v6"} {
-		s := t.sets[name]
+		s := t.Sets[name]
 		if s == nil {
 			continue
 		}
-		elems, err := s.setElems()
+		elems, err := s.SetElems()
 		if err != nil {
 			return evidence.PolicyRulesValue{}, err
 		}
@@ -58,13 +60,13 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 		v.Targets = append(v.Targets, evidence.PolicyTarget{PodIP: ip, Ingress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}, Egress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}})
 	}
 
-	chains := make([]string, 0, len(t.chains))
-	for name := range t.chains {
+	chains := make([]string, 0, len(t.Chains))
+	for name := range t.Chains {
 		chains = append(chains, name)
 	}
 	sort.Strings(chains)
 	for _, name := range chains {
-		for _, r := range t.chains[name].rules {
+		for _, r := range t.Chains[name].Rules {
 			q, ok, err := nftQueue(r)
 			if err != nil {
 				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s: %w", name, err)
@@ -88,8 +90,8 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 // nftQueue reads a rule's queue statement: {"queue": {"num": 100,
 // "flags": "bypass"}} (flags a string for one flag, a list for more;
 // {"queue": null} for queue 0 without flags).
-func nftQueue(r nftRule) (evidence.PolicyQueue, bool, error) {
-	for _, e := range r.expr {
+func nftQueue(r nft.Rule) (evidence.PolicyQueue, bool, error) {
+	for _, e := range r.Expr {
 		raw, ok := e["queue"]
 		if !ok {
 			continue
@@ -100,14 +102,14 @@ func nftQueue(r nftRule) (evidence.PolicyQueue, bool, error) {
 		}
 		if string(raw) != "null" {
 			if err := json.Unmarshal(raw, &q); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue statement nft does not write: %s", truncate(string(raw), 80))
+				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue statement nft does not write: %s", iptables.Truncate(string(raw), 80))
 			}
 		}
 		out := evidence.PolicyQueue{}
 		if q.Num != nil {
 			var n int
 			if err := json.Unmarshal(*q.Num, &n); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue number that is not one: %s", truncate(string(*q.Num), 80))
+				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue number that is not one: %s", iptables.Truncate(string(*q.Num), 80))
 			}
 			out.Num = n
 		}
@@ -117,7 +119,7 @@ func nftQueue(r nftRule) (evidence.PolicyQueue, bool, error) {
 			if json.Unmarshal(q.Flags, &one) == nil {
 				flags = []string{one}
 			} else if err := json.Unmarshal(q.Flags, &flags); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("queue flags that are neither a string nor a list: %s", truncate(string(q.Flags), 80))
+				return evidence.PolicyQueue{}, false, fmt.Errorf("queue flags that are neither a string nor a list: %s", iptables.Truncate(string(q.Flags), 80))
 			}
 		}
 		for _, f := range flags {
@@ -132,8 +134,8 @@ func nftQueue(r nftRule) (evidence.PolicyQueue, bool, error) {
 
 // nftMatchesSet reports whether one of the rule's matches looks its value
 // up in a set ("right": "@name").
-func nftMatchesSet(r nftRule) bool {
-	for _, e := range r.expr {
+func nftMatchesSet(r nft.Rule) bool {
+	for _, e := range r.Expr {
 		raw, ok := e["match"]
 		if !ok {
 			continue

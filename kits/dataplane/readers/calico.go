@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"crypto/sha1"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
 )
 
 // The reader of what Calico's Felix (iptables data plane) applied on a
@@ -66,10 +67,10 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 		v.NothingProgrammed = true
 		return v, nil
 	}
-	filter := d.tables["filter"]
+	filter := d.Tables["filter"]
 	calico := false
 	if filter != nil {
-		for c := range filter.chains {
+		for c := range filter.Chains {
 			if strings.HasPrefix(c, "cali-") {
 				calico = true
 			}
@@ -83,21 +84,21 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 	// Interfaces from the dispatch rules; a chain whose name is not hashed
 	// also names its interface.
 	iface := map[string]string{}
-	for _, r := range filter.rules {
+	for _, r := range filter.Rules {
 		switch {
-		case strings.HasPrefix(r.jump, "cali-tw-"):
-			if o := r.arg("-o", "--out-interface"); o != "" {
-				iface[r.jump] = o
+		case strings.HasPrefix(r.Jump, "cali-tw-"):
+			if o := r.Arg("-o", "--out-interface"); o != "" {
+				iface[r.Jump] = o
 			}
-		case strings.HasPrefix(r.jump, "cali-fw-"):
-			if i := r.arg("-i", "--in-interface"); i != "" {
-				iface[r.jump] = i
+		case strings.HasPrefix(r.Jump, "cali-fw-"):
+			if i := r.Arg("-i", "--in-interface"); i != "" {
+				iface[r.Jump] = i
 			}
 		}
 	}
 	targets := map[string]*evidence.PolicyTarget{}
 	var order []string
-	for c := range filter.chains {
+	for c := range filter.Chains {
 		var ingress bool
 		var rest string
 		switch {
@@ -140,14 +141,14 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 
 // calicoEndpoint reads one endpoint chain: the policies it runs, and
 // whether what none of them accepts is dropped.
-func calicoEndpoint(d ipDump, sets ipSets, chain string, ingress bool) (evidence.PolicyDirection, error) {
+func calicoEndpoint(d iptables.Dump, sets ipSets, chain string, ingress bool) (evidence.PolicyDirection, error) {
 	dir := evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}
-	rules := d.chain("filter", chain)
+	rules := d.Chain("filter", chain)
 	accept := uint64(0x10000)
 	for _, r := range rules {
-		if r.jump == "RETURN" && r.hasComment("Return if policy accepted") {
-			if o, ok := r.opt("--mark"); ok && len(o.args) == 1 {
-				if val, _, ok := parseMark(o.args[0]); ok && val != 0 {
+		if r.Jump == "RETURN" && r.HasComment("Return if policy accepted") {
+			if o, ok := r.Opt("--mark"); ok && len(o.Args) == 1 {
+				if val, _, ok := parseMark(o.Args[0]); ok && val != 0 {
 					accept = val
 				}
 			}
@@ -159,7 +160,7 @@ func calicoEndpoint(d ipDump, sets ipSets, chain string, ingress bool) (evidence
 	}
 	inPolicies, inProfiles := false, false
 	addPolicy := func(pc string) error {
-		if !d.declares("filter", pc) {
+		if !d.Declares("filter", pc) {
 			return fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, pc)
 		}
 		p, err := calicoPolicy(d, sets, pc, ingress, accept)
@@ -171,30 +172,30 @@ func calicoEndpoint(d ipDump, sets ipSets, chain string, ingress bool) (evidence
 	}
 	for i, r := range rules {
 		switch {
-		case strings.HasPrefix(r.jump, policyPrefix):
+		case strings.HasPrefix(r.Jump, policyPrefix):
 			inPolicies = true
-			if err := addPolicy(r.jump); err != nil {
+			if err := addPolicy(r.Jump); err != nil {
 				return dir, err
 			}
-		case strings.HasPrefix(r.jump, groupPrefix):
+		case strings.HasPrefix(r.Jump, groupPrefix):
 			inPolicies = true
-			if !d.declares("filter", r.jump) {
-				return dir, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.jump)
+			if !d.Declares("filter", r.Jump) {
+				return dir, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.Jump)
 			}
-			for _, gr := range d.chain("filter", r.jump) {
-				if strings.HasPrefix(gr.jump, policyPrefix) {
-					if err := addPolicy(gr.jump); err != nil {
+			for _, gr := range d.Chain("filter", r.Jump) {
+				if strings.HasPrefix(gr.Jump, policyPrefix) {
+					if err := addPolicy(gr.Jump); err != nil {
 						return dir, err
 					}
 				}
 			}
-		case strings.HasPrefix(r.jump, "cali-pri-") || strings.HasPrefix(r.jump, "cali-pro-"):
+		case strings.HasPrefix(r.Jump, "cali-pri-") || strings.HasPrefix(r.Jump, "cali-pro-"):
 			inProfiles = true
-		case r.jump == "DROP" || r.jump == "REJECT":
+		case r.Jump == "DROP" || r.Jump == "REJECT":
 			// Policies isolate the direction when the chain drops what they
 			// did not accept; an admin-down endpoint drops everything
 			// first.
-			if (inPolicies && !inProfiles) || (i == 0 && r.hasComment("Endpoint admin disabled")) {
+			if (inPolicies && !inProfiles) || (i == 0 && r.HasComment("Endpoint admin disabled")) {
 				dir.Isolated = true
 			}
 		}
@@ -210,11 +211,11 @@ type calicoBlock struct {
 }
 
 // calicoPolicy reads one policy chain.
-func calicoPolicy(d ipDump, sets ipSets, chain string, ingress bool, accept uint64) (evidence.AppliedPolicy, error) {
-	rules := d.chain("filter", chain)
+func calicoPolicy(d iptables.Dump, sets ipSets, chain string, ingress bool, accept uint64) (evidence.AppliedPolicy, error) {
+	rules := d.Chain("filter", chain)
 	p := evidence.AppliedPolicy{Allow: []evidence.PolicyAllow{}}
 	for _, r := range rules {
-		for _, c := range r.comments {
+		for _, c := range r.Comments {
 			m := calicoPolicyComment.FindStringSubmatch(c)
 			if m == nil || m[1] == "Profile" {
 				continue
@@ -235,7 +236,7 @@ func calicoPolicy(d ipDump, sets ipSets, chain string, ingress bool, accept uint
 	}
 	var block *calicoBlock
 	for _, r := range rules {
-		switch r.jump {
+		switch r.Jump {
 		case "", "RETURN":
 			continue
 		case "MARK":
@@ -243,7 +244,7 @@ func calicoPolicy(d ipDump, sets ipSets, chain string, ingress bool, accept uint
 			p.Unread++
 			continue
 		}
-		val, mask, ok := parseMark(r.arg("--set-xmark"))
+		val, mask, ok := parseMark(r.Arg("--set-xmark"))
 		if !ok {
 			p.Unread++
 			continue
@@ -252,7 +253,7 @@ func calicoPolicy(d ipDump, sets ipSets, chain string, ingress bool, accept uint
 		if err != nil {
 			return p, err
 		}
-		_, blockGated := r.opt("--mark")
+		_, blockGated := r.Opt("--mark")
 		hasMatch := !anyPeer || len(except) > 0 || len(ports) > 0
 		switch {
 		case val == accept && mask == accept:
@@ -313,37 +314,37 @@ func calicoPolicyName(kind, name string) (string, string) {
 }
 
 // calicoMatches reads a rule's peer and port matches.
-func calicoMatches(sets ipSets, r rule, chain, peerSide, ownSide string) (peers, except, ports []string, anyPeer bool, err error) {
+func calicoMatches(sets ipSets, r iptables.Rule, chain, peerSide, ownSide string) (peers, except, ports []string, anyPeer bool, err error) {
 	anyPeer = true
 	peerFlag, peerLong := "-s", "--source"
 	if peerSide == "dst" {
 		peerFlag, peerLong = "-d", "--destination"
 	}
-	for _, o := range r.opts {
+	for _, o := range r.Opts {
 		switch {
-		case o.name == peerFlag || o.name == peerLong:
-			if o.neg {
-				except = append(except, o.args...)
+		case o.Name == peerFlag || o.Name == peerLong:
+			if o.Neg {
+				except = append(except, o.Args...)
 			} else {
 				anyPeer = false
-				peers = append(peers, o.args...)
+				peers = append(peers, o.Args...)
 			}
-		case o.name == "--match-set":
-			if len(o.args) != 2 {
-				return nil, nil, nil, false, fmt.Errorf("%s: a set match Felix does not write: %v", chain, o.args)
+		case o.Name == "--match-set":
+			if len(o.Args) != 2 {
+				return nil, nil, nil, false, fmt.Errorf("%s: a set match Felix does not write: %v", chain, o.Args)
 			}
-			s := sets[o.args[0]]
+			s := sets[o.Args[0]]
 			if s == nil {
-				return nil, nil, nil, false, fmt.Errorf("%s matches set %s, which ipset save does not hold (dumps taken across a sync?)", chain, o.args[0])
+				return nil, nil, nil, false, fmt.Errorf("%s matches set %s, which ipset save does not hold (dumps taken across a sync?)", chain, o.Args[0])
 			}
-			side, _, _ := strings.Cut(o.args[1], ",")
-			ipPort := strings.Contains(o.args[1], ",")
+			side, _, _ := strings.Cut(o.Args[1], ",")
+			ipPort := strings.Contains(o.Args[1], ",")
 			switch {
 			case side == peerSide:
 				for _, m := range s.members {
 					host, port, hasPort := strings.Cut(m.elem, ",")
 					switch {
-					case o.neg || m.nomatch:
+					case o.Neg || m.nomatch:
 						except = append(except, host)
 					default:
 						anyPeer = false
@@ -363,13 +364,13 @@ func calicoMatches(sets ipSets, r rule, chain, peerSide, ownSide string) (peers,
 			}
 		}
 	}
-	proto := r.proto
-	if dports := r.arg("--dports", "--destination-ports"); dports != "" {
+	proto := r.Proto
+	if dports := r.Arg("--dports", "--destination-ports"); dports != "" {
 		for _, p := range strings.Split(dports, ",") {
 			ports = append(ports, proto+"/"+p)
 		}
-	} else if r.dport != "" {
-		ports = append(ports, proto+"/"+r.dport)
+	} else if r.DPort != "" {
+		ports = append(ports, proto+"/"+r.DPort)
 	} else if proto != "" && len(ports) == 0 {
 		ports = append(ports, proto)
 	}

@@ -1,4 +1,8 @@
-package source
+// Package nft reads `nft -j list ...` output (libnftables' JSON, schema
+// 1): the reader shared by the readers of kube-proxy's nftables mode and
+// of kube-network-policies. Only the objects and expressions those agents
+// write are decoded; the rest is kept raw.
+package nft
 
 import (
 	"encoding/json"
@@ -6,37 +10,38 @@ import (
 	"strings"
 )
 
-// The reader of `nft -j list ...` output (libnftables' JSON, schema 1),
-// shared by the readers of kube-proxy's nftables mode and of
-// kube-network-policies. Only the objects and expressions those agents
-// write are decoded; the rest is kept raw.
-
-// nftRuleset is one JSON listing: its tables, chains, rules and sets
+// Ruleset is one JSON listing: its tables, chains, rules and sets
 // (maps included) by table.
-type nftRuleset struct {
-	tables map[nftTableID]*nftTable
+type Ruleset struct {
+	Tables map[TableID]*Table
 }
 
-type nftTableID struct{ family, name string }
+// TableID names a table: its family and name.
+type TableID struct{ Family, Name string }
 
-type nftTable struct {
-	chains map[string]*nftChain
-	sets   map[string]*nftSet
+// Table is one table's chains and sets (maps included) by name.
+type Table struct {
+	Chains map[string]*Chain
+	Sets   map[string]*Set
 }
 
-type nftChain struct {
-	name  string
-	hook  string
-	rules []nftRule
+// Chain is one chain: its name, its hook for a base chain, its rules in
+// order.
+type Chain struct {
+	Name  string
+	Hook  string
+	Rules []Rule
 }
 
-type nftRule struct {
-	chain   string
-	comment string
-	expr    []map[string]json.RawMessage
+// Rule is one rule: its chain, its comment and its expressions raw.
+type Rule struct {
+	Chain   string
+	Comment string
+	Expr    []map[string]json.RawMessage
 }
 
-type nftSet struct {
+// Set is one set or map as listed, its elements raw.
+type Set struct {
 	Family  string            `json:"family"`
 	Name    string            `json:"name"`
 	Table   string            `json:"table"`
@@ -45,26 +50,26 @@ type nftSet struct {
 	Elem    []json.RawMessage `json:"elem"`
 }
 
-// parseNFTJSON reads `nft -j list ruleset|table ...` output. Output that
+// Parse reads `nft -j list ruleset|table ...` output. Output that
 // is not that JSON (an nft error message, a listing cut short), or an
 // object of a table the listing does not hold, is an error.
-func parseNFTJSON(out string) (nftRuleset, error) {
+func Parse(out string) (Ruleset, error) {
 	var doc struct {
 		Nftables []map[string]json.RawMessage `json:"nftables"`
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	if err := dec.Decode(&doc); err != nil {
-		return nftRuleset{}, fmt.Errorf("nft JSON: %w", err)
+		return Ruleset{}, fmt.Errorf("nft JSON: %w", err)
 	}
 	if dec.More() {
-		return nftRuleset{}, fmt.Errorf("nft JSON: more after the listing")
+		return Ruleset{}, fmt.Errorf("nft JSON: more after the listing")
 	}
 	if doc.Nftables == nil {
-		return nftRuleset{}, fmt.Errorf("nft JSON: no \"nftables\" array (not nft -j output)")
+		return Ruleset{}, fmt.Errorf("nft JSON: no \"nftables\" array (not nft -j output)")
 	}
-	rs := nftRuleset{tables: map[nftTableID]*nftTable{}}
-	table := func(kind, family, name string) (*nftTable, error) {
-		t := rs.tables[nftTableID{family, name}]
+	rs := Ruleset{Tables: map[TableID]*Table{}}
+	table := func(kind, family, name string) (*Table, error) {
+		t := rs.Tables[TableID{family, name}]
 		if t == nil {
 			return nil, fmt.Errorf("nft JSON: a %s of table %s %s, which the listing does not hold", kind, family, name)
 		}
@@ -72,7 +77,7 @@ func parseNFTJSON(out string) (nftRuleset, error) {
 	}
 	for i, obj := range doc.Nftables {
 		if len(obj) != 1 {
-			return nftRuleset{}, fmt.Errorf("nft JSON: object %d has %d keys, not one", i, len(obj))
+			return Ruleset{}, fmt.Errorf("nft JSON: object %d has %d keys, not one", i, len(obj))
 		}
 		for kind, raw := range obj {
 			switch kind {
@@ -80,46 +85,46 @@ func parseNFTJSON(out string) (nftRuleset, error) {
 			case "table":
 				var t struct{ Family, Name string }
 				if err := json.Unmarshal(raw, &t); err != nil {
-					return nftRuleset{}, fmt.Errorf("nft JSON: table %d: %w", i, err)
+					return Ruleset{}, fmt.Errorf("nft JSON: table %d: %w", i, err)
 				}
-				rs.tables[nftTableID{t.Family, t.Name}] = &nftTable{chains: map[string]*nftChain{}, sets: map[string]*nftSet{}}
+				rs.Tables[TableID{t.Family, t.Name}] = &Table{Chains: map[string]*Chain{}, Sets: map[string]*Set{}}
 			case "chain":
 				var c struct{ Family, Table, Name, Hook string }
 				if err := json.Unmarshal(raw, &c); err != nil {
-					return nftRuleset{}, fmt.Errorf("nft JSON: chain %d: %w", i, err)
+					return Ruleset{}, fmt.Errorf("nft JSON: chain %d: %w", i, err)
 				}
 				t, err := table("chain", c.Family, c.Table)
 				if err != nil {
-					return nftRuleset{}, err
+					return Ruleset{}, err
 				}
-				t.chains[c.Name] = &nftChain{name: c.Name, hook: c.Hook}
+				t.Chains[c.Name] = &Chain{Name: c.Name, Hook: c.Hook}
 			case "rule":
 				var r struct {
 					Family, Table, Chain, Comment string
 					Expr                          []map[string]json.RawMessage
 				}
 				if err := json.Unmarshal(raw, &r); err != nil {
-					return nftRuleset{}, fmt.Errorf("nft JSON: rule %d: %w", i, err)
+					return Ruleset{}, fmt.Errorf("nft JSON: rule %d: %w", i, err)
 				}
 				t, err := table("rule", r.Family, r.Table)
 				if err != nil {
-					return nftRuleset{}, err
+					return Ruleset{}, err
 				}
-				c := t.chains[r.Chain]
+				c := t.Chains[r.Chain]
 				if c == nil {
-					return nftRuleset{}, fmt.Errorf("nft JSON: a rule of chain %s, which table %s %s does not list", r.Chain, r.Family, r.Table)
+					return Ruleset{}, fmt.Errorf("nft JSON: a rule of chain %s, which table %s %s does not list", r.Chain, r.Family, r.Table)
 				}
-				c.rules = append(c.rules, nftRule{chain: r.Chain, comment: r.Comment, expr: r.Expr})
+				c.Rules = append(c.Rules, Rule{Chain: r.Chain, Comment: r.Comment, Expr: r.Expr})
 			case "set", "map":
-				var s nftSet
+				var s Set
 				if err := json.Unmarshal(raw, &s); err != nil {
-					return nftRuleset{}, fmt.Errorf("nft JSON: %s %d: %w", kind, i, err)
+					return Ruleset{}, fmt.Errorf("nft JSON: %s %d: %w", kind, i, err)
 				}
 				t, err := table(kind, s.Family, s.Table)
 				if err != nil {
-					return nftRuleset{}, err
+					return Ruleset{}, err
 				}
-				t.sets[s.Name] = &s
+				t.Sets[s.Name] = &s
 			default:
 				// Elements, flowtables, counters and other objects are not
 				// read by these readers.
@@ -129,68 +134,69 @@ func parseNFTJSON(out string) (nftRuleset, error) {
 	return rs, nil
 }
 
-// nftVerdict is a verdict expression: {"goto": {"target": "c"}},
+// Verdict is a verdict expression: {"goto": {"target": "c"}},
 // {"jump": {"target": "c"}}, {"drop": null}, {"accept": null}, …
-type nftVerdict struct{ kind, target string }
+type Verdict struct{ Kind, Target string }
 
-func decodeNFTVerdict(raw json.RawMessage) (nftVerdict, bool) {
+// DecodeVerdict reads one verdict expression.
+func DecodeVerdict(raw json.RawMessage) (Verdict, bool) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || len(obj) != 1 {
-		return nftVerdict{}, false
+		return Verdict{}, false
 	}
 	for k, v := range obj {
-		return nftVerdictOf(k, v)
+		return VerdictOf(k, v)
 	}
-	return nftVerdict{}, false
+	return Verdict{}, false
 }
 
-// nftVerdictOf reads one verdict given as its key and value.
-func nftVerdictOf(kind string, v json.RawMessage) (nftVerdict, bool) {
+// VerdictOf reads one verdict given as its key and value.
+func VerdictOf(kind string, v json.RawMessage) (Verdict, bool) {
 	switch kind {
 	case "goto", "jump":
 		var t struct{ Target string }
 		if json.Unmarshal(v, &t) != nil || t.Target == "" {
-			return nftVerdict{}, false
+			return Verdict{}, false
 		}
-		return nftVerdict{kind: kind, target: t.Target}, true
+		return Verdict{Kind: kind, Target: t.Target}, true
 	case "accept", "drop", "continue", "return":
-		return nftVerdict{kind: kind}, true
+		return Verdict{Kind: kind}, true
 	}
-	return nftVerdict{}, false
+	return Verdict{}, false
 }
 
-// nftMapElem is one element of a map: its key's parts (a concatenation's
+// MapElem is one element of a map: its key's parts (a concatenation's
 // parts, or the one value), its comment, and its value.
-type nftMapElem struct {
-	key     []string
-	comment string
-	value   json.RawMessage
+type MapElem struct {
+	Key     []string
+	Comment string
+	Value   json.RawMessage
 }
 
-// mapElems decodes a map's elements: each [key, value], the key a scalar,
+// MapElems decodes a map's elements: each [key, value], the key a scalar,
 // {"concat": [...]}, or {"elem": {"val": <key>, "comment": "..."}}.
-func (s *nftSet) mapElems() ([]nftMapElem, error) {
-	var out []nftMapElem
+func (s *Set) MapElems() ([]MapElem, error) {
+	var out []MapElem
 	for i, raw := range s.Elem {
 		var pair []json.RawMessage
 		if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
 			return nil, fmt.Errorf("map %s: element %d is not [key, value]", s.Name, i)
 		}
-		key, comment, err := decodeNFTKey(pair[0])
+		key, comment, err := DecodeKey(pair[0])
 		if err != nil {
 			return nil, fmt.Errorf("map %s: element %d: %w", s.Name, i, err)
 		}
-		out = append(out, nftMapElem{key: key, comment: comment, value: pair[1]})
+		out = append(out, MapElem{Key: key, Comment: comment, Value: pair[1]})
 	}
 	return out, nil
 }
 
-// setElems decodes a set's elements to strings (each key's parts joined
+// SetElems decodes a set's elements to strings (each key's parts joined
 // by " . ").
-func (s *nftSet) setElems() ([]string, error) {
+func (s *Set) SetElems() ([]string, error) {
 	var out []string
 	for i, raw := range s.Elem {
-		key, _, err := decodeNFTKey(raw)
+		key, _, err := DecodeKey(raw)
 		if err != nil {
 			return nil, fmt.Errorf("set %s: element %d: %w", s.Name, i, err)
 		}
@@ -199,7 +205,9 @@ func (s *nftSet) setElems() ([]string, error) {
 	return out, nil
 }
 
-func decodeNFTKey(raw json.RawMessage) (parts []string, comment string, err error) {
+// DecodeKey reads a set or map key: its parts (a concatenation's parts,
+// or the one value) and its comment.
+func DecodeKey(raw json.RawMessage) (parts []string, comment string, err error) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil {
 		if e, ok := obj["elem"]; ok {
@@ -210,7 +218,7 @@ func decodeNFTKey(raw json.RawMessage) (parts []string, comment string, err erro
 			if err := json.Unmarshal(e, &el); err != nil {
 				return nil, "", fmt.Errorf("an elem without a value: %w", err)
 			}
-			parts, _, err := decodeNFTKey(el.Val)
+			parts, _, err := DecodeKey(el.Val)
 			return parts, el.Comment, err
 		}
 		if c, ok := obj["concat"]; ok {
@@ -219,7 +227,7 @@ func decodeNFTKey(raw json.RawMessage) (parts []string, comment string, err erro
 				return nil, "", fmt.Errorf("a concat that is not a list: %w", err)
 			}
 			for _, it := range items {
-				s, err := nftScalar(it)
+				s, err := Scalar(it)
 				if err != nil {
 					return nil, "", err
 				}
@@ -239,15 +247,15 @@ func decodeNFTKey(raw json.RawMessage) (parts []string, comment string, err erro
 		}
 		return nil, "", fmt.Errorf("a key nft does not write: %s", truncate(string(raw), 80))
 	}
-	s, err := nftScalar(raw)
+	s, err := Scalar(raw)
 	if err != nil {
 		return nil, "", err
 	}
 	return []string{s}, "", nil
 }
 
-// nftScalar is a JSON string or number as text.
-func nftScalar(raw json.RawMessage) (string, error) {
+// Scalar is a JSON string or number as text.
+func Scalar(raw json.RawMessage) (string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
@@ -257,4 +265,12 @@ func nftScalar(raw json.RawMessage) (string, error) {
 		return n.String(), nil
 	}
 	return "", fmt.Errorf("a value that is neither a string nor a number: %s", truncate(string(raw), 80))
+}
+
+// truncate is s cut to n bytes, marked, for error messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -116,7 +117,7 @@ func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Ans
 	}
 	target, err := d.targetAddress(ctx)
 	if err != nil {
-		return one(evidence.UnreadableAnswer("finding what to dial: "+Reason(err), now()))
+		return one(evidence.UnreadableAnswer("finding what to dial: "+source.Reason(err), now()))
 	}
 	q := url.Values{"target": {target}, "path": {d.path}, "timeout": {d.timeout.String()}}
 	u := "http://" + net.JoinHostPort(ip, strconv.Itoa(PodPort)) + "/dial?" + q.Encode()
@@ -124,10 +125,10 @@ func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Ans
 	at := now()
 	if err != nil {
 		d.forget(ip)
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("asking pod %s/%s at %s from %s: %s", d.namespace, d.pod, ip, d.host.Name(), Reason(err)), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("asking pod %s/%s at %s from %s: %s", d.namespace, d.pod, ip, d.host.Name(), source.Reason(err)), at))
 	}
 	if status != http.StatusOK {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.namespace, d.pod, status, firstLine([]byte(body))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.namespace, d.pod, status, source.FirstLine([]byte(body))), at))
 	}
 	var v evidence.DialValue
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
@@ -140,7 +141,7 @@ func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Ans
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: the pod at %s is %q, not %s/%s", ip, v.From, d.namespace, d.pod), at))
 	}
 	v.From = d.namespace + "/" + d.pod
-	return one(answer(v, at, ""))
+	return one(evidence.EncodedAnswer(v, at, ""))
 }
 
 // address is the pod's IP: the one kept, or looked up.
@@ -153,7 +154,7 @@ func (d *PodDialer) address(ctx context.Context) (string, error) {
 	}
 	p, err := d.client.CoreV1().Pods(d.namespace).Get(ctx, d.pod, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("looking up the client pod %s/%s: %s", d.namespace, d.pod, Reason(err))
+		return "", fmt.Errorf("looking up the client pod %s/%s: %s", d.namespace, d.pod, source.Reason(err))
 	}
 	if p.Status.PodIP == "" || p.Spec.NodeName != d.host.Name() {
 		return "", fmt.Errorf("error: the client pod %s/%s has no address on %s (node %q, phase %s)", d.namespace, d.pod, d.host.Name(), p.Spec.NodeName, p.Status.Phase)
@@ -241,70 +242,63 @@ func (a *AgentHealth) Read(ctx context.Context) map[evidence.Question]evidence.A
 	wg.Wait()
 	at := now()
 	if hostErr != nil {
-		return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.UnreadableAnswer(fmt.Sprintf("reaching %s: %s", a.host.Name(), Reason(hostErr)), at)}
+		return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.UnreadableAnswer(fmt.Sprintf("reaching %s: %s", a.host.Name(), source.Reason(hostErr)), at)}
 	}
-	return map[evidence.Question]evidence.Answer{evidence.AgentHealth: answer(v, at, "")}
+	return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.EncodedAnswer(v, at, "")}
 }
 
 // ask GETs one endpoint as a health checker on the node would: refused,
 // or connected with no answer in time, is the agent's answer (it is not
 // healthy to its checker); an error means the node was not reached.
 func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentHealthAnswer, error) {
-	ans, err := askOnce(ctx, a.host, net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port)), e.Path, a.timeout, true)
+	ans, err := source.AskOnce(ctx, a.host, net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port)), e.Path, a.timeout, true)
 	if err != nil {
 		return evidence.AgentHealthAnswer{}, err
 	}
-	if ans.failure != "" {
-		return evidence.AgentHealthAnswer{Error: ans.failure}, nil
+	if ans.Failure != "" {
+		return evidence.AgentHealthAnswer{Error: ans.Failure}, nil
 	}
-	if ans.status == 0 {
-		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + ans.line}, nil
+	if ans.Status == 0 {
+		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + ans.Line}, nil
 	}
-	return evidence.AgentHealthAnswer{StatusCode: ans.status, Body: ans.body}, nil
+	return evidence.AgentHealthAnswer{StatusCode: ans.Status, Body: ans.Body}, nil
 }
 
-// policyDumpSeparator splits the two dumps of one policy-rules read.
-const policyDumpSeparator = "---- faultline: ipset save ----"
-
 // policyDump is how one agent's applied state is read on a node: the
-// command that dumps it and the parser of that command's output.
+// command that dumps it (source.PolicyDumpCommand) and the parser of that
+// command's output.
 type policyDump struct {
 	command string
 	parse   func(out string) (evidence.PolicyRulesValue, error)
 }
 
-// iptablesAndIPSets dumps the filter table and the IP sets in one
+// iptablesAndIPSets parses the filter table and the IP sets dumped in one
 // command, for agents that program both (kube-router, Calico's iptables
 // data plane).
-func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error)) policyDump {
-	return policyDump{
-		command: "iptables-save -t filter && echo '" + policyDumpSeparator + "' && ipset save",
-		parse: func(out string) (evidence.PolicyRulesValue, error) {
-			ipt, sets, ok := strings.Cut(out, policyDumpSeparator+"\n")
-			if !ok {
-				return evidence.PolicyRulesValue{}, errors.New("the dump has no ipset part")
-			}
-			return parse(ipt, sets)
-		},
+func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error)) func(string) (evidence.PolicyRulesValue, error) {
+	return func(out string) (evidence.PolicyRulesValue, error) {
+		ipt, sets, ok := strings.Cut(out, source.PolicyDumpSeparator+"\n")
+		if !ok {
+			return evidence.PolicyRulesValue{}, errors.New("the dump has no ipset part")
+		}
+		return parse(ipt, sets)
 	}
 }
 
-// policyDumps are the agents whose applied state is read, by the name a
-// lab file gives them (lab.KubernetesSettings.PolicyAgent).
-var policyDumps = map[string]policyDump{
-	lab.PolicyAgentKubeRouter: iptablesAndIPSets(PolicyRulesFromKubeRouter),
-	lab.PolicyAgentCalico:     iptablesAndIPSets(PolicyRulesFromCalico),
-	// Every inet table: kube-network-policies' own, or none where it has
-	// programmed nothing (listing a table that does not exist fails).
-	lab.PolicyAgentKubeNetworkPolicies: {command: "nft -j list ruleset inet", parse: PolicyRulesFromKubeNetworkPolicies},
+// policyParsers are the parsers of the agents whose applied state is
+// read, by the name a lab file gives them
+// (lab.KubernetesSettings.PolicyAgent).
+var policyParsers = map[string]func(string) (evidence.PolicyRulesValue, error){
+	lab.PolicyAgentKubeRouter:          iptablesAndIPSets(PolicyRulesFromKubeRouter),
+	lab.PolicyAgentCalico:              iptablesAndIPSets(PolicyRulesFromCalico),
+	lab.PolicyAgentKubeNetworkPolicies: PolicyRulesFromKubeNetworkPolicies,
 }
 
-// PolicyDumpCommand is the command that dumps what agent (a
-// lab.PolicyAgent* name) applied on a node; ok is false for an agent
-// whose rules are not read.
-func PolicyDumpCommand(agent string) (cmd string, ok bool) {
-	d, ok := policyDumps[agent]
-	return d.command, ok
+// policyDumpOf is agent's dump: its command and its parser.
+func policyDumpOf(agent string) (policyDump, bool) {
+	cmd, ok := source.PolicyDumpCommand(agent)
+	parse, parsed := policyParsers[agent]
+	return policyDump{command: cmd, parse: parse}, ok && parsed
 }
 
 // PolicyRules reads the NetworkPolicy rules a node's policy agent applied:
@@ -326,13 +320,13 @@ type PolicyRules struct {
 func PolicyRulesFor(l lab.Lab, host lab.Host) evidence.Reader {
 	name := evidence.Source("policy-agent/" + host.Name())
 	agent := lab.PolicyAgentOf(l)
-	d, ok := policyDumps[agent]
+	d, ok := policyDumpOf(agent)
 	switch {
 	case agent == "":
-		return NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules},
+		return source.NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules},
 			"the lab file names no NetworkPolicy agent (kubernetes.policyAgent: "+strings.Join(lab.PolicyAgents, ", ")+")")
 	case !ok:
-		return NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules}, "no reader for the policy agent "+agent)
+		return source.NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules}, "no reader for the policy agent "+agent)
 	}
 	return &PolicyRules{name: name, host: host, dump: d}
 }
@@ -349,14 +343,16 @@ func (p *PolicyRules) Read(ctx context.Context) map[evidence.Question]evidence.A
 	res, err := p.host.Run(ctx, p.dump.command)
 	at := now()
 	if err != nil {
-		return one(evidence.UnreadableAnswer(Reason(err), at))
+		return one(evidence.UnreadableAnswer(source.Reason(err), at))
 	}
 	if res.ExitCode != 0 {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: dumping the policy agent's rules on %s exited %d: %s", p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: dumping the policy agent's rules on %s exited %d: %s", p.host.Name(), res.ExitCode, source.FirstLine([]byte(res.Stderr))), at))
 	}
 	v, err := p.dump.parse(res.Stdout)
 	if err != nil {
 		return one(evidence.UnreadableAnswer("error: "+p.host.Name()+": "+err.Error(), at))
 	}
-	return one(answer(v, at, ""))
+	return one(evidence.EncodedAnswer(v, at, ""))
 }
+
+func now() time.Time { return time.Now().UTC() }

@@ -1,4 +1,4 @@
-package source
+package readers
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -50,7 +51,7 @@ func (d *PodDNS) Questions() []evidence.Question { return []evidence.Question{ev
 func (d *PodDNS) instance(ctx context.Context) (string, string, error) {
 	pods, err := d.dialer.client.CoreV1().Pods(d.dnsNamespace).List(ctx, metav1.ListOptions{LabelSelector: d.selector})
 	if err != nil {
-		return "", "", fmt.Errorf("finding the DNS instance on %s: %s", d.dnsNode, Reason(err))
+		return "", "", fmt.Errorf("finding the DNS instance on %s: %s", d.dnsNode, source.Reason(err))
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == d.dnsNode && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
@@ -89,10 +90,10 @@ func (d *PodDNS) Read(ctx context.Context) map[evidence.Question]evidence.Answer
 	at := now()
 	if err != nil {
 		d.dialer.forget(client)
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("asking pod %s/%s at %s from %s: %s", d.dialer.namespace, d.dialer.pod, client, d.dialer.host.Name(), Reason(err)), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("asking pod %s/%s at %s from %s: %s", d.dialer.namespace, d.dialer.pod, client, d.dialer.host.Name(), source.Reason(err)), at))
 	}
 	if status != http.StatusOK {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.dialer.namespace, d.dialer.pod, status, firstLine([]byte(body))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.dialer.namespace, d.dialer.pod, status, source.FirstLine([]byte(body))), at))
 	}
 	var r netexecDNS
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
@@ -106,5 +107,5 @@ func (d *PodDNS) Read(ctx context.Context) map[evidence.Question]evidence.Answer
 	for _, a := range r.Answers {
 		v.Answers = append(v.Answers, evidence.DNSRecord{IP: a.IP, TTL: a.TTL})
 	}
-	return one(answer(v, at, ""))
+	return one(evidence.EncodedAnswer(v, at, ""))
 }
