@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"

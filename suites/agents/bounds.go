@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+	"github.com/faultline/faultline/kits/dataplane/invariants"
 
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/invariant"
@@ -86,10 +86,10 @@ var (
 // Invariants are every invariant the suite judges, each run.
 func Invariants() []invariant.Invariant {
 	return []invariant.Invariant{
-		dataplane.ServiceRoutesTruthful(RouteBound),
-		dataplane.PolicyEnforced(PolicyBound),
-		dataplane.AgentHealthTruthful(KubeProxyHealthBound, PolicyAgentHealthBound),
-		dataplane.AgentsConverged(),
+		invariants.ServiceRoutesTruthful(RouteBound),
+		invariants.PolicyEnforced(PolicyBound),
+		invariants.AgentHealthTruthful(KubeProxyHealthBound, PolicyAgentHealthBound),
+		invariants.AgentsConverged(),
 	}
 }
 

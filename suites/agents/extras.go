@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/kits/dataplane/readers"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,13 +57,13 @@ const probeTimeout = time.Second
 // to the service ("pod/<node>"), and its agents' health ("agents/<node>").
 func Extras() []sampler.Extra {
 	return []sampler.Extra{
-		sampler.OnAPIServers(evidence.AgentServiceEndpoints, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
+		sampler.OnAPIServers(dataplane.AgentServiceEndpoints, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 			return ReadServiceEndpoints(ctx, cs)
 		}),
-		sampler.OnAPIServers(evidence.AgentPolicyExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
+		sampler.OnAPIServers(dataplane.AgentPolicyExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 			return ReadPolicyExpectation(ctx, cs)
 		}),
-		sampler.OnAPIServers(evidence.AgentDNSExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
+		sampler.OnAPIServers(dataplane.AgentDNSExpected, func(ctx context.Context, cs kubernetes.Interface) (any, string, error) {
 			return ReadDNSExpected(ctx, cs)
 		}),
 		{Name: "agents/nodes", Open: openNodes},
@@ -71,8 +73,8 @@ func Extras() []sampler.Extra {
 
 // ReadDNSExpected is the DNS fixture's records as cs has them: its
 // cluster address, none while the service does not exist.
-func ReadDNSExpected(ctx context.Context, cs kubernetes.Interface) (evidence.DNSExpectedValue, string, error) {
-	v := evidence.DNSExpectedValue{Name: DNSName, IPs: []string{}}
+func ReadDNSExpected(ctx context.Context, cs kubernetes.Interface) (dataplane.DNSExpectedValue, string, error) {
+	v := dataplane.DNSExpectedValue{Name: DNSName, IPs: []string{}}
 	svc, err := cs.CoreV1().Services(Namespace).Get(ctx, DNSService, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return v, "", nil
@@ -141,17 +143,17 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 			return sampler.Parts{}, fmt.Errorf("the agents' evidence: %w", err)
 		}
 		p.Readers = append(p.Readers,
-			source.ProxyFor(env.Lab, source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, evidence.AgentServiceTranslation, Namespace, Service)),
-			readers.NewPodDialer(h, api.Client, evidence.AgentServiceProbe, Namespace, ClientPod(name),
+			source.ProxyFor(env.Lab, source.NewServiceProxy(evidence.Source("kube-proxy/"+name), h, dataplane.AgentServiceTranslation, Namespace, Service)),
+			readers.NewPodDialer(h, api.Client, dataplane.AgentServiceProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return ServiceAddress(ctx, api.Client) }, "/hostname", probeTimeout),
-			readers.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, ClientPod(name),
+			readers.NewPodDialer(h, api.Client, dataplane.AgentPolicyProbe, Namespace, ClientPod(name),
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout),
 			readers.NewAgentHealth(h, AgentEndpointsOf(env.Lab), probeTimeout),
 			readers.PolicyRulesFor(env.Lab, h),
 		)
 		if name == NewcomerNode {
 			// Unreadable (no such pod) until a scenario starts it.
-			p.Readers = append(p.Readers, readers.NewPodDialer(h, api.Client, evidence.AgentPolicyProbe, Namespace, Newcomer,
+			p.Readers = append(p.Readers, readers.NewPodDialer(h, api.Client, dataplane.AgentPolicyProbe, Namespace, Newcomer,
 				func(ctx context.Context) (string, error) { return PodAddress(ctx, api.Client, Target) }, "/hostname", probeTimeout).
 				As(evidence.Source("newpod/"+name)))
 		}
@@ -161,8 +163,8 @@ func openNodes(env sampler.Env) (sampler.Parts, error) {
 
 // ReadPolicyExpectation is what the policies cs records allow: for each
 // client pod, a connection to the target's port.
-func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (evidence.PolicyExpectationValue, string, error) {
-	v := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (dataplane.PolicyExpectationValue, string, error) {
+	v := dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{}}
 	nps, err := cs.NetworkingV1().NetworkPolicies(Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return v, "", err
@@ -197,7 +199,7 @@ func ReadPolicyExpectation(ctx context.Context, cs kubernetes.Interface) (eviden
 		if err != nil {
 			return v, "", fmt.Errorf("error: %w", err)
 		}
-		v.Pairs = append(v.Pairs, evidence.PolicyPair{
+		v.Pairs = append(v.Pairs, dataplane.PolicyPair{
 			From: Namespace + "/" + c.Name, To: Namespace + "/" + Target, Target: fmt.Sprintf("%s:%d", target.IP, TargetPort),
 			Allowed: d.Allowed, Isolating: d.Isolating, Why: d.Why,
 			EgressDenying: d.EgressDenying, IngressDenying: d.IngressDenying,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+	"github.com/faultline/faultline/kits/dataplane/invariants"
 
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/suites/agents"
@@ -25,8 +25,8 @@ func TestTable(t *testing.T) {
 	if err := scenario.ValidateTable(all); err != nil {
 		t.Fatal(err)
 	}
-	if all[0].ID != "feasibility-kube-proxy-frozen" || !slices.Contains(all[0].ControlOf, dataplane.ServiceRoutesTruthfulName) {
-		t.Errorf("the first run is %s (control of %v), want the feasibility check controlling %s", all[0].ID, all[0].ControlOf, dataplane.ServiceRoutesTruthfulName)
+	if all[0].ID != "feasibility-kube-proxy-frozen" || !slices.Contains(all[0].ControlOf, invariants.ServiceRoutesTruthfulName) {
+		t.Errorf("the first run is %s (control of %v), want the feasibility check controlling %s", all[0].ID, all[0].ControlOf, invariants.ServiceRoutesTruthfulName)
 	}
 	arms := map[string][]scenario.Arm{}
 	ciRuns := 0
@@ -44,7 +44,7 @@ func TestTable(t *testing.T) {
 		for _, inv := range s.Invariants {
 			names[inv.Name()] = true
 		}
-		if !names[dataplane.ServiceRoutesTruthfulName] || !names[dataplane.PolicyEnforcedName] || !names[dataplane.AgentHealthTruthfulName] {
+		if !names[invariants.ServiceRoutesTruthfulName] || !names[invariants.PolicyEnforcedName] || !names[invariants.AgentHealthTruthfulName] {
 			t.Errorf("%s: judges %v, want every invariant of the paper", s.ID, names)
 		}
 		if slices.Contains(labels, "ci") {
@@ -74,8 +74,8 @@ func TestTable(t *testing.T) {
 			}
 		}
 	}
-	for _, inv := range []string{dataplane.ServiceRoutesTruthfulName, dataplane.PolicyEnforcedName, dataplane.AgentHealthTruthfulName,
-		dataplane.AgentsConvergedName, dataplane.IsolatedFromStartName, dataplane.DNSTruthfulName} {
+	for _, inv := range []string{invariants.ServiceRoutesTruthfulName, invariants.PolicyEnforcedName, invariants.AgentHealthTruthfulName,
+		invariants.AgentsConvergedName, invariants.IsolatedFromStartName, invariants.DNSTruthfulName} {
 		if !controlled[inv] {
 			t.Errorf("no positive control of %s", inv)
 		}
@@ -85,8 +85,8 @@ func TestTable(t *testing.T) {
 	// agent under a new deny (policy-enforced), or under a pod that
 	// starts (isolated-from-start).
 	for id, inv := range map[string]string{
-		"policy-agent-frozen-deny-created":    dataplane.PolicyEnforcedName,
-		"policy-agent-frozen-newcomer-starts": dataplane.IsolatedFromStartName,
+		"policy-agent-frozen-deny-created":    invariants.PolicyEnforcedName,
+		"policy-agent-frozen-newcomer-starts": invariants.IsolatedFromStartName,
 	} {
 		for _, s := range all {
 			if s.ID == id && !slices.Contains(s.ControlOf, inv) {

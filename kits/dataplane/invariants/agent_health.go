@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -94,12 +96,12 @@ func (a agentHealth) Bound() time.Duration {
 }
 func (agentHealth) Reads() []invariant.Reading {
 	return append(append(serviceRoutes{}.Reads(), policyEnforced{}.Reads()...),
-		invariant.Reading{Sources: AgentHealthReaders, Question: evidence.AgentHealth})
+		invariant.Reading{Sources: AgentHealthReaders, Question: dataplane.AgentHealth})
 }
 
 func (a agentHealth) Judge(in invariant.Input) verdict.Judgement {
 	snaps := invariant.Ordered(in.Snapshots)
-	health, healthGaps := invariant.Collect[evidence.AgentHealthValue](snaps, AgentHealthReaders, evidence.AgentHealth)
+	health, healthGaps := invariant.Collect[dataplane.AgentHealthValue](snaps, AgentHealthReaders, dataplane.AgentHealth)
 	if len(health) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no node's agents' health was read: " + invariant.GapSummary(healthGaps)}
 	}

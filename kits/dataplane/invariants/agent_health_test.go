@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -19,7 +21,7 @@ func withHealth(t *testing.T, r *run, status int) *run {
 			if n == "worker1" {
 				code = status
 			}
-			v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+			v := dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{
 				"kube-proxy":  {StatusCode: code, Body: `{"healthy":true}`},
 				"kube-router": {StatusCode: 200, Body: "OK"},
 			}}
@@ -27,7 +29,7 @@ func withHealth(t *testing.T, r *run, status int) *run {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.snaps[i].Set(evidence.Source("agents/"+n), evidence.AgentHealth, a)
+			r.snaps[i].Set(evidence.Source("agents/"+n), dataplane.AgentHealth, a)
 		}
 	}
 	return r
@@ -46,8 +48,8 @@ func TestAgentHealthTruthful(t *testing.T) {
 	expect(t, inv, withHealth(t, routesRun(t, 10, 0, nil), 200).input(invariant.WindowToSettle), verdict.Preserved)
 	steady := newRun(t)
 	for i := 0; i < 5; i++ {
-		steady.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		steady.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
 	j = expect(t, inv, withHealth(t, steady, 200).input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
@@ -60,12 +62,12 @@ func TestAgentHealthTruthful(t *testing.T) {
 func TestAgentHealthTruthfulNeedsTheHealthOfAStaleAgent(t *testing.T) {
 	r := routesRun(t, 12, 9, nil)
 	for i := range r.snaps {
-		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[i].Taken.Add(300*time.Millisecond)))
-		a, err := evidence.ValueAnswer(evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{"kube-proxy": {StatusCode: 200}, "kube-router": {StatusCode: 200}}}, r.snaps[i].Taken.Add(300*time.Millisecond), "")
+		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[i].Taken.Add(300*time.Millisecond)))
+		a, err := evidence.ValueAnswer(dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{"kube-proxy": {StatusCode: 200}, "kube-router": {StatusCode: 200}}}, r.snaps[i].Taken.Add(300*time.Millisecond), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.snaps[i].Set("agents/worker2", evidence.AgentHealth, a)
+		r.snaps[i].Set("agents/worker2", dataplane.AgentHealth, a)
 	}
 	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
 }
@@ -80,9 +82,9 @@ func policyHealthRun(t *testing.T) *run {
 		s := float64(i)
 		exp := expectPair(s < 3)
 		exp.Pairs[0].TargetNode, exp.Pairs[0].FromNode = "worker1", "worker2"
-		r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
-			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "").
-			value("policy-agent/worker1", evidence.AgentPolicyRules, 0.3, evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}, "")
+		r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").
+			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "").
+			value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.3, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, "")
 	}
 	return withHealth(t, r, 200)
 }
@@ -104,9 +106,9 @@ func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 		if i >= 3 {
 			ready = "10.240.3.9"
 		}
-		for src, q := range map[evidence.Source]evidence.Question{"apiserver/cp1": evidence.AgentServiceEndpoints, "kube-proxy/worker1": evidence.AgentServiceTranslation} {
+		for src, q := range map[evidence.Source]evidence.Question{"apiserver/cp1": dataplane.AgentServiceEndpoints, "kube-proxy/worker1": dataplane.AgentServiceTranslation} {
 			var v any = eps(ready)
-			if q == evidence.AgentServiceTranslation {
+			if q == dataplane.AgentServiceTranslation {
 				v = dnat("10.240.3.5:8080")
 			}
 			a, err := evidence.ValueAnswer(v, s.Add(200*time.Millisecond), "")
@@ -131,22 +133,22 @@ func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 	r := withHealth(t, routesRun(t, 12, 100, nil), 200)
 	for _, i := range []int{6, 9} {
-		v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+		v := dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{
 			"kube-proxy":  {Error: "no answer within 1s"},
 			"kube-router": {StatusCode: 200, Body: "OK"},
 		}}
-		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 	}
 	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData,
 		"health read failed (no answer within 1s)")
 
 	// A refused connection is the agent's admission: nothing listens.
 	for _, i := range []int{6, 9} {
-		v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+		v := dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{
 			"kube-proxy":  {Error: "connection failed: dial tcp 10.0.0.11:10256: connect: connection refused"},
 			"kube-router": {StatusCode: 200, Body: "OK"},
 		}}
-		r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 	}
 	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 
@@ -157,11 +159,11 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 		want verdict.Verdict
 	}{{evidence.ConnectedNoAnswer + " 1s", verdict.Preserved}, {"no connection within 1s", verdict.InsufficientData}} {
 		for _, i := range []int{6, 9} {
-			v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{
+			v := dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{
 				"kube-proxy":  {Error: c.err},
 				"kube-router": {StatusCode: 200, Body: "OK"},
 			}}
-			r.snaps[i].Set("agents/worker1", evidence.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+			r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
 		}
 		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), c.want)
 	}
@@ -175,11 +177,11 @@ func TestAgentHealthNeverDecidedIsNoPass(t *testing.T) {
 	for i := 0; i < 11; i++ {
 		rd := r.round(float64(i))
 		if i < 2 {
-			rd.unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").
-				value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").
+				value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		} else {
-			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
-				unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
+				unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		}
 	}
 	r = withHealth(t, r, 200)

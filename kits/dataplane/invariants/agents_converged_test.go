@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -14,8 +16,8 @@ import (
 // policies allow and that is answered: the connection half, converged.
 func withSteadyPolicy(t *testing.T, r *run) *run {
 	for i := range r.snaps {
-		r.snaps[i].Set("apiserver/cp1", evidence.AgentPolicyExpected, mustValue(t, expectPair(true), r.snaps[i].Taken))
-		r.snaps[i].Set("pod/worker2", evidence.AgentPolicyProbe, mustValue(t, answered(), r.snaps[i].Taken))
+		r.snaps[i].Set("apiserver/cp1", dataplane.AgentPolicyExpected, mustValue(t, expectPair(true), r.snaps[i].Taken))
+		r.snaps[i].Set("pod/worker2", dataplane.AgentPolicyProbe, mustValue(t, answered(), r.snaps[i].Taken))
 	}
 	return r
 }
@@ -53,8 +55,8 @@ func TestAgentsConverged(t *testing.T) {
 func TestAgentsConvergedNeedsEachHalfRead(t *testing.T) {
 	inv := AgentsConverged()
 	r := policyRun(t, 1, 100, nil)
-	r.snaps[0].Set("kube-proxy/worker1", evidence.AgentServiceTranslation, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[0].Taken.Add(time.Second)))
-	r.snaps[0].Set("apiserver/cp1", evidence.AgentServiceEndpoints, mustValue(t, eps("10.240.3.5"), r.snaps[0].Taken))
+	r.snaps[0].Set("kube-proxy/worker1", dataplane.AgentServiceTranslation, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[0].Taken.Add(time.Second)))
+	r.snaps[0].Set("apiserver/cp1", dataplane.AgentServiceEndpoints, mustValue(t, eps("10.240.3.5"), r.snaps[0].Taken))
 	expect(t, inv, r.input(invariant.Final), verdict.InsufficientData, "kube-proxy")
 
 	// Routes read and converged, no connection ever read.

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
-	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -20,8 +21,8 @@ func TestServiceRoutesSaysANodeMissesANewEndpoint(t *testing.T) {
 		if i >= 3 {
 			ready = []string{"10.240.3.5", "10.240.3.9"}
 		}
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready...), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready...), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
 	j := expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Violated,
 		"does not forward to [10.240.3.9], which apiserver/cp1 records as ready")

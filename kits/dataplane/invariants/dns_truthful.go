@@ -6,9 +6,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
-	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -88,8 +89,8 @@ func (dnsTruthful) Phase() verdict.Phase   { return verdict.Safety }
 func (d dnsTruthful) Bound() time.Duration { return d.bound.Limit }
 func (dnsTruthful) Reads() []invariant.Reading {
 	return []invariant.Reading{
-		{Sources: invariant.ConsistentReaders, Question: evidence.AgentDNSExpected},
-		{Sources: DNSInstanceReaders, Question: evidence.AgentDNSAnswer},
+		{Sources: invariant.ConsistentReaders, Question: dataplane.AgentDNSExpected},
+		{Sources: DNSInstanceReaders, Question: dataplane.AgentDNSAnswer},
 	}
 }
 
@@ -104,7 +105,7 @@ type apiRecords struct {
 
 // maxAge is the longest ago an answer can have been fetched: the cache
 // counts a stored TTL of at most cacheTTL down in whole seconds.
-func (d dnsTruthful) maxAge(v evidence.DNSAnswerValue) (time.Duration, string) {
+func (d dnsTruthful) maxAge(v dataplane.DNSAnswerValue) (time.Duration, string) {
 	if v.RCode != "RCodeSuccess" || len(v.Answers) == 0 {
 		return d.cacheTTL, fmt.Sprintf("a name error is cached less than %s", d.cacheTTL)
 	}
@@ -224,8 +225,8 @@ func (h apiHistory) heldSince(set string, from, until time.Time) (state heldStat
 
 func (d dnsTruthful) Judge(in invariant.Input) verdict.Judgement {
 	snaps := invariant.Ordered(in.Snapshots)
-	exps, expGaps := invariant.Collect[evidence.DNSExpectedValue](snaps, invariant.ConsistentReaders, evidence.AgentDNSExpected)
-	answers, ansGaps := invariant.Collect[evidence.DNSAnswerValue](snaps, DNSInstanceReaders, evidence.AgentDNSAnswer)
+	exps, expGaps := invariant.Collect[dataplane.DNSExpectedValue](snaps, invariant.ConsistentReaders, dataplane.AgentDNSExpected)
+	answers, ansGaps := invariant.Collect[dataplane.DNSAnswerValue](snaps, DNSInstanceReaders, dataplane.AgentDNSAnswer)
 	if len(exps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the test name's records: " + invariant.GapSummary(expGaps)}
 	}
@@ -260,7 +261,7 @@ func (d dnsTruthful) Judge(in invariant.Input) verdict.Judgement {
 		switch v.RCode {
 		case "RCodeSuccess":
 			ips = ipsOf(v)
-		case evidence.NameError:
+		case dataplane.NameError:
 		default:
 			declined++
 			continue
@@ -380,7 +381,7 @@ func firstAfter(recs []apiRecords, set string, last *apiRecords) *apiRecords {
 	return out
 }
 
-func ipsOf(v evidence.DNSAnswerValue) []string {
+func ipsOf(v dataplane.DNSAnswerValue) []string {
 	var ips []string
 	for _, a := range v.Answers {
 		ips = append(ips, a.IP)

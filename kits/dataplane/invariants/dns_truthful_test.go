@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
-	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
-func dnsAnswer(rcode string, ip string, ttl uint32) evidence.DNSAnswerValue {
-	v := evidence.DNSAnswerValue{Name: "dns-routes.faultline-agents.svc.cluster.local", Server: "10.240.5.3:53", Instance: "kube-system/coredns-x", RCode: rcode}
+func dnsAnswer(rcode string, ip string, ttl uint32) dataplane.DNSAnswerValue {
+	v := dataplane.DNSAnswerValue{Name: "dns-routes.faultline-agents.svc.cluster.local", Server: "10.240.5.3:53", Instance: "kube-system/coredns-x", RCode: rcode}
 	if ip != "" {
-		v.Answers = []evidence.DNSRecord{{IP: ip, TTL: ttl}}
+		v.Answers = []dataplane.DNSRecord{{IP: ip, TTL: ttl}}
 	}
 	return v
 }
@@ -25,14 +26,14 @@ func dnsRun(t *testing.T, rounds int, stale float64, rcodeAt map[int]string) *ru
 	r := newRun(t)
 	for i := 0; i < rounds; i++ {
 		s := float64(i)
-		exp := evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}
+		exp := dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}
 		switch {
 		case s == 3:
 			exp.IPs = nil
 		case s > 3:
 			exp.IPs = []string{"10.250.0.77"}
 		}
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, exp, "")
+		rd := r.round(s).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, exp, "")
 		a := dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
 		if s >= stale {
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
@@ -40,7 +41,7 @@ func dnsRun(t *testing.T, rounds int, stale float64, rcodeAt map[int]string) *ru
 		if rc := rcodeAt[i]; rc != "" {
 			a = dnsAnswer(rc, "", 0)
 		}
-		rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
+		rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
 	}
 	return r
 }
@@ -74,12 +75,12 @@ func TestDNSTruthful(t *testing.T) {
 	// and the bound is a wrong answer too.
 	nx := map[int]string{}
 	for i := 0; i < 15; i++ {
-		nx[i] = evidence.NameError
+		nx[i] = dataplane.NameError
 	}
 	expect(t, inv, dnsRun(t, 15, 0, nx).input(invariant.WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
 	// The same name error in the last round only: no API read after it
 	// shows the API did not delete the name just before it.
-	last := map[int]string{13: evidence.NameError}
+	last := map[int]string{13: dataplane.NameError}
 	expect(t, inv, dnsRun(t, 14, 0, last).input(invariant.WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
 }
 
@@ -100,12 +101,12 @@ func dnsRounds(t *testing.T, rounds map[int]dnsRead, n int) *run {
 			continue
 		}
 		if d.api == "" {
-			rd.unreadable("apiserver/cp1", evidence.AgentDNSExpected, 0.1, "timeout: no answer within 5s")
+			rd.unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, "timeout: no answer within 5s")
 		} else {
-			rd.value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{d.api}}, "")
+			rd.value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{d.api}}, "")
 		}
 		if d.ip != "" {
-			rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", d.ip, d.ttl), "")
+			rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", d.ip, d.ttl), "")
 		}
 	}
 	return r
@@ -188,17 +189,17 @@ func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
 		if i >= 6 {
 			api = "10.250.0.77"
 		}
-		rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "")
-		var a evidence.DNSAnswerValue
+		rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "")
+		var a dataplane.DNSAnswerValue
 		switch {
 		case i < 6:
 			a = dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
 		case i < 10:
-			a = dnsAnswer(evidence.NameError, "", 0)
+			a = dnsAnswer(dataplane.NameError, "", 0)
 		default:
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
 		}
-		rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
+		rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
 	}
 	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated)
 	if j.Verdict != verdict.InsufficientData {
@@ -215,12 +216,12 @@ func TestDNSTruthfulAnAnswerNoReadHeldIsNotProvenWrong(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		rd := r.round(float64(i))
 		if i < 6 {
-			rd.value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}, "").
-				value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+			rd.value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}, "").
+				value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
 			continue
 		}
-		rd.unreadable("apiserver/cp1", evidence.AgentDNSExpected, 5, "timeout: no answer within 5s").
-			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
+		rd.unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 5, "timeout: no answer within 5s").
+			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
 	}
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
 }
@@ -244,12 +245,12 @@ func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
 		a := dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
 		switch {
 		case i >= 9:
-			a = dnsAnswer(evidence.NameError, "", 0)
+			a = dnsAnswer(dataplane.NameError, "", 0)
 		case i >= 7:
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
 		}
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).
-			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, a, "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).
+			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
 	}
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData,
 		"changed between", "may have held it at a moment no read saw")
@@ -261,8 +262,8 @@ func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
 func TestDNSTruthfulUnchangedReadsProveAnAnswerNoReadHeldWrong(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").
-			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").
+			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
 	}
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated,
 		"answered [10.250.0.50]", "at 10:00:04.300", "no API read held it", "held [10.250.0.77], unchanged")
@@ -285,8 +286,8 @@ func TestDNSTruthfulMissedTicksAreUnknownReads(t *testing.T) {
 		if i >= 11 {
 			ans = "10.250.0.77"
 		}
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
-			value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
+			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
 	}
 	in := r.input(invariant.WindowToSettle)
 	in.Timeline = missedAt(4, 5, 6, 7, 8, 9)
@@ -305,17 +306,17 @@ func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
 			if i >= 4 {
 				api = "10.250.0.77"
 			}
-			rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentDNSExpected, 0.1, evidence.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
-				value("coredns/worker1", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
+				value("coredns/worker1", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
 			switch {
 			case i < 4:
-				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
 			case how == "timeout":
-				rd.unreadable("coredns/worker2", evidence.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
+				rd.unreadable("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
 			case how == "servfail":
-				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
+				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
 			default:
-				rd.value("coredns/worker2", evidence.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
 			}
 		}
 		in := r.input(invariant.WindowToSettle)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -79,9 +81,9 @@ func (isolatedFromStart) Name() string         { return IsolatedFromStartName }
 func (isolatedFromStart) Phase() verdict.Phase { return verdict.Safety }
 func (isolatedFromStart) Reads() []invariant.Reading {
 	return []invariant.Reading{
-		{Sources: invariant.ConsistentReaders, Question: evidence.AgentPolicyExpected},
-		{Sources: NewPodProbeReaders, Question: evidence.AgentPolicyProbe},
-		{Sources: PolicyRuleReaders, Question: evidence.AgentPolicyRules},
+		{Sources: invariant.ConsistentReaders, Question: dataplane.AgentPolicyExpected},
+		{Sources: NewPodProbeReaders, Question: dataplane.AgentPolicyProbe},
+		{Sources: PolicyRuleReaders, Question: dataplane.AgentPolicyRules},
 	}
 }
 
@@ -101,9 +103,9 @@ type newPodStart struct {
 
 func (isolatedFromStart) Judge(in invariant.Input) verdict.Judgement {
 	snaps := invariant.Ordered(in.Snapshots)
-	exps, expGaps := invariant.Collect[evidence.PolicyExpectationValue](snaps, invariant.ConsistentReaders, evidence.AgentPolicyExpected)
-	probes, probeGaps := invariant.Collect[evidence.DialValue](snaps, NewPodProbeReaders, evidence.AgentPolicyProbe)
-	rulesObs, _ := invariant.Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
+	exps, expGaps := invariant.Collect[dataplane.PolicyExpectationValue](snaps, invariant.ConsistentReaders, dataplane.AgentPolicyExpected)
+	probes, probeGaps := invariant.Collect[dataplane.DialValue](snaps, NewPodProbeReaders, dataplane.AgentPolicyProbe)
+	rulesObs, _ := invariant.Collect[dataplane.PolicyRulesValue](snaps, PolicyRuleReaders, dataplane.AgentPolicyRules)
 	if len(exps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered what the policies allow: " + invariant.GapSummary(expGaps)}
 	}
@@ -170,7 +172,7 @@ func (isolatedFromStart) Judge(in invariant.Input) verdict.Judgement {
 	// unjudged: a connection made in a round no API read recorded the
 	// pair in (every read failed or none named it): it may have been
 	// denied, so it is no pass.
-	var unjudged *invariant.Observation[evidence.DialValue]
+	var unjudged *invariant.Observation[dataplane.DialValue]
 	for i, o := range probes {
 		k := pairKey{o.Value.From, o.Value.Target}
 		rec := recorded[o.Snapshot][k]
@@ -234,7 +236,7 @@ func (isolatedFromStart) Judge(in invariant.Input) verdict.Judgement {
 // node: the API's record of it, else the probe's host), or one of the
 // policies denying the target's ingress to an existing pod's ingress (the
 // agent of the target's node), and how.
-func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []invariant.Observation[evidence.PolicyRulesValue]) (bool, string) {
+func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot, rules []invariant.Observation[dataplane.PolicyRulesValue]) (bool, string) {
 	if st == nil || (len(st.egress) == 0 && len(st.ingress) == 0) {
 		return false, "no API server named a policy that denies the connection, with its direction"
 	}
@@ -250,11 +252,11 @@ func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot,
 		node     string
 		policies []string
 		dir      string
-		of       func(evidence.PolicyTarget) evidence.PolicyDirection
+		of       func(dataplane.PolicyTarget) dataplane.PolicyDirection
 	}
 	sides := []side{
-		{node, st.egress, "egress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Egress }},
-		{st.targetNode, st.ingress, "ingress", func(t evidence.PolicyTarget) evidence.PolicyDirection { return t.Ingress }},
+		{node, st.egress, "egress", func(t dataplane.PolicyTarget) dataplane.PolicyDirection { return t.Egress }},
+		{st.targetNode, st.ingress, "ingress", func(t dataplane.PolicyTarget) dataplane.PolicyDirection { return t.Ingress }},
 	}
 	var wanted []string
 	for _, sd := range sides {
@@ -285,8 +287,8 @@ func handledBefore(st *newPodStart, probeHost string, snaps []evidence.Snapshot,
 
 // firstReadText says how soon after the pod's network came up its first
 // connection was read.
-func firstReadText(st *newPodStart, probes []invariant.Observation[evidence.DialValue], k pairKey) string {
-	var first *invariant.Observation[evidence.DialValue]
+func firstReadText(st *newPodStart, probes []invariant.Observation[dataplane.DialValue], k pairKey) string {
+	var first *invariant.Observation[dataplane.DialValue]
 	for i := range probes {
 		if (pairKey{probes[i].Value.From, probes[i].Value.Target}) == k {
 			first = &probes[i]

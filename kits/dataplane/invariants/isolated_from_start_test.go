@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -29,8 +31,8 @@ func TestIsolatedFromStart(t *testing.T) {
 	// A connection answered while the API records it allowed is not a
 	// breach: the policy was not there yet.
 	r := newcomerRun(t, 4, 2, 2, 3, 0)
-	allowed := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: true, FromNode: "worker1", FromIP: "10.244.1.77"}}}
-	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, mustValue(t, allowed, r.snaps[2].Taken))
+	allowed := dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: true, FromNode: "worker1", FromIP: "10.244.1.77"}}}
+	r.snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, mustValue(t, allowed, r.snaps[2].Taken))
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved, "1 connection(s)")
 }
 
@@ -38,7 +40,7 @@ func TestIsolatedFromStart(t *testing.T) {
 func TestIsolatedFromStartATimeoutIsNoRefusal(t *testing.T) {
 	r := newcomerRun(t, 6, 2, 2, 2, 0)
 	for i := 2; i < 6; i++ {
-		r.snaps[i].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.snaps[i].Taken))
+		r.snaps[i].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.snaps[i].Taken))
 	}
 	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData)
 }
@@ -57,33 +59,33 @@ func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled
 	r := newRun(t)
 	for i := 0; i < rounds; i++ {
 		s := float64(i)
-		exp := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+		exp := dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{}}
 		if s >= created {
-			p := evidence.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
+			p := dataplane.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
 				Isolating: []string{denyNewcomer}, EgressDenying: []string{denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress", FromNode: "worker1", TargetNode: "worker1"}
 			if s >= addressed {
 				p.FromIP = "10.244.1.77"
 			}
 			exp.Pairs = append(exp.Pairs, p)
 		}
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "")
-		rules := evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
+		rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
+		rules := dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}
 		if s >= handled {
-			rules.Targets = append(rules.Targets, evidence.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
-				Egress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}})
+			rules.Targets = append(rules.Targets, dataplane.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
+				Egress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}})
 		}
-		rd.value("policy-agent/worker1", evidence.AgentPolicyRules, 0.2, rules, "")
-		d := evidence.DialValue{From: newcomer, Target: toTarget}
+		rd.value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, rules, "")
+		d := dataplane.DialValue{From: newcomer, Target: toTarget}
 		switch {
 		case s < addressed:
-			rd.unreadable("newpod/worker1", evidence.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+			rd.unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
 			continue
 		case s < isolated:
 			d.Connected, d.Status, d.Body = true, 200, "target"
 		default:
 			d.Error = "dial tcp 10.240.4.9:8080: connect: connection refused"
 		}
-		rd.value("newpod/worker1", evidence.AgentPolicyProbe, 0.4, d, "")
+		rd.value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, d, "")
 	}
 	return r
 }
@@ -108,7 +110,7 @@ func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T)
 // not skipped as a lost path.
 func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 2, 0)
-	r.snaps[2].Set("newpod/worker1", evidence.AgentPolicyProbe, mustValue(t, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
+	r.snaps[2].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
 	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
 
@@ -118,7 +120,7 @@ func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 // connection is rejected. "Not even once" is not shown.
 func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 3, 0)
-	r.snaps[2].Set("apiserver/cp1", evidence.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
+	r.snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
 	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
 }
 
@@ -129,13 +131,13 @@ func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
 // ingress policy, so the agent's handling of the denial is not shown.
 func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
 	const allowTarget = "faultline-agents/allow-target-ingress"
-	build := func(withDirection bool, applied evidence.PolicyTarget) *run {
+	build := func(withDirection bool, applied dataplane.PolicyTarget) *run {
 		r := newRun(t)
 		for i := 0; i < 8; i++ {
 			s := float64(i)
-			exp := evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{}}
+			exp := dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{}}
 			if s >= 2 {
-				p := evidence.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
+				p := dataplane.PolicyPair{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: false,
 					Isolating: []string{allowTarget, denyNewcomer}, Why: "faultline-agents/newcomer is isolated for egress",
 					FromNode: "worker1", TargetNode: "worker1", FromIP: "10.244.1.77"}
 				if withDirection {
@@ -143,29 +145,29 @@ func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
 				}
 				exp.Pairs = append(exp.Pairs, p)
 			}
-			rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "")
-			rd.value("policy-agent/worker1", evidence.AgentPolicyRules, 0.2, evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel,
-				Targets: []evidence.PolicyTarget{applied}}, "")
+			rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
+			rd.value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel,
+				Targets: []dataplane.PolicyTarget{applied}}, "")
 			if s < 2 {
-				rd.unreadable("newpod/worker1", evidence.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+				rd.unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
 				continue
 			}
-			rd.value("newpod/worker1", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: newcomer, Target: toTarget, Connected: true, Status: 200, Body: "target"}, "")
+			rd.value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Status: 200, Body: "target"}, "")
 		}
 		return r
 	}
-	targetIngress := evidence.PolicyTarget{PodIP: "10.240.4.9", Pod: "faultline-agents/target",
-		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: allowTarget, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
+	targetIngress := dataplane.PolicyTarget{PodIP: "10.240.4.9", Pod: "faultline-agents/target",
+		Ingress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: allowTarget, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}}
 	// A record without the denying direction (written before it was
 	// recorded) shows no premise either way.
 	expect(t, IsolatedFromStart(), build(false, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
 	expect(t, IsolatedFromStart(), build(true, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
 	// The denying policy applied, but to a pod's ingress: not its direction.
-	wrongWay := evidence.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
-		Ingress: evidence.PolicyDirection{Isolated: true, Policies: []evidence.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}}}}
+	wrongWay := dataplane.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
+		Ingress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}}
 	expect(t, IsolatedFromStart(), build(true, wrongWay).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
 	// Applied to an existing pod's egress: the premise holds.
 	rightWay := wrongWay
-	rightWay.Egress, rightWay.Ingress = wrongWay.Ingress, evidence.PolicyDirection{}
+	rightWay.Egress, rightWay.Ingress = wrongWay.Ingress, dataplane.PolicyDirection{}
 	expect(t, IsolatedFromStart(), build(true, rightWay).input(invariant.WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
 }

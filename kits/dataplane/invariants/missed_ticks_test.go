@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -17,8 +18,8 @@ func TestMissedTicksBreakTheAgentsProofs(t *testing.T) {
 		// Denied from 3, answered throughout: proven 3..8 without the gap.
 		r := newRun(t)
 		for _, s := range []float64{0, 1, 2, 6, 7, 8} {
-			r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(s < 1), "").
-				value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
+			r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 1), "").
+				value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
 		}
 		in := r.input(invariant.WindowToSettle)
 		in.Timeline = gap
@@ -31,8 +32,8 @@ func TestMissedTicksBreakTheAgentsProofs(t *testing.T) {
 			if s < 1 {
 				ready = "10.240.3.5"
 			}
-			r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "").
-				value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "").
+				value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		}
 		r = withHealth(t, r, 200)
 		in := r.input(invariant.WindowToSettle)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -67,9 +69,9 @@ func (policyEnforced) Phase() verdict.Phase   { return verdict.Safety }
 func (p policyEnforced) Bound() time.Duration { return p.bound.Limit }
 func (policyEnforced) Reads() []invariant.Reading {
 	return []invariant.Reading{
-		{Sources: invariant.ConsistentReaders, Question: evidence.AgentPolicyExpected},
-		{Sources: PodProbeReaders, Question: evidence.AgentPolicyProbe},
-		{Sources: PolicyRuleReaders, Question: evidence.AgentPolicyRules},
+		{Sources: invariant.ConsistentReaders, Question: dataplane.AgentPolicyExpected},
+		{Sources: PodProbeReaders, Question: dataplane.AgentPolicyProbe},
+		{Sources: PolicyRuleReaders, Question: dataplane.AgentPolicyRules},
 	}
 }
 
@@ -79,7 +81,7 @@ const PolicyRuleReaders = "policy-agent/*"
 
 // rulesText says what the nodes' policy agents applied to the pod at ip
 // in round i: the cross-check of a broken round.
-func rulesText(rules map[int]map[evidence.Source]invariant.Observation[evidence.PolicyRulesValue], i int, ip string) string {
+func rulesText(rules map[int]map[evidence.Source]invariant.Observation[dataplane.PolicyRulesValue], i int, ip string) string {
 	var out []string
 	srcs := make([]string, 0, len(rules[i]))
 	for src := range rules[i] {
@@ -129,9 +131,9 @@ func pairName(k pairKey) string { return k.from + " → " + k.target }
 // policyMarks are policy-enforced's marks over snaps (in order); a
 // non-empty why means there is nothing to judge.
 func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
-	exps, expGaps := invariant.Collect[evidence.PolicyExpectationValue](snaps, invariant.ConsistentReaders, evidence.AgentPolicyExpected)
-	probes, probeGaps := invariant.Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentPolicyProbe)
-	rulesObs, _ := invariant.Collect[evidence.PolicyRulesValue](snaps, PolicyRuleReaders, evidence.AgentPolicyRules)
+	exps, expGaps := invariant.Collect[dataplane.PolicyExpectationValue](snaps, invariant.ConsistentReaders, dataplane.AgentPolicyExpected)
+	probes, probeGaps := invariant.Collect[dataplane.DialValue](snaps, PodProbeReaders, dataplane.AgentPolicyProbe)
+	rulesObs, _ := invariant.Collect[dataplane.PolicyRulesValue](snaps, PolicyRuleReaders, dataplane.AgentPolicyRules)
 	rules := invariant.BySnapshotAndSource(rulesObs)
 	if len(exps) == 0 {
 		return pm, "no API server answered what the policies allow: " + invariant.GapSummary(expGaps)
@@ -164,12 +166,12 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 	// A pair is the judgement's when one of its readers dialled it; a pair
 	// the API names and no reader here dialled (a pod another invariant's
 	// probe speaks for) is not.
-	probeAt := map[int]map[pairKey]invariant.Observation[evidence.DialValue]{}
+	probeAt := map[int]map[pairKey]invariant.Observation[dataplane.DialValue]{}
 	prober := map[pairKey]evidence.Source{}
 	var keys []pairKey
 	for _, o := range probes {
 		if probeAt[o.Snapshot] == nil {
-			probeAt[o.Snapshot] = map[pairKey]invariant.Observation[evidence.DialValue]{}
+			probeAt[o.Snapshot] = map[pairKey]invariant.Observation[dataplane.DialValue]{}
 		}
 		k := pairKey{o.Value.From, o.Value.Target}
 		probeAt[o.Snapshot][k] = o
@@ -212,7 +214,7 @@ func policyMarks(snaps []evidence.Snapshot) (pm policyMarkSet, why string) {
 			if r.Applied == rec.Value {
 				return ""
 			}
-			var o invariant.Observation[evidence.DialValue]
+			var o invariant.Observation[dataplane.DialValue]
 			i := 0
 			for j, snap := range snaps {
 				if snap.Taken.Equal(r.Taken) {
@@ -320,7 +322,7 @@ func policyMarksByNode(snaps []evidence.Snapshot) map[string][]subjectMarks {
 
 // madeText says what came of a connection that got through or was
 // refused.
-func madeText(d evidence.DialValue) string {
+func madeText(d dataplane.DialValue) string {
 	switch {
 	case d.Answered():
 		return "answered by " + d.Body

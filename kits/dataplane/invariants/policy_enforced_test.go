@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -15,29 +17,29 @@ const (
 	toTarget = "10.240.4.9:8080"
 )
 
-func expectPair(allowed bool) evidence.PolicyExpectationValue {
-	p := evidence.PolicyPair{From: fromW2, To: "faultline-agents/target", Target: toTarget, Allowed: allowed}
+func expectPair(allowed bool) dataplane.PolicyExpectationValue {
+	p := dataplane.PolicyPair{From: fromW2, To: "faultline-agents/target", Target: toTarget, Allowed: allowed}
 	if !allowed {
 		p.Isolating, p.Why = []string{"faultline-agents/deny"}, "faultline-agents/target is isolated for ingress"
 	}
-	return evidence.PolicyExpectationValue{Pairs: []evidence.PolicyPair{p}}
+	return dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{p}}
 }
 
-func answered() evidence.DialValue {
-	return evidence.DialValue{From: fromW2, Target: toTarget, Connected: true, Status: 200, Body: "target"}
+func answered() dataplane.DialValue {
+	return dataplane.DialValue{From: fromW2, Target: toTarget, Connected: true, Status: 200, Body: "target"}
 }
 
-func refusedDial() evidence.DialValue {
-	return evidence.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp 10.240.4.9:8080: connect: connection refused"}
+func refusedDial() dataplane.DialValue {
+	return dataplane.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp 10.240.4.9:8080: connect: connection refused"}
 }
 
 // policyRun: a deny policy recorded from second 3; the node enforces it
 // from second enforced.
-func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d evidence.DialValue) (evidence.DialValue, bool)) *run {
+func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d dataplane.DialValue) (dataplane.DialValue, bool)) *run {
 	r := newRun(t)
 	for i := 0; i < rounds; i++ {
 		s := float64(i)
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(s < 3), "")
+		rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 3), "")
 		d := answered()
 		if s >= enforced {
 			d = refusedDial()
@@ -45,11 +47,11 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d e
 		if probe != nil {
 			var ok bool
 			if d, ok = probe(i, d); !ok {
-				rd.unreadable("pod/worker2", evidence.AgentPolicyProbe, 0.4, "timeout: no answer within 4s")
+				rd.unreadable("pod/worker2", dataplane.AgentPolicyProbe, 0.4, "timeout: no answer within 4s")
 				continue
 			}
 		}
-		rd.value("pod/worker2", evidence.AgentPolicyProbe, 0.4, d, "")
+		rd.value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, d, "")
 	}
 	return r
 }
@@ -66,39 +68,39 @@ func TestPolicyEnforced(t *testing.T) {
 	// The rule dump of the target's node is the cross-check.
 	r0 := policyRun(t, 12, 10, nil)
 	for i := range r0.snaps {
-		a, err := evidence.ValueAnswer(evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}, r0.snaps[i].Taken.Add(300*time.Millisecond), "")
+		a, err := evidence.ValueAnswer(dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, r0.snaps[i].Taken.Add(300*time.Millisecond), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r0.snaps[i].Set("policy-agent/worker1", evidence.AgentPolicyRules, a)
+		r0.snaps[i].Set("policy-agent/worker1", dataplane.AgentPolicyRules, a)
 	}
 	expect(t, inv, r0.input(invariant.WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
 
 	// A refused connection while allowed is broken too (before the policy).
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
-			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, refusedDial(), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").
+			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, refusedDial(), "")
 	}
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Violated, "was refused", "records it allowed")
 
 	// A failure that is no policy's answer never decides.
 	r = newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(false), "").
-			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, evidence.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(false), "").
+			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
 	}
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Stale, then the probes unreadable past the bound: cannot tell.
-	expect(t, inv, policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 4 }).input(invariant.WindowToSettle),
+	expect(t, inv, policyRun(t, 12, 100, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 4 }).input(invariant.WindowToSettle),
 		verdict.InsufficientData, "could not be shown to have the outcome apiserver/cp1 records")
 }
 
 // Every probe after the change unreadable: nothing shows the deny was
 // enforced.
 func TestPolicyEnforcedNeedsReadableProbesAfterAChange(t *testing.T) {
-	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) { return d, i < 3 }).input(invariant.WindowToSettle),
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 3 }).input(invariant.WindowToSettle),
 		verdict.InsufficientData, fromW2, "could not be read")
 }
 
@@ -107,10 +109,10 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
 		exp := expectPair(true)
-		other := evidence.PolicyPair{From: "faultline-agents/newcomer", To: "faultline-agents/target", Target: toTarget, Allowed: i < 3}
+		other := dataplane.PolicyPair{From: "faultline-agents/newcomer", To: "faultline-agents/target", Target: toTarget, Allowed: i < 3}
 		exp.Pairs = append(exp.Pairs, other)
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, exp, "").
-			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").
+			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
 	}
 	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
@@ -118,8 +120,8 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 	}
 }
 
-func timedOutDial() evidence.DialValue {
-	return evidence.DialValue{From: fromW2, Target: toTarget, Error: "timeout"}
+func timedOutDial() dataplane.DialValue {
+	return dataplane.DialValue{From: fromW2, Target: toTarget, Error: "timeout"}
 }
 
 // A connection that timed out was lost or slow on its way: the lab's
@@ -131,14 +133,14 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 	// allowed connection, and nothing decided.
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(true), "").
-			value("pod/worker2", evidence.AgentPolicyProbe, 0.4, timedOutDial(), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").
+			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, timedOutDial(), "")
 	}
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Denied from second 3, every connection after it timing out: no
 	// evidence the denial holds.
-	expect(t, inv, policyRun(t, 12, 3, func(i int, d evidence.DialValue) (evidence.DialValue, bool) {
+	expect(t, inv, policyRun(t, 12, 3, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) {
 		if i >= 3 {
 			return timedOutDial(), true
 		}
@@ -150,9 +152,9 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 // REJECT would have refused the SYN) and then not answered in time, for
 // 9 s past a 3 s bound, is not enforced: VIOLATED, not unknown.
 func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
-	in := policyRun(t, 12, 100, func(i int, d evidence.DialValue) (evidence.DialValue, bool) {
+	in := policyRun(t, 12, 100, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) {
 		if i >= 3 {
-			return evidence.DialValue{From: fromW2, Target: toTarget, Connected: true, Error: "timeout"}, true
+			return dataplane.DialValue{From: fromW2, Target: toTarget, Connected: true, Error: "timeout"}, true
 		}
 		return d, true
 	}).input(invariant.WindowToSettle)

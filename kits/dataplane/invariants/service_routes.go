@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -75,9 +77,9 @@ func (serviceRoutes) Phase() verdict.Phase   { return verdict.Safety }
 func (s serviceRoutes) Bound() time.Duration { return s.bound.Limit }
 func (serviceRoutes) Reads() []invariant.Reading {
 	return []invariant.Reading{
-		{Sources: invariant.ConsistentReaders, Question: evidence.AgentServiceEndpoints},
-		{Sources: ProxyRuleReaders, Question: evidence.AgentServiceTranslation},
-		{Sources: PodProbeReaders, Question: evidence.AgentServiceProbe},
+		{Sources: invariant.ConsistentReaders, Question: dataplane.AgentServiceEndpoints},
+		{Sources: ProxyRuleReaders, Question: dataplane.AgentServiceTranslation},
+		{Sources: PodProbeReaders, Question: dataplane.AgentServiceProbe},
 	}
 }
 
@@ -124,9 +126,9 @@ func setText(s []string) string {
 // order, and whether a server's ready set changed; a non-empty why means
 // there is nothing to judge.
 func routeMarks(snaps []evidence.Snapshot) (nodes []subjectMarks, changed bool, why string) {
-	eps, epGaps := invariant.Collect[evidence.EndpointsValue](snaps, invariant.ConsistentReaders, evidence.AgentServiceEndpoints)
-	rules, ruleGaps := invariant.Collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, evidence.AgentServiceTranslation)
-	probes, _ := invariant.Collect[evidence.DialValue](snaps, PodProbeReaders, evidence.AgentServiceProbe)
+	eps, epGaps := invariant.Collect[evidence.EndpointsValue](snaps, invariant.ConsistentReaders, dataplane.AgentServiceEndpoints)
+	rules, ruleGaps := invariant.Collect[evidence.ProxyBackendsValue](snaps, ProxyRuleReaders, dataplane.AgentServiceTranslation)
+	probes, _ := invariant.Collect[dataplane.DialValue](snaps, PodProbeReaders, dataplane.AgentServiceProbe)
 	if len(eps) == 0 {
 		return nil, false, "no API server answered for the agents' service's endpoints: " + invariant.GapSummary(epGaps)
 	}
@@ -302,7 +304,7 @@ func stretchesOf(marks []invariant.Mark) []invariant.Stretch {
 }
 
 // probeText says what a client pod's new connection found.
-func probeText(o invariant.Observation[evidence.DialValue]) string {
+func probeText(o invariant.Observation[dataplane.DialValue]) string {
 	p := o.Value
 	switch {
 	case p.Answered():

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/invariant"
 
 	"github.com/faultline/faultline/framework/evidence"
@@ -33,22 +35,22 @@ func routesRun(t *testing.T, rounds int, stale float64, worker1Unreadable map[in
 		if s >= 3 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		w2 := "10.240.3.5:8080"
 		if s >= 4 {
 			w2 = "10.240.3.9:8080"
 		}
-		rd.value("kube-proxy/worker2", evidence.AgentServiceTranslation, 0.2, dnat(w2), "")
+		rd.value("kube-proxy/worker2", dataplane.AgentServiceTranslation, 0.2, dnat(w2), "")
 		w1 := "10.240.3.5:8080"
 		if s >= 4 && (stale == 0 || s >= stale) {
 			w1 = "10.240.3.9:8080"
 		}
 		if worker1Unreadable[i] {
-			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		} else {
-			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
+			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
 		}
-		rd.value("pod/worker1", evidence.AgentServiceProbe, 0.5, evidence.DialValue{Target: "10.250.0.50:80", Connected: false, Error: "timeout"}, "")
+		rd.value("pod/worker1", dataplane.AgentServiceProbe, 0.5, dataplane.DialValue{Target: "10.250.0.50:80", Connected: false, Error: "timeout"}, "")
 	}
 	return r
 }
@@ -81,8 +83,8 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	// Nothing changed: PRESERVED, not exercised.
 	r := newRun(t)
 	for i := 0; i < 5; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
 	j = expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
@@ -92,15 +94,15 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	// No endpoints and a node that rejects: they agree.
 	r = newRun(t)
 	for i := 0; i < 5; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(), "")
 	}
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
 
 	// No API server ever answered.
 	r = newRun(t)
-	r.round(0).unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, "timeout").
-		value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+	r.round(0).unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout").
+		value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no API server answered")
 }
 
@@ -114,8 +116,8 @@ func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
 		if s >= 11 {
 			w1 = "10.240.3.9:8080"
 		}
-		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat(w1), "")
+		r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
 	}
 	in := r.input(invariant.WindowToSettle)
 	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: invariant.SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
@@ -134,11 +136,11 @@ func TestServiceRoutesNeedsReadableRulesAfterAChange(t *testing.T) {
 		if s >= 3 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		if s < 3 {
-			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		} else {
-			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		}
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
@@ -153,18 +155,18 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 		rd := r.round(s)
 		switch {
 		case s < 3:
-			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-				value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "")
+			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+				value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "")
 		case i%2 == 0:
 			// cp1 has the change; cp2 times out.
-			rd.value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
-				unreadable("apiserver/cp2", evidence.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
+				unreadable("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
 		default:
 			// cp2 still answers the old set; cp1 times out.
-			rd.value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-				unreadable("apiserver/cp1", evidence.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+			rd.value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+				unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
 		}
-		rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
 
@@ -177,9 +179,9 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 		if s >= 3 {
 			cp1 = "10.240.3.9"
 		}
-		r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(cp1), "").
-			value("apiserver/cp2", evidence.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(cp1), "").
+			value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "disagreed")
 }
@@ -189,8 +191,8 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 10; i++ {
-		r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
-			value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
+		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
+			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
 }
@@ -206,11 +208,11 @@ func TestServiceRoutesAChangeAtTheEndIsNotCovered(t *testing.T) {
 		if i >= 10 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(float64(i)).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		if i >= 10 {
-			rd.unreadable("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		} else {
-			rd.value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		}
 	}
 	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -60,7 +62,7 @@ func getVia(ctx context.Context, c *http.Client, u string) (int, string, error) 
 
 // PodDialer asks a client pod on one node (a netexec pod) to make a new
 // connection to a target and say what answered: source "pod/<host>",
-// question evidence.AgentServiceProbe. The pod's address is looked up
+// question dataplane.AgentServiceProbe. The pod's address is looked up
 // through client and kept while it answers; a pod that cannot be asked
 // (not running, its node unreachable) is unreadable, never an answer.
 type PodDialer struct {
@@ -130,7 +132,7 @@ func (d *PodDialer) Read(ctx context.Context) map[evidence.Question]evidence.Ans
 	if status != http.StatusOK {
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s answered %d: %s", d.namespace, d.pod, status, source.FirstLine([]byte(body))), at))
 	}
-	var v evidence.DialValue
+	var v dataplane.DialValue
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: pod %s/%s: its answer is not a dial result: %v", d.namespace, d.pod, err), at))
 	}
@@ -201,7 +203,7 @@ type AgentEndpoint struct {
 }
 
 // AgentHealth reads a node's agents' health endpoints: source
-// "agents/<host>", question evidence.AgentHealth. One endpoint that does
+// "agents/<host>", question dataplane.AgentHealth. One endpoint that does
 // not answer is recorded in the value with its error (an agent that is
 // down says so by not answering); the node itself not reached is
 // unreadable.
@@ -219,11 +221,11 @@ func NewAgentHealth(host lab.Host, endpoints []AgentEndpoint, timeout time.Durat
 
 func (a *AgentHealth) Source() evidence.Source { return a.name }
 func (a *AgentHealth) Questions() []evidence.Question {
-	return []evidence.Question{evidence.AgentHealth}
+	return []evidence.Question{dataplane.AgentHealth}
 }
 
 func (a *AgentHealth) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
-	v := evidence.AgentHealthValue{Agents: map[string]evidence.AgentHealthAnswer{}}
+	v := dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var hostErr error
@@ -242,26 +244,26 @@ func (a *AgentHealth) Read(ctx context.Context) map[evidence.Question]evidence.A
 	wg.Wait()
 	at := now()
 	if hostErr != nil {
-		return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.UnreadableAnswer(fmt.Sprintf("reaching %s: %s", a.host.Name(), source.Reason(hostErr)), at)}
+		return map[evidence.Question]evidence.Answer{dataplane.AgentHealth: evidence.UnreadableAnswer(fmt.Sprintf("reaching %s: %s", a.host.Name(), source.Reason(hostErr)), at)}
 	}
-	return map[evidence.Question]evidence.Answer{evidence.AgentHealth: evidence.EncodedAnswer(v, at, "")}
+	return map[evidence.Question]evidence.Answer{dataplane.AgentHealth: evidence.EncodedAnswer(v, at, "")}
 }
 
 // ask GETs one endpoint as a health checker on the node would: refused,
 // or connected with no answer in time, is the agent's answer (it is not
 // healthy to its checker); an error means the node was not reached.
-func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentHealthAnswer, error) {
+func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (dataplane.AgentHealthAnswer, error) {
 	ans, err := source.AskOnce(ctx, a.host, net.JoinHostPort(a.host.Address(), strconv.Itoa(e.Port)), e.Path, a.timeout, true)
 	if err != nil {
-		return evidence.AgentHealthAnswer{}, err
+		return dataplane.AgentHealthAnswer{}, err
 	}
 	if ans.Failure != "" {
-		return evidence.AgentHealthAnswer{Error: ans.Failure}, nil
+		return dataplane.AgentHealthAnswer{Error: ans.Failure}, nil
 	}
 	if ans.Status == 0 {
-		return evidence.AgentHealthAnswer{Error: "no HTTP answer: " + ans.Line}, nil
+		return dataplane.AgentHealthAnswer{Error: "no HTTP answer: " + ans.Line}, nil
 	}
-	return evidence.AgentHealthAnswer{StatusCode: ans.Status, Body: ans.Body}, nil
+	return dataplane.AgentHealthAnswer{StatusCode: ans.Status, Body: ans.Body}, nil
 }
 
 // policyDump is how one agent's applied state is read on a node: the
@@ -269,17 +271,17 @@ func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (evidence.AgentH
 // command's output.
 type policyDump struct {
 	command string
-	parse   func(out string) (evidence.PolicyRulesValue, error)
+	parse   func(out string) (dataplane.PolicyRulesValue, error)
 }
 
 // iptablesAndIPSets parses the filter table and the IP sets dumped in one
 // command, for agents that program both (kube-router, Calico's iptables
 // data plane).
-func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error)) func(string) (evidence.PolicyRulesValue, error) {
-	return func(out string) (evidence.PolicyRulesValue, error) {
+func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (dataplane.PolicyRulesValue, error)) func(string) (dataplane.PolicyRulesValue, error) {
+	return func(out string) (dataplane.PolicyRulesValue, error) {
 		ipt, sets, ok := strings.Cut(out, source.PolicyDumpSeparator+"\n")
 		if !ok {
-			return evidence.PolicyRulesValue{}, errors.New("the dump has no ipset part")
+			return dataplane.PolicyRulesValue{}, errors.New("the dump has no ipset part")
 		}
 		return parse(ipt, sets)
 	}
@@ -288,7 +290,7 @@ func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (evidence.Poli
 // policyParsers are the parsers of the agents whose applied state is
 // read, by the name a lab file gives them
 // (lab.KubernetesSettings.PolicyAgent).
-var policyParsers = map[string]func(string) (evidence.PolicyRulesValue, error){
+var policyParsers = map[string]func(string) (dataplane.PolicyRulesValue, error){
 	lab.PolicyAgentKubeRouter:          iptablesAndIPSets(PolicyRulesFromKubeRouter),
 	lab.PolicyAgentCalico:              iptablesAndIPSets(PolicyRulesFromCalico),
 	lab.PolicyAgentKubeNetworkPolicies: PolicyRulesFromKubeNetworkPolicies,
@@ -302,7 +304,7 @@ func policyDumpOf(agent string) (policyDump, bool) {
 }
 
 // PolicyRules reads the NetworkPolicy rules a node's policy agent applied:
-// source "policy-agent/<host>", question evidence.AgentPolicyRules, with
+// source "policy-agent/<host>", question dataplane.AgentPolicyRules, with
 // the dump and parser of that agent (kube-router's and Calico's filter
 // table and IP sets in one command, kube-network-policies' nftables
 // table).
@@ -323,22 +325,22 @@ func PolicyRulesFor(l lab.Lab, host lab.Host) evidence.Reader {
 	d, ok := policyDumpOf(agent)
 	switch {
 	case agent == "":
-		return source.NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules},
+		return source.NewUnavailable(name, []evidence.Question{dataplane.AgentPolicyRules},
 			"the lab file names no NetworkPolicy agent (kubernetes.policyAgent: "+strings.Join(lab.PolicyAgents, ", ")+")")
 	case !ok:
-		return source.NewUnavailable(name, []evidence.Question{evidence.AgentPolicyRules}, "no reader for the policy agent "+agent)
+		return source.NewUnavailable(name, []evidence.Question{dataplane.AgentPolicyRules}, "no reader for the policy agent "+agent)
 	}
 	return &PolicyRules{name: name, host: host, dump: d}
 }
 
 func (p *PolicyRules) Source() evidence.Source { return p.name }
 func (p *PolicyRules) Questions() []evidence.Question {
-	return []evidence.Question{evidence.AgentPolicyRules}
+	return []evidence.Question{dataplane.AgentPolicyRules}
 }
 
 func (p *PolicyRules) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
-		return map[evidence.Question]evidence.Answer{evidence.AgentPolicyRules: a}
+		return map[evidence.Question]evidence.Answer{dataplane.AgentPolicyRules: a}
 	}
 	res, err := p.host.Run(ctx, p.dump.command)
 	at := now()

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -22,7 +24,7 @@ import (
 // instance's answer for a name: the instance is the pod the selector finds
 // in dnsNamespace on dnsNode, asked at its own address over TCP, so the
 // answer is that instance's and no other's (the cluster DNS service would
-// pick one). Source "coredns/<dnsNode>", question evidence.AgentDNSAnswer.
+// pick one). Source "coredns/<dnsNode>", question dataplane.AgentDNSAnswer.
 // An instance or client that cannot be found or asked is unreadable with
 // the reason; a server failure (SERVFAIL) is an answer with its code, and
 // no response within the timeout is unreadable.
@@ -39,12 +41,14 @@ type PodDNS struct {
 // host, the instance on dnsNode for lookup.
 func NewPodDNS(host lab.Host, client kubernetes.Interface, namespace, pod, dnsNamespace, selector, dnsNode, lookup string, timeout time.Duration) *PodDNS {
 	d := &PodDNS{name: evidence.Source("coredns/" + dnsNode), lookup: lookup, dnsNamespace: dnsNamespace, selector: selector, dnsNode: dnsNode}
-	d.dialer = NewPodDialer(host, client, evidence.AgentDNSAnswer, namespace, pod, nil, "", timeout)
+	d.dialer = NewPodDialer(host, client, dataplane.AgentDNSAnswer, namespace, pod, nil, "", timeout)
 	return d
 }
 
-func (d *PodDNS) Source() evidence.Source        { return d.name }
-func (d *PodDNS) Questions() []evidence.Question { return []evidence.Question{evidence.AgentDNSAnswer} }
+func (d *PodDNS) Source() evidence.Source { return d.name }
+func (d *PodDNS) Questions() []evidence.Question {
+	return []evidence.Question{dataplane.AgentDNSAnswer}
+}
 
 // instance is the CoreDNS pod on dnsNode and its address, looked up each
 // read: a reset or a rollout gives the instance another address.
@@ -73,7 +77,7 @@ type netexecDNS struct {
 
 func (d *PodDNS) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	one := func(a evidence.Answer) map[evidence.Question]evidence.Answer {
-		return map[evidence.Question]evidence.Answer{evidence.AgentDNSAnswer: a}
+		return map[evidence.Question]evidence.Answer{dataplane.AgentDNSAnswer: a}
 	}
 	inst, ip, err := d.instance(ctx)
 	if err != nil {
@@ -103,9 +107,9 @@ func (d *PodDNS) Read(ctx context.Context) map[evidence.Question]evidence.Answer
 		// No response came: the instance said nothing, which is no answer.
 		return one(evidence.UnreadableAnswer(fmt.Sprintf("%s (%s) gave no answer for %s: %s", inst, server, d.lookup, r.Error), at))
 	}
-	v := evidence.DNSAnswerValue{Name: d.lookup, Server: server, Instance: inst, RCode: r.RCode}
+	v := dataplane.DNSAnswerValue{Name: d.lookup, Server: server, Instance: inst, RCode: r.RCode}
 	for _, a := range r.Answers {
-		v.Answers = append(v.Answers, evidence.DNSRecord{IP: a.IP, TTL: a.TTL})
+		v.Answers = append(v.Answers, dataplane.DNSRecord{IP: a.IP, TTL: a.TTL})
 	}
 	return one(evidence.EncodedAnswer(v, at, ""))
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/evidence"
 )
 
@@ -62,8 +64,8 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 	if a.Source() != "agents/worker2" {
 		t.Errorf("source %s", a.Source())
 	}
-	ans := a.Read(context.Background())[evidence.AgentHealth]
-	var v evidence.AgentHealthValue
+	ans := a.Read(context.Background())[dataplane.AgentHealth]
+	var v dataplane.AgentHealthValue
 	if err := ans.Decode(&v); err != nil {
 		t.Fatalf("%+v: %v", ans, err)
 	}
@@ -77,7 +79,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 		t.Errorf("the refusing endpoint: %+v", got)
 	}
 
-	ans = NewAgentHealth(unreachableWorker{}, endpoints, 300*time.Millisecond).Read(context.Background())[evidence.AgentHealth]
+	ans = NewAgentHealth(unreachableWorker{}, endpoints, 300*time.Millisecond).Read(context.Background())[dataplane.AgentHealth]
 	if ans.State != evidence.Unreadable || !strings.Contains(ans.Reason, "reaching worker2") {
 		t.Errorf("a node not reached: %+v, want unreadable naming it", ans)
 	}

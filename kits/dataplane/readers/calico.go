@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/evidence/source/iptables"
 )
 
@@ -57,11 +58,11 @@ func CalicoInterfaceName(namespace, pod string) string {
 // chain without the comment that names its policy is an error. Rules of
 // a policy other than its allowing ones (deny, pass, log: Calico's own
 // policy kinds) are counted in its Unread.
-func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error) {
-	v := evidence.PolicyRulesValue{Agent: "calico", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
+func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (dataplane.PolicyRulesValue, error) {
+	v := dataplane.PolicyRulesValue{Agent: "calico", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}
 	d, sets, empty, err := parsePolicyDumps(iptablesSave, ipsetSave)
 	if err != nil {
-		return evidence.PolicyRulesValue{}, err
+		return dataplane.PolicyRulesValue{}, err
 	}
 	if empty {
 		v.NothingProgrammed = true
@@ -96,7 +97,7 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 			}
 		}
 	}
-	targets := map[string]*evidence.PolicyTarget{}
+	targets := map[string]*dataplane.PolicyTarget{}
 	var order []string
 	for c := range filter.Chains {
 		var ingress bool
@@ -112,19 +113,19 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 		name := iface[c]
 		if name == "" {
 			if strings.HasPrefix(rest, "_") {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("endpoint chain %s: no dispatch rule names its interface", c)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("endpoint chain %s: no dispatch rule names its interface", c)
 			}
 			name = rest
 		}
 		t := targets[name]
 		if t == nil {
-			t = &evidence.PolicyTarget{Interface: name}
+			t = &dataplane.PolicyTarget{Interface: name}
 			targets[name] = t
 			order = append(order, name)
 		}
 		dir, err := calicoEndpoint(d, sets, c, ingress)
 		if err != nil {
-			return evidence.PolicyRulesValue{}, err
+			return dataplane.PolicyRulesValue{}, err
 		}
 		if ingress {
 			t.Ingress = dir
@@ -135,14 +136,14 @@ func PolicyRulesFromCalico(iptablesSave, ipsetSave string) (evidence.PolicyRules
 	for _, name := range order {
 		v.Targets = append(v.Targets, *targets[name])
 	}
-	evidence.SortPolicyRules(&v)
+	dataplane.SortPolicyRules(&v)
 	return v, nil
 }
 
 // calicoEndpoint reads one endpoint chain: the policies it runs, and
 // whether what none of them accepts is dropped.
-func calicoEndpoint(d iptables.Dump, sets ipSets, chain string, ingress bool) (evidence.PolicyDirection, error) {
-	dir := evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}
+func calicoEndpoint(d iptables.Dump, sets ipSets, chain string, ingress bool) (dataplane.PolicyDirection, error) {
+	dir := dataplane.PolicyDirection{Policies: []dataplane.AppliedPolicy{}}
 	rules := d.Chain("filter", chain)
 	accept := uint64(0x10000)
 	for _, r := range rules {
@@ -211,9 +212,9 @@ type calicoBlock struct {
 }
 
 // calicoPolicy reads one policy chain.
-func calicoPolicy(d iptables.Dump, sets ipSets, chain string, ingress bool, accept uint64) (evidence.AppliedPolicy, error) {
+func calicoPolicy(d iptables.Dump, sets ipSets, chain string, ingress bool, accept uint64) (dataplane.AppliedPolicy, error) {
 	rules := d.Chain("filter", chain)
-	p := evidence.AppliedPolicy{Allow: []evidence.PolicyAllow{}}
+	p := dataplane.AppliedPolicy{Allow: []dataplane.PolicyAllow{}}
 	for _, r := range rules {
 		for _, c := range r.Comments {
 			m := calicoPolicyComment.FindStringSubmatch(c)
@@ -257,7 +258,7 @@ func calicoPolicy(d iptables.Dump, sets ipSets, chain string, ingress bool, acce
 		hasMatch := !anyPeer || len(except) > 0 || len(ports) > 0
 		switch {
 		case val == accept && mask == accept:
-			a := evidence.PolicyAllow{AnyPeer: anyPeer, Peers: peers, Except: except, Ports: ports}
+			a := dataplane.PolicyAllow{AnyPeer: anyPeer, Peers: peers, Except: except, Ports: ports}
 			if blockGated && block != nil {
 				if !block.anyPeer || len(block.peers) > 0 {
 					a.AnyPeer = false

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/evidence/source/iptables"
 	"github.com/faultline/faultline/framework/evidence/source/nft"
 )
@@ -28,15 +29,15 @@ const kubeNetworkPoliciesTable = "kube-network-policies"
 // all) is NothingProgrammed; output that is not nft's JSON, or queue
 // rules that disagree on their queue, is an error. A table without any
 // queue rule has a nil Queue: nothing is handed over, nothing enforced.
-func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, error) {
-	v := evidence.PolicyRulesValue{Agent: "kube-network-policies", Decided: evidence.DecidedInUserspace, Targets: []evidence.PolicyTarget{}}
+func PolicyRulesFromKubeNetworkPolicies(out string) (dataplane.PolicyRulesValue, error) {
+	v := dataplane.PolicyRulesValue{Agent: "kube-network-policies", Decided: dataplane.DecidedInUserspace, Targets: []dataplane.PolicyTarget{}}
 	if strings.TrimSpace(out) == "" {
 		v.NothingProgrammed = true
 		return v, nil
 	}
 	rs, err := nft.Parse(out)
 	if err != nil {
-		return evidence.PolicyRulesValue{}, err
+		return dataplane.PolicyRulesValue{}, err
 	}
 	t := rs.Tables[nft.TableID{Family: "inet", Name: kubeNetworkPoliciesTable}]
 	if t == nil {
@@ -51,13 +52,13 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 		}
 		elems, err := s.SetElems()
 		if err != nil {
-			return evidence.PolicyRulesValue{}, err
+			return dataplane.PolicyRulesValue{}, err
 		}
 		ips = append(ips, elems...)
 	}
 	sort.Strings(ips)
 	for _, ip := range ips {
-		v.Targets = append(v.Targets, evidence.PolicyTarget{PodIP: ip, Ingress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}, Egress: evidence.PolicyDirection{Policies: []evidence.AppliedPolicy{}}})
+		v.Targets = append(v.Targets, dataplane.PolicyTarget{PodIP: ip, Ingress: dataplane.PolicyDirection{Policies: []dataplane.AppliedPolicy{}}, Egress: dataplane.PolicyDirection{Policies: []dataplane.AppliedPolicy{}}})
 	}
 
 	chains := make([]string, 0, len(t.Chains))
@@ -69,15 +70,15 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 		for _, r := range t.Chains[name].Rules {
 			q, ok, err := nftQueue(r)
 			if err != nil {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s: %w", name, err)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("chain %s: %w", name, err)
 			}
 			if !ok {
 				continue
 			}
 			if v.Queue == nil {
-				v.Queue = &evidence.PolicyQueue{Num: q.Num, FailOpen: q.FailOpen}
+				v.Queue = &dataplane.PolicyQueue{Num: q.Num, FailOpen: q.FailOpen}
 			} else if v.Queue.Num != q.Num || v.Queue.FailOpen != q.FailOpen {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s queues to %d (fail open %t), another rule to %d (fail open %t)", name, q.Num, q.FailOpen, v.Queue.Num, v.Queue.FailOpen)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("chain %s queues to %d (fail open %t), another rule to %d (fail open %t)", name, q.Num, q.FailOpen, v.Queue.Num, v.Queue.FailOpen)
 			}
 			if !nftMatchesSet(r) {
 				v.Queue.All = true
@@ -90,7 +91,7 @@ func PolicyRulesFromKubeNetworkPolicies(out string) (evidence.PolicyRulesValue, 
 // nftQueue reads a rule's queue statement: {"queue": {"num": 100,
 // "flags": "bypass"}} (flags a string for one flag, a list for more;
 // {"queue": null} for queue 0 without flags).
-func nftQueue(r nft.Rule) (evidence.PolicyQueue, bool, error) {
+func nftQueue(r nft.Rule) (dataplane.PolicyQueue, bool, error) {
 	for _, e := range r.Expr {
 		raw, ok := e["queue"]
 		if !ok {
@@ -102,14 +103,14 @@ func nftQueue(r nft.Rule) (evidence.PolicyQueue, bool, error) {
 		}
 		if string(raw) != "null" {
 			if err := json.Unmarshal(raw, &q); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue statement nft does not write: %s", iptables.Truncate(string(raw), 80))
+				return dataplane.PolicyQueue{}, false, fmt.Errorf("a queue statement nft does not write: %s", iptables.Truncate(string(raw), 80))
 			}
 		}
-		out := evidence.PolicyQueue{}
+		out := dataplane.PolicyQueue{}
 		if q.Num != nil {
 			var n int
 			if err := json.Unmarshal(*q.Num, &n); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("a queue number that is not one: %s", iptables.Truncate(string(*q.Num), 80))
+				return dataplane.PolicyQueue{}, false, fmt.Errorf("a queue number that is not one: %s", iptables.Truncate(string(*q.Num), 80))
 			}
 			out.Num = n
 		}
@@ -119,7 +120,7 @@ func nftQueue(r nft.Rule) (evidence.PolicyQueue, bool, error) {
 			if json.Unmarshal(q.Flags, &one) == nil {
 				flags = []string{one}
 			} else if err := json.Unmarshal(q.Flags, &flags); err != nil {
-				return evidence.PolicyQueue{}, false, fmt.Errorf("queue flags that are neither a string nor a list: %s", iptables.Truncate(string(q.Flags), 80))
+				return dataplane.PolicyQueue{}, false, fmt.Errorf("queue flags that are neither a string nor a list: %s", iptables.Truncate(string(q.Flags), 80))
 			}
 		}
 		for _, f := range flags {
@@ -129,7 +130,7 @@ func nftQueue(r nft.Rule) (evidence.PolicyQueue, bool, error) {
 		}
 		return out, true, nil
 	}
-	return evidence.PolicyQueue{}, false, nil
+	return dataplane.PolicyQueue{}, false, nil
 }
 
 // nftMatchesSet reports whether one of the rule's matches looks its value

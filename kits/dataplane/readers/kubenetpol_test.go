@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
 )
 
 func TestPolicyRulesFromKubeNetworkPolicies(t *testing.T) {
@@ -17,7 +17,7 @@ func TestPolicyRulesFromKubeNetworkPolicies(t *testing.T) {
 	if got := v.String(); got != want {
 		t.Errorf("rules\n got %s\nwant %s", got, want)
 	}
-	if v.Decided != evidence.DecidedInUserspace || v.NothingProgrammed {
+	if v.Decided != dataplane.DecidedInUserspace || v.NothingProgrammed {
 		t.Errorf("%+v", v)
 	}
 

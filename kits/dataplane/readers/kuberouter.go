@@ -7,7 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/evidence/source/iptables"
 )
 
@@ -78,11 +79,11 @@ func kubeRouterSetHash(namespace, name, family string) string {
 // a dump iptables-save or ipset does not write, a chain or set the rules
 // name that the dumps do not hold, or rules that contradict each other is
 // an error.
-func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyRulesValue, error) {
-	v := evidence.PolicyRulesValue{Agent: "kube-router", Decided: evidence.DecidedInKernel, Targets: []evidence.PolicyTarget{}}
+func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (dataplane.PolicyRulesValue, error) {
+	v := dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}
 	d, sets, empty, err := parsePolicyDumps(iptablesSave, ipsetSave)
 	if err != nil {
-		return evidence.PolicyRulesValue{}, err
+		return dataplane.PolicyRulesValue{}, err
 	}
 	if empty {
 		v.NothingProgrammed = true
@@ -109,20 +110,20 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 			}
 			m := kubeRouterPodJump.FindStringSubmatch(r.Comment)
 			if m == nil {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", top, r.Jump, r.Comment)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", top, r.Jump, r.Comment)
 			}
 			if m[3] != r.Jump {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s under a comment naming %s", top, r.Jump, m[3])
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s under a comment naming %s", top, r.Jump, m[3])
 			}
 			if !d.Declares("filter", r.Jump) {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", top, r.Jump)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", top, r.Jump)
 			}
 			ip := iptables.HostOf(r.Dest)
 			if ip == "" {
 				ip = iptables.HostOf(r.Arg("-s", "--source"))
 			}
 			if ip == "" {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching no pod address", top, r.Jump)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching no pod address", top, r.Jump)
 			}
 			p := pods[r.Jump]
 			if p == nil {
@@ -130,14 +131,14 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 				pods[r.Jump] = p
 				order = append(order, r.Jump)
 			} else if p.ip != ip || p.ns != m[2] || p.name != m[1] {
-				return evidence.PolicyRulesValue{}, fmt.Errorf("chain %s is jumped to for %s/%s at %s and for %s/%s at %s", r.Jump, p.ns, p.name, p.ip, m[2], m[1], ip)
+				return dataplane.PolicyRulesValue{}, fmt.Errorf("chain %s is jumped to for %s/%s at %s and for %s/%s at %s", r.Jump, p.ns, p.name, p.ip, m[2], m[1], ip)
 			}
 		}
 	}
 
 	for _, chain := range order {
 		p := pods[chain]
-		t := evidence.PolicyTarget{PodIP: p.ip, Pod: p.ns + "/" + p.name}
+		t := dataplane.PolicyTarget{PodIP: p.ip, Pod: p.ns + "/" + p.name}
 		family := "IPv4"
 		if strings.Contains(p.ip, ":") {
 			family = "IPv6"
@@ -152,7 +153,7 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 				}
 			case r.Jump == kubeRouterDefault:
 				if m := kubeRouterDefaultDir.FindStringSubmatch(r.Comment); m == nil {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, kubeRouterDefault, r.Comment)
+					return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, kubeRouterDefault, r.Comment)
 				}
 				switch {
 				case dst == p.ip:
@@ -160,19 +161,19 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 				case src == p.ip:
 					egressDefault = true
 				default:
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching neither to nor from %s", chain, kubeRouterDefault, p.ip)
+					return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s matching neither to nor from %s", chain, kubeRouterDefault, p.ip)
 				}
 			case strings.HasPrefix(r.Jump, "KUBE-NWPLCY-"):
 				m := kubeRouterPolicyJump.FindStringSubmatch(r.Comment)
 				if m == nil {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, r.Jump, r.Comment)
+					return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s with comment %q, not kube-router's", chain, r.Jump, r.Comment)
 				}
 				if !d.Declares("filter", r.Jump) {
-					return evidence.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.Jump)
+					return dataplane.PolicyRulesValue{}, fmt.Errorf("%s jumps to %s, which the dump does not declare (cut short?)", chain, r.Jump)
 				}
 				ingress, egress, err := kubeRouterPolicy(d, sets, r.Jump, m[1], p.ns, family, p.ip)
 				if err != nil {
-					return evidence.PolicyRulesValue{}, err
+					return dataplane.PolicyRulesValue{}, err
 				}
 				if dst == p.ip || (src == "" && dst == "") {
 					t.Ingress.Policies = append(t.Ingress.Policies, ingress)
@@ -188,14 +189,14 @@ func PolicyRulesFromKubeRouter(iptablesSave, ipsetSave string) (evidence.PolicyR
 		t.Egress.Isolated = rejects && !(egressDefault && defaultAllows)
 		v.Targets = append(v.Targets, t)
 	}
-	evidence.SortPolicyRules(&v)
+	dataplane.SortPolicyRules(&v)
 	return v, nil
 }
 
 // kubeRouterPolicy reads one policy chain as applied to the pod at podIP:
 // its ingress rules and its egress rules (each only those whose target
 // set holds the pod).
-func kubeRouterPolicy(d iptables.Dump, sets ipSets, chain, name, podNamespace, family, podIP string) (ingress, egress evidence.AppliedPolicy, err error) {
+func kubeRouterPolicy(d iptables.Dump, sets ipSets, chain, name, podNamespace, family, podIP string) (ingress, egress dataplane.AppliedPolicy, err error) {
 	namespace := podNamespace
 	rules := d.Chain("filter", chain)
 	for _, r := range rules {
@@ -206,9 +207,9 @@ func kubeRouterPolicy(d iptables.Dump, sets ipSets, chain, name, podNamespace, f
 			namespace = m[2]
 		}
 	}
-	ingress = evidence.AppliedPolicy{Name: namespace + "/" + name, Kind: "NetworkPolicy", Allow: []evidence.PolicyAllow{}}
+	ingress = dataplane.AppliedPolicy{Name: namespace + "/" + name, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}
 	egress = ingress
-	egress.Allow = []evidence.PolicyAllow{}
+	egress.Allow = []dataplane.PolicyAllow{}
 	setPrefix := ""
 	if family == "IPv6" {
 		setPrefix = "inet6:"
@@ -247,7 +248,7 @@ func kubeRouterPolicy(d iptables.Dump, sets ipSets, chain, name, podNamespace, f
 		if !ts.contains(podIP) {
 			continue
 		}
-		a := evidence.PolicyAllow{Peers: []string{}}
+		a := dataplane.PolicyAllow{Peers: []string{}}
 		if peers == "" {
 			a.AnyPeer = true
 		} else {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
 )
 
 func kubeRouter(t *testing.T, state string) (string, string) {
@@ -43,7 +43,7 @@ func TestPolicyRulesFromKubeRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back evidence.PolicyRulesValue
+	var back dataplane.PolicyRulesValue
 	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(v) {
 		t.Errorf("JSON round trip: %v\n%s", err, back)
 	}

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/dataplane"
+
 	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 )
@@ -64,13 +65,13 @@ func TestPolicyRulesForReadsTheAgentTheLabFileNames(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		agent   string
-		want    func() (evidence.PolicyRulesValue, error)
+		want    func() (dataplane.PolicyRulesValue, error)
 		command string
 	}{
-		{lab.PolicyAgentCalico, func() (evidence.PolicyRulesValue, error) {
+		{lab.PolicyAgentCalico, func() (dataplane.PolicyRulesValue, error) {
 			return PolicyRulesFromCalico(calico(t))
 		}, "iptables-save -t filter && echo '" + source.PolicyDumpSeparator + "' && ipset save"},
-		{lab.PolicyAgentKubeNetworkPolicies, func() (evidence.PolicyRulesValue, error) {
+		{lab.PolicyAgentKubeNetworkPolicies, func() (dataplane.PolicyRulesValue, error) {
 			return PolicyRulesFromKubeNetworkPolicies(agentsTestdata(t, "kube-network-policies-nft.json"))
 		}, "nft -j list ruleset inet"},
 	} {
@@ -80,8 +81,8 @@ func TestPolicyRulesForReadsTheAgentTheLabFileNames(t *testing.T) {
 			if r.Source() != "policy-agent/worker2" {
 				t.Errorf("source %s", r.Source())
 			}
-			ans := r.Read(context.Background())[evidence.AgentPolicyRules]
-			var got evidence.PolicyRulesValue
+			ans := r.Read(context.Background())[dataplane.AgentPolicyRules]
+			var got dataplane.PolicyRulesValue
 			if err := ans.Decode(&got); err != nil {
 				t.Fatalf("answer %+v: %v", ans, err)
 			}
@@ -105,8 +106,8 @@ func TestPolicyRulesForReadsTheAgentTheLabFileNames(t *testing.T) {
 // kube-router's reader reads kube-router's capture as before.
 func TestPolicyRulesForKubeRouter(t *testing.T) {
 	h := &dumpHost{t: t, files: map[string][]string{"iptables-save": {"kube-router-iptables-save.txt", "kube-router-ipset-save.txt"}}}
-	ans := PolicyRulesFor(labWithAgent(lab.PolicyAgentKubeRouter), h).Read(context.Background())[evidence.AgentPolicyRules]
-	var got evidence.PolicyRulesValue
+	ans := PolicyRulesFor(labWithAgent(lab.PolicyAgentKubeRouter), h).Read(context.Background())[dataplane.AgentPolicyRules]
+	var got dataplane.PolicyRulesValue
 	if err := ans.Decode(&got); err != nil {
 		t.Fatalf("answer %+v: %v", ans, err)
 	}
@@ -123,7 +124,7 @@ func TestPolicyRulesForKubeRouter(t *testing.T) {
 // unread, with the reason: never a value.
 func TestPolicyRulesUnreadWithoutAnAgentOrADump(t *testing.T) {
 	h := &dumpHost{t: t, files: map[string][]string{"iptables-save": {"kube-router-none-iptables-save.txt", "kube-router-none-ipset-save.txt"}}}
-	ans := PolicyRulesFor(labWithAgent(""), h).Read(context.Background())[evidence.AgentPolicyRules]
+	ans := PolicyRulesFor(labWithAgent(""), h).Read(context.Background())[dataplane.AgentPolicyRules]
 	if ans.Readable() || !strings.Contains(ans.Reason, "kubernetes.policyAgent") {
 		t.Errorf("no agent named: %+v, want unreadable naming kubernetes.policyAgent", ans)
 	}
@@ -131,7 +132,7 @@ func TestPolicyRulesUnreadWithoutAnAgentOrADump(t *testing.T) {
 		t.Errorf("asked the node %q with no agent to read", h.asked)
 	}
 	failing := &dumpHost{t: t, exit: 1, stderr: "iptables-save: permission denied"}
-	ans = PolicyRulesFor(labWithAgent(lab.PolicyAgentCalico), failing).Read(context.Background())[evidence.AgentPolicyRules]
+	ans = PolicyRulesFor(labWithAgent(lab.PolicyAgentCalico), failing).Read(context.Background())[dataplane.AgentPolicyRules]
 	if ans.Readable() || !strings.Contains(ans.Reason, "permission denied") {
 		t.Errorf("failed dump: %+v, want unreadable with the node's error", ans)
 	}

@@ -2,10 +2,11 @@ package recorded
 
 import (
 	"context"
-	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 	"os"
 	"testing"
 	"time"
+
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"

@@ -1,24 +1,28 @@
-package evidence
+package dataplane
 
-import "strings"
+import (
+	"strings"
 
-// Paper 2's questions: what the API records of the agents' test service,
+	"github.com/faultline/faultline/framework/evidence"
+)
+
+// The data plane's questions: what the API records of the agents' test service,
 // what each node's agents applied of it, and what a new connection from a
 // pod on each node finds.
 const (
 	// AgentServiceEndpoints is the agents' test service's endpoints as an
 	// API server records them (an EndpointsValue).
-	AgentServiceEndpoints Question = "agents/service-endpoints"
+	AgentServiceEndpoints evidence.Question = "agents/service-endpoints"
 	// AgentServiceTranslation is the agents' test service as kube-proxy
 	// programmed it on one node (a ProxyBackendsValue).
-	AgentServiceTranslation Question = "agents/service-translation"
+	AgentServiceTranslation evidence.Question = "agents/service-translation"
 	// AgentServiceProbe is a new connection from the client pod on one
 	// node to the service's cluster address (a DialValue): which backend
 	// answered, or why none did.
-	AgentServiceProbe Question = "agents/service-probe"
+	AgentServiceProbe evidence.Question = "agents/service-probe"
 	// AgentHealth is what one node's agents say of themselves on their
 	// health endpoints (an AgentHealthValue).
-	AgentHealth Question = "agents/health"
+	AgentHealth evidence.Question = "agents/health"
 )
 
 // DialValue is one new TCP connection a pod made and what came back.
@@ -64,11 +68,6 @@ type AgentHealthAnswer struct {
 // Healthy is a 200 answer.
 func (a AgentHealthAnswer) Healthy() bool { return a.StatusCode == 200 }
 
-// ConnectedNoAnswer begins the failure of an HTTP GET whose connection
-// was made and not answered in time; one whose connection was not made in
-// time says "no connection within".
-const ConnectedNoAnswer = "connected, no answer within"
-
 // Admits says the agent itself told its checker it is not healthy: it
 // answered with another status, nothing listened (the connection was
 // refused), or its port accepted the connection and the agent did not
@@ -81,7 +80,7 @@ func (a AgentHealthAnswer) Admits() bool {
 	if a.StatusCode != 0 {
 		return a.StatusCode != 200
 	}
-	if strings.HasPrefix(a.Error, ConnectedNoAnswer) {
+	if strings.HasPrefix(a.Error, evidence.ConnectedNoAnswer) {
 		return true
 	}
 	return strings.HasPrefix(a.Error, "connection failed: ") && strings.Contains(a.Error, "connection refused")
@@ -92,10 +91,10 @@ const (
 	// AgentPolicyExpected is, as an API server records the policies, pods
 	// and namespaces, whether each client pod may connect to the target
 	// pod (a PolicyExpectationValue).
-	AgentPolicyExpected Question = "agents/policy-expected"
+	AgentPolicyExpected evidence.Question = "agents/policy-expected"
 	// AgentPolicyProbe is a new connection from the client pod on one
 	// node to the target pod's address (a DialValue).
-	AgentPolicyProbe Question = "agents/policy-probe"
+	AgentPolicyProbe evidence.Question = "agents/policy-probe"
 )
 
 // PolicyExpectationValue is what the recorded policies allow, per pair.
@@ -143,18 +142,18 @@ func (d DialValue) Rejected() bool {
 
 // AgentPolicyRules is the NetworkPolicy rules the policy agent applied
 // on one node, read from its kernel tables (a PolicyRulesValue).
-const AgentPolicyRules Question = "agents/policy-rules"
+const AgentPolicyRules evidence.Question = "agents/policy-rules"
 
 // The DNS questions.
 const (
 	// AgentDNSExpected is the test name's records as an API server has
 	// them: the service's cluster address, none while it does not exist
 	// (a DNSExpectedValue).
-	AgentDNSExpected Question = "agents/dns-expected"
+	AgentDNSExpected evidence.Question = "agents/dns-expected"
 	// AgentDNSAnswer is one CoreDNS instance's answer for the test name,
 	// asked at the instance's own address from a client pod (a
 	// DNSAnswerValue).
-	AgentDNSAnswer Question = "agents/dns-answer"
+	AgentDNSAnswer evidence.Question = "agents/dns-answer"
 )
 
 // DNSExpectedValue is the records of Name the API holds.

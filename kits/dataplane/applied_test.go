@@ -1,8 +1,10 @@
-package evidence
+package dataplane
 
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/faultline/faultline/framework/evidence"
 )
 
 func TestSortPolicyRules(t *testing.T) {
@@ -61,7 +63,7 @@ func TestPolicyRulesValueEqual(t *testing.T) {
 }
 
 func TestProxyBackendsValueService(t *testing.T) {
-	v := ProxyBackendsValue{Ports: []ProxyPort{
+	v := evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{
 		{Port: "faultline/stateful:http", Backends: []string{"10.0.0.1:80"}},
 		{Port: "faultline/stateful"},
 		{Port: "faultline/statefulset-other:http"},

@@ -1,4 +1,4 @@
-package evidence
+package dataplane
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 )
 
 // What a node's agents applied, as read from the node's kernel tables
-// (source's agent readers). Like the values in values.go they answer
-// questions a suite declares. Every list is sorted by the reader, so two
+// (the readers in package readers). Like the core's values
+// (framework/evidence) they answer the questions of this kit. Every list is sorted by the reader, so two
 // reads of the same rules encode to the same JSON and the same String.
 
 // Where a policy agent's decisions are taken (PolicyRulesValue.Decided).
