@@ -393,15 +393,24 @@ type fileImport struct {
 	Name string
 }
 
-// cmdViolations returns one line per import of a suite by a command that
-// is not blank: a command links the suites' reports, which register
-// themselves (reports/suitereports), and calls them through the registry,
-// so it never names a suite's identifiers.
+// cmdViolations returns one line per import of a suite or a kit by a
+// command that is not blank: a command links the suites' reports, which
+// register themselves (reports/suitereports), and calls them through the
+// registry, so it never names a suite's identifiers; it links a kit's
+// invariants, which register themselves with invariant.Register, so that
+// faultline rejudge can build them again from a record, and never names
+// a kit's identifiers either.
 func cmdViolations(imports []fileImport) []string {
 	var out []string
 	for _, i := range imports {
-		if under(i.File, "cmd") && under(i.Path, "suites") && i.Name != "_" {
+		if !under(i.File, "cmd") || i.Name == "_" {
+			continue
+		}
+		switch {
+		case under(i.Path, "suites"):
 			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a suite only by blank import, the suite registering itself", i.File, i.Path))
+		case under(i.Path, "kits"):
+			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a kit only by blank import, its invariants registering themselves", i.File, i.Path))
 		}
 	}
 	sort.Strings(out)
@@ -476,6 +485,7 @@ func TestTheCommandRuleCanFail(t *testing.T) {
 		{"named import", fileImport{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "drillreport"}, "cmd/faultline/report.go imports suites/drills/report by name"},
 		{"plain import", fileImport{File: "cmd/faultline/drill_report.go", Path: "suites/drills/report"}, "cmd/faultline/drill_report.go imports suites/drills/report by name"},
 		{"dot import", fileImport{File: "cmd/faultline/report.go", Path: "suites/disagree", Name: "."}, "cmd/faultline/report.go imports suites/disagree by name"},
+		{"a kit by name", fileImport{File: "cmd/faultline/invariants.go", Path: "kits/dataplane/invariants"}, "cmd/faultline/invariants.go imports kits/dataplane/invariants by name"},
 	} {
 		got := cmdViolations([]fileImport{c.i})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
@@ -485,6 +495,7 @@ func TestTheCommandRuleCanFail(t *testing.T) {
 	ok := []fileImport{
 		{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "_"},
 		{File: "cmd/faultline/report.go", Path: "reports/suitereports"},
+		{File: "cmd/faultline/invariants.go", Path: "kits/dataplane/invariants", Name: "_"},
 		{File: "suites/drills/report/register.go", Path: "suites/drills", Name: "drills"},
 	}
 	if got := cmdViolations(ok); len(got) != 0 {
