@@ -5,11 +5,12 @@ package main
 // of the package that holds it; a record of an invariant not linked here
 // is an error naming it and the invariants known.
 //
-// framework/invariant (the core's, paper 2's and paper 3's) is linked by
-// the command itself; the drills' deletions-complete comes with the drill
-// report (suites/drills/report). A package of invariants of its own is
-// linked here, and only here, with a blank import, as the fault packages
-// are in faults.go.
+// framework/invariant (the core's and paper 3's) is linked by the command
+// itself; the drills' deletions-complete comes with the drill report
+// (suites/drills/report). A kit's invariants, or a package of invariants
+// of its own, are linked here, and only here, with a blank import, as the
+// fault packages are in faults.go.
 import (
 	_ "github.com/faultline/faultline/framework/invariant"
+	_ "github.com/faultline/faultline/kits/dataplane/invariants"
 )

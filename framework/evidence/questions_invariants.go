@@ -65,6 +65,11 @@ type EndpointProbe struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// ConnectedNoAnswer begins the failure of an HTTP GET whose connection
+// was made and not answered in time; one whose connection was not made in
+// time says "no connection within".
+const ConnectedNoAnswer = "connected, no answer within"
+
 // RegisterHistoryValue is the register writer's log of operations, in the
 // writer's own JSON line format (fixtures/images/writer).
 type RegisterHistoryValue struct {

@@ -101,13 +101,13 @@ func (acknowledgedWrites) Reads() []Reading {
 }
 
 func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
 	}
-	obs, gaps := collect[evidence.RegisterHistoryValue](snaps[len(snaps)-1:], "writer", evidence.RegisterHistory)
+	obs, gaps := Collect[evidence.RegisterHistoryValue](snaps[len(snaps)-1:], "writer", evidence.RegisterHistory)
 	if len(obs) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the writer's history was not readable: " + orNone(gapSummary(gaps))}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "the writer's history was not readable: " + orNone(GapSummary(gaps))}
 	}
 	src := []string{string(obs[0].Source)}
 	ops := obs[0].Value.Ops
@@ -137,7 +137,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 	if in.Moment == Final && finalRead == nil {
 		why := "no heal is on the timeline"
 		if !healedAt.IsZero() {
-			why = "no read of the register began after the heal at " + stamp(healedAt)
+			why = "no read of the register began after the heal at " + Stamp(healedAt)
 		}
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why + ", so nothing shows which writes survived", Sources: src}
 	}
@@ -153,14 +153,14 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		if lost := lostWrites(ops, *deciding); len(lost) > 0 {
 			var names []string
 			for _, op := range lost[:min(len(lost), 3)] {
-				names = append(names, fmt.Sprintf("%q (%s %s acknowledged at %s)", op.Value, op.Writer, op.Op, stamp(op.Return)))
+				names = append(names, fmt.Sprintf("%q (%s %s acknowledged at %s)", op.Value, op.Writer, op.Op, Stamp(op.Return)))
 			}
 			if !exercised {
 				exercise = fmt.Sprintf("%d acknowledged write(s) lost", len(lost))
 			}
 			return verdict.Judgement{Verdict: verdict.Violated, Violation: LostWrite,
 				Reason: fmt.Sprintf("lost write: %d acknowledged write(s) missing %s: the register read %q at %s, and the chain of writes leading to it lacks %s",
-					len(lost), readWhen, deciding.Value, stamp(deciding.Invoke), strings.Join(names, ", ")),
+					len(lost), readWhen, deciding.Value, Stamp(deciding.Invoke), strings.Join(names, ", ")),
 				Sources: src, At: deciding.Invoke, Exercised: verdict.Exercised(), Exercise: exercise}
 		}
 	}
@@ -169,7 +169,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 	case porcupine.Ok:
 		reason := fmt.Sprintf("the writer's history (%d ops, %d acknowledged writes) is linearizable", len(ops), acked)
 		if finalRead != nil {
-			reason += fmt.Sprintf("; after heal the register read %q at %s", finalRead.Value, stamp(finalRead.Invoke))
+			reason += fmt.Sprintf("; after heal the register read %q at %s", finalRead.Value, Stamp(finalRead.Invoke))
 		}
 		return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: src, Exercised: &exercised, Exercise: exercise}
 	case porcupine.Unknown:
@@ -184,11 +184,11 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 	if reads := staleReads(ops); len(reads) > 0 {
 		r := reads[0]
 		stale = fmt.Sprintf("the read begun at %s returned %s though %q had been acknowledged at %s (%d such read(s) in all)",
-			stamp(r.read.Invoke), describeRead(r.read), r.newer.Value, stamp(r.newer.Return), len(reads))
+			Stamp(r.read.Invoke), describeRead(r.read), r.newer.Value, Stamp(r.newer.Return), len(reads))
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved,
 		Reason: fmt.Sprintf("every acknowledged write survived: the register read %q %s, at %s, and the chain of writes leading to it holds every write acknowledged before; but the writer's history (%d ops) is not linearizable: stale read: %s",
-			deciding.Value, readWhen, stamp(deciding.Invoke), len(ops), stale),
+			deciding.Value, readWhen, Stamp(deciding.Invoke), len(ops), stale),
 		Sources: src, Exercised: &exercised, Exercise: StaleReadSeen + ": " + stale + "; " + exercise,
 		Anomalies: []string{StaleReadSeen}}
 }
@@ -241,11 +241,11 @@ func carriedAcross(ops []evidence.RegisterOp, deciding *evidence.RegisterOp, tl 
 		}
 	}
 	if before+during == 0 {
-		return false, fmt.Sprintf("no acknowledged write before the heal began at %s: the read after heal tests only writes made after it", stamp(healStart))
+		return false, fmt.Sprintf("no acknowledged write before the heal began at %s: the read after heal tests only writes made after it", Stamp(healStart))
 	}
 	split := ""
 	if !injected.IsZero() {
 		split = fmt.Sprintf(" (%d before the fault, %d while the fault was in place)", before, during)
 	}
-	return true, fmt.Sprintf("%d acknowledged write(s) before the heal began at %s%s, tested by the read at %s", before+during, stamp(healStart), split, stamp(deciding.Invoke))
+	return true, fmt.Sprintf("%d acknowledged write(s) before the heal began at %s%s, tested by the read at %s", before+during, Stamp(healStart), split, Stamp(deciding.Invoke))
 }

@@ -67,7 +67,7 @@ func TestAcknowledgedWritesViolatedWhenAnAcknowledgedWriteIsLost(t *testing.T) {
 	h.add("read", "w-7", "", "ok", 20, true)
 	j := expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.Violated, "3 acknowledged write(s) missing after heal", `"w-8"`)
 	if !j.At.Equal(sec(20)) {
-		t.Errorf("at %s, want the post-heal read at 20 s", stamp(j.At))
+		t.Errorf("at %s, want the post-heal read at 20 s", Stamp(j.At))
 	}
 }
 

@@ -72,7 +72,7 @@ func (apiAgreement) Phase() verdict.Phase { return verdict.Safety }
 func (apiAgreement) Reads() []Reading {
 	var rs []Reading
 	for _, q := range agreementQuestions {
-		rs = append(rs, Reading{Sources: consistentReaders, Question: q})
+		rs = append(rs, Reading{Sources: ConsistentReaders, Question: q})
 	}
 	return rs
 }
@@ -123,18 +123,18 @@ func comparable(q evidence.Question, raw json.RawMessage) (string, error) {
 // pairStretch is a stretch of one pair's rounds on one question, with the
 // marks it came from.
 type pairStretch struct {
-	s           stretch
+	s           Stretch
 	at          time.Time // when the stretch first passed the bound
 	q           evidence.Question
 	left, right string
-	marks       []mark
-	gaps        []gap
+	marks       []Mark
+	gaps        []Gap
 }
 
 // firstDifference is the detail of the stretch's first differing round.
 func (p pairStretch) firstDifference() string {
 	for _, m := range p.marks {
-		if m.State == broken && !m.Taken.Before(p.s.First.Taken) && !m.Taken.After(p.s.Last.Taken) {
+		if m.State == Broken && !m.Taken.Before(p.s.First.Taken) && !m.Taken.After(p.s.Last.Taken) {
 			return m.Detail
 		}
 	}
@@ -154,19 +154,19 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 				Reason: fmt.Sprintf("no bound was declared for how long API servers may differ about %s, so no difference can be judged", q)}
 		}
 	}
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	comparisons := 0
 	compared := map[string]bool{}
 	answered := map[string]bool{}
 	unknownSeen := map[string]bool{}
 	var seen []string
-	var allGaps []gap
+	var allGaps []Gap
 	var violation, unsure *pairStretch
 	var change, difference string
-	missed := missedTicks(in)
+	missed := MissedTicks(in)
 	for _, q := range agreementQuestions {
 		bound := a.bounds[q].Limit
-		obs, gaps := collect[json.RawMessage](snaps, consistentReaders, q)
+		obs, gaps := Collect[json.RawMessage](snaps, ConsistentReaders, q)
 		per := make([]map[string]said, len(snaps))
 		refused := make([]map[string]bool, len(snaps))
 		for i := range snaps {
@@ -176,7 +176,7 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 		for _, o := range obs {
 			v, err := comparable(q, o.Value)
 			if err != nil {
-				gaps = append(gaps, gap{Source: o.Source, Snapshot: o.Snapshot, At: o.ReadAt, Reason: "error: " + err.Error()})
+				gaps = append(gaps, Gap{Source: o.Source, Snapshot: o.Snapshot, At: o.ReadAt, Reason: "error: " + err.Error()})
 				continue
 			}
 			src := string(o.Source)
@@ -184,7 +184,7 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 			answered[src] = true
 			if prev, ok := last[src]; ok && prev.value != v && change == "" {
 				change = fmt.Sprintf("%s's answer to %s changed from %s (read %s) to %s (read %s), a change every server had to agree on",
-					src, q, prev.value, stamp(prev.readAt), v, stamp(o.ReadAt))
+					src, q, prev.value, Stamp(prev.readAt), v, Stamp(o.ReadAt))
 			}
 			last[src] = said{value: v, readAt: o.ReadAt}
 		}
@@ -206,7 +206,7 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 			}
 		}
 		allGaps = append(allGaps, gaps...)
-		names := sourcesOf(obs, gaps)
+		names := SourcesOf(obs, gaps)
 		seen = append(seen, names...)
 		for i, left := range names {
 			if servesNone[left] {
@@ -216,29 +216,29 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 				if servesNone[right] {
 					continue
 				}
-				var marks []mark
+				var marks []Mark
 				for si, s := range snaps {
 					l, lok := per[si][left]
 					r, rok := per[si][right]
-					m := mark{Taken: s.Taken, ReadAt: s.Taken}
+					m := Mark{Taken: s.Taken, ReadAt: s.Taken}
 					switch {
 					case lok && rok:
 						comparisons++
 						compared[left], compared[right] = true, true
 						m.ReadAt = later(l.readAt, r.readAt)
 						if l.value == r.value {
-							m.State = holds
+							m.State = Holds
 						} else {
-							m.State = broken
+							m.State = Broken
 							m.Detail = fmt.Sprintf("%s said %s, %s said %s", left, l.value, right, r.value)
 							if difference == "" {
-								difference = fmt.Sprintf("%s and %s disagreed about %s in the round of %s (%s)", left, right, q, stamp(s.Taken), m.Detail)
+								difference = fmt.Sprintf("%s and %s disagreed about %s in the round of %s (%s)", left, right, q, Stamp(s.Taken), m.Detail)
 							}
 						}
 					case refused[si][left] || refused[si][right]:
-						m.State = holds
+						m.State = Holds
 					default:
-						m.State = unknown
+						m.State = Unknown
 						if lok {
 							m.ReadAt = l.readAt
 						}
@@ -248,14 +248,14 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 					}
 					marks = append(marks, m)
 				}
-				marks = withMissed(marks, missed)
-				v, u := persisting(marks, bound, true)
+				marks = WithMissed(marks, missed)
+				v, u := Persisting(marks, bound, true)
 				pairGaps := gapsOf(gaps, left, right)
 				if v != nil && (violation == nil || v.Last.Taken.Before(violation.at)) {
-					violation = &pairStretch{s: widened(marks, *v), at: v.Last.Taken, q: q, left: left, right: right, marks: marks, gaps: pairGaps}
+					violation = &pairStretch{s: Widened(marks, *v), at: v.Last.Taken, q: q, left: left, right: right, marks: marks, gaps: pairGaps}
 				}
 				if u != nil && (unsure == nil || u.Last.Taken.Before(unsure.at)) {
-					unsure = &pairStretch{s: widened(marks, *u), at: u.Last.Taken, q: q, left: left, right: right, marks: marks, gaps: pairGaps}
+					unsure = &pairStretch{s: Widened(marks, *u), at: u.Last.Taken, q: q, left: left, right: right, marks: marks, gaps: pairGaps}
 				}
 			}
 		}
@@ -281,14 +281,14 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 	}
 	if f := violation; f != nil {
 		reason := fmt.Sprintf("%s and %s disagreed about %s in every round from %s to %s, at least %s, beyond its bound of %s (first: %s; last: %s)",
-			f.left, f.right, f.q, stamp(f.s.First.Taken), stamp(f.s.Last.Taken), f.s.Lasted().Round(time.Millisecond), a.bounds[f.q], f.s.First.Detail, f.s.Last.Detail)
+			f.left, f.right, f.q, Stamp(f.s.First.Taken), Stamp(f.s.Last.Taken), f.s.Lasted().Round(time.Millisecond), a.bounds[f.q], f.s.First.Detail, f.s.Last.Detail)
 		return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, Sources: []string{f.left, f.right}, At: f.at,
-			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("%s and %s disagreed about %s from %s", f.left, f.right, f.q, stamp(f.s.First.Taken))}
+			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("%s and %s disagreed about %s from %s", f.left, f.right, f.q, Stamp(f.s.First.Taken))}
 	}
 	if comparisons == 0 {
 		reason := "no round had two API servers answering the same question; " + servers
 		if len(allGaps) > 0 {
-			reason += "; " + gapSummary(allGaps)
+			reason += "; " + GapSummary(allGaps)
 		}
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: reason, Sources: seen}
 	}
@@ -296,13 +296,13 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 		var what string
 		if f.s.Broken > 0 {
 			what = fmt.Sprintf("%s and %s could not be shown to agree about %s from %s to %s, longer than its bound of %s: they disagreed in %d of those rounds (first: %s), and in the others one of them timed out or could not be reached, so the difference may have lasted throughout",
-				f.left, f.right, f.q, stamp(f.s.First.Taken), stamp(f.s.Last.Taken), a.bounds[f.q], f.s.Broken, f.firstDifference())
+				f.left, f.right, f.q, Stamp(f.s.First.Taken), Stamp(f.s.Last.Taken), a.bounds[f.q], f.s.Broken, f.firstDifference())
 		} else {
 			what = fmt.Sprintf("%s and %s were not compared about %s from %s to %s, longer than its bound of %s: in every round one of them timed out or could not be reached, so a difference past the bound could have gone unseen",
-				f.left, f.right, f.q, stamp(f.s.First.Taken), stamp(f.s.Last.Taken), a.bounds[f.q])
+				f.left, f.right, f.q, Stamp(f.s.First.Taken), Stamp(f.s.Last.Taken), a.bounds[f.q])
 		}
 		if len(f.gaps) > 0 {
-			what += " (" + gapSummary(f.gaps) + ")"
+			what += " (" + GapSummary(f.gaps) + ")"
 		}
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: what + "; " + servers,
 			Sources: []string{f.left, f.right}, At: f.s.First.Taken}
@@ -329,8 +329,8 @@ func (a apiAgreement) Judge(in Input) verdict.Judgement {
 }
 
 // gapsOf keeps the gaps of the sources named.
-func gapsOf(gaps []gap, sources ...string) []gap {
-	var out []gap
+func gapsOf(gaps []Gap, sources ...string) []Gap {
+	var out []Gap
 	for _, g := range gaps {
 		for _, s := range sources {
 			if string(g.Source) == s {

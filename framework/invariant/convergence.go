@@ -16,7 +16,7 @@ const ConvergenceName = "convergence"
 
 // objectReaders are the sources that read Kubernetes objects: the API
 // servers, etcd directly, and the informer cache.
-var objectReaders = []string{consistentReaders, "etcd/*", cacheReader}
+var objectReaders = []string{ConsistentReaders, "etcd/*", cacheReader}
 
 // Convergence: after heal, every source agrees again and the lab matches
 // its clean baseline, within the settle bound.
@@ -103,11 +103,11 @@ const (
 )
 
 // fromObjectReaders collects q from every object reader.
-func fromObjectReaders[T any](snaps []evidence.Snapshot, q evidence.Question) ([]observation[T], []gap) {
-	var obs []observation[T]
-	var gaps []gap
+func fromObjectReaders[T any](snaps []evidence.Snapshot, q evidence.Question) ([]Observation[T], []Gap) {
+	var obs []Observation[T]
+	var gaps []Gap
 	for _, g := range objectReaders {
-		o, gp := collect[T](snaps, g, q)
+		o, gp := Collect[T](snaps, g, q)
 		obs = append(obs, o...)
 		gaps = append(gaps, gp...)
 	}
@@ -115,7 +115,7 @@ func fromObjectReaders[T any](snaps []evidence.Snapshot, q evidence.Question) ([
 }
 
 func (convergence) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	if len(snaps) == 0 || in.Baseline == nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "convergence compares the final snapshot with the baseline, and one of them is missing"}
 	}
@@ -124,7 +124,7 @@ func (convergence) Judge(in Input) verdict.Judgement {
 	exercised, exercise := leftBaseline(snaps[:len(snaps)-1], final, in, c)
 	switch {
 	case len(c.problems) > 0:
-		reason := fmt.Sprintf("not back to the baseline at %s: %s", stamp(final.Taken), strings.Join(c.problems, "; "))
+		reason := fmt.Sprintf("not back to the baseline at %s: %s", Stamp(final.Taken), strings.Join(c.problems, "; "))
 		if len(c.unknowns) > 0 {
 			reason += "; besides, unknown: " + strings.Join(c.unknowns, "; ")
 		}
@@ -137,11 +137,11 @@ func (convergence) Judge(in Input) verdict.Judgement {
 	case len(c.unknowns) > 0:
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("no difference from the baseline at %s in what could be read, but unknown (a read that timed out says nothing of what the source serves): %s",
-				stamp(final.Taken), strings.Join(c.unknowns, "; ")),
+				Stamp(final.Taken), strings.Join(c.unknowns, "; ")),
 			At: final.Taken}
 	}
 	return verdict.Judgement{Verdict: verdict.Preserved,
-		Reason:    fmt.Sprintf("at %s every source agrees and matches the baseline: worker1 Ready, pod %s on %q running there only, %d ready endpoint(s)", stamp(final.Taken), c.pod.UID, c.pod.NodeName, len(c.ready)),
+		Reason:    fmt.Sprintf("at %s every source agrees and matches the baseline: worker1 Ready, pod %s on %q running there only, %d ready endpoint(s)", Stamp(final.Taken), c.pod.UID, c.pod.NodeName, len(c.ready)),
 		Exercised: &exercised, Exercise: exercise}
 }
 
@@ -168,7 +168,7 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 	// worker1 Ready, no new taints.
 	readies, _ := fromObjectReaders[evidence.NodeReadyValue](final, evidence.NodeReady)
 	for _, o := range readies {
-		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
+		if ok, _ := path.Match(ConsistentReaders, string(o.Source)); ok {
 			c.apiReadable = true
 		}
 		if !o.Value.Exists || o.Value.Status != "True" {
@@ -194,13 +194,13 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 	// The pod: one, settled, agreed on.
 	pods, _ := fromObjectReaders[evidence.PodValue](final, evidence.PodObject)
 	for _, o := range pods {
-		if ok, _ := path.Match(consistentReaders, string(o.Source)); ok {
+		if ok, _ := path.Match(ConsistentReaders, string(o.Source)); ok {
 			c.apiReadable = true
 		}
 	}
 	if !c.apiReadable {
-		_, gaps := collect[any](final, consistentReaders, evidence.PodObject)
-		c.apiGaps = gapSummary(gaps)
+		_, gaps := Collect[any](final, ConsistentReaders, evidence.PodObject)
+		c.apiGaps = GapSummary(gaps)
 	}
 	podViews := map[string][]string{}
 	for _, o := range pods {
@@ -209,7 +209,7 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 		case !v.Exists:
 			bad("%s has no stateful pod", o.Source)
 		case v.DeletionTimestamp != nil:
-			bad("%s shows pod %s still Terminating (deletionTimestamp %s)", o.Source, v.UID, stamp(*v.DeletionTimestamp))
+			bad("%s shows pod %s still Terminating (deletionTimestamp %s)", o.Source, v.UID, Stamp(*v.DeletionTimestamp))
 		case !v.Ready:
 			bad("%s shows pod %s not Ready (phase %s)", o.Source, v.UID, v.Phase)
 		}
@@ -231,9 +231,9 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 	}
 
 	if pod := c.pod; pod.UID != "" {
-		kubelets, _ := collect[evidence.PodValue](final, "kubelet/*", evidence.PodObject)
+		kubelets, _ := Collect[evidence.PodValue](final, "kubelet/*", evidence.PodObject)
 		for _, o := range kubelets {
-			bound := hostOf(o.Source) == pod.NodeName
+			bound := HostOf(o.Source) == pod.NodeName
 			switch {
 			case bound && (!o.Value.Exists || o.Value.UID != pod.UID):
 				bad("%s does not run pod %s, which is bound to it (%s)", o.Source, pod.UID, describePod(o.Value))
@@ -241,9 +241,9 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 				bad("%s still lists pod %s, which is bound to %q", o.Source, o.Value.UID, pod.NodeName)
 			}
 		}
-		rts, _ := collect[evidence.RuntimePodValue](final, "cri/*", evidence.PodRunningHere)
+		rts, _ := Collect[evidence.RuntimePodValue](final, "cri/*", evidence.PodRunningHere)
 		for _, o := range rts {
-			here := hostOf(o.Source) == pod.NodeName
+			here := HostOf(o.Source) == pod.NodeName
 			running := runningContainers(o.Value)
 			ours := false
 			for _, ct := range o.Value.Containers {
@@ -271,11 +271,11 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 	if len(epViews) > 1 {
 		bad("the sources disagree about the ready endpoints: %s", describeViews(epViews))
 	} else if len(epViews) == 1 {
-		baseEps, _ := collect[evidence.EndpointsValue](base, consistentReaders, evidence.ServiceEndpoints)
+		baseEps, _ := Collect[evidence.EndpointsValue](base, ConsistentReaders, evidence.ServiceEndpoints)
 		if len(baseEps) > 0 && len(baseEps[0].Value.Ready) != len(c.ready) {
 			bad("%d ready endpoint(s) now, %d at baseline", len(c.ready), len(baseEps[0].Value.Ready))
 		}
-		proxies, _ := collect[evidence.ProxyBackendsValue](final, "proxy/*", evidence.ServiceProxyBackends)
+		proxies, _ := Collect[evidence.ProxyBackendsValue](final, "proxy/*", evidence.ServiceProxyBackends)
 		want := strings.Join(c.ready, " ")
 		for _, o := range proxies {
 			for _, p := range o.Value.Ports {
@@ -287,8 +287,8 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 	}
 
 	// DNS as at baseline.
-	baseDNS, _ := collect[evidence.DNSValue](base, "dns", evidence.ServiceDNS)
-	dns, _ := collect[evidence.DNSValue](final, "dns", evidence.ServiceDNS)
+	baseDNS, _ := Collect[evidence.DNSValue](base, "dns", evidence.ServiceDNS)
+	dns, _ := Collect[evidence.DNSValue](final, "dns", evidence.ServiceDNS)
 	if len(baseDNS) > 0 && len(dns) > 0 {
 		if a, b := strings.Join(sortedCopy(baseDNS[0].Value.Addresses), " "), strings.Join(sortedCopy(dns[0].Value.Addresses), " "); a != b {
 			bad("DNS answers [%s], at baseline [%s]", b, a)
@@ -319,7 +319,7 @@ func compareWithBaseline(snap, baseline evidence.Snapshot) baselineComparison {
 		if len(silent) > 0 {
 			sort.Strings(silent)
 			c.unknowns = append(c.unknowns, fmt.Sprintf("%s answered %s at baseline, and its reads after settle did not come back (first at %s: %s)",
-				src, strings.Join(silent, ", "), stamp(first.ReadAt), first.Reason))
+				src, strings.Join(silent, ", "), Stamp(first.ReadAt), first.Reason))
 		}
 	}
 
@@ -335,10 +335,10 @@ func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Inpu
 	base := *in.Baseline
 	for _, s := range earlier {
 		if c := compareWithBaseline(s, base); len(c.problems) > 0 {
-			return true, fmt.Sprintf("at %s: %s", stamp(s.Taken), c.problems[0])
+			return true, fmt.Sprintf("at %s: %s", Stamp(s.Taken), c.problems[0])
 		}
 	}
-	basePods, _ := collect[evidence.PodValue]([]evidence.Snapshot{base}, consistentReaders, evidence.PodObject)
+	basePods, _ := Collect[evidence.PodValue]([]evidence.Snapshot{base}, ConsistentReaders, evidence.PodObject)
 	var basePod evidence.PodValue
 	for _, o := range basePods {
 		if o.Value.Exists {
@@ -357,10 +357,10 @@ func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Inpu
 	pods := map[string]bool{}
 	for _, src := range base.Sources() {
 		if ok, _ := path.Match("kubelet/*", string(src)); ok {
-			nodes["node/"+hostOf(src)] = true
+			nodes["node/"+HostOf(src)] = true
 		}
 	}
-	rts, _ := collect[evidence.RuntimePodValue]([]evidence.Snapshot{base}, "cri/*", evidence.PodRunningHere)
+	rts, _ := Collect[evidence.RuntimePodValue]([]evidence.Snapshot{base}, "cri/*", evidence.PodRunningHere)
 	for _, o := range rts {
 		for _, sb := range o.Value.Sandboxes {
 			if sb.UID == basePod.UID && sb.Name != "" {
@@ -394,7 +394,7 @@ func leftBaseline(earlier []evidence.Snapshot, judged evidence.Snapshot, in Inpu
 		samples = "in the input (the judged sample only)"
 	}
 	return false, fmt.Sprintf("nothing convergence reads left the baseline %s, nor on the timeline from %s to %s (worker1's Ready and taints, the stateful pod, the endpoints), and the pod is the baseline's; runtimes, kube-proxy and DNS are not on the timeline",
-		samples, stamp(from), stamp(to))
+		samples, Stamp(from), Stamp(to))
 }
 
 func describeViews(views map[string][]string) string {

@@ -68,9 +68,9 @@ func (endpointsTruthful) Phase() verdict.Phase   { return verdict.Safety }
 func (e endpointsTruthful) Bound() time.Duration { return e.bound }
 func (endpointsTruthful) Reads() []Reading {
 	return []Reading{
-		{Sources: consistentReaders, Question: evidence.ServiceEndpoints},
-		{Sources: consistentReaders, Question: evidence.PodObject},
-		{Sources: consistentReaders, Question: evidence.NodeReady},
+		{Sources: ConsistentReaders, Question: evidence.ServiceEndpoints},
+		{Sources: ConsistentReaders, Question: evidence.PodObject},
+		{Sources: ConsistentReaders, Question: evidence.NodeReady},
 		{Sources: "cri/*", Question: evidence.PodRunningHere},
 	}
 }
@@ -82,38 +82,38 @@ type endpointKey struct {
 }
 
 func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	eps, epGaps := collect[evidence.EndpointsValue](snaps, consistentReaders, evidence.ServiceEndpoints)
-	pods, podGaps := collect[evidence.PodValue](snaps, consistentReaders, evidence.PodObject)
-	nodes, nodeGaps := collect[evidence.NodeReadyValue](snaps, consistentReaders, evidence.NodeReady)
-	rts, rtGaps := collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
+	snaps := Ordered(in.Snapshots)
+	eps, epGaps := Collect[evidence.EndpointsValue](snaps, ConsistentReaders, evidence.ServiceEndpoints)
+	pods, podGaps := Collect[evidence.PodValue](snaps, ConsistentReaders, evidence.PodObject)
+	nodes, nodeGaps := Collect[evidence.NodeReadyValue](snaps, ConsistentReaders, evidence.NodeReady)
+	rts, rtGaps := Collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
 	if len(eps) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the service's endpoints: " + gapSummary(epGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the service's endpoints: " + GapSummary(epGaps)}
 	}
-	epAt := bySnapshotAndSource(eps)
-	podAt := bySnapshotAndSource(pods)
-	nodeAt := bySnapshotAndSource(nodes)
-	rtAt := map[int]map[string]observation[evidence.RuntimePodValue]{}
+	epAt := BySnapshotAndSource(eps)
+	podAt := BySnapshotAndSource(pods)
+	nodeAt := BySnapshotAndSource(nodes)
+	rtAt := map[int]map[string]Observation[evidence.RuntimePodValue]{}
 	for _, r := range rts {
 		if rtAt[r.Snapshot] == nil {
-			rtAt[r.Snapshot] = map[string]observation[evidence.RuntimePodValue]{}
+			rtAt[r.Snapshot] = map[string]Observation[evidence.RuntimePodValue]{}
 		}
-		rtAt[r.Snapshot][hostOf(r.Source)] = r
+		rtAt[r.Snapshot][HostOf(r.Source)] = r
 	}
-	epFailed := map[int]map[evidence.Source]gap{}
+	epFailed := map[int]map[evidence.Source]Gap{}
 	for _, g := range epGaps {
 		if epFailed[g.Snapshot] == nil {
-			epFailed[g.Snapshot] = map[evidence.Source]gap{}
+			epFailed[g.Snapshot] = map[evidence.Source]Gap{}
 		}
 		epFailed[g.Snapshot][g.Source] = g
 	}
 
 	subjectNode := nodeNamed(nodes)
 
-	marks := map[endpointKey][]mark{}
+	marks := map[endpointKey][]Mark{}
 	var keys []endpointKey
 	checked, dead := 0, 0
-	var firstDead *mark
+	var firstDead *Mark
 	servers := serversOf(eps, epGaps)
 	for i, s := range snaps {
 		for _, server := range servers {
@@ -125,7 +125,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 				}
 				for _, k := range keys {
 					if k.server == server {
-						marks[k] = append(marks[k], mark{Taken: s.Taken, ReadAt: g.At, State: unknown,
+						marks[k] = append(marks[k], Mark{Taken: s.Taken, ReadAt: g.At, State: Unknown,
 							Detail: fmt.Sprintf("%s could not be read for the endpoints (%s)", server, g.Reason)})
 					}
 				}
@@ -141,10 +141,10 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 				pod, podRead := podAt[i][server]
 				node, nodeRead := nodeAt[i][server]
 				m := e.judgeAddress(ep, addr, pod, podRead, subjectNode, node, nodeRead, rtAt[i])
-				if m.State != unknown {
+				if m.State != Unknown {
 					checked++
 				}
-				if m.State == broken {
+				if m.State == Broken {
 					dead++
 					if firstDead == nil {
 						fd := m
@@ -156,24 +156,24 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 			// An address no longer ready holds for this server.
 			for _, k := range keys {
 				if k.server == server && !readyNow[k.addr] {
-					marks[k] = append(marks[k], mark{Taken: ep.Taken, ReadAt: ep.ReadAt, State: holds})
+					marks[k] = append(marks[k], Mark{Taken: ep.Taken, ReadAt: ep.ReadAt, State: Holds})
 				}
 			}
 		}
 	}
-	sources := uniqueSorted(append(append(sourcesOf(eps, epGaps), sourcesOf(pods, podGaps)...), append(sourcesOf(nodes, nodeGaps), sourcesOf(rts, rtGaps)...)...))
-	var unsure *stretch
+	sources := uniqueSorted(append(append(SourcesOf(eps, epGaps), SourcesOf(pods, podGaps)...), append(SourcesOf(nodes, nodeGaps), SourcesOf(rts, rtGaps)...)...))
+	var unsure *Stretch
 	var unsureKey endpointKey
 	var unsureSpan string // how the unsure stretch stands to the bound
-	missed := missedTicks(in)
+	missed := MissedTicks(in)
 	for _, k := range keys {
-		marks[k] = withMissed(marks[k], missed)
-		v, u := persisting(marks[k], e.bound, true)
+		marks[k] = WithMissed(marks[k], missed)
+		v, u := Persisting(marks[k], e.bound, true)
 		if v != nil {
-			whole := widened(marks[k], *v)
+			whole := Widened(marks[k], *v)
 			return verdict.Judgement{Verdict: verdict.Violated,
 				Reason: fmt.Sprintf("%s kept %s as a ready endpoint from %s to %s (at least %s, bound %s, first past it at %s) while it pointed at something dead: %s",
-					k.server, k.addr, stamp(whole.First.Taken), stamp(whole.Last.Taken), whole.Lasted().Round(time.Millisecond), e.bound, stamp(v.Last.Taken), whole.Last.Detail),
+					k.server, k.addr, Stamp(whole.First.Taken), Stamp(whole.Last.Taken), whole.Lasted().Round(time.Millisecond), e.bound, Stamp(v.Last.Taken), whole.Last.Detail),
 				Sources: []string{string(k.server)}, At: v.Last.Taken, Exercised: verdict.Exercised(),
 				Exercise: "a ready endpoint pointed at something dead: " + v.First.Detail}
 		}
@@ -186,7 +186,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 			// bound could pass: whether it would have outlasted it is
 			// not known.
 			undecided := *open
-			undecided.Last.Detail = fmt.Sprintf("still so when the evidence ended at %s, before the bound could pass; %s", stamp(snaps[len(snaps)-1].Taken), open.Last.Detail)
+			undecided.Last.Detail = fmt.Sprintf("still so when the evidence ended at %s, before the bound could pass; %s", Stamp(snaps[len(snaps)-1].Taken), open.Last.Detail)
 			unsure, unsureKey = &undecided, k
 			unsureSpan = fmt.Sprintf("%s when the evidence ended, under the bound of %s", undecided.Lasted().Round(time.Millisecond), e.bound)
 		}
@@ -194,8 +194,8 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	if unsure != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s kept %s ready from %s to %s (%s) without it being shown to point at a live pod: %s; %s",
-				unsureKey.server, unsureKey.addr, stamp(unsure.First.Taken), stamp(unsure.Last.Taken), unsureSpan, unsure.Last.Detail,
-				orNone(gapSummary(append(append(epGaps, podGaps...), append(nodeGaps, rtGaps...)...)))),
+				unsureKey.server, unsureKey.addr, Stamp(unsure.First.Taken), Stamp(unsure.Last.Taken), unsureSpan, unsure.Last.Detail,
+				orNone(GapSummary(append(append(epGaps, podGaps...), append(nodeGaps, rtGaps...)...)))),
 			Sources: sources, At: unsure.First.Taken}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved,
@@ -204,7 +204,7 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 		Sources: sources}
 	if firstDead != nil {
 		j.Exercised = verdict.Exercised()
-		j.Exercise = fmt.Sprintf("a ready endpoint pointed at something dead in %d check(s), first at %s: %s", dead, stamp(firstDead.Taken), firstDead.Detail)
+		j.Exercise = fmt.Sprintf("a ready endpoint pointed at something dead in %d check(s), first at %s: %s", dead, Stamp(firstDead.Taken), firstDead.Detail)
 	} else {
 		j.Exercised = verdict.NotExercised()
 		j.Exercise = "no ready endpoint pointed at a dead pod"
@@ -212,12 +212,12 @@ func (e endpointsTruthful) Judge(in Input) verdict.Judgement {
 	return j
 }
 
-// bySnapshotAndSource indexes observations by snapshot and source.
-func bySnapshotAndSource[T any](obs []observation[T]) map[int]map[evidence.Source]observation[T] {
-	out := map[int]map[evidence.Source]observation[T]{}
+// BySnapshotAndSource indexes observations by snapshot and source.
+func BySnapshotAndSource[T any](obs []Observation[T]) map[int]map[evidence.Source]Observation[T] {
+	out := map[int]map[evidence.Source]Observation[T]{}
 	for _, o := range obs {
 		if out[o.Snapshot] == nil {
-			out[o.Snapshot] = map[evidence.Source]observation[T]{}
+			out[o.Snapshot] = map[evidence.Source]Observation[T]{}
 		}
 		out[o.Snapshot][o.Source] = o
 	}
@@ -227,7 +227,7 @@ func bySnapshotAndSource[T any](obs []observation[T]) map[int]map[evidence.Sourc
 // nodeNamed returns the name of the node worker1/ready asks after, from
 // the first answer that names it, or "" when none does (the node never
 // existed in the evidence, or the record predates the name).
-func nodeNamed(nodes []observation[evidence.NodeReadyValue]) string {
+func nodeNamed(nodes []Observation[evidence.NodeReadyValue]) string {
 	for _, n := range nodes {
 		if n.Value.Name != "" {
 			return n.Value.Name
@@ -237,9 +237,9 @@ func nodeNamed(nodes []observation[evidence.NodeReadyValue]) string {
 }
 
 // serversOf lists the servers asked for the endpoints, answered or not.
-func serversOf(eps []observation[evidence.EndpointsValue], gaps []gap) []evidence.Source {
+func serversOf(eps []Observation[evidence.EndpointsValue], gaps []Gap) []evidence.Source {
 	var out []evidence.Source
-	for _, s := range sourcesOf(eps, gaps) {
+	for _, s := range SourcesOf(eps, gaps) {
 		out = append(out, evidence.Source(s))
 	}
 	return out
@@ -247,15 +247,15 @@ func serversOf(eps []observation[evidence.EndpointsValue], gaps []gap) []evidenc
 
 // trailing returns the stretch of rounds at the end of marks that are not
 // known to hold, if any.
-func trailing(marks []mark) *stretch {
-	var open *stretch
+func trailing(marks []Mark) *Stretch {
+	var open *Stretch
 	for _, m := range marks {
-		if m.State == holds {
+		if m.State == Holds {
 			open = nil
 			continue
 		}
 		if open == nil {
-			open = &stretch{First: m, Last: m}
+			open = &Stretch{First: m, Last: m}
 		} else {
 			open.Last = m
 		}
@@ -267,18 +267,18 @@ func trailing(marks []mark) *stretch {
 // shows it. subjectNode is the node whose readiness node holds (its read
 // by the same server in the same round, if nodeRead); a pod on any other
 // node is judged without its node's readiness, which no question asks.
-func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], addr string,
-	pod observation[evidence.PodValue], podRead bool,
-	subjectNode string, node observation[evidence.NodeReadyValue], nodeRead bool,
-	rts map[string]observation[evidence.RuntimePodValue]) mark {
-	m := mark{Taken: ep.Taken, ReadAt: ep.ReadAt}
+func (endpointsTruthful) judgeAddress(ep Observation[evidence.EndpointsValue], addr string,
+	pod Observation[evidence.PodValue], podRead bool,
+	subjectNode string, node Observation[evidence.NodeReadyValue], nodeRead bool,
+	rts map[string]Observation[evidence.RuntimePodValue]) Mark {
+	m := Mark{Taken: ep.Taken, ReadAt: ep.ReadAt}
 	if !podRead {
-		m.State, m.Detail = unknown, fmt.Sprintf("%s did not answer for the pod in this round", ep.Source)
+		m.State, m.Detail = Unknown, fmt.Sprintf("%s did not answer for the pod in this round", ep.Source)
 		return m
 	}
 	m.ReadAt = later(m.ReadAt, pod.ReadAt)
 	if !pod.Value.Exists || pod.Value.PodIP != addr {
-		m.State = broken
+		m.State = Broken
 		m.Detail = fmt.Sprintf("%s shows no pod of the service at %s (%s)", ep.Source, addr, describePod(pod.Value))
 		return m
 	}
@@ -310,11 +310,11 @@ func (endpointsTruthful) judgeAddress(ep observation[evidence.EndpointsValue], a
 	}
 	switch {
 	case len(problems) > 0:
-		m.State, m.Detail = broken, strings.Join(problems, "; ")
+		m.State, m.Detail = Broken, strings.Join(problems, "; ")
 	case len(unknowns) > 0:
-		m.State, m.Detail = unknown, strings.Join(unknowns, "; ")
+		m.State, m.Detail = Unknown, strings.Join(unknowns, "; ")
 	default:
-		m.State = holds
+		m.State = Holds
 	}
 	return m
 }
@@ -328,7 +328,7 @@ func describeNodeReady(v evidence.NodeReadyValue) string {
 		s += ", " + v.Reason
 	}
 	if !v.LastTransitionTime.IsZero() {
-		s += ", since " + stamp(v.LastTransitionTime)
+		s += ", since " + Stamp(v.LastTransitionTime)
 	}
 	return s
 }

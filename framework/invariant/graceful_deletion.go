@@ -57,7 +57,7 @@ func (gracefulDeletion) Name() string         { return GracefulDeletionName }
 func (gracefulDeletion) Phase() verdict.Phase { return verdict.Safety }
 func (gracefulDeletion) Reads() []Reading {
 	return []Reading{
-		{Sources: consistentReaders, Question: evidence.PodObject},
+		{Sources: ConsistentReaders, Question: evidence.PodObject},
 		{Sources: "cri/*", Question: evidence.PodRunningHere},
 	}
 }
@@ -66,16 +66,16 @@ func (gracefulDeletion) Reads() []Reading {
 type incarnation struct {
 	uid      string
 	node     string
-	lastSeen observation[evidence.PodValue]
-	gone     *observation[evidence.PodValue]
+	lastSeen Observation[evidence.PodValue]
+	gone     *Observation[evidence.PodValue]
 }
 
 func (gracefulDeletion) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	pods, podGaps := collect[evidence.PodValue](snaps, consistentReaders, evidence.PodObject)
-	runtimes, rtGaps := collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
+	snaps := Ordered(in.Snapshots)
+	pods, podGaps := Collect[evidence.PodValue](snaps, ConsistentReaders, evidence.PodObject)
+	runtimes, rtGaps := Collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
 	if len(pods) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the stateful pod: " + gapSummary(podGaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the stateful pod: " + GapSummary(podGaps)}
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].ReadAt.Before(pods[j].ReadAt) })
 	incs := map[string]*incarnation{}
@@ -129,7 +129,7 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 			continue
 		}
 		if e, ok := forced[uid]; ok {
-			exempt = append(exempt, fmt.Sprintf("%s (force-deleted at %s by %s)", uid, stamp(e.At), e.Source))
+			exempt = append(exempt, fmt.Sprintf("%s (force-deleted at %s by %s)", uid, Stamp(e.At), e.Source))
 			continue
 		}
 		sawNodeAfter := false
@@ -141,12 +141,12 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 				if c.PodUID == uid && c.State == "CONTAINER_RUNNING" {
 					return verdict.Judgement{Verdict: verdict.Violated,
 						Reason: fmt.Sprintf("pod %s left the API (%s showed %s at %s) while its container %s still ran on %s (read begun %s)",
-							uid, inc.gone.Source, podState(inc.gone.Value), stamp(inc.gone.ReadAt), short(c.ID), hostOf(rt.Source), stamp(rt.Taken)),
+							uid, inc.gone.Source, podState(inc.gone.Value), Stamp(inc.gone.ReadAt), short(c.ID), HostOf(rt.Source), Stamp(rt.Taken)),
 						Sources: []string{string(inc.gone.Source), string(rt.Source)}, At: rt.Taken,
 						Exercised: verdict.Exercised(), Exercise: departure(inc)}
 				}
 			}
-			if hostOf(rt.Source) == inc.node {
+			if HostOf(rt.Source) == inc.node {
 				sawNodeAfter = true
 			}
 		}
@@ -154,13 +154,13 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 			checked = append(checked, uid)
 			departures = append(departures, departure(inc))
 		} else {
-			unsure = append(unsure, fmt.Sprintf("%s (on %q, gone by %s)", uid, inc.node, stamp(inc.gone.ReadAt)))
+			unsure = append(unsure, fmt.Sprintf("%s (on %q, gone by %s)", uid, inc.node, Stamp(inc.gone.ReadAt)))
 		}
 	}
-	sources := uniqueSorted(append(sourcesOf(pods, podGaps), sourcesOf(runtimes, rtGaps)...))
+	sources := uniqueSorted(append(SourcesOf(pods, podGaps), SourcesOf(runtimes, rtGaps)...))
 	if len(unsure) > 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
-			Reason:  fmt.Sprintf("no readable read of the node's runtime after pod %s left the API; %s", strings.Join(unsure, ", "), gapSummary(rtGaps)),
+			Reason:  fmt.Sprintf("no readable read of the node's runtime after pod %s left the API; %s", strings.Join(unsure, ", "), GapSummary(rtGaps)),
 			Sources: sources}
 	}
 	reason := fmt.Sprintf("%d incarnation(s) of the pod seen; ", len(order))
@@ -183,7 +183,7 @@ func (gracefulDeletion) Judge(in Input) verdict.Judgement {
 
 // departure says when an incarnation left the API, for Exercise.
 func departure(inc *incarnation) string {
-	return fmt.Sprintf("pod %s left the API (%s showed %s at %s)", inc.uid, inc.gone.Source, podState(inc.gone.Value), stamp(inc.gone.ReadAt))
+	return fmt.Sprintf("pod %s left the API (%s showed %s at %s)", inc.uid, inc.gone.Source, podState(inc.gone.Value), Stamp(inc.gone.ReadAt))
 }
 
 func podState(v evidence.PodValue) string {

@@ -30,7 +30,7 @@ func TestGracefulDeletionViolatedWhenTheOldContainersOutliveTheObject(t *testing
 	// Round 1's runtime read began before cp2's read returned: it proves
 	// nothing; round 2's read is the proof.
 	if !j.At.Equal(sec(2)) {
-		t.Errorf("at %s, want 2 s", stamp(j.At))
+		t.Errorf("at %s, want 2 s", Stamp(j.At))
 	}
 }
 

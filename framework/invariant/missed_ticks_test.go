@@ -53,30 +53,4 @@ func TestMissedTicksBreakEveryProof(t *testing.T) {
 		in.Timeline = missedAt(3, 4, 5, 6, 7, 8, 9)
 		expect(t, orderedWithin(5*time.Second), in, verdict.InsufficientData, "were not put in order with any other")
 	})
-	t.Run("policy-enforced", func(t *testing.T) {
-		// Denied from 3, answered throughout: proven 3..8 without the gap.
-		r := newRun(t)
-		for _, s := range []float64{0, 1, 2, 6, 7, 8} {
-			r.round(s).value("apiserver/cp1", evidence.AgentPolicyExpected, 0.1, expectPair(s < 1), "").
-				value("pod/worker2", evidence.AgentPolicyProbe, 0.4, answered(), "")
-		}
-		in := r.input(WindowToSettle)
-		in.Timeline = gap
-		expect(t, PolicyEnforced(testBound(5*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick")
-	})
-	t.Run("agent-health-truthful", func(t *testing.T) {
-		r := newRun(t)
-		for _, s := range []float64{0, 1, 2, 6, 7, 8} {
-			ready := "10.240.3.9"
-			if s < 1 {
-				ready = "10.240.3.5"
-			}
-			r.round(s).value("apiserver/cp1", evidence.AgentServiceEndpoints, 0.1, eps(ready), "").
-				value("kube-proxy/worker1", evidence.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
-		}
-		r = withHealth(t, r, 200)
-		in := r.input(WindowToSettle)
-		in.Timeline = gap
-		expect(t, AgentHealthTruthful(testBound(5*time.Second), testBound(5*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick")
-	})
 }

@@ -62,26 +62,27 @@ func NoTimeTravel(coverage Bound) Invariant { return noTimeTravel{coverage: cove
 
 type noTimeTravel struct{ coverage Bound }
 
-const (
-	consistentReaders = "apiserver/*"
-	cacheReader       = "informer"
-)
+// ConsistentReaders are the API servers, each read at its own address
+// with consistent reads ("apiserver/<host>", "apiserver/vip").
+const ConsistentReaders = "apiserver/*"
+
+const cacheReader = "informer"
 
 func (noTimeTravel) Name() string         { return NoTimeTravelName }
 func (noTimeTravel) Phase() verdict.Phase { return verdict.Safety }
 func (noTimeTravel) Reads() []Reading {
 	var rs []Reading
 	for _, q := range noTimeTravelQuestions {
-		rs = append(rs, Reading{Sources: consistentReaders, Question: q}, Reading{Sources: cacheReader, Question: q})
+		rs = append(rs, Reading{Sources: ConsistentReaders, Question: q}, Reading{Sources: cacheReader, Question: q})
 	}
 	return rs
 }
 
 // versioned is one read with a well-formed resourceVersion.
-type versioned = observation[struct{}]
+type versioned = Observation[struct{}]
 
 // wellFormed keeps the reads whose resourceVersion can be compared.
-func wellFormed(obs []observation[any]) []versioned {
+func wellFormed(obs []Observation[any]) []versioned {
 	var out []versioned
 	for _, o := range obs {
 		if _, err := resourceversion.CompareResourceVersion(o.RV, o.RV); err != nil {
@@ -106,10 +107,10 @@ type travel struct {
 func (t travel) String() string {
 	if t.cache {
 		return fmt.Sprintf("%s showed %s at resourceVersion %s (read %s), after it had shown resourceVersion %s (read %s): its cache went back",
-			t.now.Source, t.q, t.now.RV, stamp(t.now.ReadAt), t.before.RV, stamp(t.before.ReadAt))
+			t.now.Source, t.q, t.now.RV, Stamp(t.now.ReadAt), t.before.RV, Stamp(t.before.ReadAt))
 	}
 	return fmt.Sprintf("%s returned %s at resourceVersion %s to a read begun at %s, after %s had returned resourceVersion %s at %s",
-		t.now.Source, t.q, t.now.RV, stamp(t.now.Taken), t.before.Source, t.before.RV, stamp(t.before.ReadAt))
+		t.now.Source, t.q, t.now.RV, Stamp(t.now.Taken), t.before.Source, t.before.RV, Stamp(t.before.ReadAt))
 }
 
 // serverRound is what one API server's reads of one round showed.
@@ -124,10 +125,10 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: "no coverage bound was declared, so no stretch of unordered reads can be judged"}
 	}
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	var found []travel
 	serverPairs, cachePairs := 0, 0
-	var all []gap
+	var all []Gap
 	var readers []string
 	var advanced string
 	rounds := map[evidence.Source][]serverRound{}
@@ -138,7 +139,7 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 		return &rounds[src][i]
 	}
 	for _, q := range noTimeTravelQuestions {
-		consistent, gaps := collect[any](snaps, consistentReaders, q)
+		consistent, gaps := Collect[any](snaps, ConsistentReaders, q)
 		all = append(all, gaps...)
 		for _, g := range gaps {
 			if g.Refused {
@@ -150,10 +151,10 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 		for _, o := range consistent {
 			round(o.Source, o.Snapshot)
 		}
-		cache, gaps := collect[any](snaps, cacheReader, q)
+		cache, gaps := Collect[any](snaps, cacheReader, q)
 		all = append(all, gaps...)
-		readers = append(readers, sourcesOf(consistent, nil)...)
-		readers = append(readers, sourcesOf(cache, nil)...)
+		readers = append(readers, SourcesOf(consistent, nil)...)
+		readers = append(readers, SourcesOf(cache, nil)...)
 
 		// Consistent reads: every read that returned before another began
 		// bounds it from below.
@@ -197,7 +198,7 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 				for _, src := range others {
 					if o := oldestOf[src]; olderThan(o.RV, b.RV) {
 						advanced = fmt.Sprintf("%s advanced from resourceVersion %s (%s, returned %s) to %s (%s, read begun %s): a client moving between the servers could have gone back",
-							q, o.RV, o.Source, stamp(o.ReadAt), b.RV, b.Source, stamp(b.Taken))
+							q, o.RV, o.Source, Stamp(o.ReadAt), b.RV, b.Source, Stamp(b.Taken))
 						break
 					}
 				}
@@ -236,7 +237,7 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 			reason += fmt.Sprintf("; the informer's %d comparisons with itself show only that its cache never went back, not that a client moving between API servers never does", cachePairs)
 		}
 		if len(all) > 0 {
-			reason += "; " + gapSummary(all)
+			reason += "; " + GapSummary(all)
 		}
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: reason, Sources: readers}
 	}
@@ -248,21 +249,21 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i] < servers[j] })
 	var refusedThroughout []string
-	var lapse *stretch
+	var lapse *Stretch
 	var lapsed evidence.Source
 	for _, src := range servers {
-		var marks []mark
+		var marks []Mark
 		servedNone := true
 		for i, r := range rounds[src] {
-			m := mark{Taken: snaps[i].Taken, ReadAt: snaps[i].Taken}
+			m := Mark{Taken: snaps[i].Taken, ReadAt: snaps[i].Taken}
 			switch {
 			case r.ordered:
-				m.State = holds
+				m.State = Holds
 				servedNone = false
 			case r.refused && !r.unknown:
-				m.State = holds
+				m.State = Holds
 			default:
-				m.State = unknown
+				m.State = Unknown
 				servedNone = false
 			}
 			marks = append(marks, m)
@@ -271,16 +272,16 @@ func (n noTimeTravel) Judge(in Input) verdict.Judgement {
 			refusedThroughout = append(refusedThroughout, string(src))
 			continue
 		}
-		marks = withMissed(marks, missedTicks(in))
-		if _, u := persisting(marks, n.coverage.Limit, true); u != nil && (lapse == nil || u.Last.Taken.Before(lapse.Last.Taken)) {
-			w := widened(marks, *u)
+		marks = WithMissed(marks, MissedTicks(in))
+		if _, u := Persisting(marks, n.coverage.Limit, true); u != nil && (lapse == nil || u.Last.Taken.Before(lapse.Last.Taken)) {
+			w := Widened(marks, *u)
 			lapse, lapsed = &w, src
 		}
 	}
 	if lapse != nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("%s's reads were not put in order with any other from %s to %s, longer than the coverage bound of %s: it timed out, could not be reached or returned no resourceVersion in every round, so a client it served then may have gone back unseen (%s)",
-				lapsed, stamp(lapse.First.Taken), stamp(lapse.Last.Taken), n.coverage, gapSummary(gapsOf(all, string(lapsed)))),
+				lapsed, Stamp(lapse.First.Taken), Stamp(lapse.Last.Taken), n.coverage, GapSummary(gapsOf(all, string(lapsed)))),
 			Sources: []string{string(lapsed)}, At: lapse.First.Taken}
 	}
 	reason := fmt.Sprintf("no read went back over the %s: %d API-server reads each compared with the newest read that had returned before it began, %d informer reads with its own, every serving server's reads in order with no gap past the coverage bound of %s; readers %v",

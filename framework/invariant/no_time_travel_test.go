@@ -61,7 +61,7 @@ func TestNoTimeTravelViolatedAcrossServersInRealTimeOrder(t *testing.T) {
 	r.round(2).value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "305")
 	j := expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Violated, "after apiserver/cp1 had returned resourceVersion 310")
 	if !j.At.Equal(sec(2.1)) {
-		t.Errorf("at %s, want the read at 2.1 s", stamp(j.At))
+		t.Errorf("at %s, want the read at 2.1 s", Stamp(j.At))
 	}
 }
 

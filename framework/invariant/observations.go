@@ -10,11 +10,11 @@ import (
 	"github.com/faultline/faultline/framework/evidence"
 )
 
-// observation is one source's readable answer to one question in one
+// Observation is one source's readable answer to one question in one
 // snapshot, decoded. The read began at or after Taken (the round's start)
 // and returned at ReadAt, both on faultline's own clock: so the thing read
 // was so at some instant within [Taken, ReadAt], and nothing finer is known.
-type observation[T any] struct {
+type Observation[T any] struct {
 	Source   evidence.Source
 	Snapshot int
 	Taken    time.Time
@@ -23,8 +23,8 @@ type observation[T any] struct {
 	Value    T
 }
 
-// gap is a source that was asked a question and gave no usable answer.
-type gap struct {
+// Gap is a source that was asked a question and gave no usable answer.
+type Gap struct {
 	Source   evidence.Source
 	Snapshot int
 	At       time.Time
@@ -36,20 +36,20 @@ type gap struct {
 	Refused bool
 }
 
-// ordered returns the input's snapshots sorted by when they were taken.
-func ordered(snaps []evidence.Snapshot) []evidence.Snapshot {
+// Ordered returns the input's snapshots sorted by when they were taken.
+func Ordered(snaps []evidence.Snapshot) []evidence.Snapshot {
 	out := append([]evidence.Snapshot(nil), snaps...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Taken.Before(out[j].Taken) })
 	return out
 }
 
-// collect decodes every answer to q from the sources matching glob, in
+// Collect decodes every answer to q from the sources matching glob, in
 // snapshot order. A NotAsked answer is neither evidence nor a gap (the
 // source cannot answer q); an unreadable answer, or a value that does not
 // decode as T, is a gap.
-func collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question) ([]observation[T], []gap) {
-	var obs []observation[T]
-	var gaps []gap
+func Collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question) ([]Observation[T], []Gap) {
+	var obs []Observation[T]
+	var gaps []Gap
 	for i, s := range snaps {
 		for _, src := range s.Sources() {
 			if ok, _ := path.Match(glob, string(src)); !ok {
@@ -60,23 +60,63 @@ func collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question)
 			case evidence.NotAsked:
 				continue
 			case evidence.Unreadable:
-				gaps = append(gaps, gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: a.Reason, Refused: a.Refused()})
+				gaps = append(gaps, Gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: a.Reason, Refused: a.Refused()})
 				continue
 			}
 			var v T
 			if err := a.Decode(&v); err != nil {
-				gaps = append(gaps, gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: err.Error()})
+				gaps = append(gaps, Gap{Source: src, Snapshot: i, At: a.ReadAt, Reason: err.Error()})
 				continue
 			}
-			obs = append(obs, observation[T]{Source: src, Snapshot: i, Taken: s.Taken, ReadAt: a.ReadAt, RV: a.ResourceVersion, Value: v})
+			obs = append(obs, Observation[T]{Source: src, Snapshot: i, Taken: s.Taken, ReadAt: a.ReadAt, RV: a.ResourceVersion, Value: v})
 		}
 	}
 	return obs, gaps
 }
 
-// sourcesOf lists the distinct sources of some observations and gaps, in
+// collect, ordered and stamp are Collect, Ordered and Stamp by the names
+// the stored-data invariants of this package call them.
+func collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question) ([]Observation[T], []Gap) {
+	return Collect[T](snaps, glob, q)
+}
+
+func ordered(snaps []evidence.Snapshot) []evidence.Snapshot { return Ordered(snaps) }
+
+func stamp(t time.Time) string { return Stamp(t) }
+
+// Latest is src's latest readable answer to q in snaps (in the order
+// taken), decoded as T; or, when there is none, why: the last snapshot's
+// read of it, or that there was no snapshot. A growing record (a history,
+// a log) holds, when read, everything written before, so its latest read
+// is the one to judge from.
+func Latest[T any](snaps []evidence.Snapshot, src evidence.Source, q evidence.Question) (Observation[T], string) {
+	why := "no snapshot to judge"
+	for i := len(snaps) - 1; i >= 0; i-- {
+		a := snaps[i].Get(src, q)
+		var w string
+		switch a.State {
+		case evidence.NotAsked:
+			w = fmt.Sprintf("%s was not asked %s", src, q)
+		case evidence.Unreadable:
+			w = fmt.Sprintf("%s could not read %s: %s", src, q, a.Reason)
+		default:
+			var v T
+			if err := a.Decode(&v); err != nil {
+				w = fmt.Sprintf("%s's %s: %v", src, q, err)
+				break
+			}
+			return Observation[T]{Source: src, Snapshot: i, Taken: snaps[i].Taken, ReadAt: a.ReadAt, RV: a.ResourceVersion, Value: v}, ""
+		}
+		if i == len(snaps)-1 {
+			why = w
+		}
+	}
+	return Observation[T]{}, fmt.Sprintf("no readable %s from %s in the input: %s", q, src, why)
+}
+
+// SourcesOf lists the distinct sources of some observations and gaps, in
 // name order.
-func sourcesOf[T any](obs []observation[T], gaps []gap) []string {
+func SourcesOf[T any](obs []Observation[T], gaps []Gap) []string {
 	seen := map[string]bool{}
 	for _, o := range obs {
 		seen[string(o.Source)] = true
@@ -92,19 +132,19 @@ func sourcesOf[T any](obs []observation[T], gaps []gap) []string {
 	return out
 }
 
-// hostOf returns the host part of a source name ("cri/worker1" → "worker1").
-func hostOf(src evidence.Source) string {
+// HostOf returns the host part of a source name ("cri/worker1" → "worker1").
+func HostOf(src evidence.Source) string {
 	_, host, _ := strings.Cut(string(src), "/")
 	return host
 }
 
-// stamp renders a moment for reasons.
-func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+// Stamp renders a moment for reasons.
+func Stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // eventStamp says when a timeline event was seen and, for one a relisting
 // replayed, when the cluster recorded it, to its precision, for reasons.
 func eventStamp(e evidence.Event) string {
-	s := stamp(e.At)
+	s := Stamp(e.At)
 	if !e.Replayed {
 		return s
 	}
@@ -114,10 +154,10 @@ func eventStamp(e evidence.Event) string {
 	return fmt.Sprintf("%s (replayed by a relisting; %s %s)", s, e.ClusterField, e.ClusterClock())
 }
 
-// gapSummary says which sources were unreadable, with the first reason
+// GapSummary says which sources were unreadable, with the first reason
 // of each, for reasons.
-func gapSummary(gaps []gap) string {
-	first := map[evidence.Source]gap{}
+func GapSummary(gaps []Gap) string {
+	first := map[evidence.Source]Gap{}
 	count := map[evidence.Source]int{}
 	var order []evidence.Source
 	for _, g := range gaps {
@@ -130,7 +170,7 @@ func gapSummary(gaps []gap) string {
 	var parts []string
 	for _, src := range order {
 		g := first[src]
-		parts = append(parts, fmt.Sprintf("%s unreadable %d time(s), first at %s (%s)", src, count[src], stamp(g.At), g.Reason))
+		parts = append(parts, fmt.Sprintf("%s unreadable %d time(s), first at %s (%s)", src, count[src], Stamp(g.At), g.Reason))
 	}
 	return strings.Join(parts, "; ")
 }

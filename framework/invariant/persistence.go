@@ -18,33 +18,34 @@ import (
 // PRESERVED. Unknown rounds are measured the same way as broken ones, so
 // "could hide one" means "had they been broken, they would have proved
 // one". A tick at which no snapshot could be taken at all (the sampler's
-// error, SampleFailedEvent) is such a round too (withMissed): two stretches
+// error, SampleFailedEvent) is such a round too (WithMissed): two stretches
 // on either side of it are never joined into one proof. Resolution: the
 // sampling interval.
 
-type condition int
+// Condition is what one round says of a guarantee for one key.
+type Condition int
 
 const (
-	holds   condition = iota // the guarantee holds in this round
-	broken                   // it is broken in this round
-	unknown                  // this round cannot tell
+	Holds   Condition = iota // the guarantee holds in this round
+	Broken                   // it is broken in this round
+	Unknown                  // this round cannot tell
 )
 
-// mark is what one round says about one key.
-type mark struct {
+// Mark is what one round says about one key.
+type Mark struct {
 	Taken  time.Time
 	ReadAt time.Time // the latest read the round's judgement used
-	State  condition
+	State  Condition
 	Detail string
 	// Suspect marks an unknown round that could hide the condition on its
 	// own: the invariant knows something changed that the subject had
-	// still to follow (see persisting).
+	// still to follow (see Persisting).
 	Suspect bool
 }
 
-// stretch is consecutive rounds that are not known to hold.
-type stretch struct {
-	First, Last mark
+// Stretch is consecutive rounds that are not known to hold.
+type Stretch struct {
+	First, Last Mark
 	// Proven is true when every round of the stretch was broken.
 	Proven bool
 	// Broken counts the stretch's rounds that were broken; the others
@@ -53,9 +54,9 @@ type stretch struct {
 }
 
 // Lasted is the proven lower bound of how long the stretch held.
-func (s stretch) Lasted() time.Duration { return s.Last.Taken.Sub(s.First.ReadAt) }
+func (s Stretch) Lasted() time.Duration { return s.Last.Taken.Sub(s.First.ReadAt) }
 
-// persisting returns the first proven-broken stretch longer than bound,
+// Persisting returns the first proven-broken stretch longer than bound,
 // and the first stretch of broken-or-unknown rounds longer than bound
 // (which could hide one), from marks in round order. With suspectUnknown
 // false, a round that cannot tell is suspect only once a broken round
@@ -64,33 +65,33 @@ func (s stretch) Lasted() time.Duration { return s.Last.Taken.Sub(s.First.ReadAt
 // there), unless the mark itself is Suspect; with it true, a round that
 // cannot tell is suspect on its own (the guarantee needs a positive check
 // each round).
-func persisting(marks []mark, bound time.Duration, suspectUnknown bool) (violated, unsure *stretch) {
-	var proven, open *stretch
+func Persisting(marks []Mark, bound time.Duration, suspectUnknown bool) (violated, unsure *Stretch) {
+	var proven, open *Stretch
 	for _, m := range marks {
 		switch m.State {
-		case holds:
+		case Holds:
 			proven, open = nil, nil
 			continue
-		case broken:
+		case Broken:
 			if proven == nil {
-				proven = &stretch{First: m, Last: m, Proven: true}
+				proven = &Stretch{First: m, Last: m, Proven: true}
 			} else {
 				proven.Last = m
 			}
 			proven.Broken++
 			if open == nil {
-				open = &stretch{First: m, Last: m}
+				open = &Stretch{First: m, Last: m}
 			} else {
 				open.Last = m
 			}
 			open.Broken++
-		case unknown:
+		case Unknown:
 			proven = nil
 			switch {
 			case open != nil:
 				open.Last = m
 			case suspectUnknown || m.Suspect:
-				open = &stretch{First: m, Last: m}
+				open = &Stretch{First: m, Last: m}
 			}
 		}
 		if proven != nil && violated == nil && proven.Lasted() > bound {
@@ -105,11 +106,11 @@ func persisting(marks []mark, bound time.Duration, suspectUnknown bool) (violate
 	return violated, unsure
 }
 
-// widened extends s over the rounds of marks that follow it in the same
+// Widened extends s over the rounds of marks that follow it in the same
 // run: broken ones for a proven stretch, broken or unknown ones otherwise.
-// persisting stops a stretch at the round that first passed the bound;
+// Persisting stops a stretch at the round that first passed the bound;
 // a reason should say how far it went.
-func widened(marks []mark, s stretch) stretch {
+func Widened(marks []Mark, s Stretch) Stretch {
 	out := s
 	started := false
 	for _, m := range marks {
@@ -117,11 +118,11 @@ func widened(marks []mark, s stretch) stretch {
 			started = m.Taken.Equal(s.Last.Taken)
 			continue
 		}
-		if m.State == holds || (s.Proven && m.State != broken) {
+		if m.State == Holds || (s.Proven && m.State != Broken) {
 			break
 		}
 		out.Last = m
-		if m.State == broken {
+		if m.State == Broken {
 			out.Broken++
 		}
 	}
@@ -132,36 +133,36 @@ func widened(marks []mark, s stretch) stretch {
 // a tick at which no snapshot could be taken at all, stamped at the tick.
 const SampleFailedEvent = "sample-failed"
 
-// missedTick is a tick of the input at which no snapshot was taken.
-type missedTick struct {
+// MissedTick is a tick of the input at which no snapshot was taken.
+type MissedTick struct {
 	At  time.Time
 	Why string
 }
 
-// missedTicks are the ticks the timeline says could not be taken, strictly
+// MissedTicks are the ticks the timeline says could not be taken, strictly
 // between the input's first and last snapshots (before the first or after
 // the last they join no two rounds).
-func missedTicks(in Input) []missedTick {
+func MissedTicks(in Input) []MissedTick {
 	from, to := in.Span()
-	var out []missedTick
+	var out []MissedTick
 	for _, e := range in.Timeline.OfKind(SampleFailedEvent) {
 		if e.At.After(from) && e.At.Before(to) {
-			out = append(out, missedTick{At: e.At, Why: e.Detail})
+			out = append(out, MissedTick{At: e.At, Why: e.Detail})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
 }
 
-// withMissed puts an unknown round into marks (in round order) at each
+// WithMissed puts an unknown round into marks (in round order) at each
 // missed tick that falls between two of them, so the tick breaks a proof
 // as an unreadable round does. It is suspect when the round before it was
 // broken or suspect: the subject was still to follow a change.
-func withMissed(marks []mark, missed []missedTick) []mark {
+func WithMissed(marks []Mark, missed []MissedTick) []Mark {
 	if len(missed) == 0 || len(marks) == 0 {
 		return marks
 	}
-	out := make([]mark, 0, len(marks)+len(missed))
+	out := make([]Mark, 0, len(marks)+len(missed))
 	j := 0
 	for i, m := range marks {
 		for ; j < len(missed) && missed[j].At.Before(m.Taken); j++ {
@@ -169,24 +170,24 @@ func withMissed(marks []mark, missed []missedTick) []mark {
 				continue
 			}
 			prev := out[len(out)-1]
-			out = append(out, mark{Taken: missed[j].At, ReadAt: missed[j].At, State: unknown,
+			out = append(out, Mark{Taken: missed[j].At, ReadAt: missed[j].At, State: Unknown,
 				Detail:  "no snapshot could be taken at this tick (" + missed[j].Why + ")",
-				Suspect: prev.State == broken || (prev.State == unknown && prev.Suspect)})
+				Suspect: prev.State == Broken || (prev.State == Unknown && prev.Suspect)})
 		}
 		out = append(out, m)
 	}
 	return out
 }
 
-// untold says what the first round of s that could not tell was, for
+// Untold says what the first round of s that could not tell was, for
 // reasons.
-func untold(marks []mark, s stretch) string {
+func Untold(marks []Mark, s Stretch) string {
 	for _, m := range marks {
 		if m.Taken.Before(s.First.Taken) || m.Taken.After(s.Last.Taken) {
 			continue
 		}
-		if m.State == unknown {
-			return fmt.Sprintf("first round that could not tell, %s: %s", stamp(m.Taken), m.Detail)
+		if m.State == Unknown {
+			return fmt.Sprintf("first round that could not tell, %s: %s", Stamp(m.Taken), m.Detail)
 		}
 	}
 	return "no round in it could tell"

@@ -21,8 +21,6 @@ func init() {
 		AcknowledgedWritesSurviveName: AcknowledgedWritesSurvive,
 		ReplicasRestoredName:          ReplicasRestored,
 		ConvergenceName:               Convergence,
-		IsolatedFromStartName:         IsolatedFromStart,
-		AgentsConvergedName:           AgentsConverged,
 		AcknowledgedDataSurvivesName:  AcknowledgedDataSurvives,
 		StorageIntegrityName:          StorageIntegrity,
 		SingleWriterAtStorageName:     SingleWriterAtStorage,
@@ -34,10 +32,6 @@ func init() {
 	Register(APIAgreementName, decodeAPIAgreement)
 	Register(NoTimeTravelName, decodeNoTimeTravel)
 	Register(EndpointsTruthfulName, decodeBound(EndpointsTruthful))
-	Register(ServiceRoutesTruthfulName, decodeAgentBound(ServiceRoutesTruthful))
-	Register(PolicyEnforcedName, decodeAgentBound(PolicyEnforced))
-	Register(AgentHealthTruthfulName, decodeAgentHealth)
-	Register(DNSTruthfulName, decodeDNSTruthful)
 }
 
 // duration is a time.Duration in parameters: its string form ("1.5s"),
@@ -71,12 +65,12 @@ func (a apiAgreement) Params() json.RawMessage {
 	for q, b := range a.bounds {
 		p.Bounds[q] = paramsOfBound(b)
 	}
-	return mustParams(p)
+	return MustParams(p)
 }
 
 func decodeAPIAgreement(raw json.RawMessage) (Invariant, error) {
 	var p agreementParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Bounds == nil {
@@ -99,12 +93,12 @@ type coverageParams struct {
 
 func (n noTimeTravel) Params() json.RawMessage {
 	c := paramsOfBound(n.coverage)
-	return mustParams(coverageParams{Coverage: &c})
+	return MustParams(coverageParams{Coverage: &c})
 }
 
 func decodeNoTimeTravel(raw json.RawMessage) (Invariant, error) {
 	var p coverageParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Coverage == nil {
@@ -124,7 +118,7 @@ type singleBound struct {
 
 func paramsOfOneBound(b time.Duration) json.RawMessage {
 	d := duration(b)
-	return mustParams(singleBound{Bound: &d})
+	return MustParams(singleBound{Bound: &d})
 }
 
 func (e endpointsTruthful) Params() json.RawMessage { return paramsOfOneBound(e.bound) }
@@ -133,7 +127,7 @@ func (e endpointsTruthful) Params() json.RawMessage { return paramsOfOneBound(e.
 func decodeBound(build func(time.Duration) Invariant) Decoder {
 	return func(raw json.RawMessage) (Invariant, error) {
 		var p singleBound
-		if err := decodeParams(raw, &p); err != nil {
+		if err := DecodeParams(raw, &p); err != nil {
 			return nil, err
 		}
 		if p.Bound == nil {
@@ -143,14 +137,14 @@ func decodeBound(build func(time.Duration) Invariant) Decoder {
 	}
 }
 
-// recordedBound is a Bound in parameters: {"limit": "7s", "why": "..."}.
-// Records written before the agents' invariants took a Bound hold the
-// limit alone ("5s"); they decode to a Bound with no mechanism named.
-type recordedBound struct{ Bound }
+// RecordedBound is a Bound in parameters: {"limit": "7s", "why": "..."}.
+// Records written before an invariant took a Bound may hold the limit
+// alone ("5s"); it decodes to a Bound with no mechanism named.
+type RecordedBound struct{ Bound }
 
-func (r recordedBound) MarshalJSON() ([]byte, error) { return json.Marshal(paramsOfBound(r.Bound)) }
+func (r RecordedBound) MarshalJSON() ([]byte, error) { return json.Marshal(paramsOfBound(r.Bound)) }
 
-func (r *recordedBound) UnmarshalJSON(raw []byte) error {
+func (r *RecordedBound) UnmarshalJSON(raw []byte) error {
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
 		var d duration
 		if err := json.Unmarshal(t, &d); err != nil {
@@ -160,7 +154,7 @@ func (r *recordedBound) UnmarshalJSON(raw []byte) error {
 		return nil
 	}
 	var p boundParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := DecodeParams(raw, &p); err != nil {
 		return err
 	}
 	b, err := p.bound()
@@ -169,88 +163,4 @@ func (r *recordedBound) UnmarshalJSON(raw []byte) error {
 	}
 	r.Bound = b
 	return nil
-}
-
-// agentBound are the parameters of service-routes-truthful and
-// policy-enforced: their one bound, with its mechanism.
-type agentBound struct {
-	Bound *recordedBound `json:"bound"`
-}
-
-func (s serviceRoutes) Params() json.RawMessage {
-	return mustParams(agentBound{Bound: &recordedBound{s.bound}})
-}
-func (p policyEnforced) Params() json.RawMessage {
-	return mustParams(agentBound{Bound: &recordedBound{p.bound}})
-}
-
-// decodeAgentBound is the decoder of an invariant built with one Bound.
-func decodeAgentBound(build func(Bound) Invariant) Decoder {
-	return func(raw json.RawMessage) (Invariant, error) {
-		var p agentBound
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		if p.Bound == nil {
-			return nil, errors.New("it needs its bound")
-		}
-		return build(p.Bound.Bound), nil
-	}
-}
-
-// healthParams are agent-health-truthful's: a bound per agent. A record
-// of one bound for both (written before each agent had its own) decodes
-// to that bound for each.
-type healthParams struct {
-	KubeProxy   *recordedBound `json:"kubeProxy,omitempty"`
-	PolicyAgent *recordedBound `json:"policyAgent,omitempty"`
-	Bound       *recordedBound `json:"bound,omitempty"`
-}
-
-func (a agentHealth) Params() json.RawMessage {
-	return mustParams(healthParams{KubeProxy: &recordedBound{a.bounds[healthKubeProxy]}, PolicyAgent: &recordedBound{a.bounds[healthPolicyAgent]}})
-}
-
-func decodeAgentHealth(raw json.RawMessage) (Invariant, error) {
-	var p healthParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	switch {
-	case p.KubeProxy != nil && p.PolicyAgent != nil && p.Bound == nil:
-		return AgentHealthTruthful(p.KubeProxy.Bound, p.PolicyAgent.Bound), nil
-	case p.KubeProxy == nil && p.PolicyAgent == nil && p.Bound != nil:
-		return AgentHealthTruthful(p.Bound.Bound, p.Bound.Bound), nil
-	}
-	return nil, errors.New("agent-health-truthful needs a bound for each agent (kubeProxy, policyAgent), or one bound for both")
-}
-
-// dnsParams are dns-truthful's: its bound and the longest its instances
-// cache an answer. A record written when the second was the negative TTL
-// (negativeTTL) decodes to it: the lab's instances cached found answers
-// and name errors alike for that long.
-type dnsParams struct {
-	Bound       *recordedBound `json:"bound"`
-	CacheTTL    *duration      `json:"cacheTTL,omitempty"`
-	NegativeTTL *duration      `json:"negativeTTL,omitempty"`
-}
-
-func (d dnsTruthful) Params() json.RawMessage {
-	c := duration(d.cacheTTL)
-	return mustParams(dnsParams{Bound: &recordedBound{d.bound}, CacheTTL: &c})
-}
-
-func decodeDNSTruthful(raw json.RawMessage) (Invariant, error) {
-	var p dnsParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	ttl := p.CacheTTL
-	if ttl == nil {
-		ttl = p.NegativeTTL
-	}
-	if p.Bound == nil || ttl == nil {
-		return nil, errors.New("dns-truthful needs its bound and its cache TTL")
-	}
-	return DNSTruthful(p.Bound.Bound, time.Duration(*ttl)), nil
 }

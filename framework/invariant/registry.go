@@ -110,9 +110,9 @@ func Plain(build func() Invariant) Decoder {
 	}
 }
 
-// decodeParams decodes params into v strictly (an unknown field is an
+// DecodeParams decodes params into v strictly (an unknown field is an
 // error), or says the record holds none.
-func decodeParams(params json.RawMessage, v any) error {
+func DecodeParams(params json.RawMessage, v any) error {
 	if noParams(params) {
 		return ErrNoParams
 	}
@@ -139,9 +139,9 @@ func recordedParams(params json.RawMessage) string {
 	return string(params)
 }
 
-// mustParams encodes an invariant's parameters; they are plain data, so
+// MustParams encodes an invariant's parameters; they are plain data, so
 // an error is a bug.
-func mustParams(v any) json.RawMessage {
+func MustParams(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("invariant: encoding parameters: %v", err))

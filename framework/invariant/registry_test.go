@@ -27,12 +27,6 @@ func everyInvariant() []invariant.Invariant {
 		Endpoints: 41 * time.Second,
 	}
 	return append(invariant.All(b),
-		invariant.ServiceRoutesTruthful(invariant.Bound{Limit: 5 * time.Second, Why: "routes"}),
-		invariant.PolicyEnforced(invariant.Bound{Limit: 6 * time.Second, Why: "policies"}),
-		invariant.AgentHealthTruthful(invariant.Bound{Limit: 7 * time.Second, Why: "kube-proxy"}, invariant.Bound{Limit: 8 * time.Second, Why: "policy agent"}),
-		invariant.IsolatedFromStart(),
-		invariant.DNSTruthful(invariant.Bound{Limit: 3 * time.Second, Why: "dns"}, 5*time.Second),
-		invariant.AgentsConverged(),
 		invariant.AcknowledgedDataSurvives(),
 		invariant.StorageIntegrity(),
 		invariant.SingleWriterAtStorage(),
@@ -89,9 +83,6 @@ func TestDecodeRefusesWhatItCannotReCreate(t *testing.T) {
 		{invariant.EndpointsTruthfulName, `{"bound":"41s","extra":1}`, nil, `unknown field "extra"`},
 		{invariant.EndpointsTruthfulName, `{"bound":41}`, nil, "a duration is a string"},
 		{invariant.NoTimeTravelName, `{"coverage":{"why":"x"}}`, nil, "needs its limit"},
-		{invariant.DNSTruthfulName, `{"bound":"3s"}`, nil, "cache TTL"},
-		{invariant.AgentHealthTruthfulName, `{"kubeProxy":"7s"}`, nil, "a bound for each agent"},
-		{invariant.ServiceRoutesTruthfulName, `{"bound":{"limit":"7s","extra":1}}`, nil, `unknown field "extra"`},
 		{invariant.SingleCopyName, `{"bound":"3s"}`, nil, "takes no parameters"},
 	} {
 		_, err := invariant.Decode(c.name, json.RawMessage(c.params))
@@ -102,29 +93,6 @@ func TestDecodeRefusesWhatItCannotReCreate(t *testing.T) {
 			t.Errorf("%s %s: %v, want %v", c.name, c.params, err, c.is)
 		case !strings.Contains(err.Error(), c.says):
 			t.Errorf("%s %s: %v, want it to say %q", c.name, c.params, err, c.says)
-		}
-	}
-}
-
-// Records written before the agents' invariants took a Bound (one limit,
-// a negative TTL) are judged again with the same limits.
-func TestOlderAgentParametersDecode(t *testing.T) {
-	for _, c := range []struct {
-		name, params string
-		want         invariant.Invariant
-	}{
-		{invariant.ServiceRoutesTruthfulName, `{"bound":"5s"}`, invariant.ServiceRoutesTruthful(invariant.Bound{Limit: 5 * time.Second})},
-		{invariant.PolicyEnforcedName, `{"bound":"5s"}`, invariant.PolicyEnforced(invariant.Bound{Limit: 5 * time.Second})},
-		{invariant.AgentHealthTruthfulName, `{"bound":"5s"}`, invariant.AgentHealthTruthful(invariant.Bound{Limit: 5 * time.Second}, invariant.Bound{Limit: 5 * time.Second})},
-		{invariant.DNSTruthfulName, `{"bound":"3s","negativeTTL":"5s"}`, invariant.DNSTruthful(invariant.Bound{Limit: 3 * time.Second}, 5*time.Second)},
-	} {
-		got, err := invariant.Decode(c.name, json.RawMessage(c.params))
-		if err != nil {
-			t.Errorf("%s %s: %v", c.name, c.params, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s %s: got %#v, want %#v", c.name, c.params, got, c.want)
 		}
 	}
 }

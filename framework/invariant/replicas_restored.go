@@ -52,19 +52,19 @@ type replicasRestored struct{}
 func (replicasRestored) Name() string         { return ReplicasRestoredName }
 func (replicasRestored) Phase() verdict.Phase { return verdict.Convergence }
 func (replicasRestored) Reads() []Reading {
-	return []Reading{{Sources: consistentReaders, Question: evidence.DeploymentReplicas}}
+	return []Reading{{Sources: ConsistentReaders, Question: evidence.DeploymentReplicas}}
 }
 
 func (replicasRestored) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
 	}
 	last := snaps[len(snaps)-1:]
-	obs, gaps := collect[evidence.DeploymentValue](last, consistentReaders, evidence.DeploymentReplicas)
-	sources := sourcesOf(obs, gaps)
+	obs, gaps := Collect[evidence.DeploymentValue](last, ConsistentReaders, evidence.DeploymentReplicas)
+	sources := SourcesOf(obs, gaps)
 	if len(obs) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the Deployment: " + gapSummary(gaps), Sources: sources}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no API server answered for the Deployment: " + GapSummary(gaps), Sources: sources}
 	}
 	best, ok := freshest(obs)
 	if !ok {
@@ -78,7 +78,7 @@ func (replicasRestored) Judge(in Input) verdict.Judgement {
 			Exercised: verdict.Exercised(), Exercise: "ready replicas short of spec in the judged sample"}
 	}
 	j := verdict.Judgement{Verdict: verdict.Preserved,
-		Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s", best.Source, d.ReadyReplicas, d.Replicas, stamp(best.ReadAt)),
+		Reason:  fmt.Sprintf("%s shows %d of %d replicas ready at %s", best.Source, d.ReadyReplicas, d.Replicas, Stamp(best.ReadAt)),
 		Sources: []string{string(best.Source)}, At: best.ReadAt}
 	earlier := snaps[:len(snaps)-1]
 	if len(earlier) == 0 {
@@ -86,7 +86,7 @@ func (replicasRestored) Judge(in Input) verdict.Judgement {
 		return j
 	}
 	for i := range earlier {
-		obs, _ := collect[evidence.DeploymentValue](earlier[i:i+1], consistentReaders, evidence.DeploymentReplicas)
+		obs, _ := Collect[evidence.DeploymentValue](earlier[i:i+1], ConsistentReaders, evidence.DeploymentReplicas)
 		if len(obs) == 0 {
 			continue
 		}
@@ -103,21 +103,21 @@ func (replicasRestored) Judge(in Input) verdict.Judgement {
 }
 
 // shortfall says how a Deployment answer falls short of its spec, or "".
-func shortfall(o observation[evidence.DeploymentValue]) string {
+func shortfall(o Observation[evidence.DeploymentValue]) string {
 	d := o.Value
 	switch {
 	case !d.Exists:
-		return fmt.Sprintf("%s shows no test Deployment at %s", o.Source, stamp(o.ReadAt))
+		return fmt.Sprintf("%s shows no test Deployment at %s", o.Source, Stamp(o.ReadAt))
 	case d.ReadyReplicas < d.Replicas:
-		return fmt.Sprintf("%s shows %d of %d replicas ready at %s (available %d, updated %d)", o.Source, d.ReadyReplicas, d.Replicas, stamp(o.ReadAt), d.AvailableReplicas, d.UpdatedReplicas)
+		return fmt.Sprintf("%s shows %d of %d replicas ready at %s (available %d, updated %d)", o.Source, d.ReadyReplicas, d.Replicas, Stamp(o.ReadAt), d.AvailableReplicas, d.UpdatedReplicas)
 	}
 	return ""
 }
 
 // freshest picks the answer with the highest resourceVersion; without
 // comparable versions, the one all answers agree on.
-func freshest(obs []observation[evidence.DeploymentValue]) (observation[evidence.DeploymentValue], bool) {
-	var best *observation[evidence.DeploymentValue]
+func freshest(obs []Observation[evidence.DeploymentValue]) (Observation[evidence.DeploymentValue], bool) {
+	var best *Observation[evidence.DeploymentValue]
 	comparable := true
 	for i := range obs {
 		if _, err := resourceversion.CompareResourceVersion(obs[i].RV, obs[i].RV); err != nil {
@@ -133,13 +133,13 @@ func freshest(obs []observation[evidence.DeploymentValue]) (observation[evidence
 	}
 	for _, o := range obs[1:] {
 		if o.Value != obs[0].Value {
-			return observation[evidence.DeploymentValue]{}, false
+			return Observation[evidence.DeploymentValue]{}, false
 		}
 	}
 	return obs[0], true
 }
 
-func describeDeployments(obs []observation[evidence.DeploymentValue]) string {
+func describeDeployments(obs []Observation[evidence.DeploymentValue]) string {
 	var parts []string
 	for _, o := range obs {
 		parts = append(parts, fmt.Sprintf("%s: exists=%v ready %d/%d (rv %q)", o.Source, o.Value.Exists, o.Value.ReadyReplicas, o.Value.Replicas, o.RV))

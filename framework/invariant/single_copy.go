@@ -81,10 +81,10 @@ func runningContainers(v evidence.RuntimePodValue) []string {
 }
 
 func (singleCopy) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	obs, gaps := collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
+	snaps := Ordered(in.Snapshots)
+	obs, gaps := Collect[evidence.RuntimePodValue](snaps, "cri/*", evidence.PodRunningHere)
 	if len(obs) == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no container runtime was readable: " + gapSummary(gaps)}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no container runtime was readable: " + GapSummary(gaps)}
 	}
 	byPlace := map[string][]placeRead{}
 	bySnap := map[int][]placeRead{}
@@ -93,7 +93,7 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 		byPlace[r.Place] = append(byPlace[r.Place], r)
 		bySnap[o.Snapshot] = append(bySnap[o.Snapshot], r)
 	}
-	places := sourcesOf(obs, gaps)
+	places := SourcesOf(obs, gaps)
 	if ov, ok := firstOverlap(byPlace); ok {
 		return verdict.Judgement{
 			Verdict:   verdict.Violated,
@@ -101,7 +101,7 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 			Sources:   []string{ov.A.Place, ov.B.Place},
 			At:        ov.At,
 			Exercised: verdict.Exercised(),
-			Exercise:  fmt.Sprintf("copies on %s and %s", hostOf(evidence.Source(ov.A.Place)), hostOf(evidence.Source(ov.B.Place))),
+			Exercise:  fmt.Sprintf("copies on %s and %s", HostOf(evidence.Source(ov.A.Place)), HostOf(evidence.Source(ov.B.Place))),
 		}
 	}
 	taken := make([]time.Time, len(snaps))
@@ -117,7 +117,7 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 		return verdict.Judgement{
 			Verdict: verdict.InsufficientData,
 			Reason: fmt.Sprintf("no two copies seen, but in %d of %d snapshots a second copy could have hidden (first at %s: %s); %s",
-				len(blind), len(snaps), stamp(b.Taken), why, gapSummary(gaps)),
+				len(blind), len(snaps), Stamp(b.Taken), why, GapSummary(gaps)),
 			Sources: places,
 			At:      b.Taken,
 		}
@@ -134,7 +134,7 @@ func (singleCopy) Judge(in Input) verdict.Judgement {
 
 // podMoved says whether the pod moved within the input (single-copy's
 // exercise rule), and how, or where it stayed.
-func podMoved(obs []observation[evidence.RuntimePodValue], in Input) (bool, string) {
+func podMoved(obs []Observation[evidence.RuntimePodValue], in Input) (bool, string) {
 	var nodes, uids []string
 	subjects := map[string]bool{}
 	for _, o := range obs {
@@ -142,7 +142,7 @@ func podMoved(obs []observation[evidence.RuntimePodValue], in Input) (bool, stri
 			if c.State != "CONTAINER_RUNNING" {
 				continue
 			}
-			if n := hostOf(o.Source); !slices.Contains(nodes, n) {
+			if n := HostOf(o.Source); !slices.Contains(nodes, n) {
 				nodes = append(nodes, n)
 			}
 			if c.PodUID != "" && !slices.Contains(uids, c.PodUID) {
@@ -175,14 +175,14 @@ func podMoved(obs []observation[evidence.RuntimePodValue], in Input) (bool, stri
 
 // describeOverlap says which two holders were active when.
 func describeOverlap(ov overlap, what string) string {
-	a := fmt.Sprintf("%s %s on %s ran from %s to %s (seen by two reads)", what, short(ov.A.Holder), hostOf(evidence.Source(ov.A.Place)), stamp(ov.A.From), stamp(ov.A.To))
+	a := fmt.Sprintf("%s %s on %s ran from %s to %s (seen by two reads)", what, short(ov.A.Holder), HostOf(evidence.Source(ov.A.Place)), Stamp(ov.A.From), Stamp(ov.A.To))
 	var b string
 	if ov.BSighting != nil {
-		b = fmt.Sprintf("%s %s on %s was seen running by a read from %s to %s, inside that span", what, short(ov.B.Holder), hostOf(evidence.Source(ov.B.Place)), stamp(ov.B.From), stamp(ov.B.To))
+		b = fmt.Sprintf("%s %s on %s was seen running by a read from %s to %s, inside that span", what, short(ov.B.Holder), HostOf(evidence.Source(ov.B.Place)), Stamp(ov.B.From), Stamp(ov.B.To))
 	} else {
-		b = fmt.Sprintf("%s %s on %s ran from %s to %s", what, short(ov.B.Holder), hostOf(evidence.Source(ov.B.Place)), stamp(ov.B.From), stamp(ov.B.To))
+		b = fmt.Sprintf("%s %s on %s ran from %s to %s", what, short(ov.B.Holder), HostOf(evidence.Source(ov.B.Place)), Stamp(ov.B.From), Stamp(ov.B.To))
 	}
-	return fmt.Sprintf("%s; %s; both at %s", a, b, stamp(ov.At))
+	return fmt.Sprintf("%s; %s; both at %s", a, b, Stamp(ov.At))
 }
 
 // runningSummary says where the pod was seen running, for reasons.

@@ -41,7 +41,7 @@ func TestSingleCopyViolatedWhenTwoNodesRunItThroughTheSameSpan(t *testing.T) {
 	// worker1's c1 ran throughout [0.2 s, 3 s]; worker2's first read of c2
 	// ([2 s, 2.3 s]) lies inside it: the earliest proof.
 	if !j.At.Equal(sec(2)) || !strings.Contains(j.Reason, "inside that span") {
-		t.Errorf("violation at %s (%s), want the read of worker2 at 2 s inside worker1's span", stamp(j.At), j.Reason)
+		t.Errorf("violation at %s (%s), want the read of worker2 at 2 s inside worker1's span", Stamp(j.At), j.Reason)
 	}
 }
 

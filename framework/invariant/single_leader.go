@@ -67,13 +67,13 @@ func (singleLeader) Phase() verdict.Phase { return verdict.Safety }
 func (singleLeader) Reads() []Reading {
 	var rs []Reading
 	for _, c := range leaderComponents {
-		rs = append(rs, Reading{Sources: "controlplane/*", Question: c.leading}, Reading{Sources: consistentReaders, Question: c.lease})
+		rs = append(rs, Reading{Sources: "controlplane/*", Question: c.leading}, Reading{Sources: ConsistentReaders, Question: c.lease})
 	}
 	return rs
 }
 
 func (singleLeader) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+	snaps := Ordered(in.Snapshots)
 	taken := make([]time.Time, len(snaps))
 	for i, s := range snaps {
 		taken[i] = s.Taken
@@ -81,12 +81,12 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 	var summaries, unsure, handOvers []string
 	var sources []string
 	for _, c := range leaderComponents {
-		obs, gaps := collect[evidence.LeadingValue](snaps, "controlplane/*", c.leading)
+		obs, gaps := Collect[evidence.LeadingValue](snaps, "controlplane/*", c.leading)
 		if len(obs) == 0 {
-			unsure = append(unsure, fmt.Sprintf("no host said whether its %s leads (%s)", c.name, orNone(gapSummary(gaps))))
+			unsure = append(unsure, fmt.Sprintf("no host said whether its %s leads (%s)", c.name, orNone(GapSummary(gaps))))
 			continue
 		}
-		hosts := sourcesOf(obs, gaps)
+		hosts := SourcesOf(obs, gaps)
 		sources = append(sources, hosts...)
 		byPlace := map[string][]placeRead{}
 		bySnap := map[int][]placeRead{}
@@ -110,11 +110,11 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 				reason += "; lease holders seen: " + holders
 			}
 			return verdict.Judgement{Verdict: verdict.Violated, Reason: reason, Sources: []string{ov.A.Place, ov.B.Place}, At: ov.At,
-				Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("%s led on %s and on %s", c.name, hostOf(evidence.Source(ov.A.Place)), hostOf(evidence.Source(ov.B.Place)))}
+				Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("%s led on %s and on %s", c.name, HostOf(evidence.Source(ov.A.Place)), HostOf(evidence.Source(ov.B.Place)))}
 		}
 		if blind := blindSpots(hosts, taken, bySnap); len(blind) > 0 {
 			b := blind[0]
-			unsure = append(unsure, fmt.Sprintf("%s: %s unreadable at %s while %s led (%d such snapshots)", c.name, strings.Join(b.Unreadable, ", "), stamp(b.Taken), orNone(strings.Join(b.Active, ", ")), len(blind)))
+			unsure = append(unsure, fmt.Sprintf("%s: %s unreadable at %s while %s led (%d such snapshots)", c.name, strings.Join(b.Unreadable, ", "), Stamp(b.Taken), orNone(strings.Join(b.Active, ", ")), len(blind)))
 			continue
 		}
 		summaries = append(summaries, fmt.Sprintf("%s: %s", c.name, runningSummary(byPlace)))
@@ -144,15 +144,15 @@ func (singleLeader) Judge(in Input) verdict.Judgement {
 // leadersSeen lists the leaders of one component in the order first seen,
 // each a process on a host; a leader without a process identity counts
 // once per host, since nothing tells its processes apart.
-func leadersSeen(obs []observation[evidence.LeadingValue]) []string {
+func leadersSeen(obs []Observation[evidence.LeadingValue]) []string {
 	var out []string
 	for _, o := range obs {
 		if !o.Value.Leading {
 			continue
 		}
-		who := fmt.Sprintf("%s on %s", o.Value.Process, hostOf(o.Source))
+		who := fmt.Sprintf("%s on %s", o.Value.Process, HostOf(o.Source))
 		if o.Value.Process == "" {
-			who = "a process on " + hostOf(o.Source)
+			who = "a process on " + HostOf(o.Source)
 		}
 		if !slices.Contains(out, who) {
 			out = append(out, who)
@@ -163,14 +163,14 @@ func leadersSeen(obs []observation[evidence.LeadingValue]) []string {
 
 // leaseHolders lists the distinct holders the API servers showed, in order.
 func leaseHolders(snaps []evidence.Snapshot, q evidence.Question) string {
-	obs, _ := collect[evidence.LeaseValue](snaps, consistentReaders, q)
+	obs, _ := Collect[evidence.LeaseValue](snaps, ConsistentReaders, q)
 	var holders []string
 	seen := map[string]bool{}
 	for _, o := range obs {
 		h := o.Value.HolderIdentity
 		if h != "" && !seen[h] {
 			seen[h] = true
-			holders = append(holders, fmt.Sprintf("%s (first by %s at %s)", h, o.Source, stamp(o.ReadAt)))
+			holders = append(holders, fmt.Sprintf("%s (first by %s at %s)", h, o.Source, Stamp(o.ReadAt)))
 		}
 	}
 	return strings.Join(holders, ", ")

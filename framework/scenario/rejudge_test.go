@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/invariant"
@@ -502,7 +504,7 @@ func TestAFolderRecordedBeforeJudgingWasKeptIsJudgedAgainWhereItCanBe(t *testing
 	if err != nil || !ok {
 		t.Fatalf("applicability table: %v, %v", ok, err)
 	}
-	bounded := []string{invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.EndpointsTruthfulName, invariant.ServiceRoutesTruthfulName, invariant.DNSTruthfulName}
+	bounded := []string{invariant.APIAgreementName, invariant.NoTimeTravelName, invariant.EndpointsTruthfulName, dataplane.ServiceRoutesTruthfulName, dataplane.DNSTruthfulName}
 	rejudged := 0
 	for _, rec := range runs {
 		if rec.Judging != nil {

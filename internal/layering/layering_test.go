@@ -47,6 +47,16 @@ func suiteOf(p string) string {
 	return parts[0] + "/" + parts[1]
 }
 
+// kitOf is the kit a package under kits/ belongs to (kits/dataplane for
+// kits/dataplane/readers), or "" for a package under no kit.
+func kitOf(p string) string {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 2 || parts[0] != "kits" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}
+
 func anyUnder(p string, prefixes ...string) bool {
 	for _, pre := range prefixes {
 		if under(p, pre) {
@@ -66,14 +76,14 @@ func anyUnder(p string, prefixes ...string) bool {
 //   - No package but a test helper depends on a test helper: they import
 //     "testing" and start real processes for tests, and are linked only
 //     into tests.
-//   - No package of internal/ depends on framework, suites, reports or
-//     fixtures, a test helper no more than any other: internal/ holds
+//   - No package of internal/ depends on framework, kits, suites,
+//     reports or fixtures, a test helper no more than any other: internal/ holds
 //     helpers below every layer that uses them (building the project's
 //     programs, a headless browser, real components on loopback); a
 //     helper of one layer lives beside what it helps
 //     (framework/verdict/verdicttest, framework/evidence/internal/realcluster).
-//   - lab/... depends on nothing of framework, suites, reports, fixtures
-//     or cmd: the lab layer is at the bottom.
+//   - lab/... depends on nothing of framework, kits, suites, reports,
+//     fixtures or cmd: the lab layer is at the bottom.
 //   - lab/... depends on a package of internal/ only if that package
 //     depends on nothing of the module (a leaf, such as internal/gobuild):
 //     what the lab layer needs of its own lives under lab.
@@ -84,9 +94,17 @@ func anyUnder(p string, prefixes ...string) bool {
 //     lab/local: the life cycle is built on the parts, not the reverse.
 //   - framework/... depends on no suite, no reports, no cmd, and on no
 //     backend: it sees labs through package lab only.
+//   - framework/... (the core) depends on no kit: a kit builds on the
+//     core, and a mechanism only some experiments use never makes every
+//     experiment link it.
+//   - kits/... depend on no suite, no reports, no cmd and no backend: a
+//     kit is a mechanism any suite may use, below them all.
+//   - No package of a kit (kits/<name>/...) depends on a package of
+//     another kit, from its non-test files or its tests: what two kits
+//     share is core, and lives in framework.
 //   - reports/... depends on no suite, no cmd and no backend: it reads
 //     records and renders them.
-//   - fixtures/... depends on no framework, suite, reports or cmd.
+//   - fixtures/... depends on no framework, kit, suite, reports or cmd.
 //   - suites/... depend on no cmd, and import no backend directly: they
 //     link lab/backends.
 //   - No package of a suite (suites/<name>/...) imports a package of
@@ -123,8 +141,8 @@ func violations(pkgs []pkg) []string {
 	for _, p := range pkgs {
 		if under(p.Path, "internal") {
 			for _, d := range p.Deps {
-				if anyUnder(d, "framework", "suites", "reports", "fixtures") {
-					bad(p, d, "internal/ is below the framework, the suites, the renderers and the fixtures; a helper of one of them lives beside it")
+				if anyUnder(d, "framework", "kits", "suites", "reports", "fixtures") {
+					bad(p, d, "internal/ is below the framework, the kits, the suites, the renderers and the fixtures; a helper of one of them lives beside it")
 				}
 			}
 		}
@@ -135,8 +153,8 @@ func violations(pkgs []pkg) []string {
 			switch {
 			case byPath[d].TestHelper:
 				bad(p, d, "a test helper is linked only into tests")
-			case under(p.Path, "lab") && anyUnder(d, "framework", "suites", "reports", "fixtures", "cmd"):
-				bad(p, d, "the lab layer is below the framework, the suites and the fixtures")
+			case under(p.Path, "lab") && anyUnder(d, "framework", "kits", "suites", "reports", "fixtures", "cmd"):
+				bad(p, d, "the lab layer is below the framework, the kits, the suites and the fixtures")
 			case under(p.Path, "lab") && under(d, "internal") && !isLeaf(d):
 				bad(p, d, "the lab layer uses only leaf packages of internal/; what it needs of its own lives under lab")
 			case isBackend(p.Path) && anyUnder(d, "framework", "fixtures"):
@@ -147,9 +165,13 @@ func violations(pkgs []pkg) []string {
 				bad(p, d, "the framework is below the suites and the renderers")
 			case under(p.Path, "framework") && isBackend(d):
 				bad(p, d, "the framework sees labs through package lab only, never a backend")
+			case under(p.Path, "framework") && under(d, "kits"):
+				bad(p, d, "the core imports no kit: a kit builds on the core")
+			case under(p.Path, "kits") && (anyUnder(d, "suites", "reports", "cmd") || isBackend(d)):
+				bad(p, d, "a kit is below the suites, the renderers and the command, and sees labs through package lab only")
 			case under(p.Path, "reports") && (anyUnder(d, "suites", "cmd") || isBackend(d)):
 				bad(p, d, "reports reads records and renders them; it knows no suite and no backend")
-			case under(p.Path, "fixtures") && anyUnder(d, "framework", "suites", "reports", "cmd"):
+			case under(p.Path, "fixtures") && anyUnder(d, "framework", "kits", "suites", "reports", "cmd"):
 				bad(p, d, "fixtures are below the framework and the suites")
 			case under(p.Path, "suites") && under(d, "cmd"):
 				bad(p, d, "a suite is below the command")
@@ -159,6 +181,15 @@ func violations(pkgs []pkg) []string {
 			for _, d := range p.Imports {
 				if isBackend(d) && !under(d, "lab/backends") {
 					bad(p, d, "a suite links every backend through lab/backends, not one by name")
+				}
+			}
+		}
+		if own := kitOf(p.Path); own != "" {
+			seen := map[string]bool{}
+			for _, d := range append(append([]string(nil), p.Deps...), p.TestImports...) {
+				if other := kitOf(d); other != "" && other != own && !seen[d] {
+					seen[d] = true
+					out = append(out, fmt.Sprintf("%s depends on %s (from its non-test or test files): no kit imports another; what two kits share is core, in framework", p.Path, d))
 				}
 			}
 		}
@@ -305,6 +336,15 @@ func TestTheLayersHold(t *testing.T) {
 	if len(suites) < 2 || tested == 0 {
 		t.Errorf("go list found %d suites, %d of their packages with tests importing the module: the rule that no suite imports another holds against nothing", len(suites), tested)
 	}
+	kits := 0
+	for _, p := range pkgs {
+		if kitOf(p.Path) != "" {
+			kits++
+		}
+	}
+	if kits == 0 {
+		t.Error("go list found no package under kits/: the kit rules hold against nothing")
+	}
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}
@@ -329,6 +369,13 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"framework on reports", pkg{Path: "framework/scenario", Deps: []string{"reports"}}, "framework/scenario depends on reports"},
 		{"framework on a suite", pkg{Path: "framework/invariant", Deps: []string{"suites/drills"}}, "framework/invariant depends on suites/drills"},
 		{"framework on a backend", pkg{Path: "framework/fault/faults", Deps: []string{"lab/local/binpaths"}}, "framework/fault/faults depends on lab/local/binpaths"},
+		{"the core on a kit", pkg{Path: "framework/invariant", Deps: []string{"kits/dataplane"}}, "framework/invariant depends on kits/dataplane"},
+		{"a kit on a suite", pkg{Path: "kits/dataplane/readers", Deps: []string{"suites/agents", "framework/evidence"}}, "kits/dataplane/readers depends on suites/agents"},
+		{"a kit on a backend", pkg{Path: "kits/dataplane/readers", Deps: []string{"lab/local", "lab"}}, "kits/dataplane/readers depends on lab/local"},
+		{"a kit on another kit", pkg{Path: "kits/storeddata/invariants", Deps: []string{"kits/dataplane", "framework/invariant"}}, "kits/storeddata/invariants depends on kits/dataplane"},
+		{"a kit's tests on another kit", pkg{Path: "kits/storeddata", Deps: []string{"framework/evidence"}, TestImports: []string{"kits/storeddata", "kits/dataplane/readers"}}, "kits/storeddata depends on kits/dataplane/readers"},
+		{"lab on a kit", pkg{Path: "lab/topology", Deps: []string{"kits/dataplane"}}, "lab/topology depends on kits/dataplane"},
+		{"fixtures on a kit", pkg{Path: "fixtures/kvdb", Deps: []string{"kits/dataplane"}}, "fixtures/kvdb depends on kits/dataplane"},
 		{"reports on a suite", pkg{Path: "reports/aggregate", Deps: []string{"suites/drills"}}, "reports/aggregate depends on suites/drills"},
 		{"fixtures on framework", pkg{Path: "fixtures", Deps: []string{"framework/evidence"}}, "fixtures depends on framework/evidence"},
 		{"suite on one backend", pkg{Path: "suites/drills", Imports: []string{"lab/local"}, Deps: []string{"lab/local"}}, "suites/drills depends on lab/local"},
@@ -353,6 +400,8 @@ func TestEachRuleCanFail(t *testing.T) {
 		{Path: "suites/disagree", Imports: []string{"lab/backends"}, Deps: []string{"lab/backends", "lab/local", "framework/scenario", "fixtures"}, TestImports: []string{"suites/disagree", "lab/topology", "framework/scenario"}},
 		{Path: "suites/drills/report", Imports: []string{"suites/drills", "reports/suitereports"}, Deps: []string{"suites/drills", "reports/suitereports"}, TestImports: []string{"suites/drills", "suites/drills/report"}},
 		{Path: "fixtures/images", Deps: []string{"lab"}},
+		{Path: "kits/dataplane/invariants", Deps: []string{"kits/dataplane", "framework/invariant", "framework/evidence", "lab"}, TestImports: []string{"kits/dataplane/invariants", "kits/dataplane"}},
+		{Path: "suites/agents", Imports: []string{"lab/backends", "kits/dataplane/readers"}, Deps: []string{"lab/backends", "lab/local", "kits/dataplane/readers", "kits/dataplane"}, TestImports: []string{"kits/dataplane/invariants"}},
 	}
 	if got := violations(ok); len(got) != 0 {
 		t.Errorf("a graph that keeps the layers: %q", got)
@@ -368,15 +417,24 @@ type fileImport struct {
 	Name string
 }
 
-// cmdViolations returns one line per import of a suite by a command that
-// is not blank: a command links the suites' reports, which register
-// themselves (reports/suitereports), and calls them through the registry,
-// so it never names a suite's identifiers.
+// cmdViolations returns one line per import of a suite or a kit by a
+// command that is not blank: a command links the suites' reports, which
+// register themselves (reports/suitereports), and calls them through the
+// registry, so it never names a suite's identifiers; it links a kit's
+// invariants, which register themselves with invariant.Register, so that
+// faultline rejudge can build them again from a record, and never names
+// a kit's identifiers either.
 func cmdViolations(imports []fileImport) []string {
 	var out []string
 	for _, i := range imports {
-		if under(i.File, "cmd") && under(i.Path, "suites") && i.Name != "_" {
+		if !under(i.File, "cmd") || i.Name == "_" {
+			continue
+		}
+		switch {
+		case under(i.Path, "suites"):
 			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a suite only by blank import, the suite registering itself", i.File, i.Path))
+		case under(i.Path, "kits"):
+			out = append(out, fmt.Sprintf("%s imports %s by name: a command links a kit only by blank import, its invariants registering themselves", i.File, i.Path))
 		}
 	}
 	sort.Strings(out)
@@ -451,6 +509,7 @@ func TestTheCommandRuleCanFail(t *testing.T) {
 		{"named import", fileImport{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "drillreport"}, "cmd/faultline/report.go imports suites/drills/report by name"},
 		{"plain import", fileImport{File: "cmd/faultline/drill_report.go", Path: "suites/drills/report"}, "cmd/faultline/drill_report.go imports suites/drills/report by name"},
 		{"dot import", fileImport{File: "cmd/faultline/report.go", Path: "suites/disagree", Name: "."}, "cmd/faultline/report.go imports suites/disagree by name"},
+		{"a kit by name", fileImport{File: "cmd/faultline/invariants.go", Path: "kits/dataplane/invariants"}, "cmd/faultline/invariants.go imports kits/dataplane/invariants by name"},
 	} {
 		got := cmdViolations([]fileImport{c.i})
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
@@ -460,6 +519,7 @@ func TestTheCommandRuleCanFail(t *testing.T) {
 	ok := []fileImport{
 		{File: "cmd/faultline/report.go", Path: "suites/drills/report", Name: "_"},
 		{File: "cmd/faultline/report.go", Path: "reports/suitereports"},
+		{File: "cmd/faultline/invariants.go", Path: "kits/dataplane/invariants", Name: "_"},
 		{File: "suites/drills/report/register.go", Path: "suites/drills", Name: "drills"},
 	}
 	if got := cmdViolations(ok); len(got) != 0 {

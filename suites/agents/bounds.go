@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane/invariants"
+
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/framework/invariant"
 )
@@ -84,10 +86,10 @@ var (
 // Invariants are every invariant the suite judges, each run.
 func Invariants() []invariant.Invariant {
 	return []invariant.Invariant{
-		invariant.ServiceRoutesTruthful(RouteBound),
-		invariant.PolicyEnforced(PolicyBound),
-		invariant.AgentHealthTruthful(KubeProxyHealthBound, PolicyAgentHealthBound),
-		invariant.AgentsConverged(),
+		invariants.ServiceRoutesTruthful(RouteBound),
+		invariants.PolicyEnforced(PolicyBound),
+		invariants.AgentHealthTruthful(KubeProxyHealthBound, PolicyAgentHealthBound),
+		invariants.AgentsConverged(),
 	}
 }
 

@@ -6,10 +6,10 @@ package agents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane/readers"
 	"github.com/faultline/faultline/lab/apiretry"
 	"github.com/faultline/faultline/lab/cleanup"
 
@@ -319,18 +319,11 @@ func AddBackend(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 // ErrNoClusterIP is returned while the service has no cluster address.
-var ErrNoClusterIP = errors.New("the agents' service has no cluster IP")
+var ErrNoClusterIP = readers.ErrNoClusterIP
 
 // ServiceAddress is the service's cluster address and port (host:port).
 func ServiceAddress(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	svc, err := cs.CoreV1().Services(Namespace).Get(ctx, Service, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		return "", ErrNoClusterIP
-	}
-	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
+	return fixtures.ServiceAddress(ctx, cs)
 }
 
 // DenyIngress isolates the target for ingress: nothing is admitted.
@@ -383,12 +376,5 @@ func DeletePolicy(ctx context.Context, cs kubernetes.Interface, name string) err
 
 // PodAddress is pod's address and the netexec port (ip:port).
 func PodAddress(ctx context.Context, cs kubernetes.Interface, pod string) (string, error) {
-	p, err := cs.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	if p.Status.PodIP == "" {
-		return "", fmt.Errorf("pod %s/%s has no address yet", Namespace, pod)
-	}
-	return fmt.Sprintf("%s:%d", p.Status.PodIP, TargetPort), nil
+	return fixtures.PodAddress(ctx, cs, pod)
 }

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane"
+
+	"github.com/faultline/faultline/kits/dataplane/readers"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
@@ -145,10 +149,10 @@ func waitEnforced(ctx context.Context, l lab.Lab, cs kubernetes.Interface, clien
 				return err
 			}
 			for _, pod := range pods {
-				d := source.NewPodDialer(h, cs, evidence.AgentPolicyProbe, agents.Namespace, pod,
+				d := readers.NewPodDialer(h, cs, dataplane.AgentPolicyProbe, agents.Namespace, pod,
 					func(ctx context.Context) (string, error) { return agents.PodAddress(ctx, cs, agents.Target) }, "/hostname", time.Second)
-				ans := d.Read(ctx)[evidence.AgentPolicyProbe]
-				var v evidence.DialValue
+				ans := d.Read(ctx)[dataplane.AgentPolicyProbe]
+				var v dataplane.DialValue
 				if err := ans.Decode(&v); err != nil {
 					done, last = false, pod+": "+ans.Reason
 					continue
@@ -186,7 +190,7 @@ func waitProgrammed(ctx context.Context, l lab.Lab, cs kubernetes.Interface, wit
 				if err != nil {
 					return err
 				}
-				ans := source.ProxyFor(l, source.NewServiceProxy("kube-proxy/"+evidence.Source(n), h, evidence.AgentServiceTranslation, agents.Namespace, agents.Service)).Read(ctx)[evidence.AgentServiceTranslation]
+				ans := source.ProxyFor(l, source.NewServiceProxy("kube-proxy/"+evidence.Source(n), h, dataplane.AgentServiceTranslation, agents.Namespace, agents.Service)).Read(ctx)[dataplane.AgentServiceTranslation]
 				var v evidence.ProxyBackendsValue
 				if err := ans.Decode(&v); err != nil {
 					done, last = false, fmt.Sprintf("%s: %s", n, ans.Reason)

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/framework/invariant"
+	"github.com/faultline/faultline/kits/dataplane/invariants"
+
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/suites/agents"
 )
@@ -24,8 +25,8 @@ func TestTable(t *testing.T) {
 	if err := scenario.ValidateTable(all); err != nil {
 		t.Fatal(err)
 	}
-	if all[0].ID != "feasibility-kube-proxy-frozen" || !slices.Contains(all[0].ControlOf, invariant.ServiceRoutesTruthfulName) {
-		t.Errorf("the first run is %s (control of %v), want the feasibility check controlling %s", all[0].ID, all[0].ControlOf, invariant.ServiceRoutesTruthfulName)
+	if all[0].ID != "feasibility-kube-proxy-frozen" || !slices.Contains(all[0].ControlOf, invariants.ServiceRoutesTruthfulName) {
+		t.Errorf("the first run is %s (control of %v), want the feasibility check controlling %s", all[0].ID, all[0].ControlOf, invariants.ServiceRoutesTruthfulName)
 	}
 	arms := map[string][]scenario.Arm{}
 	ciRuns := 0
@@ -43,7 +44,7 @@ func TestTable(t *testing.T) {
 		for _, inv := range s.Invariants {
 			names[inv.Name()] = true
 		}
-		if !names[invariant.ServiceRoutesTruthfulName] || !names[invariant.PolicyEnforcedName] || !names[invariant.AgentHealthTruthfulName] {
+		if !names[invariants.ServiceRoutesTruthfulName] || !names[invariants.PolicyEnforcedName] || !names[invariants.AgentHealthTruthfulName] {
 			t.Errorf("%s: judges %v, want every invariant of the paper", s.ID, names)
 		}
 		if slices.Contains(labels, "ci") {
@@ -73,8 +74,8 @@ func TestTable(t *testing.T) {
 			}
 		}
 	}
-	for _, inv := range []string{invariant.ServiceRoutesTruthfulName, invariant.PolicyEnforcedName, invariant.AgentHealthTruthfulName,
-		invariant.AgentsConvergedName, invariant.IsolatedFromStartName, invariant.DNSTruthfulName} {
+	for _, inv := range []string{invariants.ServiceRoutesTruthfulName, invariants.PolicyEnforcedName, invariants.AgentHealthTruthfulName,
+		invariants.AgentsConvergedName, invariants.IsolatedFromStartName, invariants.DNSTruthfulName} {
 		if !controlled[inv] {
 			t.Errorf("no positive control of %s", inv)
 		}
@@ -84,8 +85,8 @@ func TestTable(t *testing.T) {
 	// agent under a new deny (policy-enforced), or under a pod that
 	// starts (isolated-from-start).
 	for id, inv := range map[string]string{
-		"policy-agent-frozen-deny-created":    invariant.PolicyEnforcedName,
-		"policy-agent-frozen-newcomer-starts": invariant.IsolatedFromStartName,
+		"policy-agent-frozen-deny-created":    invariants.PolicyEnforcedName,
+		"policy-agent-frozen-newcomer-starts": invariants.IsolatedFromStartName,
 	} {
 		for _, s := range all {
 			if s.ID == id && !slices.Contains(s.ControlOf, inv) {

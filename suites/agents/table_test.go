@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/faultline/faultline/kits/dataplane/invariants"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -157,7 +159,7 @@ func table() []scenario.Scenario {
 			// The check tests the detector: with kube-proxy frozen the
 			// node must be seen keeping the old backend, or the paper
 			// cannot tell a node that applies from one that does not.
-		}, invariant.ServiceRoutesTruthfulName)),
+		}, invariants.ServiceRoutesTruthfulName)),
 		// A control of policy-enforced, not a finding: a frozen process
 		// programs nothing, so a deny created while the agent is frozen
 		// is the textbook way to break the invariant; its VIOLATED shows
@@ -170,7 +172,7 @@ func table() []scenario.Scenario {
 			Fault:  faults.Freeze(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
 			Settle: agents.Settle(agents.AgentsResumed),
-		}, invariant.PolicyEnforcedName)),
+		}, invariants.PolicyEnforcedName)),
 		base(scenario.Scenario{
 			ID:     "policy-agent-watch-refused-allow-deleted",
 			Title:  "the policy agent's watch of NetworkPolicies refused on worker1 while the target's allowing policy is deleted",
@@ -192,8 +194,8 @@ func table() []scenario.Scenario {
 			Change: startNewcomer,
 			Settle: agents.Settle(agents.AgentsResumed),
 			// Judged only where a pod starts during the window.
-			Invariants: []invariant.Invariant{invariant.IsolatedFromStart()},
-		}, invariant.IsolatedFromStartName)),
+			Invariants: []invariant.Invariant{invariants.IsolatedFromStart()},
+		}, invariants.IsolatedFromStartName)),
 		base(scenario.Scenario{
 			ID:     "worker1-cut-from-api",
 			Title:  "worker1 cut from every API server and the virtual address while the backend is replaced and a deny policy created",
@@ -220,7 +222,7 @@ func table() []scenario.Scenario {
 			Change: recreateDNS,
 			Settle: agents.Settle(agents.ListsRefused),
 			// Judged only where the name's records change.
-			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
+			Invariants: []invariant.Invariant{invariants.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
 		}),
 		base(scenario.Scenario{
 			ID:     "agents-restarted-while-cut-from-api",
@@ -269,7 +271,7 @@ func table() []scenario.Scenario {
 			Fault:  faults.StopService(agents.TargetNode, lab.ServicePolicyAgent),
 			Change: createDeny,
 			Settle: agents.Settle(agents.AgentsResumed),
-		}, invariant.PolicyEnforcedName)),
+		}, invariants.PolicyEnforcedName)),
 		// isolated-from-start: the policy agent stopped after it handled
 		// deny-newcomer-egress (its rules for the witness show it), then
 		// the newcomer started under that policy. kube-router isolates a
@@ -284,8 +286,8 @@ func table() []scenario.Scenario {
 			Fault:      faults.StopService(agents.NewcomerNode, lab.ServicePolicyAgent),
 			Change:     startNewcomer,
 			Settle:     agents.Settle(agents.AgentsResumed),
-			Invariants: []invariant.Invariant{invariant.IsolatedFromStart()},
-		}, invariant.IsolatedFromStartName)),
+			Invariants: []invariant.Invariant{invariants.IsolatedFromStart()},
+		}, invariants.IsolatedFromStartName)),
 		// agent-health-truthful: kube-proxy's list and watch of
 		// EndpointSlices refused on worker1 while a second backend is
 		// added. kube-proxy's /healthz turns unhealthy only for an update
@@ -302,7 +304,7 @@ func table() []scenario.Scenario {
 				faults.WatchedResource{Group: "discovery.k8s.io", Resource: "endpointslices"}),
 			Change: addBackend,
 			Settle: agents.Settle(agents.ListsRefused),
-		}, invariant.AgentHealthTruthfulName, invariant.ServiceRoutesTruthfulName)),
+		}, invariants.AgentHealthTruthfulName, invariants.ServiceRoutesTruthfulName)),
 		// dns-truthful: CoreDNS refused its list and watch of Services
 		// and EndpointSlices while the DNS fixture's service is deleted.
 		// client-go replaces an informer's store only from a successful
@@ -317,8 +319,8 @@ func table() []scenario.Scenario {
 			Fault:      refuseCoreDNSWatch(),
 			Change:     deleteDNS,
 			Settle:     agents.Settle(agents.ListsRefused),
-			Invariants: []invariant.Invariant{invariant.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
-		}, invariant.DNSTruthfulName)),
+			Invariants: []invariant.Invariant{invariants.DNSTruthful(agents.DNSBound, agents.DNSCacheTTL)},
+		}, invariants.DNSTruthfulName)),
 		// agents-converged: kube-proxy stopped on worker1, and kept
 		// stopped through heal and settle, while the backend is replaced.
 		// kube-proxy leaves its rules in the kernel when it stops and
@@ -332,6 +334,6 @@ func table() []scenario.Scenario {
 			Fault:  controls.StoppedThroughHeal("worker1", lab.ServiceKubeProxy),
 			Change: replaceBackend,
 			Settle: agents.Settle(agents.AgentsResumed),
-		}, invariant.AgentsConvergedName, invariant.ServiceRoutesTruthfulName)),
+		}, invariants.AgentsConvergedName, invariants.ServiceRoutesTruthfulName)),
 	)
 }

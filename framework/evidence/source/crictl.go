@@ -32,7 +32,7 @@ func (r *Runtime) listCrictl(ctx context.Context) (RuntimeListing, error) {
 		return RuntimeListing{}, errors.New(Reason(err))
 	}
 	if res.ExitCode != 0 {
-		return RuntimeListing{}, fmt.Errorf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr)))
+		return RuntimeListing{}, fmt.Errorf("error: crictl on %s exited %d: %s", r.host.Name(), res.ExitCode, FirstLine([]byte(res.Stderr)))
 	}
 	pods, containers, ok := strings.Cut(res.Stdout, crictlSeparator)
 	if !ok {

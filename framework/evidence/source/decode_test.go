@@ -207,13 +207,6 @@ func TestProxyBackendsFromIPTables(t *testing.T) {
 	}
 }
 
-func TestSplitRuleWords(t *testing.T) {
-	w, err := splitRuleWords(`-A KUBE-SVC-X -m comment --comment "ns/a \"b\" c" -j KUBE-SEP-Y`)
-	if err != nil || len(w) != 8 || w[5] != `ns/a "b" c` {
-		t.Errorf("%q %v", w, err)
-	}
-}
-
 // Real /pods of worker1's kubelet on a local lab (captured by the lab
 // integration test).
 func TestFindPodInRealKubeletPods(t *testing.T) {

@@ -91,7 +91,7 @@ func (k *Kubelet) readPod(ctx context.Context) evidence.Answer {
 		return evidence.UnreadableAnswer(Reason(err), at)
 	}
 	if code != http.StatusOK {
-		return evidence.UnreadableAnswer(fmt.Sprintf("error: GET /pods: HTTP %d: %s", code, firstLine(body)), at)
+		return evidence.UnreadableAnswer(fmt.Sprintf("error: GET /pods: HTTP %d: %s", code, FirstLine(body)), at)
 	}
 	pod, err := FindKubeletPod(body, k.subjects.PodNamespace, k.subjects.PodName)
 	if err != nil {
@@ -112,7 +112,7 @@ func (k *Kubelet) readHealth(ctx context.Context) evidence.Answer {
 	}
 	// Any status is the kubelet's own answer about itself; only a failure
 	// to ask is unreadable.
-	return answer(evidence.KubeletHealthValue{StatusCode: code, Body: firstLine(body)}, at, "")
+	return answer(evidence.KubeletHealthValue{StatusCode: code, Body: FirstLine(body)}, at, "")
 }
 
 // FindKubeletPod finds a pod in the kubelet's /pods answer (a v1 PodList);
@@ -140,7 +140,9 @@ func FindKubeletPod(body []byte, namespace, name string) (*corev1.Pod, error) {
 	return found, nil
 }
 
-func firstLine(b []byte) string {
+// FirstLine is the first line of b, trimmed and cut to 200 bytes, for
+// reasons.
+func FirstLine(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]

@@ -161,7 +161,7 @@ func (l *Leading) readOne(ctx context.Context, c leaderComponent) evidence.Answe
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return evidence.UnreadableAnswer(fmt.Sprintf("%s metrics: %s: %s", c.name, resp.Status, firstLine(body)), now())
+		return evidence.UnreadableAnswer(fmt.Sprintf("%s metrics: %s: %s", c.name, resp.Status, FirstLine(body)), now())
 	}
 	v, err := LeadingFromMetrics(resp.Body, c.name)
 	at := now()

@@ -160,49 +160,49 @@ func (p *Prober) probeAll(ctx context.Context, targets []probeTarget) (evidence.
 // worker was not reached.
 func (p *Prober) probe(ctx context.Context, t probeTarget) (evidence.EndpointProbe, error) {
 	addr := net.JoinHostPort(t.Address, strconv.Itoa(int(t.Port)))
-	ans, err := askOnce(ctx, p.host, addr, p.path, probeTimeout, false)
+	ans, err := AskOnce(ctx, p.host, addr, p.path, probeTimeout, false)
 	if err != nil {
 		return evidence.EndpointProbe{}, err
 	}
-	if ans.failure != "" {
-		return evidence.EndpointProbe{Address: t.Address, Detail: addr + ": " + ans.failure}, nil
+	if ans.Failure != "" {
+		return evidence.EndpointProbe{Address: t.Address, Detail: addr + ": " + ans.Failure}, nil
 	}
-	pr := evidence.EndpointProbe{Address: t.Address, Detail: ans.line}
-	if ans.status >= 200 && ans.status < 400 {
+	pr := evidence.EndpointProbe{Address: t.Address, Detail: ans.Line}
+	if ans.Status >= 200 && ans.Status < 400 {
 		pr.Answered = true
 	}
 	return pr, nil
 }
 
-// httpAnswer is what one HTTP/1.0 GET got back: the status line and its
+// HTTPAnswer is what one HTTP/1.0 GET got back: the status line and its
 // code (0 when the line is not an HTTP status line), the body's first
 // line where asked for, or why no answer came.
-type httpAnswer struct {
-	line, body string
-	status     int
-	failure    string
+type HTTPAnswer struct {
+	Line, Body string
+	Status     int
+	Failure    string
 }
 
-// askOnce makes one `GET <path>` with HTTP/1.0 to addr over a connection
+// AskOnce makes one `GET <path>` with HTTP/1.0 to addr over a connection
 // that starts on host (lab.Host.Dial), within timeout. A target that
 // refuses, or does not answer in time, is an answer's failure; an error
 // means the host itself was not reached. Written over the raw connection
 // rather than net/http so that a refused dial, a connection made and not
 // answered, and one closed without an answer stay apart, which the probes
 // report.
-func askOnce(ctx context.Context, host lab.Host, addr, path string, timeout time.Duration, withBody bool) (httpAnswer, error) {
+func AskOnce(ctx context.Context, host lab.Host, addr, path string, timeout time.Duration, withBody bool) (HTTPAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	noAnswer := httpAnswer{failure: fmt.Sprintf("%s %s", evidence.ConnectedNoAnswer, timeout)}
+	noAnswer := HTTPAnswer{Failure: fmt.Sprintf("%s %s", evidence.ConnectedNoAnswer, timeout)}
 	conn, err := host.Dial(ctx, "tcp", addr)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lab.ErrNotConnectedByHost):
-		return httpAnswer{}, err
+		return HTTPAnswer{}, err
 	case errors.Is(err, context.DeadlineExceeded):
-		return httpAnswer{failure: fmt.Sprintf("no connection within %s", timeout)}, nil
+		return HTTPAnswer{Failure: fmt.Sprintf("no connection within %s", timeout)}, nil
 	default:
-		return httpAnswer{failure: "connection failed: " + err.Error()}, nil
+		return HTTPAnswer{Failure: "connection failed: " + err.Error()}, nil
 	}
 	defer conn.Close()
 	// A forwarded connection may have no deadlines: closing it is what
@@ -213,7 +213,7 @@ func askOnce(ctx context.Context, host lab.Host, addr, path string, timeout time
 		if ctx.Err() != nil {
 			return noAnswer, nil
 		}
-		return httpAnswer{failure: "connection failed: " + err.Error()}, nil
+		return HTTPAnswer{Failure: "connection failed: " + err.Error()}, nil
 	}
 	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
@@ -222,18 +222,18 @@ func askOnce(ctx context.Context, host lab.Host, addr, path string, timeout time
 		if ctx.Err() != nil {
 			return noAnswer, nil
 		}
-		return httpAnswer{failure: "connection failed: closed without an answer (" + err.Error() + ")"}, nil
+		return HTTPAnswer{Failure: "connection failed: closed without an answer (" + err.Error() + ")"}, nil
 	}
-	ans := httpAnswer{line: line}
+	ans := HTTPAnswer{Line: line}
 	if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "HTTP/") {
-		ans.status, _ = strconv.Atoi(f[1])
+		ans.Status, _ = strconv.Atoi(f[1])
 	}
 	if withBody {
 		// HTTP/1.0: the server closes after its answer; the body follows
 		// the first empty line.
 		rest, _ := io.ReadAll(io.LimitReader(r, 8192))
 		if _, body, ok := strings.Cut(strings.ReplaceAll(string(rest), "\r\n", "\n"), "\n\n"); ok {
-			ans.body = firstLine([]byte(body))
+			ans.Body = FirstLine([]byte(body))
 		}
 	}
 	return ans, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -57,7 +58,7 @@ func (p *Proxy) Read(ctx context.Context) map[evidence.Question]evidence.Answer 
 		return one(evidence.UnreadableAnswer(Reason(err), at))
 	}
 	if res.ExitCode != 0 {
-		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: %s on %s exited %d: %s", cmd, p.host.Name(), res.ExitCode, firstLine([]byte(res.Stderr))), at))
+		return one(evidence.UnreadableAnswer(fmt.Sprintf("error: %s on %s exited %d: %s", cmd, p.host.Name(), res.ExitCode, FirstLine([]byte(res.Stderr))), at))
 	}
 	v, err := parse(res.Stdout, p.namespace, p.service)
 	if err != nil {
@@ -93,11 +94,11 @@ func ProxyServicesFromIPTables(out string) (evidence.ProxyBackendsValue, error) 
 	if strings.TrimSpace(out) == "" {
 		return evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{}, NothingProgrammed: true}, nil
 	}
-	d, err := parseIPTablesDump(out)
+	d, err := iptables.Parse(out)
 	if err != nil {
 		return evidence.ProxyBackendsValue{}, err
 	}
-	if !d.declares("nat", "KUBE-SERVICES") && !d.declares("filter", "KUBE-SERVICES") {
+	if !d.Declares("nat", "KUBE-SERVICES") && !d.Declares("filter", "KUBE-SERVICES") {
 		return evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{}, NothingProgrammed: true}, nil
 	}
 	// kube-proxy writes "<ns>/<name>:<port> cluster IP" or, for an unnamed
@@ -107,44 +108,44 @@ func ProxyServicesFromIPTables(out string) (evidence.ProxyBackendsValue, error) 
 		return base, ok && strings.Contains(base, "/")
 	}
 	ports := map[string]*evidence.ProxyPort{}
-	get := func(port string, r rule) *evidence.ProxyPort {
+	get := func(port string, r iptables.Rule) *evidence.ProxyPort {
 		p := ports[port]
 		if p == nil {
 			p = &evidence.ProxyPort{Port: port, Backends: []string{}}
 			ports[port] = p
 		}
-		if r.dest != "" {
-			p.ClusterIP = strings.TrimSuffix(r.dest, "/32")
+		if r.Dest != "" {
+			p.ClusterIP = strings.TrimSuffix(r.Dest, "/32")
 		}
-		if r.dport != "" {
-			p.ServicePort = r.dport + "/" + r.proto
+		if r.DPort != "" {
+			p.ServicePort = r.DPort + "/" + r.Proto
 		}
 		return p
 	}
-	for _, r := range d.chain("nat", "KUBE-SERVICES") {
-		port, ok := portName(r.comment, " cluster IP")
-		if !ok || !(strings.HasPrefix(r.jump, "KUBE-SVC-") || strings.HasPrefix(r.jump, "KUBE-SVL-")) {
+	for _, r := range d.Chain("nat", "KUBE-SERVICES") {
+		port, ok := portName(r.Comment, " cluster IP")
+		if !ok || !(strings.HasPrefix(r.Jump, "KUBE-SVC-") || strings.HasPrefix(r.Jump, "KUBE-SVL-")) {
 			continue
 		}
 		p := get(port, r)
 		seen := map[string]bool{}
-		for _, sr := range d.chain("nat", r.jump) {
-			if !strings.HasPrefix(sr.jump, "KUBE-SEP-") || seen[sr.jump] {
+		for _, sr := range d.Chain("nat", r.Jump) {
+			if !strings.HasPrefix(sr.Jump, "KUBE-SEP-") || seen[sr.Jump] {
 				continue
 			}
-			seen[sr.jump] = true
-			for _, er := range d.chain("nat", sr.jump) {
-				if er.jump == "DNAT" && er.toDest != "" {
-					p.Backends = append(p.Backends, er.toDest)
+			seen[sr.Jump] = true
+			for _, er := range d.Chain("nat", sr.Jump) {
+				if er.Jump == "DNAT" && er.ToDest != "" {
+					p.Backends = append(p.Backends, er.ToDest)
 				}
 			}
 		}
 	}
-	for _, r := range d.chain("filter", "KUBE-SERVICES") {
-		if port, ok := portName(r.comment, " has no endpoints"); ok && r.jump == "REJECT" {
+	for _, r := range d.Chain("filter", "KUBE-SERVICES") {
+		if port, ok := portName(r.Comment, " has no endpoints"); ok && r.Jump == "REJECT" {
 			get(port, r).Rejected = true
 		}
-		if port, ok := portName(r.comment, " has no local endpoints"); ok && r.jump == "DROP" {
+		if port, ok := portName(r.Comment, " has no local endpoints"); ok && r.Jump == "DROP" {
 			get(port, r).Dropped = true
 		}
 	}

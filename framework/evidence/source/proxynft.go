@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/iptables"
+	"github.com/faultline/faultline/framework/evidence/source/nft"
 )
 
 // The reader of what kube-proxy programmed in nftables mode (Kubernetes
@@ -47,14 +49,14 @@ func ProxyServicesFromNFT(out string) (evidence.ProxyBackendsValue, error) {
 	if strings.TrimSpace(out) == "" {
 		return none, nil
 	}
-	rs, err := parseNFTJSON(out)
+	rs, err := nft.Parse(out)
 	if err != nil {
 		return evidence.ProxyBackendsValue{}, err
 	}
 	ports := map[string]*evidence.ProxyPort{}
 	found := false
 	for _, family := range []string{"ip", "ip6"} {
-		t := rs.tables[nftTableID{family, kubeProxyTable}]
+		t := rs.Tables[nft.TableID{Family: family, Name: kubeProxyTable}]
 		if t == nil {
 			continue
 		}
@@ -83,10 +85,10 @@ func ProxyBackendsFromNFT(out, namespace, name string) (evidence.ProxyBackendsVa
 	return v.Service(namespace, name), nil
 }
 
-func readKubeProxyTable(t *nftTable, family string, ports map[string]*evidence.ProxyPort) error {
+func readKubeProxyTable(t *nft.Table, family string, ports map[string]*evidence.ProxyPort) error {
 	clusterIPs := map[string]bool{}
-	if s := t.sets["cluster-ips"]; s != nil {
-		ips, err := s.setElems()
+	if s := t.Sets["cluster-ips"]; s != nil {
+		ips, err := s.SetElems()
 		if err != nil {
 			return err
 		}
@@ -104,61 +106,61 @@ func readKubeProxyTable(t *nftTable, family string, ports map[string]*evidence.P
 		p.ServicePort = svcPort + "/" + proto
 		return p
 	}
-	if m := t.sets["service-ips"]; m != nil {
-		elems, err := m.mapElems()
+	if m := t.Sets["service-ips"]; m != nil {
+		elems, err := m.MapElems()
 		if err != nil {
 			return err
 		}
 		for _, e := range elems {
-			if len(e.key) != 3 {
-				return fmt.Errorf("map service-ips: key %v is not ip . proto . port", e.key)
+			if len(e.Key) != 3 {
+				return fmt.Errorf("map service-ips: key %v is not ip . proto . port", e.Key)
 			}
-			if !clusterIPs[e.key[0]] {
+			if !clusterIPs[e.Key[0]] {
 				continue // an external or load-balancer IP
 			}
-			v, ok := decodeNFTVerdict(e.value)
-			if !ok || v.target == "" {
-				return fmt.Errorf("map service-ips: %s maps to %s, not a chain", strings.Join(e.key, " . "), truncate(string(e.value), 80))
+			v, ok := nft.DecodeVerdict(e.Value)
+			if !ok || v.Target == "" {
+				return fmt.Errorf("map service-ips: %s maps to %s, not a chain", strings.Join(e.Key, " . "), iptables.Truncate(string(e.Value), 80))
 			}
-			name, err := kubeProxyPortName(v.target)
+			name, err := kubeProxyPortName(v.Target)
 			if err != nil {
 				return err
 			}
-			backends, err := kubeProxyBackends(t, family, v.target)
+			backends, err := kubeProxyBackends(t, family, v.Target)
 			if err != nil {
 				return err
 			}
-			p := port(name, e.key[0], e.key[1], e.key[2])
+			p := port(name, e.Key[0], e.Key[1], e.Key[2])
 			p.Backends = append(p.Backends, backends...)
 		}
 	}
-	if m := t.sets["no-endpoint-services"]; m != nil {
-		elems, err := m.mapElems()
+	if m := t.Sets["no-endpoint-services"]; m != nil {
+		elems, err := m.MapElems()
 		if err != nil {
 			return err
 		}
 		for _, e := range elems {
-			if len(e.key) != 3 {
-				return fmt.Errorf("map no-endpoint-services: key %v is not ip . proto . port", e.key)
+			if len(e.Key) != 3 {
+				return fmt.Errorf("map no-endpoint-services: key %v is not ip . proto . port", e.Key)
 			}
-			if !clusterIPs[e.key[0]] {
+			if !clusterIPs[e.Key[0]] {
 				continue
 			}
-			if e.comment == "" {
-				return fmt.Errorf("map no-endpoint-services: %s has no comment naming its service port", strings.Join(e.key, " . "))
+			if e.Comment == "" {
+				return fmt.Errorf("map no-endpoint-services: %s has no comment naming its service port", strings.Join(e.Key, " . "))
 			}
-			v, ok := decodeNFTVerdict(e.value)
+			v, ok := nft.DecodeVerdict(e.Value)
 			if !ok {
-				return fmt.Errorf("map no-endpoint-services: %s maps to %s, not a verdict", strings.Join(e.key, " . "), truncate(string(e.value), 80))
+				return fmt.Errorf("map no-endpoint-services: %s maps to %s, not a verdict", strings.Join(e.Key, " . "), iptables.Truncate(string(e.Value), 80))
 			}
-			p := port(e.comment, e.key[0], e.key[1], e.key[2])
+			p := port(e.Comment, e.Key[0], e.Key[1], e.Key[2])
 			switch {
-			case v.kind == "drop":
+			case v.Kind == "drop":
 				p.Dropped = true
-			case v.target == "reject-chain":
+			case v.Target == "reject-chain":
 				p.Rejected = true
 			default:
-				return fmt.Errorf("map no-endpoint-services: %s maps to %s %s, neither drop nor reject-chain", e.comment, v.kind, v.target)
+				return fmt.Errorf("map no-endpoint-services: %s maps to %s %s, neither drop nor reject-chain", e.Comment, v.Kind, v.Target)
 			}
 		}
 	}
@@ -199,15 +201,15 @@ func kubeProxyPortName(chain string) (string, error) {
 // kubeProxyBackends are the DNAT destinations a service chain sends to:
 // the entries of its numgen map, or those of the endpoint chains it goes
 // to (session affinity).
-func kubeProxyBackends(t *nftTable, family, chain string) ([]string, error) {
-	c := t.chains[chain]
+func kubeProxyBackends(t *nft.Table, family, chain string) ([]string, error) {
+	c := t.Chains[chain]
 	if c == nil {
 		return nil, fmt.Errorf("map service-ips goes to chain %s, which the table does not list", chain)
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, r := range c.rules {
-		for _, e := range r.expr {
+	for _, r := range c.Rules {
+		for _, e := range r.Expr {
 			for kind, raw := range e {
 				switch kind {
 				case "dnat":
@@ -217,10 +219,10 @@ func kubeProxyBackends(t *nftTable, family, chain string) ([]string, error) {
 					}
 					out = append(out, ds...)
 				case "goto", "jump":
-					v, _ := nftVerdictOf(kind, raw)
-					if strings.HasPrefix(v.target, "endpoint-") && !seen[v.target] {
-						seen[v.target] = true
-						ds, err := kubeProxyEndpoint(t, family, v.target)
+					v, _ := nft.VerdictOf(kind, raw)
+					if strings.HasPrefix(v.Target, "endpoint-") && !seen[v.Target] {
+						seen[v.Target] = true
+						ds, err := kubeProxyEndpoint(t, family, v.Target)
 						if err != nil {
 							return nil, err
 						}
@@ -239,13 +241,13 @@ func kubeProxyBackends(t *nftTable, family, chain string) ([]string, error) {
 						if len(pair) != 2 {
 							return nil, fmt.Errorf("chain %s: a vmap entry that is not [key, verdict]", chain)
 						}
-						v, ok := decodeNFTVerdict(pair[1])
-						if !ok || !strings.HasPrefix(v.target, "endpoint-") {
-							return nil, fmt.Errorf("chain %s: a vmap entry to %s, not an endpoint chain", chain, truncate(string(pair[1]), 80))
+						v, ok := nft.DecodeVerdict(pair[1])
+						if !ok || !strings.HasPrefix(v.Target, "endpoint-") {
+							return nil, fmt.Errorf("chain %s: a vmap entry to %s, not an endpoint chain", chain, iptables.Truncate(string(pair[1]), 80))
 						}
-						if !seen[v.target] {
-							seen[v.target] = true
-							ds, err := kubeProxyEndpoint(t, family, v.target)
+						if !seen[v.Target] {
+							seen[v.Target] = true
+							ds, err := kubeProxyEndpoint(t, family, v.Target)
 							if err != nil {
 								return nil, err
 							}
@@ -260,17 +262,17 @@ func kubeProxyBackends(t *nftTable, family, chain string) ([]string, error) {
 	return out, nil
 }
 
-func kubeProxyEndpoint(t *nftTable, family, chain string) ([]string, error) {
+func kubeProxyEndpoint(t *nft.Table, family, chain string) ([]string, error) {
 	if _, err := kubeProxyPortName(chain); err != nil {
 		return nil, err
 	}
-	c := t.chains[chain]
+	c := t.Chains[chain]
 	if c == nil {
 		return nil, fmt.Errorf("a service chain goes to %s, which the table does not list", chain)
 	}
 	var out []string
-	for _, r := range c.rules {
-		for _, e := range r.expr {
+	for _, r := range c.Rules {
+		for _, e := range r.Expr {
 			if raw, ok := e["dnat"]; ok {
 				ds, err := nftDNATTargets(raw, family)
 				if err != nil {
@@ -295,7 +297,7 @@ func nftDNATTargets(raw json.RawMessage, family string) ([]string, error) {
 		Port json.RawMessage `json:"port"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil || d.Addr == nil {
-		return nil, fmt.Errorf("a dnat kube-proxy does not write: %s", truncate(string(raw), 80))
+		return nil, fmt.Errorf("a dnat kube-proxy does not write: %s", iptables.Truncate(string(raw), 80))
 	}
 	join := func(ip, port string) string {
 		if family == "ip6" {
@@ -305,7 +307,7 @@ func nftDNATTargets(raw json.RawMessage, family string) ([]string, error) {
 	}
 	var ip string
 	if json.Unmarshal(d.Addr, &ip) == nil {
-		port, err := nftScalar(d.Port)
+		port, err := nft.Scalar(d.Port)
 		if err != nil {
 			return nil, fmt.Errorf("dnat to %s without a port", ip)
 		}
@@ -319,16 +321,16 @@ func nftDNATTargets(raw json.RawMessage, family string) ([]string, error) {
 		} `json:"map"`
 	}
 	if err := json.Unmarshal(d.Addr, &m); err != nil || m.Map.Data.Set == nil {
-		return nil, fmt.Errorf("a dnat address kube-proxy does not write: %s", truncate(string(d.Addr), 80))
+		return nil, fmt.Errorf("a dnat address kube-proxy does not write: %s", iptables.Truncate(string(d.Addr), 80))
 	}
 	var out []string
 	for _, pair := range m.Map.Data.Set {
 		if len(pair) != 2 {
 			return nil, fmt.Errorf("a dnat map entry that is not [key, value]")
 		}
-		parts, _, err := decodeNFTKey(pair[1])
+		parts, _, err := nft.DecodeKey(pair[1])
 		if err != nil || len(parts) != 2 {
-			return nil, fmt.Errorf("a dnat map value that is not ip . port: %s", truncate(string(pair[1]), 80))
+			return nil, fmt.Errorf("a dnat map value that is not ip . port: %s", iptables.Truncate(string(pair[1]), 80))
 		}
 		out = append(out, join(parts[0], parts[1]))
 	}

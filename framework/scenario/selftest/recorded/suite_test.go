@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -47,8 +49,8 @@ var bounds = invariant.Bounds{
 // not deployed.
 func every() []invariant.Invariant {
 	return append(invariant.All(bounds),
-		invariant.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
-		invariant.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
+		dataplane.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
+		dataplane.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
 		invariant.AcknowledgedDataSurvives(),
 	)
 }
