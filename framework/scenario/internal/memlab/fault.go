@@ -77,6 +77,10 @@ func (f Flag) Inject(ctx context.Context, l lab.Lab) error {
 	}
 	err = m.Update(func(s *State) {
 		s.Flags[f.Name] = true
+		if s.SetAt == nil {
+			s.SetAt = map[string]time.Time{}
+		}
+		s.SetAt[f.Name] = time.Now()
 		if s.Probes == nil {
 			s.Probes = map[string]int{}
 		}
@@ -110,6 +114,7 @@ func (f Flag) Heal(ctx context.Context, l lab.Lab) error {
 	}
 	return m.Update(func(s *State) {
 		delete(s.Flags, f.Name)
+		delete(s.SetAt, f.Name)
 		if f.BlipAtHeal != "" {
 			delete(s.Flags, f.BlipAtHeal)
 		}
@@ -149,7 +154,15 @@ func (f Flag) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 		return fault.Effect{Detail: fmt.Sprintf("flag %s cannot be seen from outside", f.Name)}, nil
 	}
 	if s.Flags[f.Name] {
-		return fault.Effect{Observed: true, Detail: "flag " + f.Name + " is set"}, nil
+		// The flag has held since its inject set it: the look attests
+		// that stretch, as a probe that reads when a rule was installed
+		// would, so a stalled look cadence leaves no gap it cannot vouch
+		// for.
+		e := fault.Effect{Observed: true, Detail: "flag " + f.Name + " is set"}
+		if at, ok := s.SetAt[f.Name]; ok {
+			e.Lasted = time.Since(at)
+		}
+		return e, nil
 	}
 	return fault.Effect{Detail: "flag " + f.Name + " is not set"}, nil
 }
@@ -203,6 +216,7 @@ func (f LingeringFlag) Release(ctx context.Context, l lab.Lab) error {
 	}
 	return m.Update(func(s *State) {
 		delete(s.Flags, f.Name)
+		delete(s.SetAt, f.Name)
 		s.Log = append(s.Log, "release "+f.Name)
 	})
 }

@@ -35,6 +35,9 @@ type State struct {
 	// Copies are where the stateful pod's container runs: node name to
 	// container ID. Reset clears them; a suite's Prepare sets them.
 	Copies map[string]string `json:"copies,omitempty"`
+	// SetAt is when each flag a fault injected was set: the lab is the
+	// flags' only keeper, so a flag still set has held since then.
+	SetAt map[string]time.Time `json:"setAt,omitempty"`
 	// Probes counts the effect probes of each flag since it was injected.
 	Probes map[string]int `json:"probes,omitempty"`
 	// Log is every change in order: "reset", "inject <flag>", "heal <flag>".
