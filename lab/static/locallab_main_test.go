@@ -24,6 +24,7 @@ import (
 	"github.com/faultline/faultline/lab/guard"
 	"github.com/faultline/faultline/lab/local"
 	"github.com/faultline/faultline/lab/local/binpaths"
+	"github.com/faultline/faultline/lab/local/pki"
 	"github.com/faultline/faultline/lab/static"
 )
 
@@ -44,6 +45,11 @@ const (
 
 // skipReason is set when no cluster can be had: the tests skip with it.
 var skipReason string
+
+// underLocal is the local lab the static lab file describes, when the
+// tests brought one up: what the static lab reads through SSH is held to
+// what the local lab knows of itself.
+var underLocal *local.Lab
 
 // TestMain runs the tests against the cluster FAULTLINE_STATIC_LAB names or,
 // when it names none, against a local lab of their own, brought up here and
@@ -115,6 +121,7 @@ func runAgainstLocalLab(m *testing.M) (code int) {
 		return 1
 	}
 
+	underLocal = l
 	path, err := writeStaticLabFile(ctx, dir, c, l)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -195,6 +202,15 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 	if err := guard.PlaceMarker(ctx, c, kube); err != nil {
 		return "", err
 	}
+	// The agents' kubeconfigs, as a fleet's lab file names its hosts'
+	// (each worker's own client certificate, in the lab's PKI directory).
+	k8s := c.Kubernetes
+	if k8s.AgentsLayout() == lab.AgentsAsServices {
+		k8s.AgentKubeconfigs = map[string]string{}
+		for _, agent := range []string{lab.ServiceKubeProxy, lab.ServicePolicyAgent} {
+			k8s.AgentKubeconfigs[agent] = filepath.Join(filepath.Dir(kubeconfig), pki.AgentKubeconfigFile(agent, "{host}"))
+		}
+	}
 	static := lab.Config{
 		Name:       c.Name,
 		Kind:       static.Kind,
@@ -203,7 +219,7 @@ func writeStaticLabFile(ctx context.Context, dir string, c *lab.Config, l *local
 		// The static lab's state (its per-API-server kubeconfigs) is kept
 		// apart from the local lab's, as a user's would be.
 		StateDir:   filepath.Join(dir, "static-state"),
-		Kubernetes: c.Kubernetes,
+		Kubernetes: k8s,
 		Network:    c.Network,
 		Hosts:      hosts,
 		SSH: &lab.SSHConfig{

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -316,6 +317,9 @@ func TestRealClusterCheck(t *testing.T) {
 	if l.Config().Storage != nil {
 		want[labcheck.Storage] = labcheck.Met
 	}
+	if len(l.Config().Kubernetes.AgentKubeconfigs) > 0 {
+		want[labcheck.AgentIDs], want[labcheck.AgentConfigs] = labcheck.Met, labcheck.Met
+	}
 	for id, st := range want {
 		if got := r.Findings[id]; got.Status != st {
 			t.Errorf("%s: %s (%s), want %s", id, got.Status, got.Detail, st)
@@ -368,5 +372,35 @@ func TestRealClusterServicesThroughTheServiceCommand(t *testing.T) {
 	}
 	if err := h.StopService(ctx, "no-such-service"); !errors.Is(err, lab.ErrUnsupported) {
 		t.Errorf("stopping a service the host does not run: %v, want unsupported", err)
+	}
+}
+
+// What a refused watch needs, read through SSH as on a fleet, is what the
+// local lab under the static one knows of itself: each API server's
+// authorization configuration (from its command line) and each worker's
+// agents' identities (from the kubeconfigs the lab file names).
+func TestRealClusterAgentIdentitiesAndAuthorizationConfig(t *testing.T) {
+	l := realLab(t)
+	if underLocal == nil {
+		t.Skip("the static lab file describes a cluster these tests did not bring up")
+	}
+	for _, h := range l.Hosts() {
+		if h.HasRole(lab.RoleControlPlane) {
+			got, err := l.AuthorizationConfigFile(h.Name())
+			want, werr := underLocal.AuthorizationConfigFile(h.Name())
+			if err != nil || werr != nil || got != want {
+				t.Errorf("%s: authorization configuration %q (%v), the local lab's %q (%v)", h.Name(), got, err, want, werr)
+			}
+		}
+		if !h.HasRole(lab.RoleWorker) {
+			continue
+		}
+		for _, agent := range []string{lab.ServiceKubeProxy, lab.ServicePolicyAgent} {
+			got, err := l.AgentIdentity(h.Name(), agent)
+			want, werr := underLocal.AgentIdentity(h.Name(), agent)
+			if err != nil || werr != nil || got.User != want.User || !slices.Equal(got.Groups, want.Groups) {
+				t.Errorf("%s's %s: %+v (%v), the local lab's %+v (%v)", h.Name(), agent, got, err, want, werr)
+			}
+		}
 	}
 }
