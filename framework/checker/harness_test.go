@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -67,7 +68,7 @@ func (b *bench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return 
 // writer is one copy of the workload.
 type writer struct {
 	b      *bench
-	id     ledgerlog.Identity
+	id     history.Identity
 	log    *ledgerlog.Log
 	client *ledgerlog.Client
 	file   *faultyFile
@@ -98,19 +99,19 @@ func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-func identity(name, node string) ledgerlog.Identity {
+func identity(name, node string) history.Identity {
 	inc := fmt.Sprintf("%-32s", name)
 	inc = strings.ReplaceAll(inc, " ", "0")
-	return ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + name, ContainerID: strings.Repeat("c", 64), Node: node, Incarnation: inc}
+	return history.Identity{Pod: "ledger-0", PodUID: "uid-" + name, ContainerID: strings.Repeat("c", 64), Node: node, Incarnation: inc}
 }
 
 // start opens the log as a new copy of the workload does.
-func (b *bench) start(id ledgerlog.Identity, dataBytes int) *writer {
+func (b *bench) start(id history.Identity, dataBytes int) *writer {
 	return b.startOn(b.path, id, dataBytes)
 }
 
 // startOn opens the log at path (another node's view of the volume).
-func (b *bench) startOn(path string, id ledgerlog.Identity, dataBytes int) *writer {
+func (b *bench) startOn(path string, id history.Identity, dataBytes int) *writer {
 	b.t.Helper()
 	osf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -122,7 +123,7 @@ func (b *bench) startOn(path string, id ledgerlog.Identity, dataBytes int) *writ
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: prefix, Now: b.clock})
+	c, err := ledgerlog.NewClient(l, st, b.store, history.ClientOptions{Prefix: prefix, Now: b.clock})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -178,10 +179,10 @@ func (b *bench) histories() []ledgerlog.History {
 }
 
 // kvs are the history store's keys, sorted, with their revisions.
-func (b *bench) kvs() []ledgerlog.KV {
-	var kvs []ledgerlog.KV
+func (b *bench) kvs() []history.KV {
+	var kvs []history.KV
 	for k, v := range b.store.kv {
-		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v, CreateRevision: b.store.created[k], ModRevision: b.store.modified[k]})
+		kvs = append(kvs, history.KV{Key: k, Value: v, CreateRevision: b.store.created[k], ModRevision: b.store.modified[k]})
 	}
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
 	return kvs
@@ -199,9 +200,9 @@ func (b *bench) bytes() []byte {
 // sameLengths returns a writer identity other than base's whose records
 // of the sequences from..to are exactly as long as base's, so that the
 // two overwrite each other record for record.
-func sameLengths(t *testing.T, base ledgerlog.Identity, node string, dataBytes int, from, to uint64) ledgerlog.Identity {
+func sameLengths(t *testing.T, base history.Identity, node string, dataBytes int, from, to uint64) history.Identity {
 	t.Helper()
-	size := func(id ledgerlog.Identity, s uint64) int {
+	size := func(id history.Identity, s uint64) int {
 		b, err := ledgerlog.Encode(ledgerlog.Record{Seq: s, Writer: id, Op: int(s), At: t0, Data: ledgerlog.EntryData(id.Incarnation, s, dataBytes)})
 		if err != nil {
 			t.Fatal(err)
@@ -220,5 +221,5 @@ func sameLengths(t *testing.T, base ledgerlog.Identity, node string, dataBytes i
 		}
 	}
 	t.Fatal("no incarnation found whose records are as long as the first writer's")
-	return ledgerlog.Identity{}
+	return history.Identity{}
 }

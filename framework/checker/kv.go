@@ -10,13 +10,13 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 // KVOp is one operation of the leader-elected writer, with its writer.
 type KVOp struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     electorlog.Op      `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     electorlog.Op    `json:"op"`
 }
 
 func (o KVOp) String() string {

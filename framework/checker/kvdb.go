@@ -6,15 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // DBOp is one operation of the embedded database workload as its writer's
 // history has it.
 type DBOp struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     kvdb.Op            `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     kvdb.Op          `json:"op"`
 }
 
 func (o DBOp) String() string {

@@ -11,8 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // The kvdb tests build real databases and histories with the workload's
@@ -34,7 +34,7 @@ func newKVBench(t *testing.T) *kvBench {
 
 func (b *kvBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
-func (b *kvBench) start(id ledgerlog.Identity) *kvdb.Client {
+func (b *kvBench) start(id history.Identity) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {
@@ -65,9 +65,9 @@ func kvDo(t *testing.T, c *kvdb.Client, n int) []kvdb.Op {
 
 func (b *kvBench) histories() []kvdb.History {
 	b.t.Helper()
-	var kvs []ledgerlog.KV
+	var kvs []history.KV
 	for k, v := range b.store.kv {
-		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v})
+		kvs = append(kvs, history.KV{Key: k, Value: v})
 	}
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
 	hs, err := kvdb.DecodeHistories(kvPrefix, kvs)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -48,7 +49,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 			t.Fatalf("the refused invoke: %v", err)
 		}
 		a.append(2) // append 3 acknowledged, then 4
-		if err := b.store.Put(context.Background(), ledgerlog.OpKey(prefix, writerA.Incarnation, 3), timedOut); err != nil {
+		if err := b.store.Put(context.Background(), history.OpKey(prefix, writerA.Incarnation, 3), timedOut); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -81,11 +82,11 @@ func TestElectorRewrittenInvokes(t *testing.T) {
 	}
 	// The first increment's key, put again by a late invoke.
 	tok := electorlog.Token{Transitions: 1, Holder: a.Holder}
-	v, err := json.Marshal(electorlog.Op{N: 1, Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok, Invoke: t0})
+	v, err := json.Marshal(electorlog.Op{Number: history.Number{N: 1}, Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok, Span: history.Span{Invoke: t0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Store.Put(context.Background(), electorlog.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, 1), string(v)); err != nil {
+	if err := b.Store.Put(context.Background(), history.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, 1), string(v)); err != nil {
 		t.Fatal(err)
 	}
 	if r := ElectorRewrittenInvokes(b.Histories(), StoreOrderOf(electortest.Prefix, b.KVs())); len(r) != 1 || r[0].N != 1 {

@@ -18,13 +18,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // Append is one writer's append as its history has it.
 type Append struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     ledgerlog.Op       `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     ledgerlog.Op     `json:"op"`
 }
 
 func (a Append) String() string {
@@ -62,10 +63,10 @@ type LostAppend struct {
 
 // Duplicate is one append's record found at more than one offset.
 type Duplicate struct {
-	Writer  ledgerlog.Identity `json:"writer"`
-	Op      int                `json:"op"`
-	Seq     uint64             `json:"seq"`
-	Offsets []int64            `json:"offsets"`
+	Writer  history.Identity `json:"writer"`
+	Op      int              `json:"op"`
+	Seq     uint64           `json:"seq"`
+	Offsets []int64          `json:"offsets"`
 }
 
 // Reorder is a whole record whose sequence is not above the one before it
@@ -139,11 +140,11 @@ type Fork struct {
 // elsewhere; it proves nothing across a skewed clock, where the history
 // store's order places it instead (CheckWritersInStoreOrder, Store).
 type Overlap struct {
-	Holder  ledgerlog.Identity `json:"holder"`
-	Before  ledgerlog.Op       `json:"before"`
-	After   ledgerlog.Op       `json:"after"`
-	Other   ledgerlog.Identity `json:"other"`
-	Between ledgerlog.Op       `json:"between"`
+	Holder  history.Identity `json:"holder"`
+	Before  ledgerlog.Op     `json:"before"`
+	After   ledgerlog.Op     `json:"after"`
+	Other   history.Identity `json:"other"`
+	Between ledgerlog.Op     `json:"between"`
 	// Store, when the overlap was placed by the history store's order
 	// rather than the writers' clocks, holds the revisions that place it.
 	Store *OverlapRevisions `json:"store,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -355,7 +356,7 @@ func TestCheckLedger(t *testing.T) {
 			name: "an append recorded as failed whose record is there",
 			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
 				b.start(writerA, 16).append(3)
-				key := ledgerlog.OpKey(prefix, writerA.Incarnation, 2)
+				key := history.OpKey(prefix, writerA.Incarnation, 2)
 				b.store.kv[key] = strings.Replace(b.store.kv[key], `"outcome":"ok"`, `"outcome":"fail"`, 1)
 				return b.bytes(), LedgerOptions{}
 			},

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -37,16 +37,16 @@ func newKVDBBench(t *testing.T) *kvdbBench {
 
 func (b *kvdbBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
-func (b *kvdbBench) start(id ledgerlog.Identity) *kvdb.Client {
+func (b *kvdbBench) start(id history.Identity) *kvdb.Client {
 	return b.startOnClock(id, b.clock)
 }
 
 // startSkewed starts a writer whose host's clock is off by skew.
-func (b *kvdbBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *kvdb.Client {
+func (b *kvdbBench) startSkewed(id history.Identity, skew time.Duration) *kvdb.Client {
 	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
 }
 
-func (b *kvdbBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *kvdb.Client {
+func (b *kvdbBench) startOnClock(id history.Identity, now func() time.Time) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {

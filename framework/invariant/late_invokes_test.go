@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/verdict"
@@ -39,7 +40,7 @@ func lateLeaderPut(t *testing.T, b *electortest.Bench, a *electortest.Writer, to
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Store.Put(context.Background(), electorlog.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, done.N), string(v)); err != nil {
+	if err := b.Store.Put(context.Background(), history.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, done.N), string(v)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -92,7 +93,7 @@ func TestAcknowledgedDataRefusesALedgerHistoryALateInvokePutRewrote(t *testing.T
 	if err := json.Unmarshal([]byte(*timedOut), &op); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.Put(context.Background(), ledgerlog.OpKey(ledgerPrefix, ledgerID("a", "worker1").Incarnation, op.N), *timedOut); err != nil {
+	if err := b.store.Put(context.Background(), history.OpKey(ledgerPrefix, ledgerID("a", "worker1").Incarnation, op.N), *timedOut); err != nil {
 		t.Fatal(err)
 	}
 	// The acknowledged append's record is then lost.
@@ -113,7 +114,7 @@ func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) 
 		t.Fatalf("the refused invoke: %v", err)
 	}
 	kvdbOps(t, a, 1) // operation 4, acknowledged
-	if err := b.store.Put(context.Background(), kvdb.OpKey(kvdbPrefix, ledgerID("a", "worker1").Incarnation, 4), *timedOut); err != nil {
+	if err := b.store.Put(context.Background(), history.OpKey(kvdbPrefix, ledgerID("a", "worker1").Incarnation, 4), *timedOut); err != nil {
 		t.Fatal(err)
 	}
 	// The database then loses the acknowledged operation.

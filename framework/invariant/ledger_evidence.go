@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
@@ -15,10 +16,10 @@ const ledgerSource evidence.Source = "ledger"
 
 // historyKVs are a history answer's keys as the workloads' code reads
 // them, with the store's revisions.
-func historyKVs(stored []evidence.StoredKV) []ledgerlog.KV {
-	kvs := make([]ledgerlog.KV, len(stored))
+func historyKVs(stored []evidence.StoredKV) []history.KV {
+	kvs := make([]history.KV, len(stored))
 	for i, kv := range stored {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+		kvs[i] = history.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 	}
 	return kvs
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -77,29 +78,29 @@ type ledgerWriter struct {
 	client *ledgerlog.Client
 }
 
-func ledgerID(name, node string) ledgerlog.Identity {
-	return ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + name, Node: node, Incarnation: strings.Repeat(name, 32/len(name))}
+func ledgerID(name, node string) history.Identity {
+	return history.Identity{Pod: "ledger-0", PodUID: "uid-" + name, Node: node, Incarnation: strings.Repeat(name, 32/len(name))}
 }
 
-func (b *ledgerBench) start(id ledgerlog.Identity) *ledgerWriter {
+func (b *ledgerBench) start(id history.Identity) *ledgerWriter {
 	return b.startOnClock(id, b.clock)
 }
 
 // startSkewed starts a writer whose host's clock is off by skew: it reads
 // the bench's clock, moved.
-func (b *ledgerBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *ledgerWriter {
+func (b *ledgerBench) startSkewed(id history.Identity, skew time.Duration) *ledgerWriter {
 	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
 }
 
 // startOnClock starts a writer that reads now for its times.
-func (b *ledgerBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *ledgerWriter {
+func (b *ledgerBench) startOnClock(id history.Identity, now func() time.Time) *ledgerWriter {
 	b.t.Helper()
 	l, st, err := ledgerlog.Open(b.path, id, ledgerlog.LogOptions{Sync: true, DataBytes: 16})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: now})
+	c, err := ledgerlog.NewClient(l, st, b.store, history.ClientOptions{Prefix: ledgerPrefix, Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -341,19 +342,19 @@ func handmadeHistory(t *testing.T, writers [][]ledgerlog.Op) evidence.LedgerHist
 	rev := int64(0)
 	for i, ops := range writers {
 		inc := strings.Repeat(string(rune('a'+i)), 32)
-		st, err := json.Marshal(ledgerlog.WriterStart{Writer: ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0})
+		st, err := json.Marshal(ledgerlog.WriterStart{Start: history.Start{Writer: history.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rev++
-		kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
+		kvs = append(kvs, evidence.StoredKV{Key: history.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
 		for _, op := range ops {
 			v, err := json.Marshal(op)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rev++
-			kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
+			kvs = append(kvs, evidence.StoredKV{Key: history.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
 		}
 	}
 	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, KVs: kvs}
@@ -368,11 +369,11 @@ func ms(x int) time.Time { return t0.Add(time.Duration(x) * time.Millisecond) }
 func TestSingleWriterAtStorageOnTheClocksNeedsTheWritersApart(t *testing.T) {
 	hv := handmadeHistory(t, [][]ledgerlog.Op{
 		{
-			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK},
-			{N: 2, Seq: 2, Offset: 100, Size: 100, Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK},
+			{Number: history.Number{N: 1}, Seq: 1, Offset: 0, Size: 100, Span: history.Span{Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK}},
+			{Number: history.Number{N: 2}, Seq: 2, Offset: 100, Size: 100, Span: history.Span{Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK}},
 		},
 		{
-			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK},
+			{Number: history.Number{N: 1}, Seq: 1, Offset: 0, Size: 100, Span: history.Span{Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK}},
 		},
 	})
 	r := newRun(t)

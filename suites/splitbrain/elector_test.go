@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/lab"
@@ -151,7 +152,7 @@ func TestElectorReaderAsksOnlyWhenItsRunRunsIt(t *testing.T) {
 	if qs := r.Questions(); len(qs) != 1 || qs[0] != evidence.ElectorHistory || r.Source() != "elector" {
 		t.Fatalf("elector in the run, asked %v of %s", qs, r.Source())
 	}
-	kvs := storedKVs([]ledgerlog.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
+	kvs := storedKVs([]history.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
 	if len(kvs) != 1 || kvs[0].Key != ElectorHistoryPrefix+"x/writer" || kvs[0].Value != "{}" {
 		t.Errorf("stored keys %+v", kvs)
 	}

@@ -202,7 +202,7 @@ func lostNodeTolerations() []corev1.Toleration {
 }
 
 // identityEnv is the writer's identity from the downward API (pod name,
-// UID, node; ledgerlog.Identity), then more.
+// UID, node; history.Identity), then more.
 func identityEnv(more ...corev1.EnvVar) []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
