@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/faultline/faultline/fixtures/history"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/program"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/lab"
 )
@@ -99,7 +99,7 @@ func TestElectorDeploymentsPinNodesAndServers(t *testing.T) {
 		for _, e := range ctr.Env {
 			envs[e.Name] = e.ValueFrom.FieldRef.FieldPath
 		}
-		if envs[ledgerlog.EnvPodName] != "metadata.name" || envs[ledgerlog.EnvPodUID] != "metadata.uid" || envs["POD_NAMESPACE"] != "metadata.namespace" || envs[ledgerlog.EnvNodeName] != "spec.nodeName" {
+		if envs[program.EnvPodName] != "metadata.name" || envs[program.EnvPodUID] != "metadata.uid" || envs["POD_NAMESPACE"] != "metadata.namespace" || envs[program.EnvNodeName] != "spec.nodeName" {
 			t.Errorf("%s: env %v", d.Name, envs)
 		}
 	}
