@@ -198,9 +198,9 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			byKey[op.Key] = append(byKey[op.Key], k)
 			r.Looked.Ops++
 			switch op.Settled() {
-			case kvdb.OutcomeOK:
+			case history.OutcomeOK:
 				r.Looked.OK++
-			case kvdb.OutcomeFail:
+			case history.OutcomeFail:
 				r.Looked.Failed++
 			default:
 				r.Looked.Unknown++
@@ -217,7 +217,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			return fmt.Sprintf("operation %d of %s wrote %s, not %s", v.Op, op.Writer, op.Op.Key, key)
 		case op.Op.Wrote != v:
 			return fmt.Sprintf("operation %d of %s wrote %s", v.Op, op.Writer, op.Op.Wrote)
-		case op.Op.Settled() == kvdb.OutcomeFail:
+		case op.Op.Settled() == history.OutcomeFail:
 			return fmt.Sprintf("operation %d of %s failed and was rolled back (%s)", v.Op, op.Writer, op.Op.Error)
 		}
 		return ""
@@ -255,7 +255,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 	sort.Strings(sorted)
 	storeCut := o.InStoreOrder != nil && o.AckedByRevision > 0
 	required := func(op DBOp) bool {
-		if op.Op.Settled() != kvdb.OutcomeOK {
+		if op.Op.Settled() != history.OutcomeOK {
 			return false
 		}
 		switch {
@@ -270,7 +270,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 	// unplaced: acknowledged, not required by the store's cut, and
 	// missing: it may have returned before the read or after.
 	unplaced := func(op DBOp, why string) {
-		if storeCut && op.Op.Settled() == kvdb.OutcomeOK && !required(op) {
+		if storeCut && op.Op.Settled() == history.OutcomeOK && !required(op) {
 			r.Unplaced = append(r.Unplaced, LostUpdate{DBOp: op, Why: why + "; the store's order cannot place its outcome before the read"})
 		}
 	}
@@ -337,7 +337,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			}
 			for _, op := range byKey[key] {
 				same := op.Op.N == w.Op.N && op.Writer.Incarnation == w.Writer.Incarnation
-				if same || op.Op.Settled() != kvdb.OutcomeOK {
+				if same || op.Op.Settled() != history.OutcomeOK {
 					continue
 				}
 				if o.InStoreOrder == nil {
@@ -375,7 +375,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 
 	for _, h := range histories {
 		for _, op := range h.Ops {
-			if op.Settled() != kvdb.OutcomeUnknown {
+			if op.Settled() != history.OutcomeUnknown {
 				continue
 			}
 			t := kvdb.Tag{Incarnation: h.Start.Writer.Incarnation, Op: op.N}

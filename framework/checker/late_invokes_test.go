@@ -73,7 +73,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 func TestElectorRewrittenInvokes(t *testing.T) {
 	b := electortest.New(t, t0)
 	a := b.Writer("a", "worker1", electorlog.FencingNone).Lead(1)
-	a.Increment("", "1", electorlog.OutcomeOK)
+	a.Increment("", "1", history.OutcomeOK)
 	// In flight with the value it is about to write: its key was put
 	// twice (the invoke, then the value), as every increment's is.
 	a.Begin(electortest.Key, "1", "2")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
@@ -37,7 +38,7 @@ func kvdbAcks(hs []kvdb.History, cut time.Time) [][]time.Time {
 	for _, h := range hs {
 		var acks []time.Time
 		for _, op := range h.Ops {
-			if op.Settled() == kvdb.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
+			if op.Settled() == history.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
 				acks = append(acks, op.Return)
 			}
 		}
