@@ -27,13 +27,13 @@ import (
 // acknowledged), and then the timed-out put landing.
 func lateLeaderPut(t *testing.T, b *electortest.Bench, a *electortest.Writer, token int32) {
 	t.Helper()
-	b.Store.Refuse = true
+	b.Store.Down = true
 	tok := electorlog.Token{Transitions: token, Holder: a.Holder}
 	timedOut, err := a.Client.Invoke(context.Background(), electorlog.Op{Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok})
 	if !errors.Is(err, electorlog.ErrNotRecorded) {
 		t.Fatalf("the refused invoke: %v", err)
 	}
-	b.Store.Refuse = false
+	b.Store.Down = false
 	done := a.Increment("1", "2", eOK)
 	timedOut.N, timedOut.Kind, timedOut.Key, timedOut.Term, timedOut.Token, timedOut.Invoke = done.N, electorlog.OpIncrement, electortest.Key, 1, &tok, done.Invoke.Add(-1)
 	v, err := json.Marshal(timedOut)
