@@ -2,17 +2,16 @@ package checker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -24,43 +23,17 @@ const prefix = "/faultline/ledger/test/"
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
-// memStore is a history store in memory; refuse makes it refuse puts.
-// It keeps etcd's revisions: one store-wide counter, each key's first put
-// and last.
-type memStore struct {
-	kv       map[string]string
-	refuse   func(key, value string) bool
-	rev      int64
-	created  map[string]int64
-	modified map[string]int64
-}
-
-func (s *memStore) Put(_ context.Context, key, value string) error {
-	if s.refuse != nil && s.refuse(key, value) {
-		return errors.New("store unreachable")
-	}
-	if s.created == nil {
-		s.created, s.modified = map[string]int64{}, map[string]int64{}
-	}
-	s.rev++
-	if _, ok := s.created[key]; !ok {
-		s.created[key] = s.rev
-	}
-	s.kv[key], s.modified[key] = value, s.rev
-	return nil
-}
-
 // bench is one ledger file, its history store and one clock for every
 // writer (one kernel's clock: each reading a millisecond on).
 type bench struct {
 	t     *testing.T
 	path  string
-	store *memStore
+	store *historytest.Store
 	now   time.Time
 }
 
 func newBench(t *testing.T) *bench {
-	return &bench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &memStore{kv: map[string]string{}}, now: t0}
+	return &bench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: historytest.NewStore(), now: t0}
 }
 
 func (b *bench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
@@ -179,14 +152,7 @@ func (b *bench) histories() []ledgerlog.History {
 }
 
 // kvs are the history store's keys, sorted, with their revisions.
-func (b *bench) kvs() []history.KV {
-	var kvs []history.KV
-	for k, v := range b.store.kv {
-		kvs = append(kvs, history.KV{Key: k, Value: v, CreateRevision: b.store.created[k], ModRevision: b.store.modified[k]})
-	}
-	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	return kvs
-}
+func (b *bench) kvs() []history.KV { return b.store.KVs() }
 
 func (b *bench) bytes() []byte {
 	b.t.Helper()

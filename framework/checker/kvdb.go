@@ -87,15 +87,9 @@ type DBLooked struct {
 	Foreign int `json:"foreign,omitempty"`
 	Writers int `json:"writers"`
 	Ops     int `json:"ops"`
-	OK      int `json:"ok"`
-	Failed  int `json:"failed"`
-	Unknown int `json:"unknown"`
-	// Required is how many acknowledged operations had to be in the
-	// database: those acknowledged at or before AckedBefore, when set.
-	Required    int       `json:"required"`
-	AckedBefore time.Time `json:"ackedBefore,omitzero"`
-	// AckedByRevision is the cut in the store's order, when one was made.
-	AckedByRevision int64 `json:"ackedByRevision,omitempty"`
+	// Acked's Required is how many acknowledged operations had to be in
+	// the database.
+	Acked
 }
 
 func (l DBLooked) String() string {
@@ -103,15 +97,7 @@ func (l DBLooked) String() string {
 	if l.Foreign > 0 {
 		s += fmt.Sprintf(" and %d it does not write", l.Foreign)
 	}
-	s += fmt.Sprintf(", against %d writer history(ies) with %d operation(s) (%d ok, %d fail, %d unknown or never completed)",
-		l.Writers, l.Ops, l.OK, l.Failed, l.Unknown)
-	switch {
-	case l.AckedByRevision > 0:
-		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", l.Required, l.AckedByRevision)
-	case !l.AckedBefore.IsZero():
-		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", l.Required, stamp(l.AckedBefore))
-	}
-	return s
+	return s + l.against(l.Writers, l.Ops, "operation")
 }
 
 // KVDB is what CheckKVDB found.
@@ -188,7 +174,7 @@ type KVDBOptions struct {
 //     or neither (no proof either way). An unknown operation is never
 //     counted lost, and its value never counts as one nobody wrote.
 func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KVDB {
-	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), AckedBefore: o.AckedBefore, AckedByRevision: o.AckedByRevision}}
+	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), Acked: Acked{AckedBefore: o.AckedBefore, AckedByRevision: o.AckedByRevision}}}
 	ops := map[kvdb.Tag]DBOp{}
 	byKey := map[string][]DBOp{}
 	for _, h := range histories {
@@ -197,14 +183,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			ops[kvdb.Tag{Incarnation: h.Start.Writer.Incarnation, Op: op.N}] = k
 			byKey[op.Key] = append(byKey[op.Key], k)
 			r.Looked.Ops++
-			switch op.Settled() {
-			case history.OutcomeOK:
-				r.Looked.OK++
-			case history.OutcomeFail:
-				r.Looked.Failed++
-			default:
-				r.Looked.Unknown++
-			}
+			r.Looked.count(op.Settled())
 		}
 	}
 	// why a value at key is not one its operation wrote ("" when it is).

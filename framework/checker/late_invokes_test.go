@@ -18,7 +18,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 		b := newBench(t)
 		a := b.start(writerA, 16)
 		a.append(2)
-		b.store.refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
+		b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 		for range 2 { // appends 3 and 4: their outcomes wait, the invokes are stored
 			if _, err := a.client.Append(context.Background()); err != nil {
 				t.Fatal(err)
@@ -44,7 +44,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 		a := b.start(writerA, 16)
 		a.append(2)
 		var timedOut string
-		b.store.refuse = func(_, v string) bool { timedOut = v; b.store.refuse = nil; return true }
+		b.store.Refuse = func(_, v string) bool { timedOut = v; b.store.Refuse = nil; return true }
 		if _, err := a.client.Append(context.Background()); !errors.Is(err, ledgerlog.ErrNotRecorded) {
 			t.Fatalf("the refused invoke: %v", err)
 		}
