@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
@@ -32,7 +33,7 @@ type kvdbBench struct {
 }
 
 func newKVDBBench(t *testing.T) *kvdbBench {
-	return &kvdbBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: &ledgerStore{kv: map[string]string{}}, now: t0}
+	return &kvdbBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: &ledgerStore{historytest.NewStore()}, now: t0}
 }
 
 func (b *kvdbBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
@@ -81,7 +82,7 @@ func (b *kvdbBench) dbValue(mounted ...string) evidence.KVDBDatabaseValue {
 }
 
 func (b *kvdbBench) historyValue() evidence.LedgerHistoryValue {
-	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.rev, KVs: b.store.stored()}
+	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
 }
 
 // kvdbAnswers records the database read over [at, at+0.1 s] and the

@@ -72,9 +72,9 @@ func TestElectorInvariantsRefuseAHistoryALateInvokePutRewrote(t *testing.T) {
 // put would have stored.
 func refuseOnce(s *ledgerStore) *string {
 	var refused string
-	s.refuse = func(v string) bool {
+	s.Refuse = func(_, v string) bool {
 		refused = v
-		s.refuse = nil
+		s.Refuse = nil
 		return true
 	}
 	return &refused

@@ -3,15 +3,14 @@ package invariant
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -24,39 +23,17 @@ import (
 
 const ledgerPrefix = "/faultline/ledger/invariant/"
 
-// ledgerStore is a history store in memory that keeps etcd's revisions:
-// one store-wide counter, each key's first and last put.
-type ledgerStore struct {
-	kv       map[string]string
-	refuse   func(value string) bool
-	rev      int64
-	created  map[string]int64
-	modified map[string]int64
-}
-
-func (s *ledgerStore) Put(_ context.Context, key, value string) error {
-	if s.refuse != nil && s.refuse(value) {
-		return errors.New("store unreachable")
-	}
-	if s.created == nil {
-		s.created, s.modified = map[string]int64{}, map[string]int64{}
-	}
-	s.rev++
-	if _, ok := s.created[key]; !ok {
-		s.created[key] = s.rev
-	}
-	s.kv[key], s.modified[key] = value, s.rev
-	return nil
-}
+// ledgerStore is the history store in memory (historytest.Store), its
+// keys read back as an answer holds them.
+type ledgerStore struct{ *historytest.Store }
 
 // stored are the store's keys as an answer holds them, with their
 // revisions.
-func (s *ledgerStore) stored() []evidence.StoredKV {
+func (s ledgerStore) stored() []evidence.StoredKV {
 	var out []evidence.StoredKV
-	for k, val := range s.kv {
-		out = append(out, evidence.StoredKV{Key: k, Value: val, CreateRevision: s.created[k], ModRevision: s.modified[k]})
+	for _, kv := range s.KVs() {
+		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
@@ -68,7 +45,7 @@ type ledgerBench struct {
 }
 
 func newLedgerBench(t *testing.T) *ledgerBench {
-	return &ledgerBench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &ledgerStore{kv: map[string]string{}}, now: t0}
+	return &ledgerBench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &ledgerStore{historytest.NewStore()}, now: t0}
 }
 
 func (b *ledgerBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
@@ -134,7 +111,7 @@ func (b *ledgerBench) logValue(mounted ...string) evidence.LedgerLogValue {
 }
 
 func (b *ledgerBench) historyValue() evidence.LedgerHistoryValue {
-	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.rev, KVs: b.store.stored()}
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
 }
 
 // ledgerAnswers records the log read over [at, at+0.1 s] and the history
@@ -223,7 +200,7 @@ func TestAcknowledgedDataSurvivesSettlesATornUnknownAppend(t *testing.T) {
 	w.append(4)
 	data := b.logValue().Data
 	before := len(data)
-	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 	w.append(1)
 	full := b.logValue()
 	full.Data = full.Data[:before+10] // the rest never reached the disk
@@ -404,9 +381,9 @@ func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *tes
 	a.append(3)
 	c := b.start(ledgerID("c", "worker2"))
 	a.append(1)
-	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 	c.append(1) // its outcome never reaches the store
-	b.store.refuse = nil
+	b.store.Refuse = nil
 	a.append(1)
 	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(WindowToSettle), verdict.InsufficientData, "no two writers proven at once", "never completed")
 
