@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 // Fencing is the fencing check of the leader-elected writer's histories.
@@ -107,7 +108,7 @@ func provenAccepted(hs []electorlog.History) []ProvenWrite {
 	writers := map[kv][]KVOp{}
 	for _, h := range hs {
 		for _, op := range h.Ops {
-			if op.Kind == electorlog.OpIncrement && op.Value != "" && op.Settled() != electorlog.OutcomeFail {
+			if op.Kind == electorlog.OpIncrement && op.Value != "" && op.Settled() != history.OutcomeFail {
 				k := kv{op.Key, op.Value}
 				writers[k] = append(writers[k], KVOp{Writer: h.Start.Writer, Op: op})
 			}
@@ -115,7 +116,7 @@ func provenAccepted(hs []electorlog.History) []ProvenWrite {
 	}
 	var out []ProvenWrite
 	for k, ws := range writers {
-		if len(ws) != 1 || ws[0].Op.Settled() != electorlog.OutcomeUnknown {
+		if len(ws) != 1 || ws[0].Op.Settled() != history.OutcomeUnknown {
 			continue
 		}
 		w := ws[0]
@@ -123,7 +124,7 @@ func provenAccepted(hs []electorlog.History) []ProvenWrite {
 			found := false
 			for _, op := range h.Ops {
 				readIt := op.Key == k.key && op.Found && op.Read == k.value &&
-					(op.Kind == electorlog.OpIncrement || op.Settled() == electorlog.OutcomeOK)
+					(op.Kind == electorlog.OpIncrement || op.Settled() == history.OutcomeOK)
 				before := h.Start.Writer.Incarnation == w.Writer.Incarnation && op.N <= w.Op.N
 				if readIt && !before {
 					out = append(out, ProvenWrite{Write: w, Read: KVOp{Writer: h.Start.Writer, Op: op}})
@@ -177,9 +178,9 @@ func CheckFencing(hs []electorlog.History) (Fencing, error) {
 				continue
 			}
 			switch op.Settled() {
-			case electorlog.OutcomeOK:
+			case history.OutcomeOK:
 				accepted = append(accepted, KVOp{Writer: h.Start.Writer, Op: op})
-			case electorlog.OutcomeUnknown:
+			case history.OutcomeUnknown:
 				if _, ok := f.provenBy(KVOp{Writer: h.Start.Writer, Op: op}); !ok {
 					f.Looked.Unknown++
 				}

@@ -2,16 +2,16 @@ package checker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -23,43 +23,17 @@ const prefix = "/faultline/ledger/test/"
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
-// memStore is a history store in memory; refuse makes it refuse puts.
-// It keeps etcd's revisions: one store-wide counter, each key's first put
-// and last.
-type memStore struct {
-	kv       map[string]string
-	refuse   func(key, value string) bool
-	rev      int64
-	created  map[string]int64
-	modified map[string]int64
-}
-
-func (s *memStore) Put(_ context.Context, key, value string) error {
-	if s.refuse != nil && s.refuse(key, value) {
-		return errors.New("store unreachable")
-	}
-	if s.created == nil {
-		s.created, s.modified = map[string]int64{}, map[string]int64{}
-	}
-	s.rev++
-	if _, ok := s.created[key]; !ok {
-		s.created[key] = s.rev
-	}
-	s.kv[key], s.modified[key] = value, s.rev
-	return nil
-}
-
 // bench is one ledger file, its history store and one clock for every
 // writer (one kernel's clock: each reading a millisecond on).
 type bench struct {
 	t     *testing.T
 	path  string
-	store *memStore
+	store *historytest.Store
 	now   time.Time
 }
 
 func newBench(t *testing.T) *bench {
-	return &bench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &memStore{kv: map[string]string{}}, now: t0}
+	return &bench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: historytest.NewStore(), now: t0}
 }
 
 func (b *bench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
@@ -67,7 +41,7 @@ func (b *bench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return 
 // writer is one copy of the workload.
 type writer struct {
 	b      *bench
-	id     ledgerlog.Identity
+	id     history.Identity
 	log    *ledgerlog.Log
 	client *ledgerlog.Client
 	file   *faultyFile
@@ -98,19 +72,19 @@ func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-func identity(name, node string) ledgerlog.Identity {
+func identity(name, node string) history.Identity {
 	inc := fmt.Sprintf("%-32s", name)
 	inc = strings.ReplaceAll(inc, " ", "0")
-	return ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + name, ContainerID: strings.Repeat("c", 64), Node: node, Incarnation: inc}
+	return history.Identity{Pod: "ledger-0", PodUID: "uid-" + name, ContainerID: strings.Repeat("c", 64), Node: node, Incarnation: inc}
 }
 
 // start opens the log as a new copy of the workload does.
-func (b *bench) start(id ledgerlog.Identity, dataBytes int) *writer {
+func (b *bench) start(id history.Identity, dataBytes int) *writer {
 	return b.startOn(b.path, id, dataBytes)
 }
 
 // startOn opens the log at path (another node's view of the volume).
-func (b *bench) startOn(path string, id ledgerlog.Identity, dataBytes int) *writer {
+func (b *bench) startOn(path string, id history.Identity, dataBytes int) *writer {
 	b.t.Helper()
 	osf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -122,7 +96,7 @@ func (b *bench) startOn(path string, id ledgerlog.Identity, dataBytes int) *writ
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: prefix, Now: b.clock})
+	c, err := ledgerlog.NewClient(l, st, b.store, history.ClientOptions{Prefix: prefix, Now: b.clock})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -178,14 +152,7 @@ func (b *bench) histories() []ledgerlog.History {
 }
 
 // kvs are the history store's keys, sorted, with their revisions.
-func (b *bench) kvs() []ledgerlog.KV {
-	var kvs []ledgerlog.KV
-	for k, v := range b.store.kv {
-		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v, CreateRevision: b.store.created[k], ModRevision: b.store.modified[k]})
-	}
-	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	return kvs
-}
+func (b *bench) kvs() []history.KV { return b.store.KVs() }
 
 func (b *bench) bytes() []byte {
 	b.t.Helper()
@@ -199,9 +166,9 @@ func (b *bench) bytes() []byte {
 // sameLengths returns a writer identity other than base's whose records
 // of the sequences from..to are exactly as long as base's, so that the
 // two overwrite each other record for record.
-func sameLengths(t *testing.T, base ledgerlog.Identity, node string, dataBytes int, from, to uint64) ledgerlog.Identity {
+func sameLengths(t *testing.T, base history.Identity, node string, dataBytes int, from, to uint64) history.Identity {
 	t.Helper()
-	size := func(id ledgerlog.Identity, s uint64) int {
+	size := func(id history.Identity, s uint64) int {
 		b, err := ledgerlog.Encode(ledgerlog.Record{Seq: s, Writer: id, Op: int(s), At: t0, Data: ledgerlog.EntryData(id.Incarnation, s, dataBytes)})
 		if err != nil {
 			t.Fatal(err)
@@ -220,5 +187,5 @@ func sameLengths(t *testing.T, base ledgerlog.Identity, node string, dataBytes i
 		}
 	}
 	t.Fatal("no incarnation found whose records are as long as the first writer's")
-	return ledgerlog.Identity{}
+	return history.Identity{}
 }

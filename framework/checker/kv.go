@@ -10,13 +10,13 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 // KVOp is one operation of the leader-elected writer, with its writer.
 type KVOp struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     electorlog.Op      `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     electorlog.Op    `json:"op"`
 }
 
 func (o KVOp) String() string {
@@ -157,7 +157,7 @@ func CheckKVInStoreOrder(hs []electorlog.History, order StoreOrder, timeout time
 		if !ok {
 			return 0, 0, fmt.Errorf("%s: its history key has no revisions, so the store's order cannot place it", o)
 		}
-		if o.Op.Settled() == electorlog.OutcomeUnknown {
+		if o.Op.Settled() == history.OutcomeUnknown {
 			return call, math.MaxInt64, nil
 		}
 		ret, ok := order.ended(inc, o.Op.N, o.Op.Outcome != "")
@@ -175,7 +175,7 @@ type spanOf func(KVOp) (call, ret int64, err error)
 
 // clockSpan places an operation by its writer's clock.
 func clockSpan(o KVOp) (int64, int64, error) {
-	if o.Op.Settled() == electorlog.OutcomeUnknown {
+	if o.Op.Settled() == history.OutcomeUnknown {
 		return o.Op.Invoke.UnixNano(), math.MaxInt64, nil
 	}
 	return o.Op.Invoke.UnixNano(), o.Op.Return.UnixNano(), nil
@@ -190,11 +190,11 @@ func checkKVBy(hs []electorlog.History, timeout time.Duration, span spanOf) (KV,
 		fencedBy[h.Start.Writer.Incarnation] = h.Start.Fencing == electorlog.FencingLeaseTransitions
 		for _, op := range h.Ops {
 			k.Looked.Ops++
-			if op.Settled() == electorlog.OutcomeFail {
+			if op.Settled() == history.OutcomeFail {
 				k.Looked.Fail++
 				continue
 			}
-			if op.Kind == electorlog.OpRead && op.Settled() != electorlog.OutcomeOK {
+			if op.Kind == electorlog.OpRead && op.Settled() != history.OutcomeOK {
 				continue
 			}
 			if op.Kind == electorlog.OpIncrement && op.Value == "" {
@@ -262,7 +262,7 @@ func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Dur
 			if fencedBy[inc] && op.Token != nil {
 				in.Fenced, in.Token = true, int64(op.Token.Transitions)
 			}
-			if op.Settled() == electorlog.OutcomeUnknown {
+			if op.Settled() == history.OutcomeUnknown {
 				// What the store does with a write it may have taken:
 				// a put (fenced: behind the token check), at any moment
 				// after the invoke, or never.
@@ -285,7 +285,7 @@ func checkKey(key string, ops []KVOp, fencedBy map[string]bool, timeout time.Dur
 	// A key that held a value before the history (a writer restarted on a
 	// store that was not emptied): the first operation read it, and no
 	// operation of the history wrote it.
-	if len(ops) > 0 && ops[0].Op.Found && !written[ops[0].Op.Read] && (ops[0].Op.Kind == electorlog.OpIncrement || ops[0].Op.Settled() == electorlog.OutcomeOK) {
+	if len(ops) > 0 && ops[0].Op.Found && !written[ops[0].Op.Read] && (ops[0].Op.Kind == electorlog.OpIncrement || ops[0].Op.Settled() == history.OutcomeOK) {
 		kh.Start = ops[0].Op.Read
 		start = &kh.Start
 	}
@@ -311,13 +311,13 @@ func lostUpdates(ops []KVOp) [][2]KVOp {
 	first := map[string]KVOp{}
 	late := map[string]bool{}
 	for _, o := range ops {
-		if o.Op.Kind == electorlog.OpIncrement && o.Op.Settled() == electorlog.OutcomeUnknown {
+		if o.Op.Kind == electorlog.OpIncrement && o.Op.Settled() == history.OutcomeUnknown {
 			late[o.Op.Value] = true
 		}
 	}
 	var out [][2]KVOp
 	for _, o := range ops {
-		if o.Op.Kind != electorlog.OpIncrement || o.Op.Settled() != electorlog.OutcomeOK {
+		if o.Op.Kind != electorlog.OpIncrement || o.Op.Settled() != history.OutcomeOK {
 			continue
 		}
 		replaced := "\x00absent"

@@ -7,14 +7,15 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 var kvT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
 const (
-	ok      = electorlog.OutcomeOK
-	fail    = electorlog.OutcomeFail
-	unknown = electorlog.OutcomeUnknown
+	ok      = history.OutcomeOK
+	fail    = history.OutcomeFail
+	unknown = history.OutcomeUnknown
 	fenced  = electorlog.FencingLeaseTransitions
 )
 

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // DBOp is one operation of the embedded database workload as its writer's
 // history has it.
 type DBOp struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     kvdb.Op            `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     kvdb.Op          `json:"op"`
 }
 
 func (o DBOp) String() string {
@@ -87,15 +87,9 @@ type DBLooked struct {
 	Foreign int `json:"foreign,omitempty"`
 	Writers int `json:"writers"`
 	Ops     int `json:"ops"`
-	OK      int `json:"ok"`
-	Failed  int `json:"failed"`
-	Unknown int `json:"unknown"`
-	// Required is how many acknowledged operations had to be in the
-	// database: those acknowledged at or before AckedBefore, when set.
-	Required    int       `json:"required"`
-	AckedBefore time.Time `json:"ackedBefore,omitzero"`
-	// AckedByRevision is the cut in the store's order, when one was made.
-	AckedByRevision int64 `json:"ackedByRevision,omitempty"`
+	// Acked's Required is how many acknowledged operations had to be in
+	// the database.
+	Acked
 }
 
 func (l DBLooked) String() string {
@@ -103,15 +97,7 @@ func (l DBLooked) String() string {
 	if l.Foreign > 0 {
 		s += fmt.Sprintf(" and %d it does not write", l.Foreign)
 	}
-	s += fmt.Sprintf(", against %d writer history(ies) with %d operation(s) (%d ok, %d fail, %d unknown or never completed)",
-		l.Writers, l.Ops, l.OK, l.Failed, l.Unknown)
-	switch {
-	case l.AckedByRevision > 0:
-		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", l.Required, l.AckedByRevision)
-	case !l.AckedBefore.IsZero():
-		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", l.Required, stamp(l.AckedBefore))
-	}
-	return s
+	return s + l.against(l.Writers, l.Ops, "operation")
 }
 
 // KVDB is what CheckKVDB found.
@@ -188,7 +174,7 @@ type KVDBOptions struct {
 //     or neither (no proof either way). An unknown operation is never
 //     counted lost, and its value never counts as one nobody wrote.
 func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KVDB {
-	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), AckedBefore: o.AckedBefore, AckedByRevision: o.AckedByRevision}}
+	r := KVDB{Looked: DBLooked{Keys: len(content.Values), Foreign: len(content.Foreign), Writers: len(histories), Acked: Acked{AckedBefore: o.AckedBefore, AckedByRevision: o.AckedByRevision}}}
 	ops := map[kvdb.Tag]DBOp{}
 	byKey := map[string][]DBOp{}
 	for _, h := range histories {
@@ -197,14 +183,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			ops[kvdb.Tag{Incarnation: h.Start.Writer.Incarnation, Op: op.N}] = k
 			byKey[op.Key] = append(byKey[op.Key], k)
 			r.Looked.Ops++
-			switch op.Settled() {
-			case kvdb.OutcomeOK:
-				r.Looked.OK++
-			case kvdb.OutcomeFail:
-				r.Looked.Failed++
-			default:
-				r.Looked.Unknown++
-			}
+			r.Looked.count(op.Settled())
 		}
 	}
 	// why a value at key is not one its operation wrote ("" when it is).
@@ -217,7 +196,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			return fmt.Sprintf("operation %d of %s wrote %s, not %s", v.Op, op.Writer, op.Op.Key, key)
 		case op.Op.Wrote != v:
 			return fmt.Sprintf("operation %d of %s wrote %s", v.Op, op.Writer, op.Op.Wrote)
-		case op.Op.Settled() == kvdb.OutcomeFail:
+		case op.Op.Settled() == history.OutcomeFail:
 			return fmt.Sprintf("operation %d of %s failed and was rolled back (%s)", v.Op, op.Writer, op.Op.Error)
 		}
 		return ""
@@ -255,7 +234,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 	sort.Strings(sorted)
 	storeCut := o.InStoreOrder != nil && o.AckedByRevision > 0
 	required := func(op DBOp) bool {
-		if op.Op.Settled() != kvdb.OutcomeOK {
+		if op.Op.Settled() != history.OutcomeOK {
 			return false
 		}
 		switch {
@@ -270,7 +249,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 	// unplaced: acknowledged, not required by the store's cut, and
 	// missing: it may have returned before the read or after.
 	unplaced := func(op DBOp, why string) {
-		if storeCut && op.Op.Settled() == kvdb.OutcomeOK && !required(op) {
+		if storeCut && op.Op.Settled() == history.OutcomeOK && !required(op) {
 			r.Unplaced = append(r.Unplaced, LostUpdate{DBOp: op, Why: why + "; the store's order cannot place its outcome before the read"})
 		}
 	}
@@ -337,7 +316,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 			}
 			for _, op := range byKey[key] {
 				same := op.Op.N == w.Op.N && op.Writer.Incarnation == w.Writer.Incarnation
-				if same || op.Op.Settled() != kvdb.OutcomeOK {
+				if same || op.Op.Settled() != history.OutcomeOK {
 					continue
 				}
 				if o.InStoreOrder == nil {
@@ -375,7 +354,7 @@ func CheckKVDB(content kvdb.Content, histories []kvdb.History, o KVDBOptions) KV
 
 	for _, h := range histories {
 		for _, op := range h.Ops {
-			if op.Settled() != kvdb.OutcomeUnknown {
+			if op.Settled() != history.OutcomeUnknown {
 				continue
 			}
 			t := kvdb.Tag{Incarnation: h.Start.Writer.Incarnation, Op: op.N}

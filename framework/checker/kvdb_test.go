@@ -4,15 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // The kvdb tests build real databases and histories with the workload's
@@ -24,17 +24,17 @@ const kvPrefix = "/faultline/kvdb/test/"
 type kvBench struct {
 	t     *testing.T
 	path  string
-	store *memStore
+	store *historytest.Store
 	now   time.Time
 }
 
 func newKVBench(t *testing.T) *kvBench {
-	return &kvBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: &memStore{kv: map[string]string{}}, now: t0}
+	return &kvBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: historytest.NewStore(), now: t0}
 }
 
 func (b *kvBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
-func (b *kvBench) start(id ledgerlog.Identity) *kvdb.Client {
+func (b *kvBench) start(id history.Identity) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {
@@ -65,12 +65,7 @@ func kvDo(t *testing.T, c *kvdb.Client, n int) []kvdb.Op {
 
 func (b *kvBench) histories() []kvdb.History {
 	b.t.Helper()
-	var kvs []ledgerlog.KV
-	for k, v := range b.store.kv {
-		kvs = append(kvs, ledgerlog.KV{Key: k, Value: v})
-	}
-	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	hs, err := kvdb.DecodeHistories(kvPrefix, kvs)
+	hs, err := kvdb.DecodeHistories(kvPrefix, b.store.KVs())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -181,9 +176,9 @@ func TestCheckKVSettlesUnknownOperationsAndNeverCountsThemLost(t *testing.T) {
 	kvDo(t, a, 3)
 	// The outcome of operation 4 never reaches the store: the writer dies
 	// before it can say. Its increment took effect and is final.
-	b.store.refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
+	b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 	kvDo(t, a, 1)
-	b.store.refuse = nil
+	b.store.Refuse = nil
 	r := b.check(KVDBOptions{})
 	if len(r.Unknown) != 1 || !r.Unknown[0].Final || r.Unknown[0].Op.N != 4 || len(r.Lost)+r.Nobody() != 0 {
 		t.Fatalf("%s", r)

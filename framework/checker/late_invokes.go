@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
@@ -28,8 +29,8 @@ import (
 // RewrittenInvoke is an operation whose history key holds only an invoke
 // where a later put may have replaced what was done under its number.
 type RewrittenInvoke struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	N      int                `json:"n"`
+	Writer history.Identity `json:"writer"`
+	N      int              `json:"n"`
 	// Why says what shows it.
 	Why string `json:"why"`
 }
@@ -60,7 +61,7 @@ func (r Rewritten) Error() string {
 // the writer made a later operation (a late put cannot then be told from
 // an outcome not yet stored), which a key put once and read with its
 // revisions rules out.
-func rewrittenInvoke(order StoreOrder, w ledgerlog.Identity, n, last int) *RewrittenInvoke {
+func rewrittenInvoke(order StoreOrder, w history.Identity, n, last int) *RewrittenInvoke {
 	s, ok := order[OpRef{Incarnation: w.Incarnation, N: n}]
 	switch {
 	case ok && s.Modified > s.Created:
@@ -71,15 +72,14 @@ func rewrittenInvoke(order StoreOrder, w ledgerlog.Identity, n, last int) *Rewri
 	return nil
 }
 
-// LedgerRewrittenInvokes finds the ledger writers' operations a late
-// invoke put may have rewritten (an append with no outcome), the keys
-// placed by order (StoreOrderOf the same answer).
-func LedgerRewrittenInvokes(hs []ledgerlog.History, order StoreOrder) Rewritten {
+// rewrittenInvokes applies the rule to every operation of hs still in
+// flight, as inFlight says.
+func rewrittenInvokes[S history.Starter, O history.Operation](hs []history.History[S, O], order StoreOrder, inFlight func(O) bool) Rewritten {
 	var out Rewritten
 	for _, h := range hs {
 		for _, op := range h.Ops {
-			if op.Outcome == "" {
-				if r := rewrittenInvoke(order, h.Start.Writer, op.N, len(h.Ops)); r != nil {
+			if inFlight(op) {
+				if r := rewrittenInvoke(order, h.Writer(), history.NumberOf(op), len(h.Ops)); r != nil {
 					out = append(out, *r)
 				}
 			}
@@ -88,20 +88,17 @@ func LedgerRewrittenInvokes(hs []ledgerlog.History, order StoreOrder) Rewritten 
 	return out
 }
 
+// LedgerRewrittenInvokes finds the ledger writers' operations a late
+// invoke put may have rewritten (an append with no outcome), the keys
+// placed by order (StoreOrderOf the same answer).
+func LedgerRewrittenInvokes(hs []ledgerlog.History, order StoreOrder) Rewritten {
+	return rewrittenInvokes(hs, order, func(op ledgerlog.Op) bool { return op.Outcome == "" })
+}
+
 // KVDBRewrittenInvokes is LedgerRewrittenInvokes for the embedded
 // database workload (an operation with no outcome).
 func KVDBRewrittenInvokes(hs []kvdb.History, order StoreOrder) Rewritten {
-	var out Rewritten
-	for _, h := range hs {
-		for _, op := range h.Ops {
-			if op.Outcome == "" {
-				if r := rewrittenInvoke(order, h.Start.Writer, op.N, len(h.Ops)); r != nil {
-					out = append(out, *r)
-				}
-			}
-		}
-	}
-	return out
+	return rewrittenInvokes(hs, order, func(op kvdb.Op) bool { return op.Outcome == "" })
 }
 
 // ElectorRewrittenInvokes is LedgerRewrittenInvokes for the
@@ -109,15 +106,5 @@ func KVDBRewrittenInvokes(hs []kvdb.History, order StoreOrder) Rewritten {
 // was about to write (an increment stores that value before it writes,
 // so one in flight with a value had its invoke stored and then more).
 func ElectorRewrittenInvokes(hs []electorlog.History, order StoreOrder) Rewritten {
-	var out Rewritten
-	for _, h := range hs {
-		for _, op := range h.Ops {
-			if op.Outcome == "" && op.Value == "" {
-				if r := rewrittenInvoke(order, h.Start.Writer, op.N, len(h.Ops)); r != nil {
-					out = append(out, *r)
-				}
-			}
-		}
-	}
-	return out
+	return rewrittenInvokes(hs, order, func(op electorlog.Op) bool { return op.Outcome == "" && op.Value == "" })
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -17,7 +18,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 		b := newBench(t)
 		a := b.start(writerA, 16)
 		a.append(2)
-		b.store.refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
+		b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 		for range 2 { // appends 3 and 4: their outcomes wait, the invokes are stored
 			if _, err := a.client.Append(context.Background()); err != nil {
 				t.Fatal(err)
@@ -43,12 +44,12 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 		a := b.start(writerA, 16)
 		a.append(2)
 		var timedOut string
-		b.store.refuse = func(_, v string) bool { timedOut = v; b.store.refuse = nil; return true }
+		b.store.Refuse = func(_, v string) bool { timedOut = v; b.store.Refuse = nil; return true }
 		if _, err := a.client.Append(context.Background()); !errors.Is(err, ledgerlog.ErrNotRecorded) {
 			t.Fatalf("the refused invoke: %v", err)
 		}
 		a.append(2) // append 3 acknowledged, then 4
-		if err := b.store.Put(context.Background(), ledgerlog.OpKey(prefix, writerA.Incarnation, 3), timedOut); err != nil {
+		if err := b.store.Put(context.Background(), history.OpKey(prefix, writerA.Incarnation, 3), timedOut); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -72,7 +73,7 @@ func TestLedgerRewrittenInvokes(t *testing.T) {
 func TestElectorRewrittenInvokes(t *testing.T) {
 	b := electortest.New(t, t0)
 	a := b.Writer("a", "worker1", electorlog.FencingNone).Lead(1)
-	a.Increment("", "1", electorlog.OutcomeOK)
+	a.Increment("", "1", history.OutcomeOK)
 	// In flight with the value it is about to write: its key was put
 	// twice (the invoke, then the value), as every increment's is.
 	a.Begin(electortest.Key, "1", "2")
@@ -81,11 +82,11 @@ func TestElectorRewrittenInvokes(t *testing.T) {
 	}
 	// The first increment's key, put again by a late invoke.
 	tok := electorlog.Token{Transitions: 1, Holder: a.Holder}
-	v, err := json.Marshal(electorlog.Op{N: 1, Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok, Invoke: t0})
+	v, err := json.Marshal(electorlog.Op{Number: history.Number{N: 1}, Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok, Span: history.Span{Invoke: t0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Store.Put(context.Background(), electorlog.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, 1), string(v)); err != nil {
+	if err := b.Store.Put(context.Background(), history.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, 1), string(v)); err != nil {
 		t.Fatal(err)
 	}
 	if r := ElectorRewrittenInvokes(b.Histories(), StoreOrderOf(electortest.Prefix, b.KVs())); len(r) != 1 || r[0].N != 1 {

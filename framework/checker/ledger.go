@@ -18,13 +18,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
 // Append is one writer's append as its history has it.
 type Append struct {
-	Writer ledgerlog.Identity `json:"writer"`
-	Op     ledgerlog.Op       `json:"op"`
+	Writer history.Identity `json:"writer"`
+	Op     ledgerlog.Op     `json:"op"`
 }
 
 func (a Append) String() string {
@@ -62,10 +63,10 @@ type LostAppend struct {
 
 // Duplicate is one append's record found at more than one offset.
 type Duplicate struct {
-	Writer  ledgerlog.Identity `json:"writer"`
-	Op      int                `json:"op"`
-	Seq     uint64             `json:"seq"`
-	Offsets []int64            `json:"offsets"`
+	Writer  history.Identity `json:"writer"`
+	Op      int              `json:"op"`
+	Seq     uint64           `json:"seq"`
+	Offsets []int64          `json:"offsets"`
 }
 
 // Reorder is a whole record whose sequence is not above the one before it
@@ -139,11 +140,11 @@ type Fork struct {
 // elsewhere; it proves nothing across a skewed clock, where the history
 // store's order places it instead (CheckWritersInStoreOrder, Store).
 type Overlap struct {
-	Holder  ledgerlog.Identity `json:"holder"`
-	Before  ledgerlog.Op       `json:"before"`
-	After   ledgerlog.Op       `json:"after"`
-	Other   ledgerlog.Identity `json:"other"`
-	Between ledgerlog.Op       `json:"between"`
+	Holder  history.Identity `json:"holder"`
+	Before  ledgerlog.Op     `json:"before"`
+	After   ledgerlog.Op     `json:"after"`
+	Other   history.Identity `json:"other"`
+	Between ledgerlog.Op     `json:"between"`
 	// Store, when the overlap was placed by the history store's order
 	// rather than the writers' clocks, holds the revisions that place it.
 	Store *OverlapRevisions `json:"store,omitempty"`
@@ -191,10 +192,20 @@ type Looked struct {
 	Log     LogLooked `json:"log"`
 	Writers int       `json:"writers"`
 	Appends int       `json:"appends"`
-	OK      int       `json:"ok"`
-	Failed  int       `json:"failed"`
-	Unknown int       `json:"unknown"`
-	// Required is how many acknowledged appends had to be in the log:
+	// Acked's Required is how many acknowledged appends had to be in the
+	// log.
+	Acked
+}
+
+func (l Looked) String() string { return l.Log.String() + l.against(l.Writers, l.Appends, "append") }
+
+// Acked is what a check read of its writers' operations: how many ended
+// how, and how many acknowledged ones had to be there.
+type Acked struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Unknown int `json:"unknown"`
+	// Required is how many acknowledged operations had to be there:
 	// those acknowledged at or before AckedBefore, when it is set.
 	Required    int       `json:"required"`
 	AckedBefore time.Time `json:"ackedBefore,omitzero"`
@@ -202,14 +213,28 @@ type Looked struct {
 	AckedByRevision int64 `json:"ackedByRevision,omitempty"`
 }
 
-func (l Looked) String() string {
-	s := fmt.Sprintf("%s, against %d writer history(ies) with %d append(s) (%d ok, %d fail, %d unknown or never completed)",
-		l.Log, l.Writers, l.Appends, l.OK, l.Failed, l.Unknown)
+// count counts one operation by its settled outcome.
+func (a *Acked) count(outcome string) {
+	switch outcome {
+	case history.OutcomeOK:
+		a.OK++
+	case history.OutcomeFail:
+		a.Failed++
+	default:
+		a.Unknown++
+	}
+}
+
+// against says what a check held writers' histories of ops operations
+// (nouns) against.
+func (a Acked) against(writers, ops int, noun string) string {
+	s := fmt.Sprintf(", against %d writer history(ies) with %d %s(s) (%d ok, %d fail, %d unknown or never completed)",
+		writers, ops, noun, a.OK, a.Failed, a.Unknown)
 	switch {
-	case l.AckedByRevision > 0:
-		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", l.Required, l.AckedByRevision)
-	case !l.AckedBefore.IsZero():
-		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", l.Required, stamp(l.AckedBefore))
+	case a.AckedByRevision > 0:
+		s += fmt.Sprintf("; %d whose outcome the history store holds at or below revision %d (before the read began) had to be in it", a.Required, a.AckedByRevision)
+	case !a.AckedBefore.IsZero():
+		s += fmt.Sprintf("; %d acknowledged at or before %s had to be in it", a.Required, stamp(a.AckedBefore))
 	}
 	return s
 }
@@ -303,7 +328,7 @@ type opKey struct {
 // number it carries, never by a clock.
 func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Ledger {
 	c := ledgerlog.Scan(log)
-	r := Ledger{Looked: Looked{Log: looked(c), Writers: len(histories), AckedBefore: o.AckedBefore}}
+	r := Ledger{Looked: Looked{Log: looked(c), Writers: len(histories), Acked: Acked{AckedBefore: o.AckedBefore}}}
 
 	starts := map[string]ledgerlog.WriterStart{}
 	ops := map[opKey]ledgerlog.Op{}
@@ -313,14 +338,7 @@ func CheckLedger(log []byte, histories []ledgerlog.History, o LedgerOptions) Led
 		for _, op := range h.Ops {
 			ops[opKey{inc, op.N}] = op
 			r.Looked.Appends++
-			switch op.Settled() {
-			case ledgerlog.OutcomeOK:
-				r.Looked.OK++
-			case ledgerlog.OutcomeFail:
-				r.Looked.Failed++
-			default:
-				r.Looked.Unknown++
-			}
+			r.Looked.count(op.Settled())
 		}
 	}
 	appendOf := func(inc string, n int) *Append {

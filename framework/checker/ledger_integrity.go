@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -42,11 +43,11 @@ func (b SequenceBreak) String() string {
 // WriterRun is a stretch of consecutive whole records by one writer, in
 // file order.
 type WriterRun struct {
-	Writer  ledgerlog.Identity `json:"writer"`
-	FromSeq uint64             `json:"fromSeq"`
-	ToSeq   uint64             `json:"toSeq"`
-	Records int                `json:"records"`
-	Offset  int64              `json:"offset"`
+	Writer  history.Identity `json:"writer"`
+	FromSeq uint64           `json:"fromSeq"`
+	ToSeq   uint64           `json:"toSeq"`
+	Records int              `json:"records"`
+	Offset  int64            `json:"offset"`
 }
 
 // Integrity is what CheckLedgerIntegrity found in one log on its own.

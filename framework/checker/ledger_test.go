@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 )
 
@@ -202,7 +203,7 @@ func TestCheckLedger(t *testing.T) {
 			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
 				a := b.start(writerA, 16)
 				a.append(3)
-				b.store.refuse = func(_, value string) bool { return strings.Contains(value, `"outcome"`) }
+				b.store.Refuse = func(_, value string) bool { return strings.Contains(value, `"outcome"`) }
 				a.tear(11)
 				return b.bytes(), LedgerOptions{}
 			},
@@ -355,8 +356,8 @@ func TestCheckLedger(t *testing.T) {
 			name: "an append recorded as failed whose record is there",
 			build: func(t *testing.T, b *bench) ([]byte, LedgerOptions) {
 				b.start(writerA, 16).append(3)
-				key := ledgerlog.OpKey(prefix, writerA.Incarnation, 2)
-				b.store.kv[key] = strings.Replace(b.store.kv[key], `"outcome":"ok"`, `"outcome":"fail"`, 1)
+				key := history.OpKey(prefix, writerA.Incarnation, 2)
+				b.store.KV[key] = strings.Replace(b.store.KV[key], `"outcome":"ok"`, `"outcome":"fail"`, 1)
 				return b.bytes(), LedgerOptions{}
 			},
 			check: func(t *testing.T, r Ledger, in Integrity) {

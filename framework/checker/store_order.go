@@ -1,10 +1,7 @@
 package checker
 
 import (
-	"strconv"
-	"strings"
-
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 // The history store's order: the writers' clocks are the hosts' clocks,
@@ -39,22 +36,15 @@ type StoreOrder map[OpRef]Stored
 // prefix in the layout every workload's history has
 // ("<prefix><incarnation>/op/<n>"); keys of another shape, and keys read
 // without revisions, are left out.
-func StoreOrderOf(prefix string, kvs []ledgerlog.KV) StoreOrder {
+func StoreOrderOf(prefix string, kvs []history.KV) StoreOrder {
 	o := StoreOrder{}
 	for _, kv := range kvs {
 		if kv.CreateRevision <= 0 || kv.ModRevision < kv.CreateRevision {
 			continue
 		}
-		rest, ok := strings.CutPrefix(kv.Key, prefix)
-		if !ok {
-			continue
+		if ref, ok := history.OpRefOf(prefix, kv.Key); ok {
+			o[OpRef(ref)] = Stored{Created: kv.CreateRevision, Modified: kv.ModRevision}
 		}
-		inc, num, ok := strings.Cut(rest, "/op/")
-		n, err := strconv.Atoi(num)
-		if !ok || inc == "" || err != nil || n <= 0 {
-			continue
-		}
-		o[OpRef{Incarnation: inc, N: n}] = Stored{Created: kv.CreateRevision, Modified: kv.ModRevision}
 	}
 	return o
 }

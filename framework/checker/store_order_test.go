@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
 )
 
 func TestStoreOrderOf(t *testing.T) {
-	o := StoreOrderOf(prefix, []ledgerlog.KV{
+	o := StoreOrderOf(prefix, []history.KV{
 		{Key: prefix + "aaaa/op/000000000001", CreateRevision: 3, ModRevision: 5},
 		{Key: prefix + "aaaa/op/000000000002", CreateRevision: 6, ModRevision: 6},
 		{Key: prefix + "aaaa/writer", CreateRevision: 2, ModRevision: 2},

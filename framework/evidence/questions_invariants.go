@@ -1,6 +1,6 @@
 package evidence
 
-import "time"
+import "github.com/faultline/faultline/fixtures/history"
 
 // Questions some invariants read beyond the snapshot questions of
 // questions.go. They are declared here so that the invariants and the
@@ -76,22 +76,6 @@ type RegisterHistoryValue struct {
 	Ops []RegisterOp `json:"ops"`
 }
 
-// RegisterOp is one operation of the register writer.
-type RegisterOp struct {
-	Writer string `json:"writer"`
-	Round  int    `json:"round"`
-	// Op is read, create or cas.
-	Op     string    `json:"op"`
-	Invoke time.Time `json:"invoke"`
-	Return time.Time `json:"return"`
-	// Value is what a read returned, or what a create or cas wrote.
-	Value string `json:"value"`
-	// Expect is, for cas, the value the write replaces if it succeeds.
-	Expect  string `json:"expect,omitempty"`
-	Version string `json:"version,omitempty"`
-	// Found is false for a read of a register that does not exist.
-	Found *bool `json:"found,omitempty"`
-	// Outcome is ok, fail (did not take effect) or unknown (may have).
-	Outcome string `json:"outcome"`
-	Error   string `json:"error,omitempty"`
-}
+// RegisterOp is one operation of the register writer, as its log line
+// holds it (fixtures/history).
+type RegisterOp = history.RegisterOp

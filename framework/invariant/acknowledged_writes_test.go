@@ -11,14 +11,14 @@ import (
 
 const writerSrc = evidence.Source("writer")
 
-// history builds a writer's log: one read-then-swap round per second,
+// registerLog builds a writer's log: one read-then-swap round per second,
 // starting from a create.
-type history struct {
+type registerLog struct {
 	ops   []evidence.RegisterOp
 	round int
 }
 
-func (h *history) add(op, value, expect, outcome string, at float64, found bool) {
+func (h *registerLog) add(op, value, expect, outcome string, at float64, found bool) {
 	h.round++
 	f := found
 	o := evidence.RegisterOp{Writer: "w", Round: h.round, Op: op, Invoke: sec(at), Return: sec(at + 0.05), Value: value, Expect: expect, Outcome: outcome}
@@ -29,8 +29,8 @@ func (h *history) add(op, value, expect, outcome string, at float64, found bool)
 }
 
 // steady writes w-1 .. w-n with cas, reading before each.
-func steady(n int, from float64) *history {
-	h := &history{}
+func steady(n int, from float64) *registerLog {
+	h := &registerLog{}
 	h.add("read", "", "", "ok", from, false)
 	h.add("create", "w-1", "", "ok", from+0.1, false)
 	for i := 2; i <= n; i++ {
@@ -41,7 +41,7 @@ func steady(n int, from float64) *history {
 	return h
 }
 
-func finalWith(t *testing.T, h *history, healAt float64) Input {
+func finalWith(t *testing.T, h *registerLog, healAt float64) Input {
 	r := newRun(t)
 	r.round(30).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
 	in := r.input(Final)
@@ -162,7 +162,7 @@ func TestAcknowledgedWritesBeforeTheFaultNeedsNoHeal(t *testing.T) {
 func TestAcknowledgedWritesAHistoryMayStartOnAnExistingRegister(t *testing.T) {
 	// A writer that starts on a register left by an earlier one reads that
 	// value first; it is a possible start, not a violation.
-	h := &history{}
+	h := &registerLog{}
 	h.add("read", "old-7", "", "ok", 0, true)
 	h.add("cas", "w-1", "old-7", "ok", 0.1, false)
 	h.add("read", "w-1", "", "ok", 20, true)
@@ -170,7 +170,7 @@ func TestAcknowledgedWritesAHistoryMayStartOnAnExistingRegister(t *testing.T) {
 
 	// But a value that some write of the history produced is not a start.
 	h = steady(3, 1)
-	back := &history{}
+	back := &registerLog{}
 	back.add("read", "w-2", "", "ok", 0, true)
 	back.ops = append(back.ops, h.ops...)
 	back.add("read", "w-3", "", "ok", 20, true)

@@ -69,7 +69,7 @@ func TestAcknowledgedDataUnderClockSkewCutsTheReadByTheStore(t *testing.T) {
 	a := b.startSkewed(ledgerID("a", "worker1"), time.Hour) // its clock says after the read
 	a.append(3)
 	log := b.logValue("worker1")
-	log.StoreRevision = b.store.rev
+	log.StoreRevision = b.store.Revision()
 	third := ledgerlog.Scan(log.Data).Entries[2]
 	log.Data = log.Data[:third.Offset] // its last record gone: lost
 	in := func() Input {
@@ -124,7 +124,7 @@ func TestSingleWriterUnderClockSkewInsufficientWhereOnlyClocksDecide(t *testing.
 	b := newLedgerBench(t)
 	a := b.start(ledgerID("a", "worker1"))
 	late := true
-	b.store.refuse = func(v string) bool {
+	b.store.Refuse = func(_, v string) bool {
 		if late && strings.Contains(v, `"outcome"`) {
 			late = false
 			return true
@@ -132,7 +132,7 @@ func TestSingleWriterUnderClockSkewInsufficientWhereOnlyClocksDecide(t *testing.
 		return false
 	}
 	a.append(1) // its outcome waits
-	b.store.refuse = nil
+	b.store.Refuse = nil
 	b.start(ledgerID("c", "worker2")).append(1)
 	a.append(1) // stores the waiting outcome first
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
 )
@@ -14,8 +15,8 @@ import (
 // each test.
 
 const (
-	eOK      = electorlog.OutcomeOK
-	eUnknown = electorlog.OutcomeUnknown
+	eOK      = history.OutcomeOK
+	eUnknown = history.OutcomeUnknown
 	eFenced  = electorlog.FencingLeaseTransitions
 )
 
@@ -50,7 +51,7 @@ func cleanHandover(t *testing.T, fencing string) *electortest.Bench {
 	a.Increment("1", "2", eOK)
 	c.Read("2")
 	c.Lead(2).Increment("2", "3", eOK)
-	a.End(a.Begin(electortest.Key, "3", "4"), electorlog.OutcomeFail, "0000000002/"+c.Holder)
+	a.End(a.Begin(electortest.Key, "3", "4"), history.OutcomeFail, "0000000002/"+c.Holder)
 	return b
 }
 
@@ -208,7 +209,7 @@ func TestFencingMonotonicOneHolderAcceptedIsNotExercised(t *testing.T) {
 	b := electortest.New(t, t0)
 	a, c := b.Writer("a", "worker1", eFenced).Lead(2), b.Writer("c", "worker2", eFenced).Lead(1)
 	a.Increment("", "1", eOK)
-	c.End(c.Begin(electortest.Key, "1", "2"), electorlog.OutcomeFail, "0000000002/"+a.Holder)
+	c.End(c.Begin(electortest.Key, "1", "2"), history.OutcomeFail, "0000000002/"+a.Holder)
 	a.Increment("1", "2", eOK)
 	j := expect(t, FencingMonotonic(), electorRounds(t, b, false, 11), verdict.Preserved, "by construction", "not exercised")
 	wantExercised(t, j, false, "accepted writes of 1 holder(s)")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
@@ -16,18 +17,10 @@ import (
 // external store holds them.
 const kvdbSource evidence.Source = "kvdb"
 
-// kvdbHistories decodes a history answer with the workload's own code,
-// and refuses one whose keys a late invoke put may have rewritten
-// (checker.KVDBRewrittenInvokes).
+// kvdbHistories decodes the database's history answer
+// (decodedHistories).
 func kvdbHistories(v evidence.LedgerHistoryValue) ([]kvdb.History, error) {
-	hs, err := kvdb.DecodeHistories(v.Prefix, historyKVs(v.KVs))
-	if err != nil {
-		return nil, fmt.Errorf("the kvdb history under %s: %w", v.Prefix, err)
-	}
-	if late := checker.KVDBRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
-		return nil, fmt.Errorf("the kvdb history under %s is malformed: %w", v.Prefix, late)
-	}
-	return hs, nil
+	return decodedHistories("the kvdb history", v, kvdb.DecodeHistories, checker.KVDBRewrittenInvokes)
 }
 
 // kvdbAcks are, per writer, the return times of its acknowledged
@@ -37,7 +30,7 @@ func kvdbAcks(hs []kvdb.History, cut time.Time) [][]time.Time {
 	for _, h := range hs {
 		var acks []time.Time
 		for _, op := range h.Ops {
-			if op.Settled() == kvdb.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
+			if op.Settled() == history.OutcomeOK && (cut.IsZero() || !op.Return.After(cut)) {
 				acks = append(acks, op.Return)
 			}
 		}

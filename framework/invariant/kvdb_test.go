@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -32,21 +33,21 @@ type kvdbBench struct {
 }
 
 func newKVDBBench(t *testing.T) *kvdbBench {
-	return &kvdbBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: &ledgerStore{kv: map[string]string{}}, now: t0}
+	return &kvdbBench{t: t, path: filepath.Join(t.TempDir(), "kv.db"), store: &ledgerStore{historytest.NewStore()}, now: t0}
 }
 
 func (b *kvdbBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
 
-func (b *kvdbBench) start(id ledgerlog.Identity) *kvdb.Client {
+func (b *kvdbBench) start(id history.Identity) *kvdb.Client {
 	return b.startOnClock(id, b.clock)
 }
 
 // startSkewed starts a writer whose host's clock is off by skew.
-func (b *kvdbBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *kvdb.Client {
+func (b *kvdbBench) startSkewed(id history.Identity, skew time.Duration) *kvdb.Client {
 	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
 }
 
-func (b *kvdbBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *kvdb.Client {
+func (b *kvdbBench) startOnClock(id history.Identity, now func() time.Time) *kvdb.Client {
 	b.t.Helper()
 	db, err := kvdb.OpenDB(b.path, kvdb.DBOptions{NoSync: true})
 	if err != nil {
@@ -81,7 +82,7 @@ func (b *kvdbBench) dbValue(mounted ...string) evidence.KVDBDatabaseValue {
 }
 
 func (b *kvdbBench) historyValue() evidence.LedgerHistoryValue {
-	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.rev, KVs: b.store.stored()}
+	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
 }
 
 // kvdbAnswers records the database read over [at, at+0.1 s] and the

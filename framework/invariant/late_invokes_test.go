@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/verdict"
@@ -26,20 +27,20 @@ import (
 // acknowledged), and then the timed-out put landing.
 func lateLeaderPut(t *testing.T, b *electortest.Bench, a *electortest.Writer, token int32) {
 	t.Helper()
-	b.Store.Refuse = true
+	b.Store.Down = true
 	tok := electorlog.Token{Transitions: token, Holder: a.Holder}
 	timedOut, err := a.Client.Invoke(context.Background(), electorlog.Op{Kind: electorlog.OpIncrement, Key: electortest.Key, Term: 1, Token: &tok})
 	if !errors.Is(err, electorlog.ErrNotRecorded) {
 		t.Fatalf("the refused invoke: %v", err)
 	}
-	b.Store.Refuse = false
+	b.Store.Down = false
 	done := a.Increment("1", "2", eOK)
 	timedOut.N, timedOut.Kind, timedOut.Key, timedOut.Term, timedOut.Token, timedOut.Invoke = done.N, electorlog.OpIncrement, electortest.Key, 1, &tok, done.Invoke.Add(-1)
 	v, err := json.Marshal(timedOut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Store.Put(context.Background(), electorlog.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, done.N), string(v)); err != nil {
+	if err := b.Store.Put(context.Background(), history.OpKey(electortest.Prefix, a.Client.Writer().Writer.Incarnation, done.N), string(v)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,9 +72,9 @@ func TestElectorInvariantsRefuseAHistoryALateInvokePutRewrote(t *testing.T) {
 // put would have stored.
 func refuseOnce(s *ledgerStore) *string {
 	var refused string
-	s.refuse = func(v string) bool {
+	s.Refuse = func(_, v string) bool {
 		refused = v
-		s.refuse = nil
+		s.Refuse = nil
 		return true
 	}
 	return &refused
@@ -92,7 +93,7 @@ func TestAcknowledgedDataRefusesALedgerHistoryALateInvokePutRewrote(t *testing.T
 	if err := json.Unmarshal([]byte(*timedOut), &op); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.Put(context.Background(), ledgerlog.OpKey(ledgerPrefix, ledgerID("a", "worker1").Incarnation, op.N), *timedOut); err != nil {
+	if err := b.store.Put(context.Background(), history.OpKey(ledgerPrefix, ledgerID("a", "worker1").Incarnation, op.N), *timedOut); err != nil {
 		t.Fatal(err)
 	}
 	// The acknowledged append's record is then lost.
@@ -113,7 +114,7 @@ func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) 
 		t.Fatalf("the refused invoke: %v", err)
 	}
 	kvdbOps(t, a, 1) // operation 4, acknowledged
-	if err := b.store.Put(context.Background(), kvdb.OpKey(kvdbPrefix, ledgerID("a", "worker1").Incarnation, 4), *timedOut); err != nil {
+	if err := b.store.Put(context.Background(), history.OpKey(kvdbPrefix, ledgerID("a", "worker1").Incarnation, 4), *timedOut); err != nil {
 		t.Fatal(err)
 	}
 	// The database then loses the acknowledged operation.

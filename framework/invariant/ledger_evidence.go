@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
@@ -15,10 +16,10 @@ const ledgerSource evidence.Source = "ledger"
 
 // historyKVs are a history answer's keys as the workloads' code reads
 // them, with the store's revisions.
-func historyKVs(stored []evidence.StoredKV) []ledgerlog.KV {
-	kvs := make([]ledgerlog.KV, len(stored))
+func historyKVs(stored []evidence.StoredKV) []history.KV {
+	kvs := make([]history.KV, len(stored))
 	for i, kv := range stored {
-		kvs[i] = ledgerlog.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+		kvs[i] = history.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
 	}
 	return kvs
 }
@@ -27,18 +28,23 @@ func historyKVs(stored []evidence.StoredKV) []ledgerlog.KV {
 // and it places the writers by the history store's order instead.
 const skewNote = "under a clock-skew fault the writers' clocks prove nothing, so what they did is placed by the history store's order (each operation between its invoke's put and its outcome's)"
 
-// ledgerHistories decodes a history answer with the workload's own code,
-// and refuses one whose keys a late invoke put may have rewritten
-// (checker.LedgerRewrittenInvokes).
-func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
-	hs, err := ledgerlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
+// decodedHistories decodes a history answer (what, in errors) with the
+// workload's own code, and refuses one whose keys a late invoke put may
+// have rewritten (late: the workload's checker.*RewrittenInvokes).
+func decodedHistories[H any](what string, v evidence.LedgerHistoryValue, decode func(string, []history.KV) ([]H, error), late func([]H, checker.StoreOrder) checker.Rewritten) ([]H, error) {
+	hs, err := decode(v.Prefix, historyKVs(v.KVs))
 	if err != nil {
-		return nil, fmt.Errorf("the ledger's history under %s: %w", v.Prefix, err)
+		return nil, fmt.Errorf("%s under %s: %w", what, v.Prefix, err)
 	}
-	if late := checker.LedgerRewrittenInvokes(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(late) > 0 {
-		return nil, fmt.Errorf("the ledger's history under %s is malformed: %w", v.Prefix, late)
+	if r := late(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs))); len(r) > 0 {
+		return nil, fmt.Errorf("%s under %s is malformed: %w", what, v.Prefix, r)
 	}
 	return hs, nil
+}
+
+// ledgerHistories decodes the ledger's history answer (decodedHistories).
+func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
+	return decodedHistories("the ledger's history", v, ledgerlog.DecodeHistories, checker.LedgerRewrittenInvokes)
 }
 
 // answerOf returns the ledger source's answer to q in s, decoded into v,

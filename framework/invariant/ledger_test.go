@@ -3,14 +3,14 @@ package invariant
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -23,39 +23,17 @@ import (
 
 const ledgerPrefix = "/faultline/ledger/invariant/"
 
-// ledgerStore is a history store in memory that keeps etcd's revisions:
-// one store-wide counter, each key's first and last put.
-type ledgerStore struct {
-	kv       map[string]string
-	refuse   func(value string) bool
-	rev      int64
-	created  map[string]int64
-	modified map[string]int64
-}
-
-func (s *ledgerStore) Put(_ context.Context, key, value string) error {
-	if s.refuse != nil && s.refuse(value) {
-		return errors.New("store unreachable")
-	}
-	if s.created == nil {
-		s.created, s.modified = map[string]int64{}, map[string]int64{}
-	}
-	s.rev++
-	if _, ok := s.created[key]; !ok {
-		s.created[key] = s.rev
-	}
-	s.kv[key], s.modified[key] = value, s.rev
-	return nil
-}
+// ledgerStore is the history store in memory (historytest.Store), its
+// keys read back as an answer holds them.
+type ledgerStore struct{ *historytest.Store }
 
 // stored are the store's keys as an answer holds them, with their
 // revisions.
-func (s *ledgerStore) stored() []evidence.StoredKV {
+func (s ledgerStore) stored() []evidence.StoredKV {
 	var out []evidence.StoredKV
-	for k, val := range s.kv {
-		out = append(out, evidence.StoredKV{Key: k, Value: val, CreateRevision: s.created[k], ModRevision: s.modified[k]})
+	for _, kv := range s.KVs() {
+		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
@@ -67,7 +45,7 @@ type ledgerBench struct {
 }
 
 func newLedgerBench(t *testing.T) *ledgerBench {
-	return &ledgerBench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &ledgerStore{kv: map[string]string{}}, now: t0}
+	return &ledgerBench{t: t, path: filepath.Join(t.TempDir(), "ledger.log"), store: &ledgerStore{historytest.NewStore()}, now: t0}
 }
 
 func (b *ledgerBench) clock() time.Time { b.now = b.now.Add(time.Millisecond); return b.now }
@@ -77,29 +55,29 @@ type ledgerWriter struct {
 	client *ledgerlog.Client
 }
 
-func ledgerID(name, node string) ledgerlog.Identity {
-	return ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + name, Node: node, Incarnation: strings.Repeat(name, 32/len(name))}
+func ledgerID(name, node string) history.Identity {
+	return history.Identity{Pod: "ledger-0", PodUID: "uid-" + name, Node: node, Incarnation: strings.Repeat(name, 32/len(name))}
 }
 
-func (b *ledgerBench) start(id ledgerlog.Identity) *ledgerWriter {
+func (b *ledgerBench) start(id history.Identity) *ledgerWriter {
 	return b.startOnClock(id, b.clock)
 }
 
 // startSkewed starts a writer whose host's clock is off by skew: it reads
 // the bench's clock, moved.
-func (b *ledgerBench) startSkewed(id ledgerlog.Identity, skew time.Duration) *ledgerWriter {
+func (b *ledgerBench) startSkewed(id history.Identity, skew time.Duration) *ledgerWriter {
 	return b.startOnClock(id, func() time.Time { return b.clock().Add(skew) })
 }
 
 // startOnClock starts a writer that reads now for its times.
-func (b *ledgerBench) startOnClock(id ledgerlog.Identity, now func() time.Time) *ledgerWriter {
+func (b *ledgerBench) startOnClock(id history.Identity, now func() time.Time) *ledgerWriter {
 	b.t.Helper()
 	l, st, err := ledgerlog.Open(b.path, id, ledgerlog.LogOptions{Sync: true, DataBytes: 16})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { l.Close() })
-	c, err := ledgerlog.NewClient(l, st, b.store, ledgerlog.ClientOptions{Prefix: ledgerPrefix, Now: now})
+	c, err := ledgerlog.NewClient(l, st, b.store, history.ClientOptions{Prefix: ledgerPrefix, Now: now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -133,7 +111,7 @@ func (b *ledgerBench) logValue(mounted ...string) evidence.LedgerLogValue {
 }
 
 func (b *ledgerBench) historyValue() evidence.LedgerHistoryValue {
-	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.rev, KVs: b.store.stored()}
+	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
 }
 
 // ledgerAnswers records the log read over [at, at+0.1 s] and the history
@@ -222,7 +200,7 @@ func TestAcknowledgedDataSurvivesSettlesATornUnknownAppend(t *testing.T) {
 	w.append(4)
 	data := b.logValue().Data
 	before := len(data)
-	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 	w.append(1)
 	full := b.logValue()
 	full.Data = full.Data[:before+10] // the rest never reached the disk
@@ -341,19 +319,19 @@ func handmadeHistory(t *testing.T, writers [][]ledgerlog.Op) evidence.LedgerHist
 	rev := int64(0)
 	for i, ops := range writers {
 		inc := strings.Repeat(string(rune('a'+i)), 32)
-		st, err := json.Marshal(ledgerlog.WriterStart{Writer: ledgerlog.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0})
+		st, err := json.Marshal(ledgerlog.WriterStart{Start: history.Start{Writer: history.Identity{Pod: "ledger-0", PodUID: "uid-" + inc[:1], Node: "worker" + inc[:1], Incarnation: inc}, Started: t0}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rev++
-		kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
+		kvs = append(kvs, evidence.StoredKV{Key: history.WriterKey(ledgerPrefix, inc), Value: string(st), CreateRevision: rev, ModRevision: rev})
 		for _, op := range ops {
 			v, err := json.Marshal(op)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rev++
-			kvs = append(kvs, evidence.StoredKV{Key: ledgerlog.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
+			kvs = append(kvs, evidence.StoredKV{Key: history.OpKey(ledgerPrefix, inc, op.N), Value: string(v), CreateRevision: rev, ModRevision: rev})
 		}
 	}
 	return evidence.LedgerHistoryValue{Prefix: ledgerPrefix, KVs: kvs}
@@ -368,11 +346,11 @@ func ms(x int) time.Time { return t0.Add(time.Duration(x) * time.Millisecond) }
 func TestSingleWriterAtStorageOnTheClocksNeedsTheWritersApart(t *testing.T) {
 	hv := handmadeHistory(t, [][]ledgerlog.Op{
 		{
-			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK},
-			{N: 2, Seq: 2, Offset: 100, Size: 100, Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK},
+			{Number: history.Number{N: 1}, Seq: 1, Offset: 0, Size: 100, Span: history.Span{Invoke: ms(0), Return: ms(10), Outcome: ledgerlog.OutcomeOK}},
+			{Number: history.Number{N: 2}, Seq: 2, Offset: 100, Size: 100, Span: history.Span{Invoke: ms(200), Return: ms(210), Outcome: ledgerlog.OutcomeOK}},
 		},
 		{
-			{N: 1, Seq: 1, Offset: 0, Size: 100, Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK},
+			{Number: history.Number{N: 1}, Seq: 1, Offset: 0, Size: 100, Span: history.Span{Invoke: ms(5), Return: ms(205), Outcome: ledgerlog.OutcomeOK}},
 		},
 	})
 	r := newRun(t)
@@ -403,9 +381,9 @@ func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *tes
 	a.append(3)
 	c := b.start(ledgerID("c", "worker2"))
 	a.append(1)
-	b.store.refuse = func(v string) bool { return strings.Contains(v, `"outcome"`) }
+	b.store.Refuse = func(_, v string) bool { return strings.Contains(v, `"outcome"`) }
 	c.append(1) // its outcome never reaches the store
-	b.store.refuse = nil
+	b.store.Refuse = nil
 	a.append(1)
 	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(WindowToSettle), verdict.InsufficientData, "no two writers proven at once", "never completed")
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/verdict"
@@ -198,7 +199,7 @@ func kvdbAcked(hs []kvdb.History) [][]acked {
 	for _, h := range hs {
 		var w []acked
 		for _, op := range h.Ops {
-			if op.Settled() == kvdb.OutcomeOK {
+			if op.Settled() == history.OutcomeOK {
 				w = append(w, acked{op.Invoke, op.Return})
 			}
 		}
@@ -213,7 +214,7 @@ func electorAcked(hs []electorlog.History) [][]acked {
 	for _, h := range hs {
 		var w []acked
 		for _, op := range h.Ops {
-			if op.Kind == electorlog.OpIncrement && op.Settled() == electorlog.OutcomeOK {
+			if op.Kind == electorlog.OpIncrement && op.Settled() == history.OutcomeOK {
 				w = append(w, acked{op.Invoke, op.Return})
 			}
 		}

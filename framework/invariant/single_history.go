@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/verdict"
@@ -277,7 +278,7 @@ func keyWrittenByTwo(hs []electorlog.History) (bool, string) {
 	writers := map[string]map[string]bool{}
 	for _, h := range hs {
 		for _, op := range h.Ops {
-			if op.Kind == electorlog.OpIncrement && op.Settled() == electorlog.OutcomeOK {
+			if op.Kind == electorlog.OpIncrement && op.Settled() == history.OutcomeOK {
 				if writers[op.Key] == nil {
 					writers[op.Key] = map[string]bool{}
 				}

@@ -388,3 +388,16 @@ func (cp *ControlPlane) waitReady(t testing.TB, within time.Duration) {
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// BuildHere compiles the program in the test's own directory, statically,
+// as name in a temporary directory, and returns its path.
+func BuildHere(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	return bin
+}

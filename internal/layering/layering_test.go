@@ -153,6 +153,8 @@ func violations(pkgs []pkg) []string {
 			switch {
 			case byPath[d].TestHelper:
 				bad(p, d, "a test helper is linked only into tests")
+			case p.Path == "fixtures/history":
+				bad(p, d, "the history package imports nothing of the module: the workloads that write histories and the checkers that read them both link it alone")
 			case under(p.Path, "lab") && anyUnder(d, "framework", "kits", "suites", "reports", "fixtures", "cmd"):
 				bad(p, d, "the lab layer is below the framework, the kits, the suites and the fixtures")
 			case under(p.Path, "lab") && under(d, "internal") && !isLeaf(d):
@@ -324,6 +326,13 @@ func TestTheLayersHold(t *testing.T) {
 	if helpers == 0 {
 		t.Error("go list found no package under internal/ that depends on the module: the rule on internal/ holds against nothing")
 	}
+	history := false
+	for _, p := range pkgs {
+		history = history || p.Path == "fixtures/history"
+	}
+	if !history {
+		t.Error("go list found no package fixtures/history: the rule that it imports nothing of the module holds against nothing")
+	}
 	suites, tested := map[string]bool{}, 0
 	for _, p := range pkgs {
 		if s := suiteOf(p.Path); s != "" {
@@ -378,6 +387,7 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"fixtures on a kit", pkg{Path: "fixtures/kvdb", Deps: []string{"kits/dataplane"}}, "fixtures/kvdb depends on kits/dataplane"},
 		{"reports on a suite", pkg{Path: "reports/aggregate", Deps: []string{"suites/drills"}}, "reports/aggregate depends on suites/drills"},
 		{"fixtures on framework", pkg{Path: "fixtures", Deps: []string{"framework/evidence"}}, "fixtures depends on framework/evidence"},
+		{"the history package on a workload", pkg{Path: "fixtures/history", Deps: []string{"fixtures/ledgerlog"}}, "fixtures/history depends on fixtures/ledgerlog"},
 		{"suite on one backend", pkg{Path: "suites/drills", Imports: []string{"lab/local"}, Deps: []string{"lab/local"}}, "suites/drills depends on lab/local"},
 		{"suite on another suite", pkg{Path: "suites/splitbrain", Imports: []string{"suites/disagree"}, Deps: []string{"suites/disagree", "framework/scenario"}, TestImports: []string{"suites/disagree"}}, "suites/splitbrain imports suites/disagree"},
 		{"suite's tests on another suite", pkg{Path: "suites/agents", Imports: []string{"framework/scenario"}, TestImports: []string{"suites/agents", "suites/disagree"}}, "suites/agents imports suites/disagree"},
@@ -402,6 +412,9 @@ func TestEachRuleCanFail(t *testing.T) {
 		{Path: "fixtures/images", Deps: []string{"lab"}},
 		{Path: "kits/dataplane/invariants", Deps: []string{"kits/dataplane", "framework/invariant", "framework/evidence", "lab"}, TestImports: []string{"kits/dataplane/invariants", "kits/dataplane"}},
 		{Path: "suites/agents", Imports: []string{"lab/backends", "kits/dataplane/readers"}, Deps: []string{"lab/backends", "lab/local", "kits/dataplane/readers", "kits/dataplane"}, TestImports: []string{"kits/dataplane/invariants"}},
+		{Path: "fixtures/history"},
+		{Path: "fixtures/ledgerlog", Deps: []string{"fixtures/history"}},
+		{Path: "framework/checker", Deps: []string{"fixtures/history", "fixtures/ledgerlog"}},
 	}
 	if got := violations(ok); len(got) != 0 {
 		t.Errorf("a graph that keeps the layers: %q", got)

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/faultline/faultline/fixtures/images"
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/program"
 	"github.com/faultline/faultline/framework/labcheck"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/cleanup"
@@ -191,9 +191,9 @@ func TestRealClusterReadsAVolumeThroughAReaderPod(t *testing.T) {
 				Args: []string{"--dir=/data", "--file=ledger.log", "--interval=50ms", fmt.Sprintf("--appends=%d", appends),
 					"--history-endpoints=" + strings.Join(info.HistoryEndpoints, ","), "--history-prefix=" + prefix},
 				Env: []corev1.EnvVar{
-					{Name: ledgerlog.EnvPodName, ValueFrom: field("metadata.name")},
-					{Name: ledgerlog.EnvPodUID, ValueFrom: field("metadata.uid")},
-					{Name: ledgerlog.EnvNodeName, ValueFrom: field("spec.nodeName")},
+					{Name: program.EnvPodName, ValueFrom: field("metadata.name")},
+					{Name: program.EnvPodUID, ValueFrom: field("metadata.uid")},
+					{Name: program.EnvNodeName, ValueFrom: field("spec.nodeName")},
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			}},

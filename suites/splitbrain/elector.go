@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
@@ -376,7 +377,7 @@ func (r *electorReader) Questions() []evidence.Question {
 
 func (r *electorReader) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	asked := time.Now().UTC()
-	kvs, rev, err := electorlog.ReadHistoryKVs(ctx, r.store, ElectorHistoryPrefix)
+	kvs, rev, err := history.ReadKVs(ctx, r.store, ElectorHistoryPrefix, "the elector history")
 	if err != nil {
 		return map[evidence.Question]evidence.Answer{evidence.ElectorHistory: evidence.UnreadableAnswer(err.Error(), time.Now().UTC())}
 	}

@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
+	"github.com/faultline/faultline/fixtures/program"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/lab"
 )
@@ -98,7 +99,7 @@ func TestElectorDeploymentsPinNodesAndServers(t *testing.T) {
 		for _, e := range ctr.Env {
 			envs[e.Name] = e.ValueFrom.FieldRef.FieldPath
 		}
-		if envs[ledgerlog.EnvPodName] != "metadata.name" || envs[ledgerlog.EnvPodUID] != "metadata.uid" || envs["POD_NAMESPACE"] != "metadata.namespace" || envs[ledgerlog.EnvNodeName] != "spec.nodeName" {
+		if envs[program.EnvPodName] != "metadata.name" || envs[program.EnvPodUID] != "metadata.uid" || envs["POD_NAMESPACE"] != "metadata.namespace" || envs[program.EnvNodeName] != "spec.nodeName" {
 			t.Errorf("%s: env %v", d.Name, envs)
 		}
 	}
@@ -151,7 +152,7 @@ func TestElectorReaderAsksOnlyWhenItsRunRunsIt(t *testing.T) {
 	if qs := r.Questions(); len(qs) != 1 || qs[0] != evidence.ElectorHistory || r.Source() != "elector" {
 		t.Fatalf("elector in the run, asked %v of %s", qs, r.Source())
 	}
-	kvs := storedKVs([]ledgerlog.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
+	kvs := storedKVs([]history.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})
 	if len(kvs) != 1 || kvs[0].Key != ElectorHistoryPrefix+"x/writer" || kvs[0].Value != "{}" {
 		t.Errorf("stored keys %+v", kvs)
 	}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
 	"github.com/faultline/faultline/lab"
@@ -179,7 +179,7 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 		out[data] = evidence.EncodedAnswer(r.w.encode(f.Path, f.Data, f.MountedOn, rev0), readAt, "")
 	}
 	asked := time.Now().UTC()
-	kvs, rev, err := ledgerlog.ReadHistoryKVs(ctx, r.store, r.w.prefix)
+	kvs, rev, err := history.ReadKVs(ctx, r.store, r.w.prefix, "the ledger history")
 	if err != nil {
 		out[hist] = evidence.UnreadableAnswer(err.Error(), time.Now().UTC())
 		return out
@@ -203,7 +203,7 @@ func storeRevision(ctx context.Context, kv clientv3.KV, prefix string) int64 {
 }
 
 // storedKVs are a history store's keys as an answer holds them.
-func storedKVs(kvs []ledgerlog.KV) []evidence.StoredKV {
+func storedKVs(kvs []history.KV) []evidence.StoredKV {
 	out := make([]evidence.StoredKV, 0, len(kvs))
 	for _, kv := range kvs {
 		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/fixtures/program"
 	"github.com/faultline/faultline/framework/scenario"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/cleanup"
@@ -202,15 +203,15 @@ func lostNodeTolerations() []corev1.Toleration {
 }
 
 // identityEnv is the writer's identity from the downward API (pod name,
-// UID, node; ledgerlog.Identity), then more.
+// UID, node; history.Identity), then more.
 func identityEnv(more ...corev1.EnvVar) []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	return append([]corev1.EnvVar{
-		field(ledgerlog.EnvPodName, "metadata.name"),
-		field(ledgerlog.EnvPodUID, "metadata.uid"),
-		field(ledgerlog.EnvNodeName, "spec.nodeName"),
+		field(program.EnvPodName, "metadata.name"),
+		field(program.EnvPodUID, "metadata.uid"),
+		field(program.EnvNodeName, "spec.nodeName"),
 	}, more...)
 }
 

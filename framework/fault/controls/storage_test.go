@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
@@ -108,7 +109,7 @@ func boundClaim(more ...runtime.Object) []runtime.Object {
 func ledgerFile(t *testing.T, dir string, n int) []byte {
 	t.Helper()
 	var log []byte
-	id := ledgerlog.Identity{Pod: "ledger-0", Node: "worker1", Incarnation: "0123456789abcdef0123456789abcdef"}
+	id := history.Identity{Pod: "ledger-0", Node: "worker1", Incarnation: "0123456789abcdef0123456789abcdef"}
 	for i := 1; i <= n; i++ {
 		b, err := ledgerlog.Encode(ledgerlog.Record{Seq: uint64(i), Writer: id, Op: i, At: time.Unix(int64(i), 0), Data: ledgerlog.EntryData(id.Incarnation, uint64(i), 8)})
 		if err != nil {
@@ -270,7 +271,7 @@ func TestLeaseHandedOverKeepsTheTransitions(t *testing.T) {
 	cs := fake.NewClientset(lease, pod("elector-a-1", "uid-a"), pod("elector-b-1", "uid-b"), pod("elector-b-0", "uid-new"))
 	useFake(t, cs)
 	start := func(pod, uid, holder string, at int) electorlog.WriterStart {
-		return electorlog.WriterStart{Writer: ledgerlog.Identity{Pod: pod, PodUID: uid, Incarnation: holder}, Holder: holder, Lease: "faultline-split/elector", Started: time.Unix(int64(at), 0)}
+		return electorlog.WriterStart{Start: history.Start{Writer: history.Identity{Pod: pod, PodUID: uid, Incarnation: holder}, Started: time.Unix(int64(at), 0)}, Holder: holder, Lease: "faultline-split/elector"}
 	}
 	old := writerStarts
 	writerStarts = func(context.Context, lab.Lab, string) ([]electorlog.WriterStart, error) {
@@ -280,7 +281,7 @@ func TestLeaseHandedOverKeepsTheTransitions(t *testing.T) {
 			// Started later, but its pod is another now.
 			start("elector-b-0", "uid-old", "elector-b-0_cccc", 3),
 			// Another Lease's writer.
-			{Writer: ledgerlog.Identity{Pod: "elector-a-1", PodUID: "uid-a"}, Holder: "other_dddd", Lease: "faultline-split/other", Started: time.Unix(4, 0)},
+			{Start: history.Start{Writer: history.Identity{Pod: "elector-a-1", PodUID: "uid-a"}, Started: time.Unix(4, 0)}, Holder: "other_dddd", Lease: "faultline-split/other"},
 		}, nil
 	}
 	t.Cleanup(func() { writerStarts = old })
