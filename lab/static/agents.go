@@ -22,8 +22,9 @@ import (
 // fault asks: the client certificate's common name is the user and its
 // organisations the groups, as the API servers' x509 authenticator reads
 // them. An agent that shares its identity with another node's (one
-// certificate for every kube-proxy, as many installers issue) cannot be
-// refused alone, and says so.
+// certificate for every kube-proxy, as many installers issue) or with its
+// kubelet (an agent run with the kubelet's kubeconfig) cannot be refused
+// alone, and says so.
 
 var (
 	_ lab.AgentKubeconfigs = (*Lab)(nil)
@@ -63,6 +64,9 @@ func (l *Lab) AgentIdentity(node, agent string) (lab.Identity, error) {
 	id, err := l.readAgentIdentity(node, agent)
 	if err != nil {
 		return lab.Identity{}, err
+	}
+	if strings.HasPrefix(id.User, "system:node:") || slices.Contains(id.Groups, "system:nodes") {
+		return lab.Identity{}, lab.Unsupported(l.Info().Kind, "agent identity", fmt.Sprintf("%s on %s authenticates as %s, a kubelet's identity: refusing it would refuse the kubelet too", agent, node, id.User))
 	}
 	for _, h := range l.nodeHosts() {
 		if h.Name() == node || !h.HasRole(lab.RoleWorker) {

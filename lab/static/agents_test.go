@@ -121,6 +121,13 @@ func TestAgentIdentityUnsupportedWhereItCannotTell(t *testing.T) {
 		t.Errorf("one certificate on both workers: %v, want unsupported naming w2", err)
 	}
 
+	writeKubeconfig(t, filepath.Join(dir, "w1", "kube-proxy.conf"), &clientcmdapi.AuthInfo{ClientCertificateData: clientCertPEM(t, "system:node:w1", "system:nodes")})
+	writeKubeconfig(t, filepath.Join(dir, "w2", "kube-proxy.conf"), &clientcmdapi.AuthInfo{ClientCertificateData: clientCertPEM(t, "system:node:w2", "system:nodes")})
+	_, err = l.AgentIdentity("w1", lab.ServiceKubeProxy)
+	if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "refuse the kubelet too") {
+		t.Errorf("kube-proxy with the kubelet's credentials: %v, want unsupported", err)
+	}
+
 	writeKubeconfig(t, filepath.Join(dir, "w2", "kube-proxy.conf"), &clientcmdapi.AuthInfo{Token: "secret"})
 	_, err = l.AgentIdentity("w2", lab.ServiceKubeProxy)
 	if !errors.Is(err, lab.ErrUnsupported) || !strings.Contains(err.Error(), "no client certificate") {
