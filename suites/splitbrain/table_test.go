@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
+
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
@@ -19,11 +21,11 @@ import (
 func workloadInvariants(w splitbrain.Workload) []invariant.Invariant {
 	switch w {
 	case splitbrain.WorkloadLedger:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory(), invariant.StorageIntegrity()}
+		return []invariant.Invariant{storedinv.AcknowledgedDataSurvives(), storedinv.SingleWriterAtStorage(), storedinv.SingleHistory(), storedinv.StorageIntegrity()}
 	case splitbrain.WorkloadKVDB:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.StorageIntegrity()}
+		return []invariant.Invariant{storedinv.AcknowledgedDataSurvives(), storedinv.StorageIntegrity()}
 	case splitbrain.WorkloadElector:
-		return []invariant.Invariant{invariant.SingleHistory(), invariant.FencingMonotonic()}
+		return []invariant.Invariant{storedinv.SingleHistory(), storedinv.FencingMonotonic()}
 	}
 	panic("no invariants for workload " + string(w))
 }
@@ -41,7 +43,7 @@ func invariantsFor(labels []string) []invariant.Invariant {
 		for _, inv := range workloadInvariants(w) {
 			// fencing-monotonic judges fenced writers only: an unfenced
 			// arm would be INSUFFICIENT_DATA by its definition.
-			if inv.Name() == invariant.FencingMonotonicName && hasLabel(labels, splitbrain.LabelFencing+electorlog.FencingNone) {
+			if inv.Name() == storedinv.FencingMonotonicName && hasLabel(labels, splitbrain.LabelFencing+electorlog.FencingNone) {
 				continue
 			}
 			if !seen[inv.Name()] {
@@ -407,13 +409,13 @@ func positiveControls() []scenario.Scenario {
 			Fault:     garbled,
 			Change:    garble,
 			Window:    controlWindow,
-			ControlOf: []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			ControlOf: []string{storedinv.StorageIntegrityName, storedinv.SingleHistoryName, storedinv.AcknowledgedDataSurvivesName},
 			// Each by the detector the damage is built for: the log's
 			// own check, the comparison of its reads, the lost append.
 			ControlKinds: map[string][]string{
-				invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
-				invariant.SingleHistoryName:            {invariant.NotOneLog},
-				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+				storedinv.StorageIntegrityName:         {storedinv.LedgerDamaged},
+				storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+				storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 			},
 		},
 		// single-history's comparison of the log's reads: a record
@@ -429,13 +431,13 @@ func positiveControls() []scenario.Scenario {
 			Fault:     forged,
 			Change:    forge,
 			Window:    controlWindow,
-			ControlOf: []string{invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			ControlOf: []string{storedinv.SingleHistoryName, storedinv.AcknowledgedDataSurvivesName},
 			// acknowledged-data-survives names a lost append before a
 			// record nobody wrote, and the forgery makes both: its
 			// VIOLATED is the lost append.
 			ControlKinds: map[string][]string{
-				invariant.SingleHistoryName:            {invariant.NotOneLog},
-				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+				storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+				storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 			},
 		},
 		// storage-integrity's file system check: the block volume's
@@ -447,8 +449,8 @@ func positiveControls() []scenario.Scenario {
 			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
 			Window:       controlWindow,
-			ControlOf:    []string{invariant.StorageIntegrityName},
-			ControlKinds: map[string][]string{invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+			ControlOf:    []string{storedinv.StorageIntegrityName},
+			ControlKinds: map[string][]string{storedinv.StorageIntegrityName: {storedinv.FilesystemDamaged}},
 		},
 		// single-writer-at-storage: a second copy of the ledger made on
 		// purpose, a bare pod from the StatefulSet's template mounting
@@ -469,9 +471,9 @@ func positiveControls() []scenario.Scenario {
 			Fault: controls.SecondLedgerWriter(controls.SecondWriter{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Pod: ledgerSecondWriter}),
 			Window:       controlWindow,
-			Invariants:   []invariant.Invariant{invariant.SingleWriterAtStorage()},
-			ControlOf:    []string{invariant.SingleWriterAtStorageName},
-			ControlKinds: map[string][]string{invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
+			Invariants:   []invariant.Invariant{storedinv.SingleWriterAtStorage()},
+			ControlOf:    []string{storedinv.SingleWriterAtStorageName},
+			ControlKinds: map[string][]string{storedinv.SingleWriterAtStorageName: {storedinv.TwoWriters}},
 		},
 		// fencing-monotonic with what the fenced store accepts by
 		// design: two holders with one token. It judges fencing-monotonic
@@ -488,11 +490,11 @@ func positiveControls() []scenario.Scenario {
 			Fault: controls.LeaseHandedOver(controls.LeaseHandover{
 				Namespace: splitbrain.Namespace, Lease: splitbrain.Elector, HistoryPrefix: splitbrain.ElectorHistoryPrefix}),
 			Window:     controlWindow,
-			Invariants: []invariant.Invariant{invariant.FencingMonotonic()},
-			ControlOf:  []string{invariant.FencingMonotonicName},
+			Invariants: []invariant.Invariant{storedinv.FencingMonotonic()},
+			ControlOf:  []string{storedinv.FencingMonotonicName},
 			// One token, two holders; a token that went down is another
 			// breakage, not the one built here.
-			ControlKinds: map[string][]string{invariant.FencingMonotonicName: {invariant.SharedToken}},
+			ControlKinds: map[string][]string{storedinv.FencingMonotonicName: {storedinv.SharedToken}},
 		},
 	}
 }

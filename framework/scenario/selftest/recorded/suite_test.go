@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
+
 	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -51,7 +53,7 @@ func every() []invariant.Invariant {
 	return append(invariant.All(bounds),
 		dataplane.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
 		dataplane.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
-		invariant.AcknowledgedDataSurvives(),
+		storedinv.AcknowledgedDataSurvives(),
 	)
 }
 
