@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
-
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
@@ -13,6 +11,8 @@ import (
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	storedfaults "github.com/faultline/faultline/kits/storeddata/faults"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
@@ -386,15 +386,15 @@ const ledgerSecondWriter = splitbrain.Ledger + "-second-writer"
 // no-op) PRESERVED.
 func positiveControls() []scenario.Scenario {
 	ledgerDamage := func(how string) (fault.Fault, *scenario.Change) {
-		f := controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
+		f := storedfaults.LedgerRecordDamage(storedfaults.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
 		return f, &scenario.Change{
 			Name:  "damage (" + how + ") the ledger's record the inject chose; nothing in the null arm, which chose none",
 			After: damageAfter,
 			Make:  f.Strike,
 		}
 	}
-	garbled, garble := ledgerDamage(controls.DamageGarbled)
-	forged, forge := ledgerDamage(controls.DamageForged)
+	garbled, garble := ledgerDamage(storedfaults.DamageGarbled)
+	forged, forge := ledgerDamage(storedfaults.DamageForged)
 	return []scenario.Scenario{
 		// storage-integrity's ledger check: bytes in the middle of a
 		// record overwritten where the shared directory holds the log.
@@ -487,7 +487,7 @@ func positiveControls() []scenario.Scenario {
 			ID:     "control-elector-lease-handed-over-fenced",
 			Title:  "the elector's Lease written over to the other replica with its leaseTransitions kept: both leaders write with one token, which the fenced store accepts",
 			Labels: []string{"selfcheck", "workload:elector", splitbrain.LabelFencing + electorlog.FencingLeaseTransitions, "component:leader-election"},
-			Fault: controls.LeaseHandedOver(controls.LeaseHandover{
+			Fault: storedfaults.LeaseHandedOver(storedfaults.LeaseHandover{
 				Namespace: splitbrain.Namespace, Lease: splitbrain.Elector, HistoryPrefix: splitbrain.ElectorHistoryPrefix}),
 			Window:     controlWindow,
 			Invariants: []invariant.Invariant{storedinv.FencingMonotonic()},
