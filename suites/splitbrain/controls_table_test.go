@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
-
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/scenario"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
 

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/kits/storeddata"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +22,7 @@ import (
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/apiretry"
 )

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
-
 	"github.com/faultline/faultline/framework/scenario"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/lab"
 )
 

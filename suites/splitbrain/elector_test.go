@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline/faultline/kits/storeddata"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/program"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 )
 

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/faultline/faultline/kits/storeddata"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +16,7 @@ import (
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 )
 

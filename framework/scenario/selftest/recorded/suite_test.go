@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
-
 	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
