@@ -14,27 +14,14 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/faultline/faultline/framework/evidence/source"
-	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/framework/fault/controls"
 )
 
 // client is a client of the API server of observer ("" for the lab's
 // default address, the virtual one where there is one). Tests replace it
 // with a fake clientset.
-var client = kubeClient
-
-func kubeClient(l lab.Lab, observer string) (kubernetes.Interface, error) {
-	path, err := l.Kubeconfig(observer)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig for %q: %w", observer, err)
-	}
-	cs, _, err := source.ClientFromKubeconfig(path, 5*time.Second)
-	return cs, err
-}
+var client = controls.KubeClient
 
 func mustJSON(kind string, v any) json.RawMessage {
 	b, err := json.Marshal(v)
