@@ -10,4 +10,5 @@ package main
 import (
 	_ "github.com/faultline/faultline/framework/fault/controls"
 	_ "github.com/faultline/faultline/framework/fault/faults"
+	_ "github.com/faultline/faultline/kits/storeddata/faults"
 )

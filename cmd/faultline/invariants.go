@@ -5,7 +5,7 @@ package main
 // of the package that holds it; a record of an invariant not linked here
 // is an error naming it and the invariants known.
 //
-// framework/invariant (the core's and paper 3's) is linked by the command
+// framework/invariant (the core's) is linked by the command
 // itself; the drills' deletions-complete comes with the drill report
 // (suites/drills/report). A kit's invariants, or a package of invariants
 // of its own, are linked here, and only here, with a blank import, as the
@@ -13,4 +13,5 @@ package main
 import (
 	_ "github.com/faultline/faultline/framework/invariant"
 	_ "github.com/faultline/faultline/kits/dataplane/invariants"
+	_ "github.com/faultline/faultline/kits/storeddata/invariants"
 )

@@ -37,9 +37,9 @@ const LostWrite = "lost-write"
 // linearizable order allows; its Exercise opens with it too.
 const StaleReadSeen = "stale-read"
 
-// linearizabilityTimeout bounds the porcupine check; a history it cannot
+// LinearizabilityTimeout bounds a porcupine check; a history it cannot
 // decide in that time is INSUFFICIENT_DATA, never PRESERVED.
-const linearizabilityTimeout = 60 * time.Second
+const LinearizabilityTimeout = 60 * time.Second
 
 // AcknowledgedWritesSurvive: every write the API acknowledged during the
 // run is there after heal.
@@ -165,7 +165,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		}
 	}
 
-	switch porcupine.CheckOperationsTimeout(registerModel(ops), hist, linearizabilityTimeout) {
+	switch porcupine.CheckOperationsTimeout(registerModel(ops), hist, LinearizabilityTimeout) {
 	case porcupine.Ok:
 		reason := fmt.Sprintf("the writer's history (%d ops, %d acknowledged writes) is linearizable", len(ops), acked)
 		if finalRead != nil {
@@ -173,7 +173,7 @@ func (acknowledgedWrites) Judge(in Input) verdict.Judgement {
 		}
 		return verdict.Judgement{Verdict: verdict.Preserved, Reason: reason, Sources: src, Exercised: &exercised, Exercise: exercise}
 	case porcupine.Unknown:
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the linearizability checker could not decide the %d-op history within %s, and no acknowledged write is missing from the chain", len(hist), linearizabilityTimeout), Sources: src}
+		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the linearizability checker could not decide the %d-op history within %s, and no acknowledged write is missing from the chain", len(hist), LinearizabilityTimeout), Sources: src}
 	}
 	if deciding == nil {
 		return verdict.Judgement{Verdict: verdict.InsufficientData,

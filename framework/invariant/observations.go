@@ -74,16 +74,6 @@ func Collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question)
 	return obs, gaps
 }
 
-// collect, ordered and stamp are Collect, Ordered and Stamp by the names
-// the stored-data invariants of this package call them.
-func collect[T any](snaps []evidence.Snapshot, glob string, q evidence.Question) ([]Observation[T], []Gap) {
-	return Collect[T](snaps, glob, q)
-}
-
-func ordered(snaps []evidence.Snapshot) []evidence.Snapshot { return Ordered(snaps) }
-
-func stamp(t time.Time) string { return Stamp(t) }
-
 // Latest is src's latest readable answer to q in snaps (in the order
 // taken), decoded as T; or, when there is none, why: the last snapshot's
 // read of it, or that there was no snapshot. A growing record (a history,

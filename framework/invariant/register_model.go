@@ -7,11 +7,10 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
 )
 
-// The register writer's history is checked against checker's register
+// The register writer's history is checked against the register
 // model (a linearizable register with compare-and-swap); every write of
 // this writer has a unique value.
 
@@ -28,11 +27,11 @@ const (
 // that was already there (a writer restarted, a lab reset that is only a
 // cleanup), and that value is a possible start too.
 func registerModel(ops []evidence.RegisterOp) porcupine.Model {
-	init := []checker.RegisterState{{}}
+	init := []registerState{{}}
 	if v, ok := preexisting(ops); ok {
-		init = append(init, checker.RegisterState{Exists: true, Value: v})
+		init = append(init, registerState{Exists: true, Value: v})
 	}
-	return checker.RegisterModel(describeOpMetadata, init...)
+	return stepsModel(describeOpMetadata, init...)
 }
 
 func preexisting(ops []evidence.RegisterOp) (string, bool) {
@@ -79,10 +78,10 @@ func historyOf(ops []evidence.RegisterOp) ([]porcupine.Operation, error) {
 				continue // a read of unknown outcome says nothing
 			}
 			found := op.Found == nil || *op.Found
-			o.Input, o.Output = checker.RegisterInput{Op: checker.RegisterRead}, checker.RegisterOutput{Found: found, Value: op.Value}
+			o.Input, o.Output = registerInput{Op: registerRead}, registerOutput{Found: found, Value: op.Value}
 		case "create", "cas":
-			o.Input = checker.RegisterInput{Op: op.Op, Value: op.Value, Expect: op.Expect}
-			o.Output = checker.RegisterOutput{Unknown: op.Outcome == outcomeUnknown}
+			o.Input = registerInput{Op: op.Op, Value: op.Value, Expect: op.Expect}
+			o.Output = registerOutput{Unknown: op.Outcome == outcomeUnknown}
 			if op.Outcome == outcomeUnknown {
 				o.Return = math.MaxInt64
 			}

@@ -21,11 +21,6 @@ func init() {
 		AcknowledgedWritesSurviveName: AcknowledgedWritesSurvive,
 		ReplicasRestoredName:          ReplicasRestored,
 		ConvergenceName:               Convergence,
-		AcknowledgedDataSurvivesName:  AcknowledgedDataSurvives,
-		StorageIntegrityName:          StorageIntegrity,
-		SingleWriterAtStorageName:     SingleWriterAtStorage,
-		SingleHistoryName:             SingleHistory,
-		FencingMonotonicName:          FencingMonotonic,
 	} {
 		Register(name, Plain(build))
 	}

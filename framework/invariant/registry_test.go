@@ -26,13 +26,7 @@ func everyInvariant() []invariant.Invariant {
 		Ordering:  invariant.Bound{Limit: 7 * time.Second, Why: "two sampling periods"},
 		Endpoints: 41 * time.Second,
 	}
-	return append(invariant.All(b),
-		invariant.AcknowledgedDataSurvives(),
-		invariant.StorageIntegrity(),
-		invariant.SingleWriterAtStorage(),
-		invariant.SingleHistory(),
-		invariant.FencingMonotonic(),
-	)
+	return invariant.All(b)
 }
 
 // Every invariant the package holds is registered, and decoding its name

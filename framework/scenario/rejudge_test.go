@@ -13,6 +13,7 @@ import (
 	"time"
 
 	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+	_ "github.com/faultline/faultline/kits/storeddata/invariants" // the recorded folder judged them
 
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/fault"

@@ -71,7 +71,7 @@ type Quantity struct {
 	Per []string `json:"per,omitempty"`
 }
 
-// Names of Judgement.Quantities that paper 3's invariants give with a
+// Names of Judgement.Quantities that the stored-data invariants give with a
 // loss count (acknowledged-data-survives, single-history): a quantity
 // not measured (an overlap timed by clocks a clock-skew fault may have
 // set apart, a rate over no overlap) is absent.

@@ -97,6 +97,11 @@ func anyUnder(p string, prefixes ...string) bool {
 //   - framework/... (the core) depends on no kit: a kit builds on the
 //     core, and a mechanism only some experiments use never makes every
 //     experiment link it.
+//   - framework/... depends on no package of fixtures/ but
+//     fixtures/history, the history format every workload keeps (the
+//     register writer's log line is evidence.RegisterOp): a workload's
+//     own format (a ledger's log, a database, an elector's history) is
+//     read by the kit of its mechanism.
 //   - kits/... depend on no suite, no reports, no cmd and no backend: a
 //     kit is a mechanism any suite may use, below them all.
 //   - No package of a kit (kits/<name>/...) depends on a package of
@@ -169,6 +174,8 @@ func violations(pkgs []pkg) []string {
 				bad(p, d, "the framework sees labs through package lab only, never a backend")
 			case under(p.Path, "framework") && under(d, "kits"):
 				bad(p, d, "the core imports no kit: a kit builds on the core")
+			case under(p.Path, "framework") && under(d, "fixtures") && d != "fixtures/history":
+				bad(p, d, "the core imports no workload but the one history format every workload keeps (fixtures/history): a workload's own format is read by the kit of its mechanism")
 			case under(p.Path, "kits") && (anyUnder(d, "suites", "reports", "cmd") || isBackend(d)):
 				bad(p, d, "a kit is below the suites, the renderers and the command, and sees labs through package lab only")
 			case under(p.Path, "reports") && (anyUnder(d, "suites", "cmd") || isBackend(d)):
@@ -379,6 +386,7 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"framework on a suite", pkg{Path: "framework/invariant", Deps: []string{"suites/drills"}}, "framework/invariant depends on suites/drills"},
 		{"framework on a backend", pkg{Path: "framework/fault/faults", Deps: []string{"lab/local/binpaths"}}, "framework/fault/faults depends on lab/local/binpaths"},
 		{"the core on a kit", pkg{Path: "framework/invariant", Deps: []string{"kits/dataplane"}}, "framework/invariant depends on kits/dataplane"},
+		{"the core on a workload", pkg{Path: "framework/fault/controls", Deps: []string{"fixtures/ledgerlog", "fixtures/history"}}, "framework/fault/controls depends on fixtures/ledgerlog"},
 		{"a kit on a suite", pkg{Path: "kits/dataplane/readers", Deps: []string{"suites/agents", "framework/evidence"}}, "kits/dataplane/readers depends on suites/agents"},
 		{"a kit on a backend", pkg{Path: "kits/dataplane/readers", Deps: []string{"lab/local", "lab"}}, "kits/dataplane/readers depends on lab/local"},
 		{"a kit on another kit", pkg{Path: "kits/storeddata/invariants", Deps: []string{"kits/dataplane", "framework/invariant"}}, "kits/storeddata/invariants depends on kits/dataplane"},
@@ -414,7 +422,8 @@ func TestEachRuleCanFail(t *testing.T) {
 		{Path: "suites/agents", Imports: []string{"lab/backends", "kits/dataplane/readers"}, Deps: []string{"lab/backends", "lab/local", "kits/dataplane/readers", "kits/dataplane"}, TestImports: []string{"kits/dataplane/invariants"}},
 		{Path: "fixtures/history"},
 		{Path: "fixtures/ledgerlog", Deps: []string{"fixtures/history"}},
-		{Path: "framework/checker", Deps: []string{"fixtures/history", "fixtures/ledgerlog"}},
+		{Path: "kits/storeddata/checker", Deps: []string{"fixtures/history", "fixtures/ledgerlog"}},
+		{Path: "framework/evidence", Deps: []string{"fixtures/history"}},
 	}
 	if got := violations(ok); len(got) != 0 {
 		t.Errorf("a graph that keeps the layers: %q", got)

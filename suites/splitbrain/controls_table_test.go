@@ -9,8 +9,8 @@ import (
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
-	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
 
@@ -43,7 +43,7 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 			}
 		}
 	}
-	for _, inv := range []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.FencingMonotonicName, invariant.SingleWriterAtStorageName} {
+	for _, inv := range []string{storedinv.StorageIntegrityName, storedinv.SingleHistoryName, storedinv.FencingMonotonicName, storedinv.SingleWriterAtStorageName} {
 		if controlled[inv] == 0 {
 			t.Errorf("no control of %s", inv)
 		}
@@ -62,17 +62,17 @@ func TestEveryInvariantHasAPositiveControl(t *testing.T) {
 func TestEachPositiveControlNamesTheKindsItIsBuiltFor(t *testing.T) {
 	want := map[string]map[string][]string{
 		"control-ledger-record-garbled-shared-directory": {
-			invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
-			invariant.SingleHistoryName:            {invariant.NotOneLog},
-			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			storedinv.StorageIntegrityName:         {storedinv.LedgerDamaged},
+			storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+			storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 		},
 		"control-ledger-record-forged-shared-directory": {
-			invariant.SingleHistoryName:            {invariant.NotOneLog},
-			invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+			storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+			storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 		},
-		"control-filesystem-damaged-block":              {invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
-		"control-elector-lease-handed-over-fenced":      {invariant.FencingMonotonicName: {invariant.SharedToken}},
-		"control-ledger-second-writer-shared-directory": {invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
+		"control-filesystem-damaged-block":              {storedinv.StorageIntegrityName: {storedinv.FilesystemDamaged}},
+		"control-elector-lease-handed-over-fenced":      {storedinv.FencingMonotonicName: {storedinv.SharedToken}},
+		"control-ledger-second-writer-shared-directory": {storedinv.SingleWriterAtStorageName: {storedinv.TwoWriters}},
 	}
 	seen := map[string]bool{}
 	for _, sc := range table() {
@@ -119,7 +119,7 @@ func TestTheSecondWriterControlSharesTheLedgersClaimAndHealsByItsParams(t *testi
 		for _, inv := range sc.Invariants {
 			judged = append(judged, inv.Name())
 		}
-		if !slices.Equal(judged, []string{invariant.SingleWriterAtStorageName}) {
+		if !slices.Equal(judged, []string{storedinv.SingleWriterAtStorageName}) {
 			t.Errorf("[%s] judges %v, want single-writer-at-storage alone", sc.Arm, judged)
 		}
 		if sc.Fault.Kind() != controls.KindSecondLedgerWriter {

@@ -22,6 +22,7 @@ import (
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/apiretry"
 )
@@ -372,19 +373,19 @@ func (r *electorReader) Questions() []evidence.Question {
 	if !r.use.runs(WorkloadElector) {
 		return nil
 	}
-	return []evidence.Question{evidence.ElectorHistory}
+	return []evidence.Question{storeddata.ElectorHistory}
 }
 
 func (r *electorReader) Read(ctx context.Context) map[evidence.Question]evidence.Answer {
 	asked := time.Now().UTC()
 	kvs, rev, err := history.ReadKVs(ctx, r.store, ElectorHistoryPrefix, "the elector history")
 	if err != nil {
-		return map[evidence.Question]evidence.Answer{evidence.ElectorHistory: evidence.UnreadableAnswer(err.Error(), time.Now().UTC())}
+		return map[evidence.Question]evidence.Answer{storeddata.ElectorHistory: evidence.UnreadableAnswer(err.Error(), time.Now().UTC())}
 	}
 	// The raw keys, decoded by the invariants with the workload's own
 	// code.
-	v := evidence.ElectorHistoryValue{Prefix: ElectorHistoryPrefix, Revision: rev, KVs: storedKVs(kvs)}
+	v := storeddata.ElectorHistoryValue{Prefix: ElectorHistoryPrefix, Revision: rev, KVs: storedKVs(kvs)}
 	a := evidence.EncodedAnswer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
 	a.AskedAt = asked
-	return map[evidence.Question]evidence.Answer{evidence.ElectorHistory: a}
+	return map[evidence.Question]evidence.Answer{storeddata.ElectorHistory: a}
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -25,7 +25,7 @@ func TestElectorScenarios(t *testing.T) {
 			judged[inv.Name()] = true
 		}
 		fenced := strings.HasSuffix(sc.ID, "-fenced")
-		if !judged[invariant.SingleHistoryName] || judged[invariant.FencingMonotonicName] != fenced {
+		if !judged[storedinv.SingleHistoryName] || judged[storedinv.FencingMonotonicName] != fenced {
 			t.Errorf("%s (%s): judged %v", sc.ID, sc.Arm, judged)
 		}
 		if !hasLabel(sc.Labels, "workload:elector") || !hasLabel(sc.Labels, "component:leader-election") {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/program"
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -149,7 +149,7 @@ func TestElectorReaderAsksOnlyWhenItsRunRunsIt(t *testing.T) {
 		t.Fatalf("elector not in the run, asked %v", qs)
 	}
 	r = &electorReader{use: useOf([]string{"workload:elector", LabelFencing + "none"})}
-	if qs := r.Questions(); len(qs) != 1 || qs[0] != evidence.ElectorHistory || r.Source() != "elector" {
+	if qs := r.Questions(); len(qs) != 1 || qs[0] != storeddata.ElectorHistory || r.Source() != "elector" {
 		t.Fatalf("elector in the run, asked %v of %s", qs, r.Source())
 	}
 	kvs := storedKVs([]history.KV{{Key: ElectorHistoryPrefix + "x/writer", Value: "{}"}})

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/framework/evidence"
 	"github.com/faultline/faultline/framework/evidence/sampler"
+	"github.com/faultline/faultline/kits/storeddata"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -46,16 +47,16 @@ func Extras() []sampler.Extra {
 var dataWorkloads = []storedWorkload{
 	{
 		workload: WorkloadLedger, source: LedgerSource, claim: LedgerClaim, file: LedgerFile, prefix: HistoryPrefix,
-		data: evidence.LedgerLog, history: evidence.LedgerHistory,
+		data: storeddata.LedgerLog, history: storeddata.LedgerHistory,
 		encode: func(path string, data []byte, mounted []string, rev int64) any {
-			return evidence.LedgerLogValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
+			return storeddata.LedgerLogValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
 		},
 	},
 	{
 		workload: WorkloadKVDB, source: KVDBSource, claim: KVDBClaim, file: KVDBFile, prefix: KVDBHistoryPrefix,
-		data: evidence.KVDBDatabase, history: evidence.KVDBHistory,
+		data: storeddata.KVDBDatabase, history: storeddata.KVDBHistory,
 		encode: func(path string, data []byte, mounted []string, rev int64) any {
-			return evidence.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
+			return storeddata.KVDBDatabaseValue{Path: path, Data: data, Mounted: mounted, StoreRevision: rev}
 		},
 	},
 }
@@ -184,7 +185,7 @@ func (r *storedReader) Read(ctx context.Context) map[evidence.Question]evidence.
 		out[hist] = evidence.UnreadableAnswer(err.Error(), time.Now().UTC())
 		return out
 	}
-	v := evidence.LedgerHistoryValue{Prefix: r.w.prefix, Revision: rev, KVs: storedKVs(kvs)}
+	v := storeddata.LedgerHistoryValue{Prefix: r.w.prefix, Revision: rev, KVs: storedKVs(kvs)}
 	a := evidence.EncodedAnswer(v, time.Now().UTC(), strconv.FormatInt(rev, 10))
 	a.AskedAt = asked
 	out[hist] = a
@@ -203,10 +204,10 @@ func storeRevision(ctx context.Context, kv clientv3.KV, prefix string) int64 {
 }
 
 // storedKVs are a history store's keys as an answer holds them.
-func storedKVs(kvs []history.KV) []evidence.StoredKV {
-	out := make([]evidence.StoredKV, 0, len(kvs))
+func storedKVs(kvs []history.KV) []storeddata.StoredKV {
+	out := make([]storeddata.StoredKV, 0, len(kvs))
 	for _, kv := range kvs {
-		out = append(out, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
+		out = append(out, storeddata.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return out
 }
@@ -252,7 +253,7 @@ func (r *volumeReader) Questions() []evidence.Question {
 	if _, ok := r.workload(); !ok {
 		return nil
 	}
-	return []evidence.Question{evidence.VolumeFilesystem}
+	return []evidence.Question{storeddata.VolumeFilesystem}
 }
 
 // workload is the run's data workload whose volume is checked.
@@ -275,13 +276,13 @@ func (r *volumeReader) Read(ctx context.Context) map[evidence.Question]evidence.
 	}
 	handle, err := r.claims[w.workload].volume(ctx)
 	if err != nil {
-		return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.UnreadableAnswer("finding the "+string(w.workload)+" volume: "+err.Error(), time.Now().UTC())}
+		return map[evidence.Question]evidence.Answer{storeddata.VolumeFilesystem: evidence.UnreadableAnswer("finding the "+string(w.workload)+" volume: "+err.Error(), time.Now().UTC())}
 	}
 	c, err := r.lab.CheckVolumeFilesystem(ctx, handle)
 	at := time.Now().UTC()
 	if err != nil {
-		return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.UnreadableAnswer("checking the file system of volume "+handle+": "+err.Error(), at)}
+		return map[evidence.Question]evidence.Answer{storeddata.VolumeFilesystem: evidence.UnreadableAnswer("checking the file system of volume "+handle+": "+err.Error(), at)}
 	}
-	v := evidence.VolumeFilesystemValue{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, Mounted: c.MountedOn}
-	return map[evidence.Question]evidence.Answer{evidence.VolumeFilesystem: evidence.EncodedAnswer(v, at, "")}
+	v := storeddata.VolumeFilesystemValue{Image: c.Image, ExitCode: c.ExitCode, Output: c.Output, Mounted: c.MountedOn}
+	return map[evidence.Question]evidence.Answer{storeddata.VolumeFilesystem: evidence.EncodedAnswer(v, at, "")}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/faultline/faultline/framework/fault/faults"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/scenario"
+	storedfaults "github.com/faultline/faultline/kits/storeddata/faults"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/suites/splitbrain"
 )
@@ -19,11 +21,11 @@ import (
 func workloadInvariants(w splitbrain.Workload) []invariant.Invariant {
 	switch w {
 	case splitbrain.WorkloadLedger:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.SingleWriterAtStorage(), invariant.SingleHistory(), invariant.StorageIntegrity()}
+		return []invariant.Invariant{storedinv.AcknowledgedDataSurvives(), storedinv.SingleWriterAtStorage(), storedinv.SingleHistory(), storedinv.StorageIntegrity()}
 	case splitbrain.WorkloadKVDB:
-		return []invariant.Invariant{invariant.AcknowledgedDataSurvives(), invariant.StorageIntegrity()}
+		return []invariant.Invariant{storedinv.AcknowledgedDataSurvives(), storedinv.StorageIntegrity()}
 	case splitbrain.WorkloadElector:
-		return []invariant.Invariant{invariant.SingleHistory(), invariant.FencingMonotonic()}
+		return []invariant.Invariant{storedinv.SingleHistory(), storedinv.FencingMonotonic()}
 	}
 	panic("no invariants for workload " + string(w))
 }
@@ -41,7 +43,7 @@ func invariantsFor(labels []string) []invariant.Invariant {
 		for _, inv := range workloadInvariants(w) {
 			// fencing-monotonic judges fenced writers only: an unfenced
 			// arm would be INSUFFICIENT_DATA by its definition.
-			if inv.Name() == invariant.FencingMonotonicName && hasLabel(labels, splitbrain.LabelFencing+electorlog.FencingNone) {
+			if inv.Name() == storedinv.FencingMonotonicName && hasLabel(labels, splitbrain.LabelFencing+electorlog.FencingNone) {
 				continue
 			}
 			if !seen[inv.Name()] {
@@ -384,15 +386,15 @@ const ledgerSecondWriter = splitbrain.Ledger + "-second-writer"
 // no-op) PRESERVED.
 func positiveControls() []scenario.Scenario {
 	ledgerDamage := func(how string) (fault.Fault, *scenario.Change) {
-		f := controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
+		f := storedfaults.LedgerRecordDamage(storedfaults.LedgerDamage{Namespace: splitbrain.Namespace, Claim: splitbrain.LedgerClaim, File: splitbrain.LedgerFile, Damage: how})
 		return f, &scenario.Change{
 			Name:  "damage (" + how + ") the ledger's record the inject chose; nothing in the null arm, which chose none",
 			After: damageAfter,
 			Make:  f.Strike,
 		}
 	}
-	garbled, garble := ledgerDamage(controls.DamageGarbled)
-	forged, forge := ledgerDamage(controls.DamageForged)
+	garbled, garble := ledgerDamage(storedfaults.DamageGarbled)
+	forged, forge := ledgerDamage(storedfaults.DamageForged)
 	return []scenario.Scenario{
 		// storage-integrity's ledger check: bytes in the middle of a
 		// record overwritten where the shared directory holds the log.
@@ -407,13 +409,13 @@ func positiveControls() []scenario.Scenario {
 			Fault:     garbled,
 			Change:    garble,
 			Window:    controlWindow,
-			ControlOf: []string{invariant.StorageIntegrityName, invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			ControlOf: []string{storedinv.StorageIntegrityName, storedinv.SingleHistoryName, storedinv.AcknowledgedDataSurvivesName},
 			// Each by the detector the damage is built for: the log's
 			// own check, the comparison of its reads, the lost append.
 			ControlKinds: map[string][]string{
-				invariant.StorageIntegrityName:         {invariant.LedgerDamaged},
-				invariant.SingleHistoryName:            {invariant.NotOneLog},
-				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+				storedinv.StorageIntegrityName:         {storedinv.LedgerDamaged},
+				storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+				storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 			},
 		},
 		// single-history's comparison of the log's reads: a record
@@ -429,13 +431,13 @@ func positiveControls() []scenario.Scenario {
 			Fault:     forged,
 			Change:    forge,
 			Window:    controlWindow,
-			ControlOf: []string{invariant.SingleHistoryName, invariant.AcknowledgedDataSurvivesName},
+			ControlOf: []string{storedinv.SingleHistoryName, storedinv.AcknowledgedDataSurvivesName},
 			// acknowledged-data-survives names a lost append before a
 			// record nobody wrote, and the forgery makes both: its
 			// VIOLATED is the lost append.
 			ControlKinds: map[string][]string{
-				invariant.SingleHistoryName:            {invariant.NotOneLog},
-				invariant.AcknowledgedDataSurvivesName: {invariant.LostAppend},
+				storedinv.SingleHistoryName:            {storedinv.NotOneLog},
+				storedinv.AcknowledgedDataSurvivesName: {storedinv.LostAppend},
 			},
 		},
 		// storage-integrity's file system check: the block volume's
@@ -447,8 +449,8 @@ func positiveControls() []scenario.Scenario {
 			Fault: controls.StopThenDamageFilesystem(controls.FilesystemDamage{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Claim: splitbrain.LedgerClaim, Replicas: 1}),
 			Window:       controlWindow,
-			ControlOf:    []string{invariant.StorageIntegrityName},
-			ControlKinds: map[string][]string{invariant.StorageIntegrityName: {invariant.FilesystemDamaged}},
+			ControlOf:    []string{storedinv.StorageIntegrityName},
+			ControlKinds: map[string][]string{storedinv.StorageIntegrityName: {storedinv.FilesystemDamaged}},
 		},
 		// single-writer-at-storage: a second copy of the ledger made on
 		// purpose, a bare pod from the StatefulSet's template mounting
@@ -469,9 +471,9 @@ func positiveControls() []scenario.Scenario {
 			Fault: controls.SecondLedgerWriter(controls.SecondWriter{
 				Namespace: splitbrain.Namespace, StatefulSet: splitbrain.Ledger, Pod: ledgerSecondWriter}),
 			Window:       controlWindow,
-			Invariants:   []invariant.Invariant{invariant.SingleWriterAtStorage()},
-			ControlOf:    []string{invariant.SingleWriterAtStorageName},
-			ControlKinds: map[string][]string{invariant.SingleWriterAtStorageName: {invariant.TwoWriters}},
+			Invariants:   []invariant.Invariant{storedinv.SingleWriterAtStorage()},
+			ControlOf:    []string{storedinv.SingleWriterAtStorageName},
+			ControlKinds: map[string][]string{storedinv.SingleWriterAtStorageName: {storedinv.TwoWriters}},
 		},
 		// fencing-monotonic with what the fenced store accepts by
 		// design: two holders with one token. It judges fencing-monotonic
@@ -485,14 +487,14 @@ func positiveControls() []scenario.Scenario {
 			ID:     "control-elector-lease-handed-over-fenced",
 			Title:  "the elector's Lease written over to the other replica with its leaseTransitions kept: both leaders write with one token, which the fenced store accepts",
 			Labels: []string{"selfcheck", "workload:elector", splitbrain.LabelFencing + electorlog.FencingLeaseTransitions, "component:leader-election"},
-			Fault: controls.LeaseHandedOver(controls.LeaseHandover{
+			Fault: storedfaults.LeaseHandedOver(storedfaults.LeaseHandover{
 				Namespace: splitbrain.Namespace, Lease: splitbrain.Elector, HistoryPrefix: splitbrain.ElectorHistoryPrefix}),
 			Window:     controlWindow,
-			Invariants: []invariant.Invariant{invariant.FencingMonotonic()},
-			ControlOf:  []string{invariant.FencingMonotonicName},
+			Invariants: []invariant.Invariant{storedinv.FencingMonotonic()},
+			ControlOf:  []string{storedinv.FencingMonotonicName},
 			// One token, two holders; a token that went down is another
 			// breakage, not the one built here.
-			ControlKinds: map[string][]string{invariant.FencingMonotonicName: {invariant.SharedToken}},
+			ControlKinds: map[string][]string{storedinv.FencingMonotonicName: {storedinv.SharedToken}},
 		},
 	}
 }

@@ -194,7 +194,7 @@ func FromLab(l lab.Lab, o Options) (*Set, error) {
 
 	if da, ok := l.(lab.ClusterDNSAccess); !ok {
 		// Not "no cluster DNS": the local lab runs CoreDNS, whose answers
-		// only pods reach (paper 2's suite asks them from pods).
+		// only pods reach (the data plane's readers ask them from pods).
 		s.Readers = append(s.Readers, NewDNSNotDeployed("the lab gives no cluster DNS address this program can reach (lab.ClusterDNSAccess)"))
 	} else if addr, domain, err := da.ClusterDNSServer(); err != nil {
 		s.Readers = append(s.Readers, NewUnavailable("dns", []evidence.Question{evidence.ServiceDNS}, "cluster DNS address: "+err.Error()))

@@ -38,9 +38,11 @@ func cutContext(ctx context.Context, cut fault.Fault) context.Context {
 // client is a client of the API server of observer ("" for the lab's
 // default address, the virtual one where there is one). Tests replace it
 // with a fake clientset.
-var client = kubeClient
+var client = KubeClient
 
-func kubeClient(l lab.Lab, observer string) (kubernetes.Interface, error) {
+// KubeClient is a client of the API server of observer ("" for the lab's
+// default address), through the lab's kubeconfig for it.
+func KubeClient(l lab.Lab, observer string) (kubernetes.Interface, error) {
 	path, err := l.Kubeconfig(observer)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig for %q: %w", observer, err)

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/lab"
@@ -60,7 +61,7 @@ func (f *fsDamage) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("file system damage: %w", err)
 	}
-	handle, err := volumeHandle(ctx, cs, d.Namespace, d.Claim)
+	handle, err := VolumeHandle(ctx, cs, d.Namespace, d.Claim)
 	if err != nil {
 		return fmt.Errorf("file system damage: %w", err)
 	}
@@ -121,7 +122,7 @@ func (f *fsDamage) Probe(ctx context.Context, l lab.Lab) (fault.Effect, error) {
 	if err != nil {
 		return fault.Effect{}, err
 	}
-	handle, err := volumeHandle(ctx, cs, f.d.Namespace, f.d.Claim)
+	handle, err := VolumeHandle(ctx, cs, f.d.Namespace, f.d.Claim)
 	if err != nil {
 		return fault.Effect{}, err
 	}
@@ -144,3 +145,26 @@ func decodeFSDamage(raw json.RawMessage) (fault.Fault, error) {
 }
 
 func init() { fault.Register(KindStopThenDamageFilesystem, decodeFSDamage) }
+
+// ClassStorageDamage is the class of the controls that damage stored data
+// on purpose, through the lab's storage (lab.VolumeDamager).
+const ClassStorageDamage fault.Class = "storage-damage"
+
+// VolumeHandle is the CSI volume handle of the claim's bound volume.
+func VolumeHandle(ctx context.Context, cs kubernetes.Interface, namespace, claim string) (string, error) {
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("claim %s/%s: %w", namespace, claim, err)
+	}
+	if pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("claim %s/%s is not bound", namespace, claim)
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, namespace, claim, err)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle == "" {
+		return "", fmt.Errorf("volume %s of claim %s/%s is not a CSI volume", pv.Name, namespace, claim)
+	}
+	return pv.Spec.CSI.VolumeHandle, nil
+}

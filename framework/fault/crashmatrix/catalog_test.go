@@ -9,6 +9,7 @@ import (
 	"github.com/faultline/faultline/framework/fault"
 	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/framework/fault/faults"
+	storedfaults "github.com/faultline/faultline/kits/storeddata/faults"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -167,14 +168,14 @@ var catalog = []entry{
 	// the bare pod second-ledger-writer makes (deleted by the name its
 	// params hold); the damage itself outlives heal on purpose until the
 	// lab's reset.
-	{kind: controls.KindLedgerRecordDamaged, make: func(_ shape, fx fixtures) fault.Fault {
-		return controls.LedgerRecordDamage(controls.LedgerDamage{Namespace: fixtureNamespace, Claim: fx.Claim, File: "ledger.log", Damage: controls.DamageGarbled})
+	{kind: storedfaults.KindLedgerRecordDamaged, make: func(_ shape, fx fixtures) fault.Fault {
+		return storedfaults.LedgerRecordDamage(storedfaults.LedgerDamage{Namespace: fixtureNamespace, Claim: fx.Claim, File: "ledger.log", Damage: storedfaults.DamageGarbled})
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
 	{kind: controls.KindStopThenDamageFilesystem, make: func(_ shape, fx fixtures) fault.Fault {
 		return controls.StopThenDamageFilesystem(controls.FilesystemDamage{Namespace: fixtureNamespace, StatefulSet: "ledger", Claim: fx.Claim, Replicas: 1})
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
-	{kind: controls.KindLeaseHandedOver, make: func(shape, fixtures) fault.Fault {
-		return controls.LeaseHandedOver(controls.LeaseHandover{Namespace: fixtureNamespace, Lease: "elector", HistoryPrefix: "/elector"})
+	{kind: storedfaults.KindLeaseHandedOver, make: func(shape, fixtures) fault.Fault {
+		return storedfaults.LeaseHandedOver(storedfaults.LeaseHandover{Namespace: fixtureNamespace, Lease: "elector", HistoryPrefix: "/elector"})
 	}, only: []string{"lab11s"}, unbuilt: noStorageFixtures},
 	{kind: controls.KindSecondLedgerWriter, make: func(shape, fixtures) fault.Fault {
 		return controls.SecondLedgerWriter(controls.SecondWriter{Namespace: fixtureNamespace, StatefulSet: "ledger", Pod: "ledger-second-writer"})

@@ -256,7 +256,7 @@ type FilesystemCheck struct {
 }
 
 // FilesystemCommand is the check CheckFilesystem runs on an image file:
-// a forced (-f), read-only (-n) e2fsck, framework/checker's
+// a forced (-f), read-only (-n) e2fsck, kits/storeddata/checker's
 // FilesystemCommand (which parses its output; the lab layer cannot import
 // the framework, so checker's tests hold the two to one command).
 func FilesystemCommand(image string) []string { return []string{"e2fsck", "-fn", image} }

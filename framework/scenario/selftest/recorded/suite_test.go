@@ -7,6 +7,7 @@ import (
 	"time"
 
 	dataplane "github.com/faultline/faultline/kits/dataplane/invariants"
+	storedinv "github.com/faultline/faultline/kits/storeddata/invariants"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -51,7 +52,7 @@ func every() []invariant.Invariant {
 	return append(invariant.All(bounds),
 		dataplane.ServiceRoutesTruthful(invariant.Bound{Limit: 400 * time.Millisecond, Why: "four ticks"}),
 		dataplane.DNSTruthful(invariant.Bound{Limit: 300 * time.Millisecond, Why: "three ticks"}, 500*time.Millisecond),
-		invariant.AcknowledgedDataSurvives(),
+		storedinv.AcknowledgedDataSurvives(),
 	)
 }
 

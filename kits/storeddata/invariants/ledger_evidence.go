@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -6,8 +6,9 @@ import (
 
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // ledgerSource answers the ledger's questions: its log as the volume
@@ -16,7 +17,7 @@ const ledgerSource evidence.Source = "ledger"
 
 // historyKVs are a history answer's keys as the workloads' code reads
 // them, with the store's revisions.
-func historyKVs(stored []evidence.StoredKV) []history.KV {
+func historyKVs(stored []storeddata.StoredKV) []history.KV {
 	kvs := make([]history.KV, len(stored))
 	for i, kv := range stored {
 		kvs[i] = history.KV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
@@ -31,7 +32,7 @@ const skewNote = "under a clock-skew fault the writers' clocks prove nothing, so
 // decodedHistories decodes a history answer (what, in errors) with the
 // workload's own code, and refuses one whose keys a late invoke put may
 // have rewritten (late: the workload's checker.*RewrittenInvokes).
-func decodedHistories[H any](what string, v evidence.LedgerHistoryValue, decode func(string, []history.KV) ([]H, error), late func([]H, checker.StoreOrder) checker.Rewritten) ([]H, error) {
+func decodedHistories[H any](what string, v storeddata.LedgerHistoryValue, decode func(string, []history.KV) ([]H, error), late func([]H, checker.StoreOrder) checker.Rewritten) ([]H, error) {
 	hs, err := decode(v.Prefix, historyKVs(v.KVs))
 	if err != nil {
 		return nil, fmt.Errorf("%s under %s: %w", what, v.Prefix, err)
@@ -43,7 +44,7 @@ func decodedHistories[H any](what string, v evidence.LedgerHistoryValue, decode 
 }
 
 // ledgerHistories decodes the ledger's history answer (decodedHistories).
-func ledgerHistories(v evidence.LedgerHistoryValue) ([]ledgerlog.History, error) {
+func ledgerHistories(v storeddata.LedgerHistoryValue) ([]ledgerlog.History, error) {
 	return decodedHistories("the ledger's history", v, ledgerlog.DecodeHistories, checker.LedgerRewrittenInvokes)
 }
 

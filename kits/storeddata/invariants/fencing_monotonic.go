@@ -1,12 +1,13 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/framework/checker"
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // FencingMonotonicName names the fencing-monotonic invariant.
@@ -65,7 +66,7 @@ const (
 //
 // Exercised when the store accepted writes of two or more holders and the
 // run's fault can give the Lease holders outside one election's history
-// (Input.LeaseHistoriesSplittable: a split brain, whose copies of etcd
+// (invariant.Input.LeaseHistoriesSplittable: a split brain, whose copies of etcd
 // each keep a Lease, or an operator's write of it). With one Lease in one
 // etcd written only by client-go's election, leaseTransitions rises on
 // every change of holder, by an update conditional on the record read, so
@@ -74,18 +75,18 @@ const (
 // Refusals are the transaction doing what it is built to do and exercise
 // nothing; a run with one holder accepted (one leader) cannot fire and
 // says "not exercised". VIOLATED is always exercised.
-func FencingMonotonic() Invariant { return fencingMonotonic{} }
+func FencingMonotonic() invariant.Invariant { return fencingMonotonic{} }
 
 type fencingMonotonic struct{}
 
 func (fencingMonotonic) Name() string         { return FencingMonotonicName }
 func (fencingMonotonic) Phase() verdict.Phase { return verdict.Safety }
-func (fencingMonotonic) Reads() []Reading {
-	return []Reading{{Sources: string(electorSource), Question: evidence.ElectorHistory}}
+func (fencingMonotonic) Reads() []invariant.Reading {
+	return []invariant.Reading{{Sources: string(electorSource), Question: storeddata.ElectorHistory}}
 }
 
-func (fencingMonotonic) Judge(in Input) verdict.Judgement {
-	hs, v, tail, why := latestElectorHistory(ordered(in.Snapshots))
+func (fencingMonotonic) Judge(in invariant.Input) verdict.Judgement {
+	hs, v, tail, why := latestElectorHistory(invariant.Ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
@@ -93,7 +94,7 @@ func (fencingMonotonic) Judge(in Input) verdict.Judgement {
 }
 
 // judgeFencing is fencing-monotonic from one read of the history.
-func judgeFencing(in Input, hs []electorlog.History, v evidence.ElectorHistoryValue) verdict.Judgement {
+func judgeFencing(in invariant.Input, hs []electorlog.History, v storeddata.ElectorHistoryValue) verdict.Judgement {
 	src := []string{string(electorSource)}
 	f, err := checker.CheckFencing(hs)
 	if err != nil {

@@ -1,12 +1,14 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/ledgerlog"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // SingleWriterAtStorageName names the single-writer-at-storage invariant.
@@ -44,7 +46,7 @@ const TwoWriters = "two-writers"
 // other's); writers whose stretches overlap with no append wholly
 // between two of another's are neither proven at once nor apart, and
 // INSUFFICIENT_DATA. Under a fault that can skew a clock
-// (Input.ClocksSkewable) the clocks prove nothing, and the appends are
+// (invariant.Input.ClocksSkewable) the clocks prove nothing, and the appends are
 // placed by the history store's order instead
 // (checker.CheckWritersInStoreOrder: each append between its invoke's put
 // and its outcome's), with the same three outcomes: an overlap that
@@ -71,24 +73,24 @@ const TwoWriters = "two-writers"
 // copy never got an append acknowledged, cannot fire, and its PRESERVED
 // says "not exercised" (a null arm's is no test of the detector).
 // VIOLATED is always exercised.
-func SingleWriterAtStorage() Invariant { return singleWriter{} }
+func SingleWriterAtStorage() invariant.Invariant { return singleWriter{} }
 
 type singleWriter struct{}
 
 func (singleWriter) Name() string         { return SingleWriterAtStorageName }
 func (singleWriter) Phase() verdict.Phase { return verdict.Safety }
-func (singleWriter) Reads() []Reading {
-	return []Reading{{Sources: string(ledgerSource), Question: evidence.LedgerHistory}}
+func (singleWriter) Reads() []invariant.Reading {
+	return []invariant.Reading{{Sources: string(ledgerSource), Question: storeddata.LedgerHistory}}
 }
 
-func (singleWriter) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	var histV evidence.LedgerHistoryValue
+func (singleWriter) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
+	var histV storeddata.LedgerHistoryValue
 	var histA evidence.Answer
 	why, at := "no snapshot to judge", -1
 	for i := len(snaps) - 1; i >= 0; i-- {
-		var v evidence.LedgerHistoryValue
-		a, w := answerOf(snaps[i], evidence.LedgerHistory, &v)
+		var v storeddata.LedgerHistoryValue
+		a, w := answerOf(snaps[i], storeddata.LedgerHistory, &v)
 		if w == "" {
 			histV, histA, why, at = v, a, "", i
 			break
@@ -100,11 +102,11 @@ func (singleWriter) Judge(in Input) verdict.Judgement {
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no readable ledger history in the input: " + why}
 	}
-	return tailAfter(snaps, at, histA, ledgerSource, evidence.LedgerHistory).hold(judgeWriters(in, histV, histA), "ledger history")
+	return tailAfter(snaps, at, histA, ledgerSource, storeddata.LedgerHistory).hold(judgeWriters(in, histV, histA), "ledger history")
 }
 
 // judgeWriters is single-writer-at-storage from one read of the history.
-func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
+func judgeWriters(in invariant.Input, histV storeddata.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	hs, err := ledgerHistories(histV)
 	if err != nil {
@@ -114,7 +116,7 @@ func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.An
 		return judgeWritersInStoreOrder(hs, histV, histA)
 	}
 	w := checker.CheckWriters(hs)
-	looked := fmt.Sprintf("%s, read at %s", w.Looked, stamp(histA.ReadAt))
+	looked := fmt.Sprintf("%s, read at %s", w.Looked, invariant.Stamp(histA.ReadAt))
 	forks := ""
 	if n := len(w.Forks); n > 0 {
 		f := w.Forks[0]
@@ -146,10 +148,10 @@ func judgeWriters(in Input, histV evidence.LedgerHistoryValue, histA evidence.An
 // that can skew clocks: the appends are placed by the history store's
 // order, and what only the writers' clocks could decide is
 // INSUFFICIENT_DATA.
-func judgeWritersInStoreOrder(hs []ledgerlog.History, histV evidence.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
+func judgeWritersInStoreOrder(hs []ledgerlog.History, histV storeddata.LedgerHistoryValue, histA evidence.Answer) verdict.Judgement {
 	src := []string{string(ledgerSource)}
 	w := checker.CheckWritersInStoreOrder(hs, checker.StoreOrderOf(histV.Prefix, historyKVs(histV.KVs)))
-	looked := fmt.Sprintf("%s; checked %s, read at %s", skewNote, w.Looked, stamp(histA.ReadAt))
+	looked := fmt.Sprintf("%s; checked %s, read at %s", skewNote, w.Looked, invariant.Stamp(histA.ReadAt))
 	exercised := w.Looked.Acknowledging >= 2
 	exercise := fmt.Sprintf("%d writer(s) had appends acknowledged", w.Looked.Acknowledging)
 	switch {

@@ -1,10 +1,11 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -52,7 +53,7 @@ func tailAfter(snaps []evidence.Snapshot, i int, a evidence.Answer, src evidence
 
 func (u unreadTail) String() string {
 	return fmt.Sprintf("read at %s; the %d read(s) after it, through the last snapshot at %s, gave no value (first: %s)",
-		stamp(u.readAt), u.unread, stamp(u.last), u.first)
+		invariant.Stamp(u.readAt), u.unread, invariant.Stamp(u.last), u.first)
 }
 
 // hold holds a judgement made from the read to what that read can show
@@ -70,5 +71,5 @@ func (u unreadTail) hold(j verdict.Judgement, what string) verdict.Judgement {
 	}
 	return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: j.Sources,
 		Reason: fmt.Sprintf("the latest readable %s was %s: what was written after %s was never read, and a PRESERVED needs the %s as the input's last snapshot read it, after every write (from the earlier read alone: %s, %s)",
-			what, u, stamp(u.readAt), what, j.Verdict, j.Reason)}
+			what, u, invariant.Stamp(u.readAt), what, j.Verdict, j.Reason)}
 }

@@ -1,4 +1,4 @@
-package checker
+package invariant
 
 import (
 	"fmt"
@@ -12,25 +12,25 @@ import (
 // etcd's robustness tests check theirs: a cas names the value it
 // replaces, and an operation whose outcome is unknown (a timeout after the
 // request was sent) may have taken effect at any moment after it was
-// invoked, or never. The leader-elected writer's store does not
-// compare-and-swap: its model is kv_model.go's.
+// invoked, or never. A store that does not compare-and-swap needs
+// another model.
 
 // Register operations.
 const (
-	RegisterRead   = "read"
-	RegisterCreate = "create"
-	RegisterCAS    = "cas"
+	registerRead   = "read"
+	registerCreate = "create"
+	registerCAS    = "cas"
 )
 
-// RegisterState is the register: absent, or holding a value.
-type RegisterState struct {
+// registerState is the register: absent, or holding a value.
+type registerState struct {
 	Exists bool
 	Value  string
 }
 
-// RegisterInput is what an operation asked.
-type RegisterInput struct {
-	// Op is RegisterRead, RegisterCreate or RegisterCAS.
+// registerInput is what an operation asked.
+type registerInput struct {
+	// Op is registerRead, registerCreate or registerCAS.
 	Op string
 	// Value is what a create or cas writes.
 	Value string
@@ -38,8 +38,8 @@ type RegisterInput struct {
 	Expect string
 }
 
-// RegisterOutput is what an operation returned.
-type RegisterOutput struct {
+// registerOutput is what an operation returned.
+type registerOutput struct {
 	// Unknown: a write whose outcome is unknown.
 	Unknown bool
 	// Found and Value are what a read returned.
@@ -47,20 +47,20 @@ type RegisterOutput struct {
 	Value string
 }
 
-// RegisterSteps is the register's step function, without its initial
-// states: RegisterModel sets them.
-var RegisterSteps = porcupine.NondeterministicModel{
+// registerSteps is the register's step function, without its initial
+// states: stepsModel sets them.
+var registerSteps = porcupine.NondeterministicModel{
 	Step: func(state, input, output any) []any {
-		s, in, out := state.(RegisterState), input.(RegisterInput), output.(RegisterOutput)
+		s, in, out := state.(registerState), input.(registerInput), output.(registerOutput)
 		switch in.Op {
-		case RegisterRead:
+		case registerRead:
 			if out.Found == s.Exists && (!s.Exists || out.Value == s.Value) {
 				return []any{s}
 			}
 			return nil
-		case RegisterCreate, RegisterCAS:
-			applies := (in.Op == RegisterCreate && !s.Exists) || (in.Op == RegisterCAS && s.Exists && s.Value == in.Expect)
-			next := RegisterState{Exists: true, Value: in.Value}
+		case registerCreate, registerCAS:
+			applies := (in.Op == registerCreate && !s.Exists) || (in.Op == registerCAS && s.Exists && s.Value == in.Expect)
+			next := registerState{Exists: true, Value: in.Value}
 			switch {
 			case out.Unknown && applies:
 				return []any{s, next}
@@ -73,43 +73,43 @@ var RegisterSteps = porcupine.NondeterministicModel{
 		}
 		return nil
 	},
-	Equal: func(a, b any) bool { return a.(RegisterState) == b.(RegisterState) },
+	Equal: func(a, b any) bool { return a.(registerState) == b.(registerState) },
 	DescribeOperation: func(input, output any) string {
-		in, out := input.(RegisterInput), output.(RegisterOutput)
+		in, out := input.(registerInput), output.(registerOutput)
 		switch {
-		case in.Op == RegisterRead && !out.Found:
+		case in.Op == registerRead && !out.Found:
 			return "read() → none"
-		case in.Op == RegisterRead:
+		case in.Op == registerRead:
 			return fmt.Sprintf("read() → %s", out.Value)
-		case in.Op == RegisterCAS:
+		case in.Op == registerCAS:
 			return fmt.Sprintf("cas(%s → %s) unknown=%v", in.Expect, in.Value, out.Unknown)
 		}
 		return fmt.Sprintf("create(%s) unknown=%v", in.Value, out.Unknown)
 	},
-	DescribeState: DescribeRegister,
+	DescribeState: describeRegister,
 }
 
-// RegisterModel is the register model starting in any of init (absent
+// stepsModel is the register model starting in any of init (absent
 // when none is given), its operations' metadata described by describe
 // (nil: none).
-func RegisterModel(describe func(metadata any) string, init ...RegisterState) porcupine.Model {
+func stepsModel(describe func(metadata any) string, init ...registerState) porcupine.Model {
 	if len(init) == 0 {
-		init = []RegisterState{{}}
+		init = []registerState{{}}
 	}
 	states := make([]any, len(init))
 	for i, s := range init {
 		states[i] = s
 	}
-	m := RegisterSteps
+	m := registerSteps
 	m.Init = func() []any { return states }
 	m.DescribeOperationMetadata = describe
 	return m.ToModel()
 }
 
-// DescribeRegister is a register state as porcupine's visualisation shows
+// describeRegister is a register state as porcupine's visualisation shows
 // it.
-func DescribeRegister(state any) string {
-	s := state.(RegisterState)
+func describeRegister(state any) string {
+	s := state.(registerState)
 	if !s.Exists {
 		return "absent"
 	}

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"context"
@@ -13,9 +13,11 @@ import (
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/history/historytest"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // The kvdb cases are judged over databases and histories the workload's
@@ -72,28 +74,28 @@ func kvdbOps(t *testing.T, c *kvdb.Client, n int) {
 	}
 }
 
-func (b *kvdbBench) dbValue(mounted ...string) evidence.KVDBDatabaseValue {
+func (b *kvdbBench) dbValue(mounted ...string) storeddata.KVDBDatabaseValue {
 	b.t.Helper()
 	data, err := os.ReadFile(b.path)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return evidence.KVDBDatabaseValue{Path: "/srv/volumes/kvdb-0/kv.db", Data: data, Mounted: mounted}
+	return storeddata.KVDBDatabaseValue{Path: "/srv/volumes/kvdb-0/kv.db", Data: data, Mounted: mounted}
 }
 
-func (b *kvdbBench) historyValue() evidence.LedgerHistoryValue {
-	return evidence.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
+func (b *kvdbBench) historyValue() storeddata.LedgerHistoryValue {
+	return storeddata.LedgerHistoryValue{Prefix: kvdbPrefix, Revision: b.store.Revision(), KVs: b.store.stored()}
 }
 
 // kvdbAnswers records the database read over [at, at+0.1 s] and the
 // history over [at+0.2 s, at+0.3 s] in the round taken at second at.
-func kvdbAnswers(t *testing.T, s *evidence.Snapshot, at float64, db evidence.KVDBDatabaseValue, hist evidence.LedgerHistoryValue) {
+func kvdbAnswers(t *testing.T, s *evidence.Snapshot, at float64, db storeddata.KVDBDatabaseValue, hist storeddata.LedgerHistoryValue) {
 	t.Helper()
 	for _, a := range []struct {
 		q        evidence.Question
 		v        any
 		from, to float64
-	}{{evidence.KVDBDatabase, db, 0, 0.1}, {evidence.KVDBHistory, hist, 0.2, 0.3}} {
+	}{{storeddata.KVDBDatabase, db, 0, 0.1}, {storeddata.KVDBHistory, hist, 0.2, 0.3}} {
 		ans, err := evidence.ValueAnswer(a.v, sec(at+a.to), "")
 		if err != nil {
 			t.Fatal(err)
@@ -103,11 +105,11 @@ func kvdbAnswers(t *testing.T, s *evidence.Snapshot, at float64, db evidence.KVD
 	}
 }
 
-func finalKVDB(t *testing.T, b *kvdbBench, mounted ...string) Input {
+func finalKVDB(t *testing.T, b *kvdbBench, mounted ...string) invariant.Input {
 	r := newRun(t)
 	rd := r.round(20)
 	kvdbAnswers(t, &r.snaps[rd.i], 20, b.dbValue(mounted...), b.historyValue())
-	in := r.input(Final)
+	in := r.input(invariant.Final)
 	in.Timeline = healed()
 	return in
 }
@@ -137,7 +139,7 @@ func TestAcknowledgedDataSurvivesKVDBViolatedWhenTwoCopiesLoseUpdates(t *testing
 	}
 	j := expect(t, AcknowledgedDataSurvives(), finalKVDB(t, b), verdict.Violated, "lost update", "acknowledged operation(s) missing", "does not count it")
 	if j.Violation != LostUpdate || !j.At.Equal(sec(20.1)) {
-		t.Errorf("violation %q at %s", j.Violation, stamp(j.At))
+		t.Errorf("violation %q at %s", j.Violation, invariant.Stamp(j.At))
 	}
 	wantExercised(t, j, true)
 }
@@ -159,9 +161,9 @@ func TestAcknowledgedDataSurvivesKVDBInsufficientWhileMountedWithTheHistoryReadF
 	kvdbOps(t, b.start(ledgerID("a", "worker1")), 3)
 	in := finalKVDB(t, b, "worker1")
 	s := &in.Snapshots[len(in.Snapshots)-1]
-	h := s.Get(kvdbSource, evidence.KVDBHistory)
+	h := s.Get(kvdbSource, storeddata.KVDBHistory)
 	h.AskedAt = sec(19.9)
-	s.Set(kvdbSource, evidence.KVDBHistory, h)
+	s.Set(kvdbSource, storeddata.KVDBHistory, h)
 	expect(t, AcknowledgedDataSurvives(), in, verdict.InsufficientData, "mounted on worker1", "not read after the database")
 	// Read after it, only what was acknowledged before the read began
 	// has to be there.
@@ -177,7 +179,7 @@ func TestAcknowledgedDataSurvivesKVDBInsufficientOnADatabaseThatDoesNotOpen(t *t
 	v := b.dbValue()
 	v.Data = make([]byte, len(v.Data))
 	ans, _ := evidence.ValueAnswer(v, sec(20.1), "")
-	s.Set(kvdbSource, evidence.KVDBDatabase, ans)
+	s.Set(kvdbSource, storeddata.KVDBDatabase, ans)
 	expect(t, AcknowledgedDataSurvives(), in, verdict.InsufficientData, "could not be read", "storage-integrity")
 }
 
@@ -194,7 +196,7 @@ func TestAcknowledgedDataSurvivesJudgesBothWorkloads(t *testing.T) {
 	r := newRun(t)
 	ledgerAnswers(t, r, 20, lb.logValue(), lb.historyValue())
 	kvdbAnswers(t, &r.snaps[0], 20, kb.dbValue(), kb.historyValue())
-	in := r.input(Final)
+	in := r.input(invariant.Final)
 	in.Timeline = healed()
 	j := expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "every acknowledged append is in the ledger's log", "lost update")
 	if j.Violation != LostUpdate || len(j.Sources) != 2 {
@@ -223,30 +225,30 @@ func ext4Image(t *testing.T) string {
 }
 
 // fsckValue runs e2fsck -fn on the image as the volume source would.
-func fsckValue(t *testing.T, img string, mounted ...string) evidence.VolumeFilesystemValue {
+func fsckValue(t *testing.T, img string, mounted ...string) storeddata.VolumeFilesystemValue {
 	t.Helper()
 	r, err := checker.CheckFilesystemImage(context.Background(), img)
 	if err != nil {
 		t.Skip(err)
 	}
-	return evidence.VolumeFilesystemValue{Image: img, ExitCode: r.ExitCode, Output: r.Output, Mounted: mounted}
+	return storeddata.VolumeFilesystemValue{Image: img, ExitCode: r.ExitCode, Output: r.Output, Mounted: mounted}
 }
 
 // storageRound is a round at 20 s with the file system check, the
 // database and the ledger's log, each when given.
-func storageRound(t *testing.T, fs *evidence.VolumeFilesystemValue, db *evidence.KVDBDatabaseValue, log *evidence.LedgerLogValue) Input {
+func storageRound(t *testing.T, fs *storeddata.VolumeFilesystemValue, db *storeddata.KVDBDatabaseValue, log *storeddata.LedgerLogValue) invariant.Input {
 	r := newRun(t)
 	rd := r.round(20)
 	if fs != nil {
-		rd.value(volumeSource, evidence.VolumeFilesystem, 0.5, *fs, "")
+		rd.value(volumeSource, storeddata.VolumeFilesystem, 0.5, *fs, "")
 	}
 	if db != nil {
-		rd.value(kvdbSource, evidence.KVDBDatabase, 0.1, *db, "")
+		rd.value(kvdbSource, storeddata.KVDBDatabase, 0.1, *db, "")
 	}
 	if log != nil {
-		rd.value(ledgerSource, evidence.LedgerLog, 0.2, *log, "")
+		rd.value(ledgerSource, storeddata.LedgerLog, 0.2, *log, "")
 	}
-	in := r.input(Final)
+	in := r.input(invariant.Final)
 	in.Timeline = healed()
 	return in
 }
@@ -277,7 +279,7 @@ func TestStorageIntegrityViolatedByADamagedFileSystem(t *testing.T) {
 	fs := fsckValue(t, img)
 	j := expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.Violated, "the file system is damaged", "Inode")
 	if j.Violation != FilesystemDamaged || !j.At.Equal(sec(20.5)) {
-		t.Errorf("violation %q at %s", j.Violation, stamp(j.At))
+		t.Errorf("violation %q at %s", j.Violation, invariant.Stamp(j.At))
 	}
 	wantExercised(t, j, true)
 }
@@ -350,7 +352,7 @@ func TestStorageIntegrityViolatedByADamagedLedger(t *testing.T) {
 }
 
 func TestStorageIntegrityInsufficientWhileAMountRemains(t *testing.T) {
-	fs := evidence.VolumeFilesystemValue{Image: "/srv/volumes/kvdb-0.img", ExitCode: 4, Output: "Inode 12 has illegal block(s).  Clear? no\n", Mounted: []string{"worker2"}}
+	fs := storeddata.VolumeFilesystemValue{Image: "/srv/volumes/kvdb-0.img", ExitCode: 4, Output: "Inode 12 has illegal block(s).  Clear? no\n", Mounted: []string{"worker2"}}
 	expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.InsufficientData, "a mount of the volume remains", "worker2")
 	lb := newLedgerBench(t)
 	lb.start(ledgerID("a", "worker1")).append(2)
@@ -361,15 +363,15 @@ func TestStorageIntegrityInsufficientWhileAMountRemains(t *testing.T) {
 func TestStorageIntegrityInsufficientWhenNothingDecides(t *testing.T) {
 	expect(t, StorageIntegrity(), storageRound(t, nil, nil, nil), verdict.InsufficientData)
 	// An image e2fsck could not open says nothing of a file system.
-	fs := evidence.VolumeFilesystemValue{Image: "/srv/volumes/absent.img", ExitCode: 8, Output: "e2fsck: No such file or directory while trying to open /srv/volumes/absent.img\n"}
+	fs := storeddata.VolumeFilesystemValue{Image: "/srv/volumes/absent.img", ExitCode: 8, Output: "e2fsck: No such file or directory while trying to open /srv/volumes/absent.img\n"}
 	expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.InsufficientData, "could not check the image")
 	// Errors with the journal not replayed may be the journal's to repair.
-	fs = evidence.VolumeFilesystemValue{Image: "/srv/volumes/kvdb-0.img", ExitCode: 4, Output: "Warning: skipping journal recovery because doing a read-only filesystem check.\nBlock bitmap differences:  -(1025--1040)\n"}
+	fs = storeddata.VolumeFilesystemValue{Image: "/srv/volumes/kvdb-0.img", ExitCode: 4, Output: "Warning: skipping journal recovery because doing a read-only filesystem check.\nBlock bitmap differences:  -(1025--1040)\n"}
 	expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.InsufficientData, "journal was not replayed")
 	// A part unreadable.
 	r := newRun(t)
-	r.round(20).unreadable(kvdbSource, evidence.KVDBDatabase, 1, "not deployed: no storage host in this lab")
-	expect(t, StorageIntegrity(), r.input(Final), verdict.InsufficientData, "not deployed")
+	r.round(20).unreadable(kvdbSource, storeddata.KVDBDatabase, 1, "not deployed: no storage host in this lab")
+	expect(t, StorageIntegrity(), r.input(invariant.Final), verdict.InsufficientData, "not deployed")
 }
 
 func TestStorageIntegrityBeforeTheHealIsNotExercised(t *testing.T) {

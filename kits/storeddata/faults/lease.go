@@ -1,4 +1,4 @@
-package controls
+package faults
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -68,7 +69,7 @@ type LeaseHandoverFault struct {
 }
 
 func (f *LeaseHandoverFault) Kind() string            { return KindLeaseHandedOver }
-func (f *LeaseHandoverFault) Class() fault.Class      { return ClassOperatorAction }
+func (f *LeaseHandoverFault) Class() fault.Class      { return controls.ClassOperatorAction }
 func (f *LeaseHandoverFault) Params() json.RawMessage { return mustJSON(KindLeaseHandedOver, f.h) }
 
 // writerStarts reads the starts of the writers under prefix in the lab's

@@ -1,4 +1,4 @@
-package controls
+package faults
 
 import (
 	"bytes"
@@ -8,17 +8,11 @@ import (
 	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/faultline/faultline/fixtures/ledgerlog"
 	"github.com/faultline/faultline/framework/fault"
+	"github.com/faultline/faultline/framework/fault/controls"
 	"github.com/faultline/faultline/lab"
 )
-
-// ClassStorageDamage is the class of the controls that damage stored data
-// on purpose, through the lab's storage (lab.VolumeDamager).
-const ClassStorageDamage fault.Class = "storage-damage"
 
 // KindLedgerRecordDamaged is the kind of LedgerRecordDamage faults.
 const KindLedgerRecordDamaged = "ledger-record-damaged"
@@ -89,7 +83,7 @@ type ledgerTarget struct {
 }
 
 func (f *LedgerRecordDamaged) Kind() string            { return KindLedgerRecordDamaged }
-func (f *LedgerRecordDamaged) Class() fault.Class      { return ClassStorageDamage }
+func (f *LedgerRecordDamaged) Class() fault.Class      { return controls.ClassStorageDamage }
 func (f *LedgerRecordDamaged) Params() json.RawMessage { return mustJSON(KindLedgerRecordDamaged, f.d) }
 
 // storage is l's storage, read and damaged.
@@ -102,25 +96,6 @@ func storage(l lab.Lab) (lab.StoredData, lab.VolumeDamager, error) {
 	return sd, dm, nil
 }
 
-// volumeHandle is the CSI volume handle of the claim's bound volume.
-func volumeHandle(ctx context.Context, cs kubernetes.Interface, namespace, claim string) (string, error) {
-	pvc, err := cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("claim %s/%s: %w", namespace, claim, err)
-	}
-	if pvc.Spec.VolumeName == "" {
-		return "", fmt.Errorf("claim %s/%s is not bound", namespace, claim)
-	}
-	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, namespace, claim, err)
-	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle == "" {
-		return "", fmt.Errorf("volume %s of claim %s/%s is not a CSI volume", pv.Name, namespace, claim)
-	}
-	return pv.Spec.CSI.VolumeHandle, nil
-}
-
 func (f *LedgerRecordDamaged) Inject(ctx context.Context, l lab.Lab) error {
 	d := f.d
 	sd, _, err := storage(l)
@@ -131,7 +106,7 @@ func (f *LedgerRecordDamaged) Inject(ctx context.Context, l lab.Lab) error {
 	if err != nil {
 		return fmt.Errorf("ledger damage: %w", err)
 	}
-	handle, err := volumeHandle(ctx, cs, d.Namespace, d.Claim)
+	handle, err := controls.VolumeHandle(ctx, cs, d.Namespace, d.Claim)
 	if err != nil {
 		return fmt.Errorf("ledger damage: %w", err)
 	}

@@ -1,13 +1,15 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/history"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // SingleHistoryName names the single-history invariant.
@@ -39,7 +41,7 @@ const NotLinearizableKey = "not-linearizable"
 // order; the reason names the first pair of acknowledged increments that
 // replaced one value (a lost update) when there is one. The operations'
 // times are their writers' clocks; under a fault that can skew a clock
-// (Input.ClocksSkewable) each operation is placed by the history store's
+// (invariant.Input.ClocksSkewable) each operation is placed by the history store's
 // order instead, from its invoke's put to its outcome's
 // (checker.CheckKVInStoreOrder), which widens it and so never finds an
 // order missing that the clocks would have found, and a history read
@@ -88,16 +90,16 @@ const NotLinearizableKey = "not-linearizable"
 // once); with one leader no update can be lost to another's (only a stale
 // read could still fire), and its PRESERVED says "not exercised". VIOLATED
 // is always exercised.
-func SingleHistory() Invariant { return singleHistory{} }
+func SingleHistory() invariant.Invariant { return singleHistory{} }
 
 type singleHistory struct{}
 
 func (singleHistory) Name() string         { return SingleHistoryName }
 func (singleHistory) Phase() verdict.Phase { return verdict.Safety }
-func (singleHistory) Reads() []Reading {
-	return []Reading{
-		{Sources: string(electorSource), Question: evidence.ElectorHistory},
-		{Sources: string(ledgerSource), Question: evidence.LedgerLog},
+func (singleHistory) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: string(electorSource), Question: storeddata.ElectorHistory},
+		{Sources: string(ledgerSource), Question: storeddata.LedgerLog},
 	}
 }
 
@@ -105,13 +107,13 @@ func (singleHistory) Reads() []Reading {
 // its log lost or replaced a record an earlier read held.
 const NotOneLog = "not-one-log"
 
-func (singleHistory) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
-	if !asked(snaps, ledgerSource, evidence.LedgerLog) {
+func (singleHistory) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
+	if !asked(snaps, ledgerSource, storeddata.LedgerLog) {
 		return judgeElectorHistory(snaps, in.ClocksSkewable())
 	}
 	lj := judgeLogPrefixes(snaps)
-	if !asked(snaps, electorSource, evidence.ElectorHistory) {
+	if !asked(snaps, electorSource, storeddata.ElectorHistory) {
 		return lj
 	}
 	return worse(judgeElectorHistory(snaps, in.ClocksSkewable()), lj)
@@ -147,7 +149,7 @@ func worse(a, b verdict.Judgement) verdict.Judgement {
 
 // judgeLogPrefixes is the ledger's half of single-history.
 func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
-	obs, gaps := collect[evidence.LedgerLogValue](snaps, string(ledgerSource), evidence.LedgerLog)
+	obs, gaps := invariant.Collect[storeddata.LedgerLogValue](snaps, string(ledgerSource), storeddata.LedgerLog)
 	src := []string{string(ledgerSource)}
 	reads := make([]checker.LogRead, len(obs))
 	for i, o := range obs {
@@ -163,19 +165,19 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 	}
 	r := checker.CheckLogPrefixes(reads)
 	last := obs[len(obs)-1]
-	tail := tailAfter(snaps, last.Snapshot, snaps[last.Snapshot].Get(last.Source, evidence.LedgerLog), ledgerSource, evidence.LedgerLog)
+	tail := tailAfter(snaps, last.Snapshot, snaps[last.Snapshot].Get(last.Source, storeddata.LedgerLog), ledgerSource, storeddata.LedgerLog)
 	retries := ""
 	if r.Retries > 0 {
 		retries = fmt.Sprintf("; %d record(s) written again by their own writer (the same sequence at the same offset: its designed retry of an append whose outcome it did not learn, no second history)", r.Retries)
 	}
-	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, stamp(reads[0].At), stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
+	looked := fmt.Sprintf("%d reads of the ledger's log from %s to %s, records of %d writer(s)%s%s", r.Reads, invariant.Stamp(reads[0].At), invariant.Stamp(reads[len(reads)-1].At), r.Writers, retries, gapNote)
 	if r.Overlapped > 0 {
 		looked += fmt.Sprintf("; %d read(s) overlapped in time a read begun before them and were not compared with it (the two are in no known order)", r.Overlapped)
 	}
 	if r.Break != nil {
 		return verdict.Judgement{Verdict: verdict.Violated, Violation: NotOneLog, Sources: src, At: r.Break.Later,
 			Reason:    fmt.Sprintf("the ledger's log is not one log read at growing lengths: %s; %s", r.Break, looked),
-			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", stamp(r.Break.Later))}
+			Exercised: verdict.Exercised(), Exercise: fmt.Sprintf("a read at %s lost or replaced a record an earlier read held", invariant.Stamp(r.Break.Later))}
 	}
 	if r.Compared == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
@@ -185,7 +187,7 @@ func judgeLogPrefixes(snaps []evidence.Snapshot) verdict.Judgement {
 	held := "every read of the ledger's log extends the one before: "
 	var exercise string
 	if exercised {
-		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", stamp(r.Grew.Earlier), stamp(r.Grew.Later), r.Grew.Writers)
+		exercise = fmt.Sprintf("the log grew between the reads at %s and %s, and the later held records of %d writer(s)", invariant.Stamp(r.Grew.Earlier), invariant.Stamp(r.Grew.Later), r.Grew.Writers)
 	} else {
 		exercise = fmt.Sprintf("not exercised: no two compared readable reads (the earlier returned before the later began) differ with the later holding records of two writers (the reads held records of %d writer(s) in all), so no read could show one copy's records replaced by another's", r.Writers)
 		held = "not exercised: " + held
@@ -207,12 +209,12 @@ func judgeElectorHistory(snaps []evidence.Snapshot, skewable bool) verdict.Judge
 
 // judgeKV is the elector's half of single-history from one read of the
 // history.
-func judgeKV(hs []electorlog.History, v evidence.ElectorHistoryValue, skewable bool) verdict.Judgement {
+func judgeKV(hs []electorlog.History, v storeddata.ElectorHistoryValue, skewable bool) verdict.Judgement {
 	src := []string{string(electorSource)}
-	r, err := checker.CheckKV(hs, linearizabilityTimeout)
+	r, err := checker.CheckKV(hs, invariant.LinearizabilityTimeout)
 	order := ""
 	if skewable {
-		r, err = checker.CheckKVInStoreOrder(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs)), linearizabilityTimeout)
+		r, err = checker.CheckKVInStoreOrder(hs, checker.StoreOrderOf(v.Prefix, historyKVs(v.KVs)), invariant.LinearizabilityTimeout)
 		order = "; " + skewNote
 		if err != nil {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
@@ -255,7 +257,7 @@ func judgeKV(hs []electorlog.History, v evidence.ElectorHistoryValue, skewable b
 	}
 	if r.Result() == checker.Undecided {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
-			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s%s", linearizabilityTimeout, r, order)}
+			Reason: fmt.Sprintf("the linearizability checker could not decide every key within %s, and none it decided fails: %s%s", invariant.LinearizabilityTimeout, r, order)}
 	}
 	held := "every key's history fits one order: "
 	if !exercised {

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"

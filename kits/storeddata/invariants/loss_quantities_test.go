@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -158,7 +159,7 @@ func TestAcknowledgedDataKVDBCountsIncrementsAndRegisterWritesApart(t *testing.T
 	r := newRun(t)
 	rd := r.round(20)
 	kvdbAnswers(t, &r.snaps[rd.i], 20, older, b.historyValue())
-	in := r.input(Final)
+	in := r.input(invariant.Final)
 	in.Timeline = healed()
 	j := expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "lost update", "increment(s)", "register write(s)", "two copies had operations acknowledged")
 	lost := wantQuantity(t, j, verdict.QuantityLost, "operations", nil)

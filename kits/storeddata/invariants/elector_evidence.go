@@ -1,11 +1,12 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 
 	"github.com/faultline/faultline/fixtures/electorlog"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // electorSource answers the leader-elected writer's question: its
@@ -17,21 +18,21 @@ const electorSource evidence.Source = "elector"
 // operation invoked before it was read), decoded with the workload's own
 // code, and the reads after it that gave none (a judgement from it holds
 // only as unreadTail.hold says); or why there is none.
-func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evidence.ElectorHistoryValue, unreadTail, string) {
+func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, storeddata.ElectorHistoryValue, unreadTail, string) {
 	why := "no snapshot to judge"
 	for i := len(snaps) - 1; i >= 0; i-- {
-		a := snaps[i].Get(electorSource, evidence.ElectorHistory)
+		a := snaps[i].Get(electorSource, storeddata.ElectorHistory)
 		var w string
 		switch a.State {
 		case evidence.NotAsked:
-			w = fmt.Sprintf("%s was not asked %s", electorSource, evidence.ElectorHistory)
+			w = fmt.Sprintf("%s was not asked %s", electorSource, storeddata.ElectorHistory)
 		case evidence.Unreadable:
-			w = fmt.Sprintf("%s could not read %s: %s", electorSource, evidence.ElectorHistory, a.Reason)
+			w = fmt.Sprintf("%s could not read %s: %s", electorSource, storeddata.ElectorHistory, a.Reason)
 		default:
-			tail := tailAfter(snaps, i, a, electorSource, evidence.ElectorHistory)
-			var v evidence.ElectorHistoryValue
+			tail := tailAfter(snaps, i, a, electorSource, storeddata.ElectorHistory)
+			var v storeddata.ElectorHistoryValue
 			if err := a.Decode(&v); err != nil {
-				return nil, v, tail, fmt.Sprintf("%s's %s: %v", electorSource, evidence.ElectorHistory, err)
+				return nil, v, tail, fmt.Sprintf("%s's %s: %v", electorSource, storeddata.ElectorHistory, err)
 			}
 			hs, err := electorlog.DecodeHistories(v.Prefix, historyKVs(v.KVs))
 			if err != nil {
@@ -46,5 +47,5 @@ func latestElectorHistory(snaps []evidence.Snapshot) ([]electorlog.History, evid
 			why = w
 		}
 	}
-	return nil, evidence.ElectorHistoryValue{}, unreadTail{}, "no readable elector history in the input: " + why
+	return nil, storeddata.ElectorHistoryValue{}, unreadTail{}, "no readable elector history in the input: " + why
 }

@@ -1,13 +1,15 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // StorageIntegrityName names the storage-integrity invariant.
@@ -77,17 +79,17 @@ const (
 // Exercised when every part judged was read after the heal (so the
 // stored state carried whatever the fault did to it). VIOLATED is always
 // exercised.
-func StorageIntegrity() Invariant { return storageIntegrity{} }
+func StorageIntegrity() invariant.Invariant { return storageIntegrity{} }
 
 type storageIntegrity struct{}
 
 func (storageIntegrity) Name() string         { return StorageIntegrityName }
 func (storageIntegrity) Phase() verdict.Phase { return verdict.Convergence }
-func (storageIntegrity) Reads() []Reading {
-	return []Reading{
-		{Sources: string(volumeSource), Question: evidence.VolumeFilesystem},
-		{Sources: string(kvdbSource), Question: evidence.KVDBDatabase},
-		{Sources: string(ledgerSource), Question: evidence.LedgerLog},
+func (storageIntegrity) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: string(volumeSource), Question: storeddata.VolumeFilesystem},
+		{Sources: string(kvdbSource), Question: storeddata.KVDBDatabase},
+		{Sources: string(ledgerSource), Question: storeddata.LedgerLog},
 	}
 }
 
@@ -102,8 +104,8 @@ type storagePart struct {
 	undecided string // why the part cannot decide
 }
 
-func (storageIntegrity) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+func (storageIntegrity) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
 	}
@@ -125,8 +127,8 @@ func (storageIntegrity) Judge(in Input) verdict.Judgement {
 		parts = append(parts, p)
 	}
 
-	var fsV evidence.VolumeFilesystemValue
-	ask(volumeSource, evidence.VolumeFilesystem, &fsV, func(evidence.Answer) storagePart {
+	var fsV storeddata.VolumeFilesystemValue
+	ask(volumeSource, storeddata.VolumeFilesystem, &fsV, func(evidence.Answer) storagePart {
 		r := checker.ParseFilesystemCheck(fsV.Image, fsV.ExitCode, fsV.Output)
 		p := storagePart{what: "the file system of " + orNone(fsV.Image), mounted: fsV.Mounted, finding: r.String()}
 		switch {
@@ -139,8 +141,8 @@ func (storageIntegrity) Judge(in Input) verdict.Judgement {
 		}
 		return p
 	})
-	var dbV evidence.KVDBDatabaseValue
-	ask(kvdbSource, evidence.KVDBDatabase, &dbV, func(evidence.Answer) storagePart {
+	var dbV storeddata.KVDBDatabaseValue
+	ask(kvdbSource, storeddata.KVDBDatabase, &dbV, func(evidence.Answer) storagePart {
 		r := checker.CheckDatabaseIntegrity(dbV.Data)
 		p := storagePart{what: "the kvdb database at " + orNone(dbV.Path), mounted: dbV.Mounted, finding: r.String()}
 		if !r.Clean() {
@@ -148,8 +150,8 @@ func (storageIntegrity) Judge(in Input) verdict.Judgement {
 		}
 		return p
 	})
-	var logV evidence.LedgerLogValue
-	ask(ledgerSource, evidence.LedgerLog, &logV, func(evidence.Answer) storagePart {
+	var logV storeddata.LedgerLogValue
+	ask(ledgerSource, storeddata.LedgerLog, &logV, func(evidence.Answer) storagePart {
 		r := checker.CheckLedgerIntegrity(logV.Data)
 		p := storagePart{what: "the ledger's log at " + orNone(logV.Path), mounted: logV.Mounted, finding: r.String()}
 		if !r.Clean() {
@@ -173,7 +175,7 @@ func (storageIntegrity) Judge(in Input) verdict.Judgement {
 		case p.undecided != "":
 			undecided = append(undecided, p.what+": "+p.undecided)
 		case len(p.mounted) > 0:
-			mounted = append(mounted, fmt.Sprintf("%s was read at %s with the volume mounted on %s", p.what, stamp(p.readAt), strings.Join(p.mounted, ", ")))
+			mounted = append(mounted, fmt.Sprintf("%s was read at %s with the volume mounted on %s", p.what, invariant.Stamp(p.readAt), strings.Join(p.mounted, ", ")))
 		case p.violation != "":
 			damaged = append(damaged, p.what+": "+p.finding)
 		default:
@@ -212,15 +214,23 @@ func (storageIntegrity) Judge(in Input) verdict.Judgement {
 // readAfterHeal is storage-integrity's exercise rule: every part judged
 // was read after the heal.
 func readAfterHeal(parts []storagePart, tl evidence.Timeline) (bool, string) {
-	e := tl.OfKind(FaultHealedEvent)
+	e := tl.OfKind(invariant.FaultHealedEvent)
 	if len(e) == 0 {
 		return false, "no heal on the timeline: the stored state carried no fault"
 	}
 	healed := e[len(e)-1].At
 	for _, p := range parts {
 		if !p.readAt.After(healed) {
-			return false, fmt.Sprintf("%s was read at %s, not after the heal at %s", p.what, stamp(p.readAt), stamp(healed))
+			return false, fmt.Sprintf("%s was read at %s, not after the heal at %s", p.what, invariant.Stamp(p.readAt), invariant.Stamp(healed))
 		}
 	}
-	return true, fmt.Sprintf("%d part(s) of the stored state read after the heal at %s", len(parts), stamp(healed))
+	return true, fmt.Sprintf("%d part(s) of the stored state read after the heal at %s", len(parts), invariant.Stamp(healed))
+}
+
+// orNone is s, or "none" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

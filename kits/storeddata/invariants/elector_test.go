@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"testing"
@@ -6,8 +6,9 @@ import (
 	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
 	"github.com/faultline/faultline/fixtures/history"
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
 )
 
 // The elector invariants are judged over histories the workload's own
@@ -20,26 +21,26 @@ const (
 	eFenced  = electorlog.FencingLeaseTransitions
 )
 
-func electorValue(b *electortest.Bench) evidence.ElectorHistoryValue {
-	v := evidence.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
+func electorValue(b *electortest.Bench) storeddata.ElectorHistoryValue {
+	v := storeddata.ElectorHistoryValue{Prefix: electortest.Prefix, Revision: 9}
 	for _, kv := range b.KVs() {
-		v.KVs = append(v.KVs, evidence.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
+		v.KVs = append(v.KVs, storeddata.StoredKV{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	return v
 }
 
 // electorRounds reads the history in rounds at the given seconds; the
 // last one unreadable when unreadableLast is set.
-func electorRounds(t *testing.T, b *electortest.Bench, unreadableLast bool, at ...float64) Input {
+func electorRounds(t *testing.T, b *electortest.Bench, unreadableLast bool, at ...float64) invariant.Input {
 	r := newRun(t)
 	for i, s := range at {
 		if unreadableLast && i == len(at)-1 {
-			r.round(s).unreadable(electorSource, evidence.ElectorHistory, 0.2, "context deadline exceeded")
+			r.round(s).unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
 			continue
 		}
-		r.round(s).value(electorSource, evidence.ElectorHistory, 0.2, electorValue(b), "")
+		r.round(s).value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
 	}
-	return r.input(WindowToSettle)
+	return r.input(invariant.WindowToSettle)
 }
 
 // Leadership changes hands once, cleanly: one order, the tokens rising,
@@ -112,8 +113,8 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	broken := electorValue(cleanHandover(t, eFenced))
 	broken.KVs = broken.KVs[1:]
 	r := newRun(t)
-	r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, broken, "")
-	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.InsufficientData, "parts missing")
+	r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, broken, "")
+	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "parts missing")
 }
 
 // A history read long before the stretch it judges cannot preserve it: a
@@ -121,16 +122,16 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 // thawed leader's increments at 25 s, say, were never read). What an
 // earlier read shows happened still stands.
 func TestElectorInvariantsPreserveOnlyFromTheLastSnapshotsHistory(t *testing.T) {
-	early := func(b *electortest.Bench) Input {
+	early := func(b *electortest.Bench) invariant.Input {
 		r := newRun(t)
-		r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, electorValue(b), "")
+		r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
 		for s := 12.0; s <= 40; s++ {
-			r.round(s).unreadable(electorSource, evidence.ElectorHistory, 0.2, "context deadline exceeded")
+			r.round(s).unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
 		}
-		return r.input(WindowToSettle)
+		return r.input(invariant.WindowToSettle)
 	}
 	in := early(cleanHandover(t, eFenced))
-	for _, inv := range []Invariant{SingleHistory(), FencingMonotonic()} {
+	for _, inv := range []invariant.Invariant{SingleHistory(), FencingMonotonic()} {
 		expect(t, inv, in, verdict.InsufficientData, "read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "context deadline exceeded")
 	}
 

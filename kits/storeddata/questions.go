@@ -1,32 +1,34 @@
-package evidence
+package storeddata
 
-// Questions about stored data (paper 3), declared here so that the
-// invariants and the sources that will answer them agree on names and
-// value types; until a source answers one, every invariant reading it
-// judges INSUFFICIENT_DATA. Their values are what was read, raw: the
-// checkers decode them with the workload's own code (fixtures/ledgerlog
-// and fixtures/kvdb through framework/checker).
+import "github.com/faultline/faultline/framework/evidence"
+
+// Questions about stored data, declared here so that the invariants and
+// the sources that answer them agree on names and value types; until a
+// source answers one, every invariant reading it judges
+// INSUFFICIENT_DATA. Their values are what was read, raw: the checkers
+// decode them with the workload's own code (fixtures/ledgerlog and
+// fixtures/kvdb through package checker).
 const (
 	// LedgerLog is the ledger fixture's log file as the volume holds it
 	// (a LedgerLogValue), asked of "ledger".
-	LedgerLog Question = "ledger/log"
+	LedgerLog evidence.Question = "ledger/log"
 	// LedgerHistory is every ledger writer's history as the external
 	// store holds it (a LedgerHistoryValue), asked of "ledger". A source
 	// reads it after the log: every record in the log then has its
 	// append's invoke in the history.
-	LedgerHistory Question = "ledger/history"
+	LedgerHistory evidence.Question = "ledger/history"
 
 	// KVDBDatabase is the embedded database workload's bbolt file as the
 	// volume holds it (a KVDBDatabaseValue), asked of "kvdb".
-	KVDBDatabase Question = "kvdb/db"
+	KVDBDatabase evidence.Question = "kvdb/db"
 	// KVDBHistory is every kvdb writer's history as the external store
 	// holds it (a LedgerHistoryValue: the same layout of keys under one
 	// prefix), asked of "kvdb" after the database.
-	KVDBHistory Question = "kvdb/history"
+	KVDBHistory evidence.Question = "kvdb/history"
 
 	// VolumeFilesystem is e2fsck's check of a block volume's image file
 	// (a VolumeFilesystemValue), asked of "volume".
-	VolumeFilesystem Question = "volume/fsck"
+	VolumeFilesystem evidence.Question = "volume/fsck"
 )
 
 // KVDBDatabaseValue is the kvdb workload's database file.
@@ -97,7 +99,7 @@ type StoredKV struct {
 // store holds it (an ElectorHistoryValue), asked of "elector": each
 // operation's invoke, return, outcome, token and store revision
 // (fixtures/electorlog's layout).
-const ElectorHistory Question = "elector/history"
+const ElectorHistory evidence.Question = "elector/history"
 
 // ElectorHistoryValue is every key under the leader-elected writer's
 // history prefix, as read from the history store in one read.

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/fixtures/ledgerlog"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // AcknowledgedDataSurvivesName names the acknowledged-data-survives
@@ -53,7 +55,7 @@ const (
 // NTP-kept clocks elsewhere), and the history must have been read after
 // the log returned, so that every record's invoke is in it. With nothing
 // mounted, every acknowledged append must be there. Under a fault that
-// can skew a clock (Input.ClocksSkewable) the cut is made in the history
+// can skew a clock (invariant.Input.ClocksSkewable) the cut is made in the history
 // store's order instead: an append whose outcome the store held by the
 // revision read just before the log's read (the value's StoreRevision)
 // must be there; one missing whose outcome came later cannot be placed
@@ -93,29 +95,29 @@ const (
 // with operations for appends and the database for the log. Each workload
 // whose questions were asked in the last snapshot is judged; VIOLATED
 // when either is, INSUFFICIENT_DATA when either cannot decide.
-func AcknowledgedDataSurvives() Invariant { return acknowledgedData{} }
+func AcknowledgedDataSurvives() invariant.Invariant { return acknowledgedData{} }
 
 type acknowledgedData struct{}
 
 func (acknowledgedData) Name() string         { return AcknowledgedDataSurvivesName }
 func (acknowledgedData) Phase() verdict.Phase { return verdict.Convergence }
-func (acknowledgedData) Reads() []Reading {
-	return []Reading{
-		{Sources: string(ledgerSource), Question: evidence.LedgerLog},
-		{Sources: string(ledgerSource), Question: evidence.LedgerHistory},
-		{Sources: string(kvdbSource), Question: evidence.KVDBDatabase},
-		{Sources: string(kvdbSource), Question: evidence.KVDBHistory},
+func (acknowledgedData) Reads() []invariant.Reading {
+	return []invariant.Reading{
+		{Sources: string(ledgerSource), Question: storeddata.LedgerLog},
+		{Sources: string(ledgerSource), Question: storeddata.LedgerHistory},
+		{Sources: string(kvdbSource), Question: storeddata.KVDBDatabase},
+		{Sources: string(kvdbSource), Question: storeddata.KVDBHistory},
 	}
 }
 
-func (acknowledgedData) Judge(in Input) verdict.Judgement {
-	snaps := ordered(in.Snapshots)
+func (acknowledgedData) Judge(in invariant.Input) verdict.Judgement {
+	snaps := invariant.Ordered(in.Snapshots)
 	if len(snaps) == 0 {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: "no snapshot to judge"}
 	}
 	last := snaps[len(snaps)-1]
-	ledgerAsked := last.Get(ledgerSource, evidence.LedgerLog).State != evidence.NotAsked
-	kvdbAsked := last.Get(kvdbSource, evidence.KVDBDatabase).State != evidence.NotAsked
+	ledgerAsked := last.Get(ledgerSource, storeddata.LedgerLog).State != evidence.NotAsked
+	kvdbAsked := last.Get(kvdbSource, storeddata.KVDBDatabase).State != evidence.NotAsked
 	switch {
 	case kvdbAsked && !ledgerAsked:
 		return judgeKVDBData(in, last)
@@ -171,15 +173,15 @@ func combineJudgements(js ...verdict.Judgement) verdict.Judgement {
 }
 
 // judgeLedgerData judges the ledger's log against its histories.
-func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
+func judgeLedgerData(in invariant.Input, last evidence.Snapshot) verdict.Judgement {
 	src := []string{string(ledgerSource)}
-	var logV evidence.LedgerLogValue
-	logA, why := answerOf(last, evidence.LedgerLog, &logV)
+	var logV storeddata.LedgerLogValue
+	logA, why := answerOf(last, storeddata.LedgerLog, &logV)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
-	var histV evidence.LedgerHistoryValue
-	histA, why := answerOf(last, evidence.LedgerHistory, &histV)
+	var histV storeddata.LedgerHistoryValue
+	histA, why := answerOf(last, storeddata.LedgerHistory, &histV)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why, Sources: src}
 	}
@@ -201,7 +203,7 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 		if histA.AskedAt.IsZero() || histA.AskedAt.Before(logA.ReadAt) {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 				Reason: fmt.Sprintf("the volume was mounted on %s when the log was read, and the history was not read after the log returned at %s (history read from %s): a record appended between could have no invoke in it",
-					strings.Join(logV.Mounted, ", "), stamp(logA.ReadAt), stamp(histA.AskedAt))}
+					strings.Join(logV.Mounted, ", "), invariant.Stamp(logA.ReadAt), invariant.Stamp(histA.AskedAt))}
 		}
 		switch {
 		case o.InStoreOrder != nil && logV.StoreRevision <= 0:
@@ -212,7 +214,7 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends whose outcome the history store held by revision %d, read before the log's read began, had to be there", strings.Join(logV.Mounted, ", "), o.AckedByRevision)
 		default:
 			o.AckedBefore = readBegan(logA, last)
-			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends acknowledged by %s, when the read began, had to be there", strings.Join(logV.Mounted, ", "), stamp(o.AckedBefore))
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only appends acknowledged by %s, when the read began, had to be there", strings.Join(logV.Mounted, ", "), invariant.Stamp(o.AckedBefore))
 		}
 	}
 	r := checker.CheckLedger(logV.Data, hs, o)
@@ -222,7 +224,7 @@ func judgeLedgerData(in Input, last evidence.Snapshot) verdict.Judgement {
 	}
 	mounted += skew
 
-	where := fmt.Sprintf("the ledger's log at %s, read at %s", orNone(logV.Path), stamp(logA.ReadAt))
+	where := fmt.Sprintf("the ledger's log at %s, read at %s", orNone(logV.Path), invariant.Stamp(logA.ReadAt))
 	quantities, loss := lossQuantities(len(r.Lost), "appends", ledgerAcked(hs), in.ClocksSkewable())
 	mounted += loss
 	switch {
@@ -278,11 +280,11 @@ func ledgerAcks(hs []ledgerlog.History, cut time.Time) [][]time.Time {
 func storedCarriedAcross(acks [][]time.Time, readAt time.Time, tl evidence.Timeline, what, where string) (bool, string) {
 	before, writers := 0, 0
 	var healStart, healed time.Time
-	if e := tl.OfKind(FaultHealedEvent); len(e) > 0 {
+	if e := tl.OfKind(invariant.FaultHealedEvent); len(e) > 0 {
 		healed = e[len(e)-1].At
 	}
 	healStart = healed
-	if e := tl.OfKind(HealStartedEvent); len(e) > 0 {
+	if e := tl.OfKind(invariant.HealStartedEvent); len(e) > 0 {
 		healStart = e[len(e)-1].At
 	}
 	for _, w := range acks {
@@ -300,9 +302,9 @@ func storedCarriedAcross(acks [][]time.Time, readAt time.Time, tl evidence.Timel
 	case healed.IsZero():
 		return false, fmt.Sprintf("no heal on the timeline: no %s was carried across a fault; %s", what, acknowledging)
 	case !readAt.After(healed):
-		return false, fmt.Sprintf("the %s was read at %s, not after the heal at %s; %s", where, stamp(readAt), stamp(healed), acknowledging)
+		return false, fmt.Sprintf("the %s was read at %s, not after the heal at %s; %s", where, invariant.Stamp(readAt), invariant.Stamp(healed), acknowledging)
 	case before == 0:
-		return false, fmt.Sprintf("no %s the %s had to hold was acknowledged before the heal began at %s; %s", what, where, stamp(healStart), acknowledging)
+		return false, fmt.Sprintf("no %s the %s had to hold was acknowledged before the heal began at %s; %s", what, where, invariant.Stamp(healStart), acknowledging)
 	}
-	return true, fmt.Sprintf("%d acknowledged %s(s) from before the heal began at %s, tested by the %s read at %s; %s", before, what, stamp(healStart), where, stamp(readAt), acknowledging)
+	return true, fmt.Sprintf("%d acknowledged %s(s) from before the heal began at %s, tested by the %s read at %s; %s", before, what, invariant.Stamp(healStart), where, invariant.Stamp(readAt), acknowledging)
 }

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"strings"
@@ -7,8 +7,9 @@ import (
 
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
-	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
 )
 
 // Under a clock-skew fault the writers' clocks prove nothing: the paper 3
@@ -19,14 +20,14 @@ import (
 // clock moved, or a clock of its own.
 
 // skewed is the input of a run whose fault can skew clocks.
-func skewed(in Input) Input {
-	in.FaultClasses = []string{ClockSkewClass}
+func skewed(in invariant.Input) invariant.Input {
+	in.FaultClasses = []string{invariant.ClockSkewClass}
 	return in
 }
 
 // historyAt20 reads the ledger's history in one round at 20 s.
-func historyAt20(t *testing.T, b *ledgerBench) Input {
-	return historyRounds(t, b, 20).input(WindowToSettle)
+func historyAt20(t *testing.T, b *ledgerBench) invariant.Input {
+	return historyRounds(t, b, 20).input(invariant.WindowToSettle)
 }
 
 // A writer whose clock runs behind puts its append, by the clocks, between
@@ -72,10 +73,10 @@ func TestAcknowledgedDataUnderClockSkewCutsTheReadByTheStore(t *testing.T) {
 	log.StoreRevision = b.store.Revision()
 	third := ledgerlog.Scan(log.Data).Entries[2]
 	log.Data = log.Data[:third.Offset] // its last record gone: lost
-	in := func() Input {
+	in := func() invariant.Input {
 		r := newRun(t)
 		ledgerAnswers(t, r, 20, log, b.historyValue())
-		in := r.input(Final)
+		in := r.input(invariant.Final)
 		in.Timeline = healed()
 		return in
 	}
@@ -153,9 +154,9 @@ func TestSingleHistoryUnderClockSkewNeedsTheRevisions(t *testing.T) {
 		v.KVs[i].CreateRevision, v.KVs[i].ModRevision = 0, 0
 	}
 	r := newRun(t)
-	r.round(11).value(electorSource, evidence.ElectorHistory, 0.2, v, "")
-	expect(t, SingleHistory(), r.input(WindowToSettle), verdict.Preserved)
-	expect(t, SingleHistory(), skewed(r.input(WindowToSettle)), verdict.InsufficientData, "cannot place", "no revisions")
+	r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, v, "")
+	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, SingleHistory(), skewed(r.input(invariant.WindowToSettle)), verdict.InsufficientData, "cannot place", "no revisions")
 }
 
 // single-writer-at-storage names its violation two-writers, by the clocks
@@ -167,7 +168,7 @@ func TestSingleWriterNamesItsViolationTwoWriters(t *testing.T) {
 	a.append(1)
 	b.start(ledgerID("c", "worker2")).append(1)
 	a.append(1)
-	for name, in := range map[string]Input{"clocks": historyAt20(t, b), "store order": skewed(historyAt20(t, b))} {
+	for name, in := range map[string]invariant.Input{"clocks": historyAt20(t, b), "store order": skewed(historyAt20(t, b))} {
 		j := expect(t, SingleWriterAtStorage(), in, verdict.Violated, "two writers accepted at once")
 		if j.Violation != TwoWriters {
 			t.Errorf("%s: violation %q, want %q", name, j.Violation, TwoWriters)

@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"fmt"
@@ -7,9 +7,11 @@ import (
 
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
-	"github.com/faultline/faultline/framework/checker"
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/kits/storeddata"
+	"github.com/faultline/faultline/kits/storeddata/checker"
 )
 
 // kvdbSource answers the embedded database workload's questions: its
@@ -19,7 +21,7 @@ const kvdbSource evidence.Source = "kvdb"
 
 // kvdbHistories decodes the database's history answer
 // (decodedHistories).
-func kvdbHistories(v evidence.LedgerHistoryValue) ([]kvdb.History, error) {
+func kvdbHistories(v storeddata.LedgerHistoryValue) ([]kvdb.History, error) {
 	return decodedHistories("the kvdb history", v, kvdb.DecodeHistories, checker.KVDBRewrittenInvokes)
 }
 
@@ -41,15 +43,15 @@ func kvdbAcks(hs []kvdb.History, cut time.Time) [][]time.Time {
 
 // judgeKVDBData is acknowledged-data-survives over the embedded database
 // workload: its final content against its writers' histories.
-func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
+func judgeKVDBData(in invariant.Input, last evidence.Snapshot) verdict.Judgement {
 	src := []string{string(kvdbSource)}
-	var dbV evidence.KVDBDatabaseValue
-	dbA, why := sourceAnswer(last, kvdbSource, evidence.KVDBDatabase, &dbV)
+	var dbV storeddata.KVDBDatabaseValue
+	dbA, why := sourceAnswer(last, kvdbSource, storeddata.KVDBDatabase, &dbV)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
-	var histV evidence.LedgerHistoryValue
-	histA, why := sourceAnswer(last, kvdbSource, evidence.KVDBHistory, &histV)
+	var histV storeddata.LedgerHistoryValue
+	histA, why := sourceAnswer(last, kvdbSource, storeddata.KVDBHistory, &histV)
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why, Sources: src}
 	}
@@ -65,7 +67,7 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 		// A database that does not open is storage-integrity's finding;
 		// what it held cannot be compared.
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
-			Reason: fmt.Sprintf("the database at %s, read at %s, could not be read (%v): storage-integrity judges its damage; what it held is not known", orNone(dbV.Path), stamp(dbA.ReadAt), err)}
+			Reason: fmt.Sprintf("the database at %s, read at %s, could not be read (%v): storage-integrity judges its damage; what it held is not known", orNone(dbV.Path), invariant.Stamp(dbA.ReadAt), err)}
 	}
 
 	var o checker.KVDBOptions
@@ -78,7 +80,7 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 		if histA.AskedAt.IsZero() || histA.AskedAt.Before(dbA.ReadAt) {
 			return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
 				Reason: fmt.Sprintf("the volume was mounted on %s when the database was read, and the history was not read after the database returned at %s (history read from %s): a value written between could have no invoke in it",
-					strings.Join(dbV.Mounted, ", "), stamp(dbA.ReadAt), stamp(histA.AskedAt))}
+					strings.Join(dbV.Mounted, ", "), invariant.Stamp(dbA.ReadAt), invariant.Stamp(histA.AskedAt))}
 		}
 		switch {
 		case o.InStoreOrder != nil && dbV.StoreRevision <= 0:
@@ -89,7 +91,7 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations whose outcome the history store held by revision %d, read before the database's read began, had to be there", strings.Join(dbV.Mounted, ", "), o.AckedByRevision)
 		default:
 			o.AckedBefore = readBegan(dbA, last)
-			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations acknowledged by %s, when the read began, had to be there", strings.Join(dbV.Mounted, ", "), stamp(o.AckedBefore))
+			mounted = fmt.Sprintf("; the volume was still mounted on %s, so only operations acknowledged by %s, when the read began, had to be there", strings.Join(dbV.Mounted, ", "), invariant.Stamp(o.AckedBefore))
 		}
 	}
 	r := checker.CheckKVDB(content, hs, o)
@@ -99,7 +101,7 @@ func judgeKVDBData(in Input, last evidence.Snapshot) verdict.Judgement {
 	}
 	mounted += skew
 
-	where := fmt.Sprintf("the kvdb database at %s, read at %s", orNone(dbV.Path), stamp(dbA.ReadAt))
+	where := fmt.Sprintf("the kvdb database at %s, read at %s", orNone(dbV.Path), invariant.Stamp(dbA.ReadAt))
 	// A counter's operation is an increment, a register's a write that
 	// replaces the value: counted apart, never both as increments.
 	increments, writes := 0, 0

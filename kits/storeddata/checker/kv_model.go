@@ -8,8 +8,8 @@ import (
 
 // The leader-elected writer's store model: one counter key of
 // fixtures/electorlog's store, as porcupine checks it. It differs from the
-// register model in what an increment of unknown outcome may do, because
-// the store does not do a compare-and-swap:
+// register model (framework/invariant's) in what an increment of unknown
+// outcome may do, because the store does not do a compare-and-swap:
 //
 //   - unfenced, the write is a plain put: a put whose client timed out may
 //     still commit, at any moment after it was invoked, over whatever the

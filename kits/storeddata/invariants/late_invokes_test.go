@@ -1,4 +1,4 @@
-package invariant
+package invariants
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/faultline/faultline/fixtures/history"
 	"github.com/faultline/faultline/fixtures/kvdb"
 	"github.com/faultline/faultline/fixtures/ledgerlog"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -101,7 +102,7 @@ func TestAcknowledgedDataRefusesALedgerHistoryALateInvokePutRewrote(t *testing.T
 		t.Fatal(err)
 	}
 	expect(t, AcknowledgedDataSurvives(), finalLedger(t, b), verdict.InsufficientData, "malformed", "operation 4", "put more than once")
-	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(WindowToSettle), verdict.InsufficientData, "malformed", "operation 4")
+	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(invariant.WindowToSettle), verdict.InsufficientData, "malformed", "operation 4")
 }
 
 func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) {
@@ -121,7 +122,7 @@ func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) 
 	r := newRun(t)
 	rd := r.round(20)
 	kvdbAnswers(t, &r.snaps[rd.i], 20, before, b.historyValue())
-	in := r.input(Final)
+	in := r.input(invariant.Final)
 	in.Timeline = healed()
 	expect(t, AcknowledgedDataSurvives(), in, verdict.InsufficientData, "malformed", "operation 4", "put more than once")
 }

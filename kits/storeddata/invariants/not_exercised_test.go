@@ -1,9 +1,10 @@
-package invariant
+package invariants
 
 import (
 	"testing"
 
 	"github.com/faultline/faultline/fixtures/electorlog/electortest"
+	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestSingleWriterWithOneWriterSaysNotExercised(t *testing.T) {
 	one := newLedgerBench(t)
 	one.start(ledgerID("a", "worker1")).append(4)
-	j := expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).input(WindowToSettle), verdict.Preserved,
+	j := expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).input(invariant.WindowToSettle), verdict.Preserved,
 		"not exercised", "one writer")
 	wantExercised(t, j, false, "not exercised")
 }
