@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline/faultline/framework/labcheck"
+	"github.com/faultline/faultline/lab/labcheck"
 	"github.com/faultline/faultline/lab"
 )
 

@@ -30,10 +30,10 @@ import (
 
 	"github.com/faultline/faultline/fixtures/images"
 	"github.com/faultline/faultline/fixtures/program"
-	"github.com/faultline/faultline/framework/labcheck"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/cleanup"
 	"github.com/faultline/faultline/lab/guard"
+	"github.com/faultline/faultline/lab/labcheck"
 	"github.com/faultline/faultline/lab/static"
 )
 

@@ -267,7 +267,7 @@ func (a *AgentHealth) ask(ctx context.Context, e AgentEndpoint) (dataplane.Agent
 }
 
 // policyDump is how one agent's applied state is read on a node: the
-// command that dumps it (source.PolicyDumpCommand) and the parser of that
+// command that dumps it (lab.PolicyDumpCommand) and the parser of that
 // command's output.
 type policyDump struct {
 	command string
@@ -279,7 +279,7 @@ type policyDump struct {
 // data plane).
 func iptablesAndIPSets(parse func(iptablesSave, ipsetSave string) (dataplane.PolicyRulesValue, error)) func(string) (dataplane.PolicyRulesValue, error) {
 	return func(out string) (dataplane.PolicyRulesValue, error) {
-		ipt, sets, ok := strings.Cut(out, source.PolicyDumpSeparator+"\n")
+		ipt, sets, ok := strings.Cut(out, lab.PolicyDumpSeparator+"\n")
 		if !ok {
 			return dataplane.PolicyRulesValue{}, errors.New("the dump has no ipset part")
 		}
@@ -298,7 +298,7 @@ var policyParsers = map[string]func(string) (dataplane.PolicyRulesValue, error){
 
 // policyDumpOf is agent's dump: its command and its parser.
 func policyDumpOf(agent string) (policyDump, bool) {
-	cmd, ok := source.PolicyDumpCommand(agent)
+	cmd, ok := lab.PolicyDumpCommand(agent)
 	parse, parsed := policyParsers[agent]
 	return policyDump{command: cmd, parse: parse}, ok && parsed
 }

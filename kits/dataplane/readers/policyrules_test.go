@@ -7,7 +7,6 @@ import (
 
 	"github.com/faultline/faultline/kits/dataplane"
 
-	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -35,7 +34,7 @@ func (h *dumpHost) Run(_ context.Context, cmd string) (lab.Result, error) {
 	var out strings.Builder
 	for i, f := range files {
 		if i > 0 {
-			out.WriteString(source.PolicyDumpSeparator + "\n")
+			out.WriteString(lab.PolicyDumpSeparator + "\n")
 		}
 		out.WriteString(agentsTestdata(h.t, f))
 	}
@@ -70,7 +69,7 @@ func TestPolicyRulesForReadsTheAgentTheLabFileNames(t *testing.T) {
 	}{
 		{lab.PolicyAgentCalico, func() (dataplane.PolicyRulesValue, error) {
 			return PolicyRulesFromCalico(calico(t))
-		}, "iptables-save -t filter && echo '" + source.PolicyDumpSeparator + "' && ipset save"},
+		}, "iptables-save -t filter && echo '" + lab.PolicyDumpSeparator + "' && ipset save"},
 		{lab.PolicyAgentKubeNetworkPolicies, func() (dataplane.PolicyRulesValue, error) {
 			return PolicyRulesFromKubeNetworkPolicies(agentsTestdata(t, "kube-network-policies-nft.json"))
 		}, "nft -j list ruleset inet"},

@@ -14,6 +14,8 @@ import (
 	"github.com/faultline/faultline/framework/fault"
 	_ "github.com/faultline/faultline/framework/fault/controls"
 	_ "github.com/faultline/faultline/framework/fault/faults"
+	// The kits' faults: the command links them, so they are checked too.
+	_ "github.com/faultline/faultline/kits/storeddata/faults"
 	"github.com/faultline/faultline/lab"
 )
 

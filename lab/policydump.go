@@ -1,6 +1,4 @@
-package source
-
-import "github.com/faultline/faultline/lab"
+package lab
 
 // PolicyDumpSeparator splits the two dumps of one policy-rules read of an
 // agent that programs both iptables and IP sets.
@@ -8,23 +6,23 @@ const PolicyDumpSeparator = "---- faultline: ipset save ----"
 
 // policyDumpCommands are the commands that dump what each policy agent
 // applied on a node, by the name a lab file gives it
-// (lab.KubernetesSettings.PolicyAgent). The lab check runs them to see
-// that a lab can (framework/labcheck); the data plane's readers run them
+// (KubernetesSettings.PolicyAgent). The lab check runs them to see
+// that a lab can (lab/labcheck); the data plane's readers run them
 // and parse what they print.
 var policyDumpCommands = map[string]string{
 	// The filter table and the IP sets in one command, for agents that
 	// program both (kube-router, Calico's iptables data plane).
-	lab.PolicyAgentKubeRouter: iptablesAndIPSets,
-	lab.PolicyAgentCalico:     iptablesAndIPSets,
+	PolicyAgentKubeRouter: iptablesAndIPSets,
+	PolicyAgentCalico:     iptablesAndIPSets,
 	// Every inet table: kube-network-policies' own, or none where it has
 	// programmed nothing (listing a table that does not exist fails).
-	lab.PolicyAgentKubeNetworkPolicies: "nft -j list ruleset inet",
+	PolicyAgentKubeNetworkPolicies: "nft -j list ruleset inet",
 }
 
 const iptablesAndIPSets = "iptables-save -t filter && echo '" + PolicyDumpSeparator + "' && ipset save"
 
 // PolicyDumpCommand is the command that dumps what agent (a
-// lab.PolicyAgent* name) applied on a node; ok is false for an agent
+// PolicyAgent* name) applied on a node; ok is false for an agent
 // whose rules are not read.
 func PolicyDumpCommand(agent string) (cmd string, ok bool) {
 	cmd, ok = policyDumpCommands[agent]

@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/faultline/faultline/framework/evidence/source"
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
 )
@@ -67,12 +67,28 @@ type env struct {
 	verErr  error
 }
 
+// kubeClient is a client of the API server a kubeconfig names, each
+// request bounded by 10 s.
+func kubeClient(path string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cfg.UserAgent = "faultline-lab-check"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a client for %s: %w", path, err)
+	}
+	return cs, nil
+}
+
 // Check checks every requirement on l, in parallel, touching nothing.
 func Check(ctx context.Context, l lab.Lab) Report {
 	e := &env{ctx: ctx, lab: l}
 	if path, err := l.Kubeconfig(""); err != nil {
 		e.kubeErr = err
-	} else if cs, _, err := source.ClientFromKubeconfig(path, 10*time.Second); err != nil {
+	} else if cs, err := kubeClient(path); err != nil {
 		e.kubeErr = err
 	} else {
 		e.kube = cs
@@ -409,7 +425,7 @@ func checkPolicyRules(e *env) Finding {
 	if agent == "" {
 		return notMet("the lab file names no kubernetes.policyAgent (%s)", strings.Join(lab.PolicyAgents, ", "))
 	}
-	cmd, ok := source.PolicyDumpCommand(agent)
+	cmd, ok := lab.PolicyDumpCommand(agent)
 	if !ok {
 		return notMet("no reader for %s", agent)
 	}
@@ -669,7 +685,7 @@ func checkAPIServers(e *env) Finding {
 			path, err := e.lab.Kubeconfig(h.Name())
 			if err == nil {
 				var cs kubernetes.Interface
-				cs, _, err = source.ClientFromKubeconfig(path, 10*time.Second)
+				cs, err = kubeClient(path)
 				if err == nil {
 					_, err = cs.Discovery().ServerVersion()
 				}
