@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline/faultline/lab/labcheck"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/labcheck"
 )
 
 func newLabCheckCommand(flags *labFlags) *cobra.Command {
