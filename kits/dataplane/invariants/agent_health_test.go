@@ -15,7 +15,7 @@ import (
 // withHealth adds each node's agents' health to every round of r, with
 // kube-proxy on worker1 answering status.
 func withHealth(t *testing.T, r *run, status int) *run {
-	for i := range r.snaps {
+	for i := range r.Snaps {
 		for _, n := range []string{"worker1", "worker2"} {
 			code := 200
 			if n == "worker1" {
@@ -25,11 +25,11 @@ func withHealth(t *testing.T, r *run, status int) *run {
 				"kube-proxy":  {StatusCode: code, Body: `{"healthy":true}`},
 				"kube-router": {StatusCode: 200, Body: "OK"},
 			}}
-			a, err := evidence.ValueAnswer(v, r.snaps[i].Taken.Add(300*time.Millisecond), "")
+			a, err := evidence.ValueAnswer(v, r.Snaps[i].Taken.Add(300*time.Millisecond), "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.snaps[i].Set(evidence.Source("agents/"+n), dataplane.AgentHealth, a)
+			r.Snaps[i].Set(evidence.Source("agents/"+n), dataplane.AgentHealth, a)
 		}
 	}
 	return r
@@ -37,39 +37,40 @@ func withHealth(t *testing.T, r *run, status int) *run {
 
 func TestAgentHealthTruthful(t *testing.T) {
 	inv := AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second))
-	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 200).Input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "answered its health check 200", "forwards to [10.240.3.5]")
-	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).input(invariant.WindowToSettle), verdict.Preserved)
+	j := expect(t, inv, withHealth(t, routesRun(t, 12, 9, nil), 503).Input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a diverging agent that says it is unhealthy exercises it: %+v", j)
 	}
 	// A change both nodes follow within a round still diverges for that
 	// round: exercised, never past the bound.
-	expect(t, inv, withHealth(t, routesRun(t, 10, 0, nil), 200).input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, inv, withHealth(t, routesRun(t, 10, 0, nil), 200).Input(invariant.WindowToSettle), verdict.Preserved)
 	steady := newRun(t)
 	for i := 0; i < 5; i++ {
-		steady.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		steady.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 	}
-	j = expect(t, inv, withHealth(t, steady, 200).input(invariant.WindowToSettle), verdict.Preserved)
+	j = expect(t, inv, withHealth(t, steady, 200).Input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("agents that never diverge do not exercise it: %+v", j)
 	}
-	expect(t, inv, routesRun(t, 10, 0, nil).input(invariant.WindowToSettle), verdict.InsufficientData, "health was read")
+	expect(t, inv, routesRun(t, 10, 0, nil).Input(invariant.WindowToSettle), verdict.InsufficientData, "health was read")
 }
 
 // A stale agent whose health could not be read is not shown truthful.
 func TestAgentHealthTruthfulNeedsTheHealthOfAStaleAgent(t *testing.T) {
 	r := routesRun(t, 12, 9, nil)
-	for i := range r.snaps {
-		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[i].Taken.Add(300*time.Millisecond)))
-		a, err := evidence.ValueAnswer(dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{"kube-proxy": {StatusCode: 200}, "kube-router": {StatusCode: 200}}}, r.snaps[i].Taken.Add(300*time.Millisecond), "")
+	for i := range r.Snaps {
+		r.Snaps[i].Set("agents/worker1", dataplane.AgentHealth, evidence.UnreadableAnswer("timeout: no answer within 5s", r.Snaps[i].Taken.Add(300*time.Millisecond)))
+		a, err := evidence.ValueAnswer(dataplane.AgentHealthValue{Agents: map[string]dataplane.AgentHealthAnswer{"kube-proxy": {StatusCode: 200}, "kube-router": {StatusCode: 200}}}, r.Snaps[i].Taken.Add(300*time.Millisecond), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.snaps[i].Set("agents/worker2", dataplane.AgentHealth, a)
+		r.Snaps[i].Set("agents/worker2", dataplane.AgentHealth, a)
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy on worker1")
 }
 
 // policyHealthRun: a deny recorded from second 3 for the target on
@@ -82,9 +83,11 @@ func policyHealthRun(t *testing.T) *run {
 		s := float64(i)
 		exp := expectPair(s < 3)
 		exp.Pairs[0].TargetNode, exp.Pairs[0].FromNode = "worker1", "worker2"
-		r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").
-			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "").
-			value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.3, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, "")
+		r.Round(s).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").Value(
+			"pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "").Value(
+
+			"policy-agent/worker1", dataplane.AgentPolicyRules, 0.3, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, "")
+
 	}
 	return withHealth(t, r, 200)
 }
@@ -92,7 +95,7 @@ func policyHealthRun(t *testing.T) *run {
 // The policy agent that must enforce a pair is the one on the node the
 // target runs on, whether or not its rules name the target.
 func TestAgentHealthTruthfulLinksThePolicyAgentByTheTargetsNode(t *testing.T) {
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), policyHealthRun(t).input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), policyHealthRun(t).Input(invariant.WindowToSettle), verdict.Violated,
 		"kube-router on worker1 reported itself healthy", "was answered by target while apiserver/cp1 records it denied")
 }
 
@@ -100,8 +103,8 @@ func TestAgentHealthTruthfulLinksThePolicyAgentByTheTargetsNode(t *testing.T) {
 // first alone.
 func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 	r := policyHealthRun(t)
-	for i := range r.snaps {
-		s := r.snaps[i].Taken
+	for i := range r.Snaps {
+		s := r.Snaps[i].Taken
 		ready := "10.240.3.5"
 		if i >= 3 {
 			ready = "10.240.3.9"
@@ -115,10 +118,10 @@ func TestAgentHealthTruthfulNamesEveryStaleAgent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.snaps[i].Set(src, q, a)
+			r.Snaps[i].Set(src, q, a)
 		}
 	}
-	j := expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Violated,
+	j := expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy on worker1 reported itself healthy", "kube-router on worker1 reported itself healthy")
 	if len(j.Sources) == 0 {
 		t.Errorf("no source named: %+v", j)
@@ -137,9 +140,9 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 			"kube-proxy":  {Error: "no answer within 1s"},
 			"kube-router": {StatusCode: 200, Body: "OK"},
 		}}
-		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+		r.Snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.Snaps[i].Taken.Add(200*time.Millisecond)))
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData,
 		"health read failed (no answer within 1s)")
 
 	// A refused connection is the agent's admission: nothing listens.
@@ -148,9 +151,9 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 			"kube-proxy":  {Error: "connection failed: dial tcp 10.0.0.11:10256: connect: connection refused"},
 			"kube-router": {StatusCode: 200, Body: "OK"},
 		}}
-		r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+		r.Snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.Snaps[i].Taken.Add(200*time.Millisecond)))
 	}
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.Preserved)
 
 	// So is a connection made and not answered (a frozen agent, as its
 	// checker sees it); one not made in time is not.
@@ -163,9 +166,9 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 				"kube-proxy":  {Error: c.err},
 				"kube-router": {StatusCode: 200, Body: "OK"},
 			}}
-			r.snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.snaps[i].Taken.Add(200*time.Millisecond)))
+			r.Snaps[i].Set("agents/worker1", dataplane.AgentHealth, mustValue(t, v, r.Snaps[i].Taken.Add(200*time.Millisecond)))
 		}
-		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), c.want)
+		expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), c.want)
 	}
 }
 
@@ -175,16 +178,18 @@ func TestAgentHealthATimedOutHealthReadIsNoAdmission(t *testing.T) {
 func TestAgentHealthNeverDecidedIsNoPass(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 11; i++ {
-		rd := r.round(float64(i))
+		rd := r.Round(float64(i))
 		if i < 2 {
-			rd.unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").
-				value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.Unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout: no answer within 5s").Value(
+				"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 		} else {
-			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
-				unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").Unreadable(
+				"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+
 		}
 	}
 	r = withHealth(t, r, 200)
-	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData,
+	expect(t, AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData,
 		"no round told whether kube-proxy on worker1 diverged")
 }

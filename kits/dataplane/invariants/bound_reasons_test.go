@@ -21,10 +21,11 @@ func TestServiceRoutesSaysANodeMissesANewEndpoint(t *testing.T) {
 		if i >= 3 {
 			ready = []string{"10.240.3.5", "10.240.3.9"}
 		}
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready...), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready...), "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 	}
-	j := expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Violated,
+	j := expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.Violated,
 		"does not forward to [10.240.3.9], which apiserver/cp1 records as ready")
 	if strings.Contains(j.Reason, "no longer records") {
 		t.Errorf("a node that misses a new endpoint is said to keep an old one: %s", j.Reason)
@@ -38,9 +39,9 @@ func TestAgentReasonsStateTheBoundsMechanism(t *testing.T) {
 		inv invariant.Invariant
 		in  invariant.Input
 	}{
-		{ServiceRoutesTruthful(testBound(3 * time.Second)), routesRun(t, 12, 9, nil).input(invariant.WindowToSettle)},
-		{PolicyEnforced(testBound(3 * time.Second)), policyRun(t, 12, 10, nil).input(invariant.WindowToSettle)},
-		{AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), withHealth(t, routesRun(t, 12, 9, nil), 200).input(invariant.WindowToSettle)},
+		{ServiceRoutesTruthful(testBound(3 * time.Second)), routesRun(t, 12, 9, nil).Input(invariant.WindowToSettle)},
+		{PolicyEnforced(testBound(3 * time.Second)), policyRun(t, 12, 10, nil).Input(invariant.WindowToSettle)},
+		{AgentHealthTruthful(testBound(3*time.Second), testBound(3*time.Second)), withHealth(t, routesRun(t, 12, 9, nil), 200).Input(invariant.WindowToSettle)},
 	} {
 		j := expect(t, c.inv, c.in, verdict.Violated)
 		if strings.Contains(j.Reason, "measured in the null arm") || !strings.Contains(j.Reason, "test mechanism") {

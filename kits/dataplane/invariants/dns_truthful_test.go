@@ -33,7 +33,7 @@ func dnsRun(t *testing.T, rounds int, stale float64, rcodeAt map[int]string) *ru
 		case s > 3:
 			exp.IPs = []string{"10.250.0.77"}
 		}
-		rd := r.round(s).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, exp, "")
+		rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, exp, "")
 		a := dnsAnswer("RCodeSuccess", "10.250.0.50", 5)
 		if s >= stale {
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
@@ -41,7 +41,7 @@ func dnsRun(t *testing.T, rounds int, stale float64, rcodeAt map[int]string) *ru
 		if rc := rcodeAt[i]; rc != "" {
 			a = dnsAnswer(rc, "", 0)
 		}
-		rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
+		rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
 	}
 	return r
 }
@@ -50,7 +50,7 @@ func TestDNSTruthful(t *testing.T) {
 	inv := DNSTruthful(testBound(3*time.Second), 5*time.Second)
 
 	// The instance follows within its TTL: PRESERVED, exercised.
-	j := expect(t, inv, dnsRun(t, 12, 6, nil).input(invariant.WindowToSettle), verdict.Preserved, "12 answers", "kept superseded records")
+	j := expect(t, inv, dnsRun(t, 12, 6, nil).Input(invariant.WindowToSettle), verdict.Preserved, "12 answers", "kept superseded records")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a change of the records exercises it: %+v", j)
 	}
@@ -60,7 +60,7 @@ func TestDNSTruthful(t *testing.T) {
 	// .77 unchanged. (At 8 the look-back reaches the read at 3.1 that
 	// found no service, and the API changed after it: it may have held
 	// .50 again at a moment no read saw.)
-	expect(t, inv, dnsRun(t, 12, 100, nil).input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, inv, dnsRun(t, 12, 100, nil).Input(invariant.WindowToSettle), verdict.Violated,
 		"coredns/worker2 (kube-system/coredns-x at 10.240.5.3:53) answered [10.250.0.50] for dns-routes.faultline-agents.svc.cluster.local at 10:00:09.300", "TTL 5s left", "the same answer 3 time(s) through 10:00:11.300")
 
 	// A server failure is no answer: with every answer declined, nothing
@@ -69,7 +69,7 @@ func TestDNSTruthful(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		all[i] = "RCodeServerFailure"
 	}
-	expect(t, inv, dnsRun(t, 6, 100, all).input(invariant.WindowToSettle), verdict.InsufficientData, "6 declined")
+	expect(t, inv, dnsRun(t, 6, 100, all).Input(invariant.WindowToSettle), verdict.InsufficientData, "6 declined")
 
 	// A name error while the name exists for longer than the negative TTL
 	// and the bound is a wrong answer too.
@@ -77,11 +77,11 @@ func TestDNSTruthful(t *testing.T) {
 	for i := 0; i < 15; i++ {
 		nx[i] = dataplane.NameError
 	}
-	expect(t, inv, dnsRun(t, 15, 0, nx).input(invariant.WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
+	expect(t, inv, dnsRun(t, 15, 0, nx).Input(invariant.WindowToSettle), verdict.Violated, "answered nothing", "a name error is cached less than 5s")
 	// The same name error in the last round only: no API read after it
 	// shows the API did not delete the name just before it.
 	last := map[int]string{13: dataplane.NameError}
-	expect(t, inv, dnsRun(t, 14, 0, last).input(invariant.WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
+	expect(t, inv, dnsRun(t, 14, 0, last).Input(invariant.WindowToSettle), verdict.InsufficientData, "no API read begun at or after 10:00:13.300")
 }
 
 // dnsRead is one round of a hand-built DNS run: what cp1 answered ("" for
@@ -95,18 +95,18 @@ type dnsRead struct {
 func dnsRounds(t *testing.T, rounds map[int]dnsRead, n int) *run {
 	r := newRun(t)
 	for i := 0; i < n; i++ {
-		rd := r.round(float64(i))
+		rd := r.Round(float64(i))
 		d, ok := rounds[i]
 		if !ok {
 			continue
 		}
 		if d.api == "" {
-			rd.unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, "timeout: no answer within 5s")
+			rd.Unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, "timeout: no answer within 5s")
 		} else {
-			rd.value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{d.api}}, "")
+			rd.Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{d.api}}, "")
 		}
 		if d.ip != "" {
-			rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", d.ip, d.ttl), "")
+			rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", d.ip, d.ttl), "")
 		}
 	}
 	return r
@@ -130,14 +130,14 @@ func TestDNSTruthfulLooksBackByTheEntrysPossibleAge(t *testing.T) {
 		rounds[i] = dnsRead{api: api, ip: api, ttl: 5}
 	}
 	rounds[7] = dnsRead{api: cur, ip: old, ttl: 1}
-	expect(t, inv, dnsRounds(t, rounds, 9).input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, inv, dnsRounds(t, rounds, 9).Input(invariant.WindowToSettle), verdict.Preserved)
 
 	// A fresh entry (TTL 5) served at 9 with .50, gone from the API since
 	// 4.1 at the latest: fetched after 8.0, later than the bound allows.
 	rounds[7] = dnsRead{api: cur, ip: cur, ttl: 5}
 	rounds[9] = dnsRead{api: cur, ip: old, ttl: 5}
 	rounds[10] = dnsRead{api: cur, ip: cur, ttl: 5}
-	expect(t, inv, dnsRounds(t, rounds, 11).input(invariant.WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
+	expect(t, inv, dnsRounds(t, rounds, 11).Input(invariant.WindowToSettle), verdict.Violated, "coredns/worker2", "[10.250.0.50]")
 }
 
 // API reads that timed out across the change do not stand for "the API no
@@ -154,7 +154,7 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 	// .50 was at 1.1, its first of .77 at 13.1, and nothing was read in
 	// between: it may have held .50 after 7.0.
 	rounds[14] = dnsRead{api: cur, ip: old, ttl: 1}
-	expect(t, inv, dnsRounds(t, rounds, 15).input(invariant.WindowToSettle), verdict.InsufficientData, "timed out")
+	expect(t, inv, dnsRounds(t, rounds, 15).Input(invariant.WindowToSettle), verdict.InsufficientData, "timed out")
 
 	// The lag a PRESERVED reports is measured from when the API changed,
 	// bracketed by the reads on either side: the change came after the
@@ -172,7 +172,7 @@ func TestDNSTruthfulTimedOutAPIReadsAreNoProof(t *testing.T) {
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	expect(t, inv, dnsRounds(t, rounds, 8).input(invariant.WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
+	expect(t, inv, dnsRounds(t, rounds, 8).Input(invariant.WindowToSettle), verdict.Preserved, "between 900ms and 2.3s after the API changed")
 }
 
 // An answer no API read held is unknown, never wrong: the API can hold a
@@ -189,7 +189,7 @@ func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
 		if i >= 6 {
 			api = "10.250.0.77"
 		}
-		rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "")
+		rd := r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "")
 		var a dataplane.DNSAnswerValue
 		switch {
 		case i < 6:
@@ -199,9 +199,9 @@ func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
 		default:
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
 		}
-		rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
+		rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
 	}
-	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated)
+	j := notVerdict(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.Input(invariant.WindowToSettle), verdict.Violated)
 	if j.Verdict != verdict.InsufficientData {
 		t.Errorf("a name error no read held: got %s, want INSUFFICIENT_DATA: %s", j.Verdict, j.Reason)
 	}
@@ -214,16 +214,18 @@ func TestDNSTruthfulAStateBetweenReadsIsNotProvenGone(t *testing.T) {
 func TestDNSTruthfulAnAnswerNoReadHeldIsNotProvenWrong(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 12; i++ {
-		rd := r.round(float64(i))
+		rd := r.Round(float64(i))
 		if i < 6 {
-			rd.value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}, "").
-				value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+			rd.Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.50"}}, "").Value(
+				"coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+
 			continue
 		}
-		rd.unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 5, "timeout: no answer within 5s").
-			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
+		rd.Unreadable("apiserver/cp1", dataplane.AgentDNSExpected, 5, "timeout: no answer within 5s").Value(
+			"coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.77", 5), "")
+
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "could not be compared with the API")
 }
 
 // A read that held the answer before does not make a later unseen state
@@ -249,10 +251,11 @@ func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
 		case i >= 7:
 			a = dnsAnswer("RCodeSuccess", "10.250.0.77", 5)
 		}
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).
-			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: ips}, rv).Value(
+			"coredns/worker2", dataplane.AgentDNSAnswer, 0.3, a, "")
+
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.InsufficientData,
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.Input(invariant.WindowToSettle), verdict.InsufficientData,
 		"changed between", "may have held it at a moment no read saw")
 }
 
@@ -262,10 +265,11 @@ func TestDNSTruthfulARecreatedNameIsNotProvenNeverAbsent(t *testing.T) {
 func TestDNSTruthfulUnchangedReadsProveAnAnswerNoReadHeldWrong(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").
-			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{"10.250.0.77"}}, "300").Value(
+			"coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+
 	}
-	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), r.Input(invariant.WindowToSettle), verdict.Violated,
 		"answered [10.250.0.50]", "at 10:00:04.300", "no API read held it", "held [10.250.0.77], unchanged")
 }
 
@@ -286,10 +290,11 @@ func TestDNSTruthfulMissedTicksAreUnknownReads(t *testing.T) {
 		if i >= 11 {
 			ans = "10.250.0.77"
 		}
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
-			value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").Value(
+			"coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", ans, 5), "")
+
 	}
-	in := r.input(invariant.WindowToSettle)
+	in := r.Input(invariant.WindowToSettle)
 	in.Timeline = missedAt(4, 5, 6, 7, 8, 9)
 	expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), in, verdict.InsufficientData, "no snapshot could be taken at 10:00:04.000")
 }
@@ -306,20 +311,21 @@ func TestDNSTruthfulPreservedNeedsAnAnswerAfterTheChange(t *testing.T) {
 			if i >= 4 {
 				api = "10.250.0.77"
 			}
-			rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").
-				value("coredns/worker1", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+			rd := r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentDNSExpected, 0.1, dataplane.DNSExpectedValue{Name: "dns-routes", IPs: []string{api}}, "").Value(
+				"coredns/worker1", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+
 			switch {
 			case i < 4:
-				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
+				rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", "10.250.0.50", 5), "")
 			case how == "timeout":
-				rd.unreadable("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
+				rd.Unreadable("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, "timeout: no answer within 1s")
 			case how == "servfail":
-				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
+				rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeServerFailure", "", 0), "")
 			default:
-				rd.value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
+				rd.Value("coredns/worker2", dataplane.AgentDNSAnswer, 0.3, dnsAnswer("RCodeSuccess", api, 5), "")
 			}
 		}
-		in := r.input(invariant.WindowToSettle)
+		in := r.Input(invariant.WindowToSettle)
 		inv := DNSTruthful(testBound(2*time.Second), 5*time.Second)
 		if how == "covered" {
 			expect(t, inv, in, verdict.Preserved, "answers from the instances held records")
@@ -347,7 +353,7 @@ func TestDNSTruthfulNoLagFromAnAnswerThatMayPrecedeTheChange(t *testing.T) {
 		}
 		rounds[i] = dnsRead{api: api, ip: ip, ttl: 5}
 	}
-	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).input(invariant.WindowToSettle), verdict.Preserved)
+	j := expect(t, DNSTruthful(testBound(2*time.Second), 5*time.Second), dnsRounds(t, rounds, 14).Input(invariant.WindowToSettle), verdict.Preserved)
 	if strings.Contains(j.Reason, "kept superseded records") {
 		t.Errorf("a lag from an answer that may have been served before the change: %s", j.Reason)
 	}

@@ -16,33 +16,33 @@ func TestIsolatedFromStart(t *testing.T) {
 	inv := IsolatedFromStart()
 
 	// Rejected from its first connection on.
-	expect(t, inv, newcomerRun(t, 8, 2, 2, 2, 0).input(invariant.WindowToSettle), verdict.Preserved, "6 connection(s)", "the premise held")
+	expect(t, inv, newcomerRun(t, 8, 2, 2, 2, 0).Input(invariant.WindowToSettle), verdict.Preserved, "6 connection(s)", "the premise held")
 
 	// One answered connection, at second 2, is enough: no bound.
-	j := expect(t, inv, newcomerRun(t, 8, 2, 2, 3, 0).input(invariant.WindowToSettle), verdict.Violated,
+	j := expect(t, inv, newcomerRun(t, 8, 2, 2, 3, 0).Input(invariant.WindowToSettle), verdict.Violated,
 		newcomer+" → 10.240.4.9:8080 was answered by target", "apiserver/cp1 record it denied", "isolated for egress")
 	if j.At.IsZero() || len(j.Sources) != 1 || j.Sources[0] != "newpod/worker1" {
 		t.Errorf("the violation names its source and moment: %+v", j)
 	}
 
 	// The pod never got an address: nothing to judge.
-	expect(t, inv, newcomerRun(t, 2, 1, 2, 2, 0).input(invariant.WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
+	expect(t, inv, newcomerRun(t, 2, 1, 2, 2, 0).Input(invariant.WindowToSettle), verdict.InsufficientData, "no connection from a new pod")
 
 	// A connection answered while the API records it allowed is not a
 	// breach: the policy was not there yet.
 	r := newcomerRun(t, 4, 2, 2, 3, 0)
 	allowed := dataplane.PolicyExpectationValue{Pairs: []dataplane.PolicyPair{{From: newcomer, To: "faultline-agents/target", Target: toTarget, Allowed: true, FromNode: "worker1", FromIP: "10.244.1.77"}}}
-	r.snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, mustValue(t, allowed, r.snaps[2].Taken))
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved, "1 connection(s)")
+	r.Snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, mustValue(t, allowed, r.Snaps[2].Taken))
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.Preserved, "1 connection(s)")
 }
 
 // A new pod's connection that timed out is no proof it was refused.
 func TestIsolatedFromStartATimeoutIsNoRefusal(t *testing.T) {
 	r := newcomerRun(t, 6, 2, 2, 2, 0)
 	for i := 2; i < 6; i++ {
-		r.snaps[i].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.snaps[i].Taken))
+		r.Snaps[i].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Error: "timeout"}, r.Snaps[i].Taken))
 	}
-	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData)
+	expect(t, IsolatedFromStart(), r.Input(invariant.WindowToSettle), verdict.InsufficientData)
 }
 
 const (
@@ -68,24 +68,24 @@ func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled
 			}
 			exp.Pairs = append(exp.Pairs, p)
 		}
-		rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
+		rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
 		rules := dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}
 		if s >= handled {
 			rules.Targets = append(rules.Targets, dataplane.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
 				Egress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}})
 		}
-		rd.value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, rules, "")
+		rd.Value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, rules, "")
 		d := dataplane.DialValue{From: newcomer, Target: toTarget}
 		switch {
 		case s < addressed:
-			rd.unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+			rd.Unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
 			continue
 		case s < isolated:
 			d.Connected, d.Status, d.Body = true, 200, "target"
 		default:
 			d.Error = "dial tcp 10.240.4.9:8080: connect: connection refused"
 		}
-		rd.value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, d, "")
+		rd.Value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, d, "")
 	}
 	return r
 }
@@ -97,11 +97,11 @@ func newcomerRun(t *testing.T, rounds int, created, addressed, isolated, handled
 func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T) {
 	inv := IsolatedFromStart()
 	// The agent's rules show the deny only after the pod was created.
-	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 3).input(invariant.WindowToSettle), verdict.InsufficientData, "before", denyNewcomer)
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 3).Input(invariant.WindowToSettle), verdict.InsufficientData, "before", denyNewcomer)
 
 	// Shown before: the answered connection is a violation, and the reason
 	// says how soon after the pod's network came up it was first read.
-	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, inv, newcomerRun(t, 8, 2, 3, 4, 0).Input(invariant.WindowToSettle), verdict.Violated,
 		"policy-agent/worker1", denyNewcomer, "was first recorded by apiserver/cp1", "not seen")
 }
 
@@ -110,8 +110,8 @@ func TestIsolatedFromStartNeedsThePolicyHandledBeforeThePodStarted(t *testing.T)
 // not skipped as a lost path.
 func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 2, 0)
-	r.snaps[2].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.snaps[2].Taken))
-	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
+	r.Snaps[2].Set("newpod/worker1", dataplane.AgentPolicyProbe, mustValue(t, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Error: "timeout"}, r.Snaps[2].Taken))
+	expect(t, IsolatedFromStart(), r.Input(invariant.WindowToSettle), verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
 
 // A connection answered in a round whose API read timed out is no pass:
@@ -120,8 +120,8 @@ func TestIsolatedFromStartAConnectionMadeIsNotSkipped(t *testing.T) {
 // connection is rejected. "Not even once" is not shown.
 func TestIsolatedFromStartAnAnswerInAnUnjudgedRoundIsNoPass(t *testing.T) {
 	r := newcomerRun(t, 8, 2, 2, 3, 0)
-	r.snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.snaps[2].Taken.Add(5*time.Second)))
-	expect(t, IsolatedFromStart(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
+	r.Snaps[2].Set("apiserver/cp1", dataplane.AgentPolicyExpected, evidence.UnreadableAnswer("timeout: no answer within 5s", r.Snaps[2].Taken.Add(5*time.Second)))
+	expect(t, IsolatedFromStart(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "recorded nothing of the pair (apiserver/cp1: timeout")
 }
 
 // The premise is the denying policy itself, in its direction: the pair is
@@ -145,14 +145,15 @@ func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
 				}
 				exp.Pairs = append(exp.Pairs, p)
 			}
-			rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
-			rd.value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel,
+			rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "")
+			rd.Value("policy-agent/worker1", dataplane.AgentPolicyRules, 0.2, dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel,
 				Targets: []dataplane.PolicyTarget{applied}}, "")
+
 			if s < 2 {
-				rd.unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
+				rd.Unreadable("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, "looking up the client pod: not found")
 				continue
 			}
-			rd.value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Status: 200, Body: "target"}, "")
+			rd.Value("newpod/worker1", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: newcomer, Target: toTarget, Connected: true, Status: 200, Body: "target"}, "")
 		}
 		return r
 	}
@@ -160,14 +161,14 @@ func TestIsolatedFromStartPremiseNeedsTheDenyingPolicy(t *testing.T) {
 		Ingress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: allowTarget, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}}
 	// A record without the denying direction (written before it was
 	// recorded) shows no premise either way.
-	expect(t, IsolatedFromStart(), build(false, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
-	expect(t, IsolatedFromStart(), build(true, targetIngress).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
+	expect(t, IsolatedFromStart(), build(false, targetIngress).Input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	expect(t, IsolatedFromStart(), build(true, targetIngress).Input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown", denyNewcomer+" (egress")
 	// The denying policy applied, but to a pod's ingress: not its direction.
 	wrongWay := dataplane.PolicyTarget{PodIP: "10.244.1.66", Pod: "faultline-agents/witness",
 		Ingress: dataplane.PolicyDirection{Isolated: true, Policies: []dataplane.AppliedPolicy{{Name: denyNewcomer, Kind: "NetworkPolicy", Allow: []dataplane.PolicyAllow{}}}}}
-	expect(t, IsolatedFromStart(), build(true, wrongWay).input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
+	expect(t, IsolatedFromStart(), build(true, wrongWay).Input(invariant.WindowToSettle), verdict.InsufficientData, "premise was not shown")
 	// Applied to an existing pod's egress: the premise holds.
 	rightWay := wrongWay
 	rightWay.Egress, rightWay.Ingress = wrongWay.Ingress, dataplane.PolicyDirection{}
-	expect(t, IsolatedFromStart(), build(true, rightWay).input(invariant.WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
+	expect(t, IsolatedFromStart(), build(true, rightWay).Input(invariant.WindowToSettle), verdict.Violated, "which denies the connection, to faultline-agents/witness's egress")
 }

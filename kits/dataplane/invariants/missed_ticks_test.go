@@ -18,10 +18,11 @@ func TestMissedTicksBreakTheAgentsProofs(t *testing.T) {
 		// Denied from 3, answered throughout: proven 3..8 without the gap.
 		r := newRun(t)
 		for _, s := range []float64{0, 1, 2, 6, 7, 8} {
-			r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 1), "").
-				value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
+			r.Round(s).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 1), "").Value(
+				"pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
+
 		}
-		in := r.input(invariant.WindowToSettle)
+		in := r.Input(invariant.WindowToSettle)
 		in.Timeline = gap
 		expect(t, PolicyEnforced(testBound(5*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick")
 	})
@@ -32,11 +33,12 @@ func TestMissedTicksBreakTheAgentsProofs(t *testing.T) {
 			if s < 1 {
 				ready = "10.240.3.5"
 			}
-			r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "").
-				value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			r.Round(s).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "").Value(
+				"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 		}
 		r = withHealth(t, r, 200)
-		in := r.input(invariant.WindowToSettle)
+		in := r.Input(invariant.WindowToSettle)
 		in.Timeline = gap
 		expect(t, AgentHealthTruthful(testBound(5*time.Second), testBound(5*time.Second)), in, verdict.InsufficientData, "no snapshot could be taken at this tick")
 	})

@@ -39,7 +39,7 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d d
 	r := newRun(t)
 	for i := 0; i < rounds; i++ {
 		s := float64(i)
-		rd := r.round(s).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 3), "")
+		rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(s < 3), "")
 		d := answered()
 		if s >= enforced {
 			d = refusedDial()
@@ -47,60 +47,62 @@ func policyRun(t *testing.T, rounds int, enforced float64, probe func(i int, d d
 		if probe != nil {
 			var ok bool
 			if d, ok = probe(i, d); !ok {
-				rd.unreadable("pod/worker2", dataplane.AgentPolicyProbe, 0.4, "timeout: no answer within 4s")
+				rd.Unreadable("pod/worker2", dataplane.AgentPolicyProbe, 0.4, "timeout: no answer within 4s")
 				continue
 			}
 		}
-		rd.value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, d, "")
+		rd.Value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, d, "")
 	}
 	return r
 }
 
 func TestPolicyEnforced(t *testing.T) {
 	inv := PolicyEnforced(testBound(3 * time.Second))
-	j := expect(t, inv, policyRun(t, 10, 4, nil).input(invariant.WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
+	j := expect(t, inv, policyRun(t, 10, 4, nil).Input(invariant.WindowToSettle), verdict.Preserved, "matched the outcome each API server recorded", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a recorded change exercises it: %+v", j)
 	}
-	expect(t, inv, policyRun(t, 12, 10, nil).input(invariant.WindowToSettle), verdict.Violated,
+	expect(t, inv, policyRun(t, 12, 10, nil).Input(invariant.WindowToSettle), verdict.Violated,
 		fromW2+" → "+toTarget+" was answered by target while apiserver/cp1 records it denied", "isolated for ingress", "bound 3s")
 
 	// The rule dump of the target's node is the cross-check.
 	r0 := policyRun(t, 12, 10, nil)
-	for i := range r0.snaps {
-		a, err := evidence.ValueAnswer(dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, r0.snaps[i].Taken.Add(300*time.Millisecond), "")
+	for i := range r0.Snaps {
+		a, err := evidence.ValueAnswer(dataplane.PolicyRulesValue{Agent: "kube-router", Decided: dataplane.DecidedInKernel, Targets: []dataplane.PolicyTarget{}}, r0.Snaps[i].Taken.Add(300*time.Millisecond), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r0.snaps[i].Set("policy-agent/worker1", dataplane.AgentPolicyRules, a)
+		r0.Snaps[i].Set("policy-agent/worker1", dataplane.AgentPolicyRules, a)
 	}
-	expect(t, inv, r0.input(invariant.WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
+	expect(t, inv, r0.Input(invariant.WindowToSettle), verdict.Violated, "no policy agent read (policy-agent/worker1) firewalls it")
 
 	// A refused connection while allowed is broken too (before the policy).
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").
-			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, refusedDial(), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").Value(
+			"pod/worker2", dataplane.AgentPolicyProbe, 0.4, refusedDial(), "")
+
 	}
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Violated, "was refused", "records it allowed")
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.Violated, "was refused", "records it allowed")
 
 	// A failure that is no policy's answer never decides.
 	r = newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(false), "").
-			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(false), "").Value(
+			"pod/worker2", dataplane.AgentPolicyProbe, 0.4, dataplane.DialValue{From: fromW2, Target: toTarget, Error: "dial tcp: connect: no route to host"}, "")
+
 	}
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Stale, then the probes unreadable past the bound: cannot tell.
-	expect(t, inv, policyRun(t, 12, 100, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 4 }).input(invariant.WindowToSettle),
+	expect(t, inv, policyRun(t, 12, 100, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 4 }).Input(invariant.WindowToSettle),
 		verdict.InsufficientData, "could not be shown to have the outcome apiserver/cp1 records")
 }
 
 // Every probe after the change unreadable: nothing shows the deny was
 // enforced.
 func TestPolicyEnforcedNeedsReadableProbesAfterAChange(t *testing.T) {
-	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 3 }).input(invariant.WindowToSettle),
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 12, 3, func(i int, d dataplane.DialValue) (dataplane.DialValue, bool) { return d, i < 3 }).Input(invariant.WindowToSettle),
 		verdict.InsufficientData, fromW2, "could not be read")
 }
 
@@ -111,10 +113,11 @@ func TestPolicyEnforcedIsExercisedOnlyByAProbedPair(t *testing.T) {
 		exp := expectPair(true)
 		other := dataplane.PolicyPair{From: "faultline-agents/newcomer", To: "faultline-agents/target", Target: toTarget, Allowed: i < 3}
 		exp.Pairs = append(exp.Pairs, other)
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").
-			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, exp, "").Value(
+			"pod/worker2", dataplane.AgentPolicyProbe, 0.4, answered(), "")
+
 	}
-	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
+	j := expect(t, PolicyEnforced(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("only an unprobed pair's recorded outcome changed, yet it is exercised: %s", j.Exercise)
 	}
@@ -133,10 +136,11 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 	// allowed connection, and nothing decided.
 	r := newRun(t)
 	for i := 0; i < 8; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").
-			value("pod/worker2", dataplane.AgentPolicyProbe, 0.4, timedOutDial(), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentPolicyExpected, 0.1, expectPair(true), "").Value(
+			"pod/worker2", dataplane.AgentPolicyProbe, 0.4, timedOutDial(), "")
+
 	}
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.InsufficientData, "no round decided")
 
 	// Denied from second 3, every connection after it timing out: no
 	// evidence the denial holds.
@@ -145,7 +149,11 @@ func TestPolicyEnforcedATimeoutIsNoRefusal(t *testing.T) {
 			return timedOutDial(), true
 		}
 		return d, true
-	}).input(invariant.WindowToSettle), verdict.InsufficientData, "failed otherwise than a policy refuses")
+	}).Input(
+
+		invariant.WindowToSettle),
+
+		verdict.InsufficientData, "failed otherwise than a policy refuses")
 }
 
 // A denied pair whose connections are made (TCP connected: the agent's
@@ -157,7 +165,10 @@ func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
 			return dataplane.DialValue{From: fromW2, Target: toTarget, Connected: true, Error: "timeout"}, true
 		}
 		return d, true
-	}).input(invariant.WindowToSettle)
+	}).Input(
+
+		invariant.WindowToSettle)
+
 	expect(t, PolicyEnforced(testBound(3*time.Second)), in, verdict.Violated, "made (TCP connected; no answer: timeout)")
 }
 
@@ -165,5 +176,5 @@ func TestPolicyEnforcedAConnectionMadeWhileDeniedBreaks(t *testing.T) {
 // bound, is not shown to follow it: the deny is recorded from 3, the
 // connections are answered at 3 and 4, the last round.
 func TestPolicyEnforcedAChangeAtTheEndIsNotCovered(t *testing.T) {
-	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+	expect(t, PolicyEnforced(testBound(3*time.Second)), policyRun(t, 5, 100, nil).Input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
 }

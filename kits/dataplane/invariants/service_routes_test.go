@@ -35,22 +35,22 @@ func routesRun(t *testing.T, rounds int, stale float64, worker1Unreadable map[in
 		if s >= 3 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		w2 := "10.240.3.5:8080"
 		if s >= 4 {
 			w2 = "10.240.3.9:8080"
 		}
-		rd.value("kube-proxy/worker2", dataplane.AgentServiceTranslation, 0.2, dnat(w2), "")
+		rd.Value("kube-proxy/worker2", dataplane.AgentServiceTranslation, 0.2, dnat(w2), "")
 		w1 := "10.240.3.5:8080"
 		if s >= 4 && (stale == 0 || s >= stale) {
 			w1 = "10.240.3.9:8080"
 		}
 		if worker1Unreadable[i] {
-			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.Unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		} else {
-			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
+			rd.Value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
 		}
-		rd.value("pod/worker1", dataplane.AgentServiceProbe, 0.5, dataplane.DialValue{Target: "10.250.0.50:80", Connected: false, Error: "timeout"}, "")
+		rd.Value("pod/worker1", dataplane.AgentServiceProbe, 0.5, dataplane.DialValue{Target: "10.250.0.50:80", Connected: false, Error: "timeout"}, "")
 	}
 	return r
 }
@@ -59,14 +59,14 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	inv := ServiceRoutesTruthful(testBound(3 * time.Second))
 
 	// Both nodes follow the change within a round: PRESERVED, exercised.
-	j := expect(t, inv, routesRun(t, 10, 0, nil).input(invariant.WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
+	j := expect(t, inv, routesRun(t, 10, 0, nil).Input(invariant.WindowToSettle), verdict.Preserved, "kube-proxy/worker1", "bound 3s")
 	if j.Exercised == nil || !*j.Exercised {
 		t.Errorf("a change of the ready endpoints exercises it: %+v", j)
 	}
 
 	// worker1 keeps the old backend until second 9: proven from 3.2 to 8
 	// (the change round reads .9 in the API), longer than 3 s.
-	j = expect(t, inv, routesRun(t, 12, 9, nil).input(invariant.WindowToSettle), verdict.Violated,
+	j = expect(t, inv, routesRun(t, 12, 9, nil).Input(invariant.WindowToSettle), verdict.Violated,
 		"kube-proxy/worker1 forwards to [10.240.3.5] while apiserver/cp1 records [10.240.3.9]", "pod/worker1's connection to 10.250.0.50:80 failed (timeout)", "bound 3s")
 	if j.At.IsZero() || len(j.Sources) != 2 || j.Sources[0] != "kube-proxy/worker1" || j.Sources[1] != "apiserver/cp1" {
 		t.Errorf("the violation names its node, the server it was judged against and its moment: %+v", j)
@@ -78,15 +78,16 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	for i := 4; i < 10; i++ {
 		unread[i] = true
 	}
-	expect(t, inv, routesRun(t, 12, 0, unread).input(invariant.WindowToSettle), verdict.InsufficientData, "could not be read")
+	expect(t, inv, routesRun(t, 12, 0, unread).Input(invariant.WindowToSettle), verdict.InsufficientData, "could not be read")
 
 	// Nothing changed: PRESERVED, not exercised.
 	r := newRun(t)
 	for i := 0; i < 5; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 	}
-	j = expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
+	j = expect(t, inv, r.Input(invariant.WindowToSettle), verdict.Preserved)
 	if j.Exercised == nil || *j.Exercised {
 		t.Errorf("no change: not exercised: %+v", j)
 	}
@@ -94,16 +95,18 @@ func TestServiceRoutesTruthful(t *testing.T) {
 	// No endpoints and a node that rejects: they agree.
 	r = newRun(t)
 	for i := 0; i < 5; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(), "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(), "")
+
 	}
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.Preserved)
 
 	// No API server ever answered.
 	r = newRun(t)
-	r.round(0).unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout").
-		value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
-	expect(t, inv, r.input(invariant.WindowToSettle), verdict.InsufficientData, "no API server answered")
+	r.Round(0).Unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, "timeout").Value(
+		"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
+	expect(t, inv, r.Input(invariant.WindowToSettle), verdict.InsufficientData, "no API server answered")
 }
 
 // A tick at which no snapshot could be taken is a round that could not
@@ -116,10 +119,11 @@ func TestServiceRoutesAMissedTickBreaksTheProof(t *testing.T) {
 		if s >= 11 {
 			w1 = "10.240.3.9:8080"
 		}
-		r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
+		r.Round(s).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(map[bool]string{true: "10.240.3.5", false: "10.240.3.9"}[s < 4]), "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat(w1), "")
+
 	}
-	in := r.input(invariant.WindowToSettle)
+	in := r.Input(invariant.WindowToSettle)
 	in.Timeline = evidence.Timeline{{At: sec(7), Source: "faultline", Subject: "scenario/x", Kind: invariant.SampleFailedEvent, Detail: "opening the lab's sources: connection refused"}}
 	// Broken from 4.2 to 6 and from 8.2 to 10: 1.8 s each, within the
 	// bound; bridged across the missed tick they would be 5.8 s.
@@ -136,14 +140,14 @@ func TestServiceRoutesNeedsReadableRulesAfterAChange(t *testing.T) {
 		if s >= 3 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.Round(s).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		if s < 3 {
-			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.Value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		} else {
-			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.Unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		}
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "could not be read")
 }
 
 // A stale server answering alone in some rounds must not vouch for a
@@ -152,23 +156,26 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 14; i++ {
 		s := float64(i)
-		rd := r.round(s)
+		rd := r.Round(s)
 		switch {
 		case s < 3:
-			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-				value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "")
+			rd.Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").Value(
+				"apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "")
+
 		case i%2 == 0:
 			// cp1 has the change; cp2 times out.
-			rd.value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").
-				unreadable("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+			rd.Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.9"), "").Unreadable(
+				"apiserver/cp2", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+
 		default:
 			// cp2 still answers the old set; cp1 times out.
-			rd.value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-				unreadable("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+			rd.Value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").Unreadable(
+				"apiserver/cp1", dataplane.AgentServiceEndpoints, 0.3, "timeout: no answer within 4s")
+
 		}
-		rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		rd.Value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "kube-proxy/worker1", "apiserver/cp1")
 
 	// Two servers that contradict each other in every round certify no
 	// node: there is no record to judge it by.
@@ -179,11 +186,13 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 		if s >= 3 {
 			cp1 = "10.240.3.9"
 		}
-		r.round(s).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(cp1), "").
-			value("apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+		r.Round(s).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(cp1), "").Value(
+			"apiserver/cp2", dataplane.AgentServiceEndpoints, 0.1, eps("10.240.3.5"), "").Value(
+
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "disagreed")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "disagreed")
 }
 
 // An endpoint in two EndpointSlices (which the EndpointSlice API allows)
@@ -191,10 +200,11 @@ func TestServiceRoutesAStaleServerDoesNotMaskAStaleNode(t *testing.T) {
 func TestServiceRoutesCountsAnEndpointInTwoSlicesOnce(t *testing.T) {
 	r := newRun(t)
 	for i := 0; i < 10; i++ {
-		r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").
-			value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
+		r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.240.3.9", "10.240.3.5", "10.240.3.9"}, NotReady: []string{}, Slices: 2}, "").Value(
+			"kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080", "10.240.3.9:8080"), "")
+
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.Preserved)
 }
 
 // A change in the last rounds is not covered by later reads: the ready
@@ -208,12 +218,12 @@ func TestServiceRoutesAChangeAtTheEndIsNotCovered(t *testing.T) {
 		if i >= 10 {
 			ready = "10.240.3.9"
 		}
-		rd := r.round(float64(i)).value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
+		rd := r.Round(float64(i)).Value("apiserver/cp1", dataplane.AgentServiceEndpoints, 0.1, eps(ready), "")
 		if i >= 10 {
-			rd.unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
+			rd.Unreadable("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.3, "timeout: no answer within 4s")
 		} else {
-			rd.value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
+			rd.Value("kube-proxy/worker1", dataplane.AgentServiceTranslation, 0.2, dnat("10.240.3.5:8080"), "")
 		}
 	}
-	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
+	expect(t, ServiceRoutesTruthful(testBound(3*time.Second)), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "not covered by later reads")
 }

@@ -27,7 +27,7 @@ func skewed(in invariant.Input) invariant.Input {
 
 // historyAt20 reads the ledger's history in one round at 20 s.
 func historyAt20(t *testing.T, b *ledgerBench) invariant.Input {
-	return historyRounds(t, b, 20).input(invariant.WindowToSettle)
+	return historyRounds(t, b, 20).Input(invariant.WindowToSettle)
 }
 
 // A writer whose clock runs behind puts its append, by the clocks, between
@@ -76,7 +76,7 @@ func TestAcknowledgedDataUnderClockSkewCutsTheReadByTheStore(t *testing.T) {
 	in := func() invariant.Input {
 		r := newRun(t)
 		ledgerAnswers(t, r, 20, log, b.historyValue())
-		in := r.input(invariant.Final)
+		in := r.Input(invariant.Final)
 		in.Timeline = healed()
 		return in
 	}
@@ -154,9 +154,9 @@ func TestSingleHistoryUnderClockSkewNeedsTheRevisions(t *testing.T) {
 		v.KVs[i].CreateRevision, v.KVs[i].ModRevision = 0, 0
 	}
 	r := newRun(t)
-	r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, v, "")
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved)
-	expect(t, SingleHistory(), skewed(r.input(invariant.WindowToSettle)), verdict.InsufficientData, "cannot place", "no revisions")
+	r.Round(11).Value(electorSource, storeddata.ElectorHistory, 0.2, v, "")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved)
+	expect(t, SingleHistory(), skewed(r.Input(invariant.WindowToSettle)), verdict.InsufficientData, "cannot place", "no revisions")
 }
 
 // single-writer-at-storage names its violation two-writers, by the clocks

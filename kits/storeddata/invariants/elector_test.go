@@ -35,12 +35,12 @@ func electorRounds(t *testing.T, b *electortest.Bench, unreadableLast bool, at .
 	r := newRun(t)
 	for i, s := range at {
 		if unreadableLast && i == len(at)-1 {
-			r.round(s).unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
+			r.Round(s).Unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
 			continue
 		}
-		r.round(s).value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
+		r.Round(s).Value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
 	}
-	return r.input(invariant.WindowToSettle)
+	return r.Input(invariant.WindowToSettle)
 }
 
 // Leadership changes hands once, cleanly: one order, the tokens rising,
@@ -113,8 +113,8 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 	broken := electorValue(cleanHandover(t, eFenced))
 	broken.KVs = broken.KVs[1:]
 	r := newRun(t)
-	r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, broken, "")
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "parts missing")
+	r.Round(11).Value(electorSource, storeddata.ElectorHistory, 0.2, broken, "")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "parts missing")
 }
 
 // A history read long before the stretch it judges cannot preserve it: a
@@ -124,11 +124,11 @@ func TestSingleHistoryInsufficientWithoutAReadableHistory(t *testing.T) {
 func TestElectorInvariantsPreserveOnlyFromTheLastSnapshotsHistory(t *testing.T) {
 	early := func(b *electortest.Bench) invariant.Input {
 		r := newRun(t)
-		r.round(11).value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
+		r.Round(11).Value(electorSource, storeddata.ElectorHistory, 0.2, electorValue(b), "")
 		for s := 12.0; s <= 40; s++ {
-			r.round(s).unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
+			r.Round(s).Unreadable(electorSource, storeddata.ElectorHistory, 0.2, "context deadline exceeded")
 		}
-		return r.input(invariant.WindowToSettle)
+		return r.Input(invariant.WindowToSettle)
 	}
 	in := early(cleanHandover(t, eFenced))
 	for _, inv := range []invariant.Invariant{SingleHistory(), FencingMonotonic()} {

@@ -107,9 +107,9 @@ func kvdbAnswers(t *testing.T, s *evidence.Snapshot, at float64, db storeddata.K
 
 func finalKVDB(t *testing.T, b *kvdbBench, mounted ...string) invariant.Input {
 	r := newRun(t)
-	rd := r.round(20)
-	kvdbAnswers(t, &r.snaps[rd.i], 20, b.dbValue(mounted...), b.historyValue())
-	in := r.input(invariant.Final)
+	rd := r.Round(20)
+	kvdbAnswers(t, rd.Snapshot(), 20, b.dbValue(mounted...), b.historyValue())
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	return in
 }
@@ -195,8 +195,8 @@ func TestAcknowledgedDataSurvivesJudgesBothWorkloads(t *testing.T) {
 	lb.start(ledgerID("a", "worker1")).append(4)
 	r := newRun(t)
 	ledgerAnswers(t, r, 20, lb.logValue(), lb.historyValue())
-	kvdbAnswers(t, &r.snaps[0], 20, kb.dbValue(), kb.historyValue())
-	in := r.input(invariant.Final)
+	kvdbAnswers(t, &r.Snaps[0], 20, kb.dbValue(), kb.historyValue())
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	j := expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "every acknowledged append is in the ledger's log", "lost update")
 	if j.Violation != LostUpdate || len(j.Sources) != 2 {
@@ -238,17 +238,17 @@ func fsckValue(t *testing.T, img string, mounted ...string) storeddata.VolumeFil
 // database and the ledger's log, each when given.
 func storageRound(t *testing.T, fs *storeddata.VolumeFilesystemValue, db *storeddata.KVDBDatabaseValue, log *storeddata.LedgerLogValue) invariant.Input {
 	r := newRun(t)
-	rd := r.round(20)
+	rd := r.Round(20)
 	if fs != nil {
-		rd.value(volumeSource, storeddata.VolumeFilesystem, 0.5, *fs, "")
+		rd.Value(volumeSource, storeddata.VolumeFilesystem, 0.5, *fs, "")
 	}
 	if db != nil {
-		rd.value(kvdbSource, storeddata.KVDBDatabase, 0.1, *db, "")
+		rd.Value(kvdbSource, storeddata.KVDBDatabase, 0.1, *db, "")
 	}
 	if log != nil {
-		rd.value(ledgerSource, storeddata.LedgerLog, 0.2, *log, "")
+		rd.Value(ledgerSource, storeddata.LedgerLog, 0.2, *log, "")
 	}
-	in := r.input(invariant.Final)
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	return in
 }
@@ -370,8 +370,8 @@ func TestStorageIntegrityInsufficientWhenNothingDecides(t *testing.T) {
 	expect(t, StorageIntegrity(), storageRound(t, &fs, nil, nil), verdict.InsufficientData, "journal was not replayed")
 	// A part unreadable.
 	r := newRun(t)
-	r.round(20).unreadable(kvdbSource, storeddata.KVDBDatabase, 1, "not deployed: no storage host in this lab")
-	expect(t, StorageIntegrity(), r.input(invariant.Final), verdict.InsufficientData, "not deployed")
+	r.Round(20).Unreadable(kvdbSource, storeddata.KVDBDatabase, 1, "not deployed: no storage host in this lab")
+	expect(t, StorageIntegrity(), r.Input(invariant.Final), verdict.InsufficientData, "not deployed")
 }
 
 func TestStorageIntegrityBeforeTheHealIsNotExercised(t *testing.T) {

@@ -102,7 +102,7 @@ func TestAcknowledgedDataRefusesALedgerHistoryALateInvokePutRewrote(t *testing.T
 		t.Fatal(err)
 	}
 	expect(t, AcknowledgedDataSurvives(), finalLedger(t, b), verdict.InsufficientData, "malformed", "operation 4", "put more than once")
-	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(invariant.WindowToSettle), verdict.InsufficientData, "malformed", "operation 4")
+	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).Input(invariant.WindowToSettle), verdict.InsufficientData, "malformed", "operation 4")
 }
 
 func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) {
@@ -120,9 +120,9 @@ func TestAcknowledgedDataRefusesAKVDBHistoryALateInvokePutRewrote(t *testing.T) 
 	}
 	// The database then loses the acknowledged operation.
 	r := newRun(t)
-	rd := r.round(20)
-	kvdbAnswers(t, &r.snaps[rd.i], 20, before, b.historyValue())
-	in := r.input(invariant.Final)
+	rd := r.Round(20)
+	kvdbAnswers(t, rd.Snapshot(), 20, before, b.historyValue())
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	expect(t, AcknowledgedDataSurvives(), in, verdict.InsufficientData, "malformed", "operation 4", "put more than once")
 }

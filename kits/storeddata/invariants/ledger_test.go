@@ -120,8 +120,8 @@ func (b *ledgerBench) historyValue() storeddata.LedgerHistoryValue {
 // over [at+0.2 s, at+0.3 s] in a round taken at second at.
 func ledgerAnswers(t *testing.T, r *run, at float64, log storeddata.LedgerLogValue, hist storeddata.LedgerHistoryValue) {
 	t.Helper()
-	rd := r.round(at)
-	s := &r.snaps[rd.i]
+	rd := r.Round(at)
+	s := rd.Snapshot()
 	for _, a := range []struct {
 		q        evidence.Question
 		v        any
@@ -149,7 +149,7 @@ func healed() evidence.Timeline {
 func finalLedger(t *testing.T, b *ledgerBench, mounted ...string) invariant.Input {
 	r := newRun(t)
 	ledgerAnswers(t, r, 20, b.logValue(mounted...), b.historyValue())
-	in := r.input(invariant.Final)
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	return in
 }
@@ -208,7 +208,7 @@ func TestAcknowledgedDataSurvivesSettlesATornUnknownAppend(t *testing.T) {
 	full.Data = full.Data[:before+10] // the rest never reached the disk
 	r := newRun(t)
 	ledgerAnswers(t, r, 20, full, b.historyValue())
-	in := r.input(invariant.Final)
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	expect(t, AcknowledgedDataSurvives(), in, verdict.Preserved, "1 unknown append(s) settled: 0 present, 1 torn")
 }
@@ -223,12 +223,12 @@ func TestAcknowledgedDataSurvivesWhileTheVolumeIsMounted(t *testing.T) {
 	w.append(2)
 	r := newRun(t)
 	ledgerAnswers(t, r, 20, log, b.historyValue())
-	in := r.input(invariant.Final)
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	expect(t, AcknowledgedDataSurvives(), in, verdict.Preserved, "still mounted on worker1", "4 acknowledged at or before")
 
 	// The history read before the log returned proves nothing.
-	s := &r.snaps[0]
+	s := &r.Snaps[0]
 	h := s.Get(ledgerSource, storeddata.LedgerHistory)
 	h.AskedAt = sec(20.05)
 	s.Set(ledgerSource, storeddata.LedgerHistory, h)
@@ -237,7 +237,7 @@ func TestAcknowledgedDataSurvivesWhileTheVolumeIsMounted(t *testing.T) {
 	// Nothing mounted: every acknowledged append must be there.
 	r = newRun(t)
 	ledgerAnswers(t, r, 20, storeddata.LedgerLogValue{Path: log.Path, Data: log.Data}, b.historyValue())
-	in = r.input(invariant.Final)
+	in = r.Input(invariant.Final)
 	expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "2 acknowledged append(s) missing")
 }
 
@@ -246,20 +246,20 @@ func TestAcknowledgedDataSurvivesInsufficientWithoutItsEvidence(t *testing.T) {
 	b.start(ledgerID("a", "worker1")).append(2)
 
 	r := newRun(t)
-	r.round(20).unreadable(ledgerSource, storeddata.LedgerLog, 1, "not deployed: no storage host in this lab").unreadable(ledgerSource, storeddata.LedgerHistory, 1, "not deployed: no storage host in this lab")
-	expect(t, AcknowledgedDataSurvives(), r.input(invariant.Final), verdict.InsufficientData, "not deployed")
+	r.Round(20).Unreadable(ledgerSource, storeddata.LedgerLog, 1, "not deployed: no storage host in this lab").Unreadable(ledgerSource, storeddata.LedgerHistory, 1, "not deployed: no storage host in this lab")
+	expect(t, AcknowledgedDataSurvives(), r.Input(invariant.Final), verdict.InsufficientData, "not deployed")
 
 	empty := b.historyValue()
 	empty.KVs = nil
 	r = newRun(t)
 	ledgerAnswers(t, r, 20, b.logValue(), empty)
-	expect(t, AcknowledgedDataSurvives(), r.input(invariant.Final), verdict.InsufficientData, "no writer history")
+	expect(t, AcknowledgedDataSurvives(), r.Input(invariant.Final), verdict.InsufficientData, "no writer history")
 
 	broken := b.historyValue()
 	broken.KVs = broken.KVs[1:] // the first append's key gone
 	r = newRun(t)
 	ledgerAnswers(t, r, 20, b.logValue(), broken)
-	expect(t, AcknowledgedDataSurvives(), r.input(invariant.Final), verdict.InsufficientData, "lost part of it")
+	expect(t, AcknowledgedDataSurvives(), r.Input(invariant.Final), verdict.InsufficientData, "lost part of it")
 }
 
 func TestAcknowledgedDataSurvivesBeforeTheFaultIsNotExercised(t *testing.T) {
@@ -267,14 +267,14 @@ func TestAcknowledgedDataSurvivesBeforeTheFaultIsNotExercised(t *testing.T) {
 	b.start(ledgerID("a", "worker1")).append(3)
 	r := newRun(t)
 	ledgerAnswers(t, r, 5, b.logValue("worker1"), b.historyValue())
-	j := expect(t, AcknowledgedDataSurvives(), r.input(invariant.PreFault), verdict.Preserved)
+	j := expect(t, AcknowledgedDataSurvives(), r.Input(invariant.PreFault), verdict.Preserved)
 	wantExercised(t, j, false, "no heal")
 }
 
 func historyRounds(t *testing.T, b *ledgerBench, at ...float64) *run {
 	r := newRun(t)
 	for _, s := range at {
-		r.round(s).value(ledgerSource, storeddata.LedgerHistory, 0.2, b.historyValue(), "")
+		r.Round(s).Value(ledgerSource, storeddata.LedgerHistory, 0.2, b.historyValue(), "")
 	}
 	return r
 }
@@ -283,13 +283,13 @@ func TestSingleWriterAtStoragePreservedWhenWritersTakeTurns(t *testing.T) {
 	b := newLedgerBench(t)
 	b.start(ledgerID("a", "worker1")).append(4)
 	b.start(ledgerID("b", "worker2")).append(4)
-	j := expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11, 12).input(invariant.WindowToSettle), verdict.Preserved,
+	j := expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11, 12).Input(invariant.WindowToSettle), verdict.Preserved,
 		"the writers' clocks show them one at a time", "2 writer history(ies)")
 	wantExercised(t, j, true, "2 writer(s)", "one after the other")
 
 	one := newLedgerBench(t)
 	one.start(ledgerID("a", "worker1")).append(4)
-	j = expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).input(invariant.WindowToSettle), verdict.Preserved)
+	j = expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).Input(invariant.WindowToSettle), verdict.Preserved)
 	wantExercised(t, j, false, "1 writer(s)")
 }
 
@@ -306,8 +306,8 @@ func TestSingleWriterAtStorageViolatedWhenTwoCopiesAreAcceptedAtOnce(t *testing.
 	r := historyRounds(t, b, 11)
 	// A later round could not read the store: what the earlier read
 	// proves happened stands.
-	r.round(12).unreadable(ledgerSource, storeddata.LedgerHistory, 2, "timeout: no answer within 2s")
-	j := expect(t, SingleWriterAtStorage(), r.input(invariant.WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers", "1 read(s) after it")
+	r.Round(12).Unreadable(ledgerSource, storeddata.LedgerHistory, 2, "timeout: no answer within 2s")
+	j := expect(t, SingleWriterAtStorage(), r.Input(invariant.WindowToSettle), verdict.Violated, "two writers accepted at once", "worker1", "worker2", "acknowledged by two writers", "1 read(s) after it")
 	if j.At.IsZero() || !j.At.After(t0) {
 		t.Errorf("at %s", j.At)
 	}
@@ -356,8 +356,8 @@ func TestSingleWriterAtStorageOnTheClocksNeedsTheWritersApart(t *testing.T) {
 		},
 	})
 	r := newRun(t)
-	r.round(11).value(ledgerSource, storeddata.LedgerHistory, 0.1, hv, "")
-	expect(t, SingleWriterAtStorage(), r.input(invariant.WindowToSettle), verdict.InsufficientData,
+	r.Round(11).Value(ledgerSource, storeddata.LedgerHistory, 0.1, hv, "")
+	expect(t, SingleWriterAtStorage(), r.Input(invariant.WindowToSettle), verdict.InsufficientData,
 		"the writers' clocks neither prove two writers at once", "nor the writers one at a time")
 }
 
@@ -370,11 +370,11 @@ func TestSingleWriterAtStoragePreservesOnlyFromTheLastSnapshotsHistory(t *testin
 	b.start(ledgerID("b", "worker2")).append(4)
 	r := historyRounds(t, b, 11)
 	for s := 12.0; s <= 40; s++ {
-		r.round(s).unreadable(ledgerSource, storeddata.LedgerHistory, 2, "timeout: no answer within 2s")
+		r.Round(s).Unreadable(ledgerSource, storeddata.LedgerHistory, 2, "timeout: no answer within 2s")
 	}
-	expect(t, SingleWriterAtStorage(), r.input(invariant.WindowToSettle), verdict.InsufficientData,
+	expect(t, SingleWriterAtStorage(), r.Input(invariant.WindowToSettle), verdict.InsufficientData,
 		"read at 10:00:11.200", "29 read(s) after it", "through the last snapshot at 10:00:40.000", "timeout")
-	expect(t, SingleWriterAtStorage(), skewed(r.input(invariant.WindowToSettle)), verdict.InsufficientData, "29 read(s) after it")
+	expect(t, SingleWriterAtStorage(), skewed(r.Input(invariant.WindowToSettle)), verdict.InsufficientData, "29 read(s) after it")
 }
 
 func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *testing.T) {
@@ -387,11 +387,11 @@ func TestSingleWriterAtStorageInsufficientWhenAnUnknownAppendFallsBetween(t *tes
 	c.append(1) // its outcome never reaches the store
 	b.store.Refuse = nil
 	a.append(1)
-	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).input(invariant.WindowToSettle), verdict.InsufficientData, "no two writers proven at once", "never completed")
+	expect(t, SingleWriterAtStorage(), historyRounds(t, b, 11).Input(invariant.WindowToSettle), verdict.InsufficientData, "no two writers proven at once", "never completed")
 
 	r := newRun(t)
-	r.round(11).unreadable(ledgerSource, storeddata.LedgerHistory, 1, "not deployed: no storage host in this lab")
-	expect(t, SingleWriterAtStorage(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "no readable ledger history", "not deployed")
+	r.Round(11).Unreadable(ledgerSource, storeddata.LedgerHistory, 1, "not deployed: no storage host in this lab")
+	expect(t, SingleWriterAtStorage(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "no readable ledger history", "not deployed")
 }
 
 func TestLedgerInvariantsOverNoEvidence(t *testing.T) {
@@ -407,7 +407,7 @@ func TestLedgerInvariantsOverNoEvidence(t *testing.T) {
 
 func logRounds(t *testing.T, r *run, b *ledgerBench, at float64) {
 	t.Helper()
-	r.round(at).value(ledgerSource, storeddata.LedgerLog, 0.1, b.logValue("worker1"), "")
+	r.Round(at).Value(ledgerSource, storeddata.LedgerLog, 0.1, b.logValue("worker1"), "")
 }
 
 func TestSingleHistoryOfTheLedgerPreservedWhileTheLogOnlyGrows(t *testing.T) {
@@ -419,10 +419,10 @@ func TestSingleHistoryOfTheLedgerPreservedWhileTheLogOnlyGrows(t *testing.T) {
 		logRounds(t, r, b, float64(s+1))
 	}
 	// A read that timed out is a gap, not an empty log.
-	r.round(4).unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
+	r.Round(4).Unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
 	b.start(ledgerID("b", "worker2")).append(2) // a restart appends after the last record
 	logRounds(t, r, b, 5)
-	j := expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved,
+	j := expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved,
 		"every read of the ledger's log extends the one before", "4 reads", "1 read(s) of the log gave no value")
 	wantExercised(t, j, true, "2 writer(s)")
 
@@ -433,7 +433,7 @@ func TestSingleHistoryOfTheLedgerPreservedWhileTheLogOnlyGrows(t *testing.T) {
 		w.append(2)
 		logRounds(t, r, one, float64(s+1))
 	}
-	wantExercised(t, expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved), false, "1 writer(s)")
+	wantExercised(t, expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved), false, "1 writer(s)")
 }
 
 func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t *testing.T) {
@@ -448,7 +448,7 @@ func TestSingleHistoryOfTheLedgerViolatedWhenASecondCopyWritesOverWhatWasRead(t 
 	logRounds(t, r, b, 1)
 	c.append(1)
 	logRounds(t, r, b, 2)
-	j := expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
+	j := expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
 	if j.Violation != NotOneLog || !j.At.Equal(sec(2)) {
 		t.Errorf("violation %q at %s, want %q at the second read's round", j.Violation, j.At, NotOneLog)
 	}
@@ -468,12 +468,12 @@ func TestSingleHistoryOfTheLedgerNotExercisedWithoutAReadWhileTwoCopiesWrote(t *
 	c.append(2) // over a's sequences 4 and 5: a second history
 	r := newRun(t)
 	for s := 1; s <= 5; s++ {
-		r.round(float64(s)).unreadable(ledgerSource, storeddata.LedgerLog, 0.5, "the image was written while it was copied")
+		r.Round(float64(s)).Unreadable(ledgerSource, storeddata.LedgerLog, 0.5, "the image was written while it was copied")
 	}
 	for s := 20; s <= 22; s++ {
 		logRounds(t, r, b, float64(s))
 	}
-	j := expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved, "not exercised", "records of 2 writer(s)")
+	j := expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved, "not exercised", "records of 2 writer(s)")
 	wantExercised(t, j, false, "no two compared readable reads")
 
 	// Read once before the second copy and once after it wrote: the log
@@ -485,7 +485,7 @@ func TestSingleHistoryOfTheLedgerNotExercisedWithoutAReadWhileTwoCopiesWrote(t *
 	logRounds(t, r, b, 1)
 	b.start(ledgerID("c", "worker2")).append(2)
 	logRounds(t, r, b, 2)
-	j = expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+	j = expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
 	wantExercised(t, j, true, "the log grew between the reads at 10:00:01.000 and 10:00:02.000", "2 writer(s)")
 }
 
@@ -500,9 +500,9 @@ func TestSingleHistoryOfTheLedgerPreservesOnlyWithTheLastSnapshotsRead(t *testin
 		logRounds(t, r, b, float64(s+1))
 	}
 	for s := 4.0; s <= 10; s++ {
-		r.round(s).unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
+		r.Round(s).Unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
 	}
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "read at 10:00:03.100", "7 read(s) after it", "through the last snapshot at 10:00:10.000")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "read at 10:00:03.100", "7 read(s) after it", "through the last snapshot at 10:00:10.000")
 }
 
 func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {
@@ -510,8 +510,8 @@ func TestSingleHistoryOfTheLedgerNeedsTwoReadableReads(t *testing.T) {
 	b.start(ledgerID("a", "worker1")).append(2)
 	r := newRun(t)
 	logRounds(t, r, b, 1)
-	r.round(2).unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "1 readable read(s)", "two are needed")
+	r.Round(2).Unreadable(ledgerSource, storeddata.LedgerLog, 2, "timeout: no answer within 2s")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "1 readable read(s)", "two are needed")
 }
 
 // A slow read of a block image's log returns after a read begun a round
@@ -525,11 +525,11 @@ func TestSingleHistoryOfTheLedgerDoesNotOrderReadsThatOverlapped(t *testing.T) {
 	a.append(2)
 	long := b.logValue("worker1")
 	r := newRun(t)
-	r.round(1).value(ledgerSource, storeddata.LedgerLog, 2.5, long, "") // returned at 3.5 s
-	r.round(2).value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
+	r.Round(1).Value(ledgerSource, storeddata.LedgerLog, 2.5, long, "") // returned at 3.5 s
+	r.Round(2).Value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
 	a.append(1)
 	logRounds(t, r, b, 4)
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved, "every read of the ledger's log extends the one before")
 }
 
 // A slow read overlaps a quick one begun after it; both have returned
@@ -545,11 +545,11 @@ func TestSingleHistoryOfTheLedgerComparesEveryReadThatHadReturned(t *testing.T) 
 	seen := b.logValue("worker1")
 	c.append(1)
 	r := newRun(t)
-	r.round(1).value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
-	r.round(2).value(ledgerSource, storeddata.LedgerLog, 8, seen, "") // returned at 10 s
-	r.round(3).value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
+	r.Round(1).Value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
+	r.Round(2).Value(ledgerSource, storeddata.LedgerLog, 8, seen, "") // returned at 10 s
+	r.Round(3).Value(ledgerSource, storeddata.LedgerLog, 0.1, short, "")
 	logRounds(t, r, b, 11)
-	j := expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
+	j := expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Violated, "not one log", "sequence 4", "worker2")
 	if j.Violation != NotOneLog || !j.At.Equal(sec(11)) {
 		t.Errorf("violation %q at %s, want %q at the last read's round", j.Violation, j.At, NotOneLog)
 	}
@@ -566,13 +566,13 @@ func TestSingleHistoryOfTheLedgerWithNoReadsInAKnownOrderIsInsufficient(t *testi
 	first := b.logValue("worker1")
 	a.append(2)
 	r := newRun(t)
-	r.round(1).value(ledgerSource, storeddata.LedgerLog, 3.5, first, "") // returned at 4.5 s
+	r.Round(1).Value(ledgerSource, storeddata.LedgerLog, 3.5, first, "") // returned at 4.5 s
 	logRounds(t, r, b, 2)                                                // 2 s to 2.1 s
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.InsufficientData, "overlapped", "nothing was compared")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.InsufficientData, "overlapped", "nothing was compared")
 
 	// A third read begun after both returned is compared with both.
 	logRounds(t, r, b, 5)
-	expect(t, SingleHistory(), r.input(invariant.WindowToSettle), verdict.Preserved, "1 read(s) overlapped")
+	expect(t, SingleHistory(), r.Input(invariant.WindowToSettle), verdict.Preserved, "1 read(s) overlapped")
 }
 
 // The ledger damage controls (framework/fault/controls'
@@ -604,7 +604,7 @@ func TestLedgerDamageBreaksWhatItsControlNames(t *testing.T) {
 			r := newRun(t)
 			ledgerAnswers(t, r, 2, whole, b.historyValue())
 			ledgerAnswers(t, r, 20, damaged, b.historyValue())
-			in := r.input(invariant.WindowToSettle)
+			in := r.Input(invariant.WindowToSettle)
 			in.Timeline = healed()
 			expect(t, SingleHistory(), in, verdict.Violated, "sequence 3")
 			expect(t, AcknowledgedDataSurvives(), in, verdict.Violated)

@@ -157,9 +157,9 @@ func TestAcknowledgedDataKVDBCountsIncrementsAndRegisterWritesApart(t *testing.T
 		kvdbOps(t, c, 1)
 	}
 	r := newRun(t)
-	rd := r.round(20)
-	kvdbAnswers(t, &r.snaps[rd.i], 20, older, b.historyValue())
-	in := r.input(invariant.Final)
+	rd := r.Round(20)
+	kvdbAnswers(t, rd.Snapshot(), 20, older, b.historyValue())
+	in := r.Input(invariant.Final)
 	in.Timeline = healed()
 	j := expect(t, AcknowledgedDataSurvives(), in, verdict.Violated, "lost update", "increment(s)", "register write(s)", "two copies had operations acknowledged")
 	lost := wantQuantity(t, j, verdict.QuantityLost, "operations", nil)

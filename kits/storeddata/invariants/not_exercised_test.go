@@ -15,7 +15,7 @@ import (
 func TestSingleWriterWithOneWriterSaysNotExercised(t *testing.T) {
 	one := newLedgerBench(t)
 	one.start(ledgerID("a", "worker1")).append(4)
-	j := expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).input(invariant.WindowToSettle), verdict.Preserved,
+	j := expect(t, SingleWriterAtStorage(), historyRounds(t, one, 11).Input(invariant.WindowToSettle), verdict.Preserved,
 		"not exercised", "one writer")
 	wantExercised(t, j, false, "not exercised")
 }
