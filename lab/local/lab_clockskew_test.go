@@ -333,7 +333,9 @@ func TestClockSkewOnPair(t *testing.T) {
 
 	// A killed injector: its skew outlives it, and a fresh Lab heals it.
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestClockSkewChild$", "-test.v")
-	cmd.Env = append(os.Environ(), clockSkewChildEnv+"="+c.StateDir)
+	// The child is killed, so its own temporary directories are never
+	// removed: they go under this test's, which is.
+	cmd.Env = append(os.Environ(), clockSkewChildEnv+"="+c.StateDir, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
