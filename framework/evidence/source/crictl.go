@@ -18,12 +18,16 @@ const crictlSeparator = "----faultline-crictl-containers----"
 // crictlCommand lists every pod sandbox and every container (exited ones
 // too: a container that stopped is evidence) as JSON. The two crictl calls
 // run at once, each into a file of its own, because each is a process start
-// and a runtime connection and a snapshot round waits for the slower.
-const crictlCommand = `d=$(mktemp -d) || exit 1; trap 'rm -rf "$d"' EXIT; ` +
-	`crictl pods -o json >"$d/pods" & ` +
-	`crictl ps -a -o json >"$d/ps"; ps=$?; wait $!; pods=$?; ` +
+// and a runtime connection and a snapshot round waits for the slower. The
+// files are opened (to write and to read back) and removed at once, before
+// either call starts: a command killed at its timeout, whose exit trap
+// never runs, leaves nothing on the host.
+const crictlCommand = `d=$(mktemp -d) || exit 1; ` +
+	`exec 3>"$d/pods" 4<"$d/pods" 5>"$d/ps" 6<"$d/ps"; rm -rf "$d"; ` +
+	`crictl pods -o json >&3 & ` +
+	`crictl ps -a -o json >&5; ps=$?; wait $!; pods=$?; ` +
 	`[ $pods -eq 0 ] || exit $pods; [ $ps -eq 0 ] || exit $ps; ` +
-	`cat "$d/pods"; echo ` + crictlSeparator + `; cat "$d/ps"`
+	`cat <&4; echo ` + crictlSeparator + `; cat <&6`
 
 // listCrictl runs both crictl listings on the host in one command.
 func (r *Runtime) listCrictl(ctx context.Context) (RuntimeListing, error) {

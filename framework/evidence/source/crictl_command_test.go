@@ -5,14 +5,34 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runCrictlCommand runs crictlCommand with sh, as a host's SSH session
 // would, with a stand-in crictl first on PATH that prints the given files.
 func runCrictlCommand(t *testing.T, failPS bool) (string, int) {
+	cmd := crictlCmd(t, "")
+	if failPS {
+		cmd.Env = append(cmd.Env, "FAIL_PS=1")
+	}
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// crictlCmd is crictlCommand for sh with the stand-in crictl on PATH, its
+// temporary files under tmp when given.
+func crictlCmd(t *testing.T, tmp string) *exec.Cmd {
 	dir := t.TempDir()
 	script := `#!/bin/sh
+[ -n "$HANG" ] && { touch "$HANG.$1"; sleep 60; }
 case "$1" in
 pods) cat "` + filepath.Join("testdata", "crictl", "pods-worker1.json") + `" ;;
 ps) [ -n "$FAIL_PS" ] && { echo "connect: connection refused" >&2; exit 3; }; cat "` + filepath.Join("testdata", "crictl", "ps-worker1.json") + `" ;;
@@ -25,17 +45,46 @@ esac
 	}
 	cmd := exec.Command("sh", "-c", crictlCommand)
 	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
-	if failPS {
-		cmd.Env = append(cmd.Env, "FAIL_PS=1")
+	if tmp != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "HANG="+filepath.Join(dir, "running"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	out, err := cmd.Output()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	return cmd
+}
+
+// A listing killed while crictl runs (a read's timeout kills the command
+// on the host, so no exit trap runs) leaves no file behind.
+func TestCrictlCommandKilledLeavesNothing(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := crictlCmd(t, tmp)
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return string(out), code
+	// Whatever happens, nothing of the command outlives the test.
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	// Both crictl calls are running once each has left its mark.
+	for _, p := range []string{"running.pods", "running.ps"} {
+		p = filepath.Join(hangDir(cmd), p)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(p); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				cmd.Wait()
+				t.Fatalf("the stand-in crictl never ran (%s)", p)
+			}
+		}
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the killed listing left %d entries in its temporary directory: %v", len(left), left[0].Name())
+	}
 }
 
 func TestCrictlCommandJoinsBothListings(t *testing.T) {
@@ -88,4 +137,14 @@ func TestProxyBackendsFromRealIPTables(t *testing.T) {
 	if k, err := ProxyBackendsFromIPTables(string(readTestdata(t, "iptables", "worker1-iptables-save.txt")), "default", "kubernetes"); err != nil || len(k.Ports) != 1 || len(k.Ports[0].Backends) != 3 {
 		t.Errorf("default/kubernetes: %+v %v", k, err)
 	}
+}
+
+// hangDir is the directory of the stand-in crictl's marks (HANG=<dir>/running).
+func hangDir(cmd *exec.Cmd) string {
+	for _, e := range cmd.Env {
+		if v, ok := strings.CutPrefix(e, "HANG="); ok {
+			return filepath.Dir(v)
+		}
+	}
+	return ""
 }
