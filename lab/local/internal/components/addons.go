@@ -1,6 +1,8 @@
 package components
 
 import (
+	"slices"
+
 	"fmt"
 	"github.com/faultline/faultline/lab/local/csidriver"
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/local/pki"
 )
 
 // The cluster DNS the lab deploys: CoreDNS as a kube-system Deployment of
-// two behind the kube-dns Service, the kubelets' clusterDNS.
+// two behind the kube-dns Service, the kubelets' clusterDNS (one where the
+// lab has one worker: two instances never share a node).
 const (
 	CoreDNSName        = "coredns"
 	DNSServiceName     = "kube-dns"
@@ -165,7 +169,7 @@ func (c *Cluster) AddonObjects(image string) Addons {
 			},
 		},
 	}}
-	replicas := int32(CoreDNSReplicas)
+	replicas := int32(max(1, min(CoreDNSReplicas, len(c.workerNames()))))
 	a.Deployments = []*appsv1.Deployment{{
 		ObjectMeta: meta(CoreDNSName, metav1.NamespaceSystem, dnsLabels),
 		Spec: appsv1.DeploymentSpec{
@@ -238,4 +242,17 @@ func (c *Cluster) AddonObjects(image string) Addons {
 		}
 	}
 	return a
+}
+
+// workerNames are the hosts with the worker role, in the lab file's order:
+// where pods other than the control plane's run (a host that is only
+// control plane is tainted NoSchedule).
+func (c *Cluster) workerNames() []string {
+	var out []string
+	for _, h := range c.Config.Hosts {
+		if slices.Contains(h.Roles, lab.RoleWorker) {
+			out = append(out, h.Name)
+		}
+	}
+	return out
 }

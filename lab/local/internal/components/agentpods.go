@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -261,12 +260,7 @@ func (c *Cluster) AgentPodAddons(a *Addons, images map[string]string, profileEnv
 	// The policy agent runs where the lab's host service does, on the
 	// workers, which the nodes' labels do not tell apart from a
 	// control-plane host that is also a worker: the DaemonSet names them.
-	var workers []string
-	for _, h := range c.Config.Hosts {
-		if slices.Contains(h.Roles, lab.RoleWorker) {
-			workers = append(workers, h.Name)
-		}
-	}
+	workers := c.workerNames()
 	a.DaemonSets = append(a.DaemonSets, &appsv1.DaemonSet{
 		ObjectMeta: meta(router.DaemonSet, router.Namespace, map[string]string{"k8s-app": "kube-router", "tier": "node"}),
 		Spec: appsv1.DaemonSetSpec{

@@ -206,6 +206,16 @@ func TestAddonsBindTheAgentsAndPointClusterDNSAtCoreDNS(t *testing.T) {
 	}
 }
 
+// CoreDNS's two instances never share a node, so a lab of one worker
+// (pair) runs one: a second would stay Pending, and the lab would never
+// have every pod Ready.
+func TestCoreDNSReplicasFitTheWorkers(t *testing.T) {
+	c, _ := testCluster(t, "pair")
+	if r := *c.AddonObjects("dns").Deployments[0].Spec.Replicas; r != 1 {
+		t.Errorf("pair's CoreDNS replicas = %d, want 1", r)
+	}
+}
+
 // A lab with a storage host has the CSI drivers' objects and the
 // controller's role bound to its identity; one without has none.
 func TestAddonsOfTheStorageHost(t *testing.T) {
