@@ -77,6 +77,32 @@ func (f Fencing) At(o KVOp) time.Time {
 	return o.Op.Return
 }
 
+// Accepted says in words what the store accepted and refused.
+func (f Fencing) Accepted() string {
+	return fmt.Sprintf("the store accepted writes of %d holder(s) with %d token value(s), and refused %d", f.Looked.Holders, f.Looked.Tokens, f.Looked.Refused)
+}
+
+// Exercise says whether the check could have found a shared token, with
+// what it exercised and what held, in words. It could where the store
+// accepted writes of two or more holders and the run's fault (of class)
+// can give the Lease holders outside one election's history
+// (splittable). With one holder accepted no token can be shared; with one
+// Lease history written only by client-go's election, leaseTransitions
+// rises on every change of holder, so tokens are unique by construction.
+// Refusals are the store's transaction at work and exercise nothing.
+func (f Fencing) Exercise(class string, splittable bool) (exercised bool, exercise, held string) {
+	switch {
+	case f.Looked.Holders < 2:
+		return false, fmt.Sprintf("not exercised: the store accepted writes of %d holder(s), so no token could be shared (it refused %d, which its transaction does by construction)", f.Looked.Holders, f.Looked.Refused),
+			"not exercised: one holder's writes were accepted, so no token could be shared"
+	case !splittable:
+		return false, "not exercised: one Lease history, tokens unique by construction (client-go's election raises leaseTransitions on every change of holder, and nothing in the run could give the Lease a second history or write it outside the election); " + f.Accepted(),
+			"each token accepted has one holder, by construction (one Lease history: not exercised)"
+	}
+	return true, f.Accepted() + ", under a fault of class " + class + ", which can give the Lease holders outside one election's history",
+		"each token accepted has one holder"
+}
+
 // Broken reports whether the check found either.
 func (f Fencing) Broken() bool { return f.Down != nil || f.Shared != nil }
 

@@ -3,7 +3,6 @@ package invariants
 import (
 	"fmt"
 
-	"github.com/faultline/faultline/fixtures/electorlog"
 	"github.com/faultline/faultline/framework/invariant"
 	"github.com/faultline/faultline/framework/verdict"
 	"github.com/faultline/faultline/kits/storeddata"
@@ -75,59 +74,36 @@ const (
 // Refusals are the transaction doing what it is built to do and exercise
 // nothing; a run with one holder accepted (one leader) cannot fire and
 // says "not exercised". VIOLATED is always exercised.
-func FencingMonotonic() invariant.Invariant { return fencingMonotonic{} }
-
-type fencingMonotonic struct{}
-
-func (fencingMonotonic) Name() string         { return FencingMonotonicName }
-func (fencingMonotonic) Phase() verdict.Phase { return verdict.Safety }
-func (fencingMonotonic) Reads() []invariant.Reading {
-	return []invariant.Reading{{Sources: string(electorSource), Question: storeddata.ElectorHistory}}
+func FencingMonotonic() invariant.Invariant {
+	return invariant.New(FencingMonotonicName, verdict.Safety,
+		[]invariant.Reading{{Sources: string(electorSource), Question: storeddata.ElectorHistory}}, judgeFencing)
 }
 
-func (fencingMonotonic) Judge(in invariant.Input) verdict.Judgement {
+func judgeFencing(in invariant.Input) verdict.Judgement {
 	hs, v, tail, why := latestElectorHistory(invariant.Ordered(in.Snapshots))
 	if why != "" {
 		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: why}
 	}
-	return tail.hold(judgeFencing(in, hs, v), "elector history")
-}
-
-// judgeFencing is fencing-monotonic from one read of the history.
-func judgeFencing(in invariant.Input, hs []electorlog.History, v storeddata.ElectorHistoryValue) verdict.Judgement {
+	hold := func(j verdict.Judgement) verdict.Judgement { return tail.hold(j, "elector history") }
 	src := []string{string(electorSource)}
 	f, err := checker.CheckFencing(hs)
-	if err != nil {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Reason: fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, err), Sources: src}
-	}
-	if f.Looked.Fenced == 0 {
-		return verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
-			Reason: fmt.Sprintf("no writer of the elector's history under %s fenced its writes (%d writer(s)): fencing-monotonic applies only to fenced arms", v.Prefix, len(hs))}
-	}
-	class, splittable := in.LeaseHistoriesSplittable()
-	exercised := f.Looked.Holders >= 2 && splittable
-	accepted := fmt.Sprintf("the store accepted writes of %d holder(s) with %d token value(s), and refused %d", f.Looked.Holders, f.Looked.Tokens, f.Looked.Refused)
-	exercise := accepted + ", under a fault of class " + class + ", which can give the Lease holders outside one election's history"
-	held := "each token accepted has one holder"
 	switch {
-	case f.Looked.Holders < 2:
-		exercise = fmt.Sprintf("not exercised: the store accepted writes of %d holder(s), so no token could be shared (it refused %d, which its transaction does by construction)", f.Looked.Holders, f.Looked.Refused)
-		held = "not exercised: one holder's writes were accepted, so no token could be shared"
-	case !splittable:
-		exercise = "not exercised: one Lease history, tokens unique by construction (client-go's election raises leaseTransitions on every change of holder, and nothing in the run could give the Lease a second history or write it outside the election); " + accepted
-		held = "each token accepted has one holder, by construction (one Lease history: not exercised)"
-	}
-	switch {
+	case err != nil:
+		return hold(verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src, Reason: fmt.Sprintf("the elector's history under %s is malformed: %v", v.Prefix, err)})
+	case f.Looked.Fenced == 0:
+		return hold(verdict.Judgement{Verdict: verdict.InsufficientData, Sources: src,
+			Reason: fmt.Sprintf("no writer of the elector's history under %s fenced its writes (%d writer(s)): fencing-monotonic applies only to fenced arms", v.Prefix, len(hs))})
 	case f.Shared != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.At(f.Shared[1]),
+		return hold(verdict.Judgement{Verdict: verdict.Violated, Violation: SharedToken, Sources: src, At: f.At(f.Shared[1]),
 			Reason:    fmt.Sprintf("one token, two holders: %s was accepted after %s; %s", f.Describe(f.Shared[1]), f.Describe(f.Shared[0]), f),
-			Exercised: verdict.Exercised(), Exercise: accepted + ", two of them under one token"}
+			Exercised: verdict.Exercised(), Exercise: f.Accepted() + ", two of them under one token"})
 	case f.Down != nil:
-		return verdict.Judgement{Verdict: verdict.Violated, Violation: TokenWentDown, Sources: src, At: f.Down[1].Op.Return,
+		return hold(verdict.Judgement{Verdict: verdict.Violated, Violation: TokenWentDown, Sources: src, At: f.Down[1].Op.Return,
 			Reason:    fmt.Sprintf("token went down, which the fenced store's transaction should refuse by construction: %s was accepted after %s; %s", f.Down[1], f.Down[0], f),
-			Exercised: verdict.Exercised(), Exercise: accepted + ", a token below one accepted before"}
+			Exercised: verdict.Exercised(), Exercise: f.Accepted() + ", a token below one accepted before"})
 	}
-	return verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
+	exercised, exercise, held := f.Exercise(in.LeaseHistoriesSplittable())
+	return hold(verdict.Judgement{Verdict: verdict.Preserved, Sources: src,
 		Reason:    held + "; no accepted token went down, which the store's transaction enforces by construction (no finding): " + f.String(),
-		Exercised: &exercised, Exercise: exercise}
+		Exercised: &exercised, Exercise: exercise})
 }
