@@ -7,9 +7,12 @@
 // judge (judge.go), release (release.go) and done (done.go, the run's
 // record), with one phase state (phase.go). runner.go takes the phases in
 // order, and Runner runs scenarios through them without Ginkgo. The
-// Ginkgo layer (spec.go, suite.go) is a skin that calls those phases from
-// its nodes: specs (Serial on one lab), labels, DeferCleanup and report
-// entries. The run folder is written in folder.go alone.
+// Ginkgo layer (spec.go, suite.go, suitenodes.go for the suite's start
+// and finish) is a skin that calls those phases from its nodes: specs
+// (Serial on one lab), labels, DeferCleanup and report entries. The run
+// folder is written in folder.go alone. A table's labels and checks are
+// in validate.go; judging a record again in rejudge.go and
+// rejudge_window.go.
 //
 // A suite file registers its table once, at the top level:
 //
