@@ -218,7 +218,7 @@ type AgentKubeconfigs interface {
 	AgentKubeconfig(node, agent string) (string, error)
 }
 
-// StoredData is a lab with storage for paper 3: a storage class whose
+// StoredData is a lab with storage for the stored-data workloads: a storage class whose
 // volumes two copies of a workload can both reach, and an external
 // key-value store, off every volume under test, where the workloads keep
 // their client histories.

@@ -50,7 +50,7 @@ type Config struct {
 	// SSH says how hosts are reached, for the backends that reach them
 	// over SSH.
 	SSH *SSHConfig `json:"ssh,omitempty"`
-	// Storage is what a cluster the lab did not build offers paper 3 (the
+	// Storage is what a cluster the lab did not build offers the stored-data workloads (the
 	// local lab builds its own storage host and refuses it).
 	Storage *StorageSettings `json:"storage,omitempty"`
 	// Etcd is how this program reaches the etcd of a cluster the lab did

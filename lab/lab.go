@@ -28,7 +28,7 @@ const (
 	RoleWorker       Role = "worker"
 	// RoleStorage is a host that holds the lab's stored data outside the
 	// cluster: the volumes' backing files and an external key-value store
-	// (paper 3). It runs no kubelet and takes no other role.
+	// (the stored-data workloads). It runs no kubelet and takes no other role.
 	RoleStorage Role = "storage"
 )
 

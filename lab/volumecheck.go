@@ -6,8 +6,8 @@ import (
 )
 
 // FilesystemChecker is a lab with storage that can check a block
-// volume's file system where its backing data lives (paper 3's
-// storage-integrity).
+// volume's file system where its backing data lives (the stored-data
+// kit's storage-integrity).
 type FilesystemChecker interface {
 	// CheckVolumeFilesystem runs e2fsck -fn (checker.FilesystemCommand)
 	// on the file system of the block volume a CSI volume handle names,
@@ -31,7 +31,7 @@ type VolumeFilesystem struct {
 
 // VolumeDamager is a lab whose storage can be damaged on purpose where it
 // holds a volume's data, for the positive controls of the checks that
-// read it (paper 3's storage-integrity and single-history): damage no
+// read it (the stored-data kit's storage-integrity and single-history): damage no
 // writer made, made through the storage rather than through a node.
 type VolumeDamager interface {
 	// OverwriteVolumeFile writes data over the bytes of file (a path

@@ -53,8 +53,8 @@ type Judgement struct {
 	// length, appends lost, the seconds two copies overlapped), so that
 	// reports can give their median and range over the repetitions of a
 	// scenario. Nil where the invariant measures nothing, and in records
-	// written before the field. Paper 3's names are the Quantity*
-	// constants below.
+	// written before the field. The stored-data invariants' names are
+	// the Quantity* constants below.
 	Quantities map[string]Quantity `json:"quantities,omitempty"`
 }
 

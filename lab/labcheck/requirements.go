@@ -85,7 +85,7 @@ var Requirements = []Requirement{
 	{ID: ClusterDNS, Needs: "a cluster DNS address this program can reach (`lab.ClusterDNSAccess`)", Checked: "the lab's capability", check: capability(ClusterDNS)},
 	{ID: APIServers, Needs: "each control-plane host's API server answers at the host's own address, port `network.apiServerPort`, with the lab's kubeconfig credentials", Checked: "`/version` at each", check: checkAPIServers},
 	{ID: VirtualAddress, Needs: "`network.virtualIP` in front of the API servers", Checked: "`/version` at the lab's own kubeconfig", check: checkVirtualAddress},
-	{ID: Storage, Needs: "storage for paper 3 (`lab.StoredData`; SSH labs: the lab file's `storage:`): its StorageClasses exist, the history store answers from here (and from pods), and a lab that reads volumes through the cluster finds the reader image on every worker", Checked: "the StorageClasses got, the store's status, `crictl inspecti` of the reader image on every worker", check: checkStorage},
+	{ID: Storage, Needs: "storage for the stored-data workloads (`lab.StoredData`; SSH labs: the lab file's `storage:`): its StorageClasses exist, the history store answers from here (and from pods), and a lab that reads volumes through the cluster finds the reader image on every worker", Checked: "the StorageClasses got, the store's status, `crictl inspecti` of the reader image on every worker", check: checkStorage},
 	{ID: FSCheck, Needs: "a lab that checks a block volume's file system where its data lives (`lab.FilesystemChecker`: the local lab; SSH labs do not)", Checked: "the lab's capability", check: capability(FSCheck)},
 	{ID: VolumeDamage, Needs: "a lab that damages a volume's stored data on purpose where the storage holds it, not through a node (`lab.VolumeDamager`: the local lab; SSH labs do not)", Checked: "the lab's capability", check: capability(VolumeDamage)},
 }
@@ -120,7 +120,7 @@ var Faults = map[string][]string{
 	"finalizer-then-delete":    {},
 	"stop-then-out-of-service": {SSH, Root, Services},
 	"stopped-through-heal":     {SSH, Root, Services},
-	// Paper 3's controls (framework/fault/controls).
+	// The stored-data controls (framework/fault/controls, kits/storeddata/faults).
 	"ledger-record-damaged":       {Storage, VolumeDamage},
 	"stop-then-damage-filesystem": {Storage, VolumeDamage, FSCheck},
 	"lease-handed-over":           {Storage},
@@ -181,8 +181,8 @@ var Sources = []Source{
 	{"policy-agent/<node>", []string{SSH, Root, PolicyRules}},
 	{"dns", []string{ClusterDNS}},
 	{"controlplane/<host>, informer", []string{APIServers}},
-	{"ledger, kvdb, elector (paper 3)", []string{Storage}},
-	{"volume (paper 3's file system check)", []string{FSCheck}},
+	{"ledger, kvdb, elector (stored data)", []string{Storage}},
+	{"volume (the stored data's file system check)", []string{FSCheck}},
 }
 
 // requirementByID finds a requirement.

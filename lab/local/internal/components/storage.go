@@ -91,7 +91,7 @@ func (c *Cluster) csiBinary(ctx context.Context) (string, error) {
 }
 
 // historyStoreService is the storage host's standalone etcd: where every
-// workload of paper 3 records its client history, off the volumes under
+// stored-data workload records its client history, off the volumes under
 // test, so the history survives whatever the copies do to the volume.
 // One member, the cluster's etcd binary, plain HTTP.
 func historyStoreService() Service {
