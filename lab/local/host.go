@@ -223,6 +223,15 @@ func (h *Host) start(ctx context.Context, s components.Service, waitReady bool) 
 	if err := hostns.EnsureUTS(spec.UTS, h.cfg.Name); err != nil {
 		return fmt.Errorf("host %s: %w", h.cfg.Name, err)
 	}
+	if s.After != nil {
+		running := func(name string) bool {
+			_, st := h.lab.sup.Lookup(h.cfg.Name, name)
+			return st == supervise.StateRunning
+		}
+		if err := s.After(ctx, h.lab.comp, h.component(), running); err != nil {
+			h.lab.logf("starting %s on %s anyway: %v", s.Name, h.cfg.Name, err)
+		}
+	}
 	launch := func() (int, error) { return h.lab.sup.Start(spec) }
 	if s.StartAlone != nil {
 		_, err = s.StartAlone(ctx, h.lab.comp, h.component(), launch)

@@ -34,6 +34,7 @@ const (
 	controllerManagerPort = 10257
 	schedulerPort         = 10259
 	kubeProxyHealthPort   = 10256
+	kubeProxyMetricsPort  = 10249
 	// KubeRouterHealthPort and KubeRouterMetricsPort are the policy
 	// agent's (kube-router's defaults are 20244 and off).
 	KubeRouterHealthPort  = 20244

@@ -244,3 +244,34 @@ func TestAddonsOfTheStorageHost(t *testing.T) {
 		t.Errorf("export path %q, want the storage host's disk", got)
 	}
 }
+
+// kube-router starts only once the host's kube-proxy has synced its
+// rules: the metric kube-proxy sets at the end of a sync that succeeded
+// says so, and is 0 (or absent) before the first.
+func TestKubeRouterStartsAfterKubeProxysFirstSync(t *testing.T) {
+	for _, c := range []struct {
+		metrics string
+		want    float64
+	}{
+		{"# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 0\n", 0},
+		{"# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 1.7650648e+09\n", 1.7650648e+09},
+		{"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7650648e+09\n", 0},
+	} {
+		got, err := lastSyncOf(strings.NewReader(c.metrics))
+		if err != nil || got != c.want {
+			t.Errorf("lastSyncOf(%q) = %v, %v; want %v", c.metrics, got, err, c.want)
+		}
+	}
+	if _, err := lastSyncOf(strings.NewReader("not metrics {")); err == nil {
+		t.Error("lastSyncOf took malformed metrics")
+	}
+	if kubeRouterService().After == nil {
+		t.Fatal("kube-router's start waits for nothing")
+	}
+	// Where kube-proxy does not run, nothing is waited for (no address
+	// is dialled: the host's address is not a listener).
+	h := Host{HostConfig: lab.HostConfig{Name: "worker1", Address: "192.0.2.1"}}
+	if err := afterKubeProxySynced(context.Background(), nil, h, func(string) bool { return false }); err != nil {
+		t.Errorf("with kube-proxy not running: %v", err)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/faultline/faultline/lab/local/internal/layout"
 	"github.com/faultline/faultline/lab/local/internal/supervise"
 	"github.com/faultline/faultline/lab/local/pki"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func keepalivedService() Service {
@@ -326,7 +330,7 @@ func kubeProxyService() Service {
 				"hostnameOverride":   h.Name,
 				"bindAddress":        "0.0.0.0",
 				"healthzBindAddress": fmt.Sprintf("%s:%d", h.Address, kubeProxyHealthPort),
-				"metricsBindAddress": fmt.Sprintf("%s:10249", h.Address),
+				"metricsBindAddress": fmt.Sprintf("%s:%d", h.Address, kubeProxyMetricsPort),
 				// 0 leaves the machine-wide nf_conntrack_max alone.
 				"conntrack": map[string]any{"maxPerCore": 0},
 			}
@@ -372,9 +376,76 @@ func kubeRouterService() Service {
 		Ready: func(ctx context.Context, c *Cluster, h Host) error {
 			return httpOK(ctx, fmt.Sprintf("http://%s:%d/healthz", h.Address, KubeRouterHealthPort))
 		},
+		After:     afterKubeProxySynced,
 		ReadyWait: 90 * time.Second,
 		StopGrace: 5 * time.Second,
 	}
+}
+
+// kubeProxySyncWait bounds how long kube-router's start waits for the
+// host's kube-proxy to sync its rules once: its first sync comes as soon
+// as it has listed the Services and EndpointSlices, within a second or
+// two of its start on a reachable API server.
+const kubeProxySyncWait = 30 * time.Second
+
+// afterKubeProxySynced waits until the host's kube-proxy, where it runs,
+// has synced its rules once. kube-router's policy controller saves the
+// whole filter table and restores it (iptables-restore without
+// --noflush), so a rule kube-proxy adds between the two is lost:
+// kube-proxy's first sync adds its jumps from the built-in chains one
+// iptables call at a time, and a kube-router starting beside it left a
+// host powered on without them, which kube-proxy adds again only at its
+// next full sync (an hour). Started after that first sync, kube-router
+// saves them with the rest.
+func afterKubeProxySynced(ctx context.Context, c *Cluster, h Host, running func(string) bool) error {
+	if !running(lab.ServiceKubeProxy) {
+		return nil
+	}
+	url := fmt.Sprintf("http://%s:%d/metrics", h.Address, kubeProxyMetricsPort)
+	return lab.WaitFor(ctx, "kube-proxy on "+h.Name+" to sync its rules once", kubeProxySyncWait, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		at, err := kubeProxyLastSync(ctx, url)
+		return err == nil && at > 0, err
+	})
+}
+
+// kubeProxyLastSync reads kube-proxy's
+// kubeproxy_sync_proxy_rules_last_timestamp_seconds, which it sets at
+// the end of every sync that succeeded (0 before the first).
+func kubeProxyLastSync(ctx context.Context, url string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return lastSyncOf(resp.Body)
+}
+
+// lastSyncOf finds the last successful sync's time in kube-proxy's
+// metrics (0 when it has none yet).
+func lastSyncOf(r io.Reader) (float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, fmt.Errorf("kube-proxy's metrics: %w", err)
+	}
+	f, ok := fams["kubeproxy_sync_proxy_rules_last_timestamp_seconds"]
+	if !ok {
+		return 0, nil
+	}
+	var last float64
+	for _, m := range f.GetMetric() {
+		last = max(last, m.GetGauge().GetValue())
+	}
+	return last, nil
 }
 
 // proxyMode is the kube-proxy mode the lab file asks for (iptables by

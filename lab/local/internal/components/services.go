@@ -52,6 +52,12 @@ type Service struct {
 	// kubelets' start-up races for a machine-wide socket (see
 	// deviceplugin.go).
 	StartAlone func(ctx context.Context, c *Cluster, h Host, launch func() (int, error)) (int, error)
+	// After, when set, is waited for before the service starts: what
+	// another service of the host must have done first for the two not
+	// to race. running says whether a service of the host runs. It
+	// bounds its own wait; its error says what it gave up on, and the
+	// service starts anyway.
+	After func(ctx context.Context, c *Cluster, h Host, running func(service string) bool) error
 }
 
 // ComponentRestartDelay is how long an exited controller-manager or
