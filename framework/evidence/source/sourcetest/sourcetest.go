@@ -5,15 +5,13 @@ package sourcetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/labtest"
 )
 
 // ShellHost runs commands with this machine's sh, as an SSH session on a
@@ -25,15 +23,7 @@ func (ShellHost) Roles() []lab.Role     { return []lab.Role{lab.RoleWorker} }
 func (ShellHost) HasRole(lab.Role) bool { return false }
 func (ShellHost) Address() string       { return "127.0.0.1" }
 func (ShellHost) Run(ctx context.Context, cmd string) (lab.Result, error) {
-	var out, errb strings.Builder
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return lab.Result{Stdout: out.String(), Stderr: errb.String(), ExitCode: exit.ExitCode()}, nil
-	}
-	return lab.Result{Stdout: out.String(), Stderr: errb.String()}, err
+	return labtest.Sh(ctx, cmd)
 }
 func (ShellHost) StopService(context.Context, string) error            { return lab.ErrUnsupported }
 func (ShellHost) StartService(context.Context, string) error           { return lab.ErrUnsupported }
