@@ -43,7 +43,7 @@ func steady(n int, from float64) *registerLog {
 
 func finalWith(t *testing.T, h *registerLog, healAt float64) Input {
 	r := newRun(t)
-	r.round(30).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
+	r.Round(30).Value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
 	in := r.input(Final)
 	in.Timeline = evidence.Timeline{{At: sec(healAt), Source: "faultline", Kind: FaultHealedEvent}}
 	return in
@@ -114,7 +114,7 @@ func TestAcknowledgedWritesALostWriteIsNamedSo(t *testing.T) {
 	pre := steady(5, 0)
 	pre.add("read", "w-3", "", "ok", 6, true)
 	r := newRun(t)
-	r.round(7).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: pre.ops}, "")
+	r.Round(7).Value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: pre.ops}, "")
 	j = expect(t, AcknowledgedWritesSurvive(), r.input(PreFault), verdict.Violated, "lost write")
 	if j.Violation != LostWrite {
 		t.Errorf("pre-fault violation kind %q, want %q", j.Violation, LostWrite)
@@ -148,14 +148,14 @@ func TestAcknowledgedWritesInsufficientWithoutAReadAfterHeal(t *testing.T) {
 	expect(t, AcknowledgedWritesSurvive(), finalWith(t, h, 19), verdict.InsufficientData, "no read of the register began after the heal")
 
 	r := newRun(t)
-	r.round(30).unreadable(writerSrc, evidence.RegisterHistory, 1, "not deployed: no writer pod")
+	r.Round(30).Unreadable(writerSrc, evidence.RegisterHistory, 1, "not deployed: no writer pod")
 	expect(t, AcknowledgedWritesSurvive(), r.input(Final), verdict.InsufficientData, "not deployed")
 }
 
 func TestAcknowledgedWritesBeforeTheFaultNeedsNoHeal(t *testing.T) {
 	h := steady(3, 0)
 	r := newRun(t)
-	r.round(5).value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
+	r.Round(5).Value(writerSrc, evidence.RegisterHistory, 0.2, evidence.RegisterHistoryValue{Ops: h.ops}, "")
 	expect(t, AcknowledgedWritesSurvive(), r.input(PreFault), verdict.Preserved)
 }
 

@@ -22,14 +22,14 @@ func agreeWithin(d time.Duration) Invariant {
 
 func TestAPIAgreementPreservedWhenServersDifferOnlyBriefly(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
 	// worker1 goes Unknown; cp2 is a round behind.
-	r.round(1).value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
-	r.round(2).value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").value(cp2, evidence.NodeReady, 0.1, readyUnknown, "2")
+	r.Round(1).Value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
+	r.Round(2).Value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").Value(cp2, evidence.NodeReady, 0.1, readyUnknown, "2")
 	// Heartbeat times differ between reads; they are not compared.
 	hb := readyUnknown
 	hb.LastHeartbeatTime = sec(2.5)
-	r.round(3).value(cp1, evidence.NodeReady, 0.1, hb, "3").value(cp2, evidence.NodeReady, 0.1, readyUnknown, "2")
+	r.Round(3).Value(cp1, evidence.NodeReady, 0.1, hb, "3").Value(cp2, evidence.NodeReady, 0.1, readyUnknown, "2")
 	j := expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.Preserved, "apiserver/cp1, apiserver/cp2")
 	// worker1 went Unknown: a change both servers had to agree on.
 	wantExercised(t, j, true, "worker1/ready", "Ready=Unknown")
@@ -38,9 +38,9 @@ func TestAPIAgreementPreservedWhenServersDifferOnlyBriefly(t *testing.T) {
 func TestAPIAgreementViolatedWhenAServerStaysBehindPastTheBound(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		r.round(s).
-			value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
-			value(cp3, evidence.PodObject, 0.2, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
+		r.Round(s).
+			Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
+			Value(cp3, evidence.PodObject, 0.2, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
 	}
 	j := expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.Violated,
 		"apiserver/cp1 and apiserver/cp3 disagreed about statefulpod/object", `apiserver/cp1 said pod u2 on "worker2", apiserver/cp3 said pod u1 on "worker1"`, "5s", "the test's bound")
@@ -50,10 +50,10 @@ func TestAPIAgreementViolatedWhenAServerStaysBehindPastTheBound(t *testing.T) {
 func TestAPIAgreementARefusingServerDisagreesWithNoOne(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		r.round(s).
-			value(cp1, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
-			value(cp2, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
-			unreadable(cp3, evidence.ServiceEndpoints, 0.01, "connection refused: dial tcp 10.231.0.13:6443")
+		r.Round(s).
+			Value(cp1, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
+			Value(cp2, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
+			Unreadable(cp3, evidence.ServiceEndpoints, 0.01, "connection refused: dial tcp 10.231.0.13:6443")
 	}
 	j := expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.Preserved,
 		"compared: apiserver/cp1, apiserver/cp2 (", "refused throughout, serving no client: apiserver/cp3")
@@ -69,10 +69,10 @@ func TestAPIAgreementATimedOutServerIsUnknownNotSilent(t *testing.T) {
 	// nothing of what it serves.
 	r := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		r.round(s).
-			value(cp1, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
-			value(cp2, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
-			unreadable(cp3, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
+		r.Round(s).
+			Value(cp1, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
+			Value(cp2, evidence.ServiceEndpoints, 0.1, evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}, "").
+			Unreadable(cp3, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
 	}
 	expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.InsufficientData,
 		"apiserver/cp1 and apiserver/cp3", "service/endpoints", "10:00:00.000", "10:00:08.000", "5s", "apiserver/cp3 unreadable 9 time(s)")
@@ -83,11 +83,11 @@ func TestAPIAgreementDisagreementsBridgedByUnreadableRoundsAreNotProof(t *testin
 	behind := evidence.EndpointsValue{Ready: []string{"10.244.1.5"}}
 	now := evidence.EndpointsValue{Ready: []string{"10.244.2.7"}}
 	for s := 0.0; s <= 8; s++ {
-		rd := r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
+		rd := r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
 		if int(s)%2 == 0 {
-			rd.value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
+			rd.Value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
 		} else {
-			rd.unreadable(cp2, evidence.ServiceEndpoints, 1.5, "timeout")
+			rd.Unreadable(cp2, evidence.ServiceEndpoints, 1.5, "timeout")
 		}
 	}
 	expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.InsufficientData, "could not be shown to agree")
@@ -98,11 +98,11 @@ func TestAPIAgreementADisagreementContinuedByTimeoutsIsNotPreserved(t *testing.T
 	now := evidence.EndpointsValue{Ready: []string{"10.244.2.7"}}
 	timedOut := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		rd := timedOut.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
+		rd := timedOut.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
 		if s < 2 {
-			rd.value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
+			rd.Value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
 		} else {
-			rd.unreadable(cp2, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
+			rd.Unreadable(cp2, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
 		}
 	}
 	expect(t, agreeWithin(5*time.Second), timedOut.input(Window), verdict.InsufficientData,
@@ -112,11 +112,11 @@ func TestAPIAgreementADisagreementContinuedByTimeoutsIsNotPreserved(t *testing.T
 	// ended there.
 	refused := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		rd := refused.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
+		rd := refused.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, now, "")
 		if s < 2 {
-			rd.value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
+			rd.Value(cp2, evidence.ServiceEndpoints, 0.1, behind, "")
 		} else {
-			rd.unreadable(cp2, evidence.ServiceEndpoints, 0.01, "connection refused: dial tcp 10.231.0.12:6443")
+			rd.Unreadable(cp2, evidence.ServiceEndpoints, 0.01, "connection refused: dial tcp 10.231.0.12:6443")
 		}
 	}
 	j := expect(t, agreeWithin(5*time.Second), refused.input(Window), verdict.Preserved)
@@ -125,9 +125,9 @@ func TestAPIAgreementADisagreementContinuedByTimeoutsIsNotPreserved(t *testing.T
 
 func TestAPIAgreementOneComparisonIsNotCoverage(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
 	for s := 1.0; s <= 8; s++ {
-		r.round(s).value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").unreadable(cp2, evidence.NodeReady, 2, "timeout: no answer within 2s")
+		r.Round(s).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").Unreadable(cp2, evidence.NodeReady, 2, "timeout: no answer within 2s")
 	}
 	expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.InsufficientData,
 		"apiserver/cp1 and apiserver/cp2 were not compared about worker1/ready", "10:00:01.000", "5s")
@@ -135,7 +135,7 @@ func TestAPIAgreementOneComparisonIsNotCoverage(t *testing.T) {
 
 func TestAPIAgreementInsufficientWithOneServer(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").unreadable(cp2, evidence.NodeReady, 1.5, "connection refused")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").Unreadable(cp2, evidence.NodeReady, 1.5, "connection refused")
 	expect(t, agreeWithin(5*time.Second), r.input(Window), verdict.InsufficientData, "no round had two API servers")
 }
 
@@ -151,21 +151,21 @@ func TestAPIAgreementJudgesEachQuestionByItsOwnBound(t *testing.T) {
 	}
 	nodeOnly := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		nodeOnly.round(s).value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
+		nodeOnly.Round(s).Value(cp1, evidence.NodeReady, 0.1, readyUnknown, "2").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
 	}
 	expect(t, inv, nodeOnly.input(Window), verdict.Preserved, "worker1/ready 20s (node status)", "statefulpod/object 3s (quorum read)")
 
 	pod := newRun(t)
 	for s := 0.0; s <= 8; s++ {
-		pod.round(s).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
-			value(cp2, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
+		pod.Round(s).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
+			Value(cp2, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
 	}
 	expect(t, inv, pod.input(Window), verdict.Violated, "statefulpod/object", "bound of 3s (quorum read)", "from 10:00:00.000 to 10:00:08.000")
 }
 
 func TestAPIAgreementWithoutABoundJudgesNothing(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "1").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "1")
 	expect(t, APIAgreement(map[evidence.Question]Bound{evidence.NodeReady: {Limit: time.Second}}), r.input(Window), verdict.InsufficientData, "no bound", "statefulpod/object")
 	expect(t, NoTimeTravel(Bound{}), r.input(Window), verdict.InsufficientData, "no coverage bound")
 }

@@ -44,34 +44,34 @@ func (l labView) record(rd *round) {
 	for _, src := range []evidence.Source{cp1, cp2, etcd1} {
 		if why, ok := l.unreadable[src]; ok {
 			for _, q := range []evidence.Question{evidence.NodeReady, evidence.NodeTaints, evidence.PodObject, evidence.ServiceEndpoints} {
-				rd.unreadable(src, q, 1.5, why)
+				rd.Unreadable(src, q, 1.5, why)
 			}
 			continue
 		}
-		rd.value(src, evidence.NodeReady, 0.1, l.ready, "10").
-			value(src, evidence.NodeTaints, 0.1, l.taints, "10").
-			value(src, evidence.PodObject, 0.1, pod, "11").
-			value(src, evidence.ServiceEndpoints, 0.1, ready(l.podIP), "12")
+		rd.Value(src, evidence.NodeReady, 0.1, l.ready, "10").
+			Value(src, evidence.NodeTaints, 0.1, l.taints, "10").
+			Value(src, evidence.PodObject, 0.1, pod, "11").
+			Value(src, evidence.ServiceEndpoints, 0.1, ready(l.podIP), "12")
 	}
 	kpod := evidence.PodValue{}
 	if l.podNode == "worker1" {
 		kpod = pod
 	}
-	rd.value(kubelet, evidence.PodObject, 0.1, kpod, "")
+	rd.Value(kubelet, evidence.PodObject, 0.1, kpod, "")
 	for src, v := range l.runtimes {
-		rd.value(src, q, 0.2, v, "")
+		rd.Value(src, q, 0.2, v, "")
 	}
-	rd.value(proxy1, evidence.ServiceProxyBackends, 0.2, evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{{Port: "faultline/stateful:http", Backends: l.proxyBackends}}}, "")
-	rd.value(dnsSrc, evidence.ServiceDNS, 0.1, evidence.DNSValue{Name: "stateful.faultline.svc.cluster.local", Addresses: []string{"10.96.0.20"}}, "")
+	rd.Value(proxy1, evidence.ServiceProxyBackends, 0.2, evidence.ProxyBackendsValue{Ports: []evidence.ProxyPort{{Port: "faultline/stateful:http", Backends: l.proxyBackends}}}, "")
+	rd.Value(dnsSrc, evidence.ServiceDNS, 0.1, evidence.DNSValue{Name: "stateful.faultline.svc.cluster.local", Addresses: []string{"10.96.0.20"}}, "")
 }
 
 func convergenceInput(t *testing.T, final labView) Input {
 	r := newRun(t)
-	cleanLab().record(r.round(0))
-	base := r.snaps[0]
+	cleanLab().record(r.Round(0))
+	base := r.Snaps[0]
 	f := newRun(t)
-	final.record(f.round(60))
-	return Input{Moment: Final, Snapshots: f.snaps, Baseline: &base}
+	final.record(f.Round(60))
+	return Input{Moment: Final, Snapshots: f.Snaps, Baseline: &base}
 }
 
 func TestConvergencePreservedWhenTheLabIsBack(t *testing.T) {
@@ -192,11 +192,11 @@ func TestConvergenceIsExercisedWhenTheLabLeftItsBaseline(t *testing.T) {
 
 	// An earlier sample of the input that was not back.
 	r := newRun(t)
-	cleanLab().record(r.round(0))
+	cleanLab().record(r.Round(0))
 	notReady := cleanLab()
 	notReady.ready = readyUnknown
-	notReady.record(r.round(40))
-	cleanLab().record(r.round(60))
+	notReady.record(r.Round(40))
+	cleanLab().record(r.Round(60))
 	in = r.input(Final)
 	wantExercised(t, expect(t, Convergence(), in, verdict.Preserved), true, "says worker1 is not Ready")
 

@@ -33,9 +33,9 @@ func nodeReady(status string) evidence.NodeReadyValue {
 // live is one round in which cp1 shows the pod at its address on a Ready
 // worker1, whose runtime runs it.
 func live(r *run, s float64) *round {
-	return r.round(s).value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-		value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
-		value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+	return r.Round(s).Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+		Value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
+		Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 }
 
 func wantExercisedEndpoints(t *testing.T, j verdict.Judgement, want bool) {
@@ -48,7 +48,7 @@ func wantExercisedEndpoints(t *testing.T, j verdict.Judgement, want bool) {
 func TestEndpointsTruthfulPreservedWhenTheEndpointIsALivePod(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 10; s++ {
-		live(r, s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+		live(r, s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Preserved, "1 addresses over 10 server reads", "0 of them dead")
 	wantExercisedEndpoints(t, j, false)
@@ -60,8 +60,8 @@ func TestEndpointsTruthfulPreservedWhenTheEndpointIsALivePod(t *testing.T) {
 func TestEndpointsTruthfulAPodNoPeerReachesIsNotAViolation(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 30; s++ {
-		live(r, s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(prober, evidence.EndpointProbes, 0.3, probed("10.244.1.5", false, "i/o timeout"), "")
+		live(r, s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(prober, evidence.EndpointProbes, 0.3, probed("10.244.1.5", false, "i/o timeout"), "")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Preserved)
 	wantExercisedEndpoints(t, j, false)
@@ -81,10 +81,10 @@ func TestEndpointsTruthfulViolatedWhenTheNodeIsNotReadyPastTheBound(t *testing.T
 		if s >= 2 {
 			status = "Unknown"
 		}
-		r.round(s).value(cp2, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp2, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp2, evidence.NodeReady, 0.1, nodeReady(status), "").
-			unreadable(cri1, q, 2, "timeout: no answer within 2s")
+		r.Round(s).Value(cp2, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp2, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp2, evidence.NodeReady, 0.1, nodeReady(status), "").
+			Unreadable(cri1, q, 2, "timeout: no answer within 2s")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated,
 		"apiserver/cp2 kept 10.244.1.5", "from 10:00:02.000 to 10:00:11.000", "bound 5s", "shows the pod's node worker1 not Ready", "Ready=Unknown")
@@ -101,10 +101,10 @@ func TestEndpointsTruthfulPreservedWhenADeadNodesEndpointGoesWithinTheBound(t *t
 		if s >= 7 {
 			eps = ready()
 		}
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, eps, "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp1, evidence.NodeReady, 0.1, nodeReady(status), "").
-			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, eps, "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp1, evidence.NodeReady, 0.1, nodeReady(status), "").
+			Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Preserved, "3 of them dead")
 	wantExercisedEndpoints(t, j, true)
@@ -115,10 +115,10 @@ func TestEndpointsTruthfulPreservedWhenADeadNodesEndpointGoesWithinTheBound(t *t
 func TestEndpointsTruthfulIgnoresTheReadinessOfANodeThePodIsNotOn(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 12; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.2.9"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "").
-			value(cp1, evidence.NodeReady, 0.1, nodeReady("Unknown"), "").
-			value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.2.9"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "").
+			Value(cp1, evidence.NodeReady, 0.1, nodeReady("Unknown"), "").
+			Value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Preserved)
 }
@@ -129,10 +129,10 @@ func TestEndpointsTruthfulViolatedWhenTheContainersStoppedPastTheBound(t *testin
 	// container of the pod.
 	r := newRun(t)
 	for s := 0.0; s < 12; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
-			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": exited}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
+			Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": exited}), "")
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated, "cri/worker1 runs no container of pod u1")
 }
@@ -140,8 +140,8 @@ func TestEndpointsTruthfulViolatedWhenTheContainersStoppedPastTheBound(t *testin
 func TestEndpointsTruthfulViolatedWhenTheEndpointPointsAtAPodThatMoved(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 8; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated, "no pod of the service at 10.244.1.5")
 }
@@ -151,10 +151,10 @@ func TestEndpointsTruthfulInsufficientWhenTheRuntimeCannotBeRead(t *testing.T) {
 	// containers run cannot be read for longer than the bound.
 	r := newRun(t)
 	for s := 0.0; s < 8; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
-			unreadable(cri1, q, 2, "timeout: no answer within 2s")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp1, evidence.NodeReady, 0.1, nodeReady("True"), "").
+			Unreadable(cri1, q, 2, "timeout: no answer within 2s")
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData,
 		"without it being shown to point at a live pod", `the runtime of "worker1" was not readable`, "longer than the bound of 5s")
@@ -166,15 +166,15 @@ func TestEndpointsTruthfulInsufficientWhenTheRuntimeCannotBeRead(t *testing.T) {
 func TestEndpointsTruthfulFailedEndpointReadsDoNotBridgeTwoBrokenOnes(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s <= 11; s++ {
-		rd := r.round(s).value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+		rd := r.Round(s).Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 		if s == 0 || s == 11 {
-			rd.value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+			rd.Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
 		} else {
-			rd.unreadable(cp1, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
+			rd.Unreadable(cp1, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s")
 		}
 	}
-	r.round(12).value(cp1, evidence.ServiceEndpoints, 0.1, ready(), "").
-		value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+	r.Round(12).Value(cp1, evidence.ServiceEndpoints, 0.1, ready(), "").
+		Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "could not be read for the endpoints")
 	if strings.Contains(j.Reason, "at least") {
 		t.Errorf("failed reads were taken as proof of a duration: %s", j.Reason)
@@ -185,14 +185,14 @@ func TestEndpointsTruthfulFailedEndpointReadsDoNotBridgeTwoBrokenOnes(t *testing
 // address gone is not PRESERVED: for 20 s nothing showed it right.
 func TestEndpointsTruthfulFailedEndpointReadsAfterABrokenOneAreNotPreserved(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-		value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+	r.Round(0).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+		Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 	for s := 1.0; s <= 20; s++ {
-		r.round(s).unreadable(cp1, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s").
-			value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+		r.Round(s).Unreadable(cp1, evidence.ServiceEndpoints, 2, "timeout: no answer within 2s").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 	}
-	r.round(21).value(cp1, evidence.ServiceEndpoints, 0.1, ready(), "").
-		value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
+	r.Round(21).Value(cp1, evidence.ServiceEndpoints, 0.1, ready(), "").
+		Value(cp1, evidence.PodObject, 0.1, podAt("u2", "worker2", "10.244.2.9"), "")
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "longer than the bound of 5s")
 }
 
@@ -205,10 +205,10 @@ func TestEndpointsTruthfulAWindowEndingBeforeTheBoundCannotTell(t *testing.T) {
 		if s >= 6 {
 			status = "False"
 		}
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp1, evidence.NodeReady, 0.1, nodeReady(status), "").
-			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp1, evidence.NodeReady, 0.1, nodeReady(status), "").
+			Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData, "before the bound could pass", "when the evidence ended, under the bound of 5s")
 	if strings.Contains(j.Reason, "longer than the bound") {
@@ -228,12 +228,12 @@ func TestEndpointsTruthfulIsBounded(t *testing.T) {
 // pod alive, however its runtime looks.
 func TestEndpointsTruthfulAFailedNodeReadOfThePodsNodeIsUnknown(t *testing.T) {
 	r := newRun(t)
-	live(r, 0).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+	live(r, 0).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
 	for s := 1.0; s < 10; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			unreadable(cp1, evidence.NodeReady, 2, "timeout: no answer within 2s").
-			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Unreadable(cp1, evidence.NodeReady, 2, "timeout: no answer within 2s").
+			Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 	}
 	expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.InsufficientData,
 		"apiserver/cp1 did not answer for the readiness of the pod's node worker1", "longer than the bound of 5s")
@@ -244,12 +244,12 @@ func TestEndpointsTruthfulAFailedNodeReadOfThePodsNodeIsUnknown(t *testing.T) {
 // Ready node under the pod.
 func TestEndpointsTruthfulViolatedWhenThePodsNodeIsGone(t *testing.T) {
 	r := newRun(t)
-	live(r, 0).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
+	live(r, 0).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "")
 	for s := 1.0; s < 10; s++ {
-		r.round(s).value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-			value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-			value(cp1, evidence.NodeReady, 0.1, evidence.NodeReadyValue{}, "").
-			value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		r.Round(s).Value(cp1, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+			Value(cp1, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+			Value(cp1, evidence.NodeReady, 0.1, evidence.NodeReadyValue{}, "").
+			Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 	}
 	j := expect(t, EndpointsTruthful(5*time.Second), r.input(Window), verdict.Violated,
 		"apiserver/cp1 kept 10.244.1.5", "shows the pod's node worker1 not Ready (no node object)")

@@ -1,62 +1,35 @@
 package invariant
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/evidencetest"
 	"github.com/faultline/faultline/framework/verdict"
+	"github.com/faultline/faultline/framework/verdict/verdicttest"
 )
 
-// t0 is the start of every hand-built run.
-var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+// The core's tests build their input with evidencetest, as the kits' do
+// with invarianttest (which cannot be linked here: it imports this
+// package).
+var (
+	t0  = evidencetest.T0
+	sec = evidencetest.Sec
+)
 
-// sec is t0 plus s seconds.
-func sec(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+// run builds snapshots by hand (evidencetest.Run) and hands them to an
+// invariant as its Input.
+type run struct{ *evidencetest.Run }
 
-// run builds snapshots by hand: one round per call to round, answers read
-// at an offset after the round's start.
-type run struct {
-	t     *testing.T
-	snaps []evidence.Snapshot
-}
+type round = evidencetest.Round
 
-func newRun(t *testing.T) *run { return &run{t: t} }
-
-// round starts a snapshot taken at second s.
-func (r *run) round(s float64) *round {
-	r.snaps = append(r.snaps, evidence.NewSnapshot(sec(s)))
-	return &round{r: r, i: len(r.snaps) - 1}
-}
-
-type round struct {
-	r *run
-	i int
-}
-
-// value records src's answer to q, read after seconds into the round.
-func (rd *round) value(src evidence.Source, q evidence.Question, after float64, v any, rv string) *round {
-	s := &rd.r.snaps[rd.i]
-	a, err := evidence.ValueAnswer(v, s.Taken.Add(time.Duration(after*float64(time.Second))), rv)
-	if err != nil {
-		rd.r.t.Fatal(err)
-	}
-	s.Set(src, q, a)
-	return rd
-}
-
-// unreadable records that src could not answer q.
-func (rd *round) unreadable(src evidence.Source, q evidence.Question, after float64, why string) *round {
-	s := &rd.r.snaps[rd.i]
-	s.Set(src, q, evidence.UnreadableAnswer(why, s.Taken.Add(time.Duration(after*float64(time.Second)))))
-	return rd
-}
+func newRun(t *testing.T) *run { return &run{evidencetest.NewRun(t)} }
 
 func (r *run) input(m Moment) Input {
-	in := Input{Moment: m, Snapshots: r.snaps}
-	if len(r.snaps) > 0 {
-		b := r.snaps[0]
+	in := Input{Moment: m, Snapshots: r.Snaps}
+	if len(r.Snaps) > 0 {
+		b := r.Snaps[0]
 		in.Baseline = &b
 	}
 	return in
@@ -67,14 +40,7 @@ func (r *run) input(m Moment) Input {
 func expect(t *testing.T, inv Invariant, in Input, want verdict.Verdict, words ...string) verdict.Judgement {
 	t.Helper()
 	j := Judge(inv, in)
-	if j.Verdict != want {
-		t.Fatalf("%s: got %s, want %s: %s", inv.Name(), j.Verdict, want, j.Reason)
-	}
-	for _, w := range words {
-		if !strings.Contains(j.Reason, w) {
-			t.Errorf("%s: reason lacks %q: %s", inv.Name(), w, j.Reason)
-		}
-	}
+	verdicttest.WantVerdict(t, j, want, words...)
 	return j
 }
 
@@ -101,14 +67,17 @@ const running, exited = "CONTAINER_RUNNING", "CONTAINER_EXITED"
 // reasons must state.
 func testBound(d time.Duration) Bound { return Bound{Limit: d, Why: "test mechanism"} }
 
+// wantExercised checks that a PRESERVED or VIOLATED judgement says
+// whether it was exercised, as want, and that its Exercise mentions every
+// word.
+var wantExercised = verdicttest.WantExercised
+
 // notVerdict judges inv and fails when it gives bad: for evidence that
 // supports more than one verdict but never bad.
 func notVerdict(t *testing.T, inv Invariant, in Input, bad verdict.Verdict) verdict.Judgement {
 	t.Helper()
 	j := Judge(inv, in)
-	if j.Verdict == bad {
-		t.Errorf("%s: got %s, which the evidence does not support: %s", inv.Name(), j.Verdict, j.Reason)
-	}
+	verdicttest.NotVerdict(t, j, bad)
 	return j
 }
 

@@ -12,16 +12,16 @@ import (
 // is the last read's.
 func TestLatestIsTheLastReadableAnswer(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value("writer", evidence.RegisterHistory, 0.1, evidence.RegisterHistoryValue{Ops: []evidence.RegisterOp{{}}}, "1")
-	r.round(1).value("writer", evidence.RegisterHistory, 0.1, evidence.RegisterHistoryValue{Ops: []evidence.RegisterOp{{}, {}}}, "2")
-	r.round(2).unreadable("writer", evidence.RegisterHistory, 0.1, "timeout")
-	o, why := Latest[evidence.RegisterHistoryValue](r.snaps, "writer", evidence.RegisterHistory)
+	r.Round(0).Value("writer", evidence.RegisterHistory, 0.1, evidence.RegisterHistoryValue{Ops: []evidence.RegisterOp{{}}}, "1")
+	r.Round(1).Value("writer", evidence.RegisterHistory, 0.1, evidence.RegisterHistoryValue{Ops: []evidence.RegisterOp{{}, {}}}, "2")
+	r.Round(2).Unreadable("writer", evidence.RegisterHistory, 0.1, "timeout")
+	o, why := Latest[evidence.RegisterHistoryValue](r.Snaps, "writer", evidence.RegisterHistory)
 	if why != "" || o.Snapshot != 1 || o.RV != "2" || len(o.Value.Ops) != 2 || !o.ReadAt.Equal(sec(1.1)) {
 		t.Errorf("latest = %+v, %q; want round 1's two operations", o, why)
 	}
 	none := newRun(t)
-	none.round(0).unreadable("writer", evidence.RegisterHistory, 0.1, "timeout")
-	if _, why := Latest[evidence.RegisterHistoryValue](none.snaps, "writer", evidence.RegisterHistory); !strings.Contains(why, "writer could not read register/history: timeout") {
+	none.Round(0).Unreadable("writer", evidence.RegisterHistory, 0.1, "timeout")
+	if _, why := Latest[evidence.RegisterHistoryValue](none.Snaps, "writer", evidence.RegisterHistory); !strings.Contains(why, "writer could not read register/history: timeout") {
 		t.Errorf("with no readable answer: %q", why)
 	}
 	if _, why := Latest[evidence.RegisterHistoryValue](nil, "writer", evidence.RegisterHistory); !strings.Contains(why, "no snapshot to judge") {

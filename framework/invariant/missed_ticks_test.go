@@ -17,9 +17,9 @@ func TestMissedTicksBreakEveryProof(t *testing.T) {
 	t.Run("api-agreement", func(t *testing.T) {
 		r := newRun(t)
 		for _, s := range []float64{0, 1, 2, 6, 7, 8} {
-			r.round(s).
-				value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
-				value(cp3, evidence.PodObject, 0.2, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
+			r.Round(s).
+				Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u2", NodeName: "worker2"}, "").
+				Value(cp3, evidence.PodObject, 0.2, evidence.PodValue{Exists: true, UID: "u1", NodeName: "worker1"}, "")
 		}
 		in := r.input(Window)
 		in.Timeline = gap
@@ -32,10 +32,10 @@ func TestMissedTicksBreakEveryProof(t *testing.T) {
 			if s >= 1 {
 				status = "Unknown"
 			}
-			r.round(s).value(cp2, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
-				value(cp2, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
-				value(cp2, evidence.NodeReady, 0.1, nodeReady(status), "").
-				unreadable(cri1, q, 0.3, "timeout: no answer within 2s")
+			r.Round(s).Value(cp2, evidence.ServiceEndpoints, 0.1, ready("10.244.1.5"), "").
+				Value(cp2, evidence.PodObject, 0.1, podAt("u1", "worker1", "10.244.1.5"), "").
+				Value(cp2, evidence.NodeReady, 0.1, nodeReady(status), "").
+				Unreadable(cri1, q, 0.3, "timeout: no answer within 2s")
 		}
 		in := r.input(Window)
 		in.Timeline = gap
@@ -47,7 +47,7 @@ func TestMissedTicksBreakEveryProof(t *testing.T) {
 		for _, s := range []float64{0, 1, 2, 10, 11, 12} {
 			rv++
 			v := fmt.Sprint(rv)
-			r.round(s).value(cp1, evidence.NodeReady, 0.1, readyTrue, v).value(cp2, evidence.NodeReady, 0.2, readyTrue, v)
+			r.Round(s).Value(cp1, evidence.NodeReady, 0.1, readyTrue, v).Value(cp2, evidence.NodeReady, 0.2, readyTrue, v)
 		}
 		in := r.input(Window)
 		in.Timeline = missedAt(3, 4, 5, 6, 7, 8, 9)

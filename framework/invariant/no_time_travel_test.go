@@ -27,9 +27,9 @@ func orderedWithin(d time.Duration) Invariant {
 
 func TestNoTimeTravelPreservedWhenVersionsOnlyGrow(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").value(cp2, evidence.NodeReady, 0.1, readyTrue, "100").value(vip, evidence.NodeReady, 0.1, readyTrue, "100")
-	r.round(1).value(cp1, evidence.NodeReady, 0.1, readyTrue, "105").value(cp2, evidence.NodeReady, 0.1, readyTrue, "105").value(vip, evidence.NodeReady, 0.1, readyTrue, "105")
-	r.round(2).value(cp1, evidence.NodeReady, 0.1, readyTrue, "105").value(cp2, evidence.NodeReady, 0.1, readyTrue, "110").value(vip, evidence.NodeReady, 0.1, readyTrue, "110")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "100").Value(vip, evidence.NodeReady, 0.1, readyTrue, "100")
+	r.Round(1).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "105").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "105").Value(vip, evidence.NodeReady, 0.1, readyTrue, "105")
+	r.Round(2).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "105").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "110").Value(vip, evidence.NodeReady, 0.1, readyTrue, "110")
 	j := expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Preserved, "apiserver/cp1", "apiserver/vip")
 	// worker1's node advanced while clients read it from three servers.
 	wantExercised(t, j, true, "worker1/ready", "resourceVersion 100", "105")
@@ -38,7 +38,7 @@ func TestNoTimeTravelPreservedWhenVersionsOnlyGrow(t *testing.T) {
 func TestNoTimeTravelNotExercisedWhenNothingAdvanced(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s <= 3; s++ {
-		r.round(s).value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").value(cp2, evidence.NodeReady, 0.1, readyTrue, "100")
+		r.Round(s).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "100")
 	}
 	j := expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Preserved)
 	wantExercised(t, j, false, "no object's resourceVersion advanced")
@@ -46,19 +46,19 @@ func TestNoTimeTravelNotExercisedWhenNothingAdvanced(t *testing.T) {
 
 func TestNoTimeTravelViolatedWhenTheVirtualAddressGoesBack(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(vip, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1"}, "200")
+	r.Round(0).Value(vip, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1"}, "200")
 	// The virtual address moved to a server whose answer is older.
-	r.round(1).value(vip, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1"}, "190")
+	r.Round(1).Value(vip, evidence.PodObject, 0.1, evidence.PodValue{Exists: true, UID: "u1"}, "190")
 	j := expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Violated, "apiserver/vip returned statefulpod/object at resourceVersion 190", "resourceVersion 200")
 	wantExercised(t, j, true)
 }
 
 func TestNoTimeTravelViolatedAcrossServersInRealTimeOrder(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "300").value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "300")
+	r.Round(0).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "300").Value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "300")
 	// cp2 answers with an older lease to a read begun after cp1 returned 310.
-	r.round(1).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "310").value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "305")
-	r.round(2).value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "305")
+	r.Round(1).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "310").Value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "305")
+	r.Round(2).Value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "305")
 	j := expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Violated, "after apiserver/cp1 had returned resourceVersion 310")
 	if !j.At.Equal(sec(2.1)) {
 		t.Errorf("at %s, want the read at 2.1 s", Stamp(j.At))
@@ -69,49 +69,49 @@ func TestNoTimeTravelConcurrentReadsAreNeverCompared(t *testing.T) {
 	// In one round cp2's read began before cp1's returned: the two reads
 	// overlap, and a linearizable store may order cp2's first.
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "410").value(cp2, evidence.NodeReady, 0.5, readyTrue, "400")
-	r.round(1).value(cp1, evidence.NodeReady, 0.1, readyTrue, "410").value(cp2, evidence.NodeReady, 0.1, readyTrue, "410")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "410").Value(cp2, evidence.NodeReady, 0.5, readyTrue, "400")
+	r.Round(1).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "410").Value(cp2, evidence.NodeReady, 0.1, readyTrue, "410")
 	expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Preserved)
 }
 
 func TestNoTimeTravelAStaleCacheIsNotTimeTravelButAnOlderOneIs(t *testing.T) {
 	stale := newRun(t)
-	stale.round(0).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500").value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "480")
-	stale.round(1).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "480")
-	stale.round(2).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500")
+	stale.Round(0).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500").Value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "480")
+	stale.Round(1).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").Value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "480")
+	stale.Round(2).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").Value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500")
 	expect(t, orderedWithin(5*time.Second), stale.input(Window), verdict.Preserved)
 
 	older := newRun(t)
-	older.round(0).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500").value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500")
-	older.round(1).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "490")
+	older.Round(0).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500").Value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "500")
+	older.Round(1).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "520").Value(inf, evidence.PodObject, 0.1, evidence.PodValue{Exists: true}, "490")
 	expect(t, orderedWithin(5*time.Second), older.input(Window), verdict.Violated, "informer showed statefulpod/object at resourceVersion 490", "its cache went back")
 }
 
 func TestNoTimeTravelComparesNumbersNotStrings(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "99")
-	r.round(1).value(cp1, evidence.NodeReady, 0.1, readyTrue, "100")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "99")
+	r.Round(1).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "100")
 	expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.Preserved)
 }
 
 func TestNoTimeTravelInsufficientWithoutTwoOrderedReads(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").unreadable(cp2, evidence.NodeReady, 1.5, "timeout")
-	r.round(2).unreadable(cp1, evidence.NodeReady, 1.5, "timeout").unreadable(cp2, evidence.NodeReady, 1.5, "timeout")
+	r.Round(0).Value(cp1, evidence.NodeReady, 0.1, readyTrue, "100").Unreadable(cp2, evidence.NodeReady, 1.5, "timeout")
+	r.Round(2).Unreadable(cp1, evidence.NodeReady, 1.5, "timeout").Unreadable(cp2, evidence.NodeReady, 1.5, "timeout")
 	expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.InsufficientData, "could be put in order", "timeout")
 
 	// A missing object has no resourceVersion: nothing to compare.
 	gone := newRun(t)
-	gone.round(0).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "")
-	gone.round(1).value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "")
+	gone.Round(0).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "")
+	gone.Round(1).Value(cp1, evidence.PodObject, 0.1, evidence.PodValue{}, "")
 	expect(t, orderedWithin(5*time.Second), gone.input(Window), verdict.InsufficientData)
 }
 
 func TestNoTimeTravelTheInformerAloneNeverPreserves(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s <= 3; s++ {
-		r.round(s).value(inf, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, []string{"100", "101", "102", "103"}[int(s)]).
-			unreadable(cp1, evidence.NodeLease, 2, "timeout: no answer within 2s")
+		r.Round(s).Value(inf, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, []string{"100", "101", "102", "103"}[int(s)]).
+			Unreadable(cp1, evidence.NodeLease, 2, "timeout: no answer within 2s")
 	}
 	expect(t, orderedWithin(5*time.Second), r.input(Window), verdict.InsufficientData, "informer", "API server")
 }
@@ -120,10 +120,10 @@ func TestNoTimeTravelNeedsEveryServerOrderedAcrossTheInput(t *testing.T) {
 	// cp1 is ordered for two rounds, then its reads time out for ten
 	// seconds: a client it served then may have gone back unseen.
 	lapsed := newRun(t)
-	lapsed.round(0).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "100")
-	lapsed.round(1).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "101")
+	lapsed.Round(0).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "100")
+	lapsed.Round(1).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, "101")
 	for s := 2.0; s <= 12; s++ {
-		lapsed.round(s).unreadable(cp1, evidence.NodeLease, 2, "timeout: no answer within 2s")
+		lapsed.Round(s).Unreadable(cp1, evidence.NodeLease, 2, "timeout: no answer within 2s")
 	}
 	expect(t, orderedWithin(5*time.Second), lapsed.input(Window), verdict.InsufficientData, "apiserver/cp1", "10:00:02.000", "5s", "the test's bound")
 
@@ -132,9 +132,9 @@ func TestNoTimeTravelNeedsEveryServerOrderedAcrossTheInput(t *testing.T) {
 	slow := newRun(t)
 	for s := 0.0; s <= 8; s++ {
 		rv := []string{"100", "101", "102", "103", "104", "105", "106", "107", "108"}[int(s)]
-		slow.round(s).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
-			value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
-			unreadable(cp3, evidence.NodeLease, 2, "timeout: no answer within 2s")
+		slow.Round(s).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
+			Value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
+			Unreadable(cp3, evidence.NodeLease, 2, "timeout: no answer within 2s")
 	}
 	expect(t, orderedWithin(5*time.Second), slow.input(Window), verdict.InsufficientData, "apiserver/cp3")
 
@@ -142,9 +142,9 @@ func TestNoTimeTravelNeedsEveryServerOrderedAcrossTheInput(t *testing.T) {
 	refusing := newRun(t)
 	for s := 0.0; s <= 8; s++ {
 		rv := []string{"100", "101", "102", "103", "104", "105", "106", "107", "108"}[int(s)]
-		refusing.round(s).value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
-			value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
-			unreadable(cp3, evidence.NodeLease, 0.01, "connection refused: dial tcp 10.231.0.13:6443")
+		refusing.Round(s).Value(cp1, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
+			Value(cp2, evidence.NodeLease, 0.1, evidence.LeaseValue{Exists: true}, rv).
+			Unreadable(cp3, evidence.NodeLease, 0.01, "connection refused: dial tcp 10.231.0.13:6443")
 	}
 	j := expect(t, orderedWithin(5*time.Second), refusing.input(Window), verdict.Preserved, "refused throughout, serving no client: apiserver/cp3")
 	if strings.Contains(j.Reason, "from [apiserver/cp1 apiserver/cp2 apiserver/cp3") {

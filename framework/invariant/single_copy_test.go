@@ -17,11 +17,11 @@ const (
 
 func TestSingleCopyPreservedWhenThePodMovesAfterItStopped(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
-	r.round(1).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
-	r.round(2).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": exited}), "").value(cri2, q, 0.2, runtimeWith("", nil), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
-	r.round(3).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
-	r.round(4).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.Round(0).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.2, runtimeWith("", nil), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.Round(1).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.2, runtimeWith("", nil), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.Round(2).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": exited}), "").Value(cri2, q, 0.2, runtimeWith("", nil), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.Round(3).Value(cri1, q, 0.2, runtimeWith("", nil), "").Value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
+	r.Round(4).Value(cri1, q, 0.2, runtimeWith("", nil), "").Value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
 	expect(t, SingleCopy(), r.input(Window), verdict.Preserved, "no moment", "cri/worker2 ran it in 2 of 5 reads")
 }
 
@@ -30,11 +30,11 @@ func TestSingleCopyViolatedWhenTwoNodesRunItThroughTheSameSpan(t *testing.T) {
 	// worker1 keeps the old copy (partitioned from the API, not from us);
 	// worker2 starts the replacement while it still runs.
 	for i, s := range []float64{0, 1, 2, 3} {
-		rd := r.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri3, q, 0.2, runtimeWith("", nil), "")
+		rd := r.Round(s).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri3, q, 0.2, runtimeWith("", nil), "")
 		if i >= 2 {
-			rd.value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
+			rd.Value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
 		} else {
-			rd.value(cri2, q, 0.3, runtimeWith("", nil), "")
+			rd.Value(cri2, q, 0.3, runtimeWith("", nil), "")
 		}
 	}
 	j := expect(t, SingleCopy(), r.input(Window), verdict.Violated, "two nodes at once", "worker1", "worker2")
@@ -49,10 +49,10 @@ func TestSingleCopySameRoundOnTwoNodesIsNotProofOfTwoAtOnce(t *testing.T) {
 	// The hand-over happened inside one round: worker1 was read while its
 	// copy still ran, worker2 after its copy started. Different moments.
 	r := newRun(t)
-	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
-	r.round(1).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.9, runtimeWith("u2", map[string]string{"c2": running}), "")
-	r.round(2).value(cri1, q, 0.1, runtimeWith("", nil), "").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
-	r.round(3).value(cri1, q, 0.1, runtimeWith("", nil), "").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.Round(0).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.Round(1).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.9, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.Round(2).Value(cri1, q, 0.1, runtimeWith("", nil), "").Value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.Round(3).Value(cri1, q, 0.1, runtimeWith("", nil), "").Value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
 	// c1 is certain over [0.1, 1.0]; c2's first read spans [1.0, 1.9], not
 	// inside it; c2 is certain from 1.9 on, after c1's last sighting.
 	expect(t, SingleCopy(), r.input(Window), verdict.Preserved)
@@ -60,27 +60,27 @@ func TestSingleCopySameRoundOnTwoNodesIsNotProofOfTwoAtOnce(t *testing.T) {
 
 func TestSingleCopyRestartOnTheSameNodeIsNotTwoCopies(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.Round(0).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
 	// A new sandbox and container of the same pod on the same node, the old
 	// one still listed as running in the same read.
 	both := runtimeWith("u1", map[string]string{"c1": running})
 	both.Containers = append(both.Containers, evidence.RuntimeContainer{ID: "c1b", Name: "app", SandboxID: "sb-u1b", PodUID: "u1", State: running})
-	r.round(1).value(cri1, q, 0.1, both, "").value(cri2, q, 0.1, runtimeWith("", nil), "")
-	r.round(2).value(cri1, q, 0.1, both, "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.Round(1).Value(cri1, q, 0.1, both, "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.Round(2).Value(cri1, q, 0.1, both, "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
 	expect(t, SingleCopy(), r.input(Window), verdict.Preserved)
 }
 
 func TestSingleCopyInsufficientWhenARuntimeIsDarkWhileAnotherRunsThePod(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
-	r.round(1).unreadable(cri1, q, 2, "timeout: no answer within 2s").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
-	r.round(3).unreadable(cri1, q, 2, "timeout: no answer within 2s").value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.Round(0).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
+	r.Round(1).Unreadable(cri1, q, 2, "timeout: no answer within 2s").Value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
+	r.Round(3).Unreadable(cri1, q, 2, "timeout: no answer within 2s").Value(cri2, q, 0.1, runtimeWith("u2", map[string]string{"c2": running}), "")
 	expect(t, SingleCopy(), r.input(Window), verdict.InsufficientData, "could have hidden", "cri/worker1 unreadable while cri/worker2 ran the pod", "timeout")
 }
 
 func TestSingleCopyInsufficientWhenNoRuntimeAnswers(t *testing.T) {
 	r := newRun(t)
-	r.round(0).unreadable(cri1, q, 1, "ssh: connection refused").unreadable(cri2, q, 1, "ssh: connection refused")
+	r.Round(0).Unreadable(cri1, q, 1, "ssh: connection refused").Unreadable(cri2, q, 1, "ssh: connection refused")
 	expect(t, SingleCopy(), r.input(Window), verdict.InsufficientData)
 }
 
@@ -95,9 +95,9 @@ func TestSingleCopyNeverReadsTheAPI(t *testing.T) {
 func TestSingleCopyIsExercisedOnlyWhenThePodMoves(t *testing.T) {
 	// Moved to worker2 under a new UID: exercised.
 	moved := newRun(t)
-	moved.round(0).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
-	moved.round(1).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
-	moved.round(2).value(cri1, q, 0.2, runtimeWith("", nil), "").value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
+	moved.Round(0).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.2, runtimeWith("", nil), "")
+	moved.Round(1).Value(cri1, q, 0.2, runtimeWith("", nil), "").Value(cri2, q, 0.2, runtimeWith("", nil), "")
+	moved.Round(2).Value(cri1, q, 0.2, runtimeWith("", nil), "").Value(cri2, q, 0.2, runtimeWith("u2", map[string]string{"c2": running}), "")
 	j := expect(t, SingleCopy(), moved.input(Window), verdict.Preserved)
 	wantExercised(t, j, true, "worker1", "worker2")
 
@@ -105,16 +105,16 @@ func TestSingleCopyIsExercisedOnlyWhenThePodMoves(t *testing.T) {
 	// challenged.
 	still := newRun(t)
 	for s := 0.0; s < 3; s++ {
-		still.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.2, runtimeWith("", nil), "")
+		still.Round(s).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.2, runtimeWith("", nil), "")
 	}
 	j = expect(t, SingleCopy(), still.input(Window), verdict.Preserved)
 	wantExercised(t, j, false, "only on worker1")
 
 	// A restart on the same node under the same UID is not a move either.
 	restart := newRun(t)
-	restart.round(0).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
-	restart.round(1).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": exited}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
-	restart.round(2).value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1b": running}), "").value(cri2, q, 0.1, runtimeWith("", nil), "")
+	restart.Round(0).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": running}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
+	restart.Round(1).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1": exited}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
+	restart.Round(2).Value(cri1, q, 0.1, runtimeWith("u1", map[string]string{"c1b": running}), "").Value(cri2, q, 0.1, runtimeWith("", nil), "")
 	j = expect(t, SingleCopy(), restart.input(Window), verdict.Preserved)
 	wantExercised(t, j, false)
 
@@ -149,11 +149,11 @@ func TestSingleCopyIsExercisedOnlyWhenThePodMoves(t *testing.T) {
 func TestSingleCopyViolatedIsExercised(t *testing.T) {
 	r := newRun(t)
 	for i, s := range []float64{0, 1, 2, 3} {
-		rd := r.round(s).value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
+		rd := r.Round(s).Value(cri1, q, 0.2, runtimeWith("u1", map[string]string{"c1": running}), "")
 		if i >= 2 {
-			rd.value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
+			rd.Value(cri2, q, 0.3, runtimeWith("u2", map[string]string{"c2": running}), "")
 		} else {
-			rd.value(cri2, q, 0.3, runtimeWith("", nil), "")
+			rd.Value(cri2, q, 0.3, runtimeWith("", nil), "")
 		}
 	}
 	wantExercised(t, expect(t, SingleCopy(), r.input(Window), verdict.Violated), true)

@@ -22,29 +22,29 @@ var following = evidence.LeadingValue{Leading: false, Process: "p"}
 
 // schedulerSteady adds a scheduler that cp1 leads throughout.
 func schedulerSteady(rd *round) *round {
-	return rd.value(host1, sched, 0.1, leading("s1"), "").value(host2, sched, 0.1, following, "")
+	return rd.Value(host1, sched, 0.1, leading("s1"), "").Value(host2, sched, 0.1, following, "")
 }
 
 func TestSingleLeaderPreservedAcrossAHandOver(t *testing.T) {
 	r := newRun(t)
-	schedulerSteady(r.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
-	schedulerSteady(r.round(1).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(r.Round(0).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(r.Round(1).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.1, following, ""))
 	// cp1's process exited; cp2 took over.
-	schedulerSteady(r.round(2).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
-	schedulerSteady(r.round(3).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(r.Round(2).Value(host1, kcm, 0.1, evidence.LeadingValue{}, "").Value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(r.Round(3).Value(host1, kcm, 0.1, evidence.LeadingValue{}, "").Value(host2, kcm, 0.1, leading("k2"), ""))
 	expect(t, SingleLeader(), r.input(Window), verdict.Preserved, "kube-controller-manager", "kube-scheduler")
 }
 
 func TestSingleLeaderViolatedWhenAFrozenLeaderWakesUpLeading(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 4; s++ {
-		rd := schedulerSteady(r.round(s)).value(host1, kcm, 0.1, leading("k1"), "")
+		rd := schedulerSteady(r.Round(s)).Value(host1, kcm, 0.1, leading("k1"), "")
 		if s >= 1 {
-			rd.value(host2, kcm, 0.2, leading("k2"), "")
+			rd.Value(host2, kcm, 0.2, leading("k2"), "")
 		} else {
-			rd.value(host2, kcm, 0.2, following, "")
+			rd.Value(host2, kcm, 0.2, following, "")
 		}
-		rd.value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp2_abc"}, "")
+		rd.Value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp2_abc"}, "")
 	}
 	expect(t, SingleLeader(), r.input(Window), verdict.Violated, "two kube-controller-manager leaders at once", "cp1", "cp2", "lease holders seen: cp2_abc")
 }
@@ -53,43 +53,43 @@ func TestSingleLeaderLeadingInOneRoundOnTwoHostsWithoutContinuityIsNoProof(t *te
 	// Both say they lead in the same round, but neither process is seen
 	// leading twice: the hand-over may have happened inside the round.
 	r := newRun(t)
-	schedulerSteady(r.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.9, leading("k2"), ""))
-	schedulerSteady(r.round(1).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, evidence.LeadingValue{Leading: true}, ""))
+	schedulerSteady(r.Round(0).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.9, leading("k2"), ""))
+	schedulerSteady(r.Round(1).Value(host1, kcm, 0.1, evidence.LeadingValue{}, "").Value(host2, kcm, 0.1, evidence.LeadingValue{Leading: true}, ""))
 	expect(t, SingleLeader(), r.input(Window), verdict.Preserved)
 }
 
 func TestSingleLeaderInsufficientWithoutTheProcessesAnswers(t *testing.T) {
 	r := newRun(t)
-	r.round(0).value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp1_x"}, "").
-		unreadable(host1, kcm, 1, "not deployed: no controlplane source")
+	r.Round(0).Value(cp1, evidence.ControllerManagerLease, 0.1, evidence.LeaseValue{Exists: true, HolderIdentity: "cp1_x"}, "").
+		Unreadable(host1, kcm, 1, "not deployed: no controlplane source")
 	expect(t, SingleLeader(), r.input(Window), verdict.InsufficientData, "no host said whether its kube-controller-manager leads")
 }
 
 func TestSingleLeaderInsufficientWhenAHostIsDarkWhileAnotherLeads(t *testing.T) {
 	r := newRun(t)
 	for s := 0.0; s < 3; s++ {
-		schedulerSteady(r.round(s).value(host2, kcm, 0.1, leading("k2"), "").unreadable(host1, kcm, 1.5, "timeout"))
+		schedulerSteady(r.Round(s).Value(host2, kcm, 0.1, leading("k2"), "").Unreadable(host1, kcm, 1.5, "timeout"))
 	}
 	expect(t, SingleLeader(), r.input(Window), verdict.InsufficientData, "controlplane/cp1 unreadable")
 }
 
 func TestSingleLeaderIsExercisedOnlyWhenLeadershipChangesHands(t *testing.T) {
 	handOver := newRun(t)
-	schedulerSteady(handOver.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
-	schedulerSteady(handOver.round(1).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
-	schedulerSteady(handOver.round(2).value(host1, kcm, 0.1, evidence.LeadingValue{}, "").value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(handOver.Round(0).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(handOver.Round(1).Value(host1, kcm, 0.1, evidence.LeadingValue{}, "").Value(host2, kcm, 0.1, leading("k2"), ""))
+	schedulerSteady(handOver.Round(2).Value(host1, kcm, 0.1, evidence.LeadingValue{}, "").Value(host2, kcm, 0.1, leading("k2"), ""))
 	wantExercised(t, expect(t, SingleLeader(), handOver.input(Window), verdict.Preserved), true, "kube-controller-manager", "k1", "k2")
 
 	// A new process on the same host (the old one restarted) is a change
 	// of leader too.
 	restart := newRun(t)
-	schedulerSteady(restart.round(0).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
-	schedulerSteady(restart.round(1).value(host1, kcm, 0.1, leading("k1b"), "").value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(restart.Round(0).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.1, following, ""))
+	schedulerSteady(restart.Round(1).Value(host1, kcm, 0.1, leading("k1b"), "").Value(host2, kcm, 0.1, following, ""))
 	wantExercised(t, expect(t, SingleLeader(), restart.input(Window), verdict.Preserved), true, "k1b")
 
 	steady := newRun(t)
 	for s := 0.0; s < 3; s++ {
-		schedulerSteady(steady.round(s).value(host1, kcm, 0.1, leading("k1"), "").value(host2, kcm, 0.1, following, ""))
+		schedulerSteady(steady.Round(s).Value(host1, kcm, 0.1, leading("k1"), "").Value(host2, kcm, 0.1, following, ""))
 	}
 	j := expect(t, SingleLeader(), steady.input(Window), verdict.Preserved)
 	wantExercised(t, j, false, "one leader")

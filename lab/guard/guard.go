@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,11 +125,30 @@ func PlaceMarker(ctx context.Context, c *lab.Config, kube kubernetes.Interface) 
 	return nil
 }
 
-// Client builds a clientset from a kubeconfig file.
-func Client(kubeconfig string) (kubernetes.Interface, error) {
+// ClientOptions tune the client Client builds. The zero value is
+// client-go's defaults.
+type ClientOptions struct {
+	// Timeout bounds each request; zero leaves requests unbounded.
+	Timeout time.Duration
+	// UserAgent names the client to the API server; empty keeps
+	// client-go's default.
+	UserAgent string
+}
+
+// Client builds a clientset from a kubeconfig file, with at most one
+// ClientOptions.
+func Client(kubeconfig string, opts ...ClientOptions) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	for _, o := range opts {
+		if o.Timeout > 0 {
+			rc.Timeout = o.Timeout
+		}
+		if o.UserAgent != "" {
+			rc.UserAgent = o.UserAgent
+		}
 	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline/faultline/lab"
 	"github.com/faultline/faultline/lab/guard"
@@ -67,28 +66,16 @@ type env struct {
 	verErr  error
 }
 
-// kubeClient is a client of the API server a kubeconfig names, each
-// request bounded by 10 s.
-func kubeClient(path string) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
-	}
-	cfg.Timeout = 10 * time.Second
-	cfg.UserAgent = "faultline-lab-check"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("making a client for %s: %w", path, err)
-	}
-	return cs, nil
-}
+// kubeOptions bound each request of the check's API clients by 10 s, so
+// that an unreachable API server fails its checks instead of hanging them.
+var kubeOptions = guard.ClientOptions{Timeout: 10 * time.Second, UserAgent: "faultline-lab-check"}
 
 // Check checks every requirement on l, in parallel, touching nothing.
 func Check(ctx context.Context, l lab.Lab) Report {
 	e := &env{ctx: ctx, lab: l}
 	if path, err := l.Kubeconfig(""); err != nil {
 		e.kubeErr = err
-	} else if cs, err := kubeClient(path); err != nil {
+	} else if cs, err := guard.Client(path, kubeOptions); err != nil {
 		e.kubeErr = err
 	} else {
 		e.kube = cs
@@ -685,7 +672,7 @@ func checkAPIServers(e *env) Finding {
 			path, err := e.lab.Kubeconfig(h.Name())
 			if err == nil {
 				var cs kubernetes.Interface
-				cs, err = kubeClient(path)
+				cs, err = guard.Client(path, kubeOptions)
 				if err == nil {
 					_, err = cs.Discovery().ServerVersion()
 				}

@@ -14,6 +14,8 @@ import (
 	"github.com/faultline/faultline/framework/fault"
 	_ "github.com/faultline/faultline/framework/fault/controls"
 	_ "github.com/faultline/faultline/framework/fault/faults"
+	"github.com/faultline/faultline/lab/labtest"
+
 	// The kits' faults: the command links them, so they are checked too.
 	_ "github.com/faultline/faultline/kits/storeddata/faults"
 	"github.com/faultline/faultline/lab"
@@ -94,15 +96,7 @@ func (h shellHost) Run(ctx context.Context, cmd string) (lab.Result, error) {
 	if h.unreachable {
 		return lab.Result{}, syscall.EHOSTUNREACH
 	}
-	var out, errb strings.Builder
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return lab.Result{Stdout: out.String(), Stderr: errb.String(), ExitCode: exit.ExitCode()}, nil
-	}
-	return lab.Result{Stdout: out.String(), Stderr: errb.String()}, err
+	return labtest.Sh(ctx, cmd)
 }
 func (shellHost) Dial(context.Context, string, string) (net.Conn, error) {
 	return nil, lab.ErrUnsupported

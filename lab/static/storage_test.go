@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/labtest"
 )
 
 // mountTable is the machine's mount table as the test's hosts see it: one
@@ -75,15 +75,7 @@ func (h shellNode) Run(ctx context.Context, cmd string) (lab.Result, error) {
 		ranMu.Unlock()
 	}
 	cmd = strings.ReplaceAll(cmd, "/proc/self/mountinfo", h.mounts.path)
-	var out, errb strings.Builder
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return lab.Result{Stdout: out.String(), Stderr: errb.String(), ExitCode: exit.ExitCode()}, nil
-	}
-	return lab.Result{Stdout: out.String(), Stderr: errb.String()}, err
+	return labtest.Sh(ctx, cmd)
 }
 func (shellNode) Dial(context.Context, string, string) (net.Conn, error) {
 	return nil, lab.ErrUnsupported

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/sourcetest"
 	"github.com/faultline/faultline/lab"
 )
 
@@ -130,7 +131,7 @@ func TestLeadingIsUnreadableWhenMetricsAreRefusedOrTimeOut(t *testing.T) {
 
 	// A server that accepts but never answers (a frozen process): the read
 	// ends with the context and stays unreadable, never "not leading".
-	l := listen(t, "127.0.0.1")
+	l := sourcetest.Listen(t, "127.0.0.1")
 	_, port, _ = net.SplitHostPort(l.Addr().String())
 	p, _ = strconv.Atoi(port)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -146,14 +147,14 @@ func TestLeadingIsUnreadableWhenMetricsAreRefusedOrTimeOut(t *testing.T) {
 
 // servicesHost reports fixed service states.
 type servicesHost struct {
-	shellHost
+	sourcetest.ShellHost
 	states []lab.ServiceState
 }
 
 func (h servicesHost) Services(context.Context) ([]lab.ServiceState, error) { return h.states, nil }
 
 func TestLeadingAsksTheHostWhenAPortRefusesBeforeAnyRead(t *testing.T) {
-	l := listen(t, "127.0.0.1")
+	l := sourcetest.Listen(t, "127.0.0.1")
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	p, _ := strconv.Atoi(port)
 	l.Close() // nothing listens there now: connections are refused

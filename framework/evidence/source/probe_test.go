@@ -3,12 +3,9 @@ package source
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,59 +17,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/faultline/faultline/framework/evidence"
-	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/framework/evidence/source/sourcetest"
 )
-
-// shellHost runs commands with this machine's sh, as an SSH session on a
-// lab host would; it can do nothing else.
-type shellHost struct{}
-
-func (shellHost) Name() string          { return "worker2" }
-func (shellHost) Roles() []lab.Role     { return []lab.Role{lab.RoleWorker} }
-func (shellHost) HasRole(lab.Role) bool { return false }
-func (shellHost) Address() string       { return "127.0.0.1" }
-func (shellHost) Run(ctx context.Context, cmd string) (lab.Result, error) {
-	var out, errb strings.Builder
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return lab.Result{Stdout: out.String(), Stderr: errb.String(), ExitCode: exit.ExitCode()}, nil
-	}
-	return lab.Result{Stdout: out.String(), Stderr: errb.String()}, err
-}
-func (shellHost) StopService(context.Context, string) error            { return lab.ErrUnsupported }
-func (shellHost) StartService(context.Context, string) error           { return lab.ErrUnsupported }
-func (shellHost) Signal(context.Context, string, syscall.Signal) error { return lab.ErrUnsupported }
-func (shellHost) Services(context.Context) ([]lab.ServiceState, error) {
-	return nil, lab.ErrUnsupported
-}
-func (shellHost) PowerOff(context.Context) error { return lab.ErrUnsupported }
-func (shellHost) PowerOn(context.Context) error  { return lab.ErrUnsupported }
-
-// Dial dials from this machine, as the worker would from its own; a
-// connection it could not make is the target's failure, not the host's.
-func (shellHost) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, fmt.Errorf("dialing %s %s from worker2: %w: %w", network, address, lab.ErrNotConnectedByHost, err)
-	}
-	return c, nil
-}
-
-// unreachableWorker cannot be reached at all.
-type unreachableWorker struct{ shellHost }
-
-func (unreachableWorker) Dial(context.Context, string, string) (net.Conn, error) {
-	return nil, fmt.Errorf("connecting to worker2 (10.0.0.32:22): dial tcp: %w", syscall.EHOSTUNREACH)
-}
 
 // slowWorker takes longer than one probe's second to reconnect to: its
 // first dial waits, the others do not.
 type slowWorker struct {
-	shellHost
+	sourcetest.ShellHost
 	connected *bool
 }
 
@@ -85,16 +36,7 @@ func (w slowWorker) Dial(ctx context.Context, network, address string) (net.Conn
 			return nil, ctx.Err()
 		}
 	}
-	return w.shellHost.Dial(ctx, network, address)
-}
-
-func listen(t *testing.T, addr string) net.Listener {
-	l, err := net.Listen("tcp", addr+":0")
-	if err != nil {
-		t.Skipf("cannot listen on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return w.ShellHost.Dial(ctx, network, address)
 }
 
 func slice(name, addr string, port int, ready bool) *discoveryv1.EndpointSlice {
@@ -109,7 +51,7 @@ func slice(name, addr string, port int, ready bool) *discoveryv1.EndpointSlice {
 func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 	// A real server that answers, a port nobody listens on, two servers
 	// that accept and never answer, and one that says it is unhealthy.
-	ok := listen(t, "127.0.0.2")
+	ok := sourcetest.Listen(t, "127.0.0.2")
 	requests := make(chan string, 10)
 	go http.Serve(ok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests <- r.Proto + " " + r.Host + " " + r.URL.Path
@@ -119,16 +61,16 @@ func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 		}
 		w.Write([]byte("ok"))
 	}))
-	sick := listen(t, "127.0.0.6")
+	sick := sourcetest.Listen(t, "127.0.0.6")
 	go http.Serve(sick, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
-	closed := listen(t, "127.0.0.3")
+	closed := sourcetest.Listen(t, "127.0.0.3")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
 	accepted := make(chan time.Time, 10)
 	silentServer := func(addr string) net.Listener {
-		l := listen(t, addr)
+		l := sourcetest.Listen(t, addr)
 		go func() {
 			for {
 				c, err := l.Accept()
@@ -149,7 +91,7 @@ func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 		slice("d", "127.0.0.5", silent2.Addr().(*net.TCPAddr).Port, false),
 		slice("e", "127.0.0.6", sick.Addr().(*net.TCPAddr).Port, true),
 	)
-	p := NewProber(shellHost{}, client, evidence.DefaultSubjects, "/healthz")
+	p := NewProber(sourcetest.ShellHost{}, client, evidence.DefaultSubjects, "/healthz")
 	if p.Source() != "probe/worker2" {
 		t.Errorf("source %s", p.Source())
 	}
@@ -201,7 +143,7 @@ func TestProberAsksEveryEndpointFromTheWorker(t *testing.T) {
 	}
 
 	// A worker that cannot be reached says nothing of the endpoints.
-	a = NewProber(unreachableWorker{}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
+	a = NewProber(sourcetest.UnreachableWorker{}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
 	if a.State != evidence.Unreadable || !strings.HasPrefix(a.Reason, "probing from worker2: unreachable: ") {
 		t.Errorf("from an unreachable worker: %+v", a)
 	}
@@ -220,17 +162,17 @@ func TestProberWithoutTheAPIIsUnreadable(t *testing.T) {
 	client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	a := NewProber(shellHost{}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
+	a := NewProber(sourcetest.ShellHost{}, client, evidence.DefaultSubjects, "/healthz").Read(context.Background())[evidence.EndpointProbes]
 	if a.Readable() || !strings.Contains(a.Reason, "listing the endpoints to probe") {
 		t.Errorf("%+v", a)
 	}
 }
 
 func TestProberKeepsProbingTheLastListedAddressesWhileTheAPICannotList(t *testing.T) {
-	ok := listen(t, "127.0.0.2")
+	ok := sourcetest.Listen(t, "127.0.0.2")
 	go http.Serve(ok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	client := fake.NewClientset(slice("a", "127.0.0.2", ok.Addr().(*net.TCPAddr).Port, true))
-	p := NewProber(shellHost{}, client, evidence.DefaultSubjects, "/healthz")
+	p := NewProber(sourcetest.ShellHost{}, client, evidence.DefaultSubjects, "/healthz")
 	if a := p.Read(context.Background())[evidence.EndpointProbes]; !a.Readable() {
 		t.Fatalf("first read: %+v", a)
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/faultline/faultline/internal/kubetest"
 	"github.com/faultline/faultline/lab"
+	"github.com/faultline/faultline/lab/labtest"
 )
 
 // loopbackHost runs its commands with bash on this machine; a node's in a
@@ -53,15 +54,7 @@ func (h *loopbackHost) Run(ctx context.Context, cmd string) (lab.Result, error) 
 	if h.isolated {
 		argv = append([]string{"unshare", "--net"}, argv...)
 	}
-	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var out, errb strings.Builder
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return lab.Result{Stdout: out.String(), Stderr: errb.String(), ExitCode: ee.ExitCode()}, nil
-	}
-	return lab.Result{Stdout: out.String(), Stderr: errb.String()}, err
+	return labtest.Run(exec.CommandContext(ctx, argv[0], argv[1:]...))
 }
 func (h *loopbackHost) Dial(context.Context, string, string) (net.Conn, error) {
 	return nil, errors.New("not dialled")

@@ -1,6 +1,7 @@
 // Package verdicttest builds the run records the record and report tests
 // share, so that the verdict JUnit and the summary are tested on the same
-// runs.
+// runs, and checks the judgements invariants' tests get. It links
+// "testing": only tests import it.
 package verdicttest
 
 import (

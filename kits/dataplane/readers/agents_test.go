@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/kits/dataplane"
 
 	"github.com/faultline/faultline/framework/evidence"
+	"github.com/faultline/faultline/framework/evidence/source/sourcetest"
 )
 
 func portOf(t *testing.T, addr string) int {
@@ -41,7 +42,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 		w.Write([]byte("OK\nmore"))
 	}))
 	defer healthy.Close()
-	silent := listen(t, "127.0.0.1")
+	silent := sourcetest.Listen(t, "127.0.0.1")
 	go func() {
 		for {
 			c, err := silent.Accept()
@@ -51,7 +52,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	closed := listen(t, "127.0.0.1")
+	closed := sourcetest.Listen(t, "127.0.0.1")
 	closedPort := portOf(t, closed.Addr().String())
 	closed.Close()
 
@@ -60,7 +61,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 		{Agent: "kube-router", Port: portOf(t, silent.Addr().String()), Path: "/healthz"},
 		{Agent: "down", Port: closedPort, Path: "/healthz"},
 	}
-	a := NewAgentHealth(shellHost{}, endpoints, 300*time.Millisecond)
+	a := NewAgentHealth(sourcetest.ShellHost{}, endpoints, 300*time.Millisecond)
 	if a.Source() != "agents/worker2" {
 		t.Errorf("source %s", a.Source())
 	}
@@ -79,7 +80,7 @@ func TestAgentHealthRecordsEachEndpointsAnswer(t *testing.T) {
 		t.Errorf("the refusing endpoint: %+v", got)
 	}
 
-	ans = NewAgentHealth(unreachableWorker{}, endpoints, 300*time.Millisecond).Read(context.Background())[dataplane.AgentHealth]
+	ans = NewAgentHealth(sourcetest.UnreachableWorker{}, endpoints, 300*time.Millisecond).Read(context.Background())[dataplane.AgentHealth]
 	if ans.State != evidence.Unreadable || !strings.Contains(ans.Reason, "reaching worker2") {
 		t.Errorf("a node not reached: %+v, want unreadable naming it", ans)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline/faultline/framework/evidence/source/sourcetest"
 	"github.com/faultline/faultline/kits/dataplane"
 
 	"github.com/faultline/faultline/lab"
@@ -13,7 +14,7 @@ import (
 // dumpHost answers the commands of the policy readers with the dumps of
 // testdata/agents, as a node's shell would print them.
 type dumpHost struct {
-	shellHost
+	sourcetest.ShellHost
 	t      *testing.T
 	files  map[string][]string // the tool a command starts with → files printed, in order
 	asked  []string
