@@ -38,7 +38,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	l.logf("building node images")
-	if _, err := l.comp.Images(); err != nil {
+	if _, err := l.comp.BuildImages(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	if l.comp.AgentsAsPods() {
@@ -65,6 +65,9 @@ func (l *Lab) Up(ctx context.Context) error {
 	t0 := time.Now()
 	l.logf("building hosts")
 	if err := l.provisionHosts(ctx); err != nil {
+		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
+	}
+	if err := l.comp.RecordImages(); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	t1 := time.Now()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -273,5 +274,41 @@ func TestKubeRouterStartsAfterKubeProxysFirstSync(t *testing.T) {
 	h := Host{HostConfig: lab.HostConfig{Name: "worker1", Address: "192.0.2.1"}}
 	if err := afterKubeProxySynced(context.Background(), nil, h, func(string) bool { return false }); err != nil {
 		t.Errorf("with kube-proxy not running: %v", err)
+	}
+}
+
+// The images a lab's up recorded are what a later process of the lab
+// names, without building them; a record whose archives are gone, or
+// none, is not taken.
+func TestRecordedImagesAreReused(t *testing.T) {
+	c, _ := testCluster(t, "pair")
+	dir := t.TempDir()
+	tar := filepath.Join(dir, "fixtures.tar")
+	if err := os.WriteFile(tar, []byte("oci"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := Images{Pause: "faultline.local/pause:1.0", Tarballs: []string{tar}, Refs: []string{"faultline.local/pause:1.0", "faultline.local/coredns:1.0"}}
+	if _, ok := c.recordedImages(); ok {
+		t.Fatal("took a record that is not there")
+	}
+	c.imagesOnce.Do(func() {})
+	c.images = want
+	if err := c.RecordImages(); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := c.recordedImages()
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("recorded %+v (%v), want %+v", got, ok, want)
+	}
+	later, _ := testCluster(t, "pair")
+	later.Dirs = c.Dirs
+	if img, err := later.CoreDNSImage(); err != nil || img != "faultline.local/coredns:1.0" {
+		t.Errorf("a later process's CoreDNS image: %q, %v", img, err)
+	}
+	if err := os.Remove(tar); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.recordedImages(); ok {
+		t.Error("took a record whose archive is gone")
 	}
 }

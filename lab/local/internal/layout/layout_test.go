@@ -36,6 +36,7 @@ func TestStateDirLayout(t *testing.T) {
 		{s.PKI(), "/var/lib/faultline/pair/pki"},
 		{s.SSH(), "/var/lib/faultline/pair/ssh"},
 		{s.Cold(), "/var/lib/faultline/pair/cold"},
+		{s.Images(), "/var/lib/faultline/pair/images.json"},
 		{s.UTS("w1"), "/var/lib/faultline/pair/ns/w1.uts"},
 		{s.ContainerdSocket("w1"), "/var/lib/faultline/pair/run/w1/containerd/containerd.sock"},
 		{NetnsPath(NetnsName("pair", "w1")), "/run/netns/fl-pair-w1"},

@@ -12,6 +12,11 @@ func (s State) Dir() string { return string(s) }
 // from and what it changed on the machine.
 func (s State) Record() string { return filepath.Join(string(s), "lab.json") }
 
+// Images records the node images the lab's up built (images.json): what
+// the nodes' runtimes hold, named again by every later process of the lab
+// without building them again.
+func (s State) Images() string { return filepath.Join(string(s), "images.json") }
+
 // Data is a host's persistent data: what a VM's disk would hold and
 // what the cold snapshot copies.
 func (s State) Data(host string) string { return filepath.Join(string(s), "hosts", host) }
