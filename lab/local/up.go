@@ -72,7 +72,7 @@ func (l *Lab) Up(ctx context.Context) error {
 	}
 	t1 := time.Now()
 	l.timings.Provision = t1.Sub(t0)
-	if err := l.boot(ctx, t1); err != nil {
+	if err := l.boot(ctx, t1, false); err != nil {
 		return fmt.Errorf("lab %s up: %w", l.cfg.Name, err)
 	}
 	t2 := time.Now()
@@ -92,47 +92,82 @@ func (l *Lab) Up(ctx context.Context) error {
 // boot starts every service phase by phase (etcd, API servers, the rest of
 // the control plane, runtimes, node agents), each phase on every host at
 // once and ready before the next, then waits for a healthy cluster.
-func (l *Lab) boot(ctx context.Context, since time.Time) error {
+//
+// restored says the hosts' data comes from the cold snapshot (a reset, or
+// the boot that follows taking it): etcd then holds the addons, so none is
+// created, and what nothing in the order needs is not waited for: the
+// container runtimes start beside the API servers (they ask nothing of
+// the cluster), and the nodes' kubelets and agents beside the
+// controller-managers and schedulers (they need the API servers only), as
+// a fleet powered on together comes up. The first boot of lab up keeps the
+// strict order: its node agents need the RBAC the addons create.
+func (l *Lab) boot(ctx context.Context, since time.Time, restored bool) error {
 	if _, err := l.comp.Env(ctx); err != nil {
 		return err
 	}
 	if err := sysctl.Acquire(l.cfg.StateDir); err != nil {
 		return err
 	}
-	for _, p := range components.AllPhases {
-		l.logf("starting %s", p)
-		if err := l.forEachHost(func(h *Host) error {
-			for _, s := range h.services() {
-				if s.Phase == p {
-					if err := h.start(ctx, s, true); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}); err != nil {
+	stages := [][]components.Phase{
+		{components.PhaseSSH}, {components.PhaseEtcd}, {components.PhaseAPIServer},
+		{components.PhaseControlPlane}, {components.PhaseRuntime}, {components.PhaseNode},
+	}
+	if restored {
+		stages = [][]components.Phase{
+			{components.PhaseSSH}, {components.PhaseEtcd},
+			{components.PhaseAPIServer, components.PhaseRuntime},
+			{components.PhaseControlPlane, components.PhaseNode},
+		}
+	}
+	for _, stage := range stages {
+		errs := make([]error, len(stage))
+		var wg sync.WaitGroup
+		for i, p := range stage {
+			wg.Go(func() { errs[i] = l.bootPhase(ctx, p, restored) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return err
-		}
-		l.logf("%s ready", p)
-		if p == components.PhaseControlPlane {
-			// Before the node agents start: they need their RBAC.
-			if err := l.applyAddons(ctx); err != nil {
-				return err
-			}
-		}
-		if p == components.PhaseRuntime {
-			if err := l.forEachHost(func(h *Host) error {
-				if h.node == nil {
-					return nil
-				}
-				return l.comp.ImportImages(ctx, h.component())
-			}); err != nil {
-				return err
-			}
 		}
 	}
 	l.logf("waiting for every node Ready and the leader leases")
 	return l.waitHealthy(ctx, since)
+}
+
+// bootPhase starts every host's services of one phase and waits until
+// they are ready; after the control plane of a first boot, it creates the
+// addons, and after the runtimes it loads the node images where they are
+// missing.
+func (l *Lab) bootPhase(ctx context.Context, p components.Phase, restored bool) error {
+	l.logf("starting %s", p)
+	if err := l.forEachHost(func(h *Host) error {
+		for _, s := range h.services() {
+			if s.Phase == p {
+				if err := h.start(ctx, s, true); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	l.logf("%s ready", p)
+	if p == components.PhaseControlPlane && !restored {
+		// Before the node agents start: they need their RBAC.
+		if err := l.applyAddons(ctx); err != nil {
+			return err
+		}
+	}
+	if p == components.PhaseRuntime {
+		return l.forEachHost(func(h *Host) error {
+			if h.node == nil {
+				return nil
+			}
+			return l.comp.ImportImages(ctx, h.component())
+		})
+	}
+	return nil
 }
 
 // waitHealthy waits until every node is Ready with a kubelet that renewed
@@ -278,7 +313,7 @@ func (l *Lab) takeColdSnapshot(ctx context.Context) error {
 	if err := state.Save(l.cfg.StateDir, rec); err != nil {
 		return err
 	}
-	return l.boot(ctx, time.Now())
+	return l.boot(ctx, time.Now(), true)
 }
 
 // Reset stops everything, restores every host from the one cold copy,
@@ -317,7 +352,7 @@ func (l *Lab) Reset(ctx context.Context) error {
 			return fmt.Errorf("lab %s reset: restoring: %w", l.cfg.Name, err)
 		}
 	}
-	if err := l.boot(ctx, since); err != nil {
+	if err := l.boot(ctx, since, true); err != nil {
 		return fmt.Errorf("lab %s reset: %w", l.cfg.Name, err)
 	}
 	return nil
