@@ -60,16 +60,7 @@ func TestEtcdAndAPIServers(t *testing.T) {
 	}
 	start := time.Now()
 	for _, p := range phases {
-		if err := l.forEachHost(func(h *Host) error {
-			for _, s := range h.services() {
-				if s.Phase == p {
-					if err := h.start(ctx, s, true); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := l.forEachHost(func(h *Host) error { return h.startServices(ctx, p) }); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("phase %d ready after %s", p, time.Since(start).Round(100*time.Millisecond))

@@ -140,16 +140,7 @@ func (l *Lab) boot(ctx context.Context, since time.Time, restored bool) error {
 // missing.
 func (l *Lab) bootPhase(ctx context.Context, p components.Phase, restored bool) error {
 	l.logf("starting %s", p)
-	if err := l.forEachHost(func(h *Host) error {
-		for _, s := range h.services() {
-			if s.Phase == p {
-				if err := h.start(ctx, s, true); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := l.forEachHost(func(h *Host) error { return h.startServices(ctx, p) }); err != nil {
 		return err
 	}
 	l.logf("%s ready", p)
