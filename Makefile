@@ -162,9 +162,14 @@ run: ## the main job: build what is missing, bring LAB up (fast profile), run th
 	@# stability over them.
 	@# The lab file is copied with the profile written into it, so the lab,
 	@# the suite's bounds and the run records all name the same profile.
-	$(MAKE) bins faultline ginkgo
+	@# Only what the lab runs is built: csi-attacher only for a lab with
+	@# a storage host.
+	$(MAKE) faultline ginkgo
 	@src="$(LAB)"; [ -f "$$src" ] || src="testdata/labs/$(LAB).yaml"; \
 	[ -f "$$src" ] || { echo "make run: no lab file $(LAB) (nor testdata/labs/$(LAB).yaml)"; exit 2; }; \
+	need="$$(lab/local/bins/build.sh -l | awk '{print $$1}')"; \
+	grep -qE '^[^#]*roles:.*\bstorage\b' "$$src" || need="$$(grep -vx csi-attacher <<<"$$need")"; \
+	lab/local/bins/build.sh $$need; \
 	profile="$${RUN_PROFILE:-fast}"; filter="$${RUN_FILTER:-ci}"; \
 	tmp="$$(mktemp -d)"; labfile="$$tmp/$$(basename "$$src")"; \
 	if grep -qE '^\s+timerProfile:' "$$src"; then sed -E "s/^(\s+timerProfile:).*/\1 $$profile/" "$$src" > "$$labfile"; \

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/faultline/faultline/lab"
@@ -131,6 +132,9 @@ func locate(cfg *lab.Config, cache string, lookPath func(string) (string, error)
 	for _, b := range builtBinaries(&p) {
 		path := filepath.Join(bins, b.dir, b.name)
 		if err := checkExecutable(path); err != nil {
+			if b.storageOnly && cfg != nil && !hasStorageHost(cfg) {
+				continue // a lab without a storage host runs none
+			}
 			missingBuilt = append(missingBuilt, fmt.Sprintf("%s (%v)", b.name, err))
 			continue
 		}
@@ -171,31 +175,43 @@ func locate(cfg *lab.Config, cache string, lookPath func(string) (string, error)
 	return p, nil
 }
 
+// hasStorageHost says whether the lab has a host with the storage role.
+func hasStorageHost(cfg *lab.Config) bool {
+	for _, h := range cfg.Hosts {
+		if slices.Contains(h.Roles, lab.RoleStorage) {
+			return true
+		}
+	}
+	return false
+}
+
 // builtBinary is a binary the build script writes to <cache>/bins/<dir>/<name>.
 type builtBinary struct {
 	dir, name string
 	dest      *string
+	// storageOnly: only a lab with a storage host runs it.
+	storageOnly bool
 }
 
 // builtBinaries lists what the build script builds, each with the field of
 // p that holds its path.
 func builtBinaries(p *Paths) []builtBinary {
 	return []builtBinary{
-		{"kubernetes-" + KubernetesVersion, "kube-apiserver", &p.KubeAPIServer},
-		{"kubernetes-" + KubernetesVersion, "kube-controller-manager", &p.KubeControllerManager},
-		{"kubernetes-" + KubernetesVersion, "kube-scheduler", &p.KubeScheduler},
-		{"kubernetes-" + KubernetesVersion, "kubelet", &p.Kubelet},
-		{"kubernetes-" + KubernetesVersion, "kube-proxy", &p.KubeProxy},
-		{"kubectl-" + KubernetesVersion, "kubectl", &p.Kubectl},
-		{"etcd-" + EtcdVersion, "etcd", &p.Etcd},
-		{"etcd-" + EtcdVersion, "etcdctl", &p.Etcdctl},
-		{"containerd-" + ContainerdVersion, "containerd", &p.Containerd},
-		{"containerd-" + ContainerdVersion, "ctr", &p.Ctr},
-		{"containerd-" + ContainerdVersion, "containerd-shim-runc-v2", &p.ContainerdShimRuncV2},
-		{"crictl-" + CrictlVersion, "crictl", &p.Crictl},
-		{"kube-router-" + KubeRouterVersion, "kube-router", &p.KubeRouter},
-		{"coredns-" + CoreDNSVersion, "coredns", &p.CoreDNS},
-		{"external-attacher-" + ExternalAttacherVersion, "csi-attacher", &p.CSIAttacher},
+		{dir: "kubernetes-" + KubernetesVersion, name: "kube-apiserver", dest: &p.KubeAPIServer},
+		{dir: "kubernetes-" + KubernetesVersion, name: "kube-controller-manager", dest: &p.KubeControllerManager},
+		{dir: "kubernetes-" + KubernetesVersion, name: "kube-scheduler", dest: &p.KubeScheduler},
+		{dir: "kubernetes-" + KubernetesVersion, name: "kubelet", dest: &p.Kubelet},
+		{dir: "kubernetes-" + KubernetesVersion, name: "kube-proxy", dest: &p.KubeProxy},
+		{dir: "kubectl-" + KubernetesVersion, name: "kubectl", dest: &p.Kubectl},
+		{dir: "etcd-" + EtcdVersion, name: "etcd", dest: &p.Etcd},
+		{dir: "etcd-" + EtcdVersion, name: "etcdctl", dest: &p.Etcdctl},
+		{dir: "containerd-" + ContainerdVersion, name: "containerd", dest: &p.Containerd},
+		{dir: "containerd-" + ContainerdVersion, name: "ctr", dest: &p.Ctr},
+		{dir: "containerd-" + ContainerdVersion, name: "containerd-shim-runc-v2", dest: &p.ContainerdShimRuncV2},
+		{dir: "crictl-" + CrictlVersion, name: "crictl", dest: &p.Crictl},
+		{dir: "kube-router-" + KubeRouterVersion, name: "kube-router", dest: &p.KubeRouter},
+		{dir: "coredns-" + CoreDNSVersion, name: "coredns", dest: &p.CoreDNS},
+		{dir: "external-attacher-" + ExternalAttacherVersion, name: "csi-attacher", dest: &p.CSIAttacher, storageOnly: true},
 	}
 }
 

@@ -124,6 +124,27 @@ func TestLocateNamesMissingBinariesAndTheBuildCommand(t *testing.T) {
 	}
 }
 
+// csi-attacher runs only on a storage host: a lab without one does not
+// need it built, one with one does, and with no lab named every binary
+// is needed.
+func TestLocateNeedsTheAttacherOnlyForAStorageHost(t *testing.T) {
+	fakeSystem(t)
+	cache := fullCache(t)
+	if err := os.Remove(filepath.Join(cache, "bins", "external-attacher-"+ExternalAttacherVersion, "csi-attacher")); err != nil {
+		t.Fatal(err)
+	}
+	worker := lab.HostConfig{Name: "w1", Roles: []lab.Role{lab.RoleWorker}}
+	storage := lab.HostConfig{Name: "s", Roles: []lab.Role{lab.RoleStorage}}
+	if p, err := locate(&lab.Config{Hosts: []lab.HostConfig{worker}}, cache, noPath); err != nil || p.CSIAttacher != "" {
+		t.Errorf("without a storage host: %q, %v", p.CSIAttacher, err)
+	}
+	for name, cfg := range map[string]*lab.Config{"with a storage host": {Hosts: []lab.HostConfig{worker, storage}}, "with no lab": nil} {
+		if _, err := locate(cfg, cache, noPath); err == nil || !strings.Contains(err.Error(), "csi-attacher (missing)") {
+			t.Errorf("%s: %v, want csi-attacher named missing", name, err)
+		}
+	}
+}
+
 func TestLocateNamesMissingDebianPackages(t *testing.T) {
 	root := fakeSystem(t)
 	cache := fullCache(t)

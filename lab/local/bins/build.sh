@@ -64,6 +64,15 @@ targets=(
 	"csi-attacher|external-attacher|${external_attacher_version}|external-attacher|github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher||${external_attacher_ldflags}|--version| ${external_attacher_version}"
 )
 
+# How long each binary took to build cold (empty module and build caches,
+# its module's downloads included) on a 2-core machine at load 10-13 on
+# 2026-12-06 (docs/measurements.md): what the estimate before a build says.
+declare -A cold_seconds=(
+	[kube-apiserver]=654 [kube-controller-manager]=268 [kube-scheduler]=29 [kubelet]=69
+	[kube-proxy]=29 [kubectl]=61 [etcd]=119 [etcdctl]=7 [containerd]=208 [ctr]=14
+	[containerd-shim-runc-v2]=6 [crictl]=69 [kube-router]=174 [coredns]=65 [csi-attacher]=277
+)
+
 elapsed() {
 	local s=$1
 	printf '%dm%02ds' $((s / 60)) $((s % 60))
@@ -107,6 +116,27 @@ for t in "${targets[@]}"; do
 		total=$((total + 1))
 	fi
 done
+
+# Before building, what is missing and how long that took cold on the
+# reference machine, so a first run says what it is about to spend.
+if [[ $list == 0 ]]; then
+	missing=0
+	expect=0
+	for t in "${targets[@]}"; do
+		IFS='|' read -r name upstream version module pkg tags ldflags vargs want <<<"$t"
+		if [[ $# -gt 0 && -z "${wanted[$name]:-}" ]]; then
+			continue
+		fi
+		if ! reports_version "$cache/${upstream}-${version}/$name" "$vargs" "$want"; then
+			missing=$((missing + 1))
+			expect=$((expect + ${cold_seconds[$name]:-60}))
+		fi
+	done
+	if ((missing > 0)); then
+		printf 'bins: %d of %d to build; cold (empty Go caches, downloads included) they took %s on a 2-core machine at load 10-13; this machine has %s cores (more shorten it, a warm Go build cache much more)\n' \
+			"$missing" "$total" "$(elapsed "$expect")" "$(nproc)"
+	fi
+fi
 
 start_all=$SECONDS
 i=0
