@@ -109,33 +109,31 @@ for name in "$@"; do
 	wanted[$name]=1
 done
 
+# One pass over the selected binaries before building: how many, which are
+# missing (each version command is run here, once), and how long the
+# missing ones took cold on the reference machine, so a first run says
+# what it is about to spend.
 total=0
+missing=0
+expect=0
+declare -A present=()
 for t in "${targets[@]}"; do
-	name="${t%%|*}"
-	if [[ $# -eq 0 || -n "${wanted[$name]:-}" ]]; then
-		total=$((total + 1))
+	IFS='|' read -r name upstream version module pkg tags ldflags vargs want <<<"$t"
+	if [[ $# -gt 0 && -z "${wanted[$name]:-}" ]]; then
+		continue
+	fi
+	total=$((total + 1))
+	[[ $list == 1 ]] && continue
+	if reports_version "$cache/${upstream}-${version}/$name" "$vargs" "$want"; then
+		present[$name]=1
+	else
+		missing=$((missing + 1))
+		expect=$((expect + ${cold_seconds[$name]:-60}))
 	fi
 done
-
-# Before building, what is missing and how long that took cold on the
-# reference machine, so a first run says what it is about to spend.
-if [[ $list == 0 ]]; then
-	missing=0
-	expect=0
-	for t in "${targets[@]}"; do
-		IFS='|' read -r name upstream version module pkg tags ldflags vargs want <<<"$t"
-		if [[ $# -gt 0 && -z "${wanted[$name]:-}" ]]; then
-			continue
-		fi
-		if ! reports_version "$cache/${upstream}-${version}/$name" "$vargs" "$want"; then
-			missing=$((missing + 1))
-			expect=$((expect + ${cold_seconds[$name]:-60}))
-		fi
-	done
-	if ((missing > 0)); then
-		printf 'bins: %d of %d to build; cold (empty Go caches, downloads included) they took %s on a 2-core machine at load 10-13; this machine has %s cores (more shorten it, a warm Go build cache much more)\n' \
-			"$missing" "$total" "$(elapsed "$expect")" "$(nproc)"
-	fi
+if ((missing > 0)); then
+	printf 'bins: %d of %d to build; cold (empty Go caches, downloads included) they took %s on a 2-core machine at load 10-13; this machine has %s cores (more shorten it, a warm Go build cache much more)\n' \
+		"$missing" "$total" "$(elapsed "$expect")" "$(nproc)"
 fi
 
 start_all=$SECONDS
@@ -153,7 +151,7 @@ for t in "${targets[@]}"; do
 		printf '%-24s %-8s %s\n' "$name" "$version" "$dest"
 		continue
 	fi
-	if reports_version "$dest" "$vargs" "$want"; then
+	if [[ -n "${present[$name]:-}" ]]; then
 		printf '[%d/%d] %s %s: already built (%s)\n' "$i" "$total" "$name" "$version" "$dest"
 		continue
 	fi

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -310,5 +313,24 @@ func TestRecordedImagesAreReused(t *testing.T) {
 	}
 	if _, ok := c.recordedImages(); ok {
 		t.Error("took a record whose archive is gone")
+	}
+}
+
+// kube-proxy's metrics are read over HTTP: a sync reported gives its
+// time, a status other than 200 an error naming it.
+func TestKubeProxyLastSyncOverHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.Error(w, "no such page", http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, "# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 42\n")
+	}))
+	defer srv.Close()
+	if at, err := kubeProxyLastSync(context.Background(), srv.URL+"/metrics"); err != nil || at != 42 {
+		t.Errorf("got %v, %v; want 42", at, err)
+	}
+	if _, err := kubeProxyLastSync(context.Background(), srv.URL+"/other"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a 404 gave %v", err)
 	}
 }

@@ -94,20 +94,32 @@ func httpOK(ctx context.Context, url string) error {
 // httpGet GETs a plain-HTTP endpoint and returns the start of its body
 // when it answers 200.
 func httpGet(ctx context.Context, url string) (string, error) {
+	var body string
+	err := httpRead(ctx, url, func(r io.Reader) error {
+		b, _ := io.ReadAll(io.LimitReader(r, 4096))
+		body = string(b)
+		return nil
+	})
+	return body, err
+}
+
+// httpRead GETs a plain-HTTP endpoint and hands its body to read when it
+// answers 200; otherwise the error gives the status and the body's start.
+func httpRead(ctx context.Context, url string, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return string(body), nil
+	return read(resp.Body)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -414,19 +413,12 @@ func afterKubeProxySynced(ctx context.Context, c *Cluster, h Host, running func(
 func kubeProxyLastSync(ctx context.Context, url string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return lastSyncOf(resp.Body)
+	var last float64
+	err := httpRead(ctx, url, func(r io.Reader) (err error) {
+		last, err = lastSyncOf(r)
+		return err
+	})
+	return last, err
 }
 
 // lastSyncOf finds the last successful sync's time in kube-proxy's
