@@ -528,37 +528,32 @@ func agentsLayout(l lab.Lab) string {
 	return lab.AgentsAsServices
 }
 
+// capabilities are the interfaces a capability requirement names, and
+// whether a lab offers each.
+var capabilities = map[string]struct {
+	iface  string
+	offers func(lab.Lab) bool
+}{
+	EtcdForks:    {"lab.EtcdForks", func(l lab.Lab) bool { _, ok := l.(lab.EtcdForks); return ok }},
+	AgentIDs:     {"lab.AgentIdentities", func(l lab.Lab) bool { _, ok := l.(lab.AgentIdentities); return ok }},
+	AgentConfigs: {"lab.AgentKubeconfigs", func(l lab.Lab) bool { _, ok := l.(lab.AgentKubeconfigs); return ok }},
+	ClusterDNS:   {"lab.ClusterDNSAccess", func(l lab.Lab) bool { _, ok := l.(lab.ClusterDNSAccess); return ok }},
+	FSCheck:      {"lab.FilesystemChecker", func(l lab.Lab) bool { _, ok := l.(lab.FilesystemChecker); return ok }},
+	VolumeDamage: {"lab.VolumeDamager", func(l lab.Lab) bool { _, ok := l.(lab.VolumeDamager); return ok }},
+}
+
 // capability checks that the lab implements the interface a requirement
 // names.
 func capability(id string) func(*env) Finding {
 	return func(e *env) Finding {
-		var ok bool
-		var iface string
 		if (id == AgentIDs || id == AgentConfigs) && agentsLayout(e.lab) == lab.AgentsAsPods {
 			return notMet("the agents run as pods (kubernetes.agents: pods), one service account and no kubeconfig file per node: the faults on them need what the faults on agents run as pods need")
 		}
-		switch id {
-		case EtcdForks:
-			_, ok = e.lab.(lab.EtcdForks)
-			iface = "lab.EtcdForks"
-		case AgentIDs:
-			_, ok = e.lab.(lab.AgentIdentities)
-			iface = "lab.AgentIdentities"
-		case AgentConfigs:
-			_, ok = e.lab.(lab.AgentKubeconfigs)
-			iface = "lab.AgentKubeconfigs"
-		case ClusterDNS:
-			_, ok = e.lab.(lab.ClusterDNSAccess)
-			iface = "lab.ClusterDNSAccess"
-		case FSCheck:
-			_, ok = e.lab.(lab.FilesystemChecker)
-			iface = "lab.FilesystemChecker"
-		case VolumeDamage:
-			_, ok = e.lab.(lab.VolumeDamager)
-			iface = "lab.VolumeDamager"
-		default:
+		c, known := capabilities[id]
+		if !known {
 			return unknown("no check for %s", id)
 		}
+		ok, iface := c.offers(e.lab), c.iface
 		if !ok {
 			return notMet("the %s lab does not offer %s", e.lab.Info().Kind, iface)
 		}
