@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,7 +25,12 @@ const DefaultRequestTimeout = 1500 * time.Millisecond
 
 // ClientFromKubeconfig makes a clientset from a kubeconfig file with a
 // per-request timeout and no client-side rate limit (a snapshot must not
-// wait on a limiter that another round filled).
+// wait on a limiter that another round filled). It asks for protobuf, as
+// Kubernetes' own components do: the same objects, at a fraction of the
+// encoding and decoding work JSON costs the API servers and this process
+// in every snapshot round; JSON stays accepted for what has no protobuf
+// form. It asks for no compression: a response compressed for each round
+// costs the server more than sending it over the lab's network does.
 func ClientFromKubeconfig(path string, timeout time.Duration) (kubernetes.Interface, *rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -34,6 +40,9 @@ func ClientFromKubeconfig(path string, timeout time.Duration) (kubernetes.Interf
 	cfg.QPS = 1000
 	cfg.Burst = 1000
 	cfg.UserAgent = "faultline-evidence"
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cfg.DisableCompression = true
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("making a client for %s: %w", path, err)
