@@ -65,12 +65,14 @@ targets=(
 )
 
 # How long each binary took to build cold (empty module and build caches,
-# its module's downloads included) on a 2-core machine at load 10-13 on
-# 2026-12-06 (docs/measurements.md): what the estimate before a build says.
+# its module's downloads included), built one after another in this order,
+# on a 2-core machine with nothing else running, on 2026-12-07
+# (docs/measurements.md): what the estimate before a build says. Under
+# load they take longer: all fifteen took 34m10s at load 10-13.
 declare -A cold_seconds=(
-	[kube-apiserver]=654 [kube-controller-manager]=268 [kube-scheduler]=29 [kubelet]=69
-	[kube-proxy]=29 [kubectl]=61 [etcd]=119 [etcdctl]=7 [containerd]=208 [ctr]=14
-	[containerd-shim-runc-v2]=6 [crictl]=69 [kube-router]=174 [coredns]=65 [csi-attacher]=277
+	[kube-apiserver]=248 [kube-controller-manager]=63 [kube-scheduler]=6 [kubelet]=19
+	[kube-proxy]=10 [kubectl]=25 [etcd]=26 [etcdctl]=2 [containerd]=58 [ctr]=4
+	[containerd-shim-runc-v2]=2 [crictl]=24 [kube-router]=88 [coredns]=60 [csi-attacher]=137
 )
 
 elapsed() {
@@ -132,7 +134,7 @@ for t in "${targets[@]}"; do
 	fi
 done
 if ((missing > 0)); then
-	printf 'bins: %d of %d to build; cold (empty Go caches, downloads included) they took %s on a 2-core machine at load 10-13; this machine has %s cores (more shorten it, a warm Go build cache much more)\n' \
+	printf 'bins: %d of %d to build; cold (empty Go caches, downloads included) they took %s on an otherwise idle 2-core machine (a loaded one takes up to three times that); this machine has %s cores (more shorten it, a warm Go build cache much more)\n' \
 		"$missing" "$total" "$(elapsed "$expect")" "$(nproc)"
 fi
 
